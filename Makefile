@@ -1,0 +1,17 @@
+# EvoKernel developer entry points. Each target creates or reuses .venv at the repo root.
+.PHONY: setup demo test bench clean
+
+setup:
+	@bash scripts/setup.sh
+
+demo: setup  ## verify a shipped example kernel against its task (offline, no API key)
+	@HF_HUB_OFFLINE=1 .venv/bin/evokernel verify evokernel/suites/cpu_l1/01_relu.py evokernel/examples/cpu/01_relu.py
+
+test: setup  ## the whole test suite
+	@HF_HUB_OFFLINE=1 .venv/bin/python -m pytest -q tests
+
+bench: setup  ## seconds per verdict and timing noise (prints a table)
+	@HF_HUB_OFFLINE=1 .venv/bin/python -m evokernel.evals.bench_verifier
+
+clean:
+	rm -rf build *.egg-info .pytest_cache

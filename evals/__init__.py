@@ -1,0 +1,1 @@
+"""Evaluation harness, metrics, reports and benchmark scripts."""

@@ -1,0 +1,3 @@
+from evokernel.cli import main
+
+main()

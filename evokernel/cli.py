@@ -1,0 +1,129 @@
+"""The `evokernel` command line.
+
+    evokernel verify TASK_FILE CANDIDATE_FILE [--set NAME=VALUE]... [--json]
+    evokernel tasks list [SUITE]
+
+Exit codes of `verify`: 0 feasible, 1 not feasible, 2 bad usage or an unreadable/broken task.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from evokernel.tasks import TaskError, load_task, load_tasks, parse_override, suite_names
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+                  help="EvoKernel: LLM-written kernels judged by an honest, sandboxed verifier.")
+tasks_app = typer.Typer(no_args_is_help=True, help="Browse tasks and built-in suites.")
+app.add_typer(tasks_app, name="tasks")
+err = Console(stderr=True)
+
+
+def _overrides(values: list[str] | None) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for v in values or []:
+        name, value = parse_override(v)
+        out[name] = value
+    return out
+
+
+@app.command()
+def verify(
+    task_file: Annotated[Path, typer.Argument(help="KernelBench-format task file (Model, get_inputs, get_init_inputs)")],
+    candidate_file: Annotated[Path, typer.Argument(help="candidate source defining ModelNew")],
+    backend: Annotated[str, typer.Option(help="target backend")] = "cpu",
+    set_: Annotated[Optional[list[str]], typer.Option("--set", help="override a module-level size constant, NAME=VALUE (repeatable)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object instead of text")] = False,
+    strict: Annotated[bool, typer.Option(help="strict tolerance atol=rtol=1e-4 (default 1e-2, the paper's)")] = False,
+    trials: Annotated[int, typer.Option(min=1, help="standard correctness trials (plus 3 perturbed ones)")] = 5,
+    threads: Annotated[int, typer.Option(min=1, help="threads for both candidate and reference")] = 1,
+    timing: Annotated[bool, typer.Option(help="measure latency of feasible candidates")] = True,
+    compile_baseline: Annotated[bool, typer.Option(help="also time torch.compile of the reference (slow when cold)")] = False,
+    seed: Annotated[Optional[int], typer.Option(help="fix the otherwise secret seeds (for reproducing a verdict)")] = None,
+    timeout: Annotated[float, typer.Option(help="seconds per forward call, on top of 50x the reference time")] = 20.0,
+) -> None:
+    """Judge CANDIDATE_FILE against TASK_FILE: anti-hack, compile, correctness and latency gates."""
+    from evokernel.verifier.trusted.verifier import Verifier, VerifyConfig
+    from evokernel.verifier.trusted.correctness import DEFAULT_TOL, STRICT_TOL
+
+    try:
+        task = load_task(task_file, _overrides(set_))
+    except TaskError as exc:
+        err.print(f"error: {exc}")
+        raise typer.Exit(2)
+    try:
+        source = candidate_file.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        err.print(f"error: cannot read candidate file: {exc}")
+        raise typer.Exit(2)
+    config = VerifyConfig(tol=STRICT_TOL if strict else DEFAULT_TOL, trials=trials, threads=threads, timing=timing,
+                          compile_baseline=compile_baseline, seed=seed, run_timeout_s=timeout)
+    try:
+        with Verifier(backend, config) as verifier:
+            if not as_json:
+                err.print(f"[dim]verifying {candidate_file} against {task.name} "
+                          f"(backend {backend}, sandbox {verifier.sandbox})...[/dim]")
+            result = verifier.verify(task, source)
+    except TaskError as exc:
+        err.print(f"error: {exc}")
+        raise typer.Exit(2)
+    except ValueError as exc:  # unknown backend
+        err.print(f"error: {exc}")
+        raise typer.Exit(2)
+    if as_json:
+        print(json.dumps(result.to_json(), indent=None, default=str))
+    else:
+        print(result.summary())
+    raise typer.Exit(0 if result.feasible else 1)
+
+
+@tasks_app.command("list")
+def tasks_list(
+    suite: Annotated[Optional[str], typer.Argument(help="suite name (cpu-l1, cpu-l2), task directory or file")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+) -> None:
+    """List built-in suites, or the tasks of one suite/directory."""
+    if suite is None:
+        rows = [(name, len(load_tasks(name))) for name in suite_names()]
+        if as_json:
+            print(json.dumps([{"suite": n, "tasks": c} for n, c in rows]))
+            return
+        table = Table("suite", "tasks", title="built-in suites (evokernel tasks list SUITE)")
+        for name, count in rows:
+            table.add_row(name, str(count))
+        Console().print(table)
+        return
+    try:
+        tasks = load_tasks(suite)
+    except TaskError as exc:
+        err.print(f"error: {exc}")
+        raise typer.Exit(2)
+    if as_json:
+        print(json.dumps([{"name": t.name, "category": t.category, "path": str(t.path), "constants": t.constants,
+                           "description": t.description} for t in tasks], default=str))
+        return
+    table = Table("task", "category", "sizes", "description", title=f"{suite}: {len(tasks)} tasks")
+    for t in tasks:
+        sizes = " ".join(f"{k}={v}" for k, v in t.constants.items() if isinstance(v, (int, float)))
+        table.add_row(t.name, t.category, sizes, t.description)
+    Console(width=160).print(table)
+
+
+def main() -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        app()
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+"""The backend interface: what differs between targets (cpu, ascend-sim, ascend) sits behind it,
+so the gates in `verifier.trusted.verifier` never special-case a target."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+from evokernel.verifier.trusted.hack import Finding
+
+
+class Backend(ABC):
+    name: str
+
+    @abstractmethod
+    def static_check(self, source: str) -> list[Finding]:
+        """Static anti-hack rules over the candidate source (raises SyntaxError if it does not parse)."""
+
+    @abstractmethod
+    def handle_build(self, request: dict[str, Any], log: "BuildLog") -> dict[str, Any]:
+        """Serve a build request from a sandboxed candidate; returns the reply sent back to it."""
+
+
+class BuildLog:
+    """What happened to the native builds of one candidate (the compile gate reads it)."""
+
+    def __init__(self) -> None:
+        self.hack: list[str] = []
+        self.errors: list[str] = []
+        self.seconds = 0.0
+        self.builds = 0
+        self.cached = 0

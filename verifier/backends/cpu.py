@@ -1,0 +1,61 @@
+"""The `cpu` backend: C++ kernels through `evokernel.cpu.load_cpp` (or torch load_inline), built
+by the trusted parent in a throw-away sandbox, cached by content, run in the candidate worker."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from evokernel.cpu import CompileError
+from evokernel.verifier.backends.base import Backend, BuildLog
+from evokernel.verifier.trusted import hack, native_build
+from evokernel.verifier.trusted.launcher import Limits, SandboxSpec, run_sandboxed
+
+
+class CpuBackend(Backend):
+    name = "cpu"
+
+    def __init__(self, cache_dir: Path, build_timeout_s: float = 600.0):
+        self.cache_dir = cache_dir
+        self.build_timeout_s = build_timeout_s
+
+    def static_check(self, source: str) -> list[hack.Finding]:
+        return hack.check_python(source)
+
+    def _runner(self, argv: list[str], cwd: Path, timeout: float, writable: Path) -> tuple[int | None, str]:
+        spec = SandboxSpec(threads=1, writable=[writable], readonly=[self.cache_dir],
+                           limits=Limits(cpu_s=int(timeout) + 5, fsize_mb=512))
+        return run_sandboxed(argv, spec, timeout, cwd=cwd)
+
+    def handle_build(self, request: dict[str, Any], log: BuildLog) -> dict[str, Any]:
+        kind = request.get("kind")
+        try:
+            if kind == "cpp":
+                source = str(request.get("source", ""))
+                findings = hack.check_native(source, "cpp")
+                if findings:
+                    log.hack += [f"native source {f}" for f in findings]
+                    return {"ok": False, "error": "rejected by the verifier's native-code rules"}
+                flags = tuple(str(f) for f in request.get("flags") or ())
+                result = native_build.build_cpp(source, flags, self.cache_dir, self._runner, self.build_timeout_s)
+            elif kind == "inline":
+                spec = dict(request.get("spec") or {})
+                findings = [f for s in spec.get("cpp_sources") or [] for f in hack.check_native(str(s), "inline")]
+                if findings:
+                    log.hack += [f"native source {f}" for f in findings]
+                    return {"ok": False, "error": "rejected by the verifier's native-code rules"}
+                result = native_build.build_inline(spec, self.cache_dir, self._runner, self.build_timeout_s)
+            else:
+                return {"ok": False, "error": f"unknown build kind {kind!r}"}
+        except CompileError as exc:
+            log.errors.append(exc.diagnostics)
+            return {"ok": False, "error": exc.diagnostics}
+        log.builds += 1
+        log.cached += int(result.cached)
+        log.seconds += result.seconds
+        return {"ok": True, "path": str(result.path)}
+
+
+def make_backend(name: str, cache_dir: Path, build_timeout_s: float = 600.0) -> Backend:
+    if name == "cpu":
+        return CpuBackend(cache_dir, build_timeout_s)
+    raise ValueError(f"unknown backend {name!r} (available here: cpu; ascend-sim and ascend arrive in later steps)")

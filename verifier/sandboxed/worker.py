@@ -1,0 +1,315 @@
+"""Runs INSIDE the sandbox: the request loop of one worker process.
+
+A worker holds either the task's reference ``Model`` (role "reference": trusted code, used to make
+inputs from secret seeds and expected outputs) or a candidate's ``ModelNew`` (role "candidate").
+It answers the parent's requests over a pipe pair and exchanges tensor bytes through the shared
+memory region. It never decides anything: it reports what ran and what came out, and the parent
+checks it.
+"""
+from __future__ import annotations
+
+import ctypes
+import mmap
+import os
+import sys
+import time
+import traceback
+import types
+from typing import Any, Callable
+
+import torch
+
+import evokernel.cpu as native
+from evokernel.verifier import protocol
+from evokernel.verifier.protocol import TensorMeta, align
+from evokernel.verifier.sandboxed.guard import OpRecorder
+
+_DTYPE_BY_NAME = {name: getattr(torch, name) for name in protocol.DTYPES}
+_NAME_BY_DTYPE = {v: k for k, v in _DTYPE_BY_NAME.items()}
+PERTURBATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "none": lambda t: t,
+    "scale": lambda t: t * 4.0,
+    "negate": lambda t: -t,
+    "shift": lambda t: t + 3.0,
+}
+
+_libc = ctypes.CDLL(None)
+
+
+class _Fail(Exception):
+    def __init__(self, phase: str, message: str, detail: str = ""):
+        super().__init__(message)
+        self.phase, self.message, self.detail = phase, message, detail
+
+
+def _short_traceback(exc: BaseException, filename: str) -> str:
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
+    lines = [f"  {filename}:{f.lineno} in {f.name}: {f.line}" for f in frames[-4:]]
+    return "\n".join(lines)
+
+
+class Worker:
+    def __init__(self, role: str, ctrl_in: int, ctrl_out: int, data_fd: int):
+        self.role = role
+        self.rin, self.rout = ctrl_in, ctrl_out
+        self.data_fd = data_fd
+        self.capacity = 0
+        self.mm: mmap.mmap | None = None
+        self.module: types.ModuleType | None = None
+        self.filename = "candidate.py" if role == "candidate" else "task.py"
+        self.model: Any = None
+        self.inputs: list[Any] = []
+        self.base_inputs: list[torch.Tensor] = []
+
+    # --- shared region ----------------------------------------------------------------------
+    def _remap(self, capacity: int) -> None:
+        if capacity != self.capacity:
+            if self.mm is not None:
+                self.mm.close()
+            self.mm = mmap.mmap(self.data_fd, capacity) if capacity else None
+            self.capacity = capacity
+
+    def _view(self, meta: TensorMeta) -> torch.Tensor:
+        dtype = _DTYPE_BY_NAME[meta.dtype]
+        if meta.nbytes == 0:
+            return torch.empty(meta.shape, dtype=dtype)
+        flat = torch.frombuffer(self.mm, dtype=dtype, count=meta.nbytes // protocol.DTYPES[meta.dtype],
+                                offset=meta.offset)
+        return flat.view(meta.shape)
+
+    def _write(self, tensors: list[torch.Tensor], offset: int) -> list[dict[str, Any]]:
+        metas = []
+        for t in tensors:
+            name = _NAME_BY_DTYPE.get(t.dtype)
+            if name is None:
+                raise _Fail("run", f"unsupported output dtype {t.dtype}")
+            nbytes = t.numel() * t.element_size()
+            if offset + nbytes > self.capacity:
+                raise _Fail("run", f"output of shape {tuple(t.shape)} ({nbytes} bytes) is larger than the "
+                            "space reserved for it (expected output size x4)")
+            meta = TensorMeta(name, tuple(t.shape), offset, nbytes)
+            if nbytes:
+                self._view(meta).copy_(t)
+            metas.append(meta.to_json())
+            offset = align(offset + nbytes)
+        return metas
+
+    # --- remote builds ------------------------------------------------------------------------
+    def _ask_build(self, request: dict[str, Any]) -> str:
+        protocol.send(self.rout, {"op": "build", **request})
+        reply = protocol.recv(self.rin)
+        if not reply.get("ok"):
+            raise native.CompileError(str(reply.get("error", "build failed")))
+        return str(reply["path"])
+
+    def _install_build_hooks(self) -> None:
+        native._BUILDER = lambda source, flags: self._ask_build({"kind": "cpp", "source": source, "flags": list(flags)})
+        import torch.utils.cpp_extension as cpp_ext
+
+        worker = self
+
+        def load_inline(name: str, cpp_sources: Any, cuda_sources: Any = None, functions: Any = None,
+                        extra_cflags: Any = None, **_ignored: Any) -> Any:
+            if cuda_sources:
+                raise native.CompileError("load_inline: cuda_sources cannot be built on the CPU backend")
+            srcs = [cpp_sources] if isinstance(cpp_sources, str) else list(cpp_sources or [])
+            funcs = [functions] if isinstance(functions, str) else list(functions or [])
+            if isinstance(functions, dict):
+                funcs = list(functions)
+            path = worker._ask_build({"kind": "inline", "spec": {
+                "name": name, "cpp_sources": srcs, "functions": funcs, "extra_cflags": list(extra_cflags or [])}})
+            import importlib.machinery
+            import importlib.util
+
+            loader = importlib.machinery.ExtensionFileLoader(name, path)
+            spec = importlib.util.spec_from_file_location(name, path, loader=loader)
+            module = importlib.util.module_from_spec(spec)
+            loader.exec_module(module)
+            return _CountingModule(module)
+
+        cpp_ext.load_inline = load_inline
+
+    # --- requests -----------------------------------------------------------------------------
+    def handle(self, msg: dict[str, Any]) -> dict[str, Any]:
+        op = msg.get("op")
+        self._remap(int(msg.get("capacity", self.capacity)))
+        if op == "load":
+            return self.load(msg)
+        if op == "init":
+            return self.init(msg)
+        if op == "make_inputs":
+            return self.make_inputs(msg)
+        if op == "next_inputs":
+            return self.next_inputs(msg)
+        if op == "set_inputs":
+            return self.set_inputs(msg)
+        if op == "run":
+            return self.run(msg)
+        if op == "compile":
+            assert self.role == "reference" and self.model is not None
+            self.model = torch.compile(self.model)  # inductor; compiled lazily on the first run
+            return {"ok": True}
+        if op == "ping":
+            return {"ok": True}
+        raise _Fail("protocol", f"unknown request {op!r}")
+
+    def load(self, msg: dict[str, Any]) -> dict[str, Any]:
+        torch.set_num_threads(int(msg.get("threads", 1)))
+        if self.role == "candidate":
+            self._install_build_hooks()
+        module = types.ModuleType("candidate" if self.role == "candidate" else "task")
+        module.__file__ = self.filename
+        try:
+            code = compile(str(msg["source"]), self.filename, "exec")
+            exec(code, module.__dict__)
+        except native.CompileError as exc:
+            raise _Fail("compile", "native build failed", exc.diagnostics) from None
+        except BaseException as exc:  # noqa: BLE001 - any failure of untrusted code is a verdict
+            raise _Fail("import", f"{type(exc).__name__}: {exc}", _short_traceback(exc, self.filename)) from None
+        for name, value in dict(msg.get("overrides") or {}).items():
+            setattr(module, name, value)
+        self.module = module
+        want = "ModelNew" if self.role == "candidate" else "Model"
+        missing = [n for n in ([want] if self.role == "candidate" else [want, "get_inputs", "get_init_inputs"])
+                   if not hasattr(module, n)]
+        if missing:
+            raise _Fail("import", f"{self.filename} does not define {', '.join(missing)}")
+        return {"ok": True}
+
+    def init(self, msg: dict[str, Any]) -> dict[str, Any]:
+        assert self.module is not None
+        if self.role == "reference":
+            init_args = list(self.module.get_init_inputs())
+        else:
+            init_args = list(msg.get("init_args") or [])
+        cls = getattr(self.module, "ModelNew" if self.role == "candidate" else "Model")
+        torch.manual_seed(int(msg["seed"]))
+        try:
+            self.model = cls(*init_args)
+        except BaseException as exc:  # noqa: BLE001
+            raise _Fail("init", f"{type(exc).__name__}: {exc}", _short_traceback(exc, self.filename)) from None
+        reply: dict[str, Any] = {"ok": True}
+        if self.role == "reference":
+            for a in init_args:
+                if not isinstance(a, (int, float, bool, str, list, tuple, type(None))):
+                    raise _Fail("task", f"get_init_inputs() returned a {type(a).__name__}; only numbers, strings "
+                                "and lists of them are supported")
+            reply["init_args"] = init_args
+        return reply
+
+    def make_inputs(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Reference only: inputs from a seed, perturbed, written to the shared region."""
+        assert self.module is not None and self.role == "reference"
+        torch.manual_seed(int(msg["seed"]))
+        inputs = list(self.module.get_inputs())
+        perturb = PERTURBATIONS[str(msg.get("perturb", "none"))]
+        tensors = []
+        for i, x in enumerate(inputs):
+            if not isinstance(x, torch.Tensor):
+                raise _Fail("task", f"get_inputs()[{i}] is a {type(x).__name__}; only tensors are supported")
+            if x.is_floating_point():
+                x = perturb(x)
+            tensors.append(x.contiguous())
+        need = sum(align(t.numel() * t.element_size()) for t in tensors)
+        if need > self.capacity:
+            return {"ok": True, "need": need}
+        metas = self._write(tensors, 0)
+        self.inputs = [t.clone() for t in tensors]
+        self.base_inputs = tensors
+        return {"ok": True, "inputs": metas}
+
+    def next_inputs(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Reference only: fresh inputs for a timed round, cheaply. Each tensor of the last
+        make_inputs is cyclically shifted (flattened) by a random offset from ``seed``: new content
+        at every position and new buffers, with the task's own value distribution."""
+        assert self.role == "reference" and self.base_inputs
+        gen = torch.Generator().manual_seed(int(msg["seed"]))
+        rolled = []
+        for x in self.base_inputs:
+            n = x.numel()
+            shift = int(torch.randint(1, n, (1,), generator=gen)) if n > 1 else 0
+            rolled.append(torch.roll(x.reshape(-1), shift).view(x.shape))
+        metas = self._write(rolled, 0)
+        self.inputs = rolled
+        return {"ok": True, "inputs": metas}
+
+    def set_inputs(self, msg: dict[str, Any]) -> dict[str, Any]:
+        metas = [TensorMeta.from_json(m, self.capacity) for m in msg["inputs"]]
+        self.inputs = [self._view(m).clone() for m in metas]  # a private copy per model
+        return {"ok": True}
+
+    def run(self, msg: dict[str, Any]) -> dict[str, Any]:
+        assert self.model is not None
+        record = bool(msg.get("record"))
+        before_calls = native._native_calls
+        recorder = OpRecorder() if record else None
+        t0 = time.perf_counter()
+        try:
+            with torch.no_grad():
+                if recorder is not None:
+                    with recorder:
+                        out = self.model(*self.inputs)
+                else:
+                    out = self.model(*self.inputs)
+        except BaseException as exc:  # noqa: BLE001
+            if isinstance(exc, MemoryError):
+                raise _Fail("run", "MemoryError: out of memory (the candidate exceeded its memory limit)") from None
+            raise _Fail("run", f"{type(exc).__name__}: {exc}", _short_traceback(exc, self.filename)) from None
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        for o in outs:
+            if type(o) is not torch.Tensor:  # noqa: E721 - subclasses and look-alikes are refused
+                raise _Fail("output", f"forward must return a plain torch.Tensor, got {type(o).__module__}."
+                            f"{type(o).__qualname__}")
+            if o.device.type != "cpu":
+                raise _Fail("output", f"forward returned a tensor on {o.device}")
+        metas = self._write(outs, int(msg.get("out_offset", 0)))
+        elapsed = time.perf_counter() - t0
+        reply: dict[str, Any] = {"ok": True, "outputs": metas, "native_calls": native._native_calls - before_calls,
+                                 "inner_s": elapsed}
+        if recorder is not None:
+            reply["ops"] = recorder.calls
+            reply["violations"] = recorder.violations
+        if msg.get("return_inputs"):
+            last = metas[-1]
+            reply["inputs_after"] = self._write(self.inputs, align(last["offset"] + last["nbytes"]))
+        return reply
+
+    def serve(self) -> None:
+        protocol.send(self.rout, {"op": "hello", "pid": os.getpid()})
+        while True:
+            try:
+                msg = protocol.recv(self.rin)
+            except protocol.PeerClosed:
+                return
+            if msg.get("op") == "close":
+                return
+            try:
+                reply = self.handle(msg)
+            except _Fail as f:
+                reply = {"ok": False, "phase": f.phase, "error": f.message, "detail": f.detail}
+            except protocol.ProtocolError as exc:
+                reply = {"ok": False, "phase": "protocol", "error": str(exc)}
+            except Exception as exc:  # noqa: BLE001 - reported, the parent decides
+                reply = {"ok": False, "phase": "internal", "error": f"{type(exc).__name__}: {exc}"}
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                _libc.fflush(None)
+            protocol.send(self.rout, reply)
+
+
+class _CountingModule:
+    """A load_inline extension whose functions count native calls (decoy-kernel detection)."""
+
+    def __init__(self, module: types.ModuleType):
+        self._module = module
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._module, name)
+        if callable(value):
+            def counted(*args: Any, **kwargs: Any) -> Any:
+                native._native_calls += 1
+                return value(*args, **kwargs)
+
+            return counted
+        return value

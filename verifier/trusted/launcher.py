@@ -1,0 +1,383 @@
+"""Trusted side: how sandboxed processes are started, talked to and killed.
+
+* `sandbox_argv` wraps a command in ``prlimit`` + ``bwrap`` (no network, read-only root, private
+  /tmp, home and project folders hidden, environment cleared, fresh pid namespace torn down with
+  its parent). Without bubblewrap it falls back to rlimits (and a network namespace as root) and
+  says so in every verdict.
+* `Zygote` is one pre-started sandbox holding a warm Python + torch that forks a fresh worker per
+  request (`verifier/sandboxed/zygote.py`).
+* `WorkerHandle` is the parent's end of one worker: a pipe pair, a shared memory region for tensor
+  bytes, and memory files that receive the worker's stdout and stderr.
+"""
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from evokernel.verifier import protocol
+
+KEEP_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LANG")
+
+
+class SandboxError(RuntimeError):
+    """The sandbox itself could not be started (an environment problem, not a verdict)."""
+
+
+class WorkerDied(RuntimeError):
+    def __init__(self, status: dict[str, Any]):
+        super().__init__(f"worker died: {status}")
+        self.status = status
+
+
+class WorkerTimeout(RuntimeError):
+    pass
+
+
+def sandbox_mode() -> str:
+    """"bwrap" when bubblewrap works here, else "rlimits"; EVOKERNEL_SANDBOX=rlimits forces the fallback."""
+    forced = os.environ.get("EVOKERNEL_SANDBOX")
+    if forced in {"bwrap", "rlimits"}:
+        return forced
+    return "bwrap" if shutil.which("bwrap") else "rlimits"
+
+
+def _project_root() -> Path | None:
+    import evokernel.cpu
+
+    root = Path(evokernel.cpu.__file__).resolve().parent.parent
+    return root if (root / "pyproject.toml").exists() else None
+
+
+def _package_dirs() -> list[Path]:
+    import evokernel.cpu
+    import evokernel.verifier
+
+    return [Path(evokernel.cpu.__file__).resolve().parent, Path(evokernel.verifier.__file__).resolve().parent]
+
+
+@dataclass
+class Limits:
+    cpu_s: int = 600
+    fsize_mb: int = 512
+    nofile: int = 1024
+    address_space_mb: int | None = None
+
+
+@dataclass
+class SandboxSpec:
+    threads: int = 1
+    writable: list[Path] = field(default_factory=list)
+    readonly: list[Path] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    limits: Limits = field(default_factory=Limits)
+
+
+def base_env(threads: int) -> dict[str, str]:
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": "/tmp",
+        "LANG": "C.UTF-8",
+        "PYTHONNOUSERSITE": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "OMP_NUM_THREADS": str(threads),
+        "MKL_NUM_THREADS": str(threads),
+        "OPENBLAS_NUM_THREADS": str(threads),
+        "EVOKERNEL_THREADS": str(threads),
+        "HF_HUB_OFFLINE": "1",
+        "TMPDIR": "/tmp",
+    }
+    for key in KEEP_ENV:
+        if key in os.environ:
+            env[key] = os.environ[key]
+    return env
+
+
+def sandbox_argv(argv: list[str], spec: SandboxSpec, mode: str | None = None) -> list[str]:
+    mode = mode or sandbox_mode()
+    lim = spec.limits
+    pre = ["prlimit", f"--cpu={lim.cpu_s}", f"--fsize={lim.fsize_mb * 1024 * 1024}", f"--nofile={lim.nofile}",
+           "--core=0"]
+    if lim.address_space_mb:
+        pre.append(f"--as={lim.address_space_mb * 1024 * 1024}")
+    pre.append("--")
+    env = {**base_env(spec.threads), **spec.env}
+    if mode == "bwrap":
+        cmd = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--ro-bind", "/", "/",
+               "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp"]
+        hidden = {Path.home(), Path("/home"), Path("/root")}
+        if (root := _project_root()) is not None:
+            hidden.add(root)
+        for h in sorted(hidden):
+            if h.exists():
+                cmd += ["--tmpfs", str(h)]
+        expose = {Path(sys.base_prefix), Path(sys.prefix), *_package_dirs(), *spec.readonly}
+        expose |= {Path(p) for p in sys.path if p and Path(p).is_dir() and "site-packages" in p}
+        for p in sorted(expose, key=lambda x: len(x.parts)):
+            if p.exists():
+                cmd += ["--ro-bind", str(p), str(p)]
+        for p in spec.writable:
+            cmd += ["--bind", str(p), str(p)]
+        cmd += ["--chdir", "/tmp", "--clearenv"]
+        for k, v in env.items():
+            cmd += ["--setenv", k, v]
+        return pre + cmd + argv
+    # fallback: rlimits, a cleared environment and (as root) a private network namespace
+    cmd = ["env", "-i", *[f"{k}={v}" for k, v in env.items()]]
+    if os.geteuid() == 0 and shutil.which("unshare"):
+        cmd = ["unshare", "--net", "--"] + cmd
+    return pre + cmd + argv
+
+
+def _kill_group(proc: subprocess.Popen[Any]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def run_sandboxed(argv: list[str], spec: SandboxSpec, timeout: float, cwd: Path | None = None) -> tuple[int | None, str]:
+    """Run a one-shot command (a compiler) in a fresh sandbox; returns (rc or None on timeout, output)."""
+    full = sandbox_argv(argv, spec)
+    if cwd is not None and full[0] == "prlimit" and "bwrap" in full:
+        i = full.index("--chdir")
+        full[i + 1] = str(cwd)
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                cwd=cwd, start_new_session=True, close_fds=True)
+        try:
+            rc: int | None = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            rc = None
+        _kill_group(proc)  # the whole tree, daemons included (pid-namespace teardown)
+        out.seek(0)
+        text = out.read(256 * 1024).decode(errors="replace")
+    return rc, text
+
+
+class WorkerHandle:
+    """The parent's end of one sandboxed worker."""
+
+    def __init__(self, zygote: "Zygote", pid: int, wfd: int, rfd: int, data_fd: int, out_fd: int, err_fd: int):
+        self.zygote, self.pid = zygote, pid
+        self.wfd, self.rfd = wfd, rfd
+        self.data_fd, self.out_fd, self.err_fd = data_fd, out_fd, err_fd
+        self.capacity = 0
+        self.mm: mmap.mmap | None = None
+        self.closed = False
+        self.status: dict[str, Any] | None = None
+
+    def ensure_capacity(self, nbytes: int) -> None:
+        if nbytes <= self.capacity:
+            return
+        nbytes = protocol.align(nbytes, 1 << 16)
+        os.ftruncate(self.data_fd, nbytes)
+        if self.mm is not None:
+            self.mm.close()
+        self.mm = mmap.mmap(self.data_fd, nbytes)
+        self.capacity = nbytes
+
+    def read(self, meta: protocol.TensorMeta) -> bytes:
+        assert self.mm is not None
+        return self.mm[meta.offset : meta.offset + meta.nbytes]
+
+    def send(self, msg: dict[str, Any]) -> None:
+        try:
+            protocol.send(self.wfd, {**msg, "capacity": self.capacity})
+        except (BrokenPipeError, OSError):
+            raise WorkerDied(self.kill()) from None
+
+    def receive(self, deadline: float | None, on_build: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+                ) -> dict[str, Any]:
+        """Wait for a reply, serving build requests in between (their time extends the deadline)."""
+        while True:
+            try:
+                reply = protocol.recv(self.rfd, deadline)
+            except protocol.Timeout:
+                raise WorkerTimeout() from None
+            except protocol.PeerClosed:
+                raise WorkerDied(self.kill()) from None
+            if reply.get("op") == "build" and on_build is not None:
+                t0 = time.monotonic()
+                answer = on_build(reply)
+                if deadline is not None:
+                    deadline += time.monotonic() - t0
+                try:
+                    protocol.send(self.wfd, answer)
+                except OSError:
+                    raise WorkerDied(self.kill()) from None
+                continue
+            return reply
+
+    def call(self, msg: dict[str, Any], timeout: float | None,
+             on_build: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> dict[str, Any]:
+        self.send(msg)
+        return self.receive(None if timeout is None else time.monotonic() + timeout, on_build)
+
+    def _memfd_text(self, fd: int, limit: int) -> tuple[int, str]:
+        size = os.fstat(fd).st_size
+        data = os.pread(fd, limit, 0) if size else b""
+        return size, data.decode(errors="replace")
+
+    def stdout(self, limit: int = 2000) -> tuple[int, str]:
+        return self._memfd_text(self.out_fd, limit)
+
+    def stderr_tail(self, limit: int = 2000) -> str:
+        size = os.fstat(self.err_fd).st_size
+        start = max(0, size - limit)
+        return os.pread(self.err_fd, limit, start).decode(errors="replace") if size else ""
+
+    def kill(self) -> dict[str, Any]:
+        """Kill the worker (and anything it left running); returns its exit status."""
+        if self.status is None:
+            self.status = self.zygote.kill(self.pid)
+        return self.status
+
+    def close(self) -> dict[str, Any]:
+        status = self.kill()
+        if not self.closed:
+            self.closed = True
+            if self.mm is not None:
+                self.mm.close()
+            for fd in (self.wfd, self.rfd, self.data_fd, self.out_fd, self.err_fd):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        return status
+
+
+class Zygote:
+    """A pre-started sandbox with torch imported that forks one fresh worker per request."""
+
+    def __init__(self, threads: int = 1, readonly: list[Path] | None = None, label: str = "worker",
+                 start_timeout: float = 120.0, writable: list[Path] | None = None,
+                 env: dict[str, str] | None = None):
+        self.threads, self.label = threads, label
+        self.readonly = list(readonly or [])
+        self.writable = list(writable or [])
+        self.env = dict(env or {})
+        self.start_timeout = start_timeout
+        self.mode = sandbox_mode()
+        self.proc: subprocess.Popen[Any] | None = None
+        self.sock: socket.socket | None = None
+        self.pid_namespace = False
+        self._spawned = 0
+
+    def launch(self) -> None:
+        """Start the sandbox process without waiting for it to be ready.
+
+        Call from a long-lived thread: bwrap's --die-with-parent fires when the *thread* that
+        started it exits.
+        """
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        spec = SandboxSpec(threads=self.threads, readonly=self.readonly, writable=self.writable,
+                           env={**self.env, "EVOKERNEL_ZYGOTE_FD": str(child.fileno())},
+                           limits=Limits(cpu_s=1_000_000))
+        argv = sandbox_argv([sys.executable, "-m", "evokernel.verifier.sandboxed.zygote"], spec, self.mode)
+        self._log = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(argv, pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL,
+                                     stdout=self._log, stderr=self._log, start_new_session=True)
+        child.close()
+        self.sock = parent
+
+    def wait_ready(self) -> "Zygote":
+        try:
+            hello = self._recv(self.start_timeout)
+        except (SandboxError, OSError) as exc:
+            log = self.log_tail()
+            self.close()
+            raise SandboxError(f"the {self.label} sandbox did not start: {exc}\n{log}") from None
+        self.pid_namespace = bool(hello.get("pid_namespace"))
+        return self
+
+    def start(self) -> "Zygote":
+        self.launch()
+        return self.wait_ready()
+
+    def log_tail(self, limit: int = 3000) -> str:
+        try:
+            self._log.seek(0)
+            return self._log.read()[-limit:].decode(errors="replace")
+        except (OSError, AttributeError, ValueError):
+            return ""
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def _recv(self, timeout: float) -> dict[str, Any]:
+        assert self.sock is not None
+        self.sock.settimeout(timeout)
+        try:
+            data = self.sock.recv(1 << 20)
+        except socket.timeout:
+            raise SandboxError("the sandbox did not answer in time") from None
+        if not data:
+            raise SandboxError("the sandbox exited")
+        return json.loads(data)
+
+    def _request(self, msg: dict[str, Any], fds: list[int] | None = None, timeout: float = 30.0) -> dict[str, Any]:
+        assert self.sock is not None
+        try:
+            socket.send_fds(self.sock, [json.dumps(msg).encode()], fds or [])
+        except OSError as exc:
+            raise SandboxError(f"the sandbox is gone: {exc}") from None
+        return self._recv(timeout)
+
+    def spawn(self, role: str, memory_mb: int, cpu_s: int, fsize_mb: int = 64) -> WorkerHandle:
+        if not self.alive():
+            self.start()
+        c_in_r, c_in_w = os.pipe()
+        c_out_r, c_out_w = os.pipe()
+        data = os.memfd_create(f"evk-{role}-data")
+        out = os.memfd_create(f"evk-{role}-stdout")
+        err = os.memfd_create(f"evk-{role}-stderr")
+        self._spawned += 1
+        try:
+            reply = self._request({"op": "spawn", "role": role, "memory_mb": memory_mb, "cpu_s": cpu_s,
+                                   "fsize_mb": fsize_mb,
+                                   "scratch": f"/tmp/{role}-{self._spawned}"}, [c_in_r, c_out_w, data, out, err])
+        finally:
+            os.close(c_in_r)
+            os.close(c_out_w)
+        handle = WorkerHandle(self, int(reply["pid"]), c_in_w, c_out_r, data, out, err)
+        try:
+            hello = handle.receive(time.monotonic() + 60)
+        except (WorkerDied, WorkerTimeout) as exc:
+            handle.close()
+            raise SandboxError(f"a {role} worker did not start: {exc}; stderr: {handle.stderr_tail()}") from None
+        if hello.get("op") != "hello":
+            handle.close()
+            raise SandboxError(f"a {role} worker sent {hello!r} instead of hello")
+        return handle
+
+    def kill(self, pid: int) -> dict[str, Any]:
+        try:
+            reply = self._request({"op": "kill", "pid": pid}, timeout=20)
+            return dict(reply.get("status") or {}) | {"stray_killed": reply.get("stray_killed", 0)}
+        except SandboxError:
+            # the zygote itself is unresponsive: tear the whole sandbox down
+            self.close()
+            return {"unknown": True, "sandbox_restarted": True}
+
+    def close(self) -> None:
+        if self.proc is not None:
+            _kill_group(self.proc)
+            self.proc = None
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None

@@ -1,0 +1,214 @@
+"""Building native code for CPU candidates (trusted side).
+
+Two kinds of build, both cached by a hash of everything that determines the binary:
+
+* ``cpp``: a `load_cpp` source -> ``g++ -O3 -march=native -fopenmp -shared -fPIC`` shared library,
+  linked with ``--no-undefined`` so the code can reach libc, libm, libstdc++ and OpenMP but never a
+  symbol of libtorch or Python (calling back into ATen fails at link time, not at run time);
+* ``inline``: a KernelBench ``torch.utils.cpp_extension.load_inline`` extension, built by torch's
+  own machinery (ninja) in a separate process.
+
+The verifier runs every build through a sandboxed runner (no network, writes only to the build
+directory); `build_cpp_local` is the unsandboxed path `evokernel.cpu.load_cpp` uses when a user
+runs a candidate in their own Python.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from evokernel.cpu import CompileError
+
+BASE_FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c++17")
+LINK_FLAGS = ("-Wl,--no-undefined", "-lm")
+SOURCE_NAME = "kernel.cpp"
+
+# extra flags a candidate may pass; anything else (-Wl, -L, -l, -fplugin, -specs, -include ...) is refused
+_SAFE_FLAG = re.compile(
+    r"^-(O[0-3sg]|Ofast|ffast-math|funroll-loops|fno-[\w-]+|fopenmp-simd|fstrict-aliasing|ftree-vectorize"
+    r"|march=[\w-]+|mtune=[\w-]+|m(avx\w*|fma|sse\w*|f16c|bmi2?|popcnt)|D[A-Za-z_]\w*(=[\w.+-]*)?"
+    r"|std=(c|gnu)\+\+(11|14|17|20|2a|23|2b)|w|W(?!l,|a,|p,)[\w=-]+|g[0-3]?|DNDEBUG)$"
+)
+
+# Runner: (argv, cwd, timeout_s, writable_dir) -> (returncode, combined output). None rc = timeout.
+Runner = Callable[[list[str], Path, float, Path], tuple[int | None, str]]
+
+
+def default_cache_dir() -> Path:
+    root = os.environ.get("EVOKERNEL_CACHE")
+    return Path(root) if root else Path.home() / ".cache" / "evokernel"
+
+
+def check_flags(flags: tuple[str, ...]) -> None:
+    bad = [f for f in flags if not _SAFE_FLAG.match(f)]
+    if bad:
+        raise CompileError(
+            f"load_cpp: compiler flag(s) not allowed: {' '.join(bad)} "
+            "(allowed: -O*, -f* optimisation switches, -m* ISA switches, -D macros, -std=c++NN, -W warnings)"
+        )
+
+
+@functools.lru_cache(maxsize=None)
+def compiler_id(cxx: str = "g++") -> str:
+    try:
+        out = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return cxx
+    return out.splitlines()[0] if out else cxx
+
+
+def cpp_cache_key(source: str, flags: tuple[str, ...]) -> str:
+    h = hashlib.sha256()
+    for part in (compiler_id(), " ".join(BASE_FLAGS + LINK_FLAGS), " ".join(flags), source):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:32]
+
+
+def cpp_command(src: Path, out: Path, flags: tuple[str, ...]) -> list[str]:
+    return ["g++", *BASE_FLAGS, *flags, str(src), "-o", str(out), *LINK_FLAGS]
+
+
+_DIAG = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:(?P<col>\d+):)? (?:fatal )?error: (?P<msg>.*)$")
+_UNDEF = re.compile(r"undefined reference to [`'](?P<sym>[^'`]+)'")
+
+
+def reduce_diagnostics(log: str, limit: int = 12) -> str:
+    """Compiler/linker output -> short ``file:line: error: message`` lines an LLM can act on."""
+    lines: list[str] = []
+    seen: set[str] = set()
+    for raw in log.splitlines():
+        m = _DIAG.match(raw.strip())
+        if m:
+            line = f"{Path(m['file']).name}:{m['line']}: error: {m['msg'].strip()}"
+        elif (u := _UNDEF.search(raw)) is not None:
+            line = (
+                f"link: error: undefined reference to {u['sym']} (native code may use only libc, libm, "
+                "libstdc++ and OpenMP; it must not call into ATen/torch or Python)"
+            )
+        else:
+            continue
+        if line not in seen:
+            seen.add(line)
+            lines.append(line)
+        if len(lines) >= limit:
+            break
+    if not lines:
+        tail = [ln for ln in log.strip().splitlines() if ln.strip()][-8:]
+        return "\n".join(tail) if tail else "build failed without diagnostics"
+    return "\n".join(lines)
+
+
+def _local_runner(argv: list[str], cwd: Path, timeout: float, writable: Path) -> tuple[int | None, str]:
+    try:
+        p = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, ""
+    return p.returncode, p.stdout + p.stderr
+
+
+@dataclass
+class BuildResult:
+    path: Path
+    cached: bool
+    seconds: float
+
+
+def _build_into_cache(
+    key: str, out_name: str, cache_root: Path, prepare: Callable[[Path], list[str]], runner: Runner, timeout: float
+) -> BuildResult:
+    import time
+
+    final_dir = cache_root / key
+    final = final_dir / out_name
+    if final.exists():
+        return BuildResult(final, True, 0.0)
+    cache_root.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=cache_root))
+    try:
+        argv = prepare(work)
+        t0 = time.perf_counter()
+        rc, log = runner(argv, work, timeout, work)
+        seconds = time.perf_counter() - t0
+        if rc is None:
+            raise CompileError(f"build timed out after {timeout:.0f} s")
+        if rc != 0 or not (work / out_name).exists():
+            raise CompileError(reduce_diagnostics(log))
+        try:
+            os.replace(work, final_dir)  # atomic publish; a concurrent identical build may win
+        except OSError:
+            if not final.exists():
+                raise
+        return BuildResult(final, False, seconds)
+    finally:
+        if work.exists():
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def build_cpp(
+    source: str, flags: tuple[str, ...], cache_root: Path, runner: Runner = _local_runner, timeout: float = 120.0
+) -> BuildResult:
+    check_flags(flags)
+    key = cpp_cache_key(source, flags)
+
+    def prepare(work: Path) -> list[str]:
+        (work / SOURCE_NAME).write_text(source)
+        return cpp_command(work / SOURCE_NAME, work / "lib.so", flags)
+
+    return _build_into_cache(key, "lib.so", cache_root / "cpp", prepare, runner, timeout)
+
+
+def build_cpp_local(source: str, flags: tuple[str, ...]) -> str:
+    return str(build_cpp(source, flags, default_cache_dir()).path)
+
+
+# --- torch load_inline extensions -------------------------------------------------------------
+
+_NAME = re.compile(r"^[A-Za-z_]\w{0,63}$")
+
+_INLINE_SCRIPT = """
+import json, sys
+spec = json.loads(open(sys.argv[1]).read())
+from torch.utils.cpp_extension import load_inline
+load_inline(name=spec["name"], cpp_sources=spec["cpp_sources"], functions=spec["functions"] or None,
+            extra_cflags=spec["extra_cflags"], build_directory=spec["build_dir"], verbose=False,
+            with_cuda=False, is_python_module=True)
+"""
+
+
+def inline_cache_key(spec: dict) -> str:
+    import torch
+
+    h = hashlib.sha256(json.dumps(spec, sort_keys=True).encode())
+    h.update(torch.__version__.encode())
+    h.update(compiler_id().encode())
+    return h.hexdigest()[:32]
+
+
+def build_inline(spec: dict, cache_root: Path, runner: Runner = _local_runner, timeout: float = 300.0) -> BuildResult:
+    """Build a load_inline extension. ``spec``: name, cpp_sources (list[str]), functions, extra_cflags."""
+    name = spec.get("name")
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise CompileError(f"load_inline: invalid extension name {name!r}")
+    for key in ("cpp_sources", "functions", "extra_cflags"):
+        if not isinstance(spec.get(key), list) or not all(isinstance(s, str) for s in spec[key]):
+            raise CompileError(f"load_inline: {key} must be a list of strings")
+    check_flags(tuple(spec["extra_cflags"]))
+    key = inline_cache_key(spec)
+
+    def prepare(work: Path) -> list[str]:
+        (work / "spec.json").write_text(json.dumps({**spec, "build_dir": str(work)}))
+        (work / "build_inline.py").write_text(_INLINE_SCRIPT)
+        return [sys.executable, str(work / "build_inline.py"), str(work / "spec.json")]
+
+    return _build_into_cache(key, f"{name}.so", cache_root / "inline", prepare, runner, timeout)

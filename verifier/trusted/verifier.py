@@ -1,0 +1,544 @@
+"""The trusted parent: runs the gates in order and decides the verdict.
+
+    hack (static rules) -> compile (native builds, import) -> correctness (+ dynamic hack checks)
+    -> latency (feasible candidates only)
+
+It owns the secret seeds, gets inputs and expected outputs from a *reference* worker (trusted
+task code, sandboxed like the candidate so both are timed alike), hands each model its own copy
+of the inputs, compares in this process, keeps the clock, and never imports candidate code.
+"""
+from __future__ import annotations
+
+import random
+import secrets
+import signal
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from evokernel.tasks import Task, TaskError
+from evokernel.verifier.backends.base import BuildLog
+from evokernel.verifier.backends.cpu import make_backend
+from evokernel.verifier.protocol import ProtocolError, TensorMeta, align
+from evokernel.verifier.trusted import correctness, latency, native_build
+from evokernel.verifier.trusted.launcher import SandboxError, WorkerDied, WorkerHandle, WorkerTimeout, Zygote
+from evokernel.verifier.verdict import Verdict
+
+_DTYPES = {name: getattr(torch, name) for name in ("float32", "float64", "float16", "bfloat16", "int64", "int32",
+                                                   "int16", "int8", "uint8", "bool")}
+
+
+@dataclass
+class VerifyConfig:
+    tol: float = correctness.DEFAULT_TOL  # atol = rtol; 1e-4 in strict mode
+    trials: int = 5  # standard trials, fresh secret seed each
+    perturbations: tuple[str, ...] = ("scale", "negate", "shift")  # one extra trial each
+    threads: int = 1  # both sides timed at this thread count
+    timing: bool = True
+    warmup: int = 3
+    min_rounds: int = 10
+    max_rounds: int = 40
+    timing_budget_s: float = 0.5  # stop adding rounds once this much time was measured
+    compile_baseline: bool = False
+    memory_mb: int = 4096  # address space a worker may add on top of the warm interpreter
+    cpu_s: int = 600  # CPU seconds per worker
+    run_timeout_s: float = 20.0  # per forward call, plus 50x the reference time
+    load_timeout_s: float = 120.0  # import + construction, not counting native builds
+    build_timeout_s: float = 600.0
+    seed: int | None = None  # None: secret seeds from the OS
+    cache_dir: Path = field(default_factory=native_build.default_cache_dir)
+
+
+class _Fail(Exception):
+    def __init__(self, gate: str, feedback: str, **details: Any):
+        super().__init__(feedback)
+        self.gate, self.feedback, self.details = gate, feedback, details
+
+
+_SIGNALS = {
+    signal.SIGSEGV: "segmentation fault (invalid memory access in native code)",
+    signal.SIGBUS: "bus error (misaligned or invalid memory access)",
+    signal.SIGILL: "illegal instruction",
+    signal.SIGFPE: "arithmetic exception (e.g. integer division by zero)",
+    signal.SIGABRT: "aborted (e.g. an uncaught C++ exception or std::bad_alloc)",
+    signal.SIGXFSZ: "file size limit exceeded (too much output)",
+}
+
+
+def _classify_death(status: dict[str, Any], stderr: str, where: str) -> _Fail:
+    tail = f"\nstderr (last lines):\n{stderr.strip()[-1200:]}" if stderr.strip() else ""
+    sig = status.get("signal")
+    if sig == signal.SIGXCPU or sig == signal.SIGKILL and status.get("cpu_limit"):
+        return _Fail("timeout", f"the candidate exceeded its CPU-time limit during {where}{tail}", status=status)
+    if sig == signal.SIGKILL:
+        return _Fail("runtime", f"the candidate process was killed during {where} (out of memory?){tail}", status=status)
+    if sig is not None:
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = f"signal {sig}"
+        what = _SIGNALS.get(sig, "killed by a signal")
+        return _Fail("runtime", f"the candidate process crashed during {where}: {name}, {what}{tail}", status=status)
+    if "exited" in status:
+        return _Fail("runtime", f"the candidate process exited with code {status['exited']} during {where} "
+                     f"(a kernel must return, not exit){tail}", status=status)
+    return _Fail("runtime", f"the candidate process stopped answering during {where}{tail}", status=status)
+
+
+def _tensor(handle: WorkerHandle, meta: TensorMeta) -> torch.Tensor:
+    """A private copy (one memcpy) of a tensor in a worker's shared region."""
+    dtype = _DTYPES[meta.dtype]
+    if meta.nbytes == 0:
+        return torch.empty(meta.shape, dtype=dtype)
+    view = torch.frombuffer(handle.mm, dtype=dtype, count=meta.nbytes // dtype.itemsize, offset=meta.offset)
+    out = view.clone().view(meta.shape)
+    del view  # release the buffer export so the region can be resized later
+    return out
+
+
+class _Reference:
+    """A reference worker for one task (kept warm across candidates of that task)."""
+
+    def __init__(self, handle: WorkerHandle, task: Task):
+        self.handle, self.task = handle, task
+        self.input_bytes = 0
+        self.output_bytes = 0
+
+
+class Verifier:
+    """Judges candidates for one backend. Not thread-safe: use one per worker thread/process."""
+
+    def __init__(self, backend: str = "cpu", config: VerifyConfig | None = None):
+        self.config = config or VerifyConfig()
+        self.config.cache_dir = Path(self.config.cache_dir)
+        self.config.cache_dir.mkdir(parents=True, exist_ok=True)
+        self.backend = make_backend(backend, self.config.cache_dir, self.config.build_timeout_s)
+        self._ref_zygote: Zygote | None = None
+        self._cand_zygote: Zygote | None = None
+        self._refs: OrderedDict[tuple[str, int], _Reference] = OrderedDict()
+
+    # --- lifecycle ----------------------------------------------------------------------------
+    def start(self) -> "Verifier":
+        """Start both sandboxes (in parallel; ~2-3 s, once).
+
+        The parent's own torch work (comparisons) runs on one thread: on a busy 2-core machine a
+        second OpenMP thread makes it 3-5x slower, and the cores belong to the timed workers.
+        """
+        torch.set_num_threads(1)
+        if self._ref_zygote is None or not self._ref_zygote.alive():
+            inductor = self.config.cache_dir / "inductor"
+            inductor.mkdir(parents=True, exist_ok=True)
+            self._ref_zygote = Zygote(self.config.threads, readonly=[self.config.cache_dir], label="reference",
+                                      writable=[inductor],  # torch.compile baseline cache, shared across runs
+                                      env={"TORCHINDUCTOR_CACHE_DIR": str(inductor)})
+        if self._cand_zygote is None or not self._cand_zygote.alive():
+            self._cand_zygote = Zygote(self.config.threads, readonly=[self.config.cache_dir], label="candidate")
+        # launch both from this thread (see Zygote.launch), then wait: they boot in parallel
+        pending = [z for z in (self._ref_zygote, self._cand_zygote) if not z.alive()]
+        for z in pending:
+            z.launch()
+        for z in pending:
+            z.wait_ready()
+        return self
+
+    def close(self) -> None:
+        for ref in self._refs.values():
+            ref.handle.close()
+        self._refs.clear()
+        for z in (self._ref_zygote, self._cand_zygote):
+            if z is not None:
+                z.close()
+
+    def __enter__(self) -> "Verifier":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    @property
+    def sandbox(self) -> str:
+        return self._cand_zygote.mode if self._cand_zygote else "not started"
+
+    # --- the reference ------------------------------------------------------------------------
+    def _reference(self, task: Task) -> _Reference:
+        key = (task.key, self.config.threads)
+        ref = self._refs.get(key)
+        if ref is not None and ref.handle.status is None:
+            self._refs.move_to_end(key)
+            return ref
+        self.start()
+        assert self._ref_zygote is not None
+        handle = self._ref_zygote.spawn("reference", self.config.memory_mb * 2, self.config.cpu_s * 10, fsize_mb=4096)
+        try:
+            reply = handle.call({"op": "load", "source": task.source, "threads": self.config.threads},
+                                self.config.load_timeout_s)
+        except (WorkerDied, WorkerTimeout) as exc:
+            handle.close()
+            raise TaskError(f"{task.path}: the task module could not be loaded: {exc}; {handle.stderr_tail()}") from None
+        if not reply.get("ok"):
+            handle.close()
+            raise TaskError(f"{task.path}: the task module failed to load: {reply.get('error')}\n{reply.get('detail', '')}")
+        ref = _Reference(handle, task)
+        self._refs[key] = ref
+        while len(self._refs) > 4:
+            _, old = self._refs.popitem(last=False)
+            old.handle.close()
+        return ref
+
+    def _ref_call(self, ref: _Reference, msg: dict[str, Any], timeout: float = 600.0) -> dict[str, Any]:
+        try:
+            reply = ref.handle.call(msg, timeout)
+        except (WorkerDied, WorkerTimeout) as exc:
+            ref.handle.close()
+            raise TaskError(f"{ref.task.path}: the reference failed ({msg['op']}): {exc}; "
+                            f"{ref.handle.stderr_tail()}") from None
+        if not reply.get("ok"):
+            raise TaskError(f"{ref.task.path}: the reference failed ({msg['op']}): {reply.get('error')}\n"
+                            f"{reply.get('detail', '')}")
+        return reply
+
+    def _make_inputs(self, ref: _Reference, seed: int, perturb: str) -> list[TensorMeta]:
+        for _ in range(8):
+            reply = self._ref_call(ref, {"op": "make_inputs", "seed": seed, "perturb": perturb})
+            if "need" in reply:
+                ref.handle.ensure_capacity(int(reply["need"]) * 2 + (1 << 20))
+                continue
+            metas = [TensorMeta.from_json(m, ref.handle.capacity) for m in reply["inputs"]]
+            ref.input_bytes = align(max((m.offset + m.nbytes for m in metas), default=0))
+            return metas
+        raise TaskError(f"{ref.task.path}: could not reserve memory for the inputs")
+
+    def _ref_run(self, ref: _Reference, timeout: float = 600.0) -> tuple[list[TensorMeta], dict[str, Any]]:
+        for _ in range(8):
+            try:
+                reply = ref.handle.call({"op": "run", "out_offset": ref.input_bytes}, timeout)
+            except (WorkerDied, WorkerTimeout) as exc:
+                ref.handle.close()
+                raise TaskError(f"{ref.task.path}: the reference crashed: {exc}") from None
+            if reply.get("ok"):
+                metas = [TensorMeta.from_json(m, ref.handle.capacity) for m in reply["outputs"]]
+                ref.output_bytes = max(ref.output_bytes, sum(align(m.nbytes) for m in metas))
+                return metas, reply
+            if "larger than the space" in str(reply.get("error")):
+                ref.handle.ensure_capacity(ref.handle.capacity * 4 + (1 << 20))
+                continue
+            raise TaskError(f"{ref.task.path}: the reference forward failed: {reply.get('error')}\n{reply.get('detail', '')}")
+        raise TaskError(f"{ref.task.path}: the reference output does not fit in memory")
+
+    # --- one verdict --------------------------------------------------------------------------
+    def verify(self, task: Task, source: str) -> Verdict:
+        """Judge one candidate source for one task. Raises TaskError only for a broken task."""
+        t_start = time.perf_counter()
+        timings: dict[str, float] = {}
+        details: dict[str, Any] = {"tolerance": self.config.tol, "threads": self.config.threads}
+        gates: dict[str, bool | None] = {"hack": None, "compile": None, "correctness": None}
+
+        def verdict(gate: str | None, feedback: str, **extra: Any) -> Verdict:
+            timings["total"] = time.perf_counter() - t_start
+            timings["overhead"] = max(0.0, timings["total"] - sum(
+                timings.get(k, 0.0) for k in ("compile", "correctness_trials", "timed_calls")))
+            details["sandbox"] = self.sandbox
+            return Verdict(feasible=gate is None, failed_gate=gate, feedback=feedback, task=task.name,
+                           backend=self.backend.name, gates=gates, timings=timings, details=details, **extra)
+
+        # gate 1a: static rules (before anything runs)
+        t0 = time.perf_counter()
+        try:
+            findings = self.backend.static_check(source)
+        except SyntaxError as exc:
+            gates["hack"] = True
+            gates["compile"] = False
+            return verdict("compile", f"candidate.py:{exc.lineno}: error: {exc.msg}")
+        timings["hack_static"] = time.perf_counter() - t0
+        if findings:
+            gates["hack"] = False
+            details["findings"] = [str(f) for f in findings]
+            return verdict("hack", "The candidate breaks the verifier's rules:\n" +
+                           "\n".join(str(f) for f in findings[:12]))
+
+        self.start()
+        ref = self._reference(task)
+        rng = random.Random(self.config.seed if self.config.seed is not None else secrets.randbits(64))
+        init_seed = rng.randrange(2**31)
+        init_args = self._ref_call(ref, {"op": "init", "seed": init_seed})["init_args"]
+
+        assert self._cand_zygote is not None
+        t0 = time.perf_counter()
+        try:
+            cand = self._cand_zygote.spawn("candidate", self.config.memory_mb, self.config.cpu_s)
+        except SandboxError:
+            self._cand_zygote.close()
+            cand = self._cand_zygote.spawn("candidate", self.config.memory_mb, self.config.cpu_s)
+        timings["spawn"] = time.perf_counter() - t0
+        builds = BuildLog()
+        try:
+            timing = self._judge(task, source, ref, cand, rng, init_seed, init_args, builds, gates, timings, details)
+        except _Fail as f:
+            details.update(f.details)
+            if f.gate == "hack":
+                gates["hack"] = False
+            elif f.gate == "compile":
+                gates["compile"] = False
+            elif f.gate == "correctness":
+                gates["correctness"] = False
+            return verdict(f.gate, f.feedback)
+        finally:
+            status = cand.close()
+            timings["compile"] = builds.seconds
+            details["native_builds"] = {"count": builds.builds, "cached": builds.cached}
+            if status.get("stray_killed"):
+                details["stray_processes_killed"] = status["stray_killed"]
+        gates["correctness"] = True
+        if timing is None:
+            return verdict(None, "feasible (timing skipped)")
+        extra = dict(latency_ms=timing.candidate_ms, reference_ms=timing.reference_ms, speedup=timing.speedup,
+                     noise=timing.noise, speedup_ci=(timing.ci_low, timing.ci_high),
+                     compile_baseline_ms=timing.compile_ms, speedup_vs_compile=timing.speedup_vs_compile)
+        details["timing"] = {"rounds": timing.rounds, "warmup": self.config.warmup, "statistic":
+                             "median of per-round ratios t_eager/t_candidate, interleaved, fresh inputs per round",
+                             "clock": "parent-side round trip (includes copying the output out)"}
+        fb = (f"feasible: {timing.candidate_ms:.3f} ms vs eager {timing.reference_ms:.3f} ms "
+              f"(speedup {timing.speedup:.2f}x, noise {timing.noise:.2f})")
+        return verdict(None, fb, **extra)
+
+    def _cand_call(self, cand: WorkerHandle, msg: dict[str, Any], timeout: float, where: str,
+                   builds: BuildLog | None = None) -> dict[str, Any]:
+        on_build = (lambda req: self.backend.handle_build(req, builds)) if builds is not None else None
+        try:
+            reply = cand.call(msg, timeout, on_build)
+        except WorkerTimeout:
+            cand.kill()
+            raise _Fail("timeout", f"the candidate did not finish {where} within {timeout:.1f} s "
+                        "(infinite loop or far too slow)") from None
+        except WorkerDied as exc:
+            raise _classify_death(exc.status, cand.stderr_tail(), where) from None
+        except ProtocolError as exc:
+            cand.kill()
+            raise _Fail("runtime", f"the candidate broke the worker protocol during {where}: {exc}") from None
+        self._check_stdout(cand, where)
+        return reply
+
+    @staticmethod
+    def _check_stdout(cand: WorkerHandle, where: str) -> None:
+        size, text = cand.stdout(400)
+        if size:
+            raise _Fail("runtime", f"the candidate wrote {size} bytes to stdout during {where}: {text!r}. "
+                        "Kernels must not print to stdout (write debugging output to stderr)")
+
+    def _judge(self, task: Task, source: str, ref: _Reference, cand: WorkerHandle, rng: random.Random,
+               init_seed: int, init_args: list[Any], builds: BuildLog, gates: dict[str, bool | None],
+               timings: dict[str, float], details: dict[str, Any]) -> latency.Timing | None:
+        cfg = self.config
+        # gate 2: compile (native builds happen while the candidate module is imported)
+        t0 = time.perf_counter()
+        reply = self._cand_call(cand, {"op": "load", "source": source, "threads": cfg.threads},
+                                cfg.load_timeout_s, "import", builds)
+        timings["load"] = time.perf_counter() - t0 - builds.seconds
+        if builds.hack:
+            raise _Fail("hack", "The native source breaks the verifier's rules:\n" + "\n".join(builds.hack[:8]))
+        gates["hack"] = None  # the dynamic half is decided during the correctness trials
+        if builds.errors:
+            raise _Fail("compile", "Native build failed:\n" + builds.errors[-1])
+        if not reply.get("ok"):
+            msg = f"importing the candidate failed: {reply.get('error')}"
+            if reply.get("detail"):
+                msg += "\n" + str(reply["detail"])
+            raise _Fail("compile", msg)
+        gates["compile"] = True
+
+        reply = self._cand_call(cand, {"op": "init", "seed": init_seed, "init_args": init_args},
+                                cfg.load_timeout_s, "ModelNew construction")
+        if not reply.get("ok"):
+            raise _Fail("runtime", f"constructing ModelNew{tuple(init_args)} failed: {reply.get('error')}\n"
+                        f"{reply.get('detail', '')}".strip())
+
+        # gate 3: correctness, with the dynamic anti-hack checks on every trial
+        plan = [("none", rng.randrange(2**31)) for _ in range(cfg.trials)]
+        plan += [(p, rng.randrange(2**31)) for p in cfg.perturbations]
+        t0 = time.perf_counter()
+        ref_s: list[float] = []
+        passed, skipped = 0, []
+        for i, (perturb, seed) in enumerate(plan):
+            label = f"trial {i + 1}" + ("" if perturb == "none" else f" ({perturb}d inputs)")
+            in_metas = self._make_inputs(ref, seed, perturb)
+            t_ref = time.perf_counter()
+            out_metas, _ = self._ref_run(ref)
+            ref_s.append(time.perf_counter() - t_ref)
+            expected = [_tensor(ref.handle, m) for m in out_metas]
+            if any(e.is_floating_point() and not bool(torch.isfinite(e).all()) for e in expected):
+                skipped.append(label)
+                continue
+            inputs = [_tensor(ref.handle, m) for m in in_metas]
+            self._check_trial(cand, ref, in_metas, inputs, expected, label, late_check=(i == 0),
+                              timeout=cfg.run_timeout_s + 50 * ref_s[-1])
+            passed += 1
+        timings["correctness_trials"] = time.perf_counter() - t0
+        details["trials"] = {"passed": passed, "skipped_nonfinite_reference": skipped}
+        if passed == 0:
+            raise TaskError(f"{task.path}: the reference output is NaN/Inf on every trial")
+        gates["hack"] = True
+
+        if not cfg.timing:
+            return None
+        t0 = time.perf_counter()
+        compiled = self._compiled_baseline(task, init_seed) if cfg.compile_baseline else None
+        try:
+            timing = self._time(ref, cand, rng, cfg.run_timeout_s + 50 * max(ref_s), timings, compiled)
+        finally:
+            if compiled is not None:
+                compiled.close()
+        timings["timing"] = time.perf_counter() - t0
+        return timing
+
+    def _place_inputs(self, ref: _Reference, cand: WorkerHandle, in_metas: list[TensorMeta]) -> int:
+        """Copy the input bytes into the candidate's region; returns the candidate's output offset."""
+        out_offset = ref.input_bytes
+        cand.ensure_capacity(out_offset * 2 + 4 * max(ref.output_bytes, 1 << 12) + (1 << 20))
+        assert cand.mm is not None and ref.handle.mm is not None
+        with memoryview(cand.mm) as dst, memoryview(ref.handle.mm) as src:
+            dst[0:out_offset] = src[0:out_offset]  # one memcpy
+        return out_offset
+
+    def _check_trial(self, cand: WorkerHandle, ref: _Reference, in_metas: list[TensorMeta],
+                     inputs: list[torch.Tensor], expected: list[torch.Tensor], label: str, late_check: bool,
+                     timeout: float) -> None:
+        out_offset = self._place_inputs(ref, cand, in_metas)
+        metas_json = [m.to_json() for m in in_metas]
+        reply = self._cand_call(cand, {"op": "set_inputs", "inputs": metas_json}, timeout, label)
+        if not reply.get("ok"):
+            raise _Fail("runtime", f"{label}: the candidate worker failed to take its inputs: {reply.get('error')}")
+        reply = self._cand_call(cand, {"op": "run", "record": True, "return_inputs": True, "out_offset": out_offset},
+                                timeout, f"forward ({label})")
+        if not reply.get("ok"):
+            gate = "correctness" if reply.get("phase") == "output" else "runtime"
+            raise _Fail(gate, f"{label}: forward failed: {reply.get('error')}\n{reply.get('detail', '')}".strip())
+        violations = reply.get("violations") or {}
+        if violations:
+            ops = ", ".join(f"aten::{k} x{v}" for k, v in sorted(violations.items()))
+            raise _Fail("hack", f"{label}: PyTorch compute ran during forward outside the native kernel: {ops}. "
+                        "All computation must happen in native code; forward may only allocate outputs, take "
+                        "views/reshapes and call .contiguous()", torch_ops=violations)
+        if not reply.get("native_calls"):
+            raise _Fail("hack", f"{label}: no native kernel ran during forward (a decoy kernel, or the output was "
+                        "produced without computing); forward must call the compiled code")
+        try:
+            outs = [TensorMeta.from_json(m, cand.capacity) for m in reply.get("outputs") or []]
+            after = [TensorMeta.from_json(m, cand.capacity) for m in reply.get("inputs_after") or []]
+        except ProtocolError as exc:
+            raise _Fail("runtime", f"{label}: malformed reply from the candidate worker: {exc}") from None
+        if len(outs) != len(expected):
+            raise _Fail("correctness", f"{label}: forward returned {len(outs)} tensor(s), expected {len(expected)}")
+        got = [_tensor(cand, m) for m in outs]
+        if late_check:
+            snapshot = [cand.read(m) for m in outs]
+        if len(after) != len(in_metas) or any(cand.read(a) != ref.handle.read(b) for a, b in zip(after, in_metas)):
+            raise _Fail("correctness", f"{label}: forward modified its input tensor(s); a kernel must leave its "
+                        "inputs unchanged (write results into a new output tensor)")
+        for k, (g, e) in enumerate(zip(got, expected)):
+            cmp = correctness.compare(g, e, inputs, self.config.tol, "output" if len(got) == 1 else f"output {k}")
+            if not cmp.ok:
+                raise _Fail("correctness", f"{label}: {cmp.message}", max_abs_err=cmp.max_abs_err,
+                            max_rel_err=cmp.max_rel_err)
+        if late_check:
+            time.sleep(0.05)
+            if any(cand.read(m) != s for m, s in zip(outs, snapshot)):
+                raise _Fail("hack", f"{label}: the output kept changing after forward returned (background work); "
+                            "forward must finish its computation before returning")
+
+    def _compiled_baseline(self, task: Task, init_seed: int) -> WorkerHandle:
+        """A reference worker running torch.compile(Model) (inductor), with the candidate's weights."""
+        assert self._ref_zygote is not None
+        handle = self._ref_zygote.spawn("reference", self.config.memory_mb * 2, self.config.cpu_s * 10, fsize_mb=4096)
+        for msg in ({"op": "load", "source": task.source, "threads": self.config.threads},
+                    {"op": "init", "seed": init_seed}, {"op": "compile"}):
+            try:
+                reply = handle.call(msg, self.config.load_timeout_s)
+            except (WorkerDied, WorkerTimeout) as exc:
+                handle.close()
+                raise TaskError(f"{task.path}: the torch.compile baseline failed: {exc}") from None
+            if not reply.get("ok"):
+                handle.close()
+                raise TaskError(f"{task.path}: the torch.compile baseline failed: {str(reply.get('error'))[-1500:]}")
+        return handle
+
+    def _time(self, ref: _Reference, cand: WorkerHandle, rng: random.Random, timeout: float,
+              timings: dict[str, float], compiled: WorkerHandle | None = None) -> latency.Timing:
+        cfg = self.config
+        cand_s: list[float] = []
+        ref_s: list[float] = []
+        comp_s: list[float] = []
+        measured = 0.0
+        rounds = 0
+        base = self._make_inputs(ref, rng.randrange(2**31), "none")
+        while True:
+            warm = rounds < cfg.warmup
+            reply = self._ref_call(ref, {"op": "next_inputs", "seed": rng.randrange(2**31)})
+            in_metas = [TensorMeta.from_json(m, ref.handle.capacity) for m in reply["inputs"]]
+            assert [m.nbytes for m in in_metas] == [m.nbytes for m in base]
+            out_offset = self._place_inputs(ref, cand, in_metas)
+            metas_json = [m.to_json() for m in in_metas]
+            r = self._cand_call(cand, {"op": "set_inputs", "inputs": metas_json}, timeout, "timing")
+            if not r.get("ok"):
+                raise _Fail("runtime", f"timing: the candidate worker failed to take its inputs: {r.get('error')}")
+            if compiled is not None:
+                self._place_inputs(ref, compiled, in_metas)
+                r = compiled.call({"op": "set_inputs", "inputs": metas_json}, timeout)
+                if not r.get("ok"):
+                    raise TaskError(f"torch.compile baseline: {r.get('error')}")
+            times: dict[str, float] = {}
+            order = ["ref", "cand"] + (["compiled"] if compiled is not None else [])
+            rng.shuffle(order)
+            cand_reply: dict[str, Any] = {}
+            ref_metas: list[TensorMeta] = []
+            for side in order:
+                if side == "ref":
+                    t = time.perf_counter()
+                    ref_metas, _ = self._ref_run(ref, timeout)
+                    times["ref"] = time.perf_counter() - t
+                elif side == "compiled":
+                    assert compiled is not None
+                    # the first call compiles (seconds, cold); warm-up rounds absorb it
+                    t = time.perf_counter()
+                    r = compiled.call({"op": "run", "out_offset": out_offset}, timeout + (600 if warm else 0))
+                    times["compiled"] = time.perf_counter() - t
+                    if not r.get("ok"):
+                        raise TaskError(f"torch.compile baseline failed: {str(r.get('error'))[-1500:]}")
+                else:
+                    t = time.perf_counter()
+                    cand_reply = self._cand_call(cand, {"op": "run", "out_offset": out_offset}, timeout, "a timed call")
+                    times["cand"] = time.perf_counter() - t
+            if not cand_reply.get("ok"):
+                raise _Fail("runtime", f"a timed call failed: {cand_reply.get('error')}")
+            if not cand_reply.get("native_calls"):
+                raise _Fail("hack", "a timed call ran no native kernel (behaviour differs between checked and timed calls)")
+            # every timed output is checked against the reference output of the same round
+            outs = [TensorMeta.from_json(m, cand.capacity) for m in cand_reply.get("outputs") or []]
+            expected = [_tensor(ref.handle, m) for m in ref_metas]
+            if len(outs) != len(expected):
+                raise _Fail("correctness", "a timed call returned a different number of outputs")
+            for g, e in zip((_tensor(cand, m) for m in outs), expected):
+                if e.is_floating_point() and not bool(torch.isfinite(e).all()):
+                    continue
+                if correctness.quick_match(g, e, self.config.tol):
+                    continue
+                cmp = correctness.compare(g, e, [], self.config.tol, "timed output")
+                if not cmp.ok:
+                    raise _Fail("correctness", f"a timed call gave a wrong result (checked and timed calls must "
+                                f"agree): {cmp.message}")
+            rounds += 1
+            if warm:
+                continue
+            cand_s.append(times["cand"])
+            ref_s.append(times["ref"])
+            if compiled is not None:
+                comp_s.append(times["compiled"])
+            measured += times["cand"] + times["ref"]
+            n = len(cand_s)
+            if n >= cfg.max_rounds or (n >= cfg.min_rounds and measured >= cfg.timing_budget_s):
+                break
+        timings["timed_calls"] = measured
+        return latency.summarize(cand_s, ref_s, rng, comp_s or None)
