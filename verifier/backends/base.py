@@ -16,8 +16,9 @@ class Backend(ABC):
         """Static anti-hack rules over the candidate source (raises SyntaxError if it does not parse)."""
 
     @abstractmethod
-    def handle_build(self, request: dict[str, Any], log: "BuildLog") -> dict[str, Any]:
-        """Serve a build request from a sandboxed candidate; returns the reply sent back to it."""
+    def handle_build(self, request: dict[str, Any], log: "BuildLog", rules: bool = True) -> dict[str, Any]:
+        """Serve a build request from a sandboxed candidate; returns the reply sent back to it.
+        ``rules=False`` skips the native-source rules (testing the deeper layers only)."""
 
 
 class BuildLog:

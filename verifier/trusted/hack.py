@@ -297,7 +297,7 @@ _CPP_RULES: list[tuple[str, re.Pattern[str], str]] = [
     ("cpp-signals", re.compile(r"\b(signal|sigaction|raise|alarm|setitimer|kill|tgkill|abort)\s*\("),
      "signals are not allowed"),
     ("cpp-exit", re.compile(r"\b(_exit|_Exit|exit|quick_exit)\s*\("), "exiting the process is not allowed"),
-    ("cpp-syscall", re.compile(r"\b(syscall|ptrace|mprotect|mmap|munmap|prctl|ioctl)\s*\(|\b__?asm(__)?\b"),
+    ("cpp-syscall", re.compile(r"\b(syscall|ptrace|mprotect|mmap|munmap|prctl|ioctl)\s*\(|\b(__)?asm(__)?\b"),
      "raw system calls and inline assembly are not allowed"),
     ("cpp-file", re.compile(r"\b(fopen|freopen|open|openat|creat|remove|rename|unlink)\s*\(|\b(fstream|ofstream|ifstream)\b"),
      "file access is not allowed in a kernel (caching results on disk is a hack)"),

@@ -50,6 +50,7 @@ class VerifyConfig:
     load_timeout_s: float = 120.0  # import + construction, not counting native builds
     build_timeout_s: float = 600.0
     seed: int | None = None  # None: secret seeds from the OS
+    static_rules: bool = True  # False skips the static hack rules (to test the deeper layers alone)
     cache_dir: Path = field(default_factory=native_build.default_cache_dir)
 
 
@@ -248,7 +249,7 @@ class Verifier:
         # gate 1a: static rules (before anything runs)
         t0 = time.perf_counter()
         try:
-            findings = self.backend.static_check(source)
+            findings = self.backend.static_check(source) if self.config.static_rules else []
         except SyntaxError as exc:
             gates["hack"] = True
             gates["compile"] = False
@@ -307,7 +308,8 @@ class Verifier:
 
     def _cand_call(self, cand: WorkerHandle, msg: dict[str, Any], timeout: float, where: str,
                    builds: BuildLog | None = None) -> dict[str, Any]:
-        on_build = (lambda req: self.backend.handle_build(req, builds)) if builds is not None else None
+        on_build = ((lambda req: self.backend.handle_build(req, builds, self.config.static_rules))
+                    if builds is not None else None)
         try:
             reply = cand.call(msg, timeout, on_build)
         except WorkerTimeout:

@@ -1,0 +1,67 @@
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+ROOT = Path(__file__).resolve().parent.parent
+SUITES = ROOT / "evokernel" / "suites"
+EXAMPLES = ROOT / "evokernel" / "examples" / "cpu"
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory):
+    # a private build cache per test session: cold builds are exercised, and tests never share
+    # artefacts with a user's cache
+    return tmp_path_factory.mktemp("evk-cache")
+
+
+@pytest.fixture(scope="session")
+def verifier(cache_dir):
+    from evokernel.verifier.trusted.verifier import Verifier, VerifyConfig
+
+    v = Verifier("cpu", VerifyConfig(cache_dir=cache_dir, timing=False, run_timeout_s=5.0)).start()
+    yield v
+    v.close()
+
+
+@pytest.fixture(scope="session")
+def suite_task():
+    """suite_task("cpu_l1/01_relu.py", batch_size=8) -> Task"""
+    from evokernel.tasks import load_task
+
+    def make(path: str, **overrides):
+        return load_task(SUITES / path, overrides)
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def relu_source():
+    return RELU_SOURCE
+
+
+RELU_SOURCE = '''
+import torch
+import torch.nn as nn
+from evokernel.cpu import load_cpp
+
+lib = load_cpp(r"""
+#include <cstdint>
+extern "C" void relu(const float* x, float* y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0.f ? x[i] : 0.f;
+}
+""")
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        lib.relu(x, y, x.numel())
+        return y
+'''

@@ -1,0 +1,97 @@
+"""Task loading: KernelBench files, overrides, suites, malformed files."""
+import pytest
+
+from evokernel.tasks import TaskError, load_task, load_tasks, parse_override, suite_names
+
+GOOD = '''"""Scale rows."""
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 2
+
+batch_size = 64
+dim = 4096
+total = batch_size * dim
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_load_and_override(tmp_path):
+    p = tmp_path / "t.py"
+    p.write_text(GOOD)
+    t = load_task(p)
+    assert t.name == "t" and t.constants["batch_size"] == 64 and t.description == "Scale rows."
+    t2 = load_task(p, {"batch_size": 16, "dim": 8})
+    assert t2.constants["batch_size"] == 16 and t2.constants["dim"] == 8
+    assert "batch_size = 16" in t2.source and "dim = 8" in t2.source
+    # derived constants follow the override because the source is rewritten, not patched
+    ns: dict = {}
+    exec(t2.source, ns)
+    assert ns["total"] == 128 and tuple(ns["get_inputs"]()[0].shape) == (16, 8)
+    assert t2.key != t.key
+
+
+def test_bad_override(tmp_path):
+    p = tmp_path / "t.py"
+    p.write_text(GOOD)
+    with pytest.raises(TaskError, match="no module-level constant named nope"):
+        load_task(p, {"nope": 1})
+    with pytest.raises(TaskError, match="NAME=VALUE"):
+        parse_override("batch_size")
+    with pytest.raises(TaskError, match="not a Python literal"):
+        parse_override("batch_size=abc(")
+    assert parse_override("dim = 4096") == ("dim", 4096)
+    assert parse_override("eps=1e-5") == ("eps", 1e-5)
+
+
+@pytest.mark.parametrize("text, match", [
+    ("def f(:\n", "not valid Python"),
+    ("import torch\n", "missing Model, get_inputs, get_init_inputs"),
+    ("class Model: pass\ndef get_inputs(): pass\n", "missing get_init_inputs"),
+])
+def test_malformed_task_files(tmp_path, text, match):
+    p = tmp_path / "bad.py"
+    p.write_text(text)
+    with pytest.raises(TaskError, match=match):
+        load_task(p)
+
+
+def test_missing_and_binary_files(tmp_path):
+    with pytest.raises(TaskError, match="not found"):
+        load_task(tmp_path / "nope.py")
+    p = tmp_path / "bin.py"
+    p.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(TaskError):
+        load_task(p)
+
+
+def test_builtin_suites():
+    assert {"cpu-l1", "cpu-l2"} <= set(suite_names())
+    l1, l2 = load_tasks("cpu-l1"), load_tasks("cpu-l2")
+    assert len(l1) >= 20 and len(l2) >= 10
+    assert all(t.suite == "cpu-l1" for t in l1)
+    cats = {t.category for t in l1}
+    for c in ("activation", "reduction", "softmax", "normalization", "matmul", "pooling", "loss", "scan"):
+        assert c in cats, c
+    # an override applies to the tasks that define the constant and leaves the others alone
+    small = load_tasks("cpu-l1", {"batch_size": 4})
+    assert any(t.constants.get("batch_size") == 4 for t in small)
+
+
+def test_directory_and_unknown(tmp_path):
+    (tmp_path / "a.py").write_text(GOOD)
+    (tmp_path / "b.py").write_text(GOOD)
+    assert [t.name for t in load_tasks(tmp_path)] == ["a", "b"]
+    with pytest.raises(TaskError, match="no such task"):
+        load_tasks(tmp_path / "missing")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(TaskError, match="no task files"):
+        load_tasks(empty)

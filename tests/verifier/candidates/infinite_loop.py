@@ -1,0 +1,27 @@
+"""Timeout: the native kernel never returns (a volatile counter keeps the loop from being optimised out)."""
+import torch
+import torch.nn as nn
+
+from evokernel.cpu import load_cpp
+
+lib = load_cpp(r"""
+#include <cstdint>
+extern "C" void relu(const float* x, float* y, int64_t n) {
+    volatile int64_t spins = 0;
+    while (true) {
+        spins = spins + 1;
+    }
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] < 0.0f ? 0.0f : x[i];
+}
+""")
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        lib.relu(x, out, x.numel())
+        return out

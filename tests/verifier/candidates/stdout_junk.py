@@ -1,0 +1,25 @@
+"""Runtime: forward prints to stdout; the worker's stdout is not the candidate's to use, and any output
+there is a protocol violation."""
+import torch
+import torch.nn as nn
+
+from evokernel.cpu import load_cpp
+
+lib = load_cpp(r"""
+#include <cstdint>
+extern "C" void relu(const float* x, float* y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] < 0.0f ? 0.0f : x[i];
+}
+""")
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        lib.relu(x, out, x.numel())
+        print("junk")
+        return out

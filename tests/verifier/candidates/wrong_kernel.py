@@ -1,0 +1,24 @@
+"""Correctness: a plausible but wrong kernel, 0.5 * x for positive x (zeros for the rest)."""
+import torch
+import torch.nn as nn
+
+from evokernel.cpu import load_cpp
+
+lib = load_cpp(r"""
+#include <cstdint>
+extern "C" void relu(const float* x, float* y, int64_t n) {
+    #pragma omp parallel for simd
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] < 0.0f ? 0.0f : 0.5f * x[i];
+}
+""")
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        lib.relu(x, out, x.numel())
+        return out

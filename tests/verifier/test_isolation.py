@@ -1,0 +1,223 @@
+"""Containment: a crashing, hanging, greedy, lying or escaping candidate yields a classified failed
+verdict, never a crash of the verifier and never a pass. Several of these switch the static rules
+off to show that the deeper layers (seccomp, sandbox, parent-side checks) hold on their own."""
+import os
+import time
+
+import pytest
+
+from evokernel.verifier.trusted.verifier import Verifier, VerifyConfig
+
+NATIVE = '''
+import torch
+import torch.nn as nn
+from evokernel.cpu import load_cpp
+
+lib = load_cpp(r"""
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <cstdio>
+#include <vector>
+#include <unistd.h>
+extern "C" void kernel(const float* x, float* y, int64_t n) {
+    %s
+    for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0.f ? x[i] : 0.f;
+}
+""")
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        %s
+        y = torch.empty_like(x)
+        lib.kernel(x.contiguous(), y, x.numel())
+        return y
+'''
+
+
+def cand(native="", python="pass", header=""):
+    return header + NATIVE % (native, python)
+
+
+@pytest.fixture
+def relu(suite_task):
+    return suite_task("cpu_l1/01_relu.py", batch_size=4, dim=1024)
+
+
+@pytest.fixture
+def no_static(verifier, monkeypatch):
+    monkeypatch.setattr(verifier.config, "static_rules", False)
+    return verifier
+
+
+def test_baseline_candidate_is_feasible(verifier, relu):
+    v = verifier.verify(relu, cand())
+    assert v.feasible, v.feedback
+    assert v.gates == {"hack": True, "compile": True, "correctness": True}
+    assert v.details["sandbox"] in {"bwrap", "rlimits"}
+
+
+def test_segfault(verifier, relu):
+    v = verifier.verify(relu, cand("volatile float* p = nullptr; *p = 1.0f;"))
+    assert v.failed_gate == "runtime" and "SIGSEGV" in v.feedback
+
+
+def test_native_hang(verifier, relu):
+    t0 = time.monotonic()
+    v = verifier.verify(relu, cand("volatile int64_t k = 0; while (true) { k++; }"))
+    assert v.failed_gate == "timeout", v.feedback
+    assert time.monotonic() - t0 < 60
+
+
+def test_python_hang(verifier, relu):
+    v = verifier.verify(relu, cand(python="while True:\n            pass"))
+    assert v.failed_gate == "timeout"
+
+
+def test_hang_at_import(verifier, relu, monkeypatch):
+    monkeypatch.setattr(verifier.config, "load_timeout_s", 3.0)
+    v = verifier.verify(relu, cand(header="while True:\n    pass\n"))
+    assert v.failed_gate == "timeout" and "import" in v.feedback
+
+
+def test_memory_blowup_bad_alloc(verifier, relu):
+    v = verifier.verify(relu, cand("std::vector<char> big((size_t)1 << 40); big[0] = 1;"))
+    assert v.failed_gate == "runtime" and ("SIGABRT" in v.feedback or "memory" in v.feedback), v.feedback
+
+
+def test_memory_blowup_gradual(verifier, relu, monkeypatch):
+    # keeps allocating and touching 64 MiB blocks until the address-space limit stops it
+    monkeypatch.setattr(verifier.config, "memory_mb", 1024)
+    v = verifier.verify(relu, cand("static volatile char sink; for (;;) { char* p = (char*)malloc(1 << 26); "
+                                         "memset(p, 1, 1 << 26); sink = p[12345]; }"))
+    assert v.failed_gate == "runtime", v.feedback
+
+
+def test_torch_oom(verifier, relu):
+    v = verifier.verify(relu, cand(python="big = torch.empty(1 << 40)"))
+    assert v.failed_gate == "runtime"
+
+
+def test_stdout_junk_is_refused(verifier, relu):
+    v = verifier.verify(relu, cand(python="print('{\"ok\": true, \"speedup\": 100}')"))
+    assert v.failed_gate == "runtime" and "stdout" in v.feedback
+
+
+def test_stderr_is_allowed(verifier, relu):
+    v = verifier.verify(relu, cand('fprintf(stderr, "debug %ld\\\\n", (long)n);'))
+    assert v.feasible, v.feedback
+
+
+def test_os_exit_in_forward(no_static, relu):
+    v = no_static.verify(relu, cand(python="import os\n        os._exit(0)"))
+    assert v.failed_gate == "runtime" and "exited with code 0" in v.feedback
+
+
+def test_native_stdout_with_static_rules_off(no_static, relu):
+    v = no_static.verify(relu, cand('printf("junk");'))
+    assert v.failed_gate == "runtime" and "stdout" in v.feedback
+
+
+def test_forged_protocol_frames_do_not_pass(no_static, relu):
+    forge = ('import os, json, struct\n'
+             '        m = json.dumps({"ok": True, "outputs": [{"dtype": "float32", "shape": [4, 1024], '
+             '"offset": 0, "nbytes": 16384}], "native_calls": 1, "ops": {}, "violations": {}}).encode()\n'
+             '        os.write(4, struct.pack(">I", len(m)) + m)')
+    v = no_static.verify(relu, cand(python=forge))
+    assert not v.feasible
+    junk = 'import os\n        os.write(4, b"\\x00\\x00\\x00\\x05junk!")'
+    v = no_static.verify(relu, cand(python=junk))
+    assert not v.feasible and v.failed_gate == "runtime"
+
+
+def test_no_network(no_static, relu):
+    code = "import socket\n        socket.create_connection(('127.0.0.1', 9), timeout=1)"
+    v = no_static.verify(relu, cand(python=code))
+    assert v.failed_gate == "runtime"
+    assert "not permitted" in v.feedback or "unreachable" in v.feedback or "refused" in v.feedback
+
+
+def test_no_new_processes(no_static, relu):
+    v = no_static.verify(relu, cand(python="import os\n        os.fork()"))
+    assert v.failed_gate == "runtime" and "not permitted" in v.feedback
+    v = no_static.verify(relu, cand(python="import subprocess\n        subprocess.run(['true'])"))
+    assert v.failed_gate == "runtime"
+
+
+def test_native_fork_blocked(no_static, relu):
+    # fork() from C++ fails with EPERM under the seccomp filter; this kernel reports that by crashing
+    v = no_static.verify(relu, cand("if (fork() < 0) { volatile float* p = nullptr; *p = 0; }"))
+    assert v.failed_gate == "runtime" and "SIGSEGV" in v.feedback, v.feedback
+
+
+def test_filesystem_is_read_only_and_private(no_static, relu, tmp_path):
+    target = tmp_path / "escape.txt"
+    v = no_static.verify(relu, cand(python=f"open({str(target)!r}, 'w').write('x')"))
+    assert v.failed_gate == "runtime" and not target.exists()
+
+
+@pytest.fixture(scope="module")
+def secret_env_verifier(cache_dir):
+    os.environ["OPENAI_API_KEY"] = "sk-test-secret"
+    try:
+        v = Verifier("cpu", VerifyConfig(cache_dir=cache_dir, timing=False, run_timeout_s=5.0, static_rules=False))
+        v.start()
+    finally:
+        del os.environ["OPENAI_API_KEY"]
+    yield v
+    v.close()
+
+
+def test_environment_and_home_are_hidden(secret_env_verifier, relu):
+    from pathlib import Path
+
+    project = Path(__file__).resolve().parents[2]
+    secret = Path.home() / f".evokernel-test-secret-{os.getpid()}"
+    secret.write_text("token")
+    probe = ("import os\n"
+             "        assert 'OPENAI_API_KEY' not in os.environ, 'key visible'\n"
+             f"        assert not os.path.exists({str(project / 'pyproject.toml')!r}), 'project visible'\n"
+             f"        assert not os.path.exists({str(secret)!r}), 'home visible'")
+    try:
+        v = secret_env_verifier.verify(relu, cand(python=probe))
+    finally:
+        secret.unlink()
+    if secret_env_verifier.sandbox == "bwrap":
+        assert v.feasible, v.feedback
+    else:  # the rlimits fallback clears the environment but cannot hide files
+        assert "key visible" not in v.feedback
+
+
+def test_stray_processes_are_killed(cache_dir):
+    """A daemon left behind by a worker (double fork + setsid) is swept when the worker ends."""
+    from evokernel.verifier.trusted.launcher import Zygote
+
+    z = Zygote(label="test").start()
+    if not z.pid_namespace:
+        z.close()
+        pytest.skip("no pid namespace without bubblewrap")
+    try:
+        w = z.spawn("reference", 1024, 60)  # reference role: no seccomp, so it can fork
+        daemon = ("import os, time\n"
+                  "if os.fork() == 0:\n"
+                  "    os.setsid()\n"
+                  "    if os.fork() == 0:\n"
+                  "        time.sleep(600)\n"
+                  "    os._exit(0)\n"
+                  "class Model: pass\n"
+                  "def get_inputs(): return []\n"
+                  "def get_init_inputs(): return []\n")
+        assert w.call({"op": "load", "source": daemon, "threads": 1}, 30)["ok"]
+        status = w.close()
+        assert status["stray_killed"] >= 1
+    finally:
+        z.close()
+
+
+def test_verifier_survives_and_stays_usable(verifier, relu):
+    # after all of the above the same verifier still judges a good candidate correctly
+    assert verifier.verify(relu, cand()).feasible
