@@ -7,11 +7,12 @@ from evokernel.cpu import load_cpp
 
 lib = load_cpp(r"""
 #include <cstdint>
+#include <cstddef>
 #include <vector>
 extern "C" void relu(const float* x, float* y, int64_t n) {
-    std::vector<float> big((size_t)1 << 36);
-    for (size_t i = 0; i < big.size(); i += 1024) big[i] = 1.0f;  // touch every page
-    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] < 0.0f ? 0.0f : x[i]) * big[(size_t)i << 10];
+    std::vector<float> big((std::size_t)1 << 36);
+    for (std::size_t i = 0; i < big.size(); i += 1024) big[i] = 1.0f;  // touch every page
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] < 0.0f ? 0.0f : x[i]) * big[(std::size_t)i << 10];
 }
 """)
 

@@ -1,5 +1,6 @@
-"""Correctness, for cpu_l1/11_softmax: the native kernel writes zeros. Softmax rows of 1024 are ~1e-3
-per element, so every element is inside atol=1e-2; only the degenerate-output check rejects it."""
+"""Correctness, for cpu_l1/11_softmax: the native kernel writes zeros. Softmax values of 1024-wide rows
+are ~1e-3, so almost every element is inside atol=1e-2 (all of them for wider rows): KernelBench issue
+#165. The degenerate-output check (all zeros) must reject it even where the tolerance does not."""
 import torch
 import torch.nn as nn
 

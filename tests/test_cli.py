@@ -1,0 +1,91 @@
+"""`evokernel verify` and `evokernel tasks list` as a user runs them (real subprocesses)."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+RELU_TASK = ROOT / "evokernel" / "suites" / "cpu_l1" / "01_relu.py"
+RELU_EXAMPLE = ROOT / "evokernel" / "examples" / "cpu" / "01_relu.py"
+SMALL = ["--set", "batch_size=4", "--set", "dim=2048"]
+
+
+def run(*args, env_extra=None):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", **(env_extra or {})}
+    return subprocess.run([sys.executable, "-m", "evokernel", *map(str, args)], capture_output=True, text=True,
+                          timeout=600, env=env)
+
+
+@pytest.fixture(scope="module")
+def cli_cache(tmp_path_factory):
+    return {"EVOKERNEL_CACHE": str(tmp_path_factory.mktemp("cli-cache"))}
+
+
+def test_verify_json_feasible(cli_cache):
+    p = run("verify", RELU_TASK, RELU_EXAMPLE, *SMALL, "--json", env_extra=cli_cache)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    for key in ("feasible", "failed_gate", "feedback", "latency_ms", "reference_ms", "speedup"):
+        assert key in out
+    assert out["feasible"] is True and out["failed_gate"] is None
+    assert out["latency_ms"] > 0 and out["reference_ms"] > 0 and out["speedup"] > 0
+    assert out["noise"] is not None and len(out["speedup_ci"]) == 2
+
+
+def test_verify_infeasible_exit_1(cli_cache, tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("import torch\nimport torch.nn as nn\n\nclass ModelNew(nn.Module):\n"
+                   "    def forward(self, x):\n        return torch.relu(x)\n")
+    p = run("verify", RELU_TASK, bad, *SMALL, "--json", env_extra=cli_cache)
+    assert p.returncode == 1
+    out = json.loads(p.stdout)
+    assert out["feasible"] is False and out["failed_gate"] == "hack"
+    assert "torch.relu" in out["feedback"] and out["latency_ms"] is None and out["speedup"] is None
+
+
+def test_verify_text_output(cli_cache):
+    p = run("verify", RELU_TASK, RELU_EXAMPLE, *SMALL, "--no-timing", env_extra=cli_cache)
+    assert p.returncode == 0 and "FEASIBLE" in p.stdout
+
+
+@pytest.mark.parametrize("args", [
+    ["verify", "missing_task.py", RELU_EXAMPLE],
+    ["verify", RELU_TASK, "missing_candidate.py"],
+    ["verify", RELU_TASK, RELU_EXAMPLE, "--set", "no_such_constant=3"],
+    ["verify", RELU_TASK, RELU_EXAMPLE, "--set", "batch_size"],
+    ["verify", RELU_TASK, RELU_EXAMPLE, "--backend", "tpu"],
+    ["verify"],
+    ["tasks", "list", "no-such-suite"],
+])
+def test_usage_errors_exit_2(args, cli_cache):
+    p = run(*args, env_extra=cli_cache)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+
+
+def test_malformed_task_exit_2(tmp_path, cli_cache):
+    task = tmp_path / "task.py"
+    task.write_text("import torch\nclass Model: pass\n")
+    p = run("verify", task, RELU_EXAMPLE, env_extra=cli_cache)
+    assert p.returncode == 2 and "missing get_inputs" in p.stderr
+
+
+def test_task_that_crashes_exit_2(tmp_path, cli_cache):
+    task = tmp_path / "task.py"
+    task.write_text("import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n    def forward(self, x):\n"
+                    "        return x\ndef get_inputs():\n    raise ValueError('broken task')\n"
+                    "def get_init_inputs():\n    return []\n")
+    p = run("verify", task, RELU_EXAMPLE, env_extra=cli_cache)
+    assert p.returncode == 2 and "broken task" in p.stderr
+
+
+def test_tasks_list():
+    p = run("tasks", "list")
+    assert p.returncode == 0 and "cpu-l1" in p.stdout and "cpu-l2" in p.stdout
+    p = run("tasks", "list", "cpu-l1", "--json")
+    tasks = json.loads(p.stdout)
+    assert len(tasks) >= 20 and {"name", "category", "path"} <= set(tasks[0])
+    p = run("--help")
+    assert p.returncode == 0 and "verify" in p.stdout
