@@ -80,3 +80,15 @@ def test_quick_match_agrees_with_compare():
     for cand in (ref.clone(), ref * 1.5, torch.zeros_like(ref), ref + float("nan")):
         if quick_match(cand, ref, 1e-2):
             assert compare(cand, ref, [], 1e-2).ok
+
+
+def test_inf_in_reference_needs_the_same_inf():
+    ref = X.clone()
+    ref[1, 1] = float("inf")
+    assert compare(ref.clone(), ref, [], 1e-2).ok
+    wrong = ref.clone()
+    wrong[1, 1] = 1e30
+    assert not compare(wrong, ref, [], 1e-2).ok
+    off = ref.clone()
+    off[2, 2] += 1.0
+    assert not compare(off, ref, [], 1e-2).ok

@@ -523,10 +523,10 @@ class Verifier:
             if len(outs) != len(expected):
                 raise _Fail("correctness", "a timed call returned a different number of outputs")
             for g, e in zip((_tensor(cand, m) for m in outs), expected):
-                if e.is_floating_point() and not bool(torch.isfinite(e).all()):
-                    continue
                 if correctness.quick_match(g, e, self.config.tol):
                     continue
+                if e.is_floating_point() and not bool(torch.isfinite(e).all()):
+                    continue  # the reference itself is NaN/Inf on these inputs: nothing to judge
                 cmp = correctness.compare(g, e, [], self.config.tol, "timed output")
                 if not cmp.ok:
                     raise _Fail("correctness", f"a timed call gave a wrong result (checked and timed calls must "
@@ -544,3 +544,47 @@ class Verifier:
                 break
         timings["timed_calls"] = measured
         return latency.summarize(cand_s, ref_s, rng, comp_s or None)
+
+    # --- A/A: the timing noise of a kernel timed against itself ----------------------------------
+    def timing_noise(self, task: Task, source: str, rounds: int = 40) -> dict[str, float]:
+        """Time two fresh workers running the same candidate, interleaved exactly like a verdict's
+        timing, and return the spread of the per-round ratios (ideal: median 1, IQR 0)."""
+        self.start()
+        ref = self._reference(task)
+        rng = random.Random(self.config.seed if self.config.seed is not None else secrets.randbits(64))
+        init_seed = rng.randrange(2**31)
+        init_args = self._ref_call(ref, {"op": "init", "seed": init_seed})["init_args"]
+        assert self._cand_zygote is not None
+        workers = [self._cand_zygote.spawn("candidate", self.config.memory_mb, self.config.cpu_s) for _ in range(2)]
+        try:
+            for w in workers:
+                builds = BuildLog()
+                for msg in ({"op": "load", "source": source, "threads": self.config.threads},
+                            {"op": "init", "seed": init_seed, "init_args": init_args}):
+                    r = self._cand_call(w, msg, self.config.load_timeout_s, msg["op"], builds)
+                    if not r.get("ok"):
+                        raise ValueError(f"the candidate does not load: {r.get('error')}")
+            self._make_inputs(ref, rng.randrange(2**31), "none")
+            self._ref_run(ref)
+            ratios: list[float] = []
+            for k in range(rounds + self.config.warmup):
+                reply = self._ref_call(ref, {"op": "next_inputs", "seed": rng.randrange(2**31)})
+                metas = [TensorMeta.from_json(m, ref.handle.capacity) for m in reply["inputs"]]
+                times = {}
+                for w in workers:
+                    off = self._place_inputs(ref, w, metas)
+                    self._cand_call(w, {"op": "set_inputs", "inputs": [m.to_json() for m in metas]}, 60, "inputs")
+                order = [0, 1]
+                rng.shuffle(order)
+                for i in order:
+                    t = time.perf_counter()
+                    self._cand_call(workers[i], {"op": "run", "out_offset": off}, 60, "a timed call")
+                    times[i] = time.perf_counter() - t
+                if k >= self.config.warmup:
+                    ratios.append(times[0] / times[1])
+        finally:
+            for w in workers:
+                w.close()
+        q1, med, q3 = latency.quartiles(ratios)
+        return {"rounds": len(ratios), "median_ratio": med, "iqr": q3 - q1, "p05": sorted(ratios)[int(0.05 * len(ratios))],
+                "p95": sorted(ratios)[int(0.95 * len(ratios)) - 1], "noise": (q3 - q1) / med}
