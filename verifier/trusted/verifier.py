@@ -255,11 +255,17 @@ class Verifier:
             gates["compile"] = False
             return verdict("compile", f"candidate.py:{exc.lineno}: error: {exc.msg}")
         timings["hack_static"] = time.perf_counter() - t0
+        structure = [f for f in findings if f.rule == "structure"]
+        findings = [f for f in findings if f.rule != "structure"]
         if findings:
             gates["hack"] = False
             details["findings"] = [str(f) for f in findings]
             return verdict("hack", "The candidate breaks the verifier's rules:\n" +
                            "\n".join(str(f) for f in findings[:12]))
+        if structure:  # e.g. no ModelNew: the candidate cannot be built into a model at all
+            gates["hack"] = True
+            gates["compile"] = False
+            return verdict("compile", "\n".join(f.message for f in structure))
 
         self.start()
         ref = self._reference(task)
