@@ -221,3 +221,17 @@ def test_stray_processes_are_killed(cache_dir):
 def test_verifier_survives_and_stays_usable(verifier, relu):
     # after all of the above the same verifier still judges a good candidate correctly
     assert verifier.verify(relu, cand()).feasible
+
+
+def test_build_requests_are_capped(verifier, relu):
+    src = cand().replace("lib.kernel(x.contiguous(), y, x.numel())",
+                         "for i in range(40):\n            load_cpp('extern \"C\" void k%d(float* x) {}' % i)\n"
+                         "        lib.kernel(x.contiguous(), y, x.numel())")
+    v = verifier.verify(relu, src)
+    assert v.failed_gate == "runtime" and "too many native builds" in v.feedback, v.feedback
+
+
+def test_reference_sandbox_restart(verifier, relu):
+    # if the reference sandbox dies between verdicts, the next verdict starts a new one
+    verifier._ref_zygote.close()
+    assert verifier.verify(relu, cand()).feasible

@@ -24,7 +24,10 @@ class Backend(ABC):
 class BuildLog:
     """What happened to the native builds of one candidate (the compile gate reads it)."""
 
+    MAX_REQUESTS = 16  # build time does not count against a candidate's deadlines, so it is capped here
+
     def __init__(self) -> None:
+        self.requests = 0
         self.hack: list[str] = []
         self.errors: list[str] = []
         self.seconds = 0.0

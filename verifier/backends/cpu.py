@@ -28,6 +28,11 @@ class CpuBackend(Backend):
 
     def handle_build(self, request: dict[str, Any], log: BuildLog, rules: bool = True) -> dict[str, Any]:
         kind = request.get("kind")
+        log.requests += 1
+        if log.requests > log.MAX_REQUESTS:
+            message = f"too many native builds requested (more than {log.MAX_REQUESTS}); build once at import"
+            log.errors.append(message)
+            return {"ok": False, "error": message}
         try:
             if kind == "cpp":
                 source = str(request.get("source", ""))

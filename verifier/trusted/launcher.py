@@ -211,9 +211,9 @@ class WorkerHandle:
                 raise WorkerTimeout() from None
             except protocol.PeerClosed:
                 raise WorkerDied(self.kill()) from None
-            if reply.get("op") == "build" and on_build is not None:
+            if reply.get("op") == "build":
                 t0 = time.monotonic()
-                answer = on_build(reply)
+                answer = on_build(reply) if on_build else {"ok": False, "error": "native builds are not served here"}
                 if deadline is not None:
                     deadline += time.monotonic() - t0
                 try:
@@ -320,7 +320,8 @@ class Zygote:
         return self.proc is not None and self.proc.poll() is None
 
     def _recv(self, timeout: float) -> dict[str, Any]:
-        assert self.sock is not None
+        if self.sock is None:
+            raise SandboxError(f"the {self.label} sandbox is not running")
         self.sock.settimeout(timeout)
         try:
             data = self.sock.recv(1 << 20)
@@ -331,7 +332,8 @@ class Zygote:
         return json.loads(data)
 
     def _request(self, msg: dict[str, Any], fds: list[int] | None = None, timeout: float = 30.0) -> dict[str, Any]:
-        assert self.sock is not None
+        if self.sock is None:
+            raise SandboxError(f"the {self.label} sandbox is not running")
         try:
             socket.send_fds(self.sock, [json.dumps(msg).encode()], fds or [])
         except OSError as exc:

@@ -121,6 +121,7 @@ class Verifier:
         self._ref_zygote: Zygote | None = None
         self._cand_zygote: Zygote | None = None
         self._refs: OrderedDict[tuple[str, int], _Reference] = OrderedDict()
+        self._builds = BuildLog()  # the native builds of the verdict in progress
 
     # --- lifecycle ----------------------------------------------------------------------------
     def start(self) -> "Verifier":
@@ -168,9 +169,12 @@ class Verifier:
     def _reference(self, task: Task) -> _Reference:
         key = (task.key, self.config.threads)
         ref = self._refs.get(key)
-        if ref is not None and ref.handle.status is None:
-            self._refs.move_to_end(key)
-            return ref
+        if ref is not None:
+            if ref.handle.status is None and self._alive(ref.handle):
+                self._refs.move_to_end(key)
+                return ref
+            ref.handle.close()  # its sandbox went away: start a fresh reference
+            del self._refs[key]
         self.start()
         assert self._ref_zygote is not None
         handle = self._ref_zygote.spawn("reference", self.config.memory_mb * 2, self.config.cpu_s * 10, fsize_mb=4096)
@@ -189,6 +193,13 @@ class Verifier:
             _, old = self._refs.popitem(last=False)
             old.handle.close()
         return ref
+
+    @staticmethod
+    def _alive(handle: WorkerHandle) -> bool:
+        try:
+            return bool(handle.call({"op": "ping"}, 10).get("ok"))
+        except (WorkerDied, WorkerTimeout, SandboxError, ProtocolError):
+            return False
 
     def _ref_call(self, ref: _Reference, msg: dict[str, Any], timeout: float = 600.0) -> dict[str, Any]:
         try:
@@ -281,9 +292,9 @@ class Verifier:
             self._cand_zygote.close()
             cand = self._cand_zygote.spawn("candidate", self.config.memory_mb, self.config.cpu_s)
         timings["spawn"] = time.perf_counter() - t0
-        builds = BuildLog()
+        builds = self._builds = BuildLog()
         try:
-            timing = self._judge(task, source, ref, cand, rng, init_seed, init_args, builds, gates, timings, details)
+            timing = self._judge(task, source, ref, cand, rng, init_seed, init_args, gates, timings, details)
         except _Fail as f:
             details.update(f.details)
             if f.gate == "hack":
@@ -313,9 +324,10 @@ class Verifier:
         return verdict(None, fb, **extra)
 
     def _cand_call(self, cand: WorkerHandle, msg: dict[str, Any], timeout: float, where: str,
-                   builds: BuildLog | None = None) -> dict[str, Any]:
-        on_build = ((lambda req: self.backend.handle_build(req, builds, self.config.static_rules))
-                    if builds is not None else None)
+                   builds: BuildLog) -> dict[str, Any]:
+        def on_build(req: dict[str, Any]) -> dict[str, Any]:
+            return self.backend.handle_build(req, builds, self.config.static_rules)
+
         try:
             reply = cand.call(msg, timeout, on_build)
         except WorkerTimeout:
@@ -338,9 +350,10 @@ class Verifier:
                         "Kernels must not print to stdout (write debugging output to stderr)")
 
     def _judge(self, task: Task, source: str, ref: _Reference, cand: WorkerHandle, rng: random.Random,
-               init_seed: int, init_args: list[Any], builds: BuildLog, gates: dict[str, bool | None],
+               init_seed: int, init_args: list[Any], gates: dict[str, bool | None],
                timings: dict[str, float], details: dict[str, Any]) -> latency.Timing | None:
         cfg = self.config
+        builds = self._builds
         # gate 2: compile (native builds happen while the candidate module is imported)
         t0 = time.perf_counter()
         reply = self._cand_call(cand, {"op": "load", "source": source, "threads": cfg.threads},
@@ -359,7 +372,7 @@ class Verifier:
         gates["compile"] = True
 
         reply = self._cand_call(cand, {"op": "init", "seed": init_seed, "init_args": init_args},
-                                cfg.load_timeout_s, "ModelNew construction")
+                                cfg.load_timeout_s, "ModelNew construction", builds)
         if not reply.get("ok"):
             raise _Fail("runtime", f"constructing ModelNew{tuple(init_args)} failed: {reply.get('error')}\n"
                         f"{reply.get('detail', '')}".strip())
@@ -416,11 +429,11 @@ class Verifier:
                      timeout: float) -> None:
         out_offset = self._place_inputs(ref, cand, in_metas)
         metas_json = [m.to_json() for m in in_metas]
-        reply = self._cand_call(cand, {"op": "set_inputs", "inputs": metas_json}, timeout, label)
+        reply = self._cand_call(cand, {"op": "set_inputs", "inputs": metas_json}, timeout, label, self._builds)
         if not reply.get("ok"):
             raise _Fail("runtime", f"{label}: the candidate worker failed to take its inputs: {reply.get('error')}")
         reply = self._cand_call(cand, {"op": "run", "record": True, "return_inputs": True, "out_offset": out_offset},
-                                timeout, f"forward ({label})")
+                                timeout, f"forward ({label})", self._builds)
         if not reply.get("ok"):
             gate = "correctness" if reply.get("phase") == "output" else "runtime"
             raise _Fail(gate, f"{label}: forward failed: {reply.get('error')}\n{reply.get('detail', '')}".strip())
@@ -489,7 +502,7 @@ class Verifier:
             assert [m.nbytes for m in in_metas] == [m.nbytes for m in base]
             out_offset = self._place_inputs(ref, cand, in_metas)
             metas_json = [m.to_json() for m in in_metas]
-            r = self._cand_call(cand, {"op": "set_inputs", "inputs": metas_json}, timeout, "timing")
+            r = self._cand_call(cand, {"op": "set_inputs", "inputs": metas_json}, timeout, "timing", self._builds)
             if not r.get("ok"):
                 raise _Fail("runtime", f"timing: the candidate worker failed to take its inputs: {r.get('error')}")
             if compiled is not None:
@@ -517,7 +530,8 @@ class Verifier:
                         raise TaskError(f"torch.compile baseline failed: {str(r.get('error'))[-1500:]}")
                 else:
                     t = time.perf_counter()
-                    cand_reply = self._cand_call(cand, {"op": "run", "out_offset": out_offset}, timeout, "a timed call")
+                    cand_reply = self._cand_call(cand, {"op": "run", "out_offset": out_offset}, timeout,
+                                                 "a timed call", self._builds)
                     times["cand"] = time.perf_counter() - t
             if not cand_reply.get("ok"):
                 raise _Fail("runtime", f"a timed call failed: {cand_reply.get('error')}")
@@ -579,12 +593,13 @@ class Verifier:
                 times = {}
                 for w in workers:
                     off = self._place_inputs(ref, w, metas)
-                    self._cand_call(w, {"op": "set_inputs", "inputs": [m.to_json() for m in metas]}, 60, "inputs")
+                    self._cand_call(w, {"op": "set_inputs", "inputs": [m.to_json() for m in metas]}, 60, "inputs",
+                                    builds)
                 order = [0, 1]
                 rng.shuffle(order)
                 for i in order:
                     t = time.perf_counter()
-                    self._cand_call(workers[i], {"op": "run", "out_offset": off}, 60, "a timed call")
+                    self._cand_call(workers[i], {"op": "run", "out_offset": off}, 60, "a timed call", builds)
                     times[i] = time.perf_counter() - t
                 if k >= self.config.warmup:
                     ratios.append(times[0] / times[1])

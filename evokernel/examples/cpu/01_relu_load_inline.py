@@ -4,7 +4,6 @@ Task: evokernel/suites/cpu_l1/01_relu.py. The extension allocates its output wit
 (an allocation, which the verifier allows) and computes every element itself from the raw float
 pointers; it calls no ATen compute operator.
 """
-import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
