@@ -1,0 +1,30 @@
+"""LayerNorm over the last dimension (random affine) followed by exact GELU."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+CATEGORY = "fusion"
+
+
+class Model(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.ln = nn.LayerNorm(features)
+        with torch.no_grad():
+            self.ln.weight.copy_(1.0 + 0.5 * torch.randn(features))
+            self.ln.bias.copy_(0.5 * torch.randn(features))
+
+    def forward(self, x):
+        return F.gelu(self.ln(x))
+
+
+batch_size = 6144
+features = 1024
+
+
+def get_inputs():
+    return [torch.randn(batch_size, features)]
+
+
+def get_init_inputs():
+    return [features]

@@ -1,0 +1,27 @@
+"""Scaled dot-product attention without masking: softmax(Q @ K^T / sqrt(d)) @ V, batched."""
+import torch
+import torch.nn as nn
+
+CATEGORY = "fusion"
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, q, k, v):
+        scores = torch.bmm(q, k.transpose(1, 2)) / (q.shape[-1] ** 0.5)
+        return torch.bmm(torch.softmax(scores, dim=-1), v)
+
+
+batch_size = 8
+seq_len = 512
+head_dim = 64
+
+
+def get_inputs():
+    return [torch.randn(batch_size, seq_len, head_dim) for _ in range(3)]
+
+
+def get_init_inputs():
+    return []
