@@ -50,3 +50,13 @@ def test_timing_fields(cache_dir, suite_task):
     assert 5 <= verdict.details["timing"]["rounds"] <= 8
     for stage in ("correctness_trials", "timed_calls", "total", "overhead"):
         assert stage in verdict.timings
+
+
+def test_compile_baseline(cache_dir, suite_task):
+    """torch.compile of the reference is timed in the same rounds (cold inductor compile here)."""
+    from evokernel.verifier.trusted.verifier import Verifier, VerifyConfig
+
+    with Verifier("cpu", VerifyConfig(cache_dir=cache_dir, compile_baseline=True, min_rounds=5, max_rounds=6)) as v:
+        verdict = v.verify(suite_task("cpu_l1/04_sigmoid.py", batch_size=8), (EXAMPLES / "04_sigmoid.py").read_text())
+    assert verdict.feasible, verdict.feedback
+    assert verdict.compile_baseline_ms > 0 and verdict.speedup_vs_compile > 0

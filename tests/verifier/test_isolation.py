@@ -202,12 +202,15 @@ def test_stray_processes_are_killed(cache_dir):
         pytest.skip("no pid namespace without bubblewrap")
     try:
         w = z.spawn("reference", 1024, 60)  # reference role: no seccomp, so it can fork
+        # the worker returns only once the daemon exists in a session of its own
         daemon = ("import os, time\n"
-                  "if os.fork() == 0:\n"
+                  "pid = os.fork()\n"
+                  "if pid == 0:\n"
                   "    os.setsid()\n"
                   "    if os.fork() == 0:\n"
                   "        time.sleep(600)\n"
                   "    os._exit(0)\n"
+                  "os.waitpid(pid, 0)\n"
                   "class Model: pass\n"
                   "def get_inputs(): return []\n"
                   "def get_init_inputs(): return []\n")

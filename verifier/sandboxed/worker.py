@@ -166,8 +166,6 @@ class Worker:
             raise _Fail("compile", "native build failed", exc.diagnostics) from None
         except BaseException as exc:  # noqa: BLE001 - any failure of untrusted code is a verdict
             raise _Fail("import", f"{type(exc).__name__}: {exc}", _short_traceback(exc, self.filename)) from None
-        for name, value in dict(msg.get("overrides") or {}).items():
-            setattr(module, name, value)
         self.module = module
         want = "ModelNew" if self.role == "candidate" else "Model"
         missing = [n for n in ([want] if self.role == "candidate" else [want, "get_inputs", "get_init_inputs"])

@@ -60,6 +60,12 @@ def _child(msg: dict[str, Any], fds: list[int], sock: socket.socket) -> None:
         os.chdir(scratch)
         from evokernel.verifier.sandboxed import guard
 
+        cpus = [int(c) for c in os.environ.get("EVOKERNEL_CPUS", "").split(",") if c]
+        if cpus:
+            try:
+                os.sched_setaffinity(0, cpus)  # one timed process at a time on these cores
+            except OSError:
+                pass
         guard.apply_limits(int(msg["memory_mb"]), int(msg["cpu_s"]), int(msg.get("fsize_mb", 64)))
         if msg["role"] == "candidate":
             guard.install_seccomp()

@@ -83,6 +83,17 @@ class SandboxSpec:
     limits: Limits = field(default_factory=Limits)
 
 
+def worker_cpus(threads: int) -> list[int]:
+    """CPUs the measured workers are pinned to: the last ``threads`` CPUs available to us, so only
+    one timed process runs at a time on them and the parent/OS keep the rest. No pinning (empty)
+    when that would leave nothing free."""
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return []
+    return cpus[-threads:] if threads < len(cpus) else []
+
+
 def base_env(threads: int) -> dict[str, str]:
     env = {
         "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
@@ -94,6 +105,7 @@ def base_env(threads: int) -> dict[str, str]:
         "MKL_NUM_THREADS": str(threads),
         "OPENBLAS_NUM_THREADS": str(threads),
         "EVOKERNEL_THREADS": str(threads),
+        "EVOKERNEL_CPUS": ",".join(map(str, worker_cpus(threads))),
         "HF_HUB_OFFLINE": "1",
         "TMPDIR": "/tmp",
         # Keep freed memory for reuse instead of returning each large block to the OS: with glibc's

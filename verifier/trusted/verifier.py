@@ -54,6 +54,11 @@ class VerifyConfig:
     cache_dir: Path = field(default_factory=native_build.default_cache_dir)
 
 
+# reference workers run trusted task code and live across many verdicts: no CPU-seconds cap
+# (a long evaluation would otherwise kill them); wall-clock deadlines still apply to every call
+REFERENCE_CPU_S = 10**8
+
+
 class _Fail(Exception):
     def __init__(self, gate: str, feedback: str, **details: Any):
         super().__init__(feedback)
@@ -73,10 +78,11 @@ _SIGNALS = {
 def _classify_death(status: dict[str, Any], stderr: str, where: str) -> _Fail:
     tail = f"\nstderr (last lines):\n{stderr.strip()[-1200:]}" if stderr.strip() else ""
     sig = status.get("signal")
-    if sig == signal.SIGXCPU or sig == signal.SIGKILL and status.get("cpu_limit"):
+    if sig == signal.SIGXCPU:
         return _Fail("timeout", f"the candidate exceeded its CPU-time limit during {where}{tail}", status=status)
-    if sig == signal.SIGKILL:
-        return _Fail("runtime", f"the candidate process was killed during {where} (out of memory?){tail}", status=status)
+    if sig == signal.SIGKILL:  # not by us (our kills are timeouts): the OOM killer or the hard CPU limit
+        return _Fail("runtime", f"the candidate process was killed during {where} (out of memory or CPU time?)"
+                     f"{tail}", status=status)
     if sig is not None:
         try:
             name = signal.Signals(sig).name
@@ -99,6 +105,20 @@ def _tensor(handle: WorkerHandle, meta: TensorMeta) -> torch.Tensor:
     out = view.clone().view(meta.shape)
     del view  # release the buffer export so the region can be resized later
     return out
+
+
+def _keep_freed_memory() -> None:
+    """Ask glibc to reuse freed memory instead of unmapping large blocks (the workers get the same
+    through GLIBC_TUNABLES): every fresh 32 MiB tensor otherwise costs ~8k page faults, which made
+    the parent's copies and comparisons of large outputs several times slower than the kernels."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        libc.mallopt(-4, 0)  # M_MMAP_MAX: no mmap'ed chunks
+        libc.mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD: keep up to 1 GiB of freed memory
+    except (OSError, AttributeError):
+        pass  # not glibc: nothing to tune
 
 
 class _Reference:
@@ -131,6 +151,7 @@ class Verifier:
         second OpenMP thread makes it 3-5x slower, and the cores belong to the timed workers.
         """
         torch.set_num_threads(1)
+        _keep_freed_memory()
         if self._ref_zygote is None or not self._ref_zygote.alive():
             inductor = self.config.cache_dir / "inductor"
             inductor.mkdir(parents=True, exist_ok=True)
@@ -175,9 +196,18 @@ class Verifier:
                 return ref
             ref.handle.close()  # its sandbox went away: start a fresh reference
             del self._refs[key]
+        ref = _Reference(self._spawn_reference(task), task)
+        self._refs[key] = ref
+        while len(self._refs) > 4:
+            _, old = self._refs.popitem(last=False)
+            old.handle.close()
+        return ref
+
+    def _spawn_reference(self, task: Task) -> WorkerHandle:
+        """A fresh reference worker with the task module loaded (TaskError if it does not load)."""
         self.start()
         assert self._ref_zygote is not None
-        handle = self._ref_zygote.spawn("reference", self.config.memory_mb * 2, self.config.cpu_s * 10, fsize_mb=4096)
+        handle = self._ref_zygote.spawn("reference", self.config.memory_mb * 2, REFERENCE_CPU_S, fsize_mb=4096)
         try:
             reply = handle.call({"op": "load", "source": task.source, "threads": self.config.threads},
                                 self.config.load_timeout_s)
@@ -187,12 +217,7 @@ class Verifier:
         if not reply.get("ok"):
             handle.close()
             raise TaskError(f"{task.path}: the task module failed to load: {reply.get('error')}\n{reply.get('detail', '')}")
-        ref = _Reference(handle, task)
-        self._refs[key] = ref
-        while len(self._refs) > 4:
-            _, old = self._refs.popitem(last=False)
-            old.handle.close()
-        return ref
+        return handle
 
     @staticmethod
     def _alive(handle: WorkerHandle) -> bool:
@@ -472,10 +497,8 @@ class Verifier:
 
     def _compiled_baseline(self, task: Task, init_seed: int) -> WorkerHandle:
         """A reference worker running torch.compile(Model) (inductor), with the candidate's weights."""
-        assert self._ref_zygote is not None
-        handle = self._ref_zygote.spawn("reference", self.config.memory_mb * 2, self.config.cpu_s * 10, fsize_mb=4096)
-        for msg in ({"op": "load", "source": task.source, "threads": self.config.threads},
-                    {"op": "init", "seed": init_seed}, {"op": "compile"}):
+        handle = self._spawn_reference(task)
+        for msg in ({"op": "init", "seed": init_seed}, {"op": "compile"}):
             try:
                 reply = handle.call(msg, self.config.load_timeout_s)
             except (WorkerDied, WorkerTimeout) as exc:
@@ -502,26 +525,27 @@ class Verifier:
             assert [m.nbytes for m in in_metas] == [m.nbytes for m in base]
             out_offset = self._place_inputs(ref, cand, in_metas)
             metas_json = [m.to_json() for m in in_metas]
-            r = self._cand_call(cand, {"op": "set_inputs", "inputs": metas_json}, timeout, "timing", self._builds)
-            if not r.get("ok"):
-                raise _Fail("runtime", f"timing: the candidate worker failed to take its inputs: {r.get('error')}")
             if compiled is not None:
                 self._place_inputs(ref, compiled, in_metas)
-                r = compiled.call({"op": "set_inputs", "inputs": metas_json}, timeout)
-                if not r.get("ok"):
-                    raise TaskError(f"torch.compile baseline: {r.get('error')}")
             times: dict[str, float] = {}
             order = ["ref", "cand"] + (["compiled"] if compiled is not None else [])
             rng.shuffle(order)
             cand_reply: dict[str, Any] = {}
             ref_metas: list[TensorMeta] = []
             for side in order:
+                # each side copies its inputs into private tensors right before its own timed call,
+                # so every side starts from the same cache state (otherwise the side prepared last
+                # runs on cache-hot inputs: a 1.3x bias measured in the A/A test)
                 if side == "ref":
+                    self._ref_call(ref, {"op": "set_inputs", "inputs": metas_json})
                     t = time.perf_counter()
                     ref_metas, _ = self._ref_run(ref, timeout)
                     times["ref"] = time.perf_counter() - t
                 elif side == "compiled":
                     assert compiled is not None
+                    r = compiled.call({"op": "set_inputs", "inputs": metas_json}, timeout)
+                    if not r.get("ok"):
+                        raise TaskError(f"torch.compile baseline: {r.get('error')}")
                     # the first call compiles (seconds, cold); warm-up rounds absorb it
                     t = time.perf_counter()
                     r = compiled.call({"op": "run", "out_offset": out_offset}, timeout + (600 if warm else 0))
@@ -529,6 +553,11 @@ class Verifier:
                     if not r.get("ok"):
                         raise TaskError(f"torch.compile baseline failed: {str(r.get('error'))[-1500:]}")
                 else:
+                    r = self._cand_call(cand, {"op": "set_inputs", "inputs": metas_json}, timeout, "timing",
+                                        self._builds)
+                    if not r.get("ok"):
+                        raise _Fail("runtime", f"timing: the candidate worker failed to take its inputs: "
+                                    f"{r.get('error')}")
                     t = time.perf_counter()
                     cand_reply = self._cand_call(cand, {"op": "run", "out_offset": out_offset}, timeout,
                                                  "a timed call", self._builds)
@@ -593,11 +622,11 @@ class Verifier:
                 times = {}
                 for w in workers:
                     off = self._place_inputs(ref, w, metas)
-                    self._cand_call(w, {"op": "set_inputs", "inputs": [m.to_json() for m in metas]}, 60, "inputs",
-                                    builds)
                 order = [0, 1]
                 rng.shuffle(order)
                 for i in order:
+                    self._cand_call(workers[i], {"op": "set_inputs", "inputs": [m.to_json() for m in metas]}, 60,
+                                    "inputs", builds)
                     t = time.perf_counter()
                     self._cand_call(workers[i], {"op": "run", "out_offset": off}, 60, "a timed call", builds)
                     times[i] = time.perf_counter() - t
