@@ -238,3 +238,12 @@ def test_reference_sandbox_restart(verifier, relu):
     # if the reference sandbox dies between verdicts, the next verdict starts a new one
     verifier._ref_zygote.close()
     assert verifier.verify(relu, cand()).feasible
+
+
+def test_nothing_survives_between_candidates(no_static, relu):
+    # a file a candidate leaves in the sandbox's /tmp is gone for the next candidate
+    first = no_static.verify(relu, cand(python="open('/tmp/evk-cache.bin', 'w').write('cached')"))
+    assert first.feasible, first.feedback
+    second = no_static.verify(relu, cand(python="import os\n        assert not os.path.exists('/tmp/evk-cache.bin'), 'leak'"))
+    if no_static.sandbox == "bwrap":
+        assert second.feasible, second.feedback

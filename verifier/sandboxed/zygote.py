@@ -16,6 +16,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import shutil
 import signal
 import socket
 import sys
@@ -103,6 +104,18 @@ def _sweep(children: dict[int, Any]) -> int:
     return killed
 
 
+def _wipe_tmp() -> None:
+    for name in os.listdir("/tmp"):
+        path = os.path.join("/tmp", name)
+        try:
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                os.unlink(path)
+        except OSError:
+            pass
+
+
 def main() -> None:
     sock = socket.socket(fileno=int(os.environ["EVOKERNEL_ZYGOTE_FD"]))
     threads = int(os.environ.get("EVOKERNEL_THREADS", "1"))
@@ -152,8 +165,10 @@ def main() -> None:
                         pass
                 _, code = os.waitpid(pid, 0)
                 status = _status(code)
-                children.pop(pid, None)
+            role = children.pop(pid, None)
             stray = _sweep(children) if in_pid_ns and msg.get("sweep", True) else 0
+            if in_pid_ns and role == "candidate" and "candidate" not in children.values():
+                _wipe_tmp()  # nothing a candidate wrote survives it (the sandbox's /tmp is private)
             # reap whatever the sweep killed
             while True:
                 try:
