@@ -92,3 +92,17 @@ def test_inf_in_reference_needs_the_same_inf():
     off = ref.clone()
     off[2, 2] += 1.0
     assert not compare(off, ref, [], 1e-2).ok
+
+
+def test_large_tensors_are_scanned_in_chunks():
+    # beyond one chunk: a single bad element, a NaN or an Inf late in the tensor is still found
+    ref = torch.randn(3 << 20)
+    for bad in (1.0, float("nan"), float("inf")):
+        cand = ref.clone()
+        cand[-5] += bad
+        assert not compare(cand, ref, [], 1e-2).ok
+        assert not quick_match(cand, ref, 1e-2)
+    ref_nan = ref.clone()
+    ref_nan[-7] = float("nan")
+    assert not compare(ref_nan.clone(), ref_nan, [], 1e-2).ok
+    assert compare(ref * (1 + 1e-3), ref, [ref], 1e-2).ok and quick_match(ref * (1 + 1e-3), ref, 1e-2)

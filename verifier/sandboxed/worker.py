@@ -212,7 +212,7 @@ class Worker:
         if need > self.capacity:
             return {"ok": True, "need": need}
         metas = self._write(tensors, 0)
-        self.inputs = [t.clone() for t in tensors]
+        self.inputs = tensors  # private already: the region holds a copy
         self.base_inputs = tensors
         return {"ok": True, "inputs": metas}
 

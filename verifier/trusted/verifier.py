@@ -42,7 +42,8 @@ class VerifyConfig:
     warmup: int = 3
     min_rounds: int = 10
     max_rounds: int = 40
-    timing_budget_s: float = 0.5  # stop adding rounds once this much time was measured
+    timing_budget_s: float = 0.5  # stop adding rounds once this much time was measured...
+    timing_wall_budget_s: float = 1.5  # ...or once the timing stage took this long (after min_rounds)
     compile_baseline: bool = False
     memory_mb: int = 4096  # address space a worker may add on top of the warm interpreter
     cpu_s: int = 600  # CPU seconds per worker
@@ -105,6 +106,19 @@ def _tensor(handle: WorkerHandle, meta: TensorMeta) -> torch.Tensor:
     out = view.clone().view(meta.shape)
     del view  # release the buffer export so the region can be resized later
     return out
+
+
+def _same_bytes(h1: WorkerHandle, m1: TensorMeta, h2: WorkerHandle, m2: TensorMeta) -> bool:
+    """Byte equality of two tensors in two shared regions, compared in place."""
+    if m1.nbytes != m2.nbytes:
+        return False
+    if m1.nbytes == 0:
+        return True
+    a = torch.frombuffer(h1.mm, dtype=torch.uint8, count=m1.nbytes, offset=m1.offset)
+    b = torch.frombuffer(h2.mm, dtype=torch.uint8, count=m2.nbytes, offset=m2.offset)
+    same = torch.equal(a, b)
+    del a, b  # release the buffer exports
+    return same
 
 
 def _keep_freed_memory() -> None:
@@ -481,7 +495,7 @@ class Verifier:
         got = [_tensor(cand, m) for m in outs]
         if late_check:
             snapshot = [cand.read(m) for m in outs]
-        if len(after) != len(in_metas) or any(cand.read(a) != ref.handle.read(b) for a, b in zip(after, in_metas)):
+        if len(after) != len(in_metas) or not all(_same_bytes(cand, a, ref.handle, b) for a, b in zip(after, in_metas)):
             raise _Fail("correctness", f"{label}: forward modified its input tensor(s); a kernel must leave its "
                         "inputs unchanged (write results into a new output tensor)")
         for k, (g, e) in enumerate(zip(got, expected)):
@@ -518,6 +532,7 @@ class Verifier:
         measured = 0.0
         rounds = 0
         base = self._make_inputs(ref, rng.randrange(2**31), "none")
+        started = time.perf_counter()
         while True:
             warm = rounds < cfg.warmup
             reply = self._ref_call(ref, {"op": "next_inputs", "seed": rng.randrange(2**31)})
@@ -589,7 +604,9 @@ class Verifier:
                 comp_s.append(times["compiled"])
             measured += times["cand"] + times["ref"]
             n = len(cand_s)
-            if n >= cfg.max_rounds or (n >= cfg.min_rounds and measured >= cfg.timing_budget_s):
+            spent = time.perf_counter() - started
+            if n >= cfg.max_rounds or (n >= cfg.min_rounds and (measured >= cfg.timing_budget_s or
+                                                                spent >= cfg.timing_wall_budget_s)):
                 break
         timings["timed_calls"] = measured
         return latency.summarize(cand_s, ref_s, rng, comp_s or None)
