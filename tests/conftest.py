@@ -34,33 +34,3 @@ def suite_task():
         return load_task(SUITES / path, overrides)
 
     return make
-
-
-@pytest.fixture(scope="session")
-def relu_source():
-    return RELU_SOURCE
-
-
-RELU_SOURCE = '''
-import torch
-import torch.nn as nn
-from evokernel.cpu import load_cpp
-
-lib = load_cpp(r"""
-#include <cstdint>
-extern "C" void relu(const float* x, float* y, int64_t n) {
-    for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0.f ? x[i] : 0.f;
-}
-""")
-
-
-class ModelNew(nn.Module):
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, x):
-        x = x.contiguous()
-        y = torch.empty_like(x)
-        lib.relu(x, y, x.numel())
-        return y
-'''

@@ -23,8 +23,8 @@ class CpuBackend(Backend):
 
     def _runner(self, argv: list[str], cwd: Path, timeout: float, writable: Path) -> tuple[int | None, str]:
         spec = SandboxSpec(threads=1, writable=[writable], readonly=[self.cache_dir],
-                           limits=Limits(cpu_s=int(timeout) + 5, fsize_mb=512))
-        return run_sandboxed(argv, spec, timeout, cwd=cwd)
+                           limits=Limits(cpu_s=int(timeout) + 5, fsize_mb=512), cwd=cwd)
+        return run_sandboxed(argv, spec, timeout)
 
     def handle_build(self, request: dict[str, Any], log: BuildLog, rules: bool = True) -> dict[str, Any]:
         kind = request.get("kind")

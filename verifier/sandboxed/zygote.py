@@ -87,7 +87,7 @@ def _child(msg: dict[str, Any], fds: list[int], sock: socket.socket) -> None:
 
 def _sweep(children: dict[int, Any]) -> int:
     """Kill every process in this pid namespace except ourselves, our parent and live workers."""
-    me, keep = os.getpid(), {1, os.getpid(), os.getppid(), *children}
+    keep = {1, os.getpid(), os.getppid(), *children}
     killed = 0
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -100,7 +100,6 @@ def _sweep(children: dict[int, Any]) -> int:
             killed += 1
         except OSError:
             pass
-    del me
     return killed
 
 

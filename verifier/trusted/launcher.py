@@ -81,6 +81,7 @@ class SandboxSpec:
     readonly: list[Path] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
+    cwd: Path = Path("/tmp")  # working directory inside the sandbox
 
 
 def worker_cpus(threads: int) -> list[int]:
@@ -145,7 +146,7 @@ def sandbox_argv(argv: list[str], spec: SandboxSpec, mode: str | None = None) ->
                 cmd += ["--ro-bind", str(p), str(p)]
         for p in spec.writable:
             cmd += ["--bind", str(p), str(p)]
-        cmd += ["--chdir", "/tmp", "--clearenv"]
+        cmd += ["--chdir", str(spec.cwd), "--clearenv"]
         for k, v in env.items():
             cmd += ["--setenv", k, v]
         return pre + cmd + argv
@@ -167,15 +168,12 @@ def _kill_group(proc: subprocess.Popen[Any]) -> None:
         pass
 
 
-def run_sandboxed(argv: list[str], spec: SandboxSpec, timeout: float, cwd: Path | None = None) -> tuple[int | None, str]:
+def run_sandboxed(argv: list[str], spec: SandboxSpec, timeout: float) -> tuple[int | None, str]:
     """Run a one-shot command (a compiler) in a fresh sandbox; returns (rc or None on timeout, output)."""
     full = sandbox_argv(argv, spec)
-    if cwd is not None and full[0] == "prlimit" and "bwrap" in full:
-        i = full.index("--chdir")
-        full[i + 1] = str(cwd)
     with tempfile.TemporaryFile() as out:
         proc = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                cwd=cwd, start_new_session=True, close_fds=True)
+                                cwd=spec.cwd if spec.cwd.exists() else None, start_new_session=True, close_fds=True)
         try:
             rc: int | None = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:

@@ -217,6 +217,16 @@ class Verifier:
             old.handle.close()
         return ref
 
+    def _prepare_reference(self, task: Task) -> tuple[_Reference, random.Random, int, list[Any]]:
+        """The task's reference with its Model built from a fresh secret seed; returns the reference,
+        the verdict's secret random stream, the init seed and the constructor arguments."""
+        self.start()
+        ref = self._reference(task)
+        rng = random.Random(self.config.seed if self.config.seed is not None else secrets.randbits(64))
+        init_seed = rng.randrange(2**31)
+        init_args = self._ref_call(ref, {"op": "init", "seed": init_seed})["init_args"]
+        return ref, rng, init_seed, init_args
+
     def _spawn_reference(self, task: Task) -> WorkerHandle:
         """A fresh reference worker with the task module loaded (TaskError if it does not load)."""
         self.start()
@@ -317,11 +327,7 @@ class Verifier:
             gates["compile"] = False
             return verdict("compile", "\n".join(f.message for f in structure))
 
-        self.start()
-        ref = self._reference(task)
-        rng = random.Random(self.config.seed if self.config.seed is not None else secrets.randbits(64))
-        init_seed = rng.randrange(2**31)
-        init_args = self._ref_call(ref, {"op": "init", "seed": init_seed})["init_args"]
+        ref, rng, init_seed, init_args = self._prepare_reference(task)
 
         assert self._cand_zygote is not None
         t0 = time.perf_counter()
@@ -615,11 +621,7 @@ class Verifier:
     def timing_noise(self, task: Task, source: str, rounds: int = 40) -> dict[str, float]:
         """Time two fresh workers running the same candidate, interleaved exactly like a verdict's
         timing, and return the spread of the per-round ratios (ideal: median 1, IQR 0)."""
-        self.start()
-        ref = self._reference(task)
-        rng = random.Random(self.config.seed if self.config.seed is not None else secrets.randbits(64))
-        init_seed = rng.randrange(2**31)
-        init_args = self._ref_call(ref, {"op": "init", "seed": init_seed})["init_args"]
+        ref, rng, init_seed, init_args = self._prepare_reference(task)
         assert self._cand_zygote is not None
         workers = [self._cand_zygote.spawn("candidate", self.config.memory_mb, self.config.cpu_s) for _ in range(2)]
         try:
