@@ -1,4 +1,6 @@
 """evokernel.cpu.load_cpp: declaration parsing, typed calls, clear errors, build cache."""
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -85,3 +87,11 @@ def test_flags_are_checked_and_cache_is_reused(tmp_path):
     b = load_cpp(SRC, extra_cflags=["-ffast-math"])
     assert a.path == b.path
     assert len(list((tmp_path / "cpp").iterdir())) == 1
+
+
+def test_empty_flags_are_ignored():
+    # KernelBench's load_inline examples pass extra_cflags=[""]
+    from evokernel.verifier.trusted.native_build import check_flags, cpp_command
+
+    check_flags(("", " "))
+    assert "" not in cpp_command(Path("k.cpp"), Path("k.so"), ("",))

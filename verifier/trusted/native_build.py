@@ -50,7 +50,7 @@ def default_cache_dir() -> Path:
 
 
 def check_flags(flags: tuple[str, ...]) -> None:
-    bad = [f for f in flags if not _SAFE_FLAG.match(f)]
+    bad = [f for f in flags if f.strip() and not _SAFE_FLAG.match(f.strip())]
     if bad:
         raise CompileError(
             f"load_cpp: compiler flag(s) not allowed: {' '.join(bad)} "
@@ -76,7 +76,7 @@ def cpp_cache_key(source: str, flags: tuple[str, ...]) -> str:
 
 
 def cpp_command(src: Path, out: Path, flags: tuple[str, ...]) -> list[str]:
-    return ["g++", *BASE_FLAGS, *flags, str(src), "-o", str(out), *LINK_FLAGS]
+    return ["g++", *BASE_FLAGS, *(f.strip() for f in flags if f.strip()), str(src), "-o", str(out), *LINK_FLAGS]
 
 
 _DIAG = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:(?P<col>\d+):)? (?:fatal )?error: (?P<msg>.*)$")
