@@ -5,7 +5,7 @@ setup:
 	@bash scripts/setup.sh
 
 demo: setup  ## verify a shipped example kernel against its task (offline, no API key)
-	@HF_HUB_OFFLINE=1 .venv/bin/evokernel verify evokernel/suites/cpu_l1/01_relu.py evokernel/examples/cpu/01_relu.py
+	@HF_HUB_OFFLINE=1 .venv/bin/evokernel verify evokernel/suites/cpu_l1/15_matmul.py evokernel/examples/cpu/15_matmul.py
 
 test: setup  ## the whole test suite
 	@HF_HUB_OFFLINE=1 .venv/bin/python -m pytest -q tests
