@@ -247,3 +247,10 @@ def test_nothing_survives_between_candidates(no_static, relu):
     second = no_static.verify(relu, cand(python="import os\n        assert not os.path.exists('/tmp/evk-cache.bin'), 'leak'"))
     if no_static.sandbox == "bwrap":
         assert second.feasible, second.feedback
+
+
+def test_public_api_one_shot(relu, cache_dir):
+    from evokernel.verifier import Verdict, verify
+
+    v = verify(relu, cand(), cache_dir=cache_dir, timing=False)
+    assert isinstance(v, Verdict) and v.feasible
