@@ -281,13 +281,15 @@ class Zygote:
 
     def __init__(self, threads: int = 1, readonly: list[Path] | None = None, label: str = "worker",
                  start_timeout: float = 120.0, writable: list[Path] | None = None,
-                 env: dict[str, str] | None = None):
+                 env: dict[str, str] | None = None, mode: str | None = None):
         self.threads, self.label = threads, label
         self.readonly = list(readonly or [])
         self.writable = list(writable or [])
         self.env = dict(env or {})
         self.start_timeout = start_timeout
-        self.mode = sandbox_mode()
+        if mode not in (None, "bwrap", "rlimits"):
+            raise ValueError(f"unknown sandbox mode {mode!r} (bwrap or rlimits)")
+        self.mode = mode or sandbox_mode()
         self.proc: subprocess.Popen[Any] | None = None
         self.sock: socket.socket | None = None
         self.pid_namespace = False

@@ -52,6 +52,7 @@ class VerifyConfig:
     build_timeout_s: float = 600.0
     seed: int | None = None  # None: secret seeds from the OS
     static_rules: bool = True  # False skips the static hack rules (to test the deeper layers alone)
+    sandbox: str | None = None  # "bwrap" or "rlimits"; None: bwrap when installed (EVOKERNEL_SANDBOX overrides)
     cache_dir: Path = field(default_factory=native_build.default_cache_dir)
 
 
@@ -171,9 +172,10 @@ class Verifier:
             inductor.mkdir(parents=True, exist_ok=True)
             self._ref_zygote = Zygote(self.config.threads, readonly=[self.config.cache_dir], label="reference",
                                       writable=[inductor],  # torch.compile baseline cache, shared across runs
-                                      env={"TORCHINDUCTOR_CACHE_DIR": str(inductor)})
+                                      env={"TORCHINDUCTOR_CACHE_DIR": str(inductor)}, mode=self.config.sandbox)
         if self._cand_zygote is None or not self._cand_zygote.alive():
-            self._cand_zygote = Zygote(self.config.threads, readonly=[self.config.cache_dir], label="candidate")
+            self._cand_zygote = Zygote(self.config.threads, readonly=[self.config.cache_dir], label="candidate",
+                                       mode=self.config.sandbox)
         # launch both from this thread (see Zygote.launch), then wait: they boot in parallel
         pending = [z for z in (self._ref_zygote, self._cand_zygote) if not z.alive()]
         for z in pending:
