@@ -272,3 +272,24 @@ def test_public_api_one_shot(relu, cache_dir):
 
     v = verify(relu, cand(), cache_dir=cache_dir, timing=False)
     assert isinstance(v, Verdict) and v.feasible
+
+
+def test_cpu_time_limit(verifier, relu, monkeypatch):
+    # the CPU-seconds rlimit stops a spinning kernel even when the wall-clock deadline is generous
+    monkeypatch.setattr(verifier.config, "cpu_s", 3)
+    monkeypatch.setattr(verifier.config, "run_timeout_s", 60.0)
+    v = verifier.verify(relu, cand("volatile int64_t k = 0; while (true) { k++; }"))
+    assert v.failed_gate == "timeout" and "CPU-time limit" in v.feedback, v.feedback
+
+
+def test_file_size_limit(no_static, relu):
+    # stderr is a memory file capped by RLIMIT_FSIZE (64 MiB): flooding it ends the worker
+    v = no_static.verify(relu, cand(python="import sys\n        sys.stderr.write('x' * (80 << 20))\n        sys.stderr.flush()"))
+    assert v.failed_gate == "runtime" and ("SIGXFSZ" in v.feedback or "File too large" in v.feedback), v.feedback
+
+
+def test_outputs_must_be_plain_tensors(no_static, relu):
+    src = cand().replace("        return y\n", "        return y.as_subclass(Fake)\n") + \
+        "\n\nclass Fake(torch.Tensor):\n    pass\n"
+    v = no_static.verify(relu, src)
+    assert v.failed_gate == "correctness" and "plain torch.Tensor" in v.feedback, v.feedback
