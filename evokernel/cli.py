@@ -66,11 +66,14 @@ def verify(
     config = VerifyConfig(tol=STRICT_TOL if strict else DEFAULT_TOL, trials=trials, threads=threads, timing=timing,
                           compile_baseline=compile_baseline, seed=seed, run_timeout_s=timeout)
     try:
-        with Verifier(backend, config) as verifier:
-            if not as_json:
-                err.print(f"[dim]verifying {candidate_file} against {task.name} "
-                          f"(backend {backend}, sandbox {verifier.sandbox})...[/dim]")
+        # a spinner on stderr (terminals only): cold native builds take tens of seconds
+        with err.status(f"starting the {backend} verifier...") as status, Verifier(backend, config) as verifier:
+            status.update(f"verifying {candidate_file.name} against {task.name} "
+                          f"(backend {backend}, sandbox {verifier.sandbox}; cold native builds take a while)")
             result = verifier.verify(task, source)
+            if verifier.sandbox != "bwrap":
+                err.print("warning: bubblewrap (bwrap) is not available: candidates ran with rlimits and seccomp "
+                          "only; the filesystem was not hidden (apt-get install bubblewrap)")
     except TaskError as exc:
         err.print(f"error: {exc}")
         raise typer.Exit(2)
