@@ -50,8 +50,9 @@ def verify(
     timeout: Annotated[float, typer.Option(help="seconds per forward call, on top of 50x the reference time")] = 20.0,
 ) -> None:
     """Judge CANDIDATE_FILE against TASK_FILE: anti-hack, compile, correctness and latency gates."""
-    from evokernel.verifier.trusted.verifier import Verifier, VerifyConfig
     from evokernel.verifier.trusted.correctness import DEFAULT_TOL, STRICT_TOL
+    from evokernel.verifier.trusted.launcher import SandboxError
+    from evokernel.verifier.trusted.verifier import Verifier, VerifyConfig
 
     try:
         task = load_task(task_file, _overrides(set_))
@@ -78,6 +79,9 @@ def verify(
         err.print(f"error: {exc}")
         raise typer.Exit(2)
     except ValueError as exc:  # unknown backend
+        err.print(f"error: {exc}")
+        raise typer.Exit(2)
+    except SandboxError as exc:  # an environment problem, not a verdict
         err.print(f"error: {exc}")
         raise typer.Exit(2)
     if as_json:

@@ -89,3 +89,15 @@ def test_tasks_list():
     assert len(tasks) >= 20 and {"name", "category", "path"} <= set(tasks[0])
     p = run("--help")
     assert p.returncode == 0 and "verify" in p.stdout
+
+
+def test_broken_sandbox_is_a_clear_error(tmp_path, cli_cache):
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "bwrap").write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    (fake / "bwrap").chmod(0o755)
+    env = {**cli_cache, "EVOKERNEL_SANDBOX": "bwrap", "PATH": f"{fake}:{os.environ['PATH']}"}
+    p = run("verify", RELU_TASK, RELU_EXAMPLE, *SMALL, env_extra=env)
+    assert p.returncode == 2, p.stderr
+    assert "sandbox did not start" in p.stderr and "EVOKERNEL_SANDBOX=rlimits" in p.stderr
+    assert "Traceback" not in p.stderr

@@ -307,9 +307,14 @@ class Zygote:
                            limits=Limits(cpu_s=1_000_000))
         argv = sandbox_argv([sys.executable, "-m", "evokernel.verifier.sandboxed.zygote"], spec, self.mode)
         self._log = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(argv, pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL,
-                                     stdout=self._log, stderr=self._log, start_new_session=True)
-        child.close()
+        try:
+            self.proc = subprocess.Popen(argv, pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL,
+                                         stdout=self._log, stderr=self._log, start_new_session=True)
+        except OSError as exc:
+            parent.close()
+            raise SandboxError(f"cannot start the {self.label} sandbox ({argv[0]}): {exc}") from None
+        finally:
+            child.close()
         self.sock = parent
 
     def wait_ready(self) -> "Zygote":
@@ -318,7 +323,9 @@ class Zygote:
         except (SandboxError, OSError) as exc:
             log = self.log_tail()
             self.close()
-            raise SandboxError(f"the {self.label} sandbox did not start: {exc}\n{log}") from None
+            hint = ("\n(bubblewrap could not create its sandbox here; to run with rlimits + seccomp only, "
+                    "set EVOKERNEL_SANDBOX=rlimits)" if self.mode == "bwrap" else "")
+            raise SandboxError(f"the {self.label} sandbox did not start: {exc}\n{log.strip()}{hint}") from None
         self.pid_namespace = bool(hello.get("pid_namespace"))
         return self
 
