@@ -45,7 +45,7 @@ def verify(
     trials: Annotated[int, typer.Option(min=1, help="standard correctness trials (plus 3 perturbed ones)")] = 5,
     threads: Annotated[int, typer.Option(min=1, help="threads for both candidate and reference")] = 1,
     timing: Annotated[bool, typer.Option(help="measure latency of feasible candidates")] = True,
-    compile_baseline: Annotated[bool, typer.Option(help="also time torch.compile of the reference (slow when cold)")] = False,
+    compile_baseline: Annotated[bool, typer.Option(help="also time torch.compile of the reference in the same rounds (+~20 s cold, 8-10 s with a warm inductor cache)")] = False,
     seed: Annotated[Optional[int], typer.Option(help="fix the otherwise secret seeds (for reproducing a verdict)")] = None,
     timeout: Annotated[float, typer.Option(help="seconds per forward call, on top of 50x the reference time")] = 20.0,
 ) -> None:
