@@ -1,6 +1,4 @@
 """evokernel.cpu.load_cpp: declaration parsing, typed calls, clear errors, build cache."""
-from pathlib import Path
-
 import pytest
 import torch
 
@@ -91,7 +89,9 @@ def test_flags_are_checked_and_cache_is_reused(tmp_path):
 
 def test_empty_flags_are_ignored():
     # KernelBench's load_inline examples pass extra_cflags=[""]
-    from evokernel.verifier.trusted.native_build import check_flags, cpp_command
+    from evokernel.verifier.trusted.native_build import check_flags, clean_flags, cpp_cache_key
 
-    check_flags(("", " "))
-    assert "" not in cpp_command(Path("k.cpp"), Path("k.so"), ("",))
+    assert clean_flags(["", " ", " -O2 "]) == ("-O2",)
+    check_flags(clean_flags(("", " ")))
+    assert load_cpp(SRC, extra_cflags=["", " "]).path == load_cpp(SRC).path  # same binary, same cache entry
+    assert cpp_cache_key(SRC, clean_flags([""])) == cpp_cache_key(SRC, ())

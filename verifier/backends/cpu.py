@@ -44,8 +44,8 @@ class CpuBackend(Backend):
                 result = native_build.build_cpp(source, flags, self.cache_dir, self._runner, self.build_timeout_s)
             elif kind == "inline":
                 spec = dict(request.get("spec") or {})
-                findings = [f for s in spec.get("cpp_sources") or [] for f in hack.check_native(str(s), "inline")
-                            if rules]
+                findings = ([f for s in spec.get("cpp_sources") or [] for f in hack.check_native(str(s), "inline")]
+                            if rules else [])
                 if findings:
                     log.hack += [f"native source {f}" for f in findings]
                     return {"ok": False, "error": "rejected by the verifier's native-code rules"}

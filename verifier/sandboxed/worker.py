@@ -117,7 +117,7 @@ class Worker:
             if isinstance(functions, dict):
                 funcs = list(functions)
             path = worker._ask_build({"kind": "inline", "spec": {
-                "name": name, "cpp_sources": srcs, "functions": funcs, "extra_cflags": [f for f in (extra_cflags or []) if f.strip()]}})
+                "name": name, "cpp_sources": srcs, "functions": funcs, "extra_cflags": list(extra_cflags or [])}})
             import importlib.machinery
             import importlib.util
 

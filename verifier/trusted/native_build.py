@@ -49,8 +49,13 @@ def default_cache_dir() -> Path:
     return Path(root) if root else Path.home() / ".cache" / "evokernel"
 
 
+def clean_flags(flags: "tuple[str, ...] | list[str]") -> tuple[str, ...]:
+    """Strip whitespace and drop empty flags (KernelBench's load_inline examples pass [""])."""
+    return tuple(f.strip() for f in flags if f.strip())
+
+
 def check_flags(flags: tuple[str, ...]) -> None:
-    bad = [f for f in flags if f.strip() and not _SAFE_FLAG.match(f.strip())]
+    bad = [f for f in flags if not _SAFE_FLAG.match(f)]
     if bad:
         raise CompileError(
             f"load_cpp: compiler flag(s) not allowed: {' '.join(bad)} "
@@ -76,7 +81,7 @@ def cpp_cache_key(source: str, flags: tuple[str, ...]) -> str:
 
 
 def cpp_command(src: Path, out: Path, flags: tuple[str, ...]) -> list[str]:
-    return ["g++", *BASE_FLAGS, *(f.strip() for f in flags if f.strip()), str(src), "-o", str(out), *LINK_FLAGS]
+    return ["g++", *BASE_FLAGS, *flags, str(src), "-o", str(out), *LINK_FLAGS]
 
 
 _DIAG = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:(?P<col>\d+):)? (?:fatal )?error: (?P<msg>.*)$")
@@ -158,6 +163,7 @@ def _build_into_cache(
 def build_cpp(
     source: str, flags: tuple[str, ...], cache_root: Path, runner: Runner = _local_runner, timeout: float = 120.0
 ) -> BuildResult:
+    flags = clean_flags(flags)
     check_flags(flags)
     key = cpp_cache_key(source, flags)
 
@@ -203,6 +209,7 @@ def build_inline(spec: dict, cache_root: Path, runner: Runner = _local_runner, t
     for key in ("cpp_sources", "functions", "extra_cflags"):
         if not isinstance(spec.get(key), list) or not all(isinstance(s, str) for s in spec[key]):
             raise CompileError(f"load_inline: {key} must be a list of strings")
+    spec = {**spec, "extra_cflags": list(clean_flags(spec["extra_cflags"]))}
     check_flags(tuple(spec["extra_cflags"]))
     key = inline_cache_key(spec)
 
