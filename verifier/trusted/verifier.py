@@ -371,9 +371,13 @@ class Verifier:
         return verdict(None, fb, **extra)
 
     def _cand_call(self, cand: WorkerHandle, msg: dict[str, Any], timeout: float, where: str,
-                   builds: BuildLog) -> dict[str, Any]:
+                   builds: BuildLog | None = None) -> dict[str, Any]:
+        """One request to a candidate worker; native builds it asks for are served and logged in
+        ``builds`` (default: the log of the verdict in progress)."""
+        log = builds if builds is not None else self._builds
+
         def on_build(req: dict[str, Any]) -> dict[str, Any]:
-            return self.backend.handle_build(req, builds, self.config.static_rules)
+            return self.backend.handle_build(req, log, self.config.static_rules)
 
         try:
             reply = cand.call(msg, timeout, on_build)
@@ -404,7 +408,7 @@ class Verifier:
         # gate 2: compile (native builds happen while the candidate module is imported)
         t0 = time.perf_counter()
         reply = self._cand_call(cand, {"op": "load", "source": source, "threads": cfg.threads},
-                                cfg.load_timeout_s, "import", builds)
+                                cfg.load_timeout_s, "import")
         timings["load"] = time.perf_counter() - t0 - builds.seconds
         if builds.hack:
             raise _Fail("hack", "The native source breaks the verifier's rules:\n" + "\n".join(builds.hack[:8]))
@@ -419,7 +423,7 @@ class Verifier:
         gates["compile"] = True
 
         reply = self._cand_call(cand, {"op": "init", "seed": init_seed, "init_args": init_args},
-                                cfg.load_timeout_s, "ModelNew construction", builds)
+                                cfg.load_timeout_s, "ModelNew construction")
         if not reply.get("ok"):
             raise _Fail("runtime", f"constructing ModelNew{tuple(init_args)} failed: {reply.get('error')}\n"
                         f"{reply.get('detail', '')}".strip())
@@ -476,11 +480,11 @@ class Verifier:
                      timeout: float) -> None:
         out_offset = self._place_inputs(ref, cand, in_metas)
         metas_json = [m.to_json() for m in in_metas]
-        reply = self._cand_call(cand, {"op": "set_inputs", "inputs": metas_json}, timeout, label, self._builds)
+        reply = self._cand_call(cand, {"op": "set_inputs", "inputs": metas_json}, timeout, label)
         if not reply.get("ok"):
             raise _Fail("runtime", f"{label}: the candidate worker failed to take its inputs: {reply.get('error')}")
         reply = self._cand_call(cand, {"op": "run", "record": True, "return_inputs": True, "out_offset": out_offset},
-                                timeout, f"forward ({label})", self._builds)
+                                timeout, f"forward ({label})")
         if not reply.get("ok"):
             gate = "correctness" if reply.get("phase") == "output" else "runtime"
             raise _Fail(gate, f"{label}: forward failed: {reply.get('error')}\n{reply.get('detail', '')}".strip())
@@ -576,14 +580,13 @@ class Verifier:
                     if not r.get("ok"):
                         raise TaskError(f"torch.compile baseline failed: {str(r.get('error'))[-1500:]}")
                 else:
-                    r = self._cand_call(cand, {"op": "set_inputs", "inputs": metas_json}, timeout, "timing",
-                                        self._builds)
+                    r = self._cand_call(cand, {"op": "set_inputs", "inputs": metas_json}, timeout, "timing")
                     if not r.get("ok"):
                         raise _Fail("runtime", f"timing: the candidate worker failed to take its inputs: "
                                     f"{r.get('error')}")
                     t = time.perf_counter()
                     cand_reply = self._cand_call(cand, {"op": "run", "out_offset": out_offset}, timeout,
-                                                 "a timed call", self._builds)
+                                                 "a timed call")
                     times["cand"] = time.perf_counter() - t
             if not cand_reply.get("ok"):
                 raise _Fail("runtime", f"a timed call failed: {cand_reply.get('error')}")
