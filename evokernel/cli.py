@@ -4,6 +4,8 @@
     evokernel verify TASK_FILE CANDIDATE_FILE [--set NAME=VALUE]... [--json]
     evokernel tasks list [SUITE]
     evokernel memory stats|list|show|export|import
+    evokernel eval CONFIG [--method M]... [--seeds N] [--workers N] ...   (docs/evaluation.md)
+    evokernel report EVAL_OR_RUN_DIR
 
 Exit codes of `verify`: 0 feasible, 1 not feasible, 2 bad usage or an unreadable/broken task.
 """
@@ -126,9 +128,11 @@ def tasks_list(
 
 
 def _mount() -> None:
-    from evokernel import cli_memory, cli_run
+    from evokernel import cli_eval, cli_memory, cli_run
 
     app.command("run")(cli_run.run)
+    app.command("eval")(cli_eval.eval_cmd)
+    app.command("report")(cli_eval.report_cmd)
     app.add_typer(cli_memory.app, name="memory", help="Inspect, export and import the memory (items and values).")
 
 

@@ -80,6 +80,8 @@ def run(
             raise typer.Exit(2)
         meta = json.loads((run_dir / "run.json").read_text())
         ctx = Context.coerce(meta["settings"]["context"])
+        if memory_url:  # a memory server may come back on another address
+            ctx.memory_url = memory_url
         inputs = None
         n_tasks = len(meta["settings"]["tasks"])
     else:

@@ -129,11 +129,19 @@ def suite_dir(name: str) -> Path:
 
 
 def load_tasks(target: str | Path, overrides: dict[str, Any] | None = None) -> list[Task]:
-    """A task file, a directory of task files, or a built-in suite name."""
+    """A task file, a directory of task files, a built-in suite name, or one task of a suite by its
+    id ``SUITE/NAME`` (``cpu-l1/03_gelu``: the id runs and reports use)."""
     p = Path(target)
     suite = None
     if not p.exists() and str(target) in suite_names():
         suite, p = str(target), suite_dir(str(target))
+    elif not p.exists() and "/" in str(target) and str(target).split("/", 1)[0] in suite_names():
+        suite, name = str(target).split("/", 1)
+        f = suite_dir(suite) / (name if name.endswith(".py") else f"{name}.py")
+        if not f.is_file():
+            raise TaskError(f"suite {suite} has no task {name!r} (evokernel tasks list {suite})")
+        consts = _module_constants(ast.parse(f.read_text()))
+        return [load_task(f, {k: v for k, v in (overrides or {}).items() if k in consts}, suite)]
     if p.is_file():
         return [load_task(p, overrides, suite)]
     if p.is_dir():

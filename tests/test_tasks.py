@@ -95,3 +95,11 @@ def test_directory_and_unknown(tmp_path):
     empty.mkdir()
     with pytest.raises(TaskError, match="no task files"):
         load_tasks(empty)
+
+
+def test_load_tasks_by_suite_id():
+    [t] = load_tasks("cpu-l1/03_gelu", {"batch_size": 8, "not_defined_here": 3})
+    assert (t.suite, t.name, t.constants["batch_size"]) == ("cpu-l1", "03_gelu", 8)
+    assert load_tasks("cpu-l1/03_gelu.py")[0].path == t.path
+    with pytest.raises(TaskError, match="has no task"):
+        load_tasks("cpu-l1/99_nope")

@@ -1,0 +1,199 @@
+"""What an evaluation runs: the config file of ``evokernel eval`` (TOML or YAML), validated.
+
+Every field has a command-line flag of the same name (``--budget 10``, ``--method passk``, ...);
+a flag overrides the file. A minimal file::
+
+    name = "paper-main"
+    tasks = ["cpu-l1", "cpu-l2"]          # suites, task directories, task files or suite/task ids
+    budget = 10                          # T: attempts per operator, drafting and refining together
+    seeds = 3                            # 3 -> [0, 1, 2]; or an explicit list
+    methods = ["evokernel", "passk", "refinement"]
+
+The cross product of ``models`` × ``methods`` × ``policies`` × ``memory`` (the last two for
+``evokernel`` only: the baselines use no shared memory and no retrieval policy) gives the
+*groups* of the report; each group runs once per seed (an *arm*). docs/evaluation.md lists every
+field with an example.
+"""
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from evokernel.graph.methods import METHODS
+from evokernel.memory.retrieval import POLICIES
+
+MEMORY_MODES = ("shared", "ordered", "fresh", "per-task", "exported")
+MEMORY_HELP = {
+    "shared": "one memory per arm, grown over the whole task stream (the paper's default)",
+    "ordered": "one memory per arm, the stream run suite by suite in the listed order (L1 then L2: "
+               "the transfer study); results are also reported per stage",
+    "fresh": "each suite (stage) starts from a new memory holding only the seed knowledge (no transfer "
+             "between suites: the control of the transfer study)",
+    "per-task": "every task starts from a new memory holding only the seed knowledge (no sharing)",
+    "exported": "start from the export file `memory_from` with the items of the evaluated tasks removed "
+                "(backbone transfer), then share it over the stream",
+}
+
+
+class ConfigError(ValueError):
+    """A config file or flag that cannot be used; the message says which field and why."""
+
+
+Scalar = Union[bool, int, float, str]
+
+
+class EvalConfig(BaseModel):
+    """Settings of one evaluation (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+    name: str = Field("eval", description="name of the evaluation (titles, default output directory)")
+    out: str = Field("", description="output directory [default: eval-runs/<name>]")
+    tasks: list[str] = Field(default_factory=list, description="suites, task directories, task files or suite/task ids, in stream order")
+    limit: int = Field(0, ge=0, description="only the first N tasks of each entry of `tasks` (0: all)")
+    set: dict[str, Scalar] = Field(default_factory=dict, description="size overrides NAME = VALUE for every task defining NAME")
+    backend: str = Field("cpu", description="target backend")
+    generator: Literal["template", "llm"] = Field("template", description="template (offline) or llm")
+    models: list[str] = Field(default_factory=list, description="LLM specs for generator llm (openai:MODEL, deepseek:MODEL, ollama:MODEL, vllm:MODEL)")
+    budget: int = Field(30, ge=1, description="T: attempts per operator, drafting and refining together")
+    seeds: list[int] = Field(default_factory=lambda: [0], description="run seeds (an integer n means 0..n-1)")
+    methods: list[str] = Field(default_factory=lambda: ["evokernel"], description=f"any of {', '.join(METHODS)}")
+    policies: list[str] = Field(default_factory=lambda: ["value"], description=f"retrieval policies of evokernel: any of {', '.join(POLICIES)}")
+    memory: list[str] = Field(default_factory=lambda: ["shared"], description=f"memory modes of evokernel: any of {', '.join(MEMORY_MODES)}")
+    memory_from: str = Field("", description="export file (evokernel memory export) for memory mode `exported`")
+    workers: int = Field(1, ge=1, description="runs (or task shards) executed at the same time, each its own process")
+    memory_server: bool = Field(False, description="with workers > 1, also split shared-memory streams into parallel shards served by one Chroma server per arm")
+    n_context: int = Field(4, ge=0, description="N: memory items in the generator's context")
+    alpha: float = Field(0.1, gt=0, le=1, description="value step size α")
+    temperature: float = Field(0.7, ge=0, description="LLM sampling temperature")
+    max_tokens: int = Field(0, ge=0, description="token cap per arm (0: none)")
+    max_cost: float = Field(0.0, ge=0, description="USD cap per arm (0: none)")
+    strict: bool = Field(False, description="strict tolerance atol=rtol=1e-4 (default 1e-2, the paper's)")
+    trajectories: list[str] = Field(default_factory=list, description="task ids whose speedup trajectories the report draws (default: the 4 that improved most)")
+
+    @field_validator("seeds", mode="before")
+    @classmethod
+    def _seeds(cls, v: Any) -> Any:
+        if isinstance(v, int) and not isinstance(v, bool):
+            if v < 1:
+                raise ValueError("seeds as a number must be >= 1 (it means 0..n-1)")
+            return list(range(v))
+        return v
+
+    @field_validator("tasks", "methods", "policies", "memory", "models", "trajectories", mode="before")
+    @classmethod
+    def _listify(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
+    @field_validator("methods")
+    @classmethod
+    def _methods(cls, v: list[str]) -> list[str]:
+        return _members(v, METHODS, "method")
+
+    @field_validator("policies")
+    @classmethod
+    def _policies(cls, v: list[str]) -> list[str]:
+        return _members(v, POLICIES, "policy")
+
+    @field_validator("memory")
+    @classmethod
+    def _memory(cls, v: list[str]) -> list[str]:
+        return _members(v, MEMORY_MODES, "memory mode")
+
+    @field_validator("seeds")
+    @classmethod
+    def _unique_seeds(cls, v: list[int]) -> list[int]:
+        if not v:
+            raise ValueError("give at least one seed")
+        if len(set(v)) != len(v):
+            raise ValueError(f"seeds repeat: {v}")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "EvalConfig":
+        if not self.tasks:
+            raise ValueError("tasks: give at least one suite, task directory or task file (e.g. tasks = [\"cpu-l1\"])")
+        if self.generator == "llm" and not self.models:
+            raise ValueError("generator llm needs models (e.g. models = [\"openai:gpt-4o-mini\"])")
+        if self.generator == "template" and self.models:
+            raise ValueError("models are for generator llm; the template generator takes none")
+        if "exported" in self.memory and "evokernel" in self.methods and not self.memory_from:
+            raise ValueError("memory mode exported needs memory_from (a file written by `evokernel memory export`)")
+        return self
+
+    # ---------------------------------------------------------------- derived
+
+    @property
+    def output_dir(self) -> Path:
+        return Path(self.out) if self.out else Path("eval-runs") / self.name
+
+    def model_list(self) -> list[str]:
+        return self.models if self.generator == "llm" else ["template"]
+
+    def plan_key(self) -> dict[str, Any]:
+        """The settings that decide what is run (all but parallelism and the output/report options):
+        an existing output directory is continued only with the same plan."""
+        return self.model_dump(exclude={"workers", "memory_server", "out", "trajectories", "name"})
+
+
+def _members(values: list[str], allowed: tuple[str, ...], what: str) -> list[str]:
+    if not values:
+        raise ValueError(f"give at least one {what} (one of {', '.join(allowed)})")
+    bad = [v for v in values if v not in allowed]
+    if bad:
+        raise ValueError(f"unknown {what} {', '.join(map(repr, bad))} (one of {', '.join(allowed)})")
+    if len(set(values)) != len(values):
+        raise ValueError(f"{what} listed twice: {values}")
+    return values
+
+
+def read_config_file(path: str | Path) -> dict[str, Any]:
+    """The raw mapping of a .toml, .yaml or .yml file."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"cannot read config file {p}: {e}") from None
+    suffix = p.suffix.lower()
+    try:
+        if suffix == ".toml":
+            data = tomllib.loads(text)
+        elif suffix in (".yaml", ".yml"):
+            data = yaml.safe_load(text) or {}
+        else:
+            raise ConfigError(f"{p}: config files are .toml, .yaml or .yml")
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{p}: not valid TOML: {e}") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{p}: not valid YAML: {e}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{p}: the top level must be a mapping of settings, not {type(data).__name__}")
+    return data
+
+
+def make_config(data: dict[str, Any], source: str = "config") -> EvalConfig:
+    """Validate a mapping; every problem is reported in one message, by field."""
+    try:
+        return EvalConfig.model_validate(data)
+    except ValidationError as e:
+        lines = []
+        for err in e.errors():
+            where = ".".join(str(x) for x in err["loc"]) or "config"
+            msg = err["msg"].removeprefix("Value error, ")
+            if err["type"] == "extra_forbidden":
+                msg = f"unknown setting (known: {', '.join(EvalConfig.model_fields)})"
+            lines.append(f"  {where}: {msg}")
+        raise ConfigError(f"{source}: invalid settings\n" + "\n".join(lines)) from None
+
+
+def load_config(path: str | Path | None, overrides: dict[str, Any] | None = None) -> EvalConfig:
+    """A config from a file (optional) with flag overrides applied on top (None values are unset flags)."""
+    data = read_config_file(path) if path else {}
+    for k, v in (overrides or {}).items():
+        if v is not None:
+            data[k] = v
+    return make_config(data, str(path) if path else "flags")

@@ -1,0 +1,539 @@
+"""`evokernel eval`: the paper's protocol over methods × seeds, run as ordinary `evokernel run`s.
+
+**Plan.** A config (:mod:`evokernel.evals.config`) expands into *groups* (method × retrieval
+policy × memory mode × model; the first group is the reference of paired comparisons), each run
+once per seed (an *arm*). An arm is one or more *units*; a unit is one `evokernel run` process with
+its own run directory. How an arm splits into units follows its memory mode:
+
+=============  ==========================================================================
+shared         one unit over the whole stream (with ``memory_server`` and workers > 1: one
+               shard per worker, all on one Chroma server the harness starts for the arm)
+exported       as shared, after importing ``memory_from`` minus the evaluated tasks' items
+ordered        one unit per stage (suite), each waiting for the previous, on one memory
+fresh          one unit per stage, each with a new memory
+per-task       one unit per task, each with a new memory
+passk / refinement  tasks are independent (private memory): one shard per worker
+=============  ==========================================================================
+
+**Layout** (``OUT`` is the output directory)::
+
+    OUT/eval.json                             config, tasks, stages, groups, arms, units, conditions
+    OUT/progress.json                         status of every unit (written by this process only)
+    OUT/arms/<group>/seed-<s>/memory/         the arm's memory (evokernel)
+    OUT/arms/<group>/seed-<s>/runs/<unit>/    the unit's run directory (attempts.jsonl, summary, best/)
+    OUT/logs/<group>__seed-<s>__<unit>.log    the unit's console output
+    OUT/summary.json, OUT/report.md, OUT/figures/*.png   (evokernel.evals.report)
+
+**Resume.** Running the same eval again continues it: finished units are skipped, interrupted ones
+continue from their LangGraph checkpoints (``evokernel run --resume``); the plan in eval.json is
+reused, so changing ``workers`` between invocations is fine but changing what is run is refused.
+
+**Isolation and stopping.** Each unit is its own process (its own verifier sandboxes, its own
+Chroma owner); a crash fails that unit only. Ctrl-C forwards one SIGINT to every running unit
+(they stop after logging finished attempts), waits for them, writes the partial report and exits
+130; unit processes also die with the harness if it is killed outright.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from evokernel.evals.config import ConfigError, EvalConfig
+from evokernel.run import safe_name
+
+EVAL_JSON = "eval.json"
+PROGRESS_JSON = "progress.json"
+SHARED_MODES = ("shared", "exported")
+
+
+# ---------------------------------------------------------------- plan
+
+
+@dataclass
+class Unit:
+    key: str  # "<group>/seed-<s>/<name>", unique in the eval
+    arm: str  # "<group>/seed-<s>"
+    name: str
+    run_dir: str  # relative to OUT
+    memory: str  # relative to OUT
+    task_ids: list[str]
+    targets: list[str]  # what `evokernel run` is given for these tasks
+    after: str | None = None  # a unit that must finish first (ordered stages)
+    server: bool = False  # memory served by the arm's Chroma server
+    overrides: dict[str, Any] = field(default_factory=dict)  # the --set values these tasks define
+
+
+def resolve_tasks(cfg: EvalConfig) -> list[dict[str, Any]]:
+    """The benchmark's operators in stream order: id, stage (the config entry), category, path, and the
+    argument that names the task for `evokernel run`. Bad entries and unused overrides are errors."""
+    from evokernel.graph.resources import task_id
+    from evokernel.tasks import TaskError, load_tasks
+
+    out: list[dict[str, Any]] = []
+    seen: dict[str, str] = {}
+    used: set[str] = set()
+    for entry in cfg.tasks:
+        try:
+            tasks = load_tasks(entry, dict(cfg.set))
+        except TaskError as e:
+            raise ConfigError(f"tasks: {e}") from None
+        if cfg.limit:
+            tasks = tasks[: cfg.limit]
+        for t in tasks:
+            tid = task_id(t)
+            if tid in seen:
+                raise ConfigError(f"tasks: {tid} is listed twice (in {seen[tid]!r} and {entry!r})")
+            seen[tid] = entry
+            used.update(t.overrides)
+            out.append({"id": tid, "stage": entry, "suite": entry, "category": t.category, "path": str(t.path),
+                        "arg": f"{t.suite}/{t.name}" if t.suite else str(t.path),
+                        "overrides": dict(t.overrides)})
+    unused = sorted(set(cfg.set) - used)
+    if unused:
+        raise ConfigError(f"set: no task defines {', '.join(unused)}")
+    for tid in cfg.trajectories:
+        if tid not in seen:
+            raise ConfigError(f"trajectories: {tid!r} is not one of the evaluated tasks")
+    return out
+
+
+def groups_of(cfg: EvalConfig) -> list[dict[str, Any]]:
+    models = cfg.model_list()
+    out = []
+    for model in models:
+        for method in cfg.methods:
+            combos = [(p, m) for p in cfg.policies for m in cfg.memory] if method == "evokernel" else [(None, None)]
+            for policy, memory in combos:
+                parts = [method]
+                if method == "evokernel":
+                    if len(cfg.policies) > 1 or policy != "value":
+                        parts.append(policy)
+                    if len(cfg.memory) > 1 or memory != "shared":
+                        parts.append(memory)
+                if len(models) > 1:
+                    parts.insert(0, model)
+                out.append({"name": safe_name("-".join(parts)), "method": method, "policy": policy,
+                            "memory": memory or "private", "model": model})
+    return out
+
+
+def _chunks(items: list[Any], k: int) -> list[list[Any]]:
+    k = max(1, min(k, len(items)))
+    size, extra = divmod(len(items), k)
+    out, i = [], 0
+    for j in range(k):
+        n = size + (1 if j < extra else 0)
+        out.append(items[i:i + n])
+        i += n
+    return out
+
+
+def plan(cfg: EvalConfig, tasks: list[dict[str, Any]]) -> dict[str, Any]:
+    """Groups, arms and units (see the module docstring)."""
+    groups = groups_of(cfg)
+    stages = list(dict.fromkeys(t["stage"] for t in tasks))
+    arms, units = [], []
+    for g in groups:
+        for seed in cfg.seeds:
+            arm = f"{g['name']}/seed-{seed}"
+            adir = f"arms/{arm}"
+            arms.append({"group": g["name"], "seed": seed, "dir": adir})
+
+            def unit(name: str, ts: list[dict[str, Any]], memory: str, **kw: Any) -> Unit:
+                ov = {k: v for t in ts for k, v in t["overrides"].items()}
+                return Unit(key=f"{arm}/{name}", arm=arm, name=name, run_dir=f"{adir}/runs/{name}", memory=memory,
+                            task_ids=[t["id"] for t in ts], targets=[t["arg"] for t in ts], overrides=ov, **kw)
+
+            mode = g["memory"]
+            if g["method"] != "evokernel":
+                shards = _chunks(tasks, cfg.workers)
+                for i, ts in enumerate(shards):
+                    name = "all" if len(shards) == 1 else f"shard-{i + 1}of{len(shards)}"
+                    units.append(unit(name, ts, f"{adir}/runs/{name}/memory"))
+            elif mode in SHARED_MODES:
+                shards = _chunks(tasks, cfg.workers if cfg.memory_server else 1)
+                for i, ts in enumerate(shards):
+                    name = "all" if len(shards) == 1 else f"shard-{i + 1}of{len(shards)}"
+                    units.append(unit(name, ts, f"{adir}/memory", server=len(shards) > 1))
+            elif mode in ("ordered", "fresh"):
+                prev = None
+                for i, st in enumerate(stages):
+                    name = f"stage-{i + 1}-{safe_name(st)}"
+                    ts = [t for t in tasks if t["stage"] == st]
+                    mem = f"{adir}/memory" if mode == "ordered" else f"{adir}/memory/{safe_name(st)}"
+                    u = unit(name, ts, mem, after=prev if mode == "ordered" else None)
+                    units.append(u)
+                    prev = u.key
+            elif mode == "per-task":
+                for t in tasks:
+                    name = f"task-{safe_name(t['id'])}"
+                    units.append(unit(name, [t], f"{adir}/memory/{safe_name(t['id'])}"))
+            else:  # pragma: no cover - config validation rejects other modes
+                raise ConfigError(f"unknown memory mode {mode!r}")
+    return {"groups": groups, "stages": stages, "arms": arms, "units": [asdict(u) for u in units]}
+
+
+# ---------------------------------------------------------------- eval directory
+
+
+class EvalDir:
+    """OUT: eval.json (written once), progress.json (this process's view of every unit)."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+
+    @property
+    def meta_path(self) -> Path:
+        return self.path / EVAL_JSON
+
+    def exists(self) -> bool:
+        return self.meta_path.exists()
+
+    def load(self) -> dict[str, Any]:
+        try:
+            return json.loads(self.meta_path.read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            raise ConfigError(f"cannot read {self.meta_path}: {e}") from None
+
+    def create(self, meta: dict[str, Any]) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        _write_json(self.meta_path, meta)
+
+    def progress(self) -> dict[str, Any]:
+        p = self.path / PROGRESS_JSON
+        if not p.exists():
+            return {}
+        try:
+            return json.loads(p.read_text())
+        except json.JSONDecodeError:
+            return {}  # rebuilt from the run directories as units are re-checked
+
+    def save_progress(self, progress: dict[str, Any]) -> None:
+        _write_json(self.path / PROGRESS_JSON, progress)
+
+
+def _write_json(path: Path, data: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+def prepare(cfg: EvalConfig, command: str, out: Path | None = None) -> tuple[EvalDir, dict[str, Any]]:
+    """Create the eval directory, or check that an existing one holds the same plan."""
+    from evokernel.evals import conditions
+
+    ed = EvalDir(out or cfg.output_dir)
+    tasks = resolve_tasks(cfg)
+    if ed.exists():
+        meta = ed.load()
+        old = meta.get("plan_key")
+        new = json.loads(json.dumps(cfg.plan_key()))
+        if old != new:
+            diff = sorted(k for k in set(old or {}) | set(new) if (old or {}).get(k) != new.get(k))
+            raise ConfigError(f"{ed.path} holds an eval with other settings ({', '.join(diff)} differ): "
+                              "continue it with its own settings (evokernel eval --out DIR) or pick another --out")
+        meta["config"]["workers"] = cfg.workers  # parallelism may change between invocations
+        meta["config"]["memory_server"] = cfg.memory_server
+        meta["config"]["trajectories"] = cfg.trajectories
+        meta.setdefault("invocations", []).append({"command": command, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+        ed.create(meta)
+        return ed, meta
+    meta = {
+        "name": cfg.name,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "command": command,
+        "config": cfg.model_dump(),
+        "plan_key": json.loads(json.dumps(cfg.plan_key())),
+        "tasks": [{k: v for k, v in t.items() if k != "overrides"} | {"overrides": t["overrides"]} for t in tasks],
+        **plan(cfg, tasks),
+        "conditions": conditions.collect(cfg.strict, cfg.backend),
+    }
+    meta["conditions"]["generator"] = ", ".join(cfg.model_list())
+    meta["conditions"]["budget"] = f"T = {cfg.budget} attempts per operator, drafting and refining together"
+    meta["conditions"]["seeds"] = ", ".join(map(str, cfg.seeds))
+    ed.create(meta)
+    return ed, meta
+
+
+def config_of(meta: dict[str, Any]) -> EvalConfig:
+    from evokernel.evals.config import make_config
+
+    return make_config(meta["config"], EVAL_JSON)
+
+
+# ---------------------------------------------------------------- running units
+
+
+def _die_with_parent() -> None:
+    """Child side of Popen: receive SIGTERM when the harness dies (Linux prctl PR_SET_PDEATHSIG)."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
+    except OSError:
+        pass
+
+
+def unit_command(cfg: EvalConfig, group: dict[str, Any], seed: int, u: Unit, out: Path, resume: bool,
+                 memory_url: str | None) -> list[str]:
+    base = [sys.executable, "-m", "evokernel", "run"]
+    rd = str(out / u.run_dir)
+    url = ["--memory-url", memory_url] if memory_url else []
+    if resume:
+        return base + ["--resume", "--run-dir", rd] + url
+    cmd = base + list(u.targets) + [
+        "--run-dir", rd, "--memory", str(out / u.memory), "--method", group["method"],
+        "--policy", group["policy"] or "value", "--budget", str(cfg.budget), "--seed", str(seed),
+        "--n-context", str(cfg.n_context), "--alpha", str(cfg.alpha), "--temperature", str(cfg.temperature),
+        "--max-tokens", str(cfg.max_tokens), "--max-cost", str(cfg.max_cost)]
+    if group["model"] == "template":
+        cmd += ["--generator", "template"]
+    else:
+        cmd += ["--generator", "llm", "--model", group["model"]]
+    if cfg.strict:
+        cmd.append("--strict")
+    for k, v in u.overrides.items():
+        cmd += ["--set", f"{k}={v!r}"]
+    return cmd + url
+
+
+def count_attempts(run_dir: Path) -> int:
+    p = run_dir / "attempts.jsonl"
+    try:
+        return p.read_bytes().count(b"\n")
+    except OSError:
+        return 0
+
+
+class ChromaServer:
+    """A `chroma run` serving one arm's memory to its shards, on a free port of 127.0.0.1."""
+
+    def __init__(self, path: Path, log: Path):
+        exe = Path(sys.executable).with_name("chroma")
+        exe_s = str(exe) if exe.exists() else "chroma"
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        path.mkdir(parents=True, exist_ok=True)
+        self._log = log.open("ab")
+        env = dict(os.environ, ANONYMIZED_TELEMETRY="False")
+        self.proc = subprocess.Popen([exe_s, "run", "--path", str(path / "chroma"), "--host", "127.0.0.1",
+                                      "--port", str(self.port)], stdout=self._log, stderr=subprocess.STDOUT,
+                                     env=env, start_new_session=True, preexec_fn=_die_with_parent)
+        deadline = time.monotonic() + 90
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the Chroma server exited with {self.proc.returncode} (log: {log})")
+            try:
+                with urllib.request.urlopen(f"{self.url}/api/v2/heartbeat", timeout=2):
+                    return
+            except OSError:
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError(f"the Chroma server did not answer within 90 s (log: {log})")
+                time.sleep(0.5)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+
+
+@dataclass
+class _Running:
+    unit: Unit
+    proc: subprocess.Popen
+    log: Any
+    started: float
+
+
+class Runner:
+    """Executes the units of an eval directory, ``workers`` at a time (see the module docstring)."""
+
+    def __init__(self, ed: EvalDir, meta: dict[str, Any], workers: int | None = None,
+                 on_event: Callable[[str, dict[str, Any]], None] | None = None, poll_s: float = 0.5):
+        self.ed, self.meta = ed, meta
+        self.cfg = config_of(meta)
+        self.workers = workers or self.cfg.workers
+        self.units = [Unit(**u) for u in meta["units"]]
+        self.groups = {g["name"]: g for g in meta["groups"]}
+        # a new invocation retries what did not finish (failed or interrupted units resume)
+        self.progress = {k: v | ({} if v.get("status") == "done" else {"status": "pending"})
+                         for k, v in ed.progress().items()}
+        self.on_event = on_event or (lambda kind, data: None)
+        self.poll_s = poll_s
+        self.running: dict[str, _Running] = {}
+        self.servers: dict[str, ChromaServer] = {}
+        (ed.path / "logs").mkdir(parents=True, exist_ok=True)
+
+    # -- bookkeeping
+    def status(self, u: Unit) -> str:
+        return self.progress.get(u.key, {}).get("status", "pending")
+
+    def _set(self, u: Unit, **kw: Any) -> None:
+        self.progress.setdefault(u.key, {}).update(kw)
+        self.ed.save_progress(self.progress)
+
+    def attempts(self, u: Unit) -> int:
+        return count_attempts(self.ed.path / u.run_dir)
+
+    def arm_attempts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for u in self.units:
+            out[u.arm] = out.get(u.arm, 0) + self.attempts(u)
+        return out
+
+    def arm_expected(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for u in self.units:
+            out[u.arm] = out.get(u.arm, 0) + len(u.task_ids) * self.cfg.budget
+        return out
+
+    def _seed_group(self, u: Unit) -> tuple[dict[str, Any], int]:
+        group, seed = u.arm.rsplit("/seed-", 1)
+        return self.groups[group], int(seed)
+
+    # -- scheduling
+    def _ready(self, u: Unit, blocked: set[str]) -> bool:
+        if self.status(u) == "done" or u.key in self.running or u.key in blocked:
+            return False
+        if u.after and self.status(next(x for x in self.units if x.key == u.after)) != "done":
+            return False
+        busy = {r.unit.memory for r in self.running.values() if not r.unit.server}
+        busy |= {r.unit.memory for r in self.running.values() if r.unit.server and not u.server}
+        return u.memory not in busy
+
+    def _prepare_arm(self, u: Unit) -> None:
+        group, _ = self._seed_group(u)
+        if group["memory"] != "exported":
+            return
+        mem = self.ed.path / u.memory
+        marker = mem / ".imported"
+        if marker.exists():
+            return
+        cmd = [sys.executable, "-m", "evokernel", "memory", "import", self.cfg.memory_from, "--memory", str(mem)]
+        for t in self.meta["tasks"]:
+            cmd += ["--exclude-task", t["id"]]
+        log = self.ed.path / "logs" / f"{safe_name(u.arm)}__import.log"
+        with log.open("ab") as f:
+            rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT).returncode
+        if rc != 0:
+            raise RuntimeError(f"importing {self.cfg.memory_from} into {mem} failed (log: {log})")
+        marker.write_text(self.cfg.memory_from + "\n")
+
+    def _start(self, u: Unit) -> None:
+        group, seed = self._seed_group(u)
+        self._prepare_arm(u)
+        url = None
+        if u.server:
+            if u.arm not in self.servers:
+                self.servers[u.arm] = ChromaServer(self.ed.path / u.memory,
+                                                   self.ed.path / "logs" / f"{safe_name(u.arm)}__chroma.log")
+            url = self.servers[u.arm].url
+        resume = (self.ed.path / u.run_dir / "run.json").exists()
+        cmd = unit_command(self.cfg, group, seed, u, self.ed.path, resume, url)
+        logp = self.ed.path / "logs" / f"{safe_name(u.key.replace('/', '__'))}.log"
+        log = logp.open("ab")
+        log.write(f"\n$ {shlex.join(cmd)}\n".encode())
+        log.flush()
+        env = dict(os.environ, HF_HUB_OFFLINE=os.environ.get("HF_HUB_OFFLINE", "1"), PYTHONUNBUFFERED="1")
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                start_new_session=True, preexec_fn=_die_with_parent)
+        self.running[u.key] = _Running(u, proc, log, time.monotonic())
+        self._set(u, status="running", log=str(logp.relative_to(self.ed.path)), resumed=resume)
+        self.on_event("start", {"unit": u.key, "resume": resume, "log": str(logp)})
+
+    def _reap(self) -> None:
+        for key, r in list(self.running.items()):
+            rc = r.proc.poll()
+            if rc is None:
+                continue
+            r.log.close()
+            del self.running[key]
+            wall = time.monotonic() - r.started
+            prev = self.progress.get(key, {}).get("wall_s", 0.0)
+            status = "done" if rc == 0 else ("interrupted" if rc == 130 else "failed")
+            self._set(r.unit, status=status, rc=rc, wall_s=prev + wall, attempts=self.attempts(r.unit))
+            self.on_event(status, {"unit": key, "rc": rc, "wall_s": wall, "attempts": self.attempts(r.unit),
+                                   "log": self.progress[key].get("log")})
+        for arm, server in list(self.servers.items()):
+            if not any(u.server and u.arm == arm and self.status(u) not in ("done", "failed") for u in self.units):
+                server.stop()
+                del self.servers[arm]
+
+    def run(self) -> str:
+        """Run every unit not yet done; 'finished', 'failed' (some unit failed) or 'interrupted'."""
+        blocked: set[str] = set()
+        failed: set[str] = set()
+        try:
+            while True:
+                self._reap()
+                for u in self.units:
+                    if self.status(u) == "failed" and u.key not in self.running and u.key not in failed:
+                        failed.add(u.key)
+                        # a failed stage blocks the stages that need its memory
+                        blocked |= {x.key for x in self.units if x.after == u.key}
+                while len(self.running) < self.workers:
+                    nxt = next((u for u in self.units if self._ready(u, blocked | failed)), None)
+                    if nxt is None:
+                        break
+                    try:
+                        self._start(nxt)
+                    except (OSError, RuntimeError) as e:
+                        self._set(nxt, status="failed", error=str(e))
+                        self.on_event("failed", {"unit": nxt.key, "rc": None, "error": str(e)})
+                        failed.add(nxt.key)
+                self.on_event("tick", {})
+                if not self.running:
+                    break
+                time.sleep(self.poll_s)
+        except KeyboardInterrupt:
+            self.stop()
+            return "interrupted"
+        finally:
+            for server in self.servers.values():
+                server.stop()
+            self.servers.clear()
+        return "finished" if all(self.status(u) == "done" for u in self.units) else "failed"
+
+    def stop(self, grace_s: float = 120.0) -> None:
+        """One SIGINT to every running unit, then wait (a second Ctrl-C or the grace period: kill)."""
+        for r in self.running.values():
+            try:
+                r.proc.send_signal(signal.SIGINT)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + grace_s
+        try:
+            while self.running and time.monotonic() < deadline:
+                self._reap()
+                time.sleep(0.2)
+        except KeyboardInterrupt:
+            pass
+        killed = list(self.running)
+        for r in list(self.running.values()):
+            try:
+                os.killpg(r.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            r.proc.wait()
+        self._reap()
+        for key, p in self.progress.items():
+            if p.get("status") == "running" or key in killed:
+                p["status"] = "interrupted"
+        self.ed.save_progress(self.progress)
