@@ -73,6 +73,7 @@ class EvalConfig(BaseModel):
     max_tokens: int = Field(0, ge=0, description="token cap per arm (0: none)")
     max_cost: float = Field(0.0, ge=0, description="USD cap per arm (0: none)")
     strict: bool = Field(False, description="strict tolerance atol=rtol=1e-4 (default 1e-2, the paper's)")
+    compile_baseline: bool = Field(False, description="also time torch.compile of the reference: speedup vs torch.compile (+8-20 s per feasible verdict)")
     trajectories: list[str] = Field(default_factory=list, description="task ids whose speedup trajectories the report draws (default: the 4 that improved most)")
 
     @field_validator("seeds", mode="before")

@@ -43,6 +43,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from dataclasses import asdict, dataclass, field
@@ -75,7 +76,8 @@ class Unit:
 
 
 def resolve_tasks(cfg: EvalConfig) -> list[dict[str, Any]]:
-    """The benchmark's operators in stream order: id, stage (the config entry), category, path, and the
+    """The benchmark's operators in stream order: id, stage (the built-in suite, else the config entry),
+    category, path, and the
     argument that names the task for `evokernel run`. Bad entries and unused overrides are errors."""
     from evokernel.graph.resources import task_id
     from evokernel.tasks import TaskError, load_tasks
@@ -96,7 +98,8 @@ def resolve_tasks(cfg: EvalConfig) -> list[dict[str, Any]]:
                 raise ConfigError(f"tasks: {tid} is listed twice (in {seen[tid]!r} and {entry!r})")
             seen[tid] = entry
             used.update(t.overrides)
-            out.append({"id": tid, "stage": entry, "suite": entry, "category": t.category, "path": str(t.path),
+            stage = t.suite or entry  # suite tasks named one by one still form one stage per suite
+            out.append({"id": tid, "stage": stage, "suite": stage, "category": t.category, "path": str(t.path),
                         "arg": f"{t.suite}/{t.name}" if t.suite else str(t.path),
                         "overrides": dict(t.overrides)})
     unused = sorted(set(cfg.set) - used)
@@ -144,8 +147,9 @@ def plan(cfg: EvalConfig, tasks: list[dict[str, Any]]) -> dict[str, Any]:
     groups = groups_of(cfg)
     stages = list(dict.fromkeys(t["stage"] for t in tasks))
     arms, units = [], []
-    for g in groups:
-        for seed in cfg.seeds:
+    # seed-major: an eval stopped early has whole seeds of every group, not every seed of a few groups
+    for seed in cfg.seeds:
+        for g in groups:
             arm = f"{g['name']}/seed-{seed}"
             adir = f"arms/{arm}"
             arms.append({"group": g["name"], "seed": seed, "dir": adir})
@@ -276,11 +280,18 @@ def config_of(meta: dict[str, Any]) -> EvalConfig:
 
 
 def _die_with_parent() -> None:
-    """Child side of Popen: receive SIGTERM when the harness dies (Linux prctl PR_SET_PDEATHSIG)."""
+    """Child side of Popen: receive SIGTERM when the harness dies (Linux prctl PR_SET_PDEATHSIG), and
+    take SIGINT again even if the harness was started with it ignored (nohup, `cmd &` in a script):
+    the harness stops units with one SIGINT."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
     except OSError:
         pass
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 def unit_command(cfg: EvalConfig, group: dict[str, Any], seed: int, u: Unit, out: Path, resume: bool,
@@ -301,6 +312,8 @@ def unit_command(cfg: EvalConfig, group: dict[str, Any], seed: int, u: Unit, out
         cmd += ["--generator", "llm", "--model", group["model"]]
     if cfg.strict:
         cmd.append("--strict")
+    if cfg.compile_baseline:
+        cmd.append("--compile-baseline")
     for k, v in u.overrides.items():
         cmd += ["--set", f"{k}={v!r}"]
     return cmd + url
@@ -480,6 +493,9 @@ class Runner:
         """Run every unit not yet done; 'finished', 'failed' (some unit failed) or 'interrupted'."""
         blocked: set[str] = set()
         failed: set[str] = set()
+        # SIGTERM (a job scheduler, `kill`) stops as cleanly as Ctrl-C
+        main = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGTERM, _interrupt) if main else None
         try:
             while True:
                 self._reap()
@@ -509,6 +525,8 @@ class Runner:
             for server in self.servers.values():
                 server.stop()
             self.servers.clear()
+            if main:
+                signal.signal(signal.SIGTERM, previous)
         return "finished" if all(self.status(u) == "done" for u in self.units) else "failed"
 
     def stop(self, grace_s: float = 120.0) -> None:

@@ -554,7 +554,7 @@ def ablation_table(values_by_policy: Mapping[str, Mapping[str, Any]]) -> dict[st
 
 def ablation_bars(values_by_policy: Mapping[str, Mapping[str, Any]], out: str | Path, *,
                   subtitle: str | None = None, title: str = "Ablation: retrieval policy",
-                  error_label: str = "\u00b1 1 sd across seeds", dpi: int = DPI) -> Path:
+                  error_label: str = "\u00b1 1 sd across seeds", xlabel: str = "policy", dpi: int = DPI) -> Path:
     """One panel per metric (each on its own scale), one bar per policy with its standard deviation
     as an error bar where known, the mean written on each bar. Data: :func:`ablation_table`."""
     table = ablation_table(values_by_policy)
@@ -583,7 +583,7 @@ def ablation_bars(values_by_policy: Mapping[str, Mapping[str, Any]], out: str | 
                       fontsize=8)
         ax.set_title(_short(m.replace("_", " "), 36), fontsize=10)
         ax.set_ylabel(m.replace("_", " "), fontsize=8)
-        ax.set_xlabel("policy", fontsize=8)
+        ax.set_xlabel(xlabel, fontsize=8)
         ax.axhline(0, color="#888888", linewidth=0.8)
         ax.margins(y=0.15)
         ax.grid(axis="y", alpha=0.3)

@@ -14,10 +14,12 @@ An eval directory::
     EVAL_DIR/eval.json                                       name, command, config, tasks, stages,
                                                              groups, arms, conditions
     EVAL_DIR/arms/<group>/seed-<s>/runs/<unit>/attempts.jsonl  one or more run dirs per arm (union)
-    EVAL_DIR/arms/<group>/seed-<s>/memory/**/values.jsonl      value ledger(s), optional
+    EVAL_DIR/arms/<group>/seed-<s>/memory/**/values.jsonl      value ledger(s), optional (shared memory,
+                                                             or one per stage / per task)
+    EVAL_DIR/arms/<group>/seed-<s>/runs/<unit>/memory/**/values.jsonl   a baseline's private memory
 
 ``eval.json["tasks"]`` is the benchmark's operator list in stream order (``id``, ``category``,
-``suite``); ``stages`` the suites in stream order; ``groups`` the compared settings (the first group
+``stage`` or ``suite``); ``stages`` the stages (suites) in stream order; ``groups`` the compared settings (the first group
 is the *reference* of the paired differences); ``arms`` one (group, seed, dir) per run of a group.
 A run directory (``run.json`` + ``attempts.jsonl``) is read as one group named after its method
 with one seed, its ``settings.tasks`` as the operator list, no categories (the suite prefix of the
@@ -71,7 +73,7 @@ FIGURES = "figures"
 
 #: scalar metrics of :func:`metrics.summarize_method` that are averaged over seeds
 SCALARS: tuple[str, ...] = ("compile_rate", "correctness", "round1_compile_rate", "round1_correctness",
-                            "median_speedup_vs_first", "geomean_speedup_vs_eager")
+                            "median_speedup_vs_first", "geomean_speedup_vs_eager", "geomean_speedup_vs_compile")
 #: counts that are averaged over seeds as well (how many operators a speedup statistic is over)
 COUNTS: tuple[str, ...] = ("n_speedup_vs_first", "n_speedup_vs_eager")
 #: resources summed over seeds
@@ -135,8 +137,9 @@ class EvalData:
     def reference(self) -> str | None:
         return self.groups[0]["name"] if self.groups else None
 
-    def arms_of(self, group: str, present: bool = True) -> list[Arm]:
-        return [a for a in self.arms if a.group == group and (a.present or not present)]
+    def arms_of(self, group: str) -> list[Arm]:
+        """The group's arms with at least one attempt on record (missing arms are left out)."""
+        return [a for a in self.arms if a.group == group and a.present]
 
 
 def _read_json(path: Path) -> Any:
@@ -222,7 +225,7 @@ def load_eval_dir(path: str | Path) -> EvalData:
         tasks.append(tid)
         if t.get("category"):
             cats[tid] = str(t["category"])
-        stage_of[tid] = str(t.get("suite") or M.suite_of(tid))
+        stage_of[tid] = str(t.get("stage") or t.get("suite") or M.suite_of(tid))
     tasks = list(dict.fromkeys(tasks))
     stages = [str(s) for s in meta.get("stages") or []]
     stages += [s for s in dict.fromkeys(stage_of.values()) if s not in stages]
@@ -256,7 +259,9 @@ def load_eval_dir(path: str | Path) -> EvalData:
         seen.add((a["group"], seed))
         d = root / str(a.get("dir") or f"arms/{a['group']}/seed-{seed}")
         files = sorted((d / "runs").glob(f"**/{ATTEMPTS}")) if (d / "runs").is_dir() else []
-        arms.append(Arm(a["group"], seed, d, _load_records(files), _ledgers_under(d / "memory")))
+        # the arm's memory; baselines keep a private memory inside each unit's run dir
+        ledgers = _ledgers_under(d / "memory") + [p for f in files for p in _ledgers_under(f.parent / "memory")]
+        arms.append(Arm(a["group"], seed, d, _load_records(files), ledgers))
     for a in arms:
         a.ledger_filter = {r["attempt_id"] for r in a.records if r.get("attempt_id") is not None}
     seeds = list(dict.fromkeys(seeds + [a.seed for a in arms]))
@@ -460,6 +465,8 @@ def paired_values(records: Iterable[Mapping[str, Any]], tasks: Sequence[str], bu
 
 
 def _group_summary(data: EvalData, group: Mapping[str, Any]) -> dict[str, Any]:
+    """One ``methods`` entry: means over the group's seeds on record, spreads, per-seed summaries,
+    per-stage means and the mean cumulative-success curve."""
     arms = data.arms_of(group["name"])
     per_seed = {str(a.seed): M.summarize_method(a.records, tasks=data.tasks, categories=data.categories,
                                                 budget=data.budget) for a in arms}
@@ -489,7 +496,7 @@ def _group_summary(data: EvalData, group: Mapping[str, Any]) -> dict[str, Any]:
     out["cumulative_success"] = mean_curve([s["cumulative_success"] for s in seeds])
     out["seeds"] = [a.seed for a in arms]
     out["n_seeds"] = len(arms)
-    out["missing_seeds"] = [a.seed for a in data.arms_of(group["name"], present=False) if not a.present]
+    out["missing_seeds"] = [a.seed for a in data.arms if a.group == group["name"] and not a.present]
     for k in ("method", "policy", "memory", "model"):
         out[k] = group.get(k)
     return out
@@ -683,9 +690,13 @@ def make_figures(data: EvalData, summary: Mapping[str, Any], out: str | Path, dp
     where = f"{arm.group}, seed {arm.seed}" if arm else "no run"
     files["trajectories"] = rel(P.speedup_trajectories(
         arm.records if arm else [], traj_tasks, fig_dir / "trajectories.png",
-        subtitle=f"{where} · {subtitle(data, 'one seed')}", dpi=dpi))
-    notes["trajectories"] = (f"{where}; operators: {', '.join(traj_tasks)}" if traj_tasks
-                             else f"{where}; no operator with two timed feasible kernels")
+        subtitle=f"{where} · {subtitle(data, 'one seed')}", ncols=2 if len(traj_tasks) == 4 else 3, dpi=dpi))
+    if arm is None:
+        notes["trajectories"] = "no data: the reference group has no run on record"
+    elif traj_tasks:
+        notes["trajectories"] = f"{where}; operators: {', '.join(traj_tasks)}"
+    else:
+        notes["trajectories"] = f"{where}; no data: no operator with two timed feasible kernels"
     if arm is None:
         files["q_values"] = None
         notes["q_values"] = "skipped: the reference group has no run on record"
@@ -707,7 +718,8 @@ def make_figures(data: EvalData, summary: Mapping[str, Any], out: str | Path, dp
                       "median speedup vs first": m["spread"]["median_speedup_vs_first"]}
                   for g, m in methods.items()}
         files["comparison"] = rel(P.ablation_bars(values, fig_dir / "comparison.png", subtitle=subtitle(data),
-                                                  title="Comparison across groups (mean over seeds)", dpi=dpi))
+                                                  title="Comparison across groups (mean over seeds)",
+                                                  xlabel="group", dpi=dpi))
     return {"files": files, "notes": notes}
 
 
@@ -740,7 +752,7 @@ def _with_sd(sp: Mapping[str, Any] | None, kind: str, n_seeds: int) -> str:
     return s
 
 
-def count(v: float | int | None) -> str:
+def count(v: float | None) -> str:
     if v is None:
         return "—"
     v = float(v)
@@ -773,7 +785,7 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
 
 def _condition_lines(conditions: Mapping[str, Any]) -> list[str]:
     if not conditions:
-        return [f"*No conditions recorded.*", ""]
+        return ["*No conditions recorded.*", ""]
     lines = []
     for k, v in conditions.items():
         if isinstance(v, Mapping):
@@ -810,8 +822,8 @@ def render_markdown(summary: Mapping[str, Any], figures: Mapping[str, Any] | Non
     L: list[str] = [f"# Evaluation report: {s['name']}", ""]
     kind = "evaluation directory" if s.get("kind") == "eval" else "single run directory"
     L += [f"- **name**: {s['name']} ({kind})", f"- **created**: {s.get('created') or NOT_RECORDED}",
-          f"- **budget**: T = {T} attempts per operator; **operators**: {n_tasks}; "
-          f"**seeds**: {', '.join(map(str, s['seeds'])) or 'none'}; **stages**: {' → '.join(s['stages']) or '—'}",
+          (f"- **budget**: T = {T} attempts per operator; **operators**: {n_tasks}; "
+          f"**seeds**: {', '.join(map(str, s['seeds'])) or 'none'}; **stages**: {' → '.join(s['stages']) or '—'}"),
           f"- **reference group** (paired differences): {s.get('reference') or '—'}", ""]
 
     # status
@@ -821,9 +833,9 @@ def render_markdown(summary: Mapping[str, Any], figures: Mapping[str, Any] | Non
     if s["complete"]:
         L += [f"**Status: complete** — every arm has all {n_tasks} × {T} attempts on record ({done} in all).", ""]
     else:
-        L += [f"**Status: PARTIAL** — {done} of {want} expected attempts on record across {len(prog)} arm(s). "
+        L += [(f"**Status: PARTIAL** — {done} of {want} expected attempts on record across {len(prog)} arm(s). "
               "Metrics are computed over what exists; operators without records count as failures, and arms "
-              "with no record at all are left out of the means.", ""]
+              "with no record at all are left out of the means."), ""]
         if s["missing_arms"]:
             L += [f"Missing arms (no attempt on record): {', '.join(s['missing_arms'])}.", ""]
     if not done:
@@ -839,8 +851,8 @@ def render_markdown(summary: Mapping[str, Any], figures: Mapping[str, Any] | Non
 
     # main table
     L += ["## Results", "",
-          f"Mean over the seeds on record (± sample standard deviation when ≥ 2 seeds; shares in percentage "
-          f"points); `seeds` is how many seeds each mean is over. Tokens, cost and wall time are sums over seeds.", ""]
+          ("Mean over the seeds on record (± sample standard deviation when ≥ 2 seeds; shares in percentage "
+          "points); `seeds` is how many seeds each mean is over. Tokens, cost and wall time are sums over seeds."), ""]
     head = ["group", "seeds", "CR", "Acc", "round-1 Acc", "median speedup vs first [IQR]", "geomean vs eager",
             "fast_1", "tokens in / out", "cost", "wall time"]
     rows = []
@@ -855,11 +867,17 @@ def render_markdown(summary: Mapping[str, Any], figures: Mapping[str, Any] | Non
                      f"{count(m['tokens_in'])} / {count(m['tokens_out'])}", money(m["cost_usd"]),
                      duration(m["wall_s"])])
     L += _table(head, rows)
+    if any(m["spread"].get("geomean_speedup_vs_compile", {}).get("n") for m in methods.values()):
+        L += ["", "Speedup vs torch.compile (the reference compiled by `torch.compile`, timed in the same rounds; "
+              "geometric mean over solved operators of each best kernel's ratio):", ""]
+        L += _table(["group", "geomean vs torch.compile"],
+                    [[g, _with_sd(m["spread"].get("geomean_speedup_vs_compile"), "x", m["n_seeds"])]
+                     for g, m in methods.items()])
 
     # fast_p
     pkeys = list(dict.fromkeys(p for m in methods.values() for p in m["fast_p"]))
-    L += ["### fast_p", "", "Share of all operators whose best kernel is correct and faster than PyTorch eager "
-          "by more than p× (fast_0 = Acc).", ""]
+    L += ["### fast_p", "", ("Share of all operators whose best kernel is correct and faster than PyTorch eager "
+          "by more than p× (fast_0 = Acc)."), ""]
     L += _table(["group", *[f"fast_{p}" for p in pkeys]],
                 ([g, *[_with_sd(m["spread"].get(f"fast_p@{p}"), "pct", m["n_seeds"]) for p in pkeys]]
                  for g, m in methods.items()))
@@ -886,8 +904,8 @@ def render_markdown(summary: Mapping[str, Any], figures: Mapping[str, Any] | Non
     # per stage
     if len(s["stages"]) > 1:
         L += ["### By stage (transfer)", "",
-              f"Stages in stream order ({' → '.join(s['stages'])}): each row is over that stage's operators only. "
-              "With a memory shared along the stream, later stages run with what earlier stages stored.", ""]
+              (f"Stages in stream order ({' → '.join(s['stages'])}): each row is over that stage's operators only. "
+              "With a memory shared along the stream, later stages run with what earlier stages stored."), ""]
         rows = []
         for g, m in methods.items():
             for st in s["stages"]:
@@ -908,12 +926,12 @@ def render_markdown(summary: Mapping[str, Any], figures: Mapping[str, Any] | Non
     if not s["paired"]:
         L += [f"Only one group ({ref}): nothing to compare.", ""]
     else:
-        L += [f"Per (seed, operator) pair over the seeds both groups have: difference = group − {ref} (the "
+        L += [(f"Per (seed, operator) pair over the seeds both groups have: difference = group − {ref} (the "
               "reference). A positive difference means the group did better for *solved* (percentage points of "
               "operators) and for the log speedups (the × figure is the ratio of speedups, exp of the mean log "
               "difference); for *first feasible attempt* a positive difference means the group needed MORE "
               "attempts, i.e. did worse. Wins / losses / ties count pairs where the group's value is above / below "
-              "/ equal to the reference's; `only` counts pairs where one side has no value (e.g. unsolved).", ""]
+              "/ equal to the reference's; `only` counts pairs where one side has no value (e.g. unsolved)."), ""]
         for pair, row in s["paired"].items():
             g = pair.split(" vs ")[0]
             L += [f"### {pair}", "", f"Seeds compared: {', '.join(map(str, row.get('seeds') or [])) or 'none'}.", ""]
@@ -945,7 +963,7 @@ def render_markdown(summary: Mapping[str, Any], figures: Mapping[str, Any] | Non
                 L += [f"*{captions.get(name, name)}: {note or 'skipped'}.*", ""]
 
     L += ["## Definitions", "",
-          "Every number comes from `evals/metrics.py` (`evokernel.evals.metrics`); `docs/metrics.md` in the "
+          ("Every number comes from `evals/metrics.py` (`evokernel.evals.metrics`); `docs/metrics.md` in the "
           "EvoKernel repository states each definition and the choices behind it. **CR**: share of generated kernels (attempts) that compile, generation "
           "failures counted as not compiled. **Acc**: share of the listed operators with a feasible kernel within "
           f"the first T = {T} attempts (unattempted operators count as failures). **Round 1**: CR and Acc over each "
@@ -953,7 +971,7 @@ def render_markdown(summary: Mapping[str, Any], figures: Mapping[str, Any] | Non
           "operators with ≥ 2 timed feasible kernels; median and IQR (linear quartiles) across operators. "
           "**Speedup vs eager**: the best kernel's own speedup over PyTorch eager; geometric mean over operators "
           "that have one. **fast_p**: share of all operators whose best kernel is correct with speedup vs eager "
-          "strictly greater than p.", ""]
+          "strictly greater than p."), ""]
     return "\n".join(L)
 
 

@@ -61,6 +61,7 @@ def run(
     max_tokens: Annotated[int, typer.Option(min=0, help="stop cleanly after this many LLM tokens (0: no cap)")] = 0,
     max_cost: Annotated[float, typer.Option(min=0, help="stop cleanly after this many USD of LLM cost (0: no cap)")] = 0.0,
     strict: Annotated[bool, typer.Option(help="strict tolerance atol=rtol=1e-4 (default 1e-2, the paper's)")] = False,
+    compile_baseline: Annotated[bool, typer.Option(help="also time torch.compile of the reference (speedup vs torch.compile; +8-20 s per feasible verdict)")] = False,
     set_: Annotated[Optional[list[str]], typer.Option("--set", help="override a size constant in every task defining it, NAME=VALUE")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print summary.json instead of the table")] = False,
 ) -> None:
@@ -115,7 +116,8 @@ def run(
             ctx = Context(method=method, backend=backend, generator=model if generator == "llm" else "template", budget=budget,
                           memory_dir=str(memory or ""), memory_url=memory_url or "", run_dir=str(run_dir), run_id=run_id,
                           seed=seed, policy=policy, n_context=n_context, alpha=alpha, temperature=temperature,
-                          max_tokens=max_tokens, max_cost_usd=max_cost, strict=strict)
+                          max_tokens=max_tokens, max_cost_usd=max_cost, strict=strict,
+                          compile_baseline=compile_baseline)
         except ValueError as exc:
             err.print(f"error: {exc}")
             raise typer.Exit(2)
@@ -133,7 +135,7 @@ def run(
         snap = app.get_state(cfg)
         if not snap.values:  # killed before the first checkpoint: start it with its saved inputs
             inputs = meta["settings"]["inputs"]
-        elif not snap.next:
+        elif not snap.next and not snap.tasks:  # tasks with saved writes (interrupted mid-step) are not done
             finished = True
             err.print(f"run {ctx.run_id} has already finished")
     total = n_tasks * ctx.budget

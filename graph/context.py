@@ -40,6 +40,8 @@ class Context:
     run_dir: str = _f("", "run directory (attempts.jsonl, summary.json, best kernels); default ./runs/<run id>")
     run_id: str = _f("", "run identifier; attempt ids and memory provenance use it (default: the LangGraph thread id)")
     strict: bool = _f(False, "strict correctness tolerance (1e-4 instead of the paper's 1e-2)")
+    compile_baseline: bool = _f(False, "also time torch.compile of the reference in the same rounds as eager "
+                                       "(speedup vs torch.compile; slow: +8-20 s per feasible verdict)")
     max_tokens: int = _f(0, "stop the run cleanly once the LLM used this many tokens (0: no cap)")
     max_cost_usd: float = _f(0.0, "stop the run cleanly once the LLM cost this much (0: no cap)")
 

@@ -34,22 +34,23 @@ _installed: dict[str, Any] = {}
 class VerifierService:
     """A Verifier living on its own thread; ``verify`` may be called from any thread."""
 
-    def __init__(self, backend: str, strict: bool = False, verifier: Any = None):
+    def __init__(self, backend: str, strict: bool = False, verifier: Any = None, compile_baseline: bool = False):
         self.backend = backend
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"verifier-{backend}")
         self._owned = verifier is None
         self._call_lock = threading.Lock()
         if verifier is None:
-            self._verifier = self._pool.submit(self._start, backend, strict).result()
+            self._verifier = self._pool.submit(self._start, backend, strict, compile_baseline).result()
         else:
             self._verifier = verifier
 
     @staticmethod
-    def _start(backend: str, strict: bool) -> Any:
+    def _start(backend: str, strict: bool, compile_baseline: bool) -> Any:
         from evokernel.verifier.trusted.correctness import DEFAULT_TOL, STRICT_TOL
         from evokernel.verifier.trusted.verifier import Verifier, VerifyConfig
 
-        return Verifier(backend, VerifyConfig(tol=STRICT_TOL if strict else DEFAULT_TOL)).start()
+        return Verifier(backend, VerifyConfig(tol=STRICT_TOL if strict else DEFAULT_TOL,
+                                              compile_baseline=compile_baseline)).start()
 
     def verify(self, task: Task, source: str) -> Any:
         if self._owned:
@@ -92,7 +93,8 @@ def _get(key: tuple, make) -> Any:
 def verifier(ctx: Context) -> VerifierService:
     if "verifier" in _installed:
         return _installed["verifier"]
-    return _get(("verifier", ctx.backend, ctx.strict), lambda: VerifierService(ctx.backend, ctx.strict))
+    return _get(("verifier", ctx.backend, ctx.strict, ctx.compile_baseline),
+                lambda: VerifierService(ctx.backend, ctx.strict, compile_baseline=ctx.compile_baseline))
 
 
 def store(ctx: Context) -> Any:

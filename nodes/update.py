@@ -140,6 +140,9 @@ def update(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
               "start_point": parent or None, "code_hash": cand.get("code_hash", ""), "feasible": feasible,
               "failed_gate": gate or None, "compiled": bool((verdict.get("gates") or {}).get("compile")),
               "latency_ms": latency, "eager_ms": eager, "speedup_vs_eager": vs_eager,
+              # only with --compile-baseline: torch.compile of the reference, timed in the same rounds
+              "compile_ms": verdict.get("compile_baseline_ms") if feasible else None,
+              "speedup_vs_compile": verdict.get("speedup_vs_compile") if feasible else None,
               "reward": reward, "reward_normalized": r_hat, "summary": summary, "model": cand.get("model", ""),
               "tokens_in": cand.get("tokens_in", 0), "tokens_out": cand.get("tokens_out", 0),
               "cost_usd": cand.get("cost_usd", 0.0), "trace_id": trace_id, "time": time.time()}

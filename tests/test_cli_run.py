@@ -112,6 +112,35 @@ def test_resume_after_kill_redoes_no_finished_attempt(tmp_path):
     assert json.loads((run / "summary.json").read_text())["tasks"][0]["attempts"] == 6
 
 
+def test_ctrl_c_then_resume_runs_the_remaining_tasks(tmp_path):
+    """Ctrl-C lets the operator in flight finish its step; the checkpoint then holds that step's writes
+    but no next node. Resume must continue with the next operator, not call the run finished."""
+    mem, run = tmp_path / "mem", tmp_path / "run"
+    softmax = RELU.parent / "11_softmax.py"
+    args = [sys.executable, "-m", "evokernel", "run", str(RELU), str(softmax), "--budget", "3", "--set", "batch_size=16",
+            "--set", "dim=1024", "--memory", str(mem), "--run-dir", str(run)]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, HF_HUB_OFFLINE="1"))
+    log = run / "attempts.jsonl"
+    deadline = time.monotonic() + 300
+    while not (log.exists() and len(log.read_text().splitlines()) >= 1):
+        assert proc.poll() is None, "the run ended before it could be interrupted"
+        assert time.monotonic() < deadline, "no attempts logged"
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 130 and "resume with: evokernel run --resume" in stderr
+    before = lines(log)
+    assert {a["task"] for a in before} == {"01_relu"}  # interrupted before the second operator
+
+    r = evokernel("run", "--resume", "--run-dir", run)
+    assert r.returncode == 0 and "already finished" not in r.stderr, r.stderr[-3000:]
+    after = lines(log)
+    assert sorted((a["task"], a["iteration"]) for a in after) == [(t, i) for t in ("01_relu", "11_softmax")
+                                                                   for i in range(3)]
+    assert after[: len(before)] == before
+
+
 def test_resume_of_a_finished_run_or_one_killed_before_its_first_checkpoint(tmp_path):
     mem, run = tmp_path / "mem", tmp_path / "run"
     r = evokernel("run", RELU, "--budget", "1", *SMALL, "--memory", mem, "--run-dir", run)

@@ -310,3 +310,16 @@ def test_load_attempts_clean_and_corrupt_middle(tmp_path, log):
         M.load_attempts(p)
     p.write_text("")
     assert M.load_attempts(p) == []
+
+
+def test_speedup_vs_compile_uses_the_fastest_kernel_and_is_absent_without_the_baseline():
+    recs = [
+        {"task": "a", "iteration": 0, "compiled": True, "feasible": True, "latency_ms": 2.0, "speedup_vs_compile": 0.5},
+        {"task": "a", "iteration": 1, "compiled": True, "feasible": True, "latency_ms": 1.0, "speedup_vs_compile": 1.2},
+        {"task": "b", "iteration": 0, "compiled": True, "feasible": True, "latency_ms": 1.0, "speedup_vs_compile": 3.0},
+        {"task": "c", "iteration": 0, "compiled": True, "feasible": True, "latency_ms": 1.0},
+    ]
+    assert M.speedup_vs_compile(recs) == {"a": 1.2, "b": 3.0}
+    s = M.summarize_method(recs)
+    assert s["geomean_speedup_vs_compile"] == pytest.approx((1.2 * 3.0) ** 0.5) and s["n_speedup_vs_compile"] == 2
+    assert M.summarize_method(recs[3:])["geomean_speedup_vs_compile"] is None

@@ -48,6 +48,15 @@ def test_feasible_draft_opens_refining_and_writes_the_best_kernel(env):
     assert out["start_points"] == [{"id": "trace:t:cpu-l1/01_relu:0", "latency_ms": 4.0, "iteration": 0}]
     best = Path(env.ctx.run_dir) / "best" / "cpu-l1__01_relu.py"
     assert best.read_text().endswith("SRC") and out["eager_ms"] == 2.0
+    (rec,) = lines(env)
+    assert rec["speedup_vs_compile"] is None and rec["compile_ms"] is None  # no compile baseline in this verdict
+
+
+def test_compile_baseline_figures_reach_the_run_log(env):
+    v = ok(4.0) | {"compile_baseline_ms": 3.0, "speedup_vs_compile": 0.75}
+    update(env.state(RELU, context=[], candidate={"source": "SRC", "code_hash": "h"}, verdict=v), env.runtime())
+    (rec,) = lines(env)
+    assert (rec["compile_ms"], rec["speedup_vs_compile"], rec["speedup_vs_eager"]) == (3.0, 0.75, 0.5)
 
 
 def test_refinement_reward_updates_start_point_and_context(env):

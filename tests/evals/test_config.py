@@ -1,0 +1,167 @@
+"""Eval configs (TOML/YAML + flags) and the plan they expand into: no process is started here."""
+import json
+from pathlib import Path
+
+import pytest
+
+from evokernel.evals import harness
+from evokernel.evals.config import ConfigError, load_config, make_config
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_toml_and_yaml_give_the_same_config(tmp_path):
+    toml = write(tmp_path, "a.toml", 'name = "x"\ntasks = ["cpu-l1"]\nbudget = 5\nseeds = 3\n'
+                                     'methods = ["evokernel", "passk"]\n[set]\nbatch_size = 16\n')
+    yml = write(tmp_path, "a.yaml", "name: x\ntasks: [cpu-l1]\nbudget: 5\nseeds: 3\nmethods: [evokernel, passk]\n"
+                                    "set: {batch_size: 16}\n")
+    a, b = load_config(toml), load_config(yml)
+    assert a == b
+    assert a.seeds == [0, 1, 2] and a.set == {"batch_size": 16} and a.output_dir == Path("eval-runs/x")
+
+
+def test_flags_override_the_file(tmp_path):
+    cfg = load_config(write(tmp_path, "a.toml", 'tasks = ["cpu-l1"]\nbudget = 5\n'),
+                      {"budget": 7, "methods": ["passk"], "seeds": [4, 9], "workers": None})
+    assert (cfg.budget, cfg.methods, cfg.seeds, cfg.workers) == (7, ["passk"], [4, 9], 1)
+    assert load_config(None, {"tasks": ["cpu-l2"]}).tasks == ["cpu-l2"]
+
+
+@pytest.mark.parametrize("text, message", [
+    ('tasks = ["cpu-l1"]\nbudgett = 3\n', "budgett: unknown setting"),
+    ('tasks = ["cpu-l1"]\nbudget = 0\n', "budget: Input should be greater than or equal to 1"),
+    ('tasks = ["cpu-l1"]\nmethods = ["pass@k"]\n', "unknown method 'pass@k'"),
+    ('tasks = ["cpu-l1"]\npolicies = ["best"]\n', "unknown policy 'best'"),
+    ('tasks = ["cpu-l1"]\nmemory = ["global"]\n', "unknown memory mode 'global'"),
+    ('tasks = ["cpu-l1"]\nseeds = [1, 1]\n', "seeds repeat"),
+    ('tasks = ["cpu-l1"]\nseeds = 0\n', "seeds as a number must be >= 1"),
+    ('budget = 3\n', "give at least one suite"),
+    ('tasks = ["cpu-l1"]\ngenerator = "llm"\n', "needs models"),
+    ('tasks = ["cpu-l1"]\nmodels = ["openai:x"]\n', "models are for generator llm"),
+    ('tasks = ["cpu-l1"]\nmemory = ["exported"]\n', "needs memory_from"),
+    ('tasks = ["cpu-l1"\n', "not valid TOML"),
+])
+def test_bad_configs_name_the_field(tmp_path, text, message):
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
+        load_config(write(tmp_path, "bad.toml", text))
+
+
+def test_bad_files(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        load_config(tmp_path / "missing.toml")
+    with pytest.raises(ConfigError, match=r"\.toml, \.yaml or \.yml"):
+        load_config(write(tmp_path, "a.json", "{}"))
+    with pytest.raises(ConfigError, match="must be a mapping"):
+        load_config(write(tmp_path, "a.yaml", "- 1\n- 2\n"))
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(write(tmp_path, "b.yaml", "a: [1,\n"))
+
+
+def test_shipped_configs_are_valid():
+    for p in sorted((ROOT / "evals" / "configs").glob("*.toml")):
+        cfg = load_config(p)
+        tasks = harness.resolve_tasks(cfg)
+        assert tasks and cfg.budget >= 10 and len(cfg.seeds) >= 3, p
+
+
+def test_tasks_resolve_in_stream_order_with_overrides_and_errors():
+    cfg = make_config({"tasks": ["cpu-l1", "cpu-l2/01_gemm_bias_relu"], "limit": 2, "set": {"dim": 1024}})
+    tasks = harness.resolve_tasks(cfg)
+    assert [t["id"] for t in tasks] == ["cpu-l1/01_relu", "cpu-l1/02_leaky_relu", "cpu-l2/01_gemm_bias_relu"]
+    assert [t["stage"] for t in tasks] == ["cpu-l1", "cpu-l1", "cpu-l2"]  # a suite task named alone: its suite
+    assert tasks[0]["overrides"] == {"dim": 1024} and tasks[2]["overrides"] == {}
+    assert tasks[0]["arg"] == "cpu-l1/01_relu" and tasks[0]["category"] == "activation"
+    with pytest.raises(ConfigError, match="no task defines nosuch"):
+        harness.resolve_tasks(make_config({"tasks": ["cpu-l1"], "set": {"nosuch": 1}}))
+    with pytest.raises(ConfigError, match="listed twice"):
+        harness.resolve_tasks(make_config({"tasks": ["cpu-l1", "cpu-l1/03_gelu"]}))
+    with pytest.raises(ConfigError, match="no such task file"):
+        harness.resolve_tasks(make_config({"tasks": ["cpu-l9"]}))
+    with pytest.raises(ConfigError, match="not one of the evaluated tasks"):
+        harness.resolve_tasks(make_config({"tasks": ["cpu-l1"], "limit": 1, "trajectories": ["cpu-l1/03_gelu"]}))
+
+
+def plan_of(**kw):
+    cfg = make_config({"tasks": ["cpu-l1", "cpu-l2"], "limit": 2, **kw})
+    return cfg, harness.plan(cfg, harness.resolve_tasks(cfg))
+
+
+def units_of(p, arm):
+    return [u for u in p["units"] if u["arm"] == arm]
+
+
+def test_groups_cross_methods_policies_and_memory_modes():
+    _, p = plan_of(methods=["evokernel", "passk"], policies=["value", "none"], memory=["ordered", "fresh"], seeds=2)
+    names = [g["name"] for g in p["groups"]]
+    assert names == ["evokernel-value-ordered", "evokernel-value-fresh", "evokernel-none-ordered",
+                     "evokernel-none-fresh", "passk"]  # the baselines have no policy or memory mode
+    assert p["groups"][-1] == {"name": "passk", "method": "passk", "policy": None, "memory": "private",
+                               "model": "template"}
+    assert len(p["arms"]) == 10 and p["stages"] == ["cpu-l1", "cpu-l2"]
+    _, p = plan_of(generator="llm", models=["openai:a", "ollama:b"], methods=["passk"])
+    assert [g["name"] for g in p["groups"]] == ["openai__a-passk", "ollama__b-passk"]
+
+
+def test_units_follow_the_memory_mode():
+    _, p = plan_of(memory=["shared"])
+    [u] = units_of(p, "evokernel/seed-0")
+    assert (u["name"], u["memory"], len(u["task_ids"]), u["after"], u["server"]) == \
+        ("all", "arms/evokernel/seed-0/memory", 4, None, False)
+
+    _, p = plan_of(memory=["ordered"])
+    s1, s2 = units_of(p, "evokernel-ordered/seed-0")
+    assert s1["task_ids"] == ["cpu-l1/01_relu", "cpu-l1/02_leaky_relu"] and s2["after"] == s1["key"]
+    assert s1["memory"] == s2["memory"]  # one memory, L1 then L2
+
+    _, p = plan_of(memory=["fresh"])
+    f1, f2 = units_of(p, "evokernel-fresh/seed-0")
+    assert f1["memory"] != f2["memory"] and f2["after"] is None
+
+    _, p = plan_of(memory=["per-task"])
+    us = units_of(p, "evokernel-per-task/seed-0")
+    assert len(us) == 4 and len({u["memory"] for u in us}) == 4 and all(len(u["task_ids"]) == 1 for u in us)
+
+    _, p = plan_of(memory=["shared"], workers=3, memory_server=True)
+    us = units_of(p, "evokernel/seed-0")
+    assert [len(u["task_ids"]) for u in us] == [2, 1, 1] and all(u["server"] for u in us)
+    assert len({u["memory"] for u in us}) == 1
+
+    _, p = plan_of(methods=["refinement"], workers=2)
+    us = units_of(p, "refinement/seed-0")
+    assert [u["task_ids"] for u in us] == [["cpu-l1/01_relu", "cpu-l1/02_leaky_relu"],
+                                           ["cpu-l2/01_gemm_bias_relu", "cpu-l2/02_layernorm_gelu"]]
+    assert all(not u["server"] and u["memory"].endswith(u["name"] + "/memory") for u in us)
+
+
+def test_unit_command_carries_every_setting(tmp_path):
+    cfg, p = plan_of(methods=["evokernel"], policies=["similarity"], budget=7, strict=True, n_context=2,
+                     alpha=0.3, set={"dim": 1024}, seeds=[5], compile_baseline=True)
+    u = harness.Unit(**p["units"][0])
+    cmd = harness.unit_command(cfg, p["groups"][0], 5, u, tmp_path, resume=False, memory_url=None)
+    text = " ".join(cmd)
+    for part in ["-m evokernel run cpu-l1/01_relu", "--policy similarity", "--budget 7", "--seed 5", "--strict",
+                 "--n-context 2", "--alpha 0.3", "--compile-baseline", "--set dim=1024", "--generator template", "--method evokernel",
+                 f"--memory {tmp_path}/arms/evokernel-similarity/seed-5/memory"]:
+        assert part in text, part
+    resume = harness.unit_command(cfg, p["groups"][0], 5, u, tmp_path, resume=True, memory_url="http://127.0.0.1:9")
+    assert resume[3:] == ["run", "--resume", "--run-dir", str(tmp_path / u.run_dir), "--memory-url",
+                          "http://127.0.0.1:9"]
+
+
+def test_an_existing_output_dir_is_continued_only_with_the_same_plan(tmp_path):
+    cfg = make_config({"tasks": ["cpu-l1"], "limit": 1, "budget": 2, "out": str(tmp_path / "e")})
+    ed, meta = harness.prepare(cfg, "evokernel eval x.toml")
+    assert json.loads((tmp_path / "e" / "eval.json").read_text())["plan_key"]["budget"] == 2
+    assert meta["conditions"]["tolerance"].startswith("atol = rtol = 0.01")
+    assert "torch" in meta["conditions"]["software"]
+    # more workers: fine (recorded); another budget: refused, naming the field
+    _, meta2 = harness.prepare(cfg.model_copy(update={"workers": 2}), "evokernel eval x.toml --workers 2")
+    assert meta2["config"]["workers"] == 2 and len(meta2["invocations"]) == 1
+    with pytest.raises(ConfigError, match="budget"):
+        harness.prepare(cfg.model_copy(update={"budget": 3}), "evokernel eval x.toml -T 3")
