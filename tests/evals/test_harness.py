@@ -28,8 +28,8 @@ def config(tmp_path, **kw):
     return p
 
 
-def evokernel(*args, **kw):
-    env = dict(os.environ, HF_HUB_OFFLINE="1")
+def evokernel(*args, env_extra=None, **kw):
+    env = dict(os.environ, HF_HUB_OFFLINE="1", **(env_extra or {}))
     return subprocess.run([sys.executable, "-m", "evokernel", *map(str, args)], capture_output=True, text=True,
                           env=env, timeout=900, **kw)
 
@@ -145,3 +145,25 @@ def test_bad_usage_exits_2(tmp_path):
     assert r.returncode == 2 and "unknown method 'codex'" in r.stderr
     r = evokernel("report", tmp_path / "nothing-here")
     assert r.returncode == 2 and "error:" in r.stderr
+
+
+def test_an_llm_eval_is_one_config_change(tmp_path):
+    """generator = "llm" + models: the same harness drives ChatOpenAI over HTTP (a scripted endpoint on
+    127.0.0.1 here), and tokens reach the report."""
+    from fake_openai import FakeOpenAI
+
+    kernel = (Path(__file__).resolve().parents[2] / "evokernel/examples/cpu/01_relu.py").read_text()
+    cfg = tmp_path / "llm.toml"
+    cfg.write_text(f'name = "llm"\nout = "{tmp_path / "out"}"\ntasks = ["cpu-l1/01_relu"]\nbudget = 2\n'
+                   'generator = "llm"\nmodels = ["openai:gpt-4o-mini"]\nmethods = ["evokernel", "passk"]\n'
+                   '[set]\nbatch_size = 16\ndim = 1024\n')
+    with FakeOpenAI(default=f"A kernel.\n\n```python\n{kernel}\n```\n") as server:
+        r = evokernel("eval", cfg, env_extra={"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-test"})
+        n_requests = len(server.requests)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert n_requests == 4  # 2 attempts x 2 methods, each one chat completion
+    summary = json.loads((tmp_path / "out/summary.json").read_text())
+    assert set(summary["methods"]) == {"evokernel", "passk"}
+    for m in summary["methods"].values():
+        assert m["correctness"] == 1.0 and m["tokens_in"] > 0 and m["tokens_out"] > 0 and m["model"] == "openai:gpt-4o-mini"
+    assert "gpt-4o-mini" in (tmp_path / "out/report.md").read_text()
