@@ -223,7 +223,7 @@ def correctness_speedup_tiers(records_by_method: Mapping[str, Iterable[Record]],
         for mi, m in enumerate(methods):
             x = ci + (mi - (len(methods) - 1) / 2) * width
             xs.append(x)
-            xlabels.append(_short(m, 14))
+            xlabels.append(_short(m, 22))
             v = shares[c].get(m)
             if v is None:
                 continue

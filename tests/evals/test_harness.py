@@ -167,3 +167,31 @@ def test_an_llm_eval_is_one_config_change(tmp_path):
     for m in summary["methods"].values():
         assert m["correctness"] == 1.0 and m["tokens_in"] > 0 and m["tokens_out"] > 0 and m["model"] == "openai:gpt-4o-mini"
     assert "gpt-4o-mini" in (tmp_path / "out/report.md").read_text()
+
+
+def test_exported_memory_mode_imports_the_export_minus_the_evaluated_tasks(tmp_path):
+    from evokernel.evals import harness
+    from evokernel.evals.config import make_config
+    from evokernel.memory.embeddings import HashEmbedder
+    from evokernel.memory.store import MemoryStore
+
+    export = tmp_path / "backbone.jsonl"
+    items = [{"id": f"trace:other-model:{t}:0", "kind": "trace", "key": f"{t} | vectorised", "text": "CODE",
+              "meta": {"backend": "cpu", "task": t, "feasible": True}, "values": None}
+             for t in ("cpu-l1/01_relu", "cpu-l1/29_conv2d")]
+    export.write_text("\n".join(json.dumps(x) for x in [{"format": "evokernel-memory", "version": 1, "items": 2}]
+                                + items) + "\n")
+    cfg = make_config({"tasks": ["cpu-l1/01_relu"], "memory": ["exported"], "memory_from": str(export),
+                       "budget": 1, "out": str(tmp_path / "out")})
+    ed, meta = harness.prepare(cfg, "evokernel eval x.toml")
+    runner = harness.Runner(ed, meta)
+    [unit] = runner.units
+    runner._prepare_arm(unit)
+    mem = tmp_path / "out" / unit.memory
+    assert (mem / ".imported").read_text().strip() == str(export)
+    with MemoryStore(mem, embedder=HashEmbedder()) as store:
+        ids = set(store.ids())
+    # the evaluated operator's trace is left out (no test-set leakage), the other operator's comes in
+    assert "trace:other-model:cpu-l1/29_conv2d:0" in ids and "trace:other-model:cpu-l1/01_relu:0" not in ids
+    export.unlink()  # imported once: a resumed eval does not import again
+    runner._prepare_arm(unit)
