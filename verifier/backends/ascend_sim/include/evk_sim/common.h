@@ -1,0 +1,327 @@
+// EvoKernel Ascend C CPU emulator: pieces shared by the kernel side and the host side.
+//
+// Written for EvoKernel from the public description of the Ascend C programming model
+// (behaviour only). Nothing here is Huawei code.
+//
+// What lives here: the device qualifiers defined away, the scalar types (half, bfloat16_t),
+// the pipe/event enums, and the declarations of the runtime hooks that every kernel-side API
+// call goes through (implemented in runtime.cpp, so the headers stay light and fast to compile).
+#ifndef EVK_SIM_COMMON_H
+#define EVK_SIM_COMMON_H
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <type_traits>
+
+// ---------------------------------------------------------------------------------------------
+// Device qualifiers: empty on the CPU (as in Huawei's CPU twin-debug mode).
+// ---------------------------------------------------------------------------------------------
+#ifndef __aicore__
+#define __aicore__
+#endif
+#ifndef __global__
+#define __global__
+#endif
+#ifndef __gm__
+#define __gm__
+#endif
+#ifndef __ubuf__
+#define __ubuf__
+#endif
+#ifndef __cbuf__
+#define __cbuf__
+#endif
+#ifndef __ca__
+#define __ca__
+#endif
+#ifndef __cb__
+#define __cb__
+#endif
+#ifndef __cc__
+#define __cc__
+#endif
+#ifndef __fbuf__
+#define __fbuf__
+#endif
+#ifndef __in_pipe__
+#define __in_pipe__(x)
+#endif
+#ifndef __out_pipe__
+#define __out_pipe__(x)
+#endif
+#ifndef __inout_pipe__
+#define __inout_pipe__(x)
+#endif
+#ifndef __sync_alias__
+#define __sync_alias__
+#endif
+#ifndef __sync_noalias__
+#define __sync_noalias__
+#endif
+#ifndef __check_sync_alias__
+#define __check_sync_alias__
+#endif
+#ifndef GM_ADDR
+#define GM_ADDR __gm__ uint8_t*
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// Scalar types
+// ---------------------------------------------------------------------------------------------
+// IEEE binary16 with GCC's _Float16: conversions from float round to nearest even.
+using half = _Float16;
+
+namespace evk_sim {
+inline uint32_t f32_bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
+inline float bits_f32(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
+inline uint16_t f32_to_bf16_rne(float f) {
+    uint32_t u = f32_bits(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>(((u >> 16) & 0x8000u) | 0x7fc0u);  // NaN
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return static_cast<uint16_t>(u >> 16);
+}
+template <class T> struct is_half_t : std::false_type {};
+template <> struct is_half_t<_Float16> : std::true_type {};
+}  // namespace evk_sim
+
+// bfloat16: 16-bit storage, float arithmetic (values convert to float implicitly; results are
+// converted back with round-to-nearest-even when stored).
+struct bfloat16_t {
+    uint16_t bits_ = 0;
+    bfloat16_t() = default;
+    bfloat16_t(float v) : bits_(evk_sim::f32_to_bf16_rne(v)) {}
+    bfloat16_t(double v) : bits_(evk_sim::f32_to_bf16_rne(static_cast<float>(v))) {}
+    bfloat16_t(_Float16 v) : bits_(evk_sim::f32_to_bf16_rne(static_cast<float>(v))) {}
+    bfloat16_t(int v) : bits_(evk_sim::f32_to_bf16_rne(static_cast<float>(v))) {}
+    bfloat16_t(int64_t v) : bits_(evk_sim::f32_to_bf16_rne(static_cast<float>(v))) {}
+    bfloat16_t(uint32_t v) : bits_(evk_sim::f32_to_bf16_rne(static_cast<float>(v))) {}
+    bfloat16_t(uint64_t v) : bits_(evk_sim::f32_to_bf16_rne(static_cast<float>(v))) {}
+    operator float() const { return evk_sim::bits_f32(static_cast<uint32_t>(bits_) << 16); }
+    static bfloat16_t FromBits(uint16_t b) { bfloat16_t r; r.bits_ = b; return r; }
+    bfloat16_t& operator+=(float v) { *this = bfloat16_t(float(*this) + v); return *this; }
+    bfloat16_t& operator-=(float v) { *this = bfloat16_t(float(*this) - v); return *this; }
+    bfloat16_t& operator*=(float v) { *this = bfloat16_t(float(*this) * v); return *this; }
+    bfloat16_t& operator/=(float v) { *this = bfloat16_t(float(*this) / v); return *this; }
+};
+static_assert(sizeof(bfloat16_t) == 2, "bfloat16_t must be 16 bits");
+
+// Pipes and event ids (global names, as kernels spell them without a namespace).
+enum pipe_t : int {
+    PIPE_S = 0,
+    PIPE_V,
+    PIPE_M,
+    PIPE_MTE1,
+    PIPE_MTE2,
+    PIPE_MTE3,
+    PIPE_ALL,
+    PIPE_V2,
+    PIPE_FIX,
+};
+enum event_t : int {
+    EVENT_ID0 = 0,
+    EVENT_ID1,
+    EVENT_ID2,
+    EVENT_ID3,
+    EVENT_ID4,
+    EVENT_ID5,
+    EVENT_ID6,
+    EVENT_ID7,
+};
+
+// ---------------------------------------------------------------------------------------------
+// Runtime hooks (runtime.cpp)
+// ---------------------------------------------------------------------------------------------
+namespace evk_sim {
+
+// The kernel source position of an API call: a defaulted last parameter `EVK_LOC` on every
+// entry point captures the caller's file and line (not constructible from user arguments).
+struct SrcLoc {
+    const char* file;
+    int line;
+    static SrcLoc cur(const char* f = __builtin_FILE(), int l = __builtin_LINE()) { return SrcLoc{f, l}; }
+};
+#define EVK_LOC ::evk_sim::SrcLoc loc = ::evk_sim::SrcLoc::cur()
+
+enum Severity : int { SEV_WARNING = 0, SEV_ERROR = 1, SEV_FATAL = 2 };
+
+// The pipes whose ordering the emulator tracks (scalar, vector, GM->UB, UB->GM).
+enum PipeId : int { PID_S = 0, PID_V = 1, PID_MTE2 = 2, PID_MTE3 = 3, PID_COUNT = 4, PID_NONE = 255 };
+
+// Stable rule ids (also listed in the README).
+#define EVK_RULE_UB_ALIGNMENT "ub_alignment"
+#define EVK_RULE_TAIL_DROPPED "datacopy_tail_dropped"
+#define EVK_RULE_UB_CAPACITY "ub_capacity"
+#define EVK_RULE_UB_OOB "ub_out_of_bounds"
+#define EVK_RULE_QUEUE_LIMITS "queue_limits"
+#define EVK_RULE_QUEUE_PAIRING "queue_pairing"
+#define EVK_RULE_USE_AFTER_FREE "use_after_free"
+#define EVK_RULE_UNINIT_READ "uninitialised_read"
+#define EVK_RULE_GM_OOB "gm_out_of_bounds"
+#define EVK_RULE_GM_ALIGNMENT "gm_alignment"
+#define EVK_RULE_OVERLAP "block_write_overlap"
+#define EVK_RULE_INPUT_WRITTEN "input_written"
+#define EVK_RULE_COMPARE_GRANULARITY "compare_granularity"
+#define EVK_RULE_HALF_OVERFLOW "half_overflow"
+#define EVK_RULE_MISSING_SYNC "missing_sync"
+#define EVK_RULE_SYNC_PAIRING "sync_pairing"
+#define EVK_RULE_INVALID_ARGUMENT "invalid_argument"
+#define EVK_RULE_UNSUPPORTED_DTYPE "unsupported_dtype"
+#define EVK_RULE_UNSUPPORTED_API "unsupported_api"
+#define EVK_RULE_INVALID_TENSOR "invalid_tensor"
+#define EVK_RULE_LOW_PRECISION "low_precision"
+#define EVK_RULE_TILING_SIZE "tiling_size"
+#define EVK_RULE_KERNEL_ASSERT "kernel_assert"
+
+// Record a violation; severity SEV_FATAL stops the current block (throws BlockAbort).
+void violation(const char* rule, int severity, const char* file, int line, const char* fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+[[noreturn]] void fatal(const char* rule, const char* file, int line, const char* fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+struct BlockAbort {};  // thrown by fatal(); caught by the runtime per block
+
+// The current block's Unified Buffer and its per-byte "written" bitmap.
+extern uint8_t* g_ub;
+extern uint8_t* g_ub_init;
+extern uint32_t g_ub_size;
+
+int64_t block_idx();
+int64_t block_num();
+uint64_t tiling_key();
+int half_overflow_saturates();  // 0: IEEE inf (910B default), 1: saturate to +-65504
+
+// Instruction bookkeeping: every API instruction starts with begin_instr(pipe).
+void begin_instr(int pipe);
+
+// UB access check for one contiguous byte range of buffer `buf` (as returned by the queue/TBuf
+// functions): state (use after free), bounds (buffer and physical UB), written-before-read,
+// pipe ordering. Writes mark the bytes as initialised. Throws on fatal.
+void ub_access(const char* instr, int buf, int64_t off, uint64_t nbytes, bool write, int pipe,
+               const char* file, int line);
+// Check that a UB operand starts on an `align`-byte boundary.
+void ub_align(const char* instr, const char* operand, int64_t off, uint32_t align, const char* file,
+              int line);
+// GM access check for one contiguous byte range. Returns true if the memory may be touched
+// (false: outside every registered allocation -> the caller skips the read). Fatal on OOB writes.
+bool gm_access(const char* instr, const void* p, uint64_t nbytes, bool write, const void* tensor_base,
+               uint64_t tensor_bytes, const char* file, int line);
+int gm_atomic_mode();  // 0 none, 1 add, 2 max, 3 min
+void set_gm_atomic_mode(int mode, const char* dtype);
+
+// Counters for the latency model.
+enum ScalarKind : int { SC_GM_GET = 0, SC_GM_SET, SC_UB_GET, SC_UB_SET, SC_COUNT };
+void count_mte(int pipe, uint64_t bytes, uint64_t bursts);
+void count_ub_copy(uint64_t bytes);
+void count_vec(const char* op, const char* dtype, uint64_t elements, uint64_t repeats);
+void count_scalar(int kind);
+
+// Queues, TBufs and pipes: all state lives in the runtime, the C++ objects are handles.
+struct SlotRef {
+    int buf;        // buffer id (-1 on failure)
+    uint32_t off;   // byte offset in UB
+    uint32_t len;   // bytes
+};
+int pipe_create();
+void pipe_destroy(int pipe, bool unwinding);
+void pipe_reset(int pipe, const char* file, int line);
+int que_init(int pipe, int pos_src, int pos_dst, int depth, int num, uint64_t len, bool is_tbuf,
+             const char* file, int line);
+SlotRef que_alloc(int qid, const char* file, int line);
+void que_enque(int qid, int buf, const char* file, int line);
+SlotRef que_deque(int qid, const char* file, int line);
+void que_free(int qid, int buf, const char* file, int line);
+int que_vacant(int qid);
+int que_has_tensor(int qid);
+SlotRef tbuf_get(int qid, uint64_t offset_bytes, uint64_t len_bytes, const char* file, int line);
+int buf_position(int buf);
+bool buf_valid(int buf);
+
+// Explicit synchronisation.
+void sync_set(int from, int to, int id, const char* file, int line);
+void sync_wait(int from, int to, int id, const char* file, int line);
+void sync_barrier(int pipe_kind, const char* file, int line);
+int fetch_event_id(int from, int to);
+void count_sync(int kind);  // 0 barrier
+
+// Vector mask state (SetVectorMask / SetMaskCount / SetMaskNorm).
+struct MaskState {
+    bool counter = false;
+    uint64_t lo = ~0ull;
+    uint64_t hi = ~0ull;
+};
+MaskState& mask_state();
+
+// Kernel tiling data copy (GET_TILING_DATA).
+void tiling_load(void* dst, const uint8_t* src, uint64_t n, const char* file, int line);
+void kernel_printf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+// Conversions with an explicit rounding mode (Cast). kinds: see DtypeKind.
+enum DtypeKind : int {
+    DK_F32 = 0, DK_F16, DK_BF16, DK_I8, DK_U8, DK_I16, DK_U16, DK_I32, DK_U32, DK_I64, DK_U64, DK_F64,
+    DK_BOOL, DK_OTHER
+};
+// Round `x` to the value set of `kind` with rounding `mode` (AscendC::RoundMode numbering).
+// For float targets, *overflow is set when a finite x became infinite.
+double round_to_kind(double x, int kind, int mode, bool* overflow);
+
+// ---- vector-instruction checking helpers (non-template, so kernels compile fast) ----
+// A tensor operand of a count-form instruction.
+struct TD {
+    int buf;
+    int64_t off;     // UB byte offset
+    uint32_t esize;  // element size in bytes
+};
+// Checks a count-form vector instruction (validity, 32-byte alignment, bounds, initialised
+// reads, pipe ordering), marks the written bytes and counts it. Returns the number of elements
+// to compute (0 when nothing can be done).
+int64_t vec_count_prologue(const char* op, const char* dtype, const TD* dst, const TD* srcs, int nsrc,
+                           int64_t count, uint64_t dst_bytes_override, const char* file, int line);
+// Dtype support check: `allowed` is a bit set over DtypeKind.
+void dtype_check(const char* op, int kind, uint32_t allowed, const char* file, int line);
+void report_half_overflow(const char* op, uint64_t n, const char* file, int line);
+void report_low_precision(const char* op, const char* dtype, const char* file, int line);
+
+// A mask/repeat-form instruction: which lanes of which repeats are active.
+struct Plan {
+    int lanes = 0;         // lanes per repeat (256 bytes / widest element)
+    int repeats = 0;
+    bool counter = false;  // counter mode: the first `count` lanes over all repeats
+    uint64_t count = 0;
+    uint64_t bits[4] = {0, 0, 0, 0};
+};
+inline bool plan_active(const Plan& p, int r, int l) {
+    if (p.counter) return static_cast<uint64_t>(r) * p.lanes + l < p.count;
+    return (p.bits[l >> 6] >> (l & 63)) & 1u;
+}
+// Build a plan from a continuous mask / a bit mask (mask[]) / the SetVectorMask state.
+Plan plan_continuous(const char* op, uint64_t mask, int repeat, int lanes, bool is_set_mask, const char* file,
+                     int line);
+Plan plan_bitwise(const char* op, const uint64_t* mask, int repeat, int lanes, bool is_set_mask, const char* file,
+                  int line);
+// A strided operand of a mask/repeat-form instruction (strides in 32-byte blocks).
+struct MD {
+    int buf;
+    int64_t off;
+    uint32_t esize;
+    uint32_t blk;
+    uint32_t rep;
+    bool write;
+};
+inline int64_t lane_addr(const MD& m, int r, int l) {
+    const int lpb = 32 / static_cast<int>(m.esize);
+    return m.off + static_cast<int64_t>(r) * m.rep * 32 + static_cast<int64_t>(l / lpb) * m.blk * 32 +
+           static_cast<int64_t>(l % lpb) * m.esize;
+}
+// Checks the active lanes of every operand (reads before writes) and counts the instruction.
+// Returns false when nothing can be computed.
+bool vec_mask_prologue(const char* op, const char* dtype, const Plan& plan, const MD* ops, int nops,
+                       const char* file, int line);
+// Reductions write outside the lane pattern: a single byte range check + counting.
+void vec_count_only(const char* op, const char* dtype, uint64_t elements, uint64_t repeats);
+
+}  // namespace evk_sim
+
+#endif  // EVK_SIM_COMMON_H

@@ -1,0 +1,2520 @@
+// EvoKernel Ascend C CPU emulator: runtime (compiled once, linked with every kernel).
+//
+// Holds the state behind the kernel-side API (per-block Unified Buffer with a per-byte written
+// bitmap, queues and buffers, pipe-ordering records, counters), the GM allocation table with a
+// per-byte writer-block map over outputs, the violation log, the host-side registry (OpDef,
+// TilingFunc, InferShape, tiling classes), the block runner and the JSON report.
+#include <algorithm>
+#include <array>
+#include <csetjmp>
+#include <csignal>
+#include <cstdarg>
+#include <cstdlib>
+#include <exception>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "evk_sim/common.h"
+#define EVK_SIM_KERNEL 1
+#include "evk_sim/kernel.h"
+#undef EVK_SIM_KERNEL
+#include "evk_sim/host.h"
+#include "evk_sim/runtime.h"
+#include "register/tilingdata_base.h"
+
+namespace evk_sim {
+
+// =============================================================================================
+// State
+// =============================================================================================
+namespace {
+
+struct Options {
+    uint32_t core_num_aiv = 40;
+    uint64_t ub_size = 196608;
+    int half_saturate = 0;
+    bool keep_outputs = false;
+    uint64_t max_instructions = 0;
+    int max_violations = 200;
+};
+
+struct Violation {
+    std::string rule;
+    int severity = 0;
+    int block = -1;
+    std::vector<int> blocks;
+    uint64_t count = 0;
+    std::string message;
+    std::string file;
+    int line = 0;
+};
+
+enum AllocKind { AK_INPUT = 0, AK_OUTPUT = 1, AK_WORKSPACE = 2, AK_TILING = 3, AK_INOUT = 4 };
+
+struct Alloc {
+    std::string name;
+    int kind = AK_INPUT;
+    uint8_t* base = nullptr;
+    uint64_t n = 0;
+    std::vector<int16_t> writer;  // outputs: last writing block per byte (-1 none)
+};
+
+struct VecCounter {
+    std::string op, dtype;
+    uint64_t calls = 0, elements = 0, repeats = 0;
+};
+
+struct Counters {
+    uint64_t mte2_bytes = 0, mte2_calls = 0, mte2_bursts = 0;
+    uint64_t mte3_bytes = 0, mte3_calls = 0, mte3_bursts = 0;
+    uint64_t ubcopy_bytes = 0, ubcopy_calls = 0;
+    uint64_t scalar[SC_COUNT] = {0, 0, 0, 0};
+    uint64_t barriers = 0, set_flags = 0, wait_flags = 0;
+    uint64_t allocs = 0, enques = 0, deques = 0, frees = 0;
+    uint64_t instructions = 0;
+    std::vector<VecCounter> vec;
+};
+
+enum BufState { BS_FREE = 0, BS_ALLOCATED = 1, BS_ENQUEUED = 2, BS_DEQUEUED = 3 };
+
+struct Buffer {
+    int queue = -1;
+    int slot = 0;
+    uint32_t off = 0, len = 0;
+    int state = BS_FREE;
+    uint64_t enq_seq = 0;
+    bool alive = true;
+};
+
+struct Queue {
+    int pipe = -1;
+    int pos_src = 0, pos_dst = 0;
+    int depth = 1, num = 1;
+    uint32_t len = 0;
+    bool tbuf = false;
+    std::vector<int> bufs;
+    std::vector<int> fifo;
+    int next = 0;
+    bool alive = true;
+    std::string file;
+    int line = 0;
+    uint64_t allocs = 0;
+};
+
+struct PipeRec {
+    uint32_t ub_start = 0;
+    bool alive = true;
+    std::vector<int> queues;
+};
+
+struct Flag {
+    int pending = 0;
+    uint64_t seq = 0;
+};
+
+struct Block {
+    int idx = 0;
+    std::vector<uint8_t> ub, init, wpipe;
+    std::vector<uint64_t> wseq;
+    uint32_t ub_used = 0, ub_peak = 0;
+    int total_buffers = 0;
+    int pos_buffers[32] = {};
+    std::vector<Buffer> bufs;
+    std::vector<Queue> queues;
+    std::vector<PipeRec> pipes;
+    uint64_t seq = 0;
+    uint64_t synced[PID_COUNT][PID_COUNT] = {};
+    Flag flags[PID_COUNT][PID_COUNT][8] = {};
+    int fetch_next[PID_COUNT][PID_COUNT] = {};
+    MaskState mask;
+    int atomic_mode = 0;
+    std::string atomic_dtype;
+    Counters c;
+    bool aborted = false;
+    bool crashed = false;
+    bool active = false;
+};
+
+struct BlockReport {
+    int idx = 0;
+    std::string status;
+    Counters c;
+    uint32_t ub_peak = 0;
+    std::vector<Queue> queues;
+};
+
+struct Run {
+    Options opt;
+    std::string op_type, kernel_name;
+    std::vector<Violation> viol;
+    std::map<std::string, size_t> viol_index;
+    uint64_t viol_dropped = 0;
+    std::vector<Alloc> allocs;
+    uint32_t block_dim = 0;
+    uint64_t tiling_key = 0;
+    std::vector<BlockReport> blocks;
+    std::string status = "ok";
+    std::string error;
+    // operator flow details for the report
+    bool op_flow = false;
+    uint64_t tiling_size = 0;
+    std::vector<uint8_t> tiling_bytes;
+    std::vector<size_t> workspace_sizes;
+    uint64_t workspace_bytes = 0;
+    uint32_t schedule_mode = 0;
+    bool infer_shape_ran = false;
+    bool infer_shape_ok = false;
+    std::vector<std::vector<int64_t>> infer_shapes;
+    std::string printf_log;
+};
+
+Run* g_run = nullptr;
+Block g_blk;
+std::string g_last_error;
+uint64_t g_printf_bytes = 0;
+
+const char* pipe_name(int p) {
+    switch (p) {
+        case PID_S: return "scalar (S)";
+        case PID_V: return "vector (V)";
+        case PID_MTE2: return "MTE2 (GM->UB copy)";
+        case PID_MTE3: return "MTE3 (UB->GM copy)";
+        default: return "unknown";
+    }
+}
+const char* pipe_short(int p) {
+    switch (p) {
+        case PID_S: return "S";
+        case PID_V: return "V";
+        case PID_MTE2: return "MTE2";
+        case PID_MTE3: return "MTE3";
+        default: return "?";
+    }
+}
+const char* pos_name(int pos) {
+    switch (pos) {
+        case 9: return "VECIN";
+        case 10: return "VECOUT";
+        case 11: return "VECCALC";
+        case 0: return "GM";
+        case 1: return "A1";
+        case 2: return "A2";
+        case 3: return "B1";
+        case 4: return "B2";
+        case 5: return "C1";
+        case 6: return "C2";
+        case 7: return "CO1";
+        case 8: return "CO2";
+        default: return "other";
+    }
+}
+const char* sev_name(int s) { return s == SEV_FATAL ? "fatal" : s == SEV_ERROR ? "error" : "warning"; }
+
+std::string vfmt(const char* fmt, va_list ap) {
+    char buf[1024];
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = std::vsnprintf(buf, sizeof(buf), fmt, ap2);
+    va_end(ap2);
+    if (n < 0) return std::string();
+    if (static_cast<size_t>(n) < sizeof(buf)) return std::string(buf, static_cast<size_t>(n));
+    std::string s(static_cast<size_t>(n) + 1, '\0');
+    std::vsnprintf(&s[0], s.size(), fmt, ap);
+    s.resize(static_cast<size_t>(n));
+    return s;
+}
+std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
+std::string fmt(const char* f, ...) {
+    va_list ap;
+    va_start(ap, f);
+    std::string s = vfmt(f, ap);
+    va_end(ap);
+    return s;
+}
+
+int current_block() { return g_blk.active ? g_blk.idx : -1; }
+
+void record(const char* rule, int sev, const char* file, int line, std::string msg) {
+    if (!g_run) {
+        std::fprintf(stderr, "[evk-sim %s] %s (%s:%d)\n", rule, msg.c_str(), file ? file : "?", line);
+        return;
+    }
+    std::string key = std::string(rule) + "|" + (file ? file : "") + "|" + std::to_string(line);
+    int blk = current_block();
+    auto it = g_run->viol_index.find(key);
+    if (it != g_run->viol_index.end()) {
+        Violation& v = g_run->viol[it->second];
+        ++v.count;
+        if (sev > v.severity) {
+            v.severity = sev;
+            v.message = msg;
+        }
+        if (v.blocks.empty() || v.blocks.back() != blk) {
+            if (v.blocks.size() < 64) v.blocks.push_back(blk);
+        }
+        return;
+    }
+    if (static_cast<int>(g_run->viol.size()) >= g_run->opt.max_violations) {
+        ++g_run->viol_dropped;
+        return;
+    }
+    Violation v;
+    v.rule = rule;
+    v.severity = sev;
+    v.block = blk;
+    v.blocks.push_back(blk);
+    v.count = 1;
+    v.message = std::move(msg);
+    v.file = file ? file : "";
+    v.line = line;
+    g_run->viol_index[key] = g_run->viol.size();
+    g_run->viol.push_back(std::move(v));
+}
+
+// Non-kernel-side reporting (host code, runtime checks).
+void host_violation(const char* rule, int sev, const char* fmt_, ...) __attribute__((format(printf, 3, 4)));
+void host_violation(const char* rule, int sev, const char* fmt_, ...) {
+    va_list ap;
+    va_start(ap, fmt_);
+    std::string m = vfmt(fmt_, ap);
+    va_end(ap);
+    record(rule, sev, "", 0, std::move(m));
+}
+
+}  // namespace
+
+// =============================================================================================
+// Kernel-side hooks
+// =============================================================================================
+uint8_t* g_ub = nullptr;
+uint8_t* g_ub_init = nullptr;
+uint32_t g_ub_size = 196608;
+
+void violation(const char* rule, int severity, const char* file, int line, const char* f, ...) {
+    va_list ap;
+    va_start(ap, f);
+    std::string m = vfmt(f, ap);
+    va_end(ap);
+    record(rule, severity, file, line, std::move(m));
+    if (severity >= SEV_FATAL) {
+        g_blk.aborted = true;
+        throw BlockAbort();
+    }
+}
+
+void fatal(const char* rule, const char* file, int line, const char* f, ...) {
+    va_list ap;
+    va_start(ap, f);
+    std::string m = vfmt(f, ap);
+    va_end(ap);
+    record(rule, SEV_FATAL, file, line, std::move(m));
+    g_blk.aborted = true;
+    throw BlockAbort();
+}
+
+int64_t block_idx() { return g_blk.idx; }
+int64_t block_num() { return g_run ? g_run->block_dim : 1; }
+uint64_t tiling_key() { return g_run ? g_run->tiling_key : 0; }
+int half_overflow_saturates() { return g_run ? g_run->opt.half_saturate : 0; }
+
+void begin_instr(int pipe) {
+    (void)pipe;
+    ++g_blk.seq;
+    ++g_blk.c.instructions;
+    if (g_run && g_run->opt.max_instructions && g_blk.c.instructions > g_run->opt.max_instructions)
+        fatal("instruction_budget", "", 0,
+              "block %d exceeded %llu emulated instructions (endless loop, or a far too fine tiling)", g_blk.idx,
+              static_cast<unsigned long long>(g_run->opt.max_instructions));
+}
+
+namespace {
+const char* buffer_origin(const Buffer& b, std::string& tmp) {
+    if (b.queue < 0 || b.queue >= static_cast<int>(g_blk.queues.size())) return "an unknown buffer";
+    const Queue& q = g_blk.queues[b.queue];
+    tmp = fmt("%s %s buffer %d (InitBuffer at %s:%d, %u bytes)", q.tbuf ? "TBuf" : "TQue", pos_name(q.pos_src), b.slot,
+              q.file.c_str(), q.line, q.len);
+    return tmp.c_str();
+}
+
+void check_buffer(const char* instr, int buf, const char* file, int line) {
+    if (buf < 0 || buf >= static_cast<int>(g_blk.bufs.size()) || !g_blk.bufs[buf].alive)
+        fatal(EVK_RULE_INVALID_TENSOR, file, line,
+              "%s on a LocalTensor that was never obtained from AllocTensor/DeQue/TBuf::Get (or whose TPipe was "
+              "destroyed)",
+              instr);
+}
+
+// bounds + state; returns the Buffer
+Buffer& check_range(const char* instr, int buf, int64_t off, uint64_t n, const char* file, int line) {
+    check_buffer(instr, buf, file, line);
+    Buffer& B = g_blk.bufs[buf];
+    std::string tmp;
+    if (!g_blk.queues[B.queue].tbuf && B.state == BS_FREE)
+        violation(EVK_RULE_USE_AFTER_FREE, SEV_ERROR, file, line,
+                  "%s uses a tensor of %s after FreeTensor (or before AllocTensor); on the NPU the buffer may "
+                  "already hold the next tile",
+                  instr, buffer_origin(B, tmp));
+    if (off < 0 || static_cast<uint64_t>(off) + n > g_ub_size)
+        fatal(EVK_RULE_UB_OOB, file, line,
+              "%s touches UB bytes [%lld, %lld), outside the %u-byte Unified Buffer (tensor of %s)", instr,
+              static_cast<long long>(off), static_cast<long long>(off + static_cast<int64_t>(n)), g_ub_size,
+              buffer_origin(B, tmp));
+    if (off < static_cast<int64_t>(B.off) || static_cast<uint64_t>(off) + n > static_cast<uint64_t>(B.off) + B.len) {
+        int64_t past = static_cast<int64_t>(off + n) - static_cast<int64_t>(B.off + B.len);
+        violation(EVK_RULE_UB_OOB, SEV_ERROR, file, line,
+                  "%s touches bytes [%lld, %lld) of a tensor whose buffer is only %u bytes (%s): %lld bytes %s; it "
+                  "corrupts or reads a neighbouring buffer on the NPU",
+                  instr, static_cast<long long>(off - B.off), static_cast<long long>(off - B.off + n), B.len,
+                  buffer_origin(B, tmp), static_cast<long long>(past > 0 ? past : B.off - off),
+                  past > 0 ? "past its end" : "before its start");
+    }
+    return B;
+}
+}  // namespace
+
+void ub_access(const char* instr, int buf, int64_t off, uint64_t n, bool write, int pipe, const char* file, int line) {
+    if (n == 0) return;
+    Buffer& B = check_range(instr, buf, off, n, file, line);
+    std::string tmp;
+    if (!write) {
+        uint64_t bad = 0, first = 0;
+        const uint8_t* ini = g_ub_init + off;
+        if (std::memchr(ini, 0, n)) {
+            for (uint64_t i = 0; i < n; ++i)
+                if (!ini[i]) {
+                    if (!bad) first = i;
+                    ++bad;
+                }
+        }
+        if (bad)
+            violation(EVK_RULE_UNINIT_READ, SEV_ERROR, file, line,
+                      "%s reads %llu byte(s) of UB never written in this block (first at byte %lld of %s); on the "
+                      "NPU that is stale data from another tile or kernel",
+                      instr, static_cast<unsigned long long>(bad), static_cast<long long>(off - B.off + first),
+                      buffer_origin(B, tmp));
+        if (pipe < PID_COUNT) {
+            int64_t b0 = off / 32, b1 = (off + static_cast<int64_t>(n) - 1) / 32;
+            for (int64_t b = b0; b <= b1; ++b) {
+                int w = g_blk.wpipe[b];
+                if (w < PID_COUNT && w != pipe && g_blk.wseq[b] > g_blk.synced[w][pipe]) {
+                    violation(EVK_RULE_MISSING_SYNC, SEV_WARNING, file, line,
+                              "%s (%s pipe) reads UB data last written by the %s pipe with no %s->%s "
+                              "synchronisation in between (EnQue/DeQue through a TQue, SetFlag/WaitFlag<HardEvent::"
+                              "%s_%s>, or PipeBarrier<PIPE_ALL>()); on the NPU the pipes run concurrently and the "
+                              "read may see stale data",
+                              instr, pipe_short(pipe), pipe_name(w), pipe_short(w), pipe_short(pipe), pipe_short(w),
+                              pipe_short(pipe));
+                    break;
+                }
+            }
+        }
+    } else {
+        std::memset(g_ub_init + off, 1, n);
+        int64_t b0 = off / 32, b1 = (off + static_cast<int64_t>(n) - 1) / 32;
+        uint8_t wp = pipe == PID_S ? static_cast<uint8_t>(PID_NONE) : static_cast<uint8_t>(pipe);
+        for (int64_t b = b0; b <= b1; ++b) {
+            g_blk.wpipe[b] = wp;
+            g_blk.wseq[b] = g_blk.seq;
+        }
+    }
+}
+
+void ub_align(const char* instr, const char* operand, int64_t off, uint32_t align, const char* file, int line) {
+    if (align > 1 && off % align != 0)
+        violation(EVK_RULE_UB_ALIGNMENT, SEV_ERROR, file, line,
+                  "%s: the %s operand starts at UB byte offset %lld, not %u-byte aligned; the NPU requires "
+                  "%u-byte aligned UB addresses here (slice tensors at multiples of %u bytes)",
+                  instr, operand, static_cast<long long>(off), align, align, align);
+}
+
+namespace {
+Alloc* find_alloc(const void* p) {
+    if (!g_run) return nullptr;
+    const uint8_t* q = static_cast<const uint8_t*>(p);
+    for (Alloc& a : g_run->allocs)
+        if (q >= a.base && q < a.base + (a.n ? a.n : 1)) return &a;
+    return nullptr;
+}
+const char* kind_name(int k) {
+    switch (k) {
+        case AK_INPUT: return "input";
+        case AK_OUTPUT: return "output";
+        case AK_WORKSPACE: return "workspace";
+        case AK_TILING: return "tiling";
+        case AK_INOUT: return "in/out";
+        default: return "buffer";
+    }
+}
+std::string describe_gm(const void* p, uint64_t n) {
+    const uint8_t* q = static_cast<const uint8_t*>(p);
+    // nearest allocation that starts at or before p
+    Alloc* best = nullptr;
+    if (g_run)
+        for (Alloc& a : g_run->allocs)
+            if (a.base <= q && (!best || a.base > best->base)) best = &a;
+    if (best)
+        return fmt("bytes [%lld, %lld) of %s '%s' (%llu bytes)", static_cast<long long>(q - best->base),
+                   static_cast<long long>(q - best->base + n), kind_name(best->kind), best->name.c_str(),
+                   static_cast<unsigned long long>(best->n));
+    return fmt("%llu bytes at %p, outside every kernel argument buffer", static_cast<unsigned long long>(n), p);
+}
+}  // namespace
+
+bool gm_access(const char* instr, const void* p, uint64_t n, bool write, const void* tbase, uint64_t tbytes,
+               const char* file, int line) {
+    if (n == 0) return true;
+    Alloc* a = find_alloc(p);
+    const uint8_t* q = static_cast<const uint8_t*>(p);
+    if (!a || q + n > a->base + a->n) {
+        if (write)
+            fatal(EVK_RULE_GM_OOB, file, line,
+                  "%s writes %s: past the end of the real buffer; on the NPU this corrupts other tensors or "
+                  "raises an MPU address error (the emulator stops the block)",
+                  instr, describe_gm(p, n).c_str());
+        violation(EVK_RULE_GM_OOB, SEV_ERROR, file, line,
+                  "%s reads %s: past the end of the real buffer (the data read is garbage on the NPU; the emulator "
+                  "leaves the destination unwritten)",
+                  instr, describe_gm(p, n).c_str());
+        return false;
+    }
+    if (tbytes) {
+        const uint8_t* tb = static_cast<const uint8_t*>(tbase);
+        if (q < tb || q + n > tb + tbytes)
+            violation(EVK_RULE_GM_OOB, SEV_WARNING, file, line,
+                      "%s %s %s, beyond the GlobalTensor's declared size (SetGlobalBuffer size) but inside the "
+                      "real buffer",
+                      instr, write ? "writes" : "reads", describe_gm(p, n).c_str());
+    }
+    if (write) {
+        if (a->kind == AK_INPUT)
+            violation(EVK_RULE_INPUT_WRITTEN, SEV_WARNING, file, line, "%s writes %s: kernels must not modify inputs",
+                      instr, describe_gm(p, n).c_str());
+        if (!a->writer.empty() && g_blk.atomic_mode == 0) {
+            int16_t me = static_cast<int16_t>(g_blk.idx);
+            uint64_t start = static_cast<uint64_t>(q - a->base);
+            int other = -1;
+            uint64_t first = 0, clash = 0;
+            for (uint64_t i = start; i < start + n; ++i) {
+                int16_t w = a->writer[i];
+                if (w >= 0 && w != me) {
+                    if (other < 0) {
+                        other = w;
+                        first = i;
+                    }
+                    ++clash;
+                }
+                a->writer[i] = me;
+            }
+            if (other >= 0)
+                violation(EVK_RULE_OVERLAP, SEV_ERROR, file, line,
+                          "block %d's %s writes %llu byte(s) of %s '%s' already written by block %d (first at byte "
+                          "%llu): blocks must write disjoint ranges (check the per-block offset/length and the tail "
+                          "tile)",
+                          g_blk.idx, instr, static_cast<unsigned long long>(clash), kind_name(a->kind),
+                          a->name.c_str(), other, static_cast<unsigned long long>(first));
+        }
+    }
+    return true;
+}
+
+int gm_atomic_mode() { return g_blk.atomic_mode; }
+void set_gm_atomic_mode(int mode, const char* dtype) {
+    g_blk.atomic_mode = mode;
+    g_blk.atomic_dtype = dtype ? dtype : "";
+}
+
+void count_mte(int pipe, uint64_t bytes, uint64_t bursts) {
+    if (pipe == PID_MTE2) {
+        g_blk.c.mte2_bytes += bytes;
+        g_blk.c.mte2_bursts += bursts;
+        ++g_blk.c.mte2_calls;
+    } else {
+        g_blk.c.mte3_bytes += bytes;
+        g_blk.c.mte3_bursts += bursts;
+        ++g_blk.c.mte3_calls;
+    }
+}
+void count_ub_copy(uint64_t bytes) {
+    g_blk.c.ubcopy_bytes += bytes;
+    ++g_blk.c.ubcopy_calls;
+}
+void count_vec(const char* op, const char* dtype, uint64_t elements, uint64_t repeats) {
+    for (VecCounter& v : g_blk.c.vec)
+        if (v.op == op && v.dtype == dtype) {
+            ++v.calls;
+            v.elements += elements;
+            v.repeats += repeats;
+            return;
+        }
+    VecCounter v;
+    v.op = op;
+    v.dtype = dtype;
+    v.calls = 1;
+    v.elements = elements;
+    v.repeats = repeats;
+    g_blk.c.vec.push_back(v);
+}
+void count_scalar(int kind) {
+    if (kind >= 0 && kind < SC_COUNT) ++g_blk.c.scalar[kind];
+}
+void vec_count_only(const char* op, const char* dtype, uint64_t elements, uint64_t repeats) {
+    count_vec(op, dtype, elements, repeats);
+}
+
+// ---- queues ------------------------------------------------------------------------------------
+int pipe_create() {
+    PipeRec p;
+    p.ub_start = g_blk.ub_used;
+    g_blk.pipes.push_back(p);
+    return static_cast<int>(g_blk.pipes.size()) - 1;
+}
+
+namespace {
+void release_pipe(int id, bool check_leaks, const char* file, int line) {
+    if (id < 0 || id >= static_cast<int>(g_blk.pipes.size()) || !g_blk.pipes[id].alive) return;
+    PipeRec& p = g_blk.pipes[id];
+    for (int qi : p.queues) {
+        Queue& q = g_blk.queues[qi];
+        if (!q.alive) continue;
+        if (check_leaks && !q.tbuf) {
+            int leaked = 0;
+            for (int b : q.bufs)
+                if (g_blk.bufs[b].state != BS_FREE) ++leaked;
+            if (leaked)
+                record(EVK_RULE_QUEUE_PAIRING, SEV_WARNING, q.file.c_str(), q.line,
+                       fmt("%d buffer(s) of the %s queue initialised here were never freed when the TPipe ended "
+                           "(AllocTensor/DeQue without FreeTensor, or EnQue without DeQue)",
+                           leaked, pos_name(q.pos_src)));
+        }
+        q.alive = false;
+        for (int b : q.bufs) g_blk.bufs[b].alive = false;
+    }
+    p.queues.clear();
+    // stack-like UB release: the pipe's allocations go back
+    if (g_blk.ub_used >= p.ub_start) g_blk.ub_used = p.ub_start;
+    (void)file;
+    (void)line;
+}
+}  // namespace
+
+void pipe_destroy(int pipe, bool unwinding) {
+    bool check = !unwinding && !g_blk.aborted && !g_blk.crashed;
+    release_pipe(pipe, check, "", 0);
+    if (pipe >= 0 && pipe < static_cast<int>(g_blk.pipes.size())) g_blk.pipes[pipe].alive = false;
+}
+void pipe_reset(int pipe, const char* file, int line) {
+    release_pipe(pipe, !g_blk.aborted, file, line);
+    if (pipe >= 0 && pipe < static_cast<int>(g_blk.pipes.size())) g_blk.pipes[pipe].alive = true;
+}
+
+int que_init(int pipe, int pos_src, int pos_dst, int depth, int num, uint64_t len, bool is_tbuf, const char* file,
+             int line) {
+    if (pipe < 0 || pipe >= static_cast<int>(g_blk.pipes.size()) || !g_blk.pipes[pipe].alive)
+        fatal(EVK_RULE_INVALID_TENSOR, file, line, "InitBuffer on a TPipe that no longer exists");
+    auto ub_pos = [](int p) { return p == 9 || p == 10 || p == 11; };
+    if (!ub_pos(pos_src) || !ub_pos(pos_dst))
+        fatal(EVK_RULE_UNSUPPORTED_API, file, line,
+              "InitBuffer for TPosition %s: the emulator covers the vector core's Unified Buffer only "
+              "(VECIN/VECOUT/VECCALC); cube buffers (A1/B1/A2/B2/CO1...) and Matmul are not emulated",
+              pos_name(ub_pos(pos_src) ? pos_dst : pos_src));
+    if (len == 0)
+        violation(EVK_RULE_INVALID_ARGUMENT, SEV_ERROR, file, line, "InitBuffer with a length of 0 bytes");
+    if (num <= 0) {
+        violation(EVK_RULE_INVALID_ARGUMENT, SEV_ERROR, file, line, "InitBuffer with num=%d buffers", num);
+        num = 1;
+    }
+    uint64_t len32 = (len + 31) & ~31ull;
+    uint64_t need = len32 * static_cast<uint64_t>(num);
+    if (static_cast<uint64_t>(g_blk.ub_used) + need > g_ub_size) {
+        std::string have;
+        for (const Queue& q : g_blk.queues)
+            if (q.alive)
+                have += fmt("%s%s %dx%u B (%s:%d)", have.empty() ? "" : ", ", q.tbuf ? "TBuf" : pos_name(q.pos_src),
+                            q.num, q.len, q.file.c_str(), q.line);
+        fatal(EVK_RULE_UB_CAPACITY, file, line,
+              "InitBuffer needs %llu bytes (%d x %llu, rounded up to 32 B) but only %u of the %u-byte Unified "
+              "Buffer are left (allocated so far: %s); shrink the tile length or the number of buffers",
+              static_cast<unsigned long long>(need), num, static_cast<unsigned long long>(len32),
+              g_ub_size - g_blk.ub_used, g_ub_size, have.empty() ? "nothing" : have.c_str());
+    }
+    Queue q;
+    q.pipe = pipe;
+    q.pos_src = pos_src;
+    q.pos_dst = pos_dst;
+    q.depth = depth;
+    q.num = num;
+    q.len = static_cast<uint32_t>(len32);
+    q.tbuf = is_tbuf;
+    q.file = file ? file : "";
+    q.line = line;
+    int qid = static_cast<int>(g_blk.queues.size());
+    for (int i = 0; i < num; ++i) {
+        Buffer b;
+        b.queue = qid;
+        b.slot = i;
+        b.off = g_blk.ub_used + static_cast<uint32_t>(len32) * i;
+        b.len = static_cast<uint32_t>(len32);
+        b.state = BS_FREE;
+        q.bufs.push_back(static_cast<int>(g_blk.bufs.size()));
+        g_blk.bufs.push_back(b);
+    }
+    g_blk.ub_used += static_cast<uint32_t>(need);
+    if (g_blk.ub_used > g_blk.ub_peak) g_blk.ub_peak = g_blk.ub_used;
+    g_blk.queues.push_back(q);
+    g_blk.pipes[pipe].queues.push_back(qid);
+    g_blk.total_buffers += num;
+    if (g_blk.total_buffers > 64)
+        violation(EVK_RULE_QUEUE_LIMITS, SEV_ERROR, file, line,
+                  "%d buffers initialised in total; a TPipe manages at most 64", g_blk.total_buffers);
+    if (!is_tbuf) {
+        if (depth < 0 || depth > 8)
+            violation(EVK_RULE_QUEUE_LIMITS, SEV_ERROR, file, line, "TQue depth %d is outside 0..8", depth);
+        if (num > 8)
+            violation(EVK_RULE_QUEUE_LIMITS, SEV_ERROR, file, line,
+                      "InitBuffer with num=%d: a TQue holds at most 8 buffers (one event id each)", num);
+        g_blk.pos_buffers[pos_src & 31] += num;
+        if (g_blk.pos_buffers[pos_src & 31] > 8)
+            violation(EVK_RULE_QUEUE_LIMITS, SEV_ERROR, file, line,
+                      "%d buffers on %s queues: at most 8 per position (the hardware has 8 event ids per pipe pair)",
+                      g_blk.pos_buffers[pos_src & 31], pos_name(pos_src));
+    }
+    return qid;
+}
+
+namespace {
+Queue& get_queue(int qid, const char* what, const char* file, int line) {
+    if (qid < 0 || qid >= static_cast<int>(g_blk.queues.size()) || !g_blk.queues[qid].alive)
+        fatal(EVK_RULE_QUEUE_PAIRING, file, line, "%s on a TQue/TBuf that was never passed to TPipe::InitBuffer", what);
+    return g_blk.queues[qid];
+}
+void producers_consumers(const Queue& q, int* prod, int* cons) {
+    // VECIN: GM->UB copies feed vector/scalar; VECOUT: vector feeds UB->GM copies; bound VECIN->VECOUT:
+    // MTE2 feeds MTE3.
+    if (q.pos_src == 9 && q.pos_dst == 10) {
+        *prod = PID_MTE2;
+        *cons = PID_MTE3;
+    } else if (q.pos_src == 9) {
+        *prod = PID_MTE2;
+        *cons = PID_V;
+    } else if (q.pos_src == 10) {
+        *prod = PID_V;
+        *cons = PID_MTE3;
+    } else {
+        *prod = PID_V;
+        *cons = PID_V;
+    }
+}
+}  // namespace
+
+SlotRef que_alloc(int qid, const char* file, int line) {
+    Queue& q = get_queue(qid, "AllocTensor", file, line);
+    if (q.tbuf) fatal(EVK_RULE_QUEUE_PAIRING, file, line, "AllocTensor on a TBuf: use TBuf::Get<T>()");
+    ++g_blk.c.allocs;
+    for (int k = 0; k < q.num; ++k) {
+        int s = (q.next + k) % q.num;
+        Buffer& b = g_blk.bufs[q.bufs[s]];
+        if (b.state == BS_FREE) {
+            b.state = BS_ALLOCATED;
+            q.next = (s + 1) % q.num;
+            ++q.allocs;
+            return SlotRef{q.bufs[s], b.off, b.len};
+        }
+    }
+    fatal(EVK_RULE_QUEUE_PAIRING, file, line,
+          "AllocTensor on the %s queue (InitBuffer at %s:%d, num=%d): all %d buffers are still in use (allocated, "
+          "queued or dequeued and not freed); on the NPU AllocTensor waits forever. Free each tensor after its last "
+          "use",
+          pos_name(q.pos_src), q.file.c_str(), q.line, q.num, q.num);
+}
+
+void que_enque(int qid, int buf, const char* file, int line) {
+    begin_instr(PID_S);
+    Queue& q = get_queue(qid, "EnQue", file, line);
+    ++g_blk.c.enques;
+    check_buffer("EnQue", buf, file, line);
+    Buffer& b = g_blk.bufs[buf];
+    if (b.queue != qid)
+        violation(EVK_RULE_QUEUE_PAIRING, SEV_ERROR, file, line,
+                  "EnQue on the %s queue (InitBuffer at %s:%d) of a tensor allocated from another queue or TBuf",
+                  pos_name(q.pos_src), q.file.c_str(), q.line);
+    if (b.state == BS_FREE)
+        violation(EVK_RULE_QUEUE_PAIRING, SEV_ERROR, file, line, "EnQue of a tensor that was freed (or never allocated)");
+    else if (b.state == BS_ENQUEUED)
+        violation(EVK_RULE_QUEUE_PAIRING, SEV_ERROR, file, line, "EnQue of a tensor that is already in a queue");
+    if (static_cast<int>(q.fifo.size()) >= (q.depth > 0 ? q.depth : q.num))
+        violation(EVK_RULE_QUEUE_PAIRING, SEV_ERROR, file, line,
+                  "EnQue beyond the queue depth: the %s queue (InitBuffer at %s:%d) already holds %d tensor(s) and "
+                  "its depth is %d; DeQue before the next EnQue (depth counts tensors in flight, not buffers)",
+                  pos_name(q.pos_src), q.file.c_str(), q.line, static_cast<int>(q.fifo.size()), q.depth);
+    b.state = BS_ENQUEUED;
+    b.enq_seq = g_blk.seq;
+    q.fifo.push_back(buf);
+}
+
+SlotRef que_deque(int qid, const char* file, int line) {
+    begin_instr(PID_S);
+    Queue& q = get_queue(qid, "DeQue", file, line);
+    ++g_blk.c.deques;
+    if (q.fifo.empty())
+        fatal(EVK_RULE_QUEUE_PAIRING, file, line,
+              "DeQue on the empty %s queue (InitBuffer at %s:%d): nothing was EnQue'd; on the NPU DeQue waits "
+              "forever",
+              pos_name(q.pos_src), q.file.c_str(), q.line);
+    int buf = q.fifo.front();
+    q.fifo.erase(q.fifo.begin());
+    Buffer& b = g_blk.bufs[buf];
+    b.state = BS_DEQUEUED;
+    int prod, cons;
+    producers_consumers(q, &prod, &cons);
+    if (b.enq_seq > g_blk.synced[prod][cons]) g_blk.synced[prod][cons] = b.enq_seq;
+    if (b.enq_seq > g_blk.synced[prod][PID_S]) g_blk.synced[prod][PID_S] = b.enq_seq;
+    return SlotRef{buf, b.off, b.len};
+}
+
+void que_free(int qid, int buf, const char* file, int line) {
+    Queue& q = get_queue(qid, "FreeTensor", file, line);
+    ++g_blk.c.frees;
+    if (buf < 0 || buf >= static_cast<int>(g_blk.bufs.size()) || !g_blk.bufs[buf].alive) {
+        violation(EVK_RULE_QUEUE_PAIRING, SEV_ERROR, file, line,
+                  "FreeTensor of a LocalTensor that was never allocated from a queue");
+        return;
+    }
+    Buffer& b = g_blk.bufs[buf];
+    if (b.queue != qid)
+        violation(EVK_RULE_QUEUE_PAIRING, SEV_ERROR, file, line,
+                  "FreeTensor on the %s queue (InitBuffer at %s:%d) of a tensor that belongs to another queue",
+                  pos_name(q.pos_src), q.file.c_str(), q.line);
+    if (b.state == BS_FREE) {
+        violation(EVK_RULE_QUEUE_PAIRING, SEV_ERROR, file, line,
+                  "double FreeTensor: this tensor was already freed (or never allocated)");
+        return;
+    }
+    if (b.state == BS_ENQUEUED) {
+        violation(EVK_RULE_QUEUE_PAIRING, SEV_ERROR, file, line,
+                  "FreeTensor of a tensor that is still queued (EnQue without the matching DeQue)");
+        Queue& owner = g_blk.queues[b.queue];
+        for (size_t i = 0; i < owner.fifo.size(); ++i)
+            if (owner.fifo[i] == buf) {
+                owner.fifo.erase(owner.fifo.begin() + static_cast<long>(i));
+                break;
+            }
+    }
+    b.state = BS_FREE;
+}
+
+int que_vacant(int qid) {
+    if (qid < 0 || qid >= static_cast<int>(g_blk.queues.size())) return 0;
+    Queue& q = g_blk.queues[qid];
+    return static_cast<int>(q.fifo.size()) < (q.depth > 0 ? q.depth : q.num) ? 1 : 0;
+}
+int que_has_tensor(int qid) {
+    if (qid < 0 || qid >= static_cast<int>(g_blk.queues.size())) return 0;
+    return static_cast<int>(g_blk.queues[qid].fifo.size());
+}
+
+SlotRef tbuf_get(int qid, uint64_t offset, uint64_t len, const char* file, int line) {
+    Queue& q = get_queue(qid, "TBuf::Get", file, line);
+    if (!q.tbuf) fatal(EVK_RULE_QUEUE_PAIRING, file, line, "Get on a TQue: use AllocTensor/DeQue");
+    Buffer& b = g_blk.bufs[q.bufs[0]];
+    if (len == ~0ull) len = offset < b.len ? b.len - offset : 0;
+    if (offset + len > b.len)
+        violation(EVK_RULE_UB_OOB, SEV_ERROR, file, line,
+                  "TBuf::Get asks for %llu bytes at offset %llu but the TBuf (InitBuffer at %s:%d) has %u bytes",
+                  static_cast<unsigned long long>(len), static_cast<unsigned long long>(offset), q.file.c_str(),
+                  q.line, b.len);
+    if (offset % 32)
+        violation(EVK_RULE_UB_ALIGNMENT, SEV_ERROR, file, line,
+                  "TBuf::GetWithOffset at byte offset %llu: not 32-byte aligned", static_cast<unsigned long long>(offset));
+    return SlotRef{q.bufs[0], static_cast<uint32_t>(b.off + offset), static_cast<uint32_t>(len)};
+}
+
+int buf_position(int buf) {
+    if (buf < 0 || buf >= static_cast<int>(g_blk.bufs.size())) return 0;
+    return g_blk.queues[g_blk.bufs[buf].queue].pos_src;
+}
+bool buf_valid(int buf) { return buf >= 0 && buf < static_cast<int>(g_blk.bufs.size()) && g_blk.bufs[buf].alive; }
+
+// ---- sync --------------------------------------------------------------------------------------
+void sync_set(int from, int to, int id, const char* file, int line) {
+    ++g_blk.c.set_flags;
+    if (from >= PID_COUNT || to >= PID_COUNT || from < 0 || to < 0) return;  // pipes the emulator does not model
+    if (id < 0 || id > 7) {
+        violation(EVK_RULE_INVALID_ARGUMENT, SEV_ERROR, file, line, "SetFlag with event id %d (valid: 0..7)", id);
+        return;
+    }
+    Flag& f = g_blk.flags[from][to][id];
+    if (f.pending > 0)
+        violation(EVK_RULE_SYNC_PAIRING, SEV_WARNING, file, line,
+                  "SetFlag<%s_%s>(%d) while the previous SetFlag on this event was not yet waited for", pipe_short(from),
+                  pipe_short(to), id);
+    ++f.pending;
+    f.seq = g_blk.seq;
+}
+void sync_wait(int from, int to, int id, const char* file, int line) {
+    ++g_blk.c.wait_flags;
+    if (from >= PID_COUNT || to >= PID_COUNT || from < 0 || to < 0) return;
+    if (id < 0 || id > 7) {
+        violation(EVK_RULE_INVALID_ARGUMENT, SEV_ERROR, file, line, "WaitFlag with event id %d (valid: 0..7)", id);
+        return;
+    }
+    Flag& f = g_blk.flags[from][to][id];
+    if (f.pending <= 0)
+        fatal(EVK_RULE_SYNC_PAIRING, file, line,
+              "WaitFlag<%s_%s>(%d) with no SetFlag before it: on the NPU the %s pipe waits forever (vector core "
+              "timeout)",
+              pipe_short(from), pipe_short(to), id, pipe_short(to));
+    --f.pending;
+    if (f.seq > g_blk.synced[from][to]) g_blk.synced[from][to] = f.seq;
+}
+void sync_barrier(int pipe_kind, const char* file, int line) {
+    (void)file;
+    (void)line;
+    ++g_blk.c.barriers;
+    if (pipe_kind == -1)
+        for (int a = 0; a < PID_COUNT; ++a)
+            for (int b = 0; b < PID_COUNT; ++b) g_blk.synced[a][b] = g_blk.seq;
+}
+int fetch_event_id(int from, int to) {
+    if (from < 0 || from >= PID_COUNT || to < 0 || to >= PID_COUNT) return 0;
+    return g_blk.fetch_next[from][to]++ % 8;
+}
+void count_sync(int kind) {
+    if (kind == 0) ++g_blk.c.barriers;
+}
+MaskState& mask_state() { return g_blk.mask; }
+
+// ---- tiling ------------------------------------------------------------------------------------
+void tiling_load(void* dst, const uint8_t* src, uint64_t n, const char* file, int line) {
+    std::memset(dst, 0, n);
+    Alloc* a = find_alloc(src);
+    if (!a)
+        fatal(EVK_RULE_TILING_SIZE, file, line,
+              "GET_TILING_DATA: the tiling argument is not the tiling buffer the runtime passed (wrong argument "
+              "order?)");
+    uint64_t avail = static_cast<uint64_t>(a->base + a->n - src);
+    if (avail < n)
+        violation(EVK_RULE_TILING_SIZE, SEV_ERROR, file, line,
+                  "GET_TILING_DATA reads %llu bytes (the tiling struct) but the TilingFunc saved %llu (call "
+                  "SaveToBuffer and SetDataSize(tiling.GetDataSize())); the missing fields read as 0 here and as "
+                  "garbage on the NPU",
+                  static_cast<unsigned long long>(n), static_cast<unsigned long long>(avail));
+    std::memcpy(dst, src, avail < n ? avail : n);
+}
+void tiling_load_member(void* dst, const uint8_t* src, uint64_t off, uint64_t n, const char* file, int line) {
+    std::vector<uint8_t> tmp(off + n);
+    tiling_load(tmp.data(), src, off + n, file, line);
+    std::memcpy(dst, tmp.data() + off, n);
+}
+
+void kernel_printf(const char* f, ...) {
+    if (g_printf_bytes > 65536) return;
+    va_list ap;
+    va_start(ap, f);
+    std::string s = vfmt(f, ap);
+    va_end(ap);
+    g_printf_bytes += s.size();
+    std::fputs(s.c_str(), stderr);
+    if (g_run && g_run->printf_log.size() < 8192) g_run->printf_log += s;
+}
+
+// ---- conversions -------------------------------------------------------------------------------
+namespace {
+double round_int(double v, int mode) {
+    switch (mode) {
+        case 2: return std::floor(v);
+        case 3: return std::ceil(v);
+        case 4: return std::round(v);
+        case 5: return std::trunc(v);
+        case 6: {  // round to odd
+            double t = std::trunc(v);
+            if (t == v) return t;
+            if (std::fmod(t, 2.0) == 0.0) return v > 0 ? t + 1 : t - 1;
+            return t;
+        }
+        default: return std::nearbyint(v);  // NONE, RINT: to nearest, ties to even
+    }
+}
+}  // namespace
+
+double round_to_kind(double x, int kind, int mode, bool* overflow) {
+    *overflow = false;
+    int p = 0, emin = 0, emax = 0;
+    switch (kind) {
+        case DK_F32: p = 24; emin = -126; emax = 127; break;
+        case DK_F16: p = 11; emin = -14; emax = 15; break;
+        case DK_BF16: p = 8; emin = -126; emax = 127; break;
+        case DK_F64: return x;
+        case DK_BOOL: return x != 0 ? 1.0 : 0.0;
+        default: break;
+    }
+    if (p) {
+        if (std::isnan(x) || std::isinf(x) || x == 0.0) return x;
+        int e = std::ilogb(x);
+        if (e < emin) e = emin;
+        double q = std::ldexp(1.0, e - (p - 1));
+        double r = round_int(x / q, mode) * q;
+        double maxv = (2.0 - std::ldexp(1.0, -(p - 1))) * std::ldexp(1.0, emax);
+        if (std::fabs(r) > maxv) {
+            bool pos = x > 0;
+            switch (mode) {
+                case 5: case 6: return pos ? maxv : -maxv;
+                case 2: if (pos) return maxv; break;
+                case 3: if (!pos) return -maxv; break;
+                default: break;
+            }
+            *overflow = true;
+            return pos ? HUGE_VAL : -HUGE_VAL;
+        }
+        return r;
+    }
+    // integers: round then saturate; NaN -> 0
+    if (std::isnan(x)) return 0.0;
+    double r = round_int(x, mode);
+    double lo = 0, hi = 0;
+    switch (kind) {
+        case DK_I8: lo = -128; hi = 127; break;
+        case DK_U8: lo = 0; hi = 255; break;
+        case DK_I16: lo = -32768; hi = 32767; break;
+        case DK_U16: lo = 0; hi = 65535; break;
+        case DK_I32: lo = -2147483648.0; hi = 2147483647.0; break;
+        case DK_U32: lo = 0; hi = 4294967295.0; break;
+        case DK_I64: lo = -9223372036854775808.0; hi = 9223372036854774784.0; break;
+        case DK_U64: lo = 0; hi = 18446744073709549568.0; break;
+        default: return r;
+    }
+    return r < lo ? lo : (r > hi ? hi : r);
+}
+
+// ---- vector-instruction helpers ------------------------------------------------------------------
+namespace {
+std::string kinds_list(uint32_t allowed) {
+    static const char* names[] = {"float", "half", "bfloat16", "int8", "uint8", "int16", "uint16",
+                                  "int32", "uint32", "int64", "uint64", "double", "bool"};
+    std::string s;
+    for (int k = 0; k < 13; ++k)
+        if (allowed & (1u << k)) s += (s.empty() ? "" : "/") + std::string(names[k]);
+    return s;
+}
+const char* kind_str(int k) {
+    static const char* names[] = {"float", "half", "bfloat16", "int8", "uint8", "int16", "uint16",
+                                  "int32", "uint32", "int64", "uint64", "double", "bool", "other"};
+    return (k >= 0 && k <= 13) ? names[k] : "other";
+}
+}  // namespace
+
+void dtype_check(const char* op, int kind, uint32_t allowed, const char* file, int line) {
+    if (allowed == 0xffffffffu) return;
+    if (!(allowed & (1u << kind)))
+        violation(EVK_RULE_UNSUPPORTED_DTYPE, SEV_ERROR, file, line,
+                  "%s does not support %s on the 910B vector unit (supported: %s); Cast to a supported type first",
+                  op, kind_str(kind), kinds_list(allowed).c_str());
+}
+
+void report_half_overflow(const char* op, uint64_t n, const char* file, int line) {
+    violation(EVK_RULE_HALF_OVERFLOW, SEV_WARNING, file, line,
+              "%s on half produced %llu result(s) beyond the half range (|x| > 65504) that became %s; compute in "
+              "float (Cast up first) or rescale",
+              op, static_cast<unsigned long long>(n),
+              half_overflow_saturates() ? "+-65504 (saturation mode)" : "+-inf (the 910B's default Inf/NaN mode)");
+}
+
+void report_low_precision(const char* op, const char* dtype, const char* file, int line) {
+    violation(EVK_RULE_LOW_PRECISION, SEV_WARNING, file, line,
+              "%s on %s is approximate on the NPU (documented to miss 1e-4 relative accuracy for float, 1e-3 for "
+              "half) and the emulator reproduces that; for accurate results use Sqrt and Div instead",
+              op, dtype);
+}
+
+int64_t vec_count_prologue(const char* op, const char* dtype, const TD* dst, const TD* srcs, int nsrc, int64_t count,
+                           uint64_t dst_bytes_override, const char* file, int line) {
+    begin_instr(PID_V);
+    if (count < 0) {
+        violation(EVK_RULE_INVALID_ARGUMENT, SEV_ERROR, file, line, "%s with a negative count (%lld)", op,
+                  static_cast<long long>(count));
+        return 0;
+    }
+    if (dst) check_buffer(op, dst->buf, file, line);
+    for (int i = 0; i < nsrc; ++i) check_buffer(op, srcs[i].buf, file, line);
+    if (count == 0) return 0;
+    if (dst) ub_align(op, "dst", dst->off, 32, file, line);
+    static const char* names[] = {"src0", "src1", "src2", "src3"};
+    uint32_t maxsz = dst ? dst->esize : 1;
+    for (int i = 0; i < nsrc; ++i) {
+        ub_align(op, names[i & 3], srcs[i].off, 32, file, line);
+        if (srcs[i].esize > maxsz) maxsz = srcs[i].esize;
+    }
+    for (int i = 0; i < nsrc; ++i)
+        ub_access(op, srcs[i].buf, srcs[i].off, static_cast<uint64_t>(count) * srcs[i].esize, false, PID_V, file, line);
+    if (dst)
+        ub_access(op, dst->buf, dst->off,
+                  dst_bytes_override ? dst_bytes_override : static_cast<uint64_t>(count) * dst->esize, true, PID_V,
+                  file, line);
+    count_vec(op, dtype, static_cast<uint64_t>(count), (static_cast<uint64_t>(count) * maxsz + 255) / 256);
+    return count;
+}
+
+Plan plan_continuous(const char* op, uint64_t mask, int repeat, int lanes, bool is_set_mask, const char* file, int line) {
+    Plan p;
+    p.lanes = lanes;
+    MaskState& ms = g_blk.mask;
+    if (ms.counter) {
+        p.counter = true;
+        p.count = is_set_mask ? mask : ms.lo;
+        p.repeats = static_cast<int>((p.count + lanes - 1) / lanes);
+        return p;
+    }
+    if (repeat < 0 || repeat > 255) {
+        violation(EVK_RULE_INVALID_ARGUMENT, SEV_ERROR, file, line, "%s: repeatTime %d outside 0..255", op, repeat);
+        repeat = repeat < 0 ? 0 : 255;
+    }
+    p.repeats = repeat;
+    if (!is_set_mask) {
+        p.bits[0] = ms.lo;
+        p.bits[1] = lanes > 64 ? ms.hi : 0;
+        if (lanes > 128) p.bits[2] = p.bits[3] = ~0ull;
+        return p;
+    }
+    if (mask == 0 || mask > static_cast<uint64_t>(lanes)) {
+        violation(EVK_RULE_INVALID_ARGUMENT, SEV_ERROR, file, line,
+                  "%s: continuous mask %llu outside 1..%d (elements per 256-byte repeat for this type)", op,
+                  static_cast<unsigned long long>(mask), lanes);
+        if (mask == 0) {
+            p.repeats = 0;
+            return p;
+        }
+        mask = static_cast<uint64_t>(lanes);
+    }
+    for (uint64_t l = 0; l < mask; ++l) p.bits[l >> 6] |= 1ull << (l & 63);
+    return p;
+}
+
+Plan plan_bitwise(const char* op, const uint64_t* mask, int repeat, int lanes, bool is_set_mask, const char* file,
+                  int line) {
+    Plan p;
+    p.lanes = lanes;
+    MaskState& ms = g_blk.mask;
+    if (ms.counter || !is_set_mask) return plan_continuous(op, mask ? mask[0] : 0, repeat, lanes, is_set_mask, file, line);
+    if (repeat < 0 || repeat > 255) {
+        violation(EVK_RULE_INVALID_ARGUMENT, SEV_ERROR, file, line, "%s: repeatTime %d outside 0..255", op, repeat);
+        repeat = repeat < 0 ? 0 : 255;
+    }
+    p.repeats = repeat;
+    p.bits[0] = mask[0];
+    p.bits[1] = lanes > 64 ? mask[1] : 0;
+    if (lanes < 64) p.bits[0] &= (1ull << lanes) - 1;
+    if (!p.bits[0] && !p.bits[1])
+        violation(EVK_RULE_INVALID_ARGUMENT, SEV_ERROR, file, line, "%s: the bit mask selects no element", op);
+    return p;
+}
+
+bool vec_mask_prologue(const char* op, const char* dtype, const Plan& plan, const MD* ops, int nops, const char* file,
+                       int line) {
+    begin_instr(PID_V);
+    for (int i = 0; i < nops; ++i) check_buffer(op, ops[i].buf, file, line);
+    if (plan.repeats <= 0) return false;
+    for (int i = 0; i < nops; ++i) ub_align(op, ops[i].write ? "dst" : "src", ops[i].off, 32, file, line);
+    uint64_t active = 0;
+    for (int pass = 0; pass < 2; ++pass)  // reads first, then writes
+        for (int i = 0; i < nops; ++i) {
+            const MD& m = ops[i];
+            if (m.write != (pass == 1)) continue;
+            const int lpb = 32 / static_cast<int>(m.esize);
+            for (int r = 0; r < plan.repeats; ++r) {
+                int run_start = -1;
+                for (int l = 0; l <= plan.lanes; ++l) {
+                    bool a = l < plan.lanes && plan_active(plan, r, l) && (run_start < 0 || l % lpb != 0);
+                    bool cont = l < plan.lanes && plan_active(plan, r, l);
+                    if (run_start >= 0 && !a) {
+                        int64_t s = lane_addr(m, r, run_start);
+                        int64_t e = lane_addr(m, r, l - 1) + m.esize;
+                        ub_access(op, m.buf, s, static_cast<uint64_t>(e - s), m.write, PID_V, file, line);
+                        run_start = -1;
+                    }
+                    if (cont && run_start < 0) run_start = l;
+                    if (pass == 0 && i == 0 && cont) ++active;
+                }
+            }
+        }
+    if (nops > 0 && ops[0].write) {
+        for (int r = 0; r < plan.repeats; ++r)
+            for (int l = 0; l < plan.lanes; ++l) active += plan_active(plan, r, l);
+    }
+    count_vec(op, dtype, active, static_cast<uint64_t>(plan.repeats));
+    return true;
+}
+
+}  // namespace evk_sim
+
+// ---- data movement helpers declared in kernel.h -------------------------------------------------
+namespace AscendC {
+namespace evk_detail {
+using namespace ::evk_sim;
+
+void gm_to_ub(const char* op, int buf, int64_t ub_off, const void* gm, uint64_t n, const void* tbase, uint64_t tbytes,
+              ::evk_sim::SrcLoc loc) {
+    if (n == 0) return;
+    bool ok = gm_access(op, gm, n, false, tbase, tbytes, loc.file, loc.line);
+    if (ok) {
+        ub_access(op, buf, ub_off, n, true, PID_MTE2, loc.file, loc.line);
+        std::memcpy(g_ub + ub_off, gm, n);
+    } else {
+        check_range(op, buf, ub_off, n, loc.file, loc.line);
+        std::memset(g_ub_init + ub_off, 0, n);
+    }
+}
+
+void ub_to_gm(const char* op, int buf, int64_t ub_off, void* gm, uint64_t n, const void* tbase, uint64_t tbytes,
+              int kind, ::evk_sim::SrcLoc loc) {
+    if (n == 0) return;
+    ub_access(op, buf, ub_off, n, false, PID_MTE3, loc.file, loc.line);
+    if (!gm_access(op, gm, n, true, tbase, tbytes, loc.file, loc.line)) return;
+    int mode = g_blk.atomic_mode;
+    if (mode == 0) {
+        std::memcpy(gm, g_ub + ub_off, n);
+        return;
+    }
+    uint8_t* d = static_cast<uint8_t*>(gm);
+    const uint8_t* s = g_ub + ub_off;
+    auto apply = [mode](double a, double b) { return mode == 1 ? a + b : mode == 2 ? (a > b ? a : b) : (a < b ? a : b); };
+    switch (kind) {
+        case DK_F32:
+            for (uint64_t i = 0; i + 4 <= n; i += 4) {
+                float a, b;
+                std::memcpy(&a, d + i, 4);
+                std::memcpy(&b, s + i, 4);
+                float r = static_cast<float>(apply(a, b));
+                std::memcpy(d + i, &r, 4);
+            }
+            break;
+        case DK_F16:
+            for (uint64_t i = 0; i + 2 <= n; i += 2) {
+                _Float16 a, b;
+                std::memcpy(&a, d + i, 2);
+                std::memcpy(&b, s + i, 2);
+                _Float16 r = static_cast<_Float16>(static_cast<float>(apply(static_cast<float>(a), static_cast<float>(b))));
+                std::memcpy(d + i, &r, 2);
+            }
+            break;
+        case DK_I32:
+            for (uint64_t i = 0; i + 4 <= n; i += 4) {
+                int32_t a, b;
+                std::memcpy(&a, d + i, 4);
+                std::memcpy(&b, s + i, 4);
+                int32_t r = static_cast<int32_t>(apply(a, b));
+                std::memcpy(d + i, &r, 4);
+            }
+            break;
+        default:
+            violation(EVK_RULE_UNSUPPORTED_DTYPE, SEV_ERROR, loc.file, loc.line,
+                      "atomic accumulation of %s is not emulated (float/half/int32 only)", kind_str(kind));
+            std::memcpy(gm, g_ub + ub_off, n);
+    }
+}
+
+void ub_to_ub(const char* op, int dbuf, int64_t doff, int sbuf, int64_t soff, uint64_t n, ::evk_sim::SrcLoc loc) {
+    if (n == 0) return;
+    ub_access(op, sbuf, soff, n, false, PID_V, loc.file, loc.line);
+    ub_access(op, dbuf, doff, n, true, PID_V, loc.file, loc.line);
+    std::memmove(g_ub + doff, g_ub + soff, n);
+}
+
+void tail_check(const char* op, uint64_t count, uint32_t esize, const char* dtype, ::evk_sim::SrcLoc loc) {
+    uint64_t bytes = count * esize;
+    if (count == 0) {
+        violation(EVK_RULE_INVALID_ARGUMENT, SEV_WARNING, loc.file, loc.line, "%s with count 0 copies nothing", op);
+        return;
+    }
+    if (bytes % 32) {
+        uint64_t kept = bytes & ~31ull;
+        uint64_t per = 32 / esize;
+        violation(EVK_RULE_TAIL_DROPPED, SEV_ERROR, loc.file, loc.line,
+                  "%s of %llu %s elements = %llu bytes, not a multiple of 32: the NPU moves only %llu bytes (%llu "
+                  "elements) and silently drops the last %llu element(s) (reproduced here). Use DataCopyPad for an "
+                  "unaligned length, or make the length a multiple of %llu elements",
+                  op, static_cast<unsigned long long>(count), dtype, static_cast<unsigned long long>(bytes),
+                  static_cast<unsigned long long>(kept), static_cast<unsigned long long>(kept / esize),
+                  static_cast<unsigned long long>(count - kept / esize), static_cast<unsigned long long>(per));
+    }
+}
+
+void gm_align_check(const char* op, const void* p, uint32_t esize, ::evk_sim::SrcLoc loc) {
+    if (esize > 1 && reinterpret_cast<uintptr_t>(p) % esize)
+        violation(EVK_RULE_GM_ALIGNMENT, SEV_ERROR, loc.file, loc.line,
+                  "%s: GM address not aligned to the %u-byte element size", op, esize);
+}
+
+bool copy_params_check(const char* op, uint32_t blockCount, uint32_t blockLen, uint32_t maxLen, ::evk_sim::SrcLoc loc) {
+    bool ok = true;
+    if (blockCount < 1 || blockCount > 4095) {
+        violation(EVK_RULE_INVALID_ARGUMENT, SEV_ERROR, loc.file, loc.line, "%s: blockCount=%u outside 1..4095", op,
+                  blockCount);
+        ok = blockCount > 0;
+    }
+    if (blockLen < 1 || blockLen > maxLen) {
+        violation(EVK_RULE_INVALID_ARGUMENT, SEV_ERROR, loc.file, loc.line, "%s: blockLen=%u outside 1..%u", op, blockLen,
+                  maxLen);
+        ok = ok && blockLen > 0;
+    }
+    return ok;
+}
+
+void pad_fill(const char* op, int buf, int64_t off, uint64_t nbytes, const void* value, uint32_t esize, bool is_pad,
+              ::evk_sim::SrcLoc loc) {
+    if (nbytes == 0) return;
+    if (!is_pad) {  // unspecified filler: bounds only, the bytes stay "unwritten"
+        check_range(op, buf, off, nbytes, loc.file, loc.line);
+        return;
+    }
+    ub_access(op, buf, off, nbytes, true, PID_MTE2, loc.file, loc.line);
+    for (uint64_t i = 0; i + esize <= nbytes; i += esize) std::memcpy(g_ub + off + i, value, esize);
+}
+
+void compare_checks(const char* op, int kind, int mode, uint64_t count, uint32_t esize, ::evk_sim::SrcLoc loc) {
+    if (kind == DK_I32) {
+        if (mode != 2)
+            violation(EVK_RULE_UNSUPPORTED_DTYPE, SEV_ERROR, loc.file, loc.line,
+                      "%s on int32 supports CMPMODE::EQ only on the 910B", op);
+    } else {
+        dtype_check(op, kind, DT_HF, loc.file, loc.line);
+    }
+    if ((count * esize) % 256)
+        violation(EVK_RULE_COMPARE_GRANULARITY, SEV_ERROR, loc.file, loc.line,
+                  "%s over %llu elements = %llu bytes: the count must cover a multiple of 256 bytes (%u elements of "
+                  "this type); pad the length to a multiple of %u or use the mask/repeat form",
+                  op, static_cast<unsigned long long>(count), static_cast<unsigned long long>(count * esize),
+                  256 / esize, 256 / esize);
+}
+
+void select_checks(const char* op, int kind, int mode, bool scalar_form, ::evk_sim::SrcLoc loc) {
+    dtype_check(op, kind, DT_HF, loc.file, loc.line);
+    if (scalar_form && mode != 1)
+        violation(EVK_RULE_INVALID_ARGUMENT, SEV_ERROR, loc.file, loc.line,
+                  "%s with a scalar src1 needs SELMODE::VSEL_TENSOR_SCALAR_MODE", op);
+}
+
+void reduce_checks(const char* op, int kind, ::evk_sim::SrcLoc loc) { dtype_check(op, kind, DT_HF, loc.file, loc.line); }
+
+}  // namespace evk_detail
+}  // namespace AscendC
+
+// =============================================================================================
+// Host side
+// =============================================================================================
+namespace evk_sim {
+namespace {
+std::map<std::string, OpEntry>& registry() {
+    static std::map<std::string, OpEntry> r;
+    return r;
+}
+}  // namespace
+
+OpEntry* find_op(const std::string& name) {
+    auto it = registry().find(name);
+    if (it == registry().end()) return nullptr;
+    OpEntry& e = it->second;
+    if (e.def) {
+        if (e.def->aicore_.tiling_) e.tiling = e.def->aicore_.tiling_;
+        if (e.def->infer_shape_) e.infer_shape = e.def->infer_shape_;
+        if (e.def->infer_dtype_) e.infer_dtype = e.def->infer_dtype_;
+    }
+    return &e;
+}
+std::vector<std::string> op_names() {
+    std::vector<std::string> v;
+    for (auto& kv : registry()) v.push_back(kv.first);
+    return v;
+}
+PlatformConfig& platform() {
+    static PlatformConfig p;
+    return p;
+}
+void register_tiling_class(const char* op, const char* cls, size_t size) {
+    OpEntry& e = registry()[op];
+    e.name = op;
+    e.tiling_class = cls;
+    e.tiling_class_size = size;
+}
+void tiling_save(const void* obj, size_t size, void* buf, size_t cap, const char* cls) {
+    if (!buf) {
+        host_violation(EVK_RULE_TILING_SIZE, SEV_ERROR, "%s::SaveToBuffer with a null buffer", cls);
+        return;
+    }
+    if (size > cap) {
+        host_violation(EVK_RULE_TILING_SIZE, SEV_ERROR, "%s::SaveToBuffer: %zu bytes do not fit the %zu-byte capacity",
+                       cls, size, cap);
+        size = cap;
+    }
+    std::memcpy(buf, obj, size);
+}
+}  // namespace evk_sim
+
+namespace ops {
+OpDefRegisterer::OpDefRegisterer(const char* name, OpDefCreator creator) {
+    auto& e = ::evk_sim::registry()[name];
+    e.name = name;
+    e.def = creator(name);
+}
+}  // namespace ops
+
+namespace gert {
+OpImplRegisterV2& OpImplRegisterV2::Tiling(TilingKernelFunc f, size_t) {
+    auto& e = ::evk_sim::registry()[op_type_];
+    e.name = op_type_;
+    e.tiling = f;
+    return *this;
+}
+OpImplRegisterV2& OpImplRegisterV2::InferShape(InferShapeKernelFunc f) {
+    auto& e = ::evk_sim::registry()[op_type_];
+    e.name = op_type_;
+    e.infer_shape = f;
+    return *this;
+}
+OpImplRegisterV2& OpImplRegisterV2::InferDataType(InferDataTypeKernelFunc f) {
+    auto& e = ::evk_sim::registry()[op_type_];
+    e.name = op_type_;
+    e.infer_dtype = f;
+    return *this;
+}
+
+bool RuntimeAttrs::has(size_t i, AttrValue::Kind k) const {
+    if (i >= attrs_.size()) {
+        ::evk_sim::host_violation("tiling_context", ::evk_sim::SEV_WARNING,
+                                  "GetAttrs(): attribute index %zu requested but the op declares %zu attribute(s)", i,
+                                  attrs_.size());
+        return false;
+    }
+    if (attrs_[i].kind != k) {
+        ::evk_sim::host_violation("tiling_context", ::evk_sim::SEV_WARNING,
+                                  "GetAttrs(): attribute %zu read with the wrong type accessor", i);
+        return false;
+    }
+    return true;
+}
+
+namespace {
+template <typename V> const typename V::value_type* at_or_null(const V& v, size_t i, const char* what) {
+    if (i < v.size()) return &v[i];
+    ::evk_sim::host_violation("tiling_context", ::evk_sim::SEV_WARNING,
+                              "%s(%zu) but the op has %zu such tensor(s): returns nullptr", what, i, v.size());
+    return nullptr;
+}
+}  // namespace
+
+const StorageShape* TilingContext::GetInputShape(size_t i) const {
+    auto* t = at_or_null(inputs_, i, "GetInputShape");
+    return t ? &t->shape_ : nullptr;
+}
+const Tensor* TilingContext::GetInputTensor(size_t i) const { return at_or_null(inputs_, i, "GetInputTensor"); }
+const CompileTimeTensorDesc* TilingContext::GetInputDesc(size_t i) const { return at_or_null(input_descs_, i, "GetInputDesc"); }
+const StorageShape* TilingContext::GetOptionalInputShape(size_t i) const {
+    return i < inputs_.size() && inputs_[i].data_ ? &inputs_[i].shape_ : nullptr;
+}
+const Tensor* TilingContext::GetOptionalInputTensor(size_t i) const {
+    return i < inputs_.size() && inputs_[i].data_ ? &inputs_[i] : nullptr;
+}
+const StorageShape* TilingContext::GetOutputShape(size_t i) const {
+    auto* t = at_or_null(outputs_, i, "GetOutputShape");
+    return t ? &t->shape_ : nullptr;
+}
+const CompileTimeTensorDesc* TilingContext::GetOutputDesc(size_t i) const {
+    return at_or_null(output_descs_, i, "GetOutputDesc");
+}
+}  // namespace gert
+
+namespace platform_ascendc {
+uint32_t PlatformAscendC::GetCoreNum() const { return ::evk_sim::platform().core_num_aiv; }
+uint32_t PlatformAscendC::GetCoreNumAic() const { return ::evk_sim::platform().core_num_aic; }
+uint32_t PlatformAscendC::GetCoreNumAiv() const { return ::evk_sim::platform().core_num_aiv; }
+void PlatformAscendC::GetCoreMemSize(const CoreMemType& t, uint64_t& size) const {
+    auto& p = ::evk_sim::platform();
+    switch (t) {
+        case CoreMemType::UB: size = p.ub_size; break;
+        case CoreMemType::L1: size = p.l1_size; break;
+        case CoreMemType::L0_A: size = p.l0a_size; break;
+        case CoreMemType::L0_B: size = p.l0b_size; break;
+        case CoreMemType::L0_C: size = p.l0c_size; break;
+        case CoreMemType::L2: size = p.l2_size; break;
+        case CoreMemType::HBM: size = p.hbm_size; break;
+        default: size = 0; break;
+    }
+}
+void PlatformAscendC::GetCoreMemBw(const CoreMemType& t, uint64_t& bw) const {
+    // bytes per cycle, rough public figures (used only if a TilingFunc asks)
+    bw = t == CoreMemType::HBM ? 32 : t == CoreMemType::L2 ? 110 : 256;
+}
+}  // namespace platform_ascendc
+
+std::string ge::TypeUtils::DataTypeToSerialString(DataType dt) {
+    switch (dt) {
+        case DT_FLOAT: return "DT_FLOAT";
+        case DT_FLOAT16: return "DT_FLOAT16";
+        case DT_BF16: return "DT_BF16";
+        case DT_INT8: return "DT_INT8";
+        case DT_UINT8: return "DT_UINT8";
+        case DT_INT16: return "DT_INT16";
+        case DT_UINT16: return "DT_UINT16";
+        case DT_INT32: return "DT_INT32";
+        case DT_UINT32: return "DT_UINT32";
+        case DT_INT64: return "DT_INT64";
+        case DT_UINT64: return "DT_UINT64";
+        case DT_BOOL: return "DT_BOOL";
+        case DT_DOUBLE: return "DT_DOUBLE";
+        default: return "DT_UNDEFINED";
+    }
+}
+
+// =============================================================================================
+// Runner, report, C ABI
+// =============================================================================================
+namespace evk_sim {
+namespace {
+
+const char* dtype_name(int dt) {
+    switch (dt) {
+        case ge::DT_FLOAT: return "float32";
+        case ge::DT_FLOAT16: return "float16";
+        case ge::DT_BF16: return "bfloat16";
+        case ge::DT_INT8: return "int8";
+        case ge::DT_UINT8: return "uint8";
+        case ge::DT_INT16: return "int16";
+        case ge::DT_UINT16: return "uint16";
+        case ge::DT_INT32: return "int32";
+        case ge::DT_UINT32: return "uint32";
+        case ge::DT_INT64: return "int64";
+        case ge::DT_UINT64: return "uint64";
+        case ge::DT_BOOL: return "bool";
+        case ge::DT_DOUBLE: return "float64";
+        default: return "unknown";
+    }
+}
+int dtype_from_name(const std::string& s) {
+    static const std::pair<const char*, int> names[] = {
+        {"float32", ge::DT_FLOAT}, {"float", ge::DT_FLOAT}, {"fp32", ge::DT_FLOAT}, {"float16", ge::DT_FLOAT16},
+        {"half", ge::DT_FLOAT16}, {"fp16", ge::DT_FLOAT16}, {"bfloat16", ge::DT_BF16}, {"bf16", ge::DT_BF16},
+        {"int8", ge::DT_INT8}, {"uint8", ge::DT_UINT8}, {"int16", ge::DT_INT16}, {"uint16", ge::DT_UINT16},
+        {"int32", ge::DT_INT32}, {"uint32", ge::DT_UINT32}, {"int64", ge::DT_INT64}, {"uint64", ge::DT_UINT64},
+        {"bool", ge::DT_BOOL}, {"float64", ge::DT_DOUBLE}, {"double", ge::DT_DOUBLE}};
+    for (auto& n : names)
+        if (s == n.first) return n.second;
+    return -1;
+}
+
+// ---- JSON ----
+struct Json {
+    std::string s;
+    void str(const std::string& v) {
+        s += '"';
+        for (unsigned char c : v) {
+            switch (c) {
+                case '"': s += "\\\""; break;
+                case '\\': s += "\\\\"; break;
+                case '\n': s += "\\n"; break;
+                case '\r': s += "\\r"; break;
+                case '\t': s += "\\t"; break;
+                default:
+                    if (c < 0x20) {
+                        char b[8];
+                        std::snprintf(b, sizeof(b), "\\u%04x", c);
+                        s += b;
+                    } else {
+                        s += static_cast<char>(c);
+                    }
+            }
+        }
+        s += '"';
+    }
+    void key(const char* k) {
+        str(k);
+        s += ':';
+    }
+    void num(uint64_t v) { s += std::to_string(v); }
+    void inum(int64_t v) { s += std::to_string(v); }
+    void dbl(double v) {
+        if (!std::isfinite(v)) {
+            s += "null";
+            return;
+        }
+        char b[32];
+        std::snprintf(b, sizeof(b), "%.9g", v);
+        s += b;
+    }
+};
+
+void counters_json(Json& j, const Counters& c) {
+    j.s += "{";
+    j.key("mte2_bytes"); j.num(c.mte2_bytes); j.s += ",";
+    j.key("mte2_calls"); j.num(c.mte2_calls); j.s += ",";
+    j.key("mte2_bursts"); j.num(c.mte2_bursts); j.s += ",";
+    j.key("mte3_bytes"); j.num(c.mte3_bytes); j.s += ",";
+    j.key("mte3_calls"); j.num(c.mte3_calls); j.s += ",";
+    j.key("mte3_bursts"); j.num(c.mte3_bursts); j.s += ",";
+    j.key("ub_copy_bytes"); j.num(c.ubcopy_bytes); j.s += ",";
+    j.key("ub_copy_calls"); j.num(c.ubcopy_calls); j.s += ",";
+    j.key("scalar"); j.s += "{";
+    j.key("gm_get"); j.num(c.scalar[SC_GM_GET]); j.s += ",";
+    j.key("gm_set"); j.num(c.scalar[SC_GM_SET]); j.s += ",";
+    j.key("ub_get"); j.num(c.scalar[SC_UB_GET]); j.s += ",";
+    j.key("ub_set"); j.num(c.scalar[SC_UB_SET]); j.s += "},";
+    j.key("sync"); j.s += "{";
+    j.key("pipe_barrier"); j.num(c.barriers); j.s += ",";
+    j.key("set_flag"); j.num(c.set_flags); j.s += ",";
+    j.key("wait_flag"); j.num(c.wait_flags); j.s += "},";
+    j.key("queue"); j.s += "{";
+    j.key("alloc"); j.num(c.allocs); j.s += ",";
+    j.key("enque"); j.num(c.enques); j.s += ",";
+    j.key("deque"); j.num(c.deques); j.s += ",";
+    j.key("free"); j.num(c.frees); j.s += "},";
+    j.key("instructions"); j.num(c.instructions); j.s += ",";
+    j.key("vector"); j.s += "[";
+    for (size_t i = 0; i < c.vec.size(); ++i) {
+        const VecCounter& v = c.vec[i];
+        if (i) j.s += ",";
+        j.s += "{";
+        j.key("op"); j.str(v.op); j.s += ",";
+        j.key("dtype"); j.str(v.dtype); j.s += ",";
+        j.key("calls"); j.num(v.calls); j.s += ",";
+        j.key("elements"); j.num(v.elements); j.s += ",";
+        j.key("repeats"); j.num(v.repeats); j.s += "}";
+    }
+    j.s += "]}";
+}
+
+void add_counters(Counters& t, const Counters& c) {
+    t.mte2_bytes += c.mte2_bytes; t.mte2_calls += c.mte2_calls; t.mte2_bursts += c.mte2_bursts;
+    t.mte3_bytes += c.mte3_bytes; t.mte3_calls += c.mte3_calls; t.mte3_bursts += c.mte3_bursts;
+    t.ubcopy_bytes += c.ubcopy_bytes; t.ubcopy_calls += c.ubcopy_calls;
+    for (int k = 0; k < SC_COUNT; ++k) t.scalar[k] += c.scalar[k];
+    t.barriers += c.barriers; t.set_flags += c.set_flags; t.wait_flags += c.wait_flags;
+    t.allocs += c.allocs; t.enques += c.enques; t.deques += c.deques; t.frees += c.frees;
+    t.instructions += c.instructions;
+    for (const VecCounter& v : c.vec) {
+        bool found = false;
+        for (VecCounter& w : t.vec)
+            if (w.op == v.op && w.dtype == v.dtype) {
+                w.calls += v.calls; w.elements += v.elements; w.repeats += v.repeats;
+                found = true;
+                break;
+            }
+        if (!found) t.vec.push_back(v);
+    }
+}
+
+std::string report_json(const Run& r) {
+    Json j;
+    j.s += "{";
+    j.key("schema"); j.str("evk-ascend-sim-report/1"); j.s += ",";
+    j.key("op_type"); j.str(r.op_type); j.s += ",";
+    j.key("kernel"); j.str(r.kernel_name); j.s += ",";
+    j.key("status"); j.str(r.status); j.s += ",";
+    j.key("error"); j.str(r.error); j.s += ",";
+    j.key("platform"); j.s += "{";
+    j.key("soc"); j.str("Ascend910B"); j.s += ",";
+    j.key("core_num_aiv"); j.num(r.opt.core_num_aiv); j.s += ",";
+    j.key("ub_bytes"); j.num(r.opt.ub_size); j.s += ",";
+    j.key("half_overflow"); j.str(r.opt.half_saturate ? "saturate" : "inf"); j.s += "},";
+    j.key("block_dim"); j.num(r.block_dim); j.s += ",";
+    j.key("tiling_key"); j.num(r.tiling_key); j.s += ",";
+    if (r.op_flow) {
+        j.key("tiling"); j.s += "{";
+        j.key("data_size"); j.num(r.tiling_size); j.s += ",";
+        std::string hex;
+        for (uint8_t b : r.tiling_bytes) {
+            char h[3];
+            std::snprintf(h, sizeof(h), "%02x", b);
+            hex += h;
+        }
+        j.key("data_hex"); j.str(hex); j.s += ",";
+        j.key("workspace_sizes"); j.s += "[";
+        for (size_t i = 0; i < r.workspace_sizes.size(); ++i) {
+            if (i) j.s += ",";
+            j.num(r.workspace_sizes[i]);
+        }
+        j.s += "],";
+        j.key("workspace_bytes"); j.num(r.workspace_bytes); j.s += ",";
+        j.key("schedule_mode"); j.num(r.schedule_mode); j.s += "},";
+        j.key("infer_shape"); j.s += "{";
+        j.key("ran"); j.s += r.infer_shape_ran ? "true" : "false"; j.s += ",";
+        j.key("ok"); j.s += r.infer_shape_ok ? "true" : "false"; j.s += ",";
+        j.key("outputs"); j.s += "[";
+        for (size_t i = 0; i < r.infer_shapes.size(); ++i) {
+            if (i) j.s += ",";
+            j.s += "[";
+            for (size_t k = 0; k < r.infer_shapes[i].size(); ++k) {
+                if (k) j.s += ",";
+                j.inum(r.infer_shapes[i][k]);
+            }
+            j.s += "]";
+        }
+        j.s += "]},";
+    }
+    j.key("blocks_run"); j.num(r.blocks.size()); j.s += ",";
+    // summary
+    uint64_t nf = 0, ne = 0, nw = 0;
+    std::map<std::string, uint64_t> by_rule;
+    for (const Violation& v : r.viol) {
+        (v.severity == SEV_FATAL ? nf : v.severity == SEV_ERROR ? ne : nw) += 1;
+        by_rule[v.rule] += v.count;
+    }
+    j.key("summary"); j.s += "{";
+    j.key("fatal"); j.num(nf); j.s += ",";
+    j.key("error"); j.num(ne); j.s += ",";
+    j.key("warning"); j.num(nw); j.s += ",";
+    j.key("dropped"); j.num(r.viol_dropped); j.s += ",";
+    j.key("by_rule"); j.s += "{";
+    bool first = true;
+    for (auto& kv : by_rule) {
+        if (!first) j.s += ",";
+        first = false;
+        j.key(kv.first.c_str());
+        j.num(kv.second);
+    }
+    j.s += "}},";
+    j.key("violations"); j.s += "[";
+    for (size_t i = 0; i < r.viol.size(); ++i) {
+        const Violation& v = r.viol[i];
+        if (i) j.s += ",";
+        j.s += "{";
+        j.key("rule"); j.str(v.rule); j.s += ",";
+        j.key("severity"); j.str(sev_name(v.severity)); j.s += ",";
+        j.key("block"); j.inum(v.block); j.s += ",";
+        j.key("blocks"); j.s += "[";
+        for (size_t k = 0; k < v.blocks.size(); ++k) {
+            if (k) j.s += ",";
+            j.inum(v.blocks[k]);
+        }
+        j.s += "],";
+        j.key("count"); j.num(v.count); j.s += ",";
+        j.key("message"); j.str(v.message); j.s += ",";
+        j.key("file"); j.str(v.file); j.s += ",";
+        j.key("line"); j.inum(v.line); j.s += "}";
+    }
+    j.s += "],";
+    Counters total;
+    j.key("blocks"); j.s += "[";
+    for (size_t i = 0; i < r.blocks.size(); ++i) {
+        const BlockReport& b = r.blocks[i];
+        add_counters(total, b.c);
+        if (i) j.s += ",";
+        j.s += "{";
+        j.key("block"); j.inum(b.idx); j.s += ",";
+        j.key("status"); j.str(b.status); j.s += ",";
+        j.key("ub_bytes_used"); j.num(b.ub_peak); j.s += ",";
+        j.key("queues"); j.s += "[";
+        for (size_t k = 0; k < b.queues.size(); ++k) {
+            const Queue& q = b.queues[k];
+            if (k) j.s += ",";
+            j.s += "{";
+            j.key("kind"); j.str(q.tbuf ? "TBuf" : "TQue"); j.s += ",";
+            j.key("position"); j.str(pos_name(q.pos_src)); j.s += ",";
+            j.key("num"); j.inum(q.num); j.s += ",";
+            j.key("depth"); j.inum(q.depth); j.s += ",";
+            j.key("bytes"); j.num(q.len); j.s += ",";
+            j.key("allocs"); j.num(q.allocs); j.s += ",";
+            j.key("line"); j.inum(q.line); j.s += "}";
+        }
+        j.s += "],";
+        j.key("counters"); counters_json(j, b.c); j.s += "}";
+    }
+    j.s += "],";
+    j.key("totals"); counters_json(j, total); j.s += ",";
+    j.key("kernel_printf"); j.str(r.printf_log);
+    j.s += "}\n";
+    return j.s;
+}
+
+bool write_report(const Run& r, const char* path) {
+    if (!path || !*path) return true;
+    std::ofstream f(path, std::ios::binary);
+    if (!f) return false;
+    std::string s = report_json(r);
+    f.write(s.data(), static_cast<std::streamsize>(s.size()));
+    return static_cast<bool>(f);
+}
+
+// ---- signals ----
+sigjmp_buf g_jmp;
+volatile sig_atomic_t g_guarded = 0;
+bool g_handlers = false;
+
+extern "C" void evk_on_signal(int sig) {
+    if (g_guarded) {
+        g_guarded = 0;
+        siglongjmp(g_jmp, sig);
+    }
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+}
+void install_handlers() {
+    if (g_handlers) return;
+    g_handlers = true;
+    static std::vector<char> altstack(1 << 16);
+    stack_t ss;
+    ss.ss_sp = altstack.data();
+    ss.ss_size = altstack.size();
+    ss.ss_flags = 0;
+    sigaltstack(&ss, nullptr);
+    struct sigaction sa;
+    std::memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = evk_on_signal;
+    sa.sa_flags = SA_ONSTACK | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) sigaction(s, &sa, nullptr);
+}
+const char* sig_name(int s) {
+    switch (s) {
+        case SIGSEGV: return "SIGSEGV (invalid memory access)";
+        case SIGBUS: return "SIGBUS";
+        case SIGFPE: return "SIGFPE (arithmetic fault, e.g. integer division by zero)";
+        case SIGILL: return "SIGILL";
+        case SIGABRT: return "SIGABRT (abort)";
+        default: return "signal";
+    }
+}
+
+// ---- kernel call with N pointer arguments ----
+using Arg = uint8_t*;
+template <size_t I> using ArgT = Arg;
+template <size_t... I> void call_n(evk_kernel_fn fn, Arg* a, std::index_sequence<I...>) {
+    using F = void (*)(ArgT<I>...);
+    reinterpret_cast<F>(fn)(a[I]...);
+}
+template <size_t N> void call_fixed(evk_kernel_fn fn, Arg* a) { call_n(fn, a, std::make_index_sequence<N>{}); }
+template <size_t... N> constexpr auto call_table(std::index_sequence<N...>) {
+    return std::array<void (*)(evk_kernel_fn, Arg*), sizeof...(N)>{&call_fixed<N>...};
+}
+constexpr size_t kMaxArgs = 32;
+
+void reset_block(int idx) {
+    Block& b = g_blk;
+    b.idx = idx;
+    size_t ub = g_ub_size;
+    b.ub.assign(ub + 64, 0xFF);  // poison: NaN for float/half
+    b.init.assign(ub + 64, 0);
+    b.wpipe.assign(ub / 32 + 2, static_cast<uint8_t>(PID_NONE));
+    b.wseq.assign(ub / 32 + 2, 0);
+    b.ub_used = b.ub_peak = 0;
+    b.total_buffers = 0;
+    std::memset(b.pos_buffers, 0, sizeof(b.pos_buffers));
+    b.bufs.clear();
+    b.queues.clear();
+    b.pipes.clear();
+    b.seq = 0;
+    std::memset(b.synced, 0, sizeof(b.synced));
+    for (auto& x : b.flags)
+        for (auto& y : x)
+            for (auto& f : y) f = Flag();
+    std::memset(b.fetch_next, 0, sizeof(b.fetch_next));
+    b.mask = MaskState();
+    b.atomic_mode = 0;
+    b.atomic_dtype.clear();
+    b.c = Counters();
+    b.aborted = b.crashed = false;
+    b.active = true;
+    g_ub = b.ub.data();
+    g_ub_init = b.init.data();
+}
+
+void end_of_block_checks() {
+    Block& b = g_blk;
+    if (b.aborted || b.crashed) return;
+    for (size_t p = 0; p < b.pipes.size(); ++p)
+        if (b.pipes[p].alive) release_pipe(static_cast<int>(p), true, "", 0);
+    for (int f = 0; f < PID_COUNT; ++f)
+        for (int t = 0; t < PID_COUNT; ++t)
+            for (int id = 0; id < 8; ++id)
+                if (b.flags[f][t][id].pending > 0)
+                    record(EVK_RULE_SYNC_PAIRING, SEV_WARNING, "", 0,
+                           fmt("SetFlag<%s_%s>(%d) was never waited for (WaitFlag) before the kernel ended",
+                               pipe_short(f), pipe_short(t), id));
+}
+
+// Runs the kernel for every block; returns false if a block crashed.
+bool run_blocks(Run& r, evk_kernel_fn fn, std::vector<Arg>& args) {
+    static const auto table = call_table(std::make_index_sequence<kMaxArgs + 1>{});
+    install_handlers();
+    g_ub_size = static_cast<uint32_t>(r.opt.ub_size);
+    bool ok = true;
+    for (uint32_t bi = 0; bi < r.block_dim; ++bi) {
+        reset_block(static_cast<int>(bi));
+        BlockReport rep;
+        rep.idx = static_cast<int>(bi);
+        rep.status = "ok";
+        int sig = sigsetjmp(g_jmp, 1);
+        if (sig == 0) {
+            g_guarded = 1;
+            try {
+                table[args.size()](fn, args.data());
+            } catch (const BlockAbort&) {
+                rep.status = "aborted";
+            } catch (const std::exception& e) {
+                g_blk.aborted = true;
+                record("kernel_exception", SEV_FATAL, "", 0, fmt("C++ exception escaped the kernel: %s", e.what()));
+                rep.status = "aborted";
+            } catch (...) {
+                g_blk.aborted = true;
+                record("kernel_exception", SEV_FATAL, "", 0, "unknown C++ exception escaped the kernel");
+                rep.status = "aborted";
+            }
+            g_guarded = 0;
+        } else {
+            g_blk.crashed = true;
+            record("kernel_crash", SEV_FATAL, "", 0,
+                   fmt("the kernel crashed in block %u with %s (after %llu emulated instructions); raw pointer "
+                       "accesses are not checked by the emulator",
+                       bi, sig_name(sig), static_cast<unsigned long long>(g_blk.c.instructions)));
+            rep.status = "crashed";
+            ok = false;
+        }
+        end_of_block_checks();
+        g_blk.active = false;
+        rep.c = g_blk.c;
+        rep.ub_peak = g_blk.ub_peak;
+        rep.queues = g_blk.queues;
+        r.blocks.push_back(std::move(rep));
+        if (!ok) break;
+    }
+    g_ub = nullptr;
+    g_ub_init = nullptr;
+    return ok;
+}
+
+Options make_options(const evk_options& o) {
+    Options p;
+    if (o.core_num_aiv) p.core_num_aiv = o.core_num_aiv;
+    if (o.ub_size) p.ub_size = o.ub_size;
+    p.half_saturate = o.half_overflow_saturate ? 1 : 0;
+    p.keep_outputs = o.keep_outputs != 0;
+    p.max_instructions = o.max_instructions;
+    if (o.max_violations > 0) p.max_violations = o.max_violations;
+    return p;
+}
+
+void add_alloc(Run& r, const std::string& name, int kind, void* data, uint64_t n) {
+    Alloc a;
+    a.name = name;
+    a.kind = kind;
+    a.base = static_cast<uint8_t*>(data);
+    a.n = n;
+    if (kind == AK_OUTPUT || kind == AK_INOUT) a.writer.assign(n, -1);
+    if (kind == AK_OUTPUT && !r.opt.keep_outputs && data) std::memset(data, 0xFF, n);
+    r.allocs.push_back(std::move(a));
+}
+
+int finish(Run& r, const char* report_path, bool completed) {
+    if (!completed && r.status == "ok") r.status = "stopped";
+    bool fatal_seen = false;
+    for (const Violation& v : r.viol) fatal_seen = fatal_seen || v.severity == SEV_FATAL;
+    if (r.status == "ok" && fatal_seen) r.status = "aborted";
+    bool wrote = write_report(r, report_path);
+    g_run = nullptr;
+    if (!wrote) {
+        g_last_error = std::string("cannot write the report to ") + (report_path ? report_path : "");
+        return 2;
+    }
+    return completed ? 0 : 10;
+}
+
+std::string g_json_buf;
+
+}  // namespace
+}  // namespace evk_sim
+
+// =============================================================================================
+// C ABI
+// =============================================================================================
+using namespace evk_sim;
+
+extern "C" int evk_sim_launch(const evk_launch_config* cfg) {
+    g_last_error.clear();
+    if (!cfg || !cfg->kernel) {
+        g_last_error = "evk_sim_launch: no kernel";
+        return 1;
+    }
+    if (cfg->n_args < 0 || static_cast<size_t>(cfg->n_args) > kMaxArgs) {
+        g_last_error = "evk_sim_launch: at most 32 kernel arguments";
+        return 1;
+    }
+    Run r;
+    r.opt = make_options(cfg->options);
+    r.kernel_name = cfg->kernel_name ? cfg->kernel_name : "";
+    r.block_dim = cfg->block_dim;
+    r.tiling_key = cfg->tiling_key;
+    platform().core_num_aiv = r.opt.core_num_aiv;
+    platform().core_num_aic = r.opt.core_num_aiv / 2;
+    platform().ub_size = r.opt.ub_size;
+    g_run = &r;
+    g_printf_bytes = 0;
+    std::vector<Arg> args;
+    for (int i = 0; i < cfg->n_args; ++i) {
+        const evk_buffer& b = cfg->args[i];
+        int kind = b.kind == EVK_ARG_OUTPUT ? AK_OUTPUT
+                 : b.kind == EVK_ARG_WORKSPACE ? AK_WORKSPACE
+                 : b.kind == EVK_ARG_TILING ? AK_TILING
+                 : b.kind == EVK_ARG_INOUT ? AK_INOUT : AK_INPUT;
+        add_alloc(r, b.name ? b.name : ("arg" + std::to_string(i)), kind, b.data, b.nbytes);
+        args.push_back(static_cast<Arg>(b.data));
+    }
+    if (r.block_dim == 0) {
+        host_violation("block_dim", SEV_FATAL, "blockDim is 0: the kernel never runs");
+        r.status = "stopped";
+        return finish(r, cfg->report_path, false);
+    }
+    bool ok = run_blocks(r, cfg->kernel, args);
+    if (!ok) r.status = "crashed";
+    return finish(r, cfg->report_path, ok);
+}
+
+extern "C" int evk_sim_run(const evk_run_config* cfg) {
+    g_last_error.clear();
+    if (!cfg || !cfg->op_type || !cfg->kernel) {
+        g_last_error = "evk_sim_run: op_type and kernel are required";
+        return 1;
+    }
+    OpEntry* e = find_op(cfg->op_type);
+    if (!e || !e->def) {
+        g_last_error = std::string("operator '") + cfg->op_type + "' is not registered (OP_ADD) in the host code";
+        std::string known;
+        for (auto& n : op_names()) known += (known.empty() ? "" : ", ") + n;
+        g_last_error += "; registered: " + (known.empty() ? std::string("none") : known);
+        return 1;
+    }
+    ops::OpDef& def = *e->def;
+    if (cfg->n_inputs != static_cast<int>(def.inputs_.size()) || cfg->n_outputs != static_cast<int>(def.outputs_.size())) {
+        g_last_error = "evk_sim_run: " + std::to_string(cfg->n_inputs) + " input(s)/" + std::to_string(cfg->n_outputs) +
+                       " output(s) given but the OpDef declares " + std::to_string(def.inputs_.size()) + "/" +
+                       std::to_string(def.outputs_.size());
+        return 1;
+    }
+    if (cfg->n_inputs + cfg->n_outputs + 2 > static_cast<int>(kMaxArgs)) {
+        g_last_error = "evk_sim_run: too many kernel arguments";
+        return 1;
+    }
+    Run r;
+    r.opt = make_options(cfg->options);
+    r.op_type = cfg->op_type;
+    r.op_flow = true;
+    platform().core_num_aiv = r.opt.core_num_aiv;
+    platform().core_num_aic = r.opt.core_num_aiv / 2;
+    platform().ub_size = r.opt.ub_size;
+    g_run = &r;
+    g_printf_bytes = 0;
+
+    // --- attributes in declaration order ---
+    gert::RuntimeAttrs attrs;
+    for (auto& ad : def.attrs_) {
+        gert::AttrValue v = ad.value_;
+        const evk_attr* given = nullptr;
+        for (int i = 0; i < cfg->n_attrs; ++i)
+            if (cfg->attrs[i].name && ad.name_ == cfg->attrs[i].name) given = &cfg->attrs[i];
+        if (given) {
+            switch (given->kind) {
+                case EVK_ATTR_INT: v.kind = gert::AttrValue::INT; v.i = given->i; break;
+                case EVK_ATTR_FLOAT: v.kind = gert::AttrValue::FLOAT; v.f = static_cast<float>(given->f); break;
+                case EVK_ATTR_BOOL: v.kind = gert::AttrValue::BOOL; v.b = given->i != 0; break;
+                case EVK_ATTR_STR: v.kind = gert::AttrValue::STR; v.s = given->s ? given->s : ""; break;
+                case EVK_ATTR_LIST_INT:
+                    v.kind = gert::AttrValue::LIST_INT;
+                    v.li.v_.assign(given->ints, given->ints + given->n);
+                    break;
+                case EVK_ATTR_LIST_FLOAT:
+                    v.kind = gert::AttrValue::LIST_FLOAT;
+                    v.lf.v_.clear();
+                    for (int k = 0; k < given->n; ++k) v.lf.v_.push_back(static_cast<float>(given->floats[k]));
+                    break;
+                default: break;
+            }
+            // an int given for a float attribute (or the reverse) is converted to the declared kind
+            if (ad.value_.kind == gert::AttrValue::FLOAT && v.kind == gert::AttrValue::INT) {
+                v.kind = gert::AttrValue::FLOAT;
+                v.f = static_cast<float>(v.i);
+            } else if (ad.value_.kind == gert::AttrValue::INT && v.kind == gert::AttrValue::FLOAT) {
+                v.kind = gert::AttrValue::INT;
+                v.i = static_cast<int64_t>(v.f);
+            }
+        } else if (!ad.has_default_ && ad.type_ == ops::REQUIRED) {
+            host_violation("opdef_mismatch", SEV_ERROR, "required attribute '%s' was not given", ad.name_.c_str());
+        }
+        attrs.attrs_.push_back(v);
+    }
+
+    // --- tiling context ---
+    gert::TilingContext ctx;
+    ctx.op_type_ = cfg->op_type;
+    ctx.attrs_ = &attrs;
+    auto make_tensor = [](const evk_tensor& t) {
+        gert::Tensor x;
+        for (int k = 0; k < t.ndim; ++k) {
+            x.shape_.origin_.AppendDim(t.dims[k]);
+            x.shape_.storage_.AppendDim(t.dims[k]);
+        }
+        x.dtype_ = static_cast<ge::DataType>(t.dtype);
+        x.data_ = t.data;
+        x.nbytes_ = t.nbytes;
+        return x;
+    };
+    auto check_dtype = [](const ops::OpParamDef& p, int dt, const char* what) {
+        if (p.dtypes_.empty()) return;
+        for (auto d : p.dtypes_)
+            if (d == dt) return;
+        std::string decl;
+        for (auto d : p.dtypes_) decl += (decl.empty() ? "" : ", ") + std::string(dtype_name(d));
+        host_violation("opdef_mismatch", SEV_ERROR, "%s '%s' is %s but the OpDef declares DataType({%s})", what,
+                       p.name_.c_str(), dtype_name(dt), decl.c_str());
+    };
+    for (int i = 0; i < cfg->n_inputs; ++i) {
+        ctx.inputs_.push_back(make_tensor(cfg->inputs[i]));
+        gert::CompileTimeTensorDesc d;
+        d.dtype_ = static_cast<ge::DataType>(cfg->inputs[i].dtype);
+        ctx.input_descs_.push_back(d);
+        check_dtype(def.inputs_[i], cfg->inputs[i].dtype, "input");
+    }
+    for (int i = 0; i < cfg->n_outputs; ++i) {
+        ctx.outputs_.push_back(make_tensor(cfg->outputs[i]));
+        gert::CompileTimeTensorDesc d;
+        d.dtype_ = static_cast<ge::DataType>(cfg->outputs[i].dtype);
+        ctx.output_descs_.push_back(d);
+        check_dtype(def.outputs_[i], cfg->outputs[i].dtype, "output");
+    }
+    std::vector<uint8_t> tiling_buf(64 * 1024, 0);
+    ctx.tiling_.data_ = tiling_buf.data();
+    ctx.tiling_.capacity_ = tiling_buf.size();
+
+    // --- InferShape (reported, not used to size outputs) ---
+    if (e->infer_shape) {
+        gert::InferShapeContext ic;
+        ic.op_type_ = cfg->op_type;
+        ic.attrs_ = &attrs;
+        for (auto& t : ctx.inputs_) {
+            ic.inputs_.push_back(t.shape_.storage_);
+            ic.tensors_.push_back(t);
+        }
+        ic.outputs_.resize(ctx.outputs_.size());
+        r.infer_shape_ran = true;
+        install_handlers();
+        if (sigsetjmp(g_jmp, 1) == 0) {
+            g_guarded = 1;
+            try {
+                r.infer_shape_ok = e->infer_shape(&ic) == ge::GRAPH_SUCCESS;
+            } catch (...) {
+                r.infer_shape_ok = false;
+            }
+            g_guarded = 0;
+        } else {
+            host_violation("host_crash", SEV_ERROR, "InferShape crashed");
+        }
+        for (size_t i = 0; i < ic.outputs_.size(); ++i) {
+            std::vector<int64_t> dims;
+            for (size_t k = 0; k < ic.outputs_[i].GetDimNum(); ++k) dims.push_back(ic.outputs_[i].GetDim(k));
+            r.infer_shapes.push_back(dims);
+            if (r.infer_shape_ok && !(ic.outputs_[i] == ctx.outputs_[i].shape_.storage_))
+                host_violation("infer_shape_mismatch", SEV_WARNING,
+                               "InferShape gives output %zu a different shape than the reference output", i);
+        }
+        if (!r.infer_shape_ok) host_violation("infer_shape_failed", SEV_WARNING, "InferShape did not return GRAPH_SUCCESS");
+    }
+
+    // --- TilingFunc ---
+    if (!e->tiling) {
+        host_violation("tiling_failed", SEV_FATAL, "no TilingFunc registered (AICore().SetTiling)");
+        r.status = "tiling_failed";
+        return finish(r, cfg->report_path, false);
+    }
+    install_handlers();
+    volatile bool tiling_ok = false;
+    if (sigsetjmp(g_jmp, 1) == 0) {
+        g_guarded = 1;
+        try {
+            ge::graphStatus st = e->tiling(&ctx);
+            tiling_ok = st == ge::GRAPH_SUCCESS;
+            if (!tiling_ok)
+                host_violation("tiling_failed", SEV_FATAL, "TilingFunc returned %u instead of ge::GRAPH_SUCCESS", st);
+        } catch (const std::exception& ex) {
+            host_violation("tiling_failed", SEV_FATAL, "TilingFunc threw: %s", ex.what());
+        } catch (...) {
+            host_violation("tiling_failed", SEV_FATAL, "TilingFunc threw an exception");
+        }
+        g_guarded = 0;
+    } else {
+        host_violation("tiling_failed", SEV_FATAL,
+                       "TilingFunc crashed (e.g. a null pointer from GetInputShape/GetAttrs with a wrong index)");
+    }
+    r.block_dim = ctx.block_dim_;
+    r.tiling_key = ctx.tiling_key_;
+    r.schedule_mode = ctx.schedule_mode_;
+    r.tiling_size = ctx.tiling_.size_;
+    r.tiling_bytes.assign(tiling_buf.begin(), tiling_buf.begin() + static_cast<long>(std::min<size_t>(ctx.tiling_.size_, tiling_buf.size())));
+    r.workspace_sizes = ctx.workspace_;
+    for (size_t w : ctx.workspace_) r.workspace_bytes += w;
+    if (!tiling_ok) {
+        r.status = "tiling_failed";
+        return finish(r, cfg->report_path, false);
+    }
+    if (!ctx.block_dim_set_ || ctx.block_dim_ == 0) {
+        host_violation("block_dim", SEV_FATAL, "the TilingFunc did not call SetBlockDim with a positive block count");
+        r.status = "tiling_failed";
+        return finish(r, cfg->report_path, false);
+    }
+    if (ctx.block_dim_ > 65535) {
+        host_violation("block_dim", SEV_FATAL, "SetBlockDim(%u): at most 65535 blocks", ctx.block_dim_);
+        r.status = "tiling_failed";
+        return finish(r, cfg->report_path, false);
+    }
+    if (ctx.tiling_.size_ > ctx.tiling_.capacity_) {
+        host_violation(EVK_RULE_TILING_SIZE, SEV_ERROR, "SetDataSize(%zu) exceeds the tiling capacity %zu",
+                       ctx.tiling_.size_, ctx.tiling_.capacity_);
+        ctx.tiling_.size_ = ctx.tiling_.capacity_;
+    }
+    if (e->tiling_class_size && ctx.tiling_.size_ && ctx.tiling_.size_ != e->tiling_class_size)
+        host_violation(EVK_RULE_TILING_SIZE, SEV_WARNING,
+                       "SetDataSize(%zu) differs from sizeof(%s) = %zu registered with REGISTER_TILING_DATA_CLASS",
+                       ctx.tiling_.size_, e->tiling_class.c_str(), e->tiling_class_size);
+
+    // --- GM buffers: inputs, outputs, workspace, tiling ---
+    std::vector<Arg> args;
+    for (int i = 0; i < cfg->n_inputs; ++i) {
+        const evk_tensor& t = cfg->inputs[i];
+        add_alloc(r, t.name ? t.name : def.inputs_[i].name_, AK_INPUT, t.data, t.nbytes);
+        args.push_back(static_cast<Arg>(t.data));
+    }
+    for (int i = 0; i < cfg->n_outputs; ++i) {
+        const evk_tensor& t = cfg->outputs[i];
+        add_alloc(r, t.name ? t.name : def.outputs_[i].name_, AK_OUTPUT, t.data, t.nbytes);
+        args.push_back(static_cast<Arg>(t.data));
+    }
+    // workspace: calloc'd (untouched pages cost nothing); at least one byte so the pointer is real
+    std::unique_ptr<uint8_t, void (*)(void*)> ws(static_cast<uint8_t*>(std::calloc(r.workspace_bytes + 64, 1)), std::free);
+    add_alloc(r, "workspace", AK_WORKSPACE, ws.get(), r.workspace_bytes);
+    args.push_back(ws.get());
+    std::vector<uint8_t> tiling_gm(ctx.tiling_.size_ + 64, 0);
+    std::memcpy(tiling_gm.data(), tiling_buf.data(), ctx.tiling_.size_);
+    add_alloc(r, "tiling", AK_TILING, tiling_gm.data(), ctx.tiling_.size_);
+    args.push_back(tiling_gm.data());
+
+    bool ok = run_blocks(r, cfg->kernel, args);
+    if (!ok) r.status = "crashed";
+    return finish(r, cfg->report_path, ok);
+}
+
+extern "C" const char* evk_sim_last_error(void) { return g_last_error.c_str(); }
+
+extern "C" const char* evk_sim_list_ops(void) {
+    Json j;
+    j.s += "[";
+    bool first = true;
+    for (auto& n : op_names()) {
+        if (!find_op(n)->def) continue;
+        if (!first) j.s += ",";
+        first = false;
+        j.str(n);
+    }
+    j.s += "]";
+    g_json_buf = j.s;
+    return g_json_buf.c_str();
+}
+
+extern "C" const char* evk_sim_describe_op(const char* op) {
+    OpEntry* e = op ? find_op(op) : nullptr;
+    if (!e || !e->def) return nullptr;
+    const ops::OpDef& d = *e->def;
+    auto ptype = [](ops::Option o) {
+        return o == ops::REQUIRED ? "required" : o == ops::OPTIONAL ? "optional" : o == ops::DYNAMIC ? "dynamic" : "other";
+    };
+    Json j;
+    j.s += "{";
+    j.key("op"); j.str(d.type_); j.s += ",";
+    for (int io = 0; io < 2; ++io) {
+        const auto& ps = io == 0 ? d.inputs_ : d.outputs_;
+        j.key(io == 0 ? "inputs" : "outputs");
+        j.s += "[";
+        bool first = true;
+        for (const auto& p : ps) {
+            if (!first) j.s += ",";
+            first = false;
+            j.s += "{";
+            j.key("name"); j.str(p.name_); j.s += ",";
+            j.key("param_type"); j.str(ptype(p.type_)); j.s += ",";
+            j.key("dtypes"); j.s += "[";
+            for (size_t k = 0; k < p.dtypes_.size(); ++k) {
+                if (k) j.s += ",";
+                j.str(dtype_name(p.dtypes_[k]));
+            }
+            j.s += "],";
+            j.key("formats"); j.s += "[";
+            for (size_t k = 0; k < p.formats_.size(); ++k) {
+                if (k) j.s += ",";
+                j.str(p.formats_[k] == ge::FORMAT_ND ? "ND" : std::to_string(static_cast<int>(p.formats_[k])));
+            }
+            j.s += "]}";
+        }
+        j.s += "],";
+    }
+    j.key("attrs"); j.s += "[";
+    bool first = true;
+    for (const auto& a : d.attrs_) {
+        if (!first) j.s += ",";
+        first = false;
+        static const char* kinds[] = {"none", "int", "float", "bool", "str", "list_int", "list_float", "list_bool"};
+        j.s += "{";
+        j.key("name"); j.str(a.name_); j.s += ",";
+        j.key("param_type"); j.str(ptype(a.type_)); j.s += ",";
+        j.key("type"); j.str(kinds[a.value_.kind]); j.s += ",";
+        j.key("default");
+        if (!a.has_default_) j.s += "null";
+        else switch (a.value_.kind) {
+            case gert::AttrValue::INT: j.inum(a.value_.i); break;
+            case gert::AttrValue::FLOAT: j.dbl(a.value_.f); break;
+            case gert::AttrValue::BOOL: j.s += a.value_.b ? "true" : "false"; break;
+            case gert::AttrValue::STR: j.str(a.value_.s); break;
+            case gert::AttrValue::LIST_INT:
+                j.s += "[";
+                for (size_t k = 0; k < a.value_.li.v_.size(); ++k) { if (k) j.s += ","; j.inum(a.value_.li.v_[k]); }
+                j.s += "]";
+                break;
+            case gert::AttrValue::LIST_FLOAT:
+                j.s += "[";
+                for (size_t k = 0; k < a.value_.lf.v_.size(); ++k) { if (k) j.s += ","; j.dbl(a.value_.lf.v_[k]); }
+                j.s += "]";
+                break;
+            default: j.s += "null";
+        }
+        j.s += "}";
+    }
+    j.s += "],";
+    j.key("has_tiling"); j.s += e->tiling ? "true" : "false"; j.s += ",";
+    j.key("has_infer_shape"); j.s += e->infer_shape ? "true" : "false"; j.s += ",";
+    j.key("has_infer_dtype"); j.s += e->infer_dtype ? "true" : "false"; j.s += ",";
+    j.key("socs"); j.s += "[";
+    for (size_t k = 0; k < d.aicore_.socs_.size(); ++k) {
+        if (k) j.s += ",";
+        j.str(d.aicore_.socs_[k]);
+    }
+    j.s += "],";
+    j.key("tiling_class"); j.str(e->tiling_class); j.s += ",";
+    j.key("tiling_class_size"); j.num(e->tiling_class_size);
+    j.s += "}";
+    g_json_buf = j.s;
+    return g_json_buf.c_str();
+}
+
+// ---- CLIs ------------------------------------------------------------------------------------------
+namespace {
+bool read_file(const std::string& path, std::vector<uint8_t>& out) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) return false;
+    out.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    return true;
+}
+bool write_file(const std::string& path, const void* data, size_t n) {
+    std::ofstream f(path, std::ios::binary);
+    if (!f) return false;
+    f.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
+    return static_cast<bool>(f);
+}
+bool apply_option(evk_options& o, const std::string& k, const std::string& v) {
+    if (k == "core_num_aiv") o.core_num_aiv = static_cast<uint32_t>(std::stoul(v));
+    else if (k == "ub_size") o.ub_size = std::stoull(v);
+    else if (k == "half_overflow") o.half_overflow_saturate = (v == "saturate" || v == "1");
+    else if (k == "keep_outputs") o.keep_outputs = (v == "1" || v == "true");
+    else if (k == "max_instructions") o.max_instructions = std::stoull(v);
+    else if (k == "max_violations") o.max_violations = std::stoi(v);
+    else return false;
+    return true;
+}
+int cli_error(const std::string& m) {
+    std::fprintf(stderr, "evk-sim: %s\n", m.c_str());
+    return 1;
+}
+}  // namespace
+
+extern "C" int evk_sim_main(int argc, char** argv, evk_kernel_fn kernel) {
+    if (argc < 2) return cli_error("usage: launcher SPEC_FILE");
+    std::ifstream spec(argv[1]);
+    if (!spec) return cli_error(std::string("cannot read the spec file ") + argv[1]);
+    struct T {
+        std::string name, file;
+        int dtype = 0;
+        std::vector<int64_t> dims;
+        std::vector<uint8_t> data;
+    };
+    struct A {
+        std::string name, s;
+        int kind = 0;
+        int64_t i = 0;
+        double f = 0;
+        std::vector<int64_t> ints;
+        std::vector<double> floats;
+    };
+    std::vector<T> ins, outs;
+    std::vector<A> attrs;
+    std::string op, report;
+    evk_options opt;
+    std::memset(&opt, 0, sizeof(opt));
+    std::string line;
+    int lineno = 0;
+    try {
+        while (std::getline(spec, line)) {
+            ++lineno;
+            std::istringstream ls(line);
+            std::string w;
+            if (!(ls >> w) || w[0] == '#') continue;
+            if (w == "op") ls >> op;
+            else if (w == "report") ls >> report;
+            else if (w == "input" || w == "output") {
+                T t;
+                std::string dt;
+                size_t nd = 0;
+                ls >> t.name >> dt >> t.file >> nd;
+                t.dtype = dtype_from_name(dt);
+                if (t.dtype < 0) return cli_error("spec line " + std::to_string(lineno) + ": unknown dtype " + dt);
+                for (size_t k = 0; k < nd; ++k) {
+                    int64_t d;
+                    ls >> d;
+                    t.dims.push_back(d);
+                }
+                int64_t n = 1;
+                for (int64_t d : t.dims) n *= d;
+                size_t bytes = static_cast<size_t>(n) * static_cast<size_t>(ge::GetSizeByDataType(static_cast<ge::DataType>(t.dtype)));
+                if (w == "input") {
+                    if (!read_file(t.file, t.data)) return cli_error("cannot read input file " + t.file);
+                    if (t.data.size() != bytes)
+                        return cli_error("input " + t.name + ": file has " + std::to_string(t.data.size()) +
+                                         " bytes, shape needs " + std::to_string(bytes));
+                    ins.push_back(std::move(t));
+                } else {
+                    t.data.assign(bytes, 0);
+                    outs.push_back(std::move(t));
+                }
+            } else if (w == "attr") {
+                A a;
+                std::string kind;
+                ls >> a.name >> kind;
+                if (kind == "int") { a.kind = EVK_ATTR_INT; ls >> a.i; }
+                else if (kind == "float") { a.kind = EVK_ATTR_FLOAT; ls >> a.f; }
+                else if (kind == "bool") { a.kind = EVK_ATTR_BOOL; ls >> a.i; }
+                else if (kind == "str") { a.kind = EVK_ATTR_STR; ls >> a.s; }
+                else if (kind == "ints") {
+                    a.kind = EVK_ATTR_LIST_INT;
+                    size_t n = 0;
+                    ls >> n;
+                    for (size_t k = 0; k < n; ++k) { int64_t v; ls >> v; a.ints.push_back(v); }
+                } else if (kind == "floats") {
+                    a.kind = EVK_ATTR_LIST_FLOAT;
+                    size_t n = 0;
+                    ls >> n;
+                    for (size_t k = 0; k < n; ++k) { double v; ls >> v; a.floats.push_back(v); }
+                } else return cli_error("spec line " + std::to_string(lineno) + ": unknown attr kind " + kind);
+                attrs.push_back(std::move(a));
+            } else if (w == "option") {
+                std::string k, v;
+                ls >> k >> v;
+                if (!apply_option(opt, k, v)) return cli_error("unknown option " + k);
+            } else {
+                return cli_error("spec line " + std::to_string(lineno) + ": unknown keyword " + w);
+            }
+        }
+    } catch (const std::exception& ex) {
+        return cli_error(std::string("bad spec file: ") + ex.what());
+    }
+    std::vector<evk_tensor> ti, to;
+    for (auto& t : ins) ti.push_back(evk_tensor{t.name.c_str(), t.dtype, static_cast<int32_t>(t.dims.size()), t.dims.data(), t.data.data(), t.data.size()});
+    for (auto& t : outs) to.push_back(evk_tensor{t.name.c_str(), t.dtype, static_cast<int32_t>(t.dims.size()), t.dims.data(), t.data.data(), t.data.size()});
+    std::vector<evk_attr> ta;
+    for (auto& a : attrs)
+        ta.push_back(evk_attr{a.name.c_str(), a.kind, a.i, a.f, a.s.c_str(), static_cast<int32_t>(a.kind == EVK_ATTR_LIST_INT ? a.ints.size() : a.floats.size()),
+                              a.ints.data(), a.floats.data()});
+    evk_run_config cfg;
+    std::memset(&cfg, 0, sizeof(cfg));
+    cfg.op_type = op.c_str();
+    cfg.kernel = kernel;
+    cfg.n_inputs = static_cast<int32_t>(ti.size());
+    cfg.inputs = ti.data();
+    cfg.n_outputs = static_cast<int32_t>(to.size());
+    cfg.outputs = to.data();
+    cfg.n_attrs = static_cast<int32_t>(ta.size());
+    cfg.attrs = ta.data();
+    cfg.report_path = report.c_str();
+    cfg.options = opt;
+    int rc = evk_sim_run(&cfg);
+    if (rc == 1) return cli_error(evk_sim_last_error());
+    for (auto& t : outs)
+        if (!write_file(t.file, t.data.data(), t.data.size())) return cli_error("cannot write output " + t.file);
+    return rc;
+}
+
+extern "C" int evk_sim_launch_main(int argc, char** argv, evk_kernel_fn kernel) {
+    evk_launch_config cfg;
+    std::memset(&cfg, 0, sizeof(cfg));
+    cfg.kernel = kernel;
+    struct B {
+        std::string name, file;
+        int kind;
+        std::vector<uint8_t> data;
+    };
+    std::vector<B> bufs;
+    std::string report, name;
+    try {
+        for (int i = 1; i < argc; ++i) {
+            std::string a = argv[i];
+            auto next = [&]() -> std::string {
+                if (i + 1 >= argc) throw std::runtime_error("missing value after " + a);
+                return argv[++i];
+            };
+            if (a == "--block-dim") cfg.block_dim = static_cast<uint32_t>(std::stoul(next()));
+            else if (a == "--report") report = next();
+            else if (a == "--name") name = next();
+            else if (a == "--tiling-key") cfg.tiling_key = std::stoull(next());
+            else if (a == "--in" || a == "--inout" || a == "--tiling") {
+                B b;
+                b.file = next();
+                b.name = b.file.substr(b.file.find_last_of('/') + 1);
+                b.kind = a == "--in" ? EVK_ARG_INPUT : a == "--inout" ? EVK_ARG_INOUT : EVK_ARG_TILING;
+                if (!read_file(b.file, b.data)) return cli_error("cannot read " + b.file);
+                bufs.push_back(std::move(b));
+            } else if (a == "--out") {
+                std::string v = next();
+                size_t c = v.rfind(':');
+                if (c == std::string::npos) return cli_error("--out FILE:NBYTES");
+                B b;
+                b.file = v.substr(0, c);
+                b.name = b.file.substr(b.file.find_last_of('/') + 1);
+                b.kind = EVK_ARG_OUTPUT;
+                b.data.assign(std::stoull(v.substr(c + 1)), 0);
+                bufs.push_back(std::move(b));
+            } else if (a == "--workspace") {
+                B b;
+                b.name = "workspace";
+                b.kind = EVK_ARG_WORKSPACE;
+                b.data.assign(std::stoull(next()), 0);
+                bufs.push_back(std::move(b));
+            } else if (a == "--option") {
+                std::string v = next();
+                size_t eq = v.find('=');
+                if (eq == std::string::npos || !apply_option(cfg.options, v.substr(0, eq), v.substr(eq + 1)))
+                    return cli_error("bad option " + v);
+            } else {
+                return cli_error("unknown argument " + a);
+            }
+        }
+    } catch (const std::exception& ex) {
+        return cli_error(ex.what());
+    }
+    std::vector<evk_buffer> args;
+    for (auto& b : bufs) args.push_back(evk_buffer{b.name.c_str(), b.kind, b.data.data(), b.data.size()});
+    cfg.n_args = static_cast<int32_t>(args.size());
+    cfg.args = args.data();
+    cfg.report_path = report.c_str();
+    cfg.kernel_name = name.c_str();
+    int rc = evk_sim_launch(&cfg);
+    if (rc == 1) return cli_error(evk_sim_last_error());
+    for (auto& b : bufs)
+        if ((b.kind == EVK_ARG_OUTPUT || b.kind == EVK_ARG_INOUT) && !b.file.empty())
+            if (!write_file(b.file, b.data.data(), b.data.size())) return cli_error("cannot write " + b.file);
+    return rc;
+}
