@@ -117,6 +117,8 @@ struct PipeRec {
 struct Flag {
     int pending = 0;
     uint64_t seq = 0;
+    const char* file = "";
+    int line = 0;
 };
 
 struct Block {
@@ -856,6 +858,8 @@ void sync_set(int from, int to, int id, const char* file, int line) {
                   pipe_short(to), id);
     ++f.pending;
     f.seq = g_blk.seq;
+    f.file = file ? file : "";
+    f.line = line;
 }
 void sync_wait(int from, int to, int id, const char* file, int line) {
     ++g_blk.c.wait_flags;
@@ -1830,7 +1834,7 @@ void end_of_block_checks() {
         for (int t = 0; t < PID_COUNT; ++t)
             for (int id = 0; id < 8; ++id)
                 if (b.flags[f][t][id].pending > 0)
-                    record(EVK_RULE_SYNC_PAIRING, SEV_WARNING, "", 0,
+                    record(EVK_RULE_SYNC_PAIRING, SEV_WARNING, b.flags[f][t][id].file, b.flags[f][t][id].line,
                            fmt("SetFlag<%s_%s>(%d) was never waited for (WaitFlag) before the kernel ended",
                                pipe_short(f), pipe_short(t), id));
 }
