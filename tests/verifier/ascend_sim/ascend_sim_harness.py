@@ -62,6 +62,7 @@ class Sim:
     def __init__(self, workdir: Path):
         self.workdir = workdir
         self.runtime_obj = workdir / "evk_runtime.o"
+        self._host_objs: dict[int, Path] = {}
         t = time.perf_counter()
         self._gxx(["-c", str(RUNTIME), "-o", str(self.runtime_obj)], cwd=workdir)
         COMPILE_TIMES["runtime.cpp (once per session)"] = time.perf_counter() - t
@@ -99,17 +100,31 @@ class Sim:
             f"#include \"{tiling_header}\"\nnamespace optiling {{}}\nusing namespace optiling;\n"
             f"#include \"op_kernel/{kernel_name}.cpp\"\n")
         (d / "main.cpp").write_text(
-            "#include \"evk_sim/runtime.h\"\n"
+            "#include <cstdio>\n#include <cstring>\n#include \"evk_sim/runtime.h\"\n"
             f"extern \"C\" void {kernel_name}();\n"
-            f"int main(int argc, char** argv) {{ return evk_sim_main(argc, argv, (evk_kernel_fn)&{kernel_name}); }}\n")
+            "int main(int argc, char** argv) {\n"
+            "    if (argc > 2 && !std::strcmp(argv[1], \"--describe\")) {\n"
+            "        const char* s = evk_sim_describe_op(argv[2]);\n"
+            "        std::puts(s ? s : \"null\");\n"
+            "        return 0;\n"
+            "    }\n"
+            "    if (argc > 1 && !std::strcmp(argv[1], \"--list\")) { std::puts(evk_sim_list_ops()); return 0; }\n"
+            f"    return evk_sim_main(argc, argv, (evk_kernel_fn)&{kernel_name});\n"
+            "}\n")
         defines = {f"DTYPE_{k.upper()}": v for k, v in dtypes.items()}
         exe = d / "prog"
         t = time.perf_counter()
         # kernel TU (with DTYPE_ macros), host TU, launcher: one g++ call
-        k_obj, h_obj = d / "kernel.o", d / "host.o"
+        k_obj = d / "kernel.o"
         self._gxx([*[f"-D{k}={v}" for k, v in defines.items()], "-c", "kernel_tu.cpp", "-o", str(k_obj)], cwd=d,
                   extra_inc=[d, d / "op_host"])
-        self._gxx(["-c", f"op_host/{kernel_name}.cpp", "-o", str(h_obj)], cwd=d, extra_inc=[d / "op_host"])
+        # the host TU does not depend on the dtypes: compiled once per distinct host source
+        key = hash((host_src, tiling_src))
+        h_obj = self._host_objs.get(key)
+        if h_obj is None:
+            h_obj = d / "host.o"
+            self._gxx(["-c", f"op_host/{kernel_name}.cpp", "-o", str(h_obj)], cwd=d, extra_inc=[d / "op_host"])
+            self._host_objs[key] = h_obj
         self._gxx(["main.cpp", str(k_obj), str(h_obj), str(self.runtime_obj), "-o", str(exe)], cwd=d)
         COMPILE_TIMES[label] = time.perf_counter() - t
         return exe
@@ -235,6 +250,15 @@ def marked_lines(source: Path, tag: str = "RULE") -> dict[str, tuple[str, int]]:
         if m and case:
             out[case] = (m.group(1), i)
     return out
+
+
+def describe(exe: Path, op: str) -> dict | None:
+    r = subprocess.run([str(exe), "--describe", op], capture_output=True, text=True, check=True)
+    return json.loads(r.stdout)
+
+
+def list_ops(exe: Path) -> list[str]:
+    return json.loads(subprocess.run([str(exe), "--list"], capture_output=True, text=True, check=True).stdout)
 
 
 def have_gxx() -> bool:

@@ -386,20 +386,32 @@ void ub_access(const char* instr, int buf, int64_t off, uint64_t n, bool write, 
     Buffer& B = check_range(instr, buf, off, n, file, line);
     std::string tmp;
     if (!write) {
-        uint64_t bad = 0, first = 0;
+        // init bytes: 0 never written, 1 written, 2 DataCopyPad filler (unspecified padding)
+        uint64_t bad = 0, first = 0, pad = 0, pfirst = 0;
         const uint8_t* ini = g_ub_init + off;
-        if (std::memchr(ini, 0, n)) {
-            for (uint64_t i = 0; i < n; ++i)
-                if (!ini[i]) {
+        if (std::memchr(ini, 0, n) || std::memchr(ini, 2, n)) {
+            for (uint64_t i = 0; i < n; ++i) {
+                if (ini[i] == 0) {
                     if (!bad) first = i;
                     ++bad;
+                } else if (ini[i] == 2) {
+                    if (!pad) pfirst = i;
+                    ++pad;
                 }
+            }
         }
         if (bad)
             violation(EVK_RULE_UNINIT_READ, SEV_ERROR, file, line,
                       "%s reads %llu byte(s) of UB never written in this block (first at byte %lld of %s); on the "
                       "NPU that is stale data from another tile or kernel",
                       instr, static_cast<unsigned long long>(bad), static_cast<long long>(off - B.off + first),
+                      buffer_origin(B, tmp));
+        if (pad)
+            violation(EVK_RULE_UNINIT_READ, SEV_WARNING, file, line,
+                      "%s reads %llu byte(s) of the unspecified padding DataCopyPad leaves after an unaligned block "
+                      "(first at byte %lld of %s); harmless for elementwise work on the padding, wrong for "
+                      "reductions over it (pad with isPad/paddingValue, or limit the count to the real length)",
+                      instr, static_cast<unsigned long long>(pad), static_cast<long long>(off - B.off + pfirst),
                       buffer_origin(B, tmp));
         if (pipe < PID_COUNT) {
             int64_t b0 = off / 32, b1 = (off + static_cast<int64_t>(n) - 1) / 32;
@@ -1272,8 +1284,9 @@ bool copy_params_check(const char* op, uint32_t blockCount, uint32_t blockLen, u
 void pad_fill(const char* op, int buf, int64_t off, uint64_t nbytes, const void* value, uint32_t esize, bool is_pad,
               ::evk_sim::SrcLoc loc) {
     if (nbytes == 0) return;
-    if (!is_pad) {  // unspecified filler: bounds only, the bytes stay "unwritten"
+    if (!is_pad) {  // unspecified filler: marked as such (reads of it are reported as warnings)
         check_range(op, buf, off, nbytes, loc.file, loc.line);
+        std::memset(g_ub_init + off, 2, nbytes);
         return;
     }
     ub_access(op, buf, off, nbytes, true, PID_MTE2, loc.file, loc.line);
