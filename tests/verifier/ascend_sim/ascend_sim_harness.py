@@ -18,7 +18,7 @@ SIM = ROOT / "verifier" / "backends" / "ascend_sim"
 INCLUDE = SIM / "include"
 RUNTIME = SIM / "runtime.cpp"
 CXX = os.environ.get("CXX", "g++")
-CXXFLAGS = ["-std=c++17", "-O1"]
+CXXFLAGS = ["-std=c++17", "-O1", "-Werror=narrowing"]  # clang (bisheng) rejects narrowing in braces; g++ only warns
 
 NP_TO_SPEC = {
     np.dtype(np.float32): "float32",

@@ -342,3 +342,43 @@ CASE(r_crash, GM_ADDR a, GM_ADDR out) {  // a raw pointer write the emulator can
     volatile float* p = nullptr;
     *p = 1.0f;
 }
+
+CASE(r_tbuf_get_too_long, GM_ADDR a, GM_ADDR out) {
+    Io io(a, out);
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> b;
+    pipe.InitBuffer(b, 256);
+    LocalTensor<float> x = b.Get<float>(128);  // RULE ub_out_of_bounds
+}
+
+CASE(r_free_wrong_queue, GM_ADDR a, GM_ADDR out) {
+    Io io(a, out);
+    TPipe pipe;
+    TQue<QuePosition::VECIN, 1> qa;
+    TQue<QuePosition::VECOUT, 1> qb;
+    pipe.InitBuffer(qa, 1, 256);
+    pipe.InitBuffer(qb, 1, 256);
+    LocalTensor<float> x = qa.AllocTensor<float>();
+    qb.FreeTensor(x);  // RULE queue_pairing
+}
+
+CASE(r_gm_misaligned, GM_ADDR a, GM_ADDR out) {  // a float tensor two bytes into the buffer
+    Io io(a, out);
+    GlobalTensor<float> g;
+    g.SetGlobalBuffer((__gm__ float*)(a + 2), 64);
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> b;
+    pipe.InitBuffer(b, 256);
+    LocalTensor<float> x = b.Get<float>();
+    DataCopy(x, g, 64);  // RULE gm_alignment
+}
+
+CASE(r_endless_loop, GM_ADDR a, GM_ADDR out) {  // stopped by the max_instructions option
+    Io io(a, out);
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> b;
+    pipe.InitBuffer(b, 256);
+    LocalTensor<float> x = b.Get<float>();
+    Duplicate(x, 0.0f, 64);
+    for (;;) Adds(x, x, 1.0f, 64);
+}

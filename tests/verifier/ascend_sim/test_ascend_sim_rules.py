@@ -108,3 +108,11 @@ def test_clean_kernel_in_the_same_program_has_no_violations(sim, rule_prog):
     res = run_case(sim, rule_prog, "r_leak")
     assert res.rules() == {"queue_pairing"}
     np.testing.assert_array_equal(res.outputs[0][:64], np.arange(64, dtype=F32))
+
+
+def test_instruction_budget_stops_an_endless_loop(sim, rule_prog):
+    exe, d = rule_prog
+    res = sim.launch(exe, d, "r_endless_loop", [np.zeros(256, F32)], [((256,), F32)],
+                     options={"max_instructions": 5000})
+    assert res.report["status"] == "aborted"
+    assert "instruction_budget" in res.rules("fatal")
