@@ -158,6 +158,8 @@ def test_host_defaults_and_options(probe, sim):
 def test_host_checks_against_the_opdef(probe, sim):
     res = probe_run(probe, sim, {"alpha": 1.0})  # required attribute `count` missing
     assert "opdef_mismatch" in res.rules("error")
+    res = probe_run(probe, sim, {"count": 1, "beta": 2.0})  # not declared: ignored with a warning
+    assert [v["message"] for v in res.find("opdef_mismatch")] == ["attribute 'beta' is not declared by the OpDef (ignored)"]
     res = probe_run(probe, sim, {"count": 1}, x=np.zeros((2, 3), np.int32))  # int32 is not declared
     assert any("DataType" in v["message"] for v in res.find("opdef_mismatch"))
 

@@ -116,3 +116,13 @@ def test_instruction_budget_stops_an_endless_loop(sim, rule_prog):
                      options={"max_instructions": 5000})
     assert res.report["status"] == "aborted"
     assert "instruction_budget" in res.rules("fatal")
+
+
+def test_partial_oob_read_keeps_the_in_bounds_part(sim, rule_prog):
+    """DataCopy of 64 floats from element 224 of a 256-float input: 32 real values, 32 out of bounds."""
+    a = np.arange(256, dtype=F32)
+    res = run_case(sim, rule_prog, "r_gm_oob_read", a=a)
+    out = res.outputs[0]
+    np.testing.assert_array_equal(out[:32], a[224:])
+    assert np.isnan(out[32:64]).all()  # never written in UB, then copied out (flagged as uninitialised)
+    assert {"gm_out_of_bounds", "uninitialised_read"} <= res.rules("error")

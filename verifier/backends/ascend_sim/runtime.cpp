@@ -63,7 +63,7 @@ struct Alloc {
     int kind = AK_INPUT;
     uint8_t* base = nullptr;
     uint64_t n = 0;
-    std::vector<int16_t> writer;  // outputs: last writing block per byte (-1 none)
+    std::vector<int32_t> writer;  // outputs: last writing block per byte (-1 none)
 };
 
 struct VecCounter {
@@ -481,6 +481,17 @@ std::string describe_gm(const void* p, uint64_t n) {
 }
 }  // namespace
 
+namespace {
+// bytes of [p, p + n) that lie inside one argument buffer, counted from p
+uint64_t gm_valid_prefix(const void* p, uint64_t n) {
+    Alloc* a = find_alloc(p);
+    if (!a) return 0;
+    const uint8_t* q = static_cast<const uint8_t*>(p);
+    uint64_t avail = static_cast<uint64_t>(a->base + a->n - q);
+    return avail < n ? avail : n;
+}
+}  // namespace
+
 bool gm_access(const char* instr, const void* p, uint64_t n, bool write, const void* tbase, uint64_t tbytes,
                const char* file, int line) {
     if (n == 0) return true;
@@ -493,8 +504,8 @@ bool gm_access(const char* instr, const void* p, uint64_t n, bool write, const v
                   "raises an MPU address error (the emulator stops the block)",
                   instr, describe_gm(p, n).c_str());
         violation(EVK_RULE_GM_OOB, SEV_ERROR, file, line,
-                  "%s reads %s: past the end of the real buffer (the data read is garbage on the NPU; the emulator "
-                  "leaves the destination unwritten)",
+                  "%s reads %s: past the end of the real buffer (those bytes are garbage on the NPU; the emulator "
+                  "leaves their destination unwritten)",
                   instr, describe_gm(p, n).c_str());
         return false;
     }
@@ -511,12 +522,12 @@ bool gm_access(const char* instr, const void* p, uint64_t n, bool write, const v
             violation(EVK_RULE_INPUT_WRITTEN, SEV_WARNING, file, line, "%s writes %s: kernels must not modify inputs",
                       instr, describe_gm(p, n).c_str());
         if (!a->writer.empty() && g_blk.atomic_mode == 0) {
-            int16_t me = static_cast<int16_t>(g_blk.idx);
+            int32_t me = g_blk.idx;
             uint64_t start = static_cast<uint64_t>(q - a->base);
             int other = -1;
             uint64_t first = 0, clash = 0;
             for (uint64_t i = start; i < start + n; ++i) {
-                int16_t w = a->writer[i];
+                int32_t w = a->writer[i];
                 if (w >= 0 && w != me) {
                     if (other < 0) {
                         other = w;
@@ -1177,12 +1188,14 @@ void gm_to_ub(const char* op, int buf, int64_t ub_off, const void* gm, uint64_t 
               ::evk_sim::SrcLoc loc) {
     if (n == 0) return;
     bool ok = gm_access(op, gm, n, false, tbase, tbytes, loc.file, loc.line);
-    if (ok) {
-        ub_access(op, buf, ub_off, n, true, PID_MTE2, loc.file, loc.line);
-        std::memcpy(g_ub + ub_off, gm, n);
-    } else {
-        check_range(op, buf, ub_off, n, loc.file, loc.line);
-        std::memset(g_ub_init + ub_off, 0, n);
+    uint64_t valid = ok ? n : gm_valid_prefix(gm, n);
+    if (valid) {
+        ub_access(op, buf, ub_off, valid, true, PID_MTE2, loc.file, loc.line);
+        std::memcpy(g_ub + ub_off, gm, valid);
+    }
+    if (valid < n) {  // the out-of-bounds part: garbage on the NPU, "never written" here
+        check_range(op, buf, ub_off + static_cast<int64_t>(valid), n - valid, loc.file, loc.line);
+        std::memset(g_ub_init + ub_off + valid, 0, n - valid);
     }
 }
 
@@ -2059,6 +2072,14 @@ extern "C" int evk_sim_run(const evk_run_config* cfg) {
             host_violation("opdef_mismatch", SEV_ERROR, "required attribute '%s' was not given", ad.name_.c_str());
         }
         attrs.attrs_.push_back(v);
+    }
+
+    for (int i = 0; i < cfg->n_attrs; ++i) {
+        bool known = false;
+        for (auto& ad : def.attrs_) known = known || (cfg->attrs[i].name && ad.name_ == cfg->attrs[i].name);
+        if (!known)
+            host_violation("opdef_mismatch", SEV_WARNING, "attribute '%s' is not declared by the OpDef (ignored)",
+                           cfg->attrs[i].name ? cfg->attrs[i].name : "");
     }
 
     // --- tiling context ---
