@@ -447,3 +447,52 @@ CASE(scalar_access_f32, GM_ADDR prm, GM_ADDR a, GM_ADDR out) {  // reverse via G
     for (int32_t i = 0; i < n; ++i) l.SetValue(i, ga.GetValue(n - 1 - i));
     for (int32_t i = 0; i < n; ++i) go.SetValue(i, l.GetValue(i) * 2.0f);
 }
+
+// ---- mask/repeat forms of Compare, Select and ReduceSum ----
+CASE(cmp_mask_f32, GM_ADDR prm, GM_ADDR a, GM_ADDR b, GM_ADDR out) {  // bits of a < b, 2 repeats of 64
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> ba, bb, bm;
+    pipe.InitBuffer(ba, 512);
+    pipe.InitBuffer(bb, 512);
+    pipe.InitBuffer(bm, 32);
+    LocalTensor<float> la = ba.Get<float>(), lb = bb.Get<float>();
+    LocalTensor<uint8_t> lm = bm.Get<uint8_t>();
+    LoadPad(la, a, 128);
+    LoadPad(lb, b, 128);
+    PipeBarrier<PIPE_ALL>();
+    Compare(lm, la, lb, CMPMODE::LT, 64, 2, {1, 1, 1, 8, 8, 8});
+    PipeBarrier<PIPE_ALL>();
+    StorePad(out, lm, 16);
+}
+CASE(select_mask_f32, GM_ADDR prm, GM_ADDR a, GM_ADDR b, GM_ADDR out) {  // where(a > b, a, b), first 48 lanes
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> ba, bb, bm, bo;
+    pipe.InitBuffer(ba, 512);
+    pipe.InitBuffer(bb, 512);
+    pipe.InitBuffer(bm, 32);
+    pipe.InitBuffer(bo, 512);
+    LocalTensor<float> la = ba.Get<float>(), lb = bb.Get<float>(), lo = bo.Get<float>();
+    LocalTensor<uint8_t> lm = bm.Get<uint8_t>();
+    LoadPad(la, a, 128);
+    LoadPad(lb, b, 128);
+    Duplicate(lo, -7.0f, 128);
+    PipeBarrier<PIPE_ALL>();
+    Compare(lm, la, lb, CMPMODE::GT, 128);
+    Select(lo, lm, la, lb, SELMODE::VSEL_TENSOR_TENSOR_MODE, 48, 2, {1, 1, 1, 8, 8, 8});
+    PipeBarrier<PIPE_ALL>();
+    StorePad(out, lo, 128);
+}
+CASE(reducesum_mask_f32, GM_ADDR prm, GM_ADDR a, GM_ADDR out) {  // sum of the first 40 of each of 3 rows of 64
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> ba, bw, bo;
+    pipe.InitBuffer(ba, 768);
+    pipe.InitBuffer(bw, 32);
+    pipe.InitBuffer(bo, 32);
+    LocalTensor<float> la = ba.Get<float>(), lw = bw.Get<float>(), lo = bo.Get<float>();
+    LoadPad(la, a, 192);
+    Duplicate(lo, 0.0f, 8);
+    PipeBarrier<PIPE_ALL>();
+    ReduceSum(lo, la, lw, 40, 3, 8);
+    PipeBarrier<PIPE_ALL>();
+    StorePad(out, lo, 2);
+}

@@ -234,6 +234,13 @@ CASES = [
     Case("dup_mask_f32", lambda n: [u(n), u(n)],
          lambda a, b: lanes_expect(256, 64, 2, lambda r, l: l < 20, strided(8, {"dst": (2, 16)}), lambda: F32(9))(),
          sizes=(256,)),
+    Case("cmp_mask_f32", lambda n: [u(n), u(n)], lambda a, b: np.packbits(a < b, bitorder="little"), np.uint8,
+         sizes=(128,), out_len=lambda n: 16),
+    Case("select_mask_f32", lambda n: [u(n), u(n)],
+         lambda a, b: np.where(np.arange(128) % 64 < 48, np.where(a > b, a, b), F32(-7)), sizes=(128,)),
+    Case("reducesum_mask_f32", lambda n: [u(n)],
+         lambda a: np.array([a.reshape(3, 64)[:, :40].astype(np.float64).sum(), 0], F32), sizes=(192,),
+         out_len=lambda n: 2, rtol=1e-5, atol=1e-5),
     Case("cast_mask_f16_f32", lambda n: [u(n, -100, 100, F16)], lambda a: a.astype(F32), sizes=(256,)),
     # data movement
     Case("datacopy_params_f32", lambda n: [u(n * 24)], lambda a: a.reshape(-1, 24)[:, :16].reshape(-1),
