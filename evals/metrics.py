@@ -214,6 +214,19 @@ def speedup_vs_eager(records: Iterable[Record]) -> dict[str, float]:
     return out
 
 
+def first_speedup_vs_eager(records: Iterable[Record]) -> dict[str, float]:
+    """Per task: the FIRST timed feasible kernel's own ``speedup_vs_eager`` (how good the kernel that
+    drafting produced was, before refining). Read it next to :func:`speedup_vs_first`: a method whose
+    first drafts are already fast has less left to gain within the operator. Geomean to aggregate."""
+    out: dict[str, float] = {}
+    for task, rs in _by_task(records).items():
+        timed = [r for r in rs if _timed(r)]
+        s = timed[0].get("speedup_vs_eager") if timed else None
+        if s is not None and s > 0:
+            out[task] = float(s)
+    return out
+
+
 def speedup_vs_compile(records: Iterable[Record]) -> dict[str, float]:
     """Per task: the best kernel's ``speedup_vs_compile`` (median per-round ratio torch.compile of the
     reference / candidate, timed in the same rounds), present only for runs with the compile baseline
@@ -371,6 +384,7 @@ def summarize_method(records: Iterable[Record], tasks: Iterable[str] | None = No
         "n_speedup_vs_first": dist["n"],
         "geomean_speedup_vs_eager": geomean(eager.values()),
         "n_speedup_vs_eager": len(eager),
+        "geomean_first_speedup_vs_eager": geomean(first_speedup_vs_eager(rs).values()),
         "geomean_speedup_vs_compile": geomean(compiled.values()),  # None unless the compile baseline ran
         "n_speedup_vs_compile": len(compiled),
         "fast_p": fast_p(rs, order, ps),
