@@ -716,6 +716,7 @@ def make_figures(data: EvalData, summary: Mapping[str, Any], out: str | Path, dp
     if len(data.groups) >= 2:
         values = {g: {"Acc": m["spread"]["correctness"], "CR": m["spread"]["compile_rate"],
                       "geomean speedup vs eager": m["spread"]["geomean_speedup_vs_eager"],
+                      "first kernel vs eager": m["spread"]["geomean_first_speedup_vs_eager"],
                       "median speedup vs first": m["spread"]["median_speedup_vs_first"]}
                   for g, m in methods.items()}
         files["comparison"] = rel(P.ablation_bars(values, fig_dir / "comparison.png", subtitle=subtitle(data),
