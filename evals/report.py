@@ -156,22 +156,13 @@ def _load_records(files: Iterable[Path]) -> list[dict[str, Any]]:
     """The union of attempt logs: :func:`metrics.load_attempts` per file, attempt ids deduplicated
     across files (first kept), records without a task id dropped."""
     out: list[dict[str, Any]] = []
-    seen: set[Any] = set()
     for f in files:
         try:
             recs = M.load_attempts(f)
         except ValueError as e:  # a malformed line mid-file: every number would silently change
             raise ReportError(f"unreadable attempt log: {e}") from e
-        for r in recs:
-            if not isinstance(r.get("task"), str):
-                continue
-            aid = r.get("attempt_id")
-            if aid is not None:
-                if aid in seen:
-                    continue
-                seen.add(aid)
-            out.append(r)
-    return out
+        out += [r for r in recs if isinstance(r.get("task"), str)]
+    return M.unique_attempts(out)
 
 
 def _ledgers_under(memory: Path) -> list[Path]:
