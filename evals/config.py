@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from evokernel.graph.methods import METHODS
 from evokernel.memory.retrieval import POLICIES
@@ -37,6 +37,11 @@ MEMORY_HELP = {
     "exported": "start from the export file `memory_from` with the items of the evaluated tasks removed "
                 "(backbone transfer), then share it over the stream",
 }
+
+
+# list fields whose entries must come from a fixed set: field -> (allowed values, what one is called)
+_CHOICES: dict[str, tuple[tuple[str, ...], str]] = {
+    "methods": (METHODS, "method"), "policies": (POLICIES, "policy"), "memory": (MEMORY_MODES, "memory mode")}
 
 
 class ConfigError(ValueError):
@@ -90,20 +95,11 @@ class EvalConfig(BaseModel):
     def _listify(cls, v: Any) -> Any:
         return [v] if isinstance(v, str) else v
 
-    @field_validator("methods")
+    @field_validator("methods", "policies", "memory")
     @classmethod
-    def _methods(cls, v: list[str]) -> list[str]:
-        return _members(v, METHODS, "method")
-
-    @field_validator("policies")
-    @classmethod
-    def _policies(cls, v: list[str]) -> list[str]:
-        return _members(v, POLICIES, "policy")
-
-    @field_validator("memory")
-    @classmethod
-    def _memory(cls, v: list[str]) -> list[str]:
-        return _members(v, MEMORY_MODES, "memory mode")
+    def _choices(cls, v: list[str], info: ValidationInfo) -> list[str]:
+        allowed, what = _CHOICES[info.field_name]
+        return _members(v, allowed, what)
 
     @field_validator("seeds")
     @classmethod

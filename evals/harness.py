@@ -481,8 +481,9 @@ class Runner:
             wall = time.monotonic() - r.started
             prev = self.progress.get(key, {}).get("wall_s", 0.0)
             status = "done" if rc == 0 else ("interrupted" if rc == 130 else "failed")
-            self._set(r.unit, status=status, rc=rc, wall_s=prev + wall, attempts=self.attempts(r.unit))
-            self.on_event(status, {"unit": key, "rc": rc, "wall_s": wall, "attempts": self.attempts(r.unit),
+            n = self.attempts(r.unit)
+            self._set(r.unit, status=status, rc=rc, wall_s=prev + wall, attempts=n)
+            self.on_event(status, {"unit": key, "rc": rc, "wall_s": wall, "attempts": n,
                                    "log": self.progress[key].get("log")})
         for arm, server in list(self.servers.items()):
             if not any(u.server and u.arm == arm and self.status(u) not in ("done", "failed") for u in self.units):

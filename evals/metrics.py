@@ -46,7 +46,6 @@ def load_attempts(path: str | Path) -> list[dict[str, Any]]:
     Duplicate attempt ids keep the first record, as the run directory itself does."""
     lines = [ln for ln in Path(path).read_bytes().split(b"\n") if ln.strip()]
     out: list[dict[str, Any]] = []
-    seen: set[Any] = set()
     for i, raw in enumerate(lines):
         try:
             rec = json.loads(raw)
@@ -56,6 +55,16 @@ def load_attempts(path: str | Path) -> list[dict[str, Any]]:
             raise ValueError(f"{path}: line {i + 1} is not valid JSON: {e}") from e
         if not isinstance(rec, dict):
             raise ValueError(f"{path}: line {i + 1} is not a JSON object")  # noqa: TRY004 (bad data, not a bad argument)
+        out.append(rec)
+    return unique_attempts(out)
+
+
+def unique_attempts(records: Iterable[Record]) -> list[Any]:
+    """The records with repeated ``attempt_id`` dropped (the first one is kept, as the run directory
+    does); records without an id are all kept."""
+    seen: set[Any] = set()
+    out = []
+    for rec in records:
         aid = rec.get("attempt_id")
         if aid is not None:
             if aid in seen:
@@ -202,28 +211,40 @@ def speedup_vs_first(records: Iterable[Record]) -> dict[str, float]:
     return out
 
 
+def _positive(chosen: Mapping[str, Record], key: str) -> dict[str, float]:
+    """Per task, ``key`` of its chosen record where that is a positive number (tasks without one are absent)."""
+    out: dict[str, float] = {}
+    for task, r in chosen.items():
+        s = r.get(key)
+        if s is not None and s > 0:
+            out[task] = float(s)
+    return out
+
+
 def speedup_vs_eager(records: Iterable[Record]) -> dict[str, float]:
     """Per task: the best kernel's own ``speedup_vs_eager`` (the verdict's median per-round ratio
     eager / candidate). Tasks without a feasible kernel, or whose best kernel has no positive
     speedup on record, are absent. Aggregate with :func:`geomean`."""
-    out: dict[str, float] = {}
-    for task, r in best_kernels(records).items():
-        s = r.get("speedup_vs_eager")
-        if s is not None and s > 0:
-            out[task] = float(s)
-    return out
+    return _positive(best_kernels(records), "speedup_vs_eager")
+
+
+def first_speedup_vs_eager(records: Iterable[Record]) -> dict[str, float]:
+    """Per task: the FIRST timed feasible kernel's own ``speedup_vs_eager`` (how good the kernel that
+    drafting produced was, before refining). Read it next to :func:`speedup_vs_first`: a method whose
+    first drafts are already fast has less left to gain within the operator. Geomean to aggregate."""
+    first: dict[str, Record] = {}
+    for task, rs in _by_task(records).items():
+        timed = [r for r in rs if _timed(r)]
+        if timed:
+            first[task] = timed[0]
+    return _positive(first, "speedup_vs_eager")
 
 
 def speedup_vs_compile(records: Iterable[Record]) -> dict[str, float]:
     """Per task: the best kernel's ``speedup_vs_compile`` (median per-round ratio torch.compile of the
     reference / candidate, timed in the same rounds), present only for runs with the compile baseline
     enabled. The best kernel is still the fastest feasible one; aggregate with :func:`geomean`."""
-    out: dict[str, float] = {}
-    for task, r in best_kernels(records).items():
-        s = r.get("speedup_vs_compile")
-        if s is not None and s > 0:
-            out[task] = float(s)
-    return out
+    return _positive(best_kernels(records), "speedup_vs_compile")
 
 
 def fast_p(records: Iterable[Record], tasks: Iterable[str] | None = None,
@@ -371,6 +392,7 @@ def summarize_method(records: Iterable[Record], tasks: Iterable[str] | None = No
         "n_speedup_vs_first": dist["n"],
         "geomean_speedup_vs_eager": geomean(eager.values()),
         "n_speedup_vs_eager": len(eager),
+        "geomean_first_speedup_vs_eager": geomean(first_speedup_vs_eager(rs).values()),
         "geomean_speedup_vs_compile": geomean(compiled.values()),  # None unless the compile baseline ran
         "n_speedup_vs_compile": len(compiled),
         "fast_p": fast_p(rs, order, ps),

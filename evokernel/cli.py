@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -141,6 +142,9 @@ _mount()
 
 def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    # an explicit SIGINT stops a run or an eval cleanly, even when the shell that started us in the
+    # background set it to "ignore" (which Python would otherwise keep)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         app()
     except KeyboardInterrupt:

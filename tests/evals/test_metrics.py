@@ -323,3 +323,15 @@ def test_speedup_vs_compile_uses_the_fastest_kernel_and_is_absent_without_the_ba
     s = M.summarize_method(recs)
     assert s["geomean_speedup_vs_compile"] == pytest.approx((1.2 * 3.0) ** 0.5) and s["n_speedup_vs_compile"] == 2
     assert M.summarize_method(recs[3:])["geomean_speedup_vs_compile"] is None
+
+
+def test_first_speedup_vs_eager_is_the_first_timed_feasible_kernels_own_ratio():
+    recs = [
+        {"task": "a", "iteration": 1, "compiled": True, "feasible": True, "latency_ms": 1.0, "speedup_vs_eager": 2.0},
+        {"task": "a", "iteration": 0, "compiled": True, "feasible": False, "latency_ms": None},
+        {"task": "a", "iteration": 2, "compiled": True, "feasible": True, "latency_ms": 0.5, "speedup_vs_eager": 4.0},
+        {"task": "b", "iteration": 0, "compiled": True, "feasible": True, "latency_ms": 2.0, "speedup_vs_eager": 0.5},
+        {"task": "c", "iteration": 0, "compiled": False, "feasible": False},
+    ]
+    assert M.first_speedup_vs_eager(recs) == {"a": 2.0, "b": 0.5}  # iteration order, not log order
+    assert M.summarize_method(recs)["geomean_first_speedup_vs_eager"] == pytest.approx(1.0)
