@@ -21,6 +21,14 @@
 #include <utility>
 #include <vector>
 
+#include <cxxabi.h>
+#include <dlfcn.h>
+#include <elf.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
 #include "evk_sim/common.h"
 #define EVK_SIM_KERNEL 1
 #include "evk_sim/kernel.h"
@@ -61,9 +69,33 @@ enum AllocKind { AK_INPUT = 0, AK_OUTPUT = 1, AK_WORKSPACE = 2, AK_TILING = 3, A
 struct Alloc {
     std::string name;
     int kind = AK_INPUT;
-    uint8_t* base = nullptr;
+    uint8_t* base = nullptr;      // kernel-visible address (inside the protected GM view)
+    uint8_t* host = nullptr;      // the same bytes in the runtime's read/write view
     uint64_t n = 0;
+    void* caller = nullptr;       // the caller's buffer (copied in before, and for outputs back after the run)
+    bool copy_back = false;
     std::vector<int32_t> writer;  // outputs: last writing block per byte (-1 none)
+};
+
+// All kernel arguments live in one shared-memory region mapped twice: a read/write view the runtime
+// uses and a PROT_NONE view whose addresses the kernel receives. A raw dereference of a kernel GM
+// pointer therefore faults (reported as gm_raw_access) while every API path translates the address.
+struct GmRegion {
+    uint8_t* rw = nullptr;
+    uint8_t* kv = nullptr;
+    uint64_t size = 0;
+    bool is_protected = false;
+    std::string method = "not mapped";  // memfd | shared-alias | none (unprotected fallback)
+    GmRegion() = default;
+    GmRegion(const GmRegion&) = delete;
+    GmRegion& operator=(const GmRegion&) = delete;
+    ~GmRegion() { release(); }
+    void release() {
+        if (kv && kv != rw) munmap(kv, size);
+        if (rw) munmap(rw, size);
+        rw = kv = nullptr;
+        size = 0;
+    }
 };
 
 struct VecCounter {
@@ -175,9 +207,17 @@ struct Run {
     bool infer_shape_ok = false;
     std::vector<std::vector<int64_t>> infer_shapes;
     std::string printf_log;
+    GmRegion gm;
 };
 
 Run* g_run = nullptr;
+// the protected (kernel-visible) GM view, read by the signal handler and the address translation
+uint8_t* volatile g_gm_kv = nullptr;
+uint8_t* volatile g_gm_rw = nullptr;
+volatile uint64_t g_gm_size = 0;
+// the last kernel source position an API call reported (for faults outside the API)
+const char* g_last_file = nullptr;
+int g_last_line = 0;
 Block g_blk;
 std::string g_last_error;
 uint64_t g_printf_bytes = 0;
@@ -242,6 +282,12 @@ std::string fmt(const char* f, ...) {
 }
 
 int current_block() { return g_blk.active ? g_blk.idx : -1; }
+inline void note_loc(const char* file, int line) {
+    if (file && *file) {
+        g_last_file = file;
+        g_last_line = line;
+    }
+}
 
 void record(const char* rule, int sev, const char* file, int line, std::string msg) {
     if (!g_run) {
@@ -382,6 +428,7 @@ Buffer& check_range(const char* instr, int buf, int64_t off, uint64_t n, const c
 }  // namespace
 
 void ub_access(const char* instr, int buf, int64_t off, uint64_t n, bool write, int pipe, const char* file, int line) {
+    note_loc(file, line);
     if (n == 0) return;
     Buffer& B = check_range(instr, buf, off, n, file, line);
     std::string tmp;
@@ -492,8 +539,16 @@ uint64_t gm_valid_prefix(const void* p, uint64_t n) {
 }
 }  // namespace
 
+uint8_t* gm_host(const void* p) {
+    const uint8_t* q = static_cast<const uint8_t*>(p);
+    uint8_t* kv = g_gm_kv;
+    if (kv && q >= kv && q < kv + g_gm_size) return g_gm_rw + (q - kv);
+    return const_cast<uint8_t*>(q);
+}
+
 bool gm_access(const char* instr, const void* p, uint64_t n, bool write, const void* tbase, uint64_t tbytes,
                const char* file, int line) {
+    note_loc(file, line);
     if (n == 0) return true;
     Alloc* a = find_alloc(p);
     const uint8_t* q = static_cast<const uint8_t*>(p);
@@ -919,6 +974,7 @@ MaskState& mask_state() { return g_blk.mask; }
 
 // ---- tiling ------------------------------------------------------------------------------------
 void tiling_load(void* dst, const uint8_t* src, uint64_t n, const char* file, int line) {
+    note_loc(file, line);
     std::memset(dst, 0, n);
     Alloc* a = find_alloc(src);
     if (!a)
@@ -932,7 +988,7 @@ void tiling_load(void* dst, const uint8_t* src, uint64_t n, const char* file, in
                   "SaveToBuffer and SetDataSize(tiling.GetDataSize())); the missing fields read as 0 here and as "
                   "garbage on the NPU",
                   static_cast<unsigned long long>(n), static_cast<unsigned long long>(avail));
-    std::memcpy(dst, src, avail < n ? avail : n);
+    std::memcpy(dst, gm_host(src), avail < n ? avail : n);
 }
 void tiling_load_member(void* dst, const uint8_t* src, uint64_t off, uint64_t n, const char* file, int line) {
     std::vector<uint8_t> tmp(off + n);
@@ -1191,7 +1247,7 @@ void gm_to_ub(const char* op, int buf, int64_t ub_off, const void* gm, uint64_t 
     uint64_t valid = ok ? n : gm_valid_prefix(gm, n);
     if (valid) {
         ub_access(op, buf, ub_off, valid, true, PID_MTE2, loc.file, loc.line);
-        std::memcpy(g_ub + ub_off, gm, valid);
+        std::memcpy(g_ub + ub_off, gm_host(gm), valid);
     }
     if (valid < n) {  // the out-of-bounds part: garbage on the NPU, "never written" here
         check_range(op, buf, ub_off + static_cast<int64_t>(valid), n - valid, loc.file, loc.line);
@@ -1205,11 +1261,11 @@ void ub_to_gm(const char* op, int buf, int64_t ub_off, void* gm, uint64_t n, con
     ub_access(op, buf, ub_off, n, false, PID_MTE3, loc.file, loc.line);
     if (!gm_access(op, gm, n, true, tbase, tbytes, loc.file, loc.line)) return;
     int mode = g_blk.atomic_mode;
+    uint8_t* d = gm_host(gm);
     if (mode == 0) {
-        std::memcpy(gm, g_ub + ub_off, n);
+        std::memcpy(d, g_ub + ub_off, n);
         return;
     }
-    uint8_t* d = static_cast<uint8_t*>(gm);
     const uint8_t* s = g_ub + ub_off;
     auto apply = [mode](double a, double b) { return mode == 1 ? a + b : mode == 2 ? (a > b ? a : b) : (a < b ? a : b); };
     switch (kind) {
@@ -1243,7 +1299,7 @@ void ub_to_gm(const char* op, int buf, int64_t ub_off, void* gm, uint64_t n, con
         default:
             violation(EVK_RULE_UNSUPPORTED_DTYPE, SEV_ERROR, loc.file, loc.line,
                       "atomic accumulation of %s is not emulated (float/half/int32 only)", kind_str(kind));
-            std::memcpy(gm, g_ub + ub_off, n);
+            std::memcpy(d, g_ub + ub_off, n);
     }
 }
 
@@ -1649,6 +1705,7 @@ std::string report_json(const Run& r) {
     j.key("core_num_aiv"); j.num(r.opt.core_num_aiv); j.s += ",";
     j.key("ub_bytes"); j.num(r.opt.ub_size); j.s += ",";
     j.key("half_overflow"); j.str(r.opt.half_saturate ? "saturate" : "inf"); j.s += "},";
+    j.key("gm_protection"); j.str(r.gm.method); j.s += ",";
     j.key("block_dim"); j.num(r.block_dim); j.s += ",";
     j.key("tiling_key"); j.num(r.tiling_key); j.s += ",";
     if (r.op_flow) {
@@ -1773,9 +1830,31 @@ sigjmp_buf g_jmp;
 volatile sig_atomic_t g_guarded = 0;
 bool g_handlers = false;
 
-extern "C" void evk_on_signal(int sig) {
+// what the handler saw: a fault inside the protected GM view is a raw GM access by the kernel
+volatile sig_atomic_t g_fault_gm = 0;
+volatile sig_atomic_t g_fault_write = -1;  // 1 write, 0 read, -1 unknown
+volatile uintptr_t g_fault_addr = 0;
+volatile uintptr_t g_fault_pc = 0;
+
+extern "C" void evk_on_signal(int sig, siginfo_t* si, void* ucv) {
     if (g_guarded) {
         g_guarded = 0;
+        uintptr_t a = si ? reinterpret_cast<uintptr_t>(si->si_addr) : 0;
+        uintptr_t lo = reinterpret_cast<uintptr_t>(static_cast<uint8_t*>(g_gm_kv));
+        g_fault_gm = (sig == SIGSEGV || sig == SIGBUS) && lo && g_gm_kv != g_gm_rw && a >= lo && a < lo + g_gm_size;
+        g_fault_addr = a;
+        g_fault_pc = 0;
+        g_fault_write = -1;
+        if (ucv) {
+            const ucontext_t* uc = static_cast<const ucontext_t*>(ucv);
+            (void)uc;
+#if defined(__x86_64__)
+            g_fault_pc = static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
+            g_fault_write = (uc->uc_mcontext.gregs[REG_ERR] & 2) ? 1 : 0;  // page-fault error code: bit 1 = write
+#elif defined(__aarch64__)
+            g_fault_pc = static_cast<uintptr_t>(uc->uc_mcontext.pc);
+#endif
+        }
         siglongjmp(g_jmp, sig);
     }
     std::signal(sig, SIG_DFL);
@@ -1792,8 +1871,8 @@ void install_handlers() {
     sigaltstack(&ss, nullptr);
     struct sigaction sa;
     std::memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = evk_on_signal;
-    sa.sa_flags = SA_ONSTACK | SA_NODEFER;
+    sa.sa_sigaction = evk_on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
     sigemptyset(&sa.sa_mask);
     for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) sigaction(s, &sa, nullptr);
 }
@@ -1865,7 +1944,106 @@ void end_of_block_checks() {
                                pipe_short(f), pipe_short(t), id));
 }
 
-// Runs the kernel for every block; returns false if a block crashed.
+// Where the faulting instruction is: the enclosing exported function (dladdr; executables need -rdynamic)
+// and its module offset (for addr2line when the kernel was built with -g).
+std::string describe_pc(uintptr_t pc) {
+    if (!pc) return std::string();
+    Dl_info info;
+    std::memset(&info, 0, sizeof(info));
+    if (!dladdr(reinterpret_cast<void*>(pc), &info)) return std::string();
+    std::string where;
+    if (info.dli_sname) {
+        int st = 0;
+        char* dem = abi::__cxa_demangle(info.dli_sname, nullptr, nullptr, &st);
+        where = fmt(" in %s", st == 0 && dem ? dem : info.dli_sname);
+        std::free(dem);
+    }
+    if (info.dli_fname) {
+        const char* base = std::strrchr(info.dli_fname, '/');
+        where += fmt(" (%s+0x%llx)", base ? base + 1 : info.dli_fname,
+                     static_cast<unsigned long long>(pc - reinterpret_cast<uintptr_t>(info.dli_fbase)));
+    }
+    return where;
+}
+
+// True if the ELF file has a .debug_line section (built with -g / -g1): then addr2line can give the line.
+bool has_debug_lines(const char* path) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) return false;
+    Elf64_Ehdr eh;
+    if (!f.read(reinterpret_cast<char*>(&eh), sizeof(eh))) return false;
+    if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64) return false;
+    if (eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shstrndx >= eh.e_shnum) return false;
+    std::vector<Elf64_Shdr> sh(eh.e_shnum);
+    f.seekg(static_cast<std::streamoff>(eh.e_shoff));
+    if (!f.read(reinterpret_cast<char*>(sh.data()), static_cast<std::streamsize>(sh.size() * sizeof(Elf64_Shdr))))
+        return false;
+    const Elf64_Shdr& strs = sh[eh.e_shstrndx];
+    if (strs.sh_size > (1u << 20)) return false;
+    std::string names(strs.sh_size, '\0');
+    f.seekg(static_cast<std::streamoff>(strs.sh_offset));
+    if (!f.read(&names[0], static_cast<std::streamsize>(names.size()))) return false;
+    for (const Elf64_Shdr& h : sh)
+        if (h.sh_name < names.size() && std::strcmp(names.c_str() + h.sh_name, ".debug_line") == 0) return true;
+    return false;
+}
+
+// The kernel source line of a faulting instruction, when its module carries line tables: asks
+// addr2line (binutils) once, after the fault. Skipped without debug info or with EVK_SIM_NO_ADDR2LINE set.
+bool resolve_line(uintptr_t pc, std::string& file, int& line) {
+    if (!pc || std::getenv("EVK_SIM_NO_ADDR2LINE")) return false;
+    Dl_info info;
+    std::memset(&info, 0, sizeof(info));
+    if (!dladdr(reinterpret_cast<void*>(pc), &info)) return false;
+    std::string mod = info.dli_fname && *info.dli_fname ? info.dli_fname : "/proc/self/exe";
+    if (mod.find('\'') != std::string::npos || !has_debug_lines(mod.c_str())) return false;
+    std::string cmd = fmt("addr2line -e '%s' -i 0x%llx 2>/dev/null", mod.c_str(),
+                          static_cast<unsigned long long>(pc - reinterpret_cast<uintptr_t>(info.dli_fbase)));
+    std::fflush(nullptr);
+    FILE* pp = popen(cmd.c_str(), "r");
+    if (!pp) return false;
+    char buf[4096];
+    bool ok = false;
+    if (std::fgets(buf, sizeof(buf), pp)) {  // innermost location first
+        std::string l(buf);
+        size_t c = l.rfind(':');
+        if (c != std::string::npos && l.compare(0, 2, "??") != 0) {
+            int n = std::atoi(l.c_str() + c + 1);
+            if (n > 0) {
+                file = l.substr(0, c);
+                line = n;
+                ok = true;
+            }
+        }
+    }
+    pclose(pp);
+    return ok;
+}
+
+void report_raw_gm_access(uint32_t bi) {
+    const uint8_t* p = reinterpret_cast<const uint8_t*>(static_cast<uintptr_t>(g_fault_addr));
+    std::string what = "an address between the argument buffers";
+    if (Alloc* a = find_alloc(p))
+        what = fmt("byte %llu of %s '%s' (%llu bytes)", static_cast<unsigned long long>(p - a->base), kind_name(a->kind),
+                   a->name.c_str(), static_cast<unsigned long long>(a->n));
+    const char* verb = g_fault_write == 1 ? "wrote" : g_fault_write == 0 ? "read" : "read/wrote";
+    std::string near, file = g_last_file ? g_last_file : "";
+    int line = g_last_file ? g_last_line : 0;
+    if (resolve_line(static_cast<uintptr_t>(g_fault_pc), file, line))
+        near = fmt(" at kernel line %s:%d", file.c_str(), line);
+    else if (g_last_file && g_last_line)
+        near = fmt("; the kernel line is not known (build with -g1 to get it), the last Ascend C API call before "
+                   "the access was at %s:%d",
+                   g_last_file, g_last_line);
+    record("gm_raw_access", SEV_FATAL, file.c_str(), line,
+           fmt("the kernel %s global memory through a raw pointer (%s)%s in block %u%s. On the NPU use DataCopy / "
+               "DataCopyPad to move GM data through the Unified Buffer, or GlobalTensor::GetValue/SetValue for "
+               "single scalars; raw GM pointers (GM_ADDR, __gm__ T*, GetPhyAddr()) may only be passed to "
+               "SetGlobalBuffer. The run stops here",
+               verb, what.c_str(), describe_pc(static_cast<uintptr_t>(g_fault_pc)).c_str(), bi, near.c_str()));
+}
+
+// Runs the kernel for every block; returns false if the run stopped early (a crash or a raw GM access).
 bool run_blocks(Run& r, evk_kernel_fn fn, std::vector<Arg>& args) {
     static const auto table = call_table(std::make_index_sequence<kMaxArgs + 1>{});
     install_handlers();
@@ -1876,6 +2054,9 @@ bool run_blocks(Run& r, evk_kernel_fn fn, std::vector<Arg>& args) {
         BlockReport rep;
         rep.idx = static_cast<int>(bi);
         rep.status = "ok";
+        g_fault_gm = 0;
+        g_last_file = nullptr;
+        g_last_line = 0;
         int sig = sigsetjmp(g_jmp, 1);
         if (sig == 0) {
             g_guarded = 1;
@@ -1893,6 +2074,12 @@ bool run_blocks(Run& r, evk_kernel_fn fn, std::vector<Arg>& args) {
                 rep.status = "aborted";
             }
             g_guarded = 0;
+        } else if (g_fault_gm) {
+            g_blk.aborted = true;
+            report_raw_gm_access(bi);
+            rep.status = "aborted";
+            r.status = "aborted";
+            ok = false;
         } else {
             g_blk.crashed = true;
             record("kernel_crash", SEV_FATAL, "", 0,
@@ -1900,6 +2087,7 @@ bool run_blocks(Run& r, evk_kernel_fn fn, std::vector<Arg>& args) {
                        "accesses are not checked by the emulator",
                        bi, sig_name(sig), static_cast<unsigned long long>(g_blk.c.instructions)));
             rep.status = "crashed";
+            r.status = "crashed";
             ok = false;
         }
         end_of_block_checks();
@@ -1926,18 +2114,120 @@ Options make_options(const evk_options& o) {
     return p;
 }
 
+// Declares a kernel argument; map_gm() places it in the GM region.
 void add_alloc(Run& r, const std::string& name, int kind, void* data, uint64_t n) {
     Alloc a;
     a.name = name;
     a.kind = kind;
-    a.base = static_cast<uint8_t*>(data);
+    a.caller = data;
     a.n = n;
+    a.copy_back = data && (kind == AK_OUTPUT || kind == AK_INOUT || kind == AK_WORKSPACE);
     if (kind == AK_OUTPUT || kind == AK_INOUT) a.writer.assign(n, -1);
-    if (kind == AK_OUTPUT && !r.opt.keep_outputs && data) std::memset(data, 0xFF, n);
     r.allocs.push_back(std::move(a));
 }
 
+// Creates the double-mapped region: a memfd mapped twice, else an anonymous shared mapping aliased with
+// mremap(old_size = 0), else (no protection) a single private mapping.
+bool create_region(GmRegion& g, uint64_t size) {
+    g.size = size;
+    void* rw = MAP_FAILED;
+    void* kv = MAP_FAILED;
+#ifdef SYS_memfd_create
+    int fd = static_cast<int>(syscall(SYS_memfd_create, "evk-sim-gm", 1u /* MFD_CLOEXEC */));
+    if (fd >= 0) {
+        if (ftruncate(fd, static_cast<off_t>(size)) == 0) {
+            rw = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+            if (rw != MAP_FAILED) {
+                kv = mmap(nullptr, size, PROT_NONE, MAP_SHARED, fd, 0);
+                if (kv == MAP_FAILED) {
+                    munmap(rw, size);
+                    rw = MAP_FAILED;
+                }
+            }
+        }
+        close(fd);
+        if (rw != MAP_FAILED) {
+            g.rw = static_cast<uint8_t*>(rw);
+            g.kv = static_cast<uint8_t*>(kv);
+            g.is_protected = true;
+            g.method = "memfd";
+            return true;
+        }
+    }
+#endif
+#ifdef MREMAP_MAYMOVE
+    rw = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (rw != MAP_FAILED) {
+        kv = mremap(rw, 0, size, MREMAP_MAYMOVE);
+        if (kv != MAP_FAILED && mprotect(kv, size, PROT_NONE) == 0) {
+            g.rw = static_cast<uint8_t*>(rw);
+            g.kv = static_cast<uint8_t*>(kv);
+            g.is_protected = true;
+            g.method = "shared-alias";
+            return true;
+        }
+        if (kv != MAP_FAILED) munmap(kv, size);
+        munmap(rw, size);
+    }
+#endif
+    rw = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (rw == MAP_FAILED) {
+        g.size = 0;
+        return false;
+    }
+    g.rw = g.kv = static_cast<uint8_t*>(rw);
+    g.is_protected = false;
+    g.method = "none";
+    return true;
+}
+
+constexpr uint64_t kGmPage = 4096;
+constexpr uint64_t kGmGap = 64 * 1024;  // unmapped-for-the-kernel gap before, between and after arguments
+
+// Lays the arguments out in one region (page-aligned, separated by gaps), copies inputs in, poisons
+// outputs, and fills `args` with the kernel-visible addresses.
+bool map_gm(Run& r, std::vector<Arg>& args) {
+    uint64_t size = kGmGap;
+    std::vector<uint64_t> offs;
+    for (const Alloc& a : r.allocs) {
+        offs.push_back(size);
+        uint64_t n = a.n ? a.n : 1;
+        size += (n + kGmPage - 1) / kGmPage * kGmPage + kGmGap;
+    }
+    if (!create_region(r.gm, size)) {
+        g_last_error = "cannot map " + std::to_string(size) + " bytes of emulated global memory";
+        return false;
+    }
+    g_gm_rw = r.gm.rw;
+    g_gm_kv = r.gm.kv;
+    g_gm_size = r.gm.size;
+    args.clear();
+    for (size_t i = 0; i < r.allocs.size(); ++i) {
+        Alloc& a = r.allocs[i];
+        a.base = r.gm.kv + offs[i];
+        a.host = r.gm.rw + offs[i];
+        if (a.kind == AK_OUTPUT && !r.opt.keep_outputs)
+            std::memset(a.host, 0xFF, a.n);  // poison: NaN for float/half
+        else if (a.caller && a.n)
+            std::memcpy(a.host, a.caller, a.n);
+        args.push_back(a.base);
+    }
+    return true;
+}
+
+// Copies outputs (and in/out, caller workspace) back to the caller's buffers and drops the region.
+void unmap_gm(Run& r) {
+    if (!r.gm.rw) return;
+    for (Alloc& a : r.allocs)
+        if (a.copy_back && a.caller && a.n) std::memcpy(a.caller, a.host, a.n);
+    g_gm_kv = nullptr;
+    g_gm_rw = nullptr;
+    g_gm_size = 0;
+    r.gm.release();
+}
+
 int finish(Run& r, const char* report_path, bool completed) {
+    unmap_gm(r);
     if (!completed && r.status == "ok") r.status = "stopped";
     bool fatal_seen = false;
     for (const Violation& v : r.viol) fatal_seen = fatal_seen || v.severity == SEV_FATAL;
@@ -1989,7 +2279,10 @@ extern "C" int evk_sim_launch(const evk_launch_config* cfg) {
                  : b.kind == EVK_ARG_TILING ? AK_TILING
                  : b.kind == EVK_ARG_INOUT ? AK_INOUT : AK_INPUT;
         add_alloc(r, b.name ? b.name : ("arg" + std::to_string(i)), kind, b.data, b.nbytes);
-        args.push_back(static_cast<Arg>(b.data));
+    }
+    if (!map_gm(r, args)) {
+        g_run = nullptr;
+        return 1;
     }
     if (r.block_dim == 0) {
         host_violation("block_dim", SEV_FATAL, "blockDim is 0: the kernel never runs");
@@ -1997,7 +2290,6 @@ extern "C" int evk_sim_launch(const evk_launch_config* cfg) {
         return finish(r, cfg->report_path, false);
     }
     bool ok = run_blocks(r, cfg->kernel, args);
-    if (!ok) r.status = "crashed";
     return finish(r, cfg->report_path, ok);
 }
 
@@ -2219,24 +2511,21 @@ extern "C" int evk_sim_run(const evk_run_config* cfg) {
     for (int i = 0; i < cfg->n_inputs; ++i) {
         const evk_tensor& t = cfg->inputs[i];
         add_alloc(r, t.name ? t.name : def.inputs_[i].name_, AK_INPUT, t.data, t.nbytes);
-        args.push_back(static_cast<Arg>(t.data));
     }
     for (int i = 0; i < cfg->n_outputs; ++i) {
         const evk_tensor& t = cfg->outputs[i];
         add_alloc(r, t.name ? t.name : def.outputs_[i].name_, AK_OUTPUT, t.data, t.nbytes);
-        args.push_back(static_cast<Arg>(t.data));
     }
-    // workspace: calloc'd (untouched pages cost nothing); at least one byte so the pointer is real
-    std::unique_ptr<uint8_t, void (*)(void*)> ws(static_cast<uint8_t*>(std::calloc(r.workspace_bytes + 64, 1)), std::free);
-    add_alloc(r, "workspace", AK_WORKSPACE, ws.get(), r.workspace_bytes);
-    args.push_back(ws.get());
-    std::vector<uint8_t> tiling_gm(ctx.tiling_.size_ + 64, 0);
-    std::memcpy(tiling_gm.data(), tiling_buf.data(), ctx.tiling_.size_);
-    add_alloc(r, "tiling", AK_TILING, tiling_gm.data(), ctx.tiling_.size_);
-    args.push_back(tiling_gm.data());
+    // workspace: fresh zero pages of the region (untouched pages cost nothing)
+    add_alloc(r, "workspace", AK_WORKSPACE, nullptr, r.workspace_bytes);
+    add_alloc(r, "tiling", AK_TILING, tiling_buf.data(), ctx.tiling_.size_);
+    if (!map_gm(r, args)) {
+        host_violation("gm_setup", SEV_FATAL, "%s", g_last_error.c_str());
+        r.status = "stopped";
+        return finish(r, cfg->report_path, false);
+    }
 
     bool ok = run_blocks(r, cfg->kernel, args);
-    if (!ok) r.status = "crashed";
     return finish(r, cfg->report_path, ok);
 }
 

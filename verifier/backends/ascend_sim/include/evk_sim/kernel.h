@@ -386,7 +386,7 @@ public:
         T v{};
         if (::evk_sim::gm_access("GlobalTensor::GetValue", p, sizeof(T), false, addr_, tensor_bytes_(), loc.file,
                                  loc.line))
-            std::memcpy(&v, p, sizeof(T));
+            std::memcpy(&v, ::evk_sim::gm_host(p), sizeof(T));
         return v;
     }
     void SetValue(const uint64_t offset, const T value, EVK_LOC) const {
@@ -395,7 +395,7 @@ public:
         T* p = addr_ + offset;
         if (::evk_sim::gm_access("GlobalTensor::SetValue", p, sizeof(T), true, addr_, tensor_bytes_(), loc.file,
                                  loc.line))
-            std::memcpy(p, &value, sizeof(T));
+            std::memcpy(::evk_sim::gm_host(p), &value, sizeof(T));
     }
     template <typename... A> void SetL2CacheHint(A...) {}
     // bytes the tensor declares (0: unknown). A view of a sized tensor past its end has size 0
