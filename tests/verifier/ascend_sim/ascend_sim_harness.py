@@ -140,6 +140,7 @@ class Sim:
             lines.append(f"input {name} {NP_TO_SPEC[arr.dtype]} {p} {arr.ndim} {' '.join(map(str, arr.shape))}")
         for name, shape, dt in outputs:
             p = d / f"out_{name}.bin"
+            p.unlink(missing_ok=True)  # no stale output from an earlier run
             lines.append(f"output {name} {NP_TO_SPEC[np.dtype(dt)]} {p} {len(shape)} {' '.join(map(str, shape))}")
         for k, v in (attrs or {}).items():
             if isinstance(v, bool):
@@ -186,6 +187,7 @@ class Sim:
             args += ["--inout", str(p)]
         for i, (shape, dt) in enumerate(outs):
             p = d / f"{case}_out{i}.bin"
+            p.unlink(missing_ok=True)
             args += ["--out", f"{p}:{int(np.prod(shape)) * np.dtype(dt).itemsize}"]
         if tiling is not None:
             p = d / f"{case}_tiling.bin"

@@ -44,6 +44,133 @@ namespace evk_sim {
 // =============================================================================================
 namespace {
 
+// ---- hardware model: the constants of the latency model ------------------------------------------------
+// The single source of these numbers is verifier/backends/ascend_sim/hardware.py (dataclass Ascend910B);
+// the defaults below must equal its defaults (a test compares them through the report's "hw_model").
+enum HwKey : int {
+    HW_AIV_CORES = 0, HW_CLOCK_HZ, HW_HBM_BYTES_PER_S, HW_LAUNCH_US, HW_BLOCK_START_CYCLES,
+    HW_SCALAR_ISSUE_CYCLES, HW_SCALAR_UB_ACCESS_CYCLES, HW_SCALAR_GM_READ_CYCLES, HW_SCALAR_GM_WRITE_CYCLES,
+    HW_MTE2_BYTES_PER_CYCLE, HW_MTE3_BYTES_PER_CYCLE, HW_MTE2_SETUP_CYCLES, HW_MTE3_SETUP_CYCLES,
+    HW_MTE2_LATENCY_CYCLES, HW_MTE3_LATENCY_CYCLES,
+    HW_GM_BURST_BYTES, HW_VEC_INSTR_CYCLES,
+    HW_VEC_SIMPLE_B16, HW_VEC_SIMPLE_B32, HW_VEC_CAST_B16, HW_VEC_CAST_B32, HW_VEC_EXP_B16, HW_VEC_EXP_B32,
+    HW_VEC_DIV_B16, HW_VEC_DIV_B32, HW_VEC_RECIP_B16, HW_VEC_RECIP_B32, HW_VEC_REDUCE_B16, HW_VEC_REDUCE_B32,
+    HW_VEC_REDUCE_TAIL_CYCLES, HW_CUBE_FP16_FLOPS_PER_S, HW_CUBE_FP32_RATIO, HW_COUNT
+};
+struct HwSpec {
+    const char* key;
+    double def;
+    double min;  // smallest accepted value
+};
+const HwSpec kHw[HW_COUNT] = {
+    {"aiv_cores", 40, 1}, {"clock_hz", 1.8e9, 1}, {"hbm_bytes_per_s", 1.6e12, 1}, {"launch_us", 3.0, 0},
+    {"block_start_cycles", 200, 0}, {"scalar_issue_cycles", 10, 0}, {"scalar_ub_access_cycles", 10, 0},
+    {"scalar_gm_read_cycles", 500, 0}, {"scalar_gm_write_cycles", 200, 0}, {"mte2_bytes_per_cycle", 32, 1e-9},
+    {"mte3_bytes_per_cycle", 32, 1e-9}, {"mte2_setup_cycles", 64, 0}, {"mte3_setup_cycles", 64, 0},
+    {"mte2_latency_cycles", 600, 0}, {"mte3_latency_cycles", 300, 0},
+    {"gm_burst_bytes", 128, 1}, {"vec_instr_cycles", 8, 0},
+    {"vec_simple_b16", 1, 0}, {"vec_simple_b32", 1, 0}, {"vec_cast_b16", 1, 0}, {"vec_cast_b32", 1, 0},
+    {"vec_exp_b16", 4, 0}, {"vec_exp_b32", 4, 0}, {"vec_div_b16", 4, 0}, {"vec_div_b32", 4, 0},
+    {"vec_recip_b16", 2, 0}, {"vec_recip_b32", 2, 0}, {"vec_reduce_b16", 2, 0}, {"vec_reduce_b32", 2, 0},
+    {"vec_reduce_tail_cycles", 16, 0}, {"cube_fp16_flops_per_s", 2.95e14, 1}, {"cube_fp32_ratio", 0.25, 1e-9},
+};
+const char* const kHwDefaultName = "Ascend910B";
+
+struct HwModel {
+    std::string name = kHwDefaultName;
+    double v[HW_COUNT];
+    HwModel() {
+        for (int i = 0; i < HW_COUNT; ++i) v[i] = kHw[i].def;
+    }
+    double operator[](int k) const { return v[k]; }
+};
+
+// Parses a flat JSON object {"key": number, ..., "name": "text"} over the defaults. Unknown keys, other
+// value types and out-of-range numbers are errors (Python and C++ must agree on every key).
+bool parse_hw_json(const char* text, HwModel& hw, std::string& err) {
+    const char* c = text;
+    auto ws = [&]() {
+        while (*c == ' ' || *c == '\t' || *c == '\n' || *c == '\r') ++c;
+    };
+    auto str = [&](std::string& out) -> bool {
+        if (*c != '"') return false;
+        ++c;
+        out.clear();
+        while (*c && *c != '"') {
+            if (*c == '\\' && c[1]) ++c;
+            out += *c++;
+        }
+        if (*c != '"') return false;
+        ++c;
+        return true;
+    };
+    ws();
+    if (*c != '{') {
+        err = "hw_model_json: expected a JSON object";
+        return false;
+    }
+    ++c;
+    ws();
+    if (*c == '}') return true;
+    for (;;) {
+        ws();
+        std::string key;
+        if (!str(key)) {
+            err = "hw_model_json: expected a quoted key";
+            return false;
+        }
+        ws();
+        if (*c != ':') {
+            err = "hw_model_json: expected ':' after \"" + key + "\"";
+            return false;
+        }
+        ++c;
+        ws();
+        if (key == "name") {
+            if (!str(hw.name)) {
+                err = "hw_model_json: \"name\" must be a string";
+                return false;
+            }
+        } else {
+            int k = -1;
+            for (int i = 0; i < HW_COUNT; ++i)
+                if (key == kHw[i].key) k = i;
+            if (k < 0) {
+                err = "hw_model_json: unknown key \"" + key + "\"";
+                return false;
+            }
+            char* end = nullptr;
+            double v = std::strtod(c, &end);
+            if (end == c || !std::isfinite(v) || v < kHw[k].min) {
+                err = "hw_model_json: \"" + key + "\" needs a finite number >= " + std::to_string(kHw[k].min);
+                return false;
+            }
+            if (k == HW_AIV_CORES && (v != std::floor(v) || v > 65535)) {
+                err = "hw_model_json: \"aiv_cores\" must be an integer in 1..65535";
+                return false;
+            }
+            hw.v[k] = v;
+            c = end;
+        }
+        ws();
+        if (*c == ',') {
+            ++c;
+            continue;
+        }
+        if (*c == '}') {
+            ++c;
+            ws();
+            if (*c) {
+                err = "hw_model_json: text after the object";
+                return false;
+            }
+            return true;
+        }
+        err = "hw_model_json: expected ',' or '}'";
+        return false;
+    }
+}
+
 struct Options {
     uint32_t core_num_aiv = 40;
     uint64_t ub_size = 196608;
@@ -51,6 +178,7 @@ struct Options {
     bool keep_outputs = false;
     uint64_t max_instructions = 0;
     int max_violations = 200;
+    HwModel hw;
 };
 
 struct Violation {
@@ -153,6 +281,42 @@ struct Flag {
     int line = 0;
 };
 
+// ---- the per-block pipe schedule (latency model) --------------------------------------------------------
+struct URange {
+    int64_t lo, hi;  // UB byte offsets [lo, hi)
+};
+// The API instruction being issued: its pipe, UB ranges read/written, and cost. It is scheduled when the
+// next instruction (or a sync, or the block end) comes, once all its accesses and costs are known.
+struct PendingInstr {
+    bool open = false;
+    int pipe = PID_S;
+    double cost = 0;      // cycles on its pipe (MTE: + startup + bytes at close; V: + per-instruction cycles)
+    double gm_bytes = 0;  // burst-rounded GM bytes (MTE)
+    int nrd = 0, nwr = 0;
+    URange rd[16], wr[16];
+};
+struct Timing {
+    double issue = 0;                 // when the scalar unit issues the next API call (cycles)
+    double pipe_free[PID_COUNT] = {};  // when each pipe can start its next instruction
+    double done[PID_COUNT] = {};       // when everything given to a pipe has completed (MTE: + GM latency)
+    double busy[PID_COUNT] = {};
+    uint64_t ninstr[PID_COUNT] = {};
+    double scalar_stall = 0;           // cycles the issue waited for data or flags (GetValue, X_S, PIPE_ALL)
+    double gm_bytes[2] = {};           // burst-rounded GM bytes moved by MTE2, MTE3
+    uint64_t mte_copies[2] = {};
+    double flag_time[PID_COUNT][PID_COUNT][8] = {};
+    std::vector<double> w_end, r_end;  // per 32-byte UB block: end of the last write / of the last read
+    PendingInstr p;
+};
+struct TimingReport {
+    double cycles = 0;
+    double scalar_stall = 0;
+    double busy[PID_COUNT] = {};
+    uint64_t ninstr[PID_COUNT] = {};
+    double gm_bytes[2] = {};
+    uint64_t mte_copies[2] = {};
+};
+
 struct Block {
     int idx = 0;
     std::vector<uint8_t> ub, init, wpipe;
@@ -171,6 +335,7 @@ struct Block {
     int atomic_mode = 0;
     std::string atomic_dtype;
     Counters c;
+    Timing tm;
     bool aborted = false;
     bool crashed = false;
     bool active = false;
@@ -180,6 +345,7 @@ struct BlockReport {
     int idx = 0;
     std::string status;
     Counters c;
+    TimingReport tm;
     uint32_t ub_peak = 0;
     std::vector<Queue> queues;
 };
@@ -326,6 +492,125 @@ void record(const char* rule, int sev, const char* file, int line, std::string m
     g_run->viol.push_back(std::move(v));
 }
 
+// ---- latency model: the per-block schedule -------------------------------------------------------------
+// Pipes S (scalar), V, MTE2, MTE3 each run their instructions in order. The scalar unit issues every API
+// call in program order (scalar_issue_cycles each); an instruction starts when it has been issued, its pipe
+// is free and its UB data dependences are met: it reads bytes only after their last writer finished (RAW)
+// and writes bytes only after their last readers and writer finished (WAR/WAW). That is what queues,
+// SetFlag/WaitFlag and AllocTensor enforce on the device, so BUFFER_NUM=2 overlaps copies with compute and
+// BUFFER_NUM=1 serialises them without special cases. Scalar UB accesses wait for their data and stall the
+// issue; explicit WaitFlag with S as the waiting pipe and PipeBarrier<PIPE_ALL> stall it too.
+const HwModel& hw() {
+    static const HwModel def;
+    return g_run ? g_run->opt.hw : def;
+}
+
+void tm_reset(uint32_t ub_size) {
+    Timing& t = g_blk.tm;
+    double start = hw()[HW_BLOCK_START_CYCLES];
+    t.issue = start;
+    for (int p = 0; p < PID_COUNT; ++p) {
+        t.pipe_free[p] = 0;
+        t.done[p] = 0;
+        t.busy[p] = 0;
+        t.ninstr[p] = 0;
+    }
+    t.busy[PID_S] = start;
+    t.scalar_stall = 0;
+    t.gm_bytes[0] = t.gm_bytes[1] = 0;
+    t.mte_copies[0] = t.mte_copies[1] = 0;
+    for (auto& a : t.flag_time)
+        for (auto& b : a)
+            for (double& f : b) f = 0;
+    t.w_end.assign(ub_size / 32 + 2, 0.0);
+    t.r_end.assign(ub_size / 32 + 2, 0.0);
+    t.p = PendingInstr();
+}
+
+void tm_add_range(URange* rs, int& n, int64_t lo, int64_t hi) {
+    for (int i = n - 1; i >= 0 && i >= n - 2; --i)
+        if (lo <= rs[i].hi && hi >= rs[i].lo) {  // overlapping or touching: extend
+            rs[i].lo = std::min(rs[i].lo, lo);
+            rs[i].hi = std::max(rs[i].hi, hi);
+            return;
+        }
+    if (n < 16) {
+        rs[n++] = URange{lo, hi};
+        return;
+    }
+    rs[n - 1].lo = std::min(rs[n - 1].lo, lo);  // full: widen the last one (a conservative dependence)
+    rs[n - 1].hi = std::max(rs[n - 1].hi, hi);
+}
+
+// Schedules the pending instruction.
+void tm_close() {
+    Timing& t = g_blk.tm;
+    PendingInstr& p = t.p;
+    if (!p.open) return;
+    p.open = false;
+    const HwModel& h = hw();
+    double cost = p.cost;
+    double latency = 0;  // MTE: GM round trip after the pipe has issued the copy
+    if (p.pipe == PID_MTE2 || p.pipe == PID_MTE3) {
+        const bool in = p.pipe == PID_MTE2;
+        cost += h[in ? HW_MTE2_SETUP_CYCLES : HW_MTE3_SETUP_CYCLES] +
+                p.gm_bytes / h[in ? HW_MTE2_BYTES_PER_CYCLE : HW_MTE3_BYTES_PER_CYCLE];
+        latency = h[in ? HW_MTE2_LATENCY_CYCLES : HW_MTE3_LATENCY_CYCLES];
+        t.gm_bytes[in ? 0 : 1] += p.gm_bytes;
+        ++t.mte_copies[in ? 0 : 1];
+    } else if (p.pipe == PID_V) {
+        cost += h[HW_VEC_INSTR_CYCLES];
+    }
+    double ready = 0;
+    const size_t nb = t.w_end.size();
+    for (int i = 0; i < p.nrd; ++i)
+        for (int64_t b = p.rd[i].lo / 32; b < (p.rd[i].hi + 31) / 32 && static_cast<size_t>(b) < nb; ++b)
+            ready = std::max(ready, t.w_end[b]);
+    for (int i = 0; i < p.nwr; ++i)
+        for (int64_t b = p.wr[i].lo / 32; b < (p.wr[i].hi + 31) / 32 && static_cast<size_t>(b) < nb; ++b)
+            ready = std::max(ready, std::max(t.w_end[b], t.r_end[b]));
+    double start, end;
+    if (p.pipe == PID_S) {  // the scalar unit itself: it waits for the data and stalls the issue
+        start = std::max(t.issue, ready);
+        t.scalar_stall += start - t.issue;
+        end = start + cost;
+        t.issue = end;
+    } else {
+        start = std::max(std::max(t.issue, t.pipe_free[p.pipe]), ready);
+        end = start + cost;
+        t.pipe_free[p.pipe] = end;
+    }
+    t.done[p.pipe] = std::max(t.done[p.pipe], end + latency);
+    t.busy[p.pipe] += cost;
+    ++t.ninstr[p.pipe];
+    // UB reads are over when the instruction leaves its pipe; GM->UB data lands after the GM latency
+    const double landed = p.pipe == PID_MTE2 ? end + latency : end;
+    for (int i = 0; i < p.nrd; ++i)
+        for (int64_t b = p.rd[i].lo / 32; b < (p.rd[i].hi + 31) / 32 && static_cast<size_t>(b) < nb; ++b)
+            t.r_end[b] = std::max(t.r_end[b], end);
+    for (int i = 0; i < p.nwr; ++i)
+        for (int64_t b = p.wr[i].lo / 32; b < (p.wr[i].hi + 31) / 32 && static_cast<size_t>(b) < nb; ++b)
+            t.w_end[b] = std::max(t.w_end[b], landed);
+}
+
+// A scalar-only API call (AllocTensor, FreeTensor, sync calls): costs issue cycles.
+void tm_api_call(double extra = 0) {
+    tm_close();
+    Timing& t = g_blk.tm;
+    double c = hw()[HW_SCALAR_ISSUE_CYCLES] + extra;
+    t.issue += c;
+    t.busy[PID_S] += c;
+}
+
+// The end of the block: its makespan.
+double tm_finish() {
+    tm_close();
+    Timing& t = g_blk.tm;
+    double end = t.issue;
+    for (int p = 0; p < PID_COUNT; ++p) end = std::max(end, t.done[p]);
+    return end;
+}
+
 // Non-kernel-side reporting (host code, runtime checks).
 void host_violation(const char* rule, int sev, const char* fmt_, ...) __attribute__((format(printf, 3, 4)));
 void host_violation(const char* rule, int sev, const char* fmt_, ...) {
@@ -373,7 +658,18 @@ uint64_t tiling_key() { return g_run ? g_run->tiling_key : 0; }
 int half_overflow_saturates() { return g_run ? g_run->opt.half_saturate : 0; }
 
 void begin_instr(int pipe) {
-    (void)pipe;
+    tm_close();
+    {
+        Timing& t = g_blk.tm;
+        const double c = hw()[HW_SCALAR_ISSUE_CYCLES];
+        t.issue += c;
+        t.busy[PID_S] += c;
+        t.p.open = true;
+        t.p.pipe = pipe >= 0 && pipe < PID_COUNT ? pipe : PID_S;
+        t.p.cost = 0;
+        t.p.gm_bytes = 0;
+        t.p.nrd = t.p.nwr = 0;
+    }
     ++g_blk.seq;
     ++g_blk.c.instructions;
     if (g_run && g_run->opt.max_instructions && g_blk.c.instructions > g_run->opt.max_instructions)
@@ -430,6 +726,13 @@ Buffer& check_range(const char* instr, int buf, int64_t off, uint64_t n, const c
 void ub_access(const char* instr, int buf, int64_t off, uint64_t n, bool write, int pipe, const char* file, int line) {
     note_loc(file, line);
     if (n == 0) return;
+    if (g_blk.tm.p.open) {
+        PendingInstr& pi = g_blk.tm.p;
+        if (write)
+            tm_add_range(pi.wr, pi.nwr, off, off + static_cast<int64_t>(n));
+        else
+            tm_add_range(pi.rd, pi.nrd, off, off + static_cast<int64_t>(n));
+    }
     Buffer& B = check_range(instr, buf, off, n, file, line);
     std::string tmp;
     if (!write) {
@@ -604,6 +907,17 @@ bool gm_access(const char* instr, const void* p, uint64_t n, bool write, const v
     return true;
 }
 
+// Latency model: a contiguous GM segment of a copy moves whole bursts (aligned to the burst size).
+void tm_gm_segment(const void* p, uint64_t n) {
+    if (!g_blk.tm.p.open || n == 0) return;
+    const uint64_t g = static_cast<uint64_t>(hw()[HW_GM_BURST_BYTES]);
+    const uint8_t* q = static_cast<const uint8_t*>(p);
+    uint8_t* kv = g_gm_kv;
+    uint64_t off = kv && q >= kv ? static_cast<uint64_t>(q - kv) : reinterpret_cast<uintptr_t>(q);
+    uint64_t first = off / g, last = (off + n + g - 1) / g;
+    g_blk.tm.p.gm_bytes += static_cast<double>((last - first) * g);
+}
+
 int gm_atomic_mode() { return g_blk.atomic_mode; }
 void set_gm_atomic_mode(int mode, const char* dtype) {
     g_blk.atomic_mode = mode;
@@ -624,8 +938,46 @@ void count_mte(int pipe, uint64_t bytes, uint64_t bursts) {
 void count_ub_copy(uint64_t bytes) {
     g_blk.c.ubcopy_bytes += bytes;
     ++g_blk.c.ubcopy_calls;
+    if (g_blk.tm.p.open) g_blk.tm.p.cost += static_cast<double>((bytes + 255) / 256) * hw()[HW_VEC_SIMPLE_B32];
 }
+
+namespace {
+// cycles per 256-byte repeat of a vector instruction (classes as in hardware.py's VEC_CLASS)
+double vec_repeat_cycles(const char* op, const char* dtype, bool* full_reduce) {
+    static const std::pair<const char*, int> classes[] = {
+        {"Exp", HW_VEC_EXP_B16}, {"Ln", HW_VEC_EXP_B16}, {"Div", HW_VEC_DIV_B16}, {"Sqrt", HW_VEC_DIV_B16},
+        {"Rsqrt", HW_VEC_RECIP_B16}, {"Reciprocal", HW_VEC_RECIP_B16}, {"Cast", HW_VEC_CAST_B16},
+        {"ReduceSum", HW_VEC_REDUCE_B16}, {"ReduceMax", HW_VEC_REDUCE_B16}, {"ReduceMin", HW_VEC_REDUCE_B16},
+        {"WholeReduceSum", HW_VEC_REDUCE_B16}, {"WholeReduceMax", HW_VEC_REDUCE_B16},
+        {"WholeReduceMin", HW_VEC_REDUCE_B16}, {"RepeatReduceSum", HW_VEC_REDUCE_B16},
+        {"BlockReduceSum", HW_VEC_REDUCE_B16}, {"BlockReduceMax", HW_VEC_REDUCE_B16},
+        {"BlockReduceMin", HW_VEC_REDUCE_B16}};
+    int k = HW_VEC_SIMPLE_B16;
+    for (auto& c : classes)
+        if (std::strcmp(op, c.first) == 0) k = c.second;
+    *full_reduce = std::strcmp(op, "ReduceSum") == 0 || std::strcmp(op, "ReduceMax") == 0 ||
+                   std::strcmp(op, "ReduceMin") == 0;
+    // 32-bit-or-wider element (for Cast "a->b": the wider side); each class lists b16 then b32
+    static const char* b32[] = {"float", "int32", "uint32", "int64", "uint64", "double"};
+    bool wide = false;
+    std::string d = dtype ? dtype : "";
+    size_t pos = 0;
+    while (pos <= d.size()) {
+        size_t e = d.find("->", pos);
+        std::string part = d.substr(pos, e == std::string::npos ? std::string::npos : e - pos);
+        for (const char* w : b32) wide = wide || part == w;
+        if (e == std::string::npos) break;
+        pos = e + 2;
+    }
+    return hw()[wide ? k + 1 : k];
+}
+}  // namespace
 void count_vec(const char* op, const char* dtype, uint64_t elements, uint64_t repeats) {
+    if (g_blk.tm.p.open) {
+        bool full = false;
+        double cpr = vec_repeat_cycles(op, dtype, &full);
+        g_blk.tm.p.cost += static_cast<double>(repeats) * cpr + (full ? hw()[HW_VEC_REDUCE_TAIL_CYCLES] : 0.0);
+    }
     for (VecCounter& v : g_blk.c.vec)
         if (v.op == op && v.dtype == dtype) {
             ++v.calls;
@@ -643,6 +995,12 @@ void count_vec(const char* op, const char* dtype, uint64_t elements, uint64_t re
 }
 void count_scalar(int kind) {
     if (kind >= 0 && kind < SC_COUNT) ++g_blk.c.scalar[kind];
+    if (g_blk.tm.p.open) {
+        const HwModel& h = hw();
+        g_blk.tm.p.cost += kind == SC_GM_GET   ? h[HW_SCALAR_GM_READ_CYCLES]
+                         : kind == SC_GM_SET ? h[HW_SCALAR_GM_WRITE_CYCLES]
+                                             : h[HW_SCALAR_UB_ACCESS_CYCLES];
+    }
 }
 void vec_count_only(const char* op, const char* dtype, uint64_t elements, uint64_t repeats) {
     count_vec(op, dtype, elements, repeats);
@@ -794,6 +1152,8 @@ void producers_consumers(const Queue& q, int* prod, int* cons) {
 }  // namespace
 
 SlotRef que_alloc(int qid, const char* file, int line) {
+    note_loc(file, line);
+    tm_api_call();
     Queue& q = get_queue(qid, "AllocTensor", file, line);
     if (q.tbuf) fatal(EVK_RULE_QUEUE_PAIRING, file, line, "AllocTensor on a TBuf: use TBuf::Get<T>()");
     ++g_blk.c.allocs;
@@ -815,6 +1175,7 @@ SlotRef que_alloc(int qid, const char* file, int line) {
 }
 
 void que_enque(int qid, int buf, const char* file, int line) {
+    note_loc(file, line);
     begin_instr(PID_S);
     Queue& q = get_queue(qid, "EnQue", file, line);
     ++g_blk.c.enques;
@@ -839,6 +1200,7 @@ void que_enque(int qid, int buf, const char* file, int line) {
 }
 
 SlotRef que_deque(int qid, const char* file, int line) {
+    note_loc(file, line);
     begin_instr(PID_S);
     Queue& q = get_queue(qid, "DeQue", file, line);
     ++g_blk.c.deques;
@@ -859,6 +1221,8 @@ SlotRef que_deque(int qid, const char* file, int line) {
 }
 
 void que_free(int qid, int buf, const char* file, int line) {
+    note_loc(file, line);
+    tm_api_call();
     Queue& q = get_queue(qid, "FreeTensor", file, line);
     ++g_blk.c.frees;
     if (buf < 0 || buf >= static_cast<int>(g_blk.bufs.size()) || !g_blk.bufs[buf].alive) {
@@ -923,11 +1287,17 @@ bool buf_valid(int buf) { return buf >= 0 && buf < static_cast<int>(g_blk.bufs.s
 
 // ---- sync --------------------------------------------------------------------------------------
 void sync_set(int from, int to, int id, const char* file, int line) {
+    note_loc(file, line);
+    tm_api_call();
     ++g_blk.c.set_flags;
     if (from >= PID_COUNT || to >= PID_COUNT || from < 0 || to < 0) return;  // pipes the emulator does not model
     if (id < 0 || id > 7) {
         violation(EVK_RULE_INVALID_ARGUMENT, SEV_ERROR, file, line, "SetFlag with event id %d (valid: 0..7)", id);
         return;
+    }
+    {  // the flag is set once everything issued to the `from` pipe so far has finished
+        Timing& t = g_blk.tm;
+        t.flag_time[from][to][id] = from == PID_S ? t.issue : std::max(t.issue, t.done[from]);
     }
     Flag& f = g_blk.flags[from][to][id];
     if (f.pending > 0)
@@ -940,11 +1310,23 @@ void sync_set(int from, int to, int id, const char* file, int line) {
     f.line = line;
 }
 void sync_wait(int from, int to, int id, const char* file, int line) {
+    note_loc(file, line);
+    tm_api_call();
     ++g_blk.c.wait_flags;
     if (from >= PID_COUNT || to >= PID_COUNT || from < 0 || to < 0) return;
     if (id < 0 || id > 7) {
         violation(EVK_RULE_INVALID_ARGUMENT, SEV_ERROR, file, line, "WaitFlag with event id %d (valid: 0..7)", id);
         return;
+    }
+    {  // the waiting pipe (or the scalar issue, for X_S events) starts nothing before the flag is set
+        Timing& t = g_blk.tm;
+        double ft = t.flag_time[from][to][id];
+        if (to == PID_S) {
+            if (ft > t.issue) t.scalar_stall += ft - t.issue;
+            t.issue = std::max(t.issue, ft);
+        }
+        else
+            t.pipe_free[to] = std::max(t.pipe_free[to], ft);
     }
     Flag& f = g_blk.flags[from][to][id];
     if (f.pending <= 0)
@@ -956,8 +1338,16 @@ void sync_wait(int from, int to, int id, const char* file, int line) {
     if (f.seq > g_blk.synced[from][to]) g_blk.synced[from][to] = f.seq;
 }
 void sync_barrier(int pipe_kind, const char* file, int line) {
-    (void)file;
-    (void)line;
+    note_loc(file, line);
+    tm_api_call();
+    if (pipe_kind == -1) {  // PIPE_ALL: every pipe drains and the scalar waits for it
+        Timing& t = g_blk.tm;
+        double all = t.issue;
+        for (int p = 0; p < PID_COUNT; ++p) all = std::max(all, t.done[p]);
+        t.scalar_stall += all - t.issue;
+        t.issue = all;
+        for (int p = 0; p < PID_COUNT; ++p) t.pipe_free[p] = t.done[p] = all;
+    }
     ++g_blk.c.barriers;
     if (pipe_kind == -1)
         for (int a = 0; a < PID_COUNT; ++a)
@@ -975,6 +1365,7 @@ MaskState& mask_state() { return g_blk.mask; }
 // ---- tiling ------------------------------------------------------------------------------------
 void tiling_load(void* dst, const uint8_t* src, uint64_t n, const char* file, int line) {
     note_loc(file, line);
+    tm_api_call(hw()[HW_SCALAR_GM_READ_CYCLES]);
     std::memset(dst, 0, n);
     Alloc* a = find_alloc(src);
     if (!a)
@@ -1243,6 +1634,7 @@ using namespace ::evk_sim;
 void gm_to_ub(const char* op, int buf, int64_t ub_off, const void* gm, uint64_t n, const void* tbase, uint64_t tbytes,
               ::evk_sim::SrcLoc loc) {
     if (n == 0) return;
+    tm_gm_segment(gm, n);
     bool ok = gm_access(op, gm, n, false, tbase, tbytes, loc.file, loc.line);
     uint64_t valid = ok ? n : gm_valid_prefix(gm, n);
     if (valid) {
@@ -1258,6 +1650,7 @@ void gm_to_ub(const char* op, int buf, int64_t ub_off, const void* gm, uint64_t 
 void ub_to_gm(const char* op, int buf, int64_t ub_off, void* gm, uint64_t n, const void* tbase, uint64_t tbytes,
               int kind, ::evk_sim::SrcLoc loc) {
     if (n == 0) return;
+    tm_gm_segment(gm, n);
     ub_access(op, buf, ub_off, n, false, PID_MTE3, loc.file, loc.line);
     if (!gm_access(op, gm, n, true, tbase, tbytes, loc.file, loc.line)) return;
     int mode = g_blk.atomic_mode;
@@ -1692,6 +2085,45 @@ void add_counters(Counters& t, const Counters& c) {
     }
 }
 
+// A block's modelled schedule (an estimate, not a measurement): makespan, busy cycles per pipe, the
+// instructions each pipe executed, burst-rounded GM bytes and the number of MTE copies.
+void timing_json(Json& j, const TimingReport& t, const HwModel& h) {
+    static const char* names[PID_COUNT] = {"scalar", "vector", "mte2", "mte3"};
+    j.s += "{";
+    j.key("cycles"); j.dbl(t.cycles); j.s += ",";
+    j.key("us"); j.dbl(t.cycles / h[HW_CLOCK_HZ] * 1e6); j.s += ",";
+    j.key("scalar_stall_cycles"); j.dbl(t.scalar_stall); j.s += ",";
+    j.key("busy_cycles"); j.s += "{";
+    for (int p = 0; p < PID_COUNT; ++p) {
+        if (p) j.s += ",";
+        j.key(names[p]); j.dbl(t.busy[p]);
+    }
+    j.s += "},";
+    j.key("instructions"); j.s += "{";
+    for (int p = 0; p < PID_COUNT; ++p) {
+        if (p) j.s += ",";
+        j.key(names[p]); j.num(t.ninstr[p]);
+    }
+    j.s += "},";
+    j.key("gm_bytes"); j.s += "{";
+    j.key("mte2"); j.dbl(t.gm_bytes[0]); j.s += ",";
+    j.key("mte3"); j.dbl(t.gm_bytes[1]); j.s += "},";
+    j.key("copies"); j.s += "{";
+    j.key("mte2"); j.num(t.mte_copies[0]); j.s += ",";
+    j.key("mte3"); j.num(t.mte_copies[1]); j.s += "}}";
+}
+
+void hw_json(Json& j, const HwModel& h) {
+    j.s += "{";
+    j.key("name"); j.str(h.name);
+    for (int i = 0; i < HW_COUNT; ++i) {
+        j.s += ",";
+        j.key(kHw[i].key);
+        j.dbl(h[i]);
+    }
+    j.s += "}";
+}
+
 std::string report_json(const Run& r) {
     Json j;
     j.s += "{";
@@ -1706,6 +2138,10 @@ std::string report_json(const Run& r) {
     j.key("ub_bytes"); j.num(r.opt.ub_size); j.s += ",";
     j.key("half_overflow"); j.str(r.opt.half_saturate ? "saturate" : "inf"); j.s += "},";
     j.key("gm_protection"); j.str(r.gm.method); j.s += ",";
+    j.key("hw_model"); hw_json(j, r.opt.hw); j.s += ",";
+    j.key("timing_note");
+    j.str("timing_estimate fields are modelled (event-level pipe schedule over the hw_model constants), not measured");
+    j.s += ",";
     j.key("block_dim"); j.num(r.block_dim); j.s += ",";
     j.key("tiling_key"); j.num(r.tiling_key); j.s += ",";
     if (r.op_flow) {
@@ -1807,7 +2243,8 @@ std::string report_json(const Run& r) {
             j.key("line"); j.inum(q.line); j.s += "}";
         }
         j.s += "],";
-        j.key("counters"); counters_json(j, b.c); j.s += "}";
+        j.key("counters"); counters_json(j, b.c); j.s += ",";
+        j.key("timing_estimate"); timing_json(j, b.tm, r.opt.hw); j.s += "}";
     }
     j.s += "],";
     j.key("totals"); counters_json(j, total); j.s += ",";
@@ -1924,6 +2361,7 @@ void reset_block(int idx) {
     b.atomic_mode = 0;
     b.atomic_dtype.clear();
     b.c = Counters();
+    tm_reset(static_cast<uint32_t>(ub));
     b.aborted = b.crashed = false;
     b.active = true;
     g_ub = b.ub.data();
@@ -2091,6 +2529,19 @@ bool run_blocks(Run& r, evk_kernel_fn fn, std::vector<Arg>& args) {
             ok = false;
         }
         end_of_block_checks();
+        {
+            Timing& t = g_blk.tm;
+            rep.tm.cycles = tm_finish();
+            rep.tm.scalar_stall = t.scalar_stall;
+            for (int p = 0; p < PID_COUNT; ++p) {
+                rep.tm.busy[p] = t.busy[p];
+                rep.tm.ninstr[p] = t.ninstr[p];
+            }
+            for (int k = 0; k < 2; ++k) {
+                rep.tm.gm_bytes[k] = t.gm_bytes[k];
+                rep.tm.mte_copies[k] = t.mte_copies[k];
+            }
+        }
         g_blk.active = false;
         rep.c = g_blk.c;
         rep.ub_peak = g_blk.ub_peak;
@@ -2103,15 +2554,23 @@ bool run_blocks(Run& r, evk_kernel_fn fn, std::vector<Arg>& args) {
     return ok;
 }
 
-Options make_options(const evk_options& o) {
-    Options p;
+bool make_options(const evk_options& o, Options& p) {
+    p = Options();
+    if (o.hw_model_json && *o.hw_model_json) {
+        std::string err;
+        if (!parse_hw_json(o.hw_model_json, p.hw, err)) {
+            g_last_error = err;
+            return false;
+        }
+    }
+    p.core_num_aiv = static_cast<uint32_t>(p.hw[HW_AIV_CORES]);
     if (o.core_num_aiv) p.core_num_aiv = o.core_num_aiv;
     if (o.ub_size) p.ub_size = o.ub_size;
     p.half_saturate = o.half_overflow_saturate ? 1 : 0;
     p.keep_outputs = o.keep_outputs != 0;
     p.max_instructions = o.max_instructions;
     if (o.max_violations > 0) p.max_violations = o.max_violations;
-    return p;
+    return true;
 }
 
 // Declares a kernel argument; map_gm() places it in the GM region.
@@ -2262,7 +2721,7 @@ extern "C" int evk_sim_launch(const evk_launch_config* cfg) {
         return 1;
     }
     Run r;
-    r.opt = make_options(cfg->options);
+    if (!make_options(cfg->options, r.opt)) return 1;
     r.kernel_name = cfg->kernel_name ? cfg->kernel_name : "";
     r.block_dim = cfg->block_dim;
     r.tiling_key = cfg->tiling_key;
@@ -2319,7 +2778,7 @@ extern "C" int evk_sim_run(const evk_run_config* cfg) {
         return 1;
     }
     Run r;
-    r.opt = make_options(cfg->options);
+    if (!make_options(cfg->options, r.opt)) return 1;
     r.op_type = cfg->op_type;
     r.op_flow = true;
     platform().core_num_aiv = r.opt.core_num_aiv;
@@ -2644,7 +3103,22 @@ bool write_file(const std::string& path, const void* data, size_t n) {
     f.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
     return static_cast<bool>(f);
 }
-bool apply_option(evk_options& o, const std::string& k, const std::string& v) {
+// hw_model_json: inline JSON (starts with '{') or the path of a file holding it; kept in `store`.
+bool apply_option(evk_options& o, const std::string& k, const std::string& v, std::string& store) {
+    if (k == "hw_model_json") {
+        size_t a = v.find_first_not_of(" \t");
+        std::string t = a == std::string::npos ? std::string() : v.substr(a);
+        while (!t.empty() && (t.back() == ' ' || t.back() == '\t' || t.back() == '\r')) t.pop_back();
+        if (!t.empty() && t[0] == '{') {
+            store = t;
+        } else {
+            std::vector<uint8_t> bytes;
+            if (!read_file(t, bytes)) throw std::runtime_error("cannot read the hw_model_json file " + t);
+            store.assign(bytes.begin(), bytes.end());
+        }
+        o.hw_model_json = store.c_str();
+        return true;
+    }
     if (k == "core_num_aiv") o.core_num_aiv = static_cast<uint32_t>(std::stoul(v));
     else if (k == "ub_size") o.ub_size = std::stoull(v);
     else if (k == "half_overflow") o.half_overflow_saturate = (v == "saturate" || v == "1");
@@ -2680,7 +3154,7 @@ extern "C" int evk_sim_main(int argc, char** argv, evk_kernel_fn kernel) {
     };
     std::vector<T> ins, outs;
     std::vector<A> attrs;
-    std::string op, report;
+    std::string op, report, hw_json_text;
     evk_options opt;
     std::memset(&opt, 0, sizeof(opt));
     std::string line;
@@ -2740,8 +3214,10 @@ extern "C" int evk_sim_main(int argc, char** argv, evk_kernel_fn kernel) {
                 attrs.push_back(std::move(a));
             } else if (w == "option") {
                 std::string k, v;
-                ls >> k >> v;
-                if (!apply_option(opt, k, v)) return cli_error("unknown option " + k);
+                ls >> k;
+                if (k == "hw_model_json") std::getline(ls, v);  // the rest of the line (inline JSON may hold spaces)
+                else ls >> v;
+                if (!apply_option(opt, k, v, hw_json_text)) return cli_error("unknown option " + k);
             } else {
                 return cli_error("spec line " + std::to_string(lineno) + ": unknown keyword " + w);
             }
@@ -2785,7 +3261,7 @@ extern "C" int evk_sim_launch_main(int argc, char** argv, evk_kernel_fn kernel) 
         std::vector<uint8_t> data;
     };
     std::vector<B> bufs;
-    std::string report, name;
+    std::string report, name, hw_json_text;
     try {
         for (int i = 1; i < argc; ++i) {
             std::string a = argv[i];
@@ -2823,7 +3299,7 @@ extern "C" int evk_sim_launch_main(int argc, char** argv, evk_kernel_fn kernel) 
             } else if (a == "--option") {
                 std::string v = next();
                 size_t eq = v.find('=');
-                if (eq == std::string::npos || !apply_option(cfg.options, v.substr(0, eq), v.substr(eq + 1)))
+                if (eq == std::string::npos || !apply_option(cfg.options, v.substr(0, eq), v.substr(eq + 1), hw_json_text))
                     return cli_error("bad option " + v);
             } else {
                 return cli_error("unknown argument " + a);
