@@ -428,10 +428,12 @@ class EagerEstimate:
 
 
 def min_kernel_device_us(hw: Ascend910B = Ascend910B()) -> float:
-    """The device time of the smallest useful kernel in the runtime's schedule: one block that starts, copies a
-    tile in, runs one vector instruction and copies it out (every latency exposed). The floor of an eager op."""
-    cyc = (hw.block_start_cycles + 5 * hw.scalar_issue_cycles + hw.mte2_setup_cycles + hw.mte2_latency_cycles
-           + hw.vec_instr_cycles + hw.vec_simple_b32 + hw.mte3_setup_cycles + hw.mte3_latency_cycles)
+    """The device time of the smallest useful kernel in the runtime's schedule: one block that starts, reads its
+    tiling data, copies a tile in, runs one vector instruction and copies it out (every latency exposed). The
+    floor of an eager op."""
+    cyc = (hw.block_start_cycles + hw.scalar_gm_read_cycles + 6 * hw.scalar_issue_cycles + hw.mte2_setup_cycles
+           + hw.mte2_latency_cycles + hw.vec_instr_cycles + hw.vec_simple_b32 + hw.mte3_setup_cycles
+           + hw.mte3_latency_cycles)
     return hw.us(cyc)
 
 
