@@ -1,6 +1,6 @@
 """Seed knowledge (M0): API templates and refinement best practices shipped with the package.
 
-Each backend has a folder ``memory/seed/<backend>/`` of markdown files with a small front matter::
+Each backend family has a folder ``memory/seed/<family>/`` of markdown files with a small front matter::
 
     ---
     title: OpenMP parallel loops
