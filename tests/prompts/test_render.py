@@ -237,7 +237,7 @@ def test_ascend_draft_and_refine_prompts(npu_task):
                                              profile="estimate 12.3 us; bound: MTE2 (busy mte2 0.93, vec 0.31)",
                                              best_latency_ms=0.011))[1]
     assert "passed the verifier in 0.0123 ms" in refine and "so far is\n0.011 ms" in refine
-    assert "bound: MTE2" in refine and "one targeted change" in refine and "MTE2/MTE3 bound" in refine
+    assert "bound: MTE2" in refine and "one targeted change" in refine and "HBM, MTE2 or MTE3 bound" in refine
     assert no_placeholders(refine)
 
 
