@@ -97,7 +97,8 @@ def is_fragment(code: str) -> bool:
 
 @functools.lru_cache(maxsize=None)
 def helper_blocks() -> list[tuple[str, str]]:
-    return [(stem, code) for stem, kind, code in blocks("cpp") if not is_complete_kernel(code) and not is_fragment(code)]
+    return [(stem, code) for stem, _, code in blocks("cpp")
+            if not is_complete_kernel(code) and not is_fragment(code)]
 
 
 def expand(vehicle: str) -> str:

@@ -1,4 +1,5 @@
-"""Test vehicle: LayerNorm with an epsilon attribute and gamma/beta (float32/float16) from seed items 03, 06, 12, 13, for npu_l1/21_layer_norm and 30_layer_norm_fp16."""
+"""Test vehicle: LayerNorm with an epsilon attribute and gamma/beta, float32/float16 (seed items 03, 06,
+12, 13), for npu_l1/21_layer_norm and 30_layer_norm_fp16 (@dtype is filled in per task)."""
 project_json_src = """
 [{"op": "LayerNormCustom", "language": "cpp",
   "input_desc": [{"name": "x", "param_type": "required", "format": ["ND", "ND"], "type": ["float", "float16"]},

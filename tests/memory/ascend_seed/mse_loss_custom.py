@@ -1,4 +1,5 @@
-"""Test vehicle: mean squared error to a scalar, blocks combined with atomic adds (seed items 03, 06), for npu_l1/24_mse_loss."""
+"""Test vehicle: mean squared error to a scalar, blocks combined with atomic adds (seed items 03, 06),
+for npu_l1/24_mse_loss."""
 project_json_src = """
 [{"op": "MseLossCustom", "language": "cpp",
   "input_desc": [{"name": "a", "param_type": "required", "format": ["ND"], "type": ["float"]},

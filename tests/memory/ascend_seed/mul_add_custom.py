@@ -1,4 +1,5 @@
-"""Test vehicle: the kernel of seed item 02_pipeline_tque with a host side, for npu_l1/12_elementwise_mul_add."""
+"""Test vehicle: the complete kernel of seed item 02_pipeline_tque with a host side, for
+npu_l1/12_elementwise_mul_add."""
 project_json_src = """
 [{"op": "MulAddCustom", "language": "cpp",
   "input_desc": [{"name": "a", "param_type": "required", "format": ["ND"], "type": ["float"]},

@@ -1,4 +1,5 @@
-"""Test vehicle: row softmax (float32/float16) from seed items 03, 04, 06, 11, for npu_l1/19_softmax and 29_softmax_fp16."""
+"""Test vehicle: row softmax, float32/float16 (seed items 03, 04, 06, 11), for npu_l1/19_softmax and
+29_softmax_fp16."""
 project_json_src = """
 [{"op": "SoftmaxCustom", "language": "cpp",
   "input_desc": [{"name": "x", "param_type": "required", "format": ["ND", "ND"], "type": ["float", "float16"]}],
