@@ -2470,8 +2470,7 @@ void report_raw_gm_access(uint32_t bi) {
     if (resolve_line(static_cast<uintptr_t>(g_fault_pc), file, line))
         near = fmt(" at kernel line %s:%d", file.c_str(), line);
     else if (g_last_file && g_last_line)
-        near = fmt("; the kernel line is not known (build with -g1 to get it), the last Ascend C API call before "
-                   "the access was at %s:%d",
+        near = fmt(" shortly after the Ascend C API call at %s:%d",
                    g_last_file, g_last_line);
     record("gm_raw_access", SEV_FATAL, file.c_str(), line,
            fmt("the kernel %s global memory through a raw pointer (%s)%s in block %u%s. On the NPU use DataCopy / "
