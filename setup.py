@@ -23,5 +23,8 @@ setup(
         "evokernel.prompts": ["*.md", "*/*.md"],
         "evokernel.verifier": ["*.md"],
         "evokernel.memory": ["seed/*/*.md"],
+        # the Ascend C emulator is compiled from source on the user's machine (per candidate)
+        "evokernel.verifier.backends.ascend_sim": ["runtime.cpp", "README.md", "include/*.h", "include/*/*.h",
+                                                   "include/*/*/*.h", "include/*/*/*/*.h"],
     },
 )

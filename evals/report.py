@@ -574,6 +574,10 @@ def _seeds_text(n: int, prefix: str = "") -> str:
     return f"{prefix}{n} seed{'s' if n != 1 else ''}"
 
 
+# backends whose latencies (and speedups) come from a latency model, not a clock
+MODELLED_BACKENDS = ("ascend-sim",)
+
+
 def subtitle(data: EvalData, seeds: str | None = None) -> str:
     """The conditions line of every figure: backend, generator/model, T, seeds (default: the eval's
     seed count), operators."""
@@ -581,6 +585,8 @@ def subtitle(data: EvalData, seeds: str | None = None) -> str:
     models = [str(g["model"]) for g in data.groups if g.get("model")]
     gen = ", ".join(dict.fromkeys(models)) or str(data.config.get("generator") or "generator ?")
     seeds = seeds or _seeds_text(len(data.seeds))
+    if backend in MODELLED_BACKENDS:
+        backend += " (latency: modelled estimate)"
     return f"{backend} · {_short(gen, 40)} · T={data.budget} · {seeds} · {len(data.tasks)} operators"
 
 
@@ -818,6 +824,11 @@ def render_markdown(summary: Mapping[str, Any], figures: Mapping[str, Any] | Non
           (f"- **budget**: T = {T} attempts per operator; **operators**: {n_tasks}; "
           f"**seeds**: {', '.join(map(str, s['seeds'])) or 'none'}; **stages**: {' → '.join(s['stages']) or '—'}"),
           f"- **reference group** (paired differences): {s.get('reference') or '—'}", ""]
+    backend = str((s.get("conditions") or {}).get("backend") or "")
+    if backend in MODELLED_BACKENDS:
+        L += [f"**Latencies are estimates.** The {backend} backend runs Ascend C on a CPU emulator; every latency "
+              "and speedup below comes from its latency model (the kernel's emulated pipe schedule vs one NPU "
+              "kernel per eager PyTorch operator, on the same Ascend 910B constants), not from a clock.", ""]
 
     # status
     prog = s["progress"]

@@ -43,7 +43,7 @@ def _overrides(values: list[str] | None) -> dict[str, object]:
 def verify(
     task_file: Annotated[Path, typer.Argument(help="KernelBench-format task file (Model, get_inputs, get_init_inputs)")],
     candidate_file: Annotated[Path, typer.Argument(help="candidate source defining ModelNew")],
-    backend: Annotated[str, typer.Option(help="target backend")] = "cpu",
+    backend: Annotated[str, typer.Option(help="target backend: cpu (C++ kernels, measured latency) or ascend-sim (Ascend C operator projects on the CPU emulator, latency ESTIMATED by a model of Ascend 910B)")] = "cpu",
     set_: Annotated[Optional[list[str]], typer.Option("--set", help="override a module-level size constant, NAME=VALUE (repeatable)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object instead of text")] = False,
     strict: Annotated[bool, typer.Option(help="strict tolerance atol=rtol=1e-4 (default 1e-2, the paper's)")] = False,
@@ -98,7 +98,7 @@ def verify(
 
 @tasks_app.command("list")
 def tasks_list(
-    suite: Annotated[Optional[str], typer.Argument(help="suite name (cpu-l1, cpu-l2), task directory or file")] = None,
+    suite: Annotated[Optional[str], typer.Argument(help="suite name (cpu-l1, cpu-l2, npu-l1, npu-l2), task directory or file")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
 ) -> None:
     """List built-in suites, or the tasks of one suite/directory."""

@@ -31,8 +31,14 @@ def _fmt(v: Any, spec: str = ".3f", suffix: str = "") -> str:
 
 
 def results_table(summary: dict[str, Any], title: str) -> Table:
-    table = Table("task", "feasible", "first at", "first ms", "best ms", "best/first", "vs eager", "attempts",
-                  title=title, caption="first at: the attempt (1-based) that gave the first feasible kernel")
+    caption = "first at: the attempt (1-based) that gave the first feasible kernel"
+    est = summary.get("latency_kind") == "estimate"
+    if est:
+        caption += ("\nLATENCIES ARE ESTIMATES: modelled by the backend's latency model (ascend-sim), not "
+                    "measured; 'vs eager' compares with the modelled eager PyTorch reference")
+    ms = "est. ms" if est else "ms"
+    table = Table("task", "feasible", "first at", f"first {ms}", f"best {ms}", "best/first", "vs eager", "attempts",
+                  title=title, caption=caption)
     for t in summary["tasks"]:
         first_at = t["first_feasible_iteration"]
         table.add_row(t["task"], "yes" if t["feasible"] else "no", _fmt(None if first_at is None else first_at + 1, "d"),
@@ -42,10 +48,10 @@ def results_table(summary: dict[str, Any], title: str) -> Table:
 
 
 def run(
-    targets: Annotated[Optional[list[str]], typer.Argument(help="task files, task directories or suite names (cpu-l1, cpu-l2)")] = None,
+    targets: Annotated[Optional[list[str]], typer.Argument(help="task files, task directories or suite names (cpu-l1, cpu-l2, npu-l1, npu-l2)")] = None,
     limit: Annotated[int, typer.Option(min=0, help="only the first N tasks (0: all)")] = 0,
     method: Annotated[str, typer.Option(help="evokernel (the paper's system), passk (T independent samples, one demonstration, no memory) or refinement (repair, then hill-climb; no shared memory)")] = "evokernel",
-    backend: Annotated[str, typer.Option(help="target backend")] = "cpu",
+    backend: Annotated[str, typer.Option(help="target backend: cpu (C++ kernels, measured latency) or ascend-sim (Ascend C operator projects on the CPU emulator, latency ESTIMATED by a model of Ascend 910B)")] = "cpu",
     generator: Annotated[str, typer.Option(help="template (offline, deterministic) or llm")] = "template",
     model: Annotated[Optional[str], typer.Option(help="LLM spec for --generator llm: openai:MODEL, deepseek:MODEL, ollama:MODEL or MODEL (uses OPENAI_API_KEY / OPENAI_BASE_URL)")] = None,
     budget: Annotated[int, typer.Option("--budget", "-T", min=1, help="attempts per task, drafting and refining together")] = 30,
@@ -153,7 +159,8 @@ def run(
             for _ns, mode, chunk in stream:
                 if mode == "custom" and chunk.get("event") == "attempt":
                     mark = "ok " if chunk["feasible"] else (chunk["failed_gate"] or "x")
-                    lat = f"{chunk['latency_ms']:.3f} ms" if chunk["latency_ms"] else ""
+                    lat = (("est " if chunk.get("estimated") else "") + f"{chunk['latency_ms']:.3f} ms"
+                           if chunk["latency_ms"] else "")
                     best = f"best {chunk['best_latency_ms']:.3f} ms" if chunk.get("best_latency_ms") else ""
                     progress.update(bar, advance=1, description=f"{chunk['task']} #{chunk['iteration'] + 1} {chunk['stage']}")
                     progress.console.print(f"  {chunk['task']:<26} {chunk['iteration'] + 1:>3}/{chunk['budget']} "

@@ -102,12 +102,16 @@ class RunDir:
     def attempts(self, task: str | None = None) -> list[dict[str, Any]]:
         return [r for r in self._records if task is None or r["task"] == task]
 
-    def write_best(self, task_id: str, source: str, latency_ms: float, task_path: str) -> Path:
+    def write_best(self, task_id: str, source: str, latency_ms: float, task_path: str, estimated: bool = False,
+                   backend: str = "cpu") -> Path:
         d = self.path / "best"
         d.mkdir(exist_ok=True)
         out = d / f"{safe_name(task_id)}.py"
-        header = (f"# EvoKernel best kernel for {task_id} ({latency_ms:.4f} ms when verified)\n"
-                  f"# verify: evokernel verify {task_path} {out}\n")
+        what = f"{latency_ms:.4f} ms estimated by the {backend} latency model" if estimated else \
+            f"{latency_ms:.4f} ms when verified"
+        flag = "" if backend == "cpu" else f" --backend {backend}"
+        header = (f"# EvoKernel best kernel for {task_id} ({what})\n"
+                  f"# verify: evokernel verify {task_path} {out}{flag}\n")
         _write_atomic(out, header + source)
         return out
 
@@ -137,6 +141,8 @@ def summarize_task(task_id: str, attempts: list[dict[str, Any]]) -> dict[str, An
         # the best kernel's own verdict: median of per-round ratios against eager timed in the same rounds
         "speedup_vs_eager": best.get("speedup_vs_eager") if best else None,
         "feasible_kernels": len(feasible),
+        # "estimate" when the backend models latency (ascend-sim) instead of measuring it
+        "latency_kind": (best.get("latency_kind") or "measured") if best else None,
         "attempts": len(attempts),
         "compiled": sum(1 for r in attempts if r.get("compiled")),
     }
@@ -150,8 +156,10 @@ def summarize(records: list[dict[str, Any]], task_order: Iterable[str] | None = 
     order = list(dict.fromkeys(list(task_order or []) + [r["task"] for r in records]))
     tasks = [summarize_task(t, [r for r in records if r["task"] == t]) for t in order]
     usage = metrics.tokens_cost_time(records)
+    kinds = {t["latency_kind"] for t in tasks if t.get("latency_kind")}
     return {
         "tasks": tasks,
+        "latency_kind": "estimate" if "estimate" in kinds else "measured",
         "attempts": len(records),
         "compile_rate": metrics.compile_rate(records),
         "correctness": metrics.correctness(records, order),

@@ -39,9 +39,13 @@ def _first_lines(text: str, n: int = 3, width: int = 300) -> str:
 
 
 def profile_text(verdict: dict[str, Any]) -> str:
-    """The start point's profile as the refining stage reads it (CPU: the verifier's timing)."""
+    """The start point's profile as the refining stage reads it (CPU: the verifier's timing;
+    ascend-sim: the latency model's pipe breakdown)."""
     if not verdict.get("feasible") or verdict.get("latency_ms") is None:
         return ""
+    modelled = (verdict.get("details") or {}).get("profile")
+    if modelled:
+        return str(modelled)
     parts = [f"latency {verdict['latency_ms']:.4f} ms"]
     if verdict.get("reference_ms"):
         parts.append(f"eager {verdict['reference_ms']:.4f} ms, speedup {verdict.get('speedup') or 0:.2f}x")
@@ -90,8 +94,10 @@ def update(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
     vs_eager = (verdict.get("speedup") or (eager / latency if eager else None)) if feasible and latency else None
     summary = cand.get("summary") or ("no candidate" if cand.get("error") else "")
     key = task_key(task)
+    estimated = verdict.get("latency_kind") == "estimate"
     if feasible:
-        outcome = f"feasible, {latency:.4f} ms" + (f", {vs_eager:.2f}x eager" if vs_eager else "")
+        outcome = (f"feasible, {'estimated ' if estimated else ''}{latency:.4f} ms"
+                   + (f", {vs_eager:.2f}x eager" if vs_eager else ""))
         if parent_latency:
             outcome += f", {parent_latency / latency:.2f}x its start point"
     else:
@@ -140,6 +146,7 @@ def update(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
               "start_point": parent or None, "code_hash": cand.get("code_hash", ""), "feasible": feasible,
               "failed_gate": gate or None, "compiled": bool((verdict.get("gates") or {}).get("compile")),
               "latency_ms": latency, "eager_ms": eager, "speedup_vs_eager": vs_eager,
+              "latency_kind": verdict.get("latency_kind", "measured") if feasible else None,
               # only with --compile-baseline: torch.compile of the reference, timed in the same rounds
               "compile_ms": verdict.get("compile_baseline_ms") if feasible else None,
               "speedup_vs_compile": verdict.get("speedup_vs_compile") if feasible else None,
@@ -151,8 +158,8 @@ def update(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
                                      cand.get("cost_usd", 0.0), 1)
     run.append(record)
     if improved:
-        run.write_best(tid, cand["source"], float(latency), str(task.path))
+        run.write_best(tid, cand["source"], float(latency), str(task.path), estimated, ctx.backend)
     runtime.stream_writer({"event": "attempt", "task": tid, "iteration": iteration, "stage": stage, "feasible": feasible,
-                         "failed_gate": gate or None, "latency_ms": latency,
+                         "failed_gate": gate or None, "latency_ms": latency, "estimated": estimated,
                          "best_latency_ms": out.get("best_latency_ms", best), "budget": ctx.budget})
     return out

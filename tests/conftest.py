@@ -37,3 +37,13 @@ def suite_task():
         return load_task(SUITES / path, overrides)
 
     return make
+
+
+@pytest.fixture(scope="session")
+def ascend_verifier(cache_dir):
+    """The ascend-sim verifier (timing on: its latency is a model, cheap and deterministic)."""
+    from evokernel.verifier.trusted.verifier import Verifier, VerifyConfig
+
+    v = Verifier("ascend-sim", VerifyConfig(cache_dir=cache_dir, run_timeout_s=20.0)).start()
+    yield v
+    v.close()

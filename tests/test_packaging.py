@@ -17,8 +17,9 @@ def test_wheel_contains_every_module(tmp_path):
     missing = []
     for folder in FOLDERS:
         # code, prompt templates and seed knowledge (M0): an installed EvoKernel needs all three
-        for path in [*(ROOT / folder).rglob("*.py"), *(ROOT / folder).rglob("*.md")]:
-            if path.name == "README.md" and folder != "evokernel":
+        emulator = [*(ROOT / folder).rglob("ascend_sim/include/**/*.h"), *(ROOT / folder).rglob("ascend_sim/*.cpp")]
+        for path in [*(ROOT / folder).rglob("*.py"), *(ROOT / folder).rglob("*.md"), *emulator]:
+            if path.name == "README.md" and folder != "evokernel" and "ascend_sim" not in str(path):
                 continue
             rel = path.relative_to(ROOT / folder)
             target = f"evokernel/{rel}" if folder == "evokernel" else f"evokernel/{folder}/{rel}"

@@ -19,6 +19,7 @@ class Verdict:
     speedup: float | None = None
     noise: float | None = None  # IQR / median of the per-round speedup ratios
     speedup_ci: tuple[float, float] | None = None  # bootstrap 95% interval of the median ratio
+    latency_kind: str = "measured"  # "estimate": modelled by the backend (ascend-sim), not measured
     compile_baseline_ms: float | None = None
     speedup_vs_compile: float | None = None
     gates: dict[str, bool | None] = field(default_factory=lambda: {"hack": None, "compile": None, "correctness": None})
@@ -35,6 +36,11 @@ class Verdict:
         return data
 
     def summary(self) -> str:
+        if self.feasible and self.latency_kind == "estimate" and self.latency_ms is not None:
+            s = (f"FEASIBLE  {self.task}: ESTIMATED {self.latency_ms * 1e3:.2f} us (modelled, not measured)")
+            if self.speedup is not None and self.reference_ms is not None:
+                s += f", eager estimate {self.reference_ms * 1e3:.2f} us, modelled speedup {self.speedup:.2f}x"
+            return s
         if self.feasible:
             s = f"FEASIBLE  {self.task}: candidate {self.latency_ms:.3f} ms" if self.latency_ms is not None else \
                 f"FEASIBLE  {self.task}"

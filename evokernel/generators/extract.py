@@ -261,7 +261,7 @@ def extract_candidate(reply: str) -> str:
                          "probably ran out of output tokens while reasoning); reply with the code after "
                          "the reasoning, or allow more output tokens", reply)
         raise _error("no candidate: the reply is empty; reply with one ```python block holding the whole "
-                     "candidate file (imports, the C++ source, load_cpp, class ModelNew)", reply)
+                     "candidate file (as the system prompt describes it: for the cpu backend imports, the C++ source, load_cpp and class ModelNew; for Ascend C the six strings project_json_src ... model_src)", reply)
     blocks = find_blocks(text)
     with_model = [b for b in blocks if _MODELNEW_RE.search(b.text)]
     if with_model:
@@ -294,7 +294,7 @@ def extract_candidate(reply: str) -> str:
     n = len(blocks)
     what = f"the reply has {n} code block{'s' if n != 1 else ''} but none" if n else "the reply has no code and"
     raise _error(f"no candidate: {what} defines `class ModelNew(nn.Module)`; reply with one ```python block "
-                 "holding the whole candidate file (imports, the C++ source, load_cpp, class ModelNew)", reply)
+                 "holding the whole candidate file (as the system prompt describes it: for the cpu backend imports, the C++ source, load_cpp and class ModelNew; for Ascend C the six strings project_json_src ... model_src)", reply)
 
 
 _SUMMARY_RE = re.compile(r"^[ \t>*_#-]*summary[ \t*_]*:[ \t*_]*(?P<text>.+?)[ \t*_]*$", re.IGNORECASE | re.MULTILINE)

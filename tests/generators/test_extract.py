@@ -196,3 +196,12 @@ def test_extract_summary():
     assert extract_summary("I tiled the matmul by 64x64 blocks.\n" + fenced(CANDIDATE)).startswith("I tiled")
     assert extract_summary(fenced('"""Blocked softmax."""\n' + CANDIDATE),
                            '"""Blocked softmax."""\n' + CANDIDATE) == "Blocked softmax."
+
+
+def test_ascend_project_reply_is_extracted_whole():
+    """An Ascend C candidate (six strings; ModelNew lives inside model_src) comes out unchanged."""
+    from pathlib import Path
+
+    src = (Path(__file__).resolve().parents[2] / "evokernel" / "examples" / "ascend" / "add_custom.py").read_text()
+    reply = "Plan: tile over 40 cores.\n```python\n" + src + "```\nSummary: double-buffered add"
+    assert extract_candidate(reply) == src.strip("\n") + "\n"

@@ -10,6 +10,17 @@ from evokernel.verifier.trusted.hack import Finding
 
 class Backend(ABC):
     name: str
+    # "wall": the parent times candidate and reference (cpu); "model": the backend estimates both
+    # from what a checked run recorded (ascend-sim), see `estimate`
+    timing_mode: str = "wall"
+
+    def load_message(self) -> dict[str, Any]:
+        """Extra fields of the worker's load request (how to load this backend's candidates)."""
+        return {}
+
+    def estimate(self, reports: list[dict[str, Any]], eager_ops: list[dict[str, Any]]) -> dict[str, Any]:
+        """timing_mode "model": kernel_us, eager_us, profile, ... for one forward."""
+        raise NotImplementedError(f"backend {self.name} measures latency; it does not model it")
 
     @abstractmethod
     def static_check(self, source: str) -> list[Finding]:

@@ -64,4 +64,11 @@ class CpuBackend(Backend):
 def make_backend(name: str, cache_dir: Path, build_timeout_s: float = 600.0) -> Backend:
     if name == "cpu":
         return CpuBackend(cache_dir, build_timeout_s)
-    raise ValueError(f"unknown backend {name!r} (available here: cpu; ascend-sim and ascend arrive in later steps)")
+    if name == "ascend-sim":
+        from evokernel.verifier.backends.ascend_sim.backend import AscendSimBackend
+
+        return AscendSimBackend(cache_dir, build_timeout_s)
+    raise ValueError(f"unknown backend {name!r} (available: {', '.join(BACKENDS)})")
+
+
+BACKENDS = ("cpu", "ascend-sim")

@@ -112,3 +112,32 @@ class OpRecorder(TorchDispatchMode):
         if bad:
             self.violations[name] = self.violations.get(name, 0) + 1
         return func(*args, **(kwargs or {}))
+
+
+class ShapeRecorder(TorchDispatchMode):
+    """Records each ATen operator with the shapes and dtypes of its tensor inputs and outputs (used on
+    the trusted reference to model its eager latency on an NPU: one kernel per operator)."""
+
+    MAX_RECORDS = 10_000
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[dict[str, Any]] = []
+
+    @staticmethod
+    def _describe(value: Any) -> list[dict[str, Any]]:
+        flat = value if isinstance(value, (list, tuple)) else [value]
+        out = []
+        for v in flat:
+            if isinstance(v, torch.Tensor):
+                out.append({"shape": list(v.shape), "dtype": str(v.dtype).replace("torch.", "")})
+            elif isinstance(v, (list, tuple)):
+                out += ShapeRecorder._describe(v)
+        return out
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        if len(self.records) < self.MAX_RECORDS:
+            ins = self._describe(list(args) + list((kwargs or {}).values()))
+            self.records.append({"op": str(func), "inputs": ins, "outputs": self._describe(out)})
+        return out

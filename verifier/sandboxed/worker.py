@@ -37,9 +37,9 @@ _libc = ctypes.CDLL(None)
 
 
 class _Fail(Exception):
-    def __init__(self, phase: str, message: str, detail: str = ""):
+    def __init__(self, phase: str, message: str, detail: str = "", **extra: Any):
         super().__init__(message)
-        self.phase, self.message, self.detail = phase, message, detail
+        self.phase, self.message, self.detail, self.extra = phase, message, detail, extra
 
 
 def _short_traceback(exc: BaseException, filename: str) -> str:
@@ -60,6 +60,7 @@ class Worker:
         self.model: Any = None
         self.inputs: list[Any] = []
         self.base_inputs: list[torch.Tensor] = []
+        self.ascend_lib: Any = None  # custom_ops_lib of an Ascend C candidate (ascend-sim backend)
 
     # --- shared region ----------------------------------------------------------------------
     def _remap(self, capacity: int) -> None:
@@ -151,12 +152,16 @@ class Worker:
             return {"ok": True}
         if op == "ping":
             return {"ok": True}
+        if op == "record_ops":
+            return self.record_ops(msg)
         raise _Fail("protocol", f"unknown request {op!r}")
 
     def load(self, msg: dict[str, Any]) -> dict[str, Any]:
         torch.set_num_threads(int(msg.get("threads", 1)))
         if self.role == "candidate":
             self._install_build_hooks()
+        if msg.get("loader") == "ascend" and self.role == "candidate":
+            return self._load_ascend(msg)
         module = types.ModuleType("candidate" if self.role == "candidate" else "task")
         module.__file__ = self.filename
         try:
@@ -173,6 +178,40 @@ class Worker:
         if missing:
             raise _Fail("import", f"{self.filename} does not define {', '.join(missing)}")
         return {"ok": True}
+
+    def _load_ascend(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """An Ascend C operator project: built through the parent, run on the emulator."""
+        from evokernel.verifier.backends.ascend_sim.project import ProjectError
+        from evokernel.verifier.sandboxed import ascend_ops
+
+        self.filename = "model_src.py"
+        try:
+            module = ascend_ops.load(str(msg["source"]), self._ask_build, ascend_ops.SimSettings(msg.get("sim") or {}))
+        except ProjectError as exc:
+            raise _Fail("compile", str(exc)) from None
+        except native.CompileError as exc:
+            raise _Fail("compile", "native build failed", exc.diagnostics) from None
+        except BaseException as exc:  # noqa: BLE001 - model_src is untrusted code
+            raise _Fail("import", f"{type(exc).__name__}: {exc}", _short_traceback(exc, self.filename)) from None
+        self.module = module
+        self.ascend_lib = sys.modules.get("custom_ops_lib")
+        if not hasattr(module, "ModelNew"):
+            raise _Fail("import", "model_src does not define ModelNew")
+        return {"ok": True}
+
+    def _native_reports(self) -> list[dict[str, Any]]:
+        return self.ascend_lib.take_reports() if self.ascend_lib is not None else []
+
+    def record_ops(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Reference only: the aten operators one forward runs, with their tensors' shapes and dtypes
+        (the ascend-sim backend models the eager reference's NPU latency from them)."""
+        assert self.model is not None and self.role == "reference"
+        from evokernel.verifier.sandboxed.guard import ShapeRecorder
+
+        recorder = ShapeRecorder()
+        with torch.no_grad(), recorder:
+            self.model(*self.inputs)
+        return {"ok": True, "ops": recorder.records}
 
     def init(self, msg: dict[str, Any]) -> dict[str, Any]:
         assert self.module is not None
@@ -252,7 +291,11 @@ class Worker:
         except BaseException as exc:  # noqa: BLE001
             if isinstance(exc, MemoryError):
                 raise _Fail("run", "MemoryError: out of memory (the candidate exceeded its memory limit)") from None
-            raise _Fail("run", f"{type(exc).__name__}: {exc}", _short_traceback(exc, self.filename)) from None
+            reports = self._native_reports()
+            if type(exc).__name__ == "HardwareRuleError":
+                raise _Fail("run", str(exc), native_reports=reports) from None
+            raise _Fail("run", f"{type(exc).__name__}: {exc}", _short_traceback(exc, self.filename),
+                        native_reports=reports) from None
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
         for o in outs:
             if type(o) is not torch.Tensor:  # noqa: E721 - subclasses and look-alikes are refused
@@ -264,6 +307,8 @@ class Worker:
         elapsed = time.perf_counter() - t0
         reply: dict[str, Any] = {"ok": True, "outputs": metas, "native_calls": native._native_calls - before_calls,
                                  "inner_s": elapsed}
+        if self.ascend_lib is not None:
+            reply["native_reports"] = self._native_reports()
         if recorder is not None:
             reply["ops"] = recorder.calls
             reply["violations"] = recorder.violations
@@ -284,7 +329,7 @@ class Worker:
             try:
                 reply = self.handle(msg)
             except _Fail as f:
-                reply = {"ok": False, "phase": f.phase, "error": f.message, "detail": f.detail}
+                reply = {"ok": False, "phase": f.phase, "error": f.message, "detail": f.detail, **f.extra}
             except protocol.ProtocolError as exc:
                 reply = {"ok": False, "phase": "protocol", "error": str(exc)}
             except Exception as exc:  # noqa: BLE001 - reported, the parent decides

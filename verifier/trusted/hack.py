@@ -105,12 +105,18 @@ def _dotted(node: ast.AST) -> str | None:
     return None
 
 
+# what an Ascend C candidate's model_src may import on top of the above: the binding module the build
+# provides and torch_npu (a no-op here, the device runtime on an NPU)
+ASCEND_MODEL_IMPORTS = {"custom_ops_lib", "torch_npu"}
+
+
 class _Checker(ast.NodeVisitor):
     def __init__(self) -> None:
         self.findings: list[Finding] = []
         self.torch_aliases = {"torch"}
         self.nn_aliases: set[str] = set()
         self.classes: dict[str, ast.ClassDef] = {}
+        self.extra_imports: set[str] = set()
 
     def add(self, rule: str, node: ast.AST, message: str) -> None:
         self.findings.append(Finding(rule, getattr(node, "lineno", 0), message))
@@ -118,9 +124,10 @@ class _Checker(ast.NodeVisitor):
     # --- imports ------------------------------------------------------------------------------
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
-            if alias.name not in ALLOWED_IMPORTS:
+            if alias.name not in ALLOWED_IMPORTS and alias.name not in self.extra_imports:
                 self.add("import", node, f"import of {alias.name!r} is not allowed (allowed: torch, torch.nn, "
-                         "math, typing, evokernel.cpu, torch.utils.cpp_extension)")
+                         "math, typing, " + (", ".join(sorted(self.extra_imports)) if self.extra_imports else
+                                             "evokernel.cpu, torch.utils.cpp_extension") + ")")
             elif alias.name == "torch":
                 self.torch_aliases.add(alias.asname or "torch")
             elif alias.name == "torch.nn":
@@ -130,6 +137,8 @@ class _Checker(ast.NodeVisitor):
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         module = ("." * node.level) + (node.module or "")
         allowed = ALLOWED_FROM_IMPORTS.get(module, set())
+        if module in self.extra_imports:
+            return
         if module not in ALLOWED_FROM_IMPORTS:
             self.add("import", node, f"import from {module!r} is not allowed")
             return
@@ -258,10 +267,13 @@ class _Checker(ast.NodeVisitor):
     visit_YieldFrom = visit_Yield
 
 
-def check_python(source: str, filename: str = "candidate.py") -> list[Finding]:
-    """Static rules over a CPU candidate. Raises SyntaxError for code that does not parse."""
+def check_python(source: str, filename: str = "candidate.py",
+                 extra_imports: frozenset[str] | set[str] = frozenset()) -> list[Finding]:
+    """Static rules over a CPU candidate (or an Ascend candidate's model_src, with ``extra_imports``).
+    Raises SyntaxError for code that does not parse."""
     tree = ast.parse(source, filename=filename)
     checker = _Checker()
+    checker.extra_imports = set(extra_imports)
     checker.visit(tree)
     if "ModelNew" not in checker.classes:
         checker.findings.append(Finding("structure", 0, "the candidate must define class ModelNew(nn.Module)"))
@@ -320,15 +332,35 @@ def _strip_strings(code: str) -> str:
     return re.sub(r'"(?:\\.|[^"\\])*"', '""', code)
 
 
+# Ascend C sources (kernel, host, tiling header) are built against the emulator's headers: on top of
+# the C++ rules they may include only the Ascend C / CANN headers and the C++ standard library, and
+# must not touch the emulator's own machinery (whose counters the latency model reads).
+_ASCEND_SKIP = {"cpp-stdout"}  # kernels print through AscendC's printf (to stderr and the report)
+_ASCEND_EXTRA: list[tuple[str, re.Pattern[str], str]] = [
+    ("ascend-internals", re.compile(r"\b(evk_\w*|EVK_\w*|evk_sim)\b"),
+     "the emulator's internals (evk_*, EVK_*) are not part of Ascend C and must not be used"),
+    ("ascend-include", re.compile(r'#\s*include\s*[<"](?!(kernel_operator\.h|register/|tiling/|graph/|exe_graph/|'
+                                  r'lib/|op_common/|platform/|acl/|[a-z_]+\.h[">]|c[a-z]+>|[a-z_]+>|[\w]+_tiling\.h"))'
+                                  r'[^>"]*[>"]'),
+     "Ascend C sources may include kernel_operator.h, the CANN host headers (register/, tiling/, graph/, "
+     "exe_graph/), the op's tiling header and the C++ standard library only"),
+]
+
+
 def check_native(source: str, kind: str = "cpp") -> list[Finding]:
-    """Rules over native source a candidate asks to build (``kind``: "cpp" or "inline")."""
+    """Rules over native source a candidate asks to build (``kind``: "cpp", "inline" or "ascend")."""
     code = strip_comments(source)
     includes_ok = code  # includes keep their quoted paths
     body = _strip_strings(code)
     findings: list[Finding] = []
-    rules = _CPP_RULES if kind == "cpp" else [r for r in _CPP_RULES if r[0] not in _INLINE_SKIP] + _INLINE_EXTRA
+    if kind == "ascend":
+        rules = [r for r in _CPP_RULES if r[0] not in _ASCEND_SKIP] + _ASCEND_EXTRA
+    elif kind == "cpp":
+        rules = _CPP_RULES
+    else:
+        rules = [r for r in _CPP_RULES if r[0] not in _INLINE_SKIP] + _INLINE_EXTRA
     for rule, pattern, message in rules:
-        text = includes_ok if rule in {"cpp-torch", "cpp-proc"} else body
+        text = includes_ok if rule in {"cpp-torch", "cpp-proc", "ascend-include"} else body
         for m in pattern.finditer(text):
             line = text.count("\n", 0, m.start()) + 1
             findings.append(Finding(rule, line, f"{message} (found {m.group(0).strip()!r})"))

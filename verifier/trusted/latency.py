@@ -24,6 +24,7 @@ class Timing:
     rounds: int
     compile_ms: float | None = None
     speedup_vs_compile: float | None = None
+    kind: str = "measured"  # or "estimate" (a backend's latency model, e.g. ascend-sim)
 
     def to_json(self) -> dict[str, float | int | None]:
         return {

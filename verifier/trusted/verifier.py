@@ -98,6 +98,28 @@ def _classify_death(status: dict[str, Any], stderr: str, where: str) -> _Fail:
     return _Fail("runtime", f"the candidate process stopped answering during {where}{tail}", status=status)
 
 
+def _sim_warnings(trials: list[list[dict[str, Any]]]) -> list[str]:
+    """Distinct warning-level emulator findings of the correctness trials (formatted for feedback)."""
+    from evokernel.verifier.sandboxed.ascend_ops import format_violation
+
+    seen: dict[tuple[str, str, int], str] = {}
+    for reports in trials:
+        for r in reports:
+            for v in r.get("violations") or []:
+                key = (str(v.get("rule")), str(v.get("file")), int(v.get("line") or 0))
+                if v.get("severity") == "warning" and key not in seen:
+                    seen[key] = format_violation(v)
+    return list(seen.values())
+
+
+def _sim_summary(reports: list[dict[str, Any]]) -> dict[str, Any]:
+    """The structured part of a failed emulated run: status and the rules broken (details.emulator)."""
+    last = reports[-1]
+    return {"status": last.get("status"), "error": last.get("error", ""),
+            "violations": [{k: v.get(k) for k in ("rule", "severity", "file", "line", "block", "count", "message")}
+                           for r in reports for v in r.get("violations") or []][:50]}
+
+
 def _tensor(handle: WorkerHandle, meta: TensorMeta) -> torch.Tensor:
     """A private copy (one memcpy) of a tensor in a worker's shared region."""
     dtype = _DTYPES[meta.dtype]
@@ -143,6 +165,7 @@ class _Reference:
         self.handle, self.task = handle, task
         self.input_bytes = 0
         self.output_bytes = 0
+        self.eager_ops: list[dict[str, Any]] | None = None  # recorded ATen ops of one forward (model timing)
 
 
 class Verifier:
@@ -157,6 +180,7 @@ class Verifier:
         self._cand_zygote: Zygote | None = None
         self._refs: OrderedDict[tuple[str, int], _Reference] = OrderedDict()
         self._builds = BuildLog()  # the native builds of the verdict in progress
+        self._reports: list[list[dict[str, Any]]] = []  # emulator reports per correctness trial
 
     # --- lifecycle ----------------------------------------------------------------------------
     def start(self) -> "Verifier":
@@ -359,15 +383,30 @@ class Verifier:
                 details["stray_processes_killed"] = status["stray_killed"]
         gates["correctness"] = True
         if timing is None:
-            return verdict(None, "feasible (timing skipped)")
+            fb = "feasible (timing skipped)"
+            if details.get("emulator_warnings"):
+                fb += "\nemulator warnings (allowed, but check them):\n" + "\n".join(details["emulator_warnings"][:6])
+            return verdict(None, fb)
         extra = dict(latency_ms=timing.candidate_ms, reference_ms=timing.reference_ms, speedup=timing.speedup,
                      noise=timing.noise, speedup_ci=(timing.ci_low, timing.ci_high),
-                     compile_baseline_ms=timing.compile_ms, speedup_vs_compile=timing.speedup_vs_compile)
-        details["timing"] = {"rounds": timing.rounds, "warmup": self.config.warmup, "statistic":
-                             "median of per-round ratios t_eager/t_candidate, interleaved, fresh inputs per round",
-                             "clock": "parent-side round trip (includes copying the output out)"}
-        fb = (f"feasible: {timing.candidate_ms:.3f} ms vs eager {timing.reference_ms:.3f} ms "
-              f"(speedup {timing.speedup:.2f}x, noise {timing.noise:.2f})")
+                     compile_baseline_ms=timing.compile_ms, speedup_vs_compile=timing.speedup_vs_compile,
+                     latency_kind=timing.kind)
+        if timing.kind == "estimate":
+            details["timing"] = {"kind": "estimate", "model": f"{self.backend.name} latency model (modelled, not "
+                                 "measured): emulator pipe schedule of the kernel vs one NPU kernel per eager "
+                                 "ATen operator, same hardware constants"}
+            fb = (f"feasible: estimated {timing.candidate_ms * 1e3:.2f} us vs eager estimate "
+                  f"{timing.reference_ms * 1e3:.2f} us (modelled speedup {timing.speedup:.2f}x)")
+            if details.get("profile"):
+                fb += "\nprofile (modelled):\n" + details["profile"]
+        else:
+            details["timing"] = {"rounds": timing.rounds, "warmup": self.config.warmup, "statistic":
+                                 "median of per-round ratios t_eager/t_candidate, interleaved, fresh inputs per round",
+                                 "clock": "parent-side round trip (includes copying the output out)"}
+            fb = (f"feasible: {timing.candidate_ms:.3f} ms vs eager {timing.reference_ms:.3f} ms "
+                  f"(speedup {timing.speedup:.2f}x, noise {timing.noise:.2f})")
+        if details.get("emulator_warnings"):
+            fb += "\nemulator warnings (allowed, but check them):\n" + "\n".join(details["emulator_warnings"][:6])
         return verdict(None, fb, **extra)
 
     def _cand_call(self, cand: WorkerHandle, msg: dict[str, Any], timeout: float, where: str,
@@ -407,8 +446,8 @@ class Verifier:
         builds = self._builds
         # gate 2: compile (native builds happen while the candidate module is imported)
         t0 = time.perf_counter()
-        reply = self._cand_call(cand, {"op": "load", "source": source, "threads": cfg.threads},
-                                cfg.load_timeout_s, "import")
+        reply = self._cand_call(cand, {"op": "load", "source": source, "threads": cfg.threads,
+                                       **self.backend.load_message()}, cfg.load_timeout_s, "import")
         timings["load"] = time.perf_counter() - t0 - builds.seconds
         if builds.hack:
             raise _Fail("hack", "The native source breaks the verifier's rules:\n" + "\n".join(builds.hack[:8]))
@@ -429,6 +468,7 @@ class Verifier:
                         f"{reply.get('detail', '')}".strip())
 
         # gate 3: correctness, with the dynamic anti-hack checks on every trial
+        self._reports = []
         plan = [("none", rng.randrange(2**31)) for _ in range(cfg.trials)]
         plan += [(p, rng.randrange(2**31)) for p in cfg.perturbations]
         t0 = time.perf_counter()
@@ -454,8 +494,13 @@ class Verifier:
             raise TaskError(f"{task.path}: the reference output is NaN/Inf on every trial")
         gates["hack"] = True
 
+        warnings = _sim_warnings(self._reports)
+        if warnings:
+            details["emulator_warnings"] = warnings
         if not cfg.timing:
             return None
+        if self.backend.timing_mode == "model":
+            return self._model_timing(ref, details, timings)
         t0 = time.perf_counter()
         compiled = self._compiled_baseline(task, init_seed) if cfg.compile_baseline else None
         try:
@@ -485,9 +530,14 @@ class Verifier:
             raise _Fail("runtime", f"{label}: the candidate worker failed to take its inputs: {reply.get('error')}")
         reply = self._cand_call(cand, {"op": "run", "record": True, "return_inputs": True, "out_offset": out_offset},
                                 timeout, f"forward ({label})")
+        reports = reply.get("native_reports")
+        if isinstance(reports, list):
+            self._reports.append(reports)
         if not reply.get("ok"):
             gate = "correctness" if reply.get("phase") == "output" else "runtime"
-            raise _Fail(gate, f"{label}: forward failed: {reply.get('error')}\n{reply.get('detail', '')}".strip())
+            extra = {"emulator": _sim_summary(reports)} if isinstance(reports, list) and reports else {}
+            raise _Fail(gate, f"{label}: forward failed: {reply.get('error')}\n{reply.get('detail', '')}".strip(),
+                        **extra)
         violations = reply.get("violations") or {}
         if violations:
             ops = ", ".join(f"aten::{k} x{v}" for k, v in sorted(violations.items()))
@@ -520,6 +570,27 @@ class Verifier:
             if any(cand.read(m) != s for m, s in zip(outs, snapshot)):
                 raise _Fail("hack", f"{label}: the output kept changing after forward returned (background work); "
                             "forward must finish its computation before returning")
+
+    def _model_timing(self, ref: _Reference, details: dict[str, Any], timings: dict[str, float]) -> latency.Timing:
+        """timing_mode "model": estimates for the kernel (from the first trial's emulator reports) and
+        for the eager reference (from its recorded operators), on the same hardware constants."""
+        t0 = time.perf_counter()
+        reports = self._reports[0] if self._reports else []
+        if not reports:
+            raise _Fail("hack", "no emulated operator ran during forward; forward must call custom_ops_lib")
+        if ref.eager_ops is None:
+            ref.eager_ops = self._ref_call(ref, {"op": "record_ops"})["ops"]
+        try:
+            est = self.backend.estimate(reports, ref.eager_ops)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise _Fail("runtime", f"the emulator's report could not be read by the latency model: {exc}") from None
+        timings["timing"] = time.perf_counter() - t0
+        kernel_ms, eager_ms = est["kernel_us"] / 1e3, est["eager_us"] / 1e3
+        speedup = eager_ms / kernel_ms if kernel_ms > 0 else float("inf")
+        details["estimate"] = est
+        details["profile"] = est.get("profile", "")
+        return latency.Timing(candidate_ms=kernel_ms, reference_ms=eager_ms, speedup=speedup, noise=0.0,
+                              ci_low=speedup, ci_high=speedup, rounds=0, kind="estimate")
 
     def _compiled_baseline(self, task: Task, init_seed: int) -> WorkerHandle:
         """A reference worker running torch.compile(Model) (inductor), with the candidate's weights."""

@@ -1,8 +1,9 @@
 """Ascend C candidate for elementwise add (x + y): the operator-project format of MultiKernelBench and
 the paper's NPU KernelBench. Six strings; the same file builds with msopgen on a real NPU (step 5) and
-with the ascend-sim emulator here:
+with the ascend-sim emulator here.
+task: npu_l1/11_elementwise_add.py
 
-    evokernel verify evokernel/suites/npu_l1/<add task>.py evokernel/examples/ascend/add_custom.py \
+    evokernel verify evokernel/suites/npu_l1/11_elementwise_add.py evokernel/examples/ascend/add_custom.py \
         --backend ascend-sim
 
 Double-buffered queues, tiles sized from the UB, blocks over the vector cores, an unaligned tail moved

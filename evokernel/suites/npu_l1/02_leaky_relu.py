@@ -1,0 +1,28 @@
+"""LeakyReLU activation elementwise: x if x > 0 else negative_slope * x."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+CATEGORY = "activation"
+
+
+class Model(nn.Module):
+    def __init__(self, negative_slope):
+        super().__init__()
+        self.negative_slope = negative_slope
+
+    def forward(self, x):
+        return F.leaky_relu(x, negative_slope=self.negative_slope)
+
+
+batch_size = 250
+dim = 1003
+negative_slope = 0.1
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return [negative_slope]

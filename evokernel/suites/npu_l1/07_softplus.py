@@ -1,0 +1,26 @@
+"""Softplus activation elementwise: log(1 + exp(x))."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+CATEGORY = "activation"
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return F.softplus(x)
+
+
+batch_size = 128
+dim = 1536
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []

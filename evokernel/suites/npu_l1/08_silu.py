@@ -1,0 +1,26 @@
+"""SiLU (swish) activation elementwise: x * sigmoid(x)."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+CATEGORY = "activation"
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return F.silu(x)
+
+
+batch_size = 255
+dim = 1001
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []
