@@ -51,10 +51,11 @@ def build(sim: Sim, d: Path, parts: dict[str, str]):
     desc = json.loads(parts["project_json_src"])[0]
     op = desc["op"]
     kernel = _snake(op)
-    names = [x["name"] for x in desc["input_desc"]] + [x["name"] for x in desc["output_desc"]]
+    ctype = {"float": "float", "float16": "half"}
+    dtypes = {x["name"]: ctype[x["type"][0]] for x in desc["input_desc"] + desc["output_desc"]}
     exe = sim.op_project(d, op=op, kernel_name=kernel, kernel_src=parts["kernel_src"],
                          host_src=parts["host_operator_src"], tiling_src=parts["host_tiling_src"],
-                         tiling_header=f"{kernel}_tiling.h", dtypes={n: "float" for n in names},
+                         tiling_header=f"{kernel}_tiling.h", dtypes=dtypes,
                          label=f"template {op}")
     return exe, desc, kernel
 
@@ -76,10 +77,10 @@ def run(sim: Sim, d: Path, task, source: str, seed: int = 0, options: dict | Non
     last: dict = {}
 
     def custom_op(*tensors):
-        ins = [(x["name"], t.detach().contiguous().numpy().astype(np.float32))
-               for x, t in zip(desc["input_desc"], tensors)]
+        ins = [(x["name"], t.detach().contiguous().numpy()) for x, t in zip(desc["input_desc"], tensors)]
         assert len(ins) == len(desc["input_desc"]), "argument count differs from the OpDef"
-        res = sim.run_op(exe, d, desc["op"], ins, [("out", tuple(ref.shape), np.float32)], options=options)
+        out_dt = np.float16 if ref.dtype == torch.float16 else np.float32
+        res = sim.run_op(exe, d, desc["op"], ins, [("out", tuple(ref.shape), out_dt)], options=options)
         last["result"] = res
         return torch.from_numpy(res.outputs["out"].copy()) if "out" in res.outputs else torch.full(ref.shape, float("nan"))
 

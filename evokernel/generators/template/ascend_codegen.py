@@ -115,6 +115,7 @@ class AscendOp:
     snake: str
     frame_ext: int  # index into exts of a J input with the frame's shape (-1: none)
     reduces: list[int] = field(default_factory=list)
+    init_source: str = ""  # the reference Model.__init__ rewritten for ModelNew ("" when Model has none)
 
     @property
     def op_type(self) -> str:
@@ -134,7 +135,17 @@ class AscendOp:
 REDUCE_FNS = ("sum", "mean", "amax", "amin")
 
 
-def prepare(plan: Plan, task_name: str) -> AscendOp:
+def own_init(task_source: str) -> bool:
+    """Does the task's ``Model`` define ``__init__`` itself (else the analysis sees nn.Module's)?"""
+    import ast
+
+    for node in ast.parse(task_source).body:
+        if isinstance(node, ast.ClassDef) and node.name == "Model":
+            return any(isinstance(b, ast.FunctionDef) and b.name == "__init__" for b in node.body)
+    return False
+
+
+def prepare(plan: Plan, task_name: str, task_source: str = "") -> AscendOp:
     """Check that the plan is one operator this generator can write and classify its values."""
     g = plan.graph
     fams = [s.family for s in plan.stages]
@@ -280,8 +291,9 @@ def prepare(plan: Plan, task_name: str) -> AscendOp:
         op_class = "row-reduction-fusion"
     else:
         op_class = "broadcast-elementwise"
+    init_source = g.init_source if (not task_source or own_init(task_source)) else ""
     return AscendOp(g, list(st.nodes), kinds, exts, out, out_kind, out_shape, frame, rows, N, family, op_class,
-                    _snake(task_name), frame_ext, reduces)
+                    _snake(task_name), frame_ext, reduces, init_source)
 
 
 # ------------------------------------------------------------------------------ instruction sequences
@@ -527,15 +539,17 @@ def _indent(lines: list[str], n: int) -> list[str]:
 
 @dataclass
 class Consts:
-    """What the host needs to size the tiles (mirrored by :func:`geometry`)."""
+    """What the host needs to size the tiles (mirrored by :func:`geometry`): UB bytes per element of
+    each kind of buffer."""
 
-    row_bufs: int = 0  # float buffers of tileRows x cPad
-    col_bufs: int = 0  # float buffers of cPad
-    slot_bufs: int = 0  # float buffers of kPad
-    bcast_bufs: int = 0  # float buffers of 8 kPad
-    fold_bufs: int = 0  # float buffers of 64 tileRows
-    scalar_bufs: int = 0  # 8-float buffers
+    row_bytes: int = 0  # per element of a tile (tileRows x cPad)
+    col_bytes: int = 0  # per element of a chunk row (cPad)
+    slot_bytes: int = 0  # per row slot (kPad)
+    bcast_bytes: int = 0  # per element of 8 kPad
+    fold_bytes: int = 0  # per element of 64 tileRows
+    scalar_bytes: int = 0  # fixed
     work: bool = False  # the ReduceX work tensor
+    align: int = 8  # elements per 32 bytes of the IO dtype (8 float, 16 half)
     vecin_buffers: int = 0  # buffers on the VECIN position (at most 8)
 
 
@@ -546,7 +560,8 @@ class RowKernel:
         self.op, self.g = op, op.graph
         self.bn = int(knobs.get("buffer_num", 1))
         self.repeat = knobs.get("vec_form", "count") == "repeat"
-        self.resident = knobs.get("row_mode", "stream") == "resident" or not op.reduces
+        # without reductions there is one pass anyway: the streaming loop (chunks when rows are long)
+        self.resident = knobs.get("row_mode", "stream") == "resident" and bool(op.reduces)
         self.kinds = op.kinds
         self.nodes = op.nodes
         self.ext_by_nid = {e.nid: e for e in op.exts}
@@ -576,10 +591,46 @@ class RowKernel:
                     self.bc_of[v] = len(self.bc_of)
         self.jpool, self.cpool = Pool(), Pool()
         self.flat_only = False
+        self.half = bool(getattr(self.g, "half", False))
+        self.T = "half" if self.half else "float"  # the dtype in GM and in the queues
+        self.A = 16 if self.half else 8  # elements per 32-byte block of that dtype
+        self.io = 2 if self.half else 4
+        self.out_compute = "fo" if self.half else "o"  # where the output is computed (float)
+        if self.half:  # float copies of the per-row inputs
+            for e in op.exts:
+                if e.role == "R":
+                    self.slot_of[e.nid] = self.n_slots
+                    self.n_slots += 1
 
     # ------------------------------------------------------------------------------ naming
     def ext_var(self, e: Ext) -> str:
+        """The float tensor computations read for an input (its queue tensor, or its float copy)."""
+        return f"f_{e.name}" if self.half else f"l_{e.name}"
+
+    def io_var(self, e: Ext) -> str:
         return f"l_{e.name}"
+
+    def pad(self, x: str) -> str:
+        return f"({x} + {self.A - 1}) / {self.A} * {self.A}"
+
+    def casts_in(self, es: list[Ext]) -> list[str]:
+        """half: convert freshly dequeued J/C inputs to float."""
+        if not self.half:
+            return []
+        out: list[str] = []
+        for e in es:
+            if e.role == "J":
+                out += self._flat_or_rows([f"Cast(f_{e.name}, l_{e.name}, RoundMode::CAST_NONE, nflat);"],
+                                          [f"Cast(f_{e.name}[r * ccp], l_{e.name}[r * ccp], RoundMode::CAST_NONE, cc);"])
+            elif e.role == "C":
+                out.append(f"Cast(f_{e.name}, l_{e.name}, RoundMode::CAST_NONE, cc);")
+        return out
+
+    def cast_out(self) -> list[str]:
+        if not self.half:
+            return []
+        return self._flat_or_rows(["Cast(o, fo, RoundMode::CAST_RINT, nflat);"],
+                                  ["Cast(o[r * ccp], fo[r * ccp], RoundMode::CAST_RINT, cc);"])
 
     def scalar_of(self, a: Any, vals: dict[int, Any]) -> Scalar | None:
         if isinstance(a, Const):
@@ -625,7 +676,7 @@ class RowKernel:
             if e.role in ("J", "C"):
                 vals[e.nid] = self.ext_var(e)
             elif e.role == "R":
-                vals[e.nid] = f"lr_{e.name}"
+                vals[e.nid] = f"rs{self.slot_of[e.nid]}" if self.half else f"lr_{e.name}"
             else:
                 vals[e.nid] = Scalar(f"s_{e.name}")
         for i in self.nodes:
@@ -652,7 +703,7 @@ class RowKernel:
                 lines += self.r_node(i, vals)
             else:
                 if i == out_node:
-                    vals[i] = "o"
+                    vals[i] = self.out_compute
                 else:
                     pool = self.jpool if k == "J" else self.cpool
                     idx = pool.take()
@@ -820,15 +871,32 @@ class RowKernel:
         return code + self.brcb(i)
 
     # ---------------------------------------------------------------------------- kernel
+    def _scalar_loads(self, S_ext: list[Ext]) -> list[str]:
+        T = self.T
+        init: list[str] = []
+        if S_ext:
+            init.append("pipe.InitBuffer(q_scalar, 1, 32);")
+        for e in S_ext:
+            init += ["{",
+                     f"    LocalTensor<{T}> sl = q_scalar.AllocTensor<{T}>();",
+                     f"    DataCopyPad(sl, gm_{e.name}, DataCopyExtParams(1, sizeof({T}), 0, 0, 0), "
+                     f"DataCopyPadExtParams<{T}>(true, 0, {self.A - 1}, 0));",
+                     "    q_scalar.EnQue(sl);",
+                     f"    sl = q_scalar.DeQue<{T}>();",
+                     f"    s_{e.name} = static_cast<float>(sl.GetValue(0));",
+                     "    q_scalar.FreeTensor(sl);",
+                     "}"]
+        return init
+
     def render(self, cls: str, tiling_cls: str) -> tuple[str, Consts]:
-        op, g = self.op, self.g
+        op, T, A = self.op, self.T, self.A
         exts = op.exts
         J_ext = [e for e in exts if e.role == "J"]
         C_ext = [e for e in exts if e.role == "C"]
         R_ext = [e for e in exts if e.role == "R"]
         S_ext = [e for e in exts if e.role == "S"]
         out_j = op.out_kind == "J"
-        tile_prelude = ["uint32_t ccp = (cc + 7) / 8 * 8;", "bool flat = (kk == 1 || cc == ccp);",
+        tile_prelude = [f"uint32_t ccp = {self.pad('cc')};", "bool flat = (kk == 1 || cc == ccp);",
                         "uint32_t nflat = (kk - 1) * ccp + cc;", "uint8_t rs = static_cast<uint8_t>(ccp / 8);",
                         "(void)flat; (void)nflat; (void)rs;"]
         helpers: list[str] = []
@@ -841,19 +909,19 @@ class RowKernel:
                 return copyins[key]
             name = f"CopyIn{len(copyins)}"
             copyins[key] = name
-            body = ["uint32_t ccp = (cc + 7) / 8 * 8;",
+            body = [f"uint32_t ccp = {self.pad('cc')};",
                     "bool dense = (ccp == cc) && (kk == 1 || cc == N);",
-                    "DataCopyPadExtParams<float> noPad(false, 0, 0, 0.0f);", "(void)dense;"]
+                    f"DataCopyPadExtParams<{T}> noPad(false, 0, 0, 0);", "(void)dense;"]
             for e in es:
-                v = self.ext_var(e)
-                body.append(f"LocalTensor<float> {v} = q_{e.name}.AllocTensor<float>();")
+                v = self.io_var(e)
+                body.append(f"LocalTensor<{T}> {v} = q_{e.name}.AllocTensor<{T}>();")
                 if e.role == "J":
                     src = f"gm_{e.name}[static_cast<uint64_t>(row0) * N + c0]"
-                    body += [f"if (dense) {{",
+                    body += ["if (dense) {",
                              f"    DataCopy({v}, {src}, kk * cc);",
                              "} else {",
-                             "    DataCopyExtParams p(static_cast<uint16_t>(kk), static_cast<uint32_t>(cc * sizeof(float)), "
-                             "static_cast<uint32_t>((N - cc) * sizeof(float)), 0, 0);",
+                             f"    DataCopyExtParams p(static_cast<uint16_t>(kk), static_cast<uint32_t>(cc * sizeof({T})), "
+                             f"static_cast<uint32_t>((N - cc) * sizeof({T})), 0, 0);",
                              f"    DataCopyPad({v}, {src}, p, noPad);",
                              "}"]
                 else:
@@ -861,7 +929,7 @@ class RowKernel:
                     body += ["if (ccp == cc) {",
                              f"    DataCopy({v}, {src}, cc);",
                              "} else {",
-                             "    DataCopyExtParams p(1, static_cast<uint32_t>(cc * sizeof(float)), 0, 0, 0);",
+                             f"    DataCopyExtParams p(1, static_cast<uint32_t>(cc * sizeof({T})), 0, 0, 0);",
                              f"    DataCopyPad({v}, {src}, p, noPad);",
                              "}"]
                 body.append(f"q_{e.name}.EnQue({v});")
@@ -870,38 +938,40 @@ class RowKernel:
             return name
 
         def deque(es: list[Ext]) -> list[str]:
-            return [f"LocalTensor<float> {self.ext_var(e)} = q_{e.name}.DeQue<float>();" for e in es]
+            return [f"LocalTensor<{T}> {self.io_var(e)} = q_{e.name}.DeQue<{T}>();" for e in es] + self.casts_in(es)
 
         def free(es: list[Ext]) -> list[str]:
-            return [f"q_{e.name}.FreeTensor({self.ext_var(e)});" for e in es]
+            return [f"q_{e.name}.FreeTensor({self.io_var(e)});" for e in es]
 
-        # per-tile: row inputs
-        tile.append("uint32_t kp = (kk + 7) / 8 * 8;")
+        # per tile: the per-row inputs
+        tile.append(f"uint32_t kp = {self.pad('kk')};")
         for e in R_ext:
-            tile += [f"LocalTensor<float> lr_{e.name} = q_{e.name}.AllocTensor<float>();",
+            tile += [f"LocalTensor<{T}> lr_{e.name} = q_{e.name}.AllocTensor<{T}>();",
                      f"DataCopyPad(lr_{e.name}, gm_{e.name}[row0], DataCopyExtParams(1, static_cast<uint32_t>(kk * "
-                     "sizeof(float)), 0, 0, 0), DataCopyPadExtParams<float>(true, 0, static_cast<uint8_t>(kp - kk), "
-                     "0.0f));",
+                     f"sizeof({T})), 0, 0, 0), DataCopyPadExtParams<{T}>(true, 0, static_cast<uint8_t>(kp - kk), 0));",
                      f"q_{e.name}.EnQue(lr_{e.name});",
-                     f"lr_{e.name} = q_{e.name}.DeQue<float>();"]
+                     f"lr_{e.name} = q_{e.name}.DeQue<{T}>();"]
+            if self.half:
+                tile.append(f"Cast(rs{self.slot_of[e.nid]}, lr_{e.name}, RoundMode::CAST_NONE, static_cast<int32_t>(kp));")
             tile += self.brcb(e.nid)
+        out_alloc = [f"LocalTensor<{T}> o = q_out.AllocTensor<{T}>();"]
         if self.resident:
-            loads = self.loads_for([i for i in self.nodes])
+            loads = self.loads_for(list(self.nodes))
             ci = copyin(loads)
             tile.append(f"{ci}(row0, kk, 0, N);")
             body = ["uint32_t c0 = 0, cc = N;", "(void)c0;"] + tile_prelude + deque(loads)
             if out_j:
-                body.append("LocalTensor<float> o = q_out.AllocTensor<float>();")
+                body += out_alloc
             body += self.block(list(self.nodes), op.out if out_j else None, True)
             if out_j:
-                body.append("q_out.EnQue(o);")
+                body += self.cast_out() + ["q_out.EnQue(o);"]
             body += free(loads)
             tile += ["{"] + _indent(body, 4) + ["}"]
             if out_j:
                 tile.append("CopyOut(row0, kk, 0, N);")
         else:
             for i in self.nodes:
-                n = g.nodes[i]
+                n = self.g.nodes[i]
                 if self.kinds[i] != "R":
                     continue
                 if n.op == "reduce":
@@ -922,52 +992,57 @@ class RowKernel:
                 items = self.deps(op.out)
                 loads = self.loads_for(items)
                 ci = copyin(loads)
-                body = tile_prelude + deque(loads) + ["LocalTensor<float> o = q_out.AllocTensor<float>();"]
-                body += self.block(items, op.out, False) + ["q_out.EnQue(o);"] + free(loads)
+                body = tile_prelude + deque(loads) + out_alloc
+                body += self.block(items, op.out, False) + self.cast_out() + ["q_out.EnQue(o);"] + free(loads)
                 tile += ["for (uint32_t c0 = 0; c0 < N; c0 += chunk) {",
                          "    uint32_t cc = N - c0 < chunk ? N - c0 : chunk;",
                          f"    {ci}(row0, kk, c0, cc);",
                          "    {"] + _indent(body, 8) + ["    }",
                                                        "    CopyOut(row0, kk, c0, cc);", "}"]
         if not out_j:
-            tile += ["{", "    LocalTensor<float> o = q_out.AllocTensor<float>();",
-                     f"    Muls(o, rs{self.slot_of[op.out]}, 1.0f, static_cast<int32_t>(kp));",
+            src = f"rs{self.slot_of[op.out]}"
+            conv = (f"Cast(o, {src}, RoundMode::CAST_RINT, static_cast<int32_t>(kp));" if self.half else
+                    f"Muls(o, {src}, 1.0f, static_cast<int32_t>(kp));")
+            tile += ["{", f"    LocalTensor<{T}> o = q_out.AllocTensor<{T}>();", f"    {conv}",
                      "    q_out.EnQue(o);", "}", "CopyOut(row0, kk, 0, N);"]
         for e in R_ext:
             tile.append(f"q_{e.name}.FreeTensor(lr_{e.name});")
 
-        # copy out
         if out_j:
-            co = ["LocalTensor<float> o = q_out.DeQue<float>();",
-                  "uint32_t ccp = (cc + 7) / 8 * 8;",
-                  f"GlobalTensor<float> dst = gm_out[static_cast<uint64_t>(row0) * N + c0];",
+            co = [f"LocalTensor<{T}> o = q_out.DeQue<{T}>();",
+                  f"uint32_t ccp = {self.pad('cc')};",
+                  "uint64_t at = static_cast<uint64_t>(row0) * N + c0;",
                   "if ((ccp == cc) && (kk == 1 || cc == N)) {",
-                  "    DataCopy(dst, o, kk * cc);",
+                  "    DataCopy(gm_out[at], o, kk * cc);",
                   "} else {",
-                  "    DataCopyExtParams p(static_cast<uint16_t>(kk), static_cast<uint32_t>(cc * sizeof(float)), 0, "
-                  "static_cast<uint32_t>((N - cc) * sizeof(float)), 0);",
-                  "    DataCopyPad(dst, o, p);",
+                  f"    DataCopyExtParams p(static_cast<uint16_t>(kk), static_cast<uint32_t>(cc * sizeof({T})), 0, "
+                  f"static_cast<uint32_t>((N - cc) * sizeof({T})), 0);",
+                  "    DataCopyPad(gm_out[at], o, p);",
                   "}",
                   "q_out.FreeTensor(o);"]
         else:
-            co = ["LocalTensor<float> o = q_out.DeQue<float>();",
+            co = [f"LocalTensor<{T}> o = q_out.DeQue<{T}>();",
                   "(void)c0; (void)cc;",
-                  "DataCopyPad(gm_out[row0], o, DataCopyExtParams(1, static_cast<uint32_t>(kk * sizeof(float)), 0, 0, 0));",
+                  f"DataCopyPad(gm_out[row0], o, DataCopyExtParams(1, static_cast<uint32_t>(kk * sizeof({T})), 0, 0, 0));",
                   "q_out.FreeTensor(o);"]
         helpers += ["__aicore__ inline void CopyOut(uint32_t row0, uint32_t kk, uint32_t c0, uint32_t cc)", "{"] + \
             _indent(co, 4) + ["}"]
 
-        # buffers
-        consts = Consts()
-        consts.row_bufs = self.bn * len(J_ext) + (self.bn if out_j else 0) + self.jpool.size
-        consts.col_bufs = self.bn * len(C_ext) + self.cpool.size
-        consts.slot_bufs = self.n_slots + 1 + self.bn * len(R_ext) + (0 if out_j else self.bn)
+        # UB budget (bytes per element of each buffer kind)
+        io, bn = self.io, self.bn
         count_red = bool(op.reduces) and not self.repeat
-        consts.bcast_bufs = len(self.bc_of) + (1 if count_red else 0)
-        consts.fold_bufs = 1 if (op.reduces and self.repeat) else 0
-        consts.scalar_bufs = 1 if S_ext else 0
-        consts.work = bool(op.reduces) and not self.repeat
-        consts.vecin_buffers = self.bn * (len(J_ext) + len(C_ext) + len(R_ext)) + (1 if S_ext else 0)
+        c = Consts(align=A)
+        c.row_bytes = bn * io * (len(J_ext) + (1 if out_j else 0)) + 4 * self.jpool.size
+        c.col_bytes = bn * io * len(C_ext) + 4 * self.cpool.size
+        c.slot_bytes = 4 * (self.n_slots + 1) + bn * io * (len(R_ext) + (0 if out_j else 1))
+        if self.half:
+            c.row_bytes += 4 * (len(J_ext) + (1 if out_j else 0))
+            c.col_bytes += 4 * len(C_ext)
+        c.bcast_bytes = 4 * (len(self.bc_of) + (1 if count_red else 0))
+        c.fold_bytes = 4 if (op.reduces and self.repeat) else 0
+        c.scalar_bytes = 32 if S_ext else 0
+        c.work = count_red
+        c.vecin_buffers = bn * (len(J_ext) + len(C_ext) + len(R_ext)) + (1 if S_ext else 0)
 
         args = ", ".join(f"GM_ADDR {e.name}" for e in exts) + ", GM_ADDR out"
         init = ["uint32_t blockIdx = GetBlockIdx();",
@@ -982,85 +1057,72 @@ class RowKernel:
                 "invN = 1.0f / static_cast<float>(N);"]
         for e in exts:
             if e.role == "J":
-                init.append(f"gm_{e.name}.SetGlobalBuffer((__gm__ float*){e.name} + firstRow * N, "
+                init.append(f"gm_{e.name}.SetGlobalBuffer((__gm__ {T}*){e.name} + firstRow * N, "
                             "static_cast<uint64_t>(myRows) * N);")
             elif e.role == "C":
-                init.append(f"gm_{e.name}.SetGlobalBuffer((__gm__ float*){e.name}, N);")
+                init.append(f"gm_{e.name}.SetGlobalBuffer((__gm__ {T}*){e.name}, N);")
             elif e.role == "R":
-                init.append(f"gm_{e.name}.SetGlobalBuffer((__gm__ float*){e.name} + firstRow, myRows);")
+                init.append(f"gm_{e.name}.SetGlobalBuffer((__gm__ {T}*){e.name} + firstRow, myRows);")
             else:
-                init.append(f"gm_{e.name}.SetGlobalBuffer((__gm__ float*){e.name}, 1);")
+                init.append(f"gm_{e.name}.SetGlobalBuffer((__gm__ {T}*){e.name}, 1);")
         if out_j:
-            init.append("gm_out.SetGlobalBuffer((__gm__ float*)out + firstRow * N, static_cast<uint64_t>(myRows) * N);")
+            init.append(f"gm_out.SetGlobalBuffer((__gm__ {T}*)out + firstRow * N, static_cast<uint64_t>(myRows) * N);")
         else:
-            init.append("gm_out.SetGlobalBuffer((__gm__ float*)out + firstRow, myRows);")
-        tile_bytes = "tileRows * cPad * sizeof(float)"
+            init.append(f"gm_out.SetGlobalBuffer((__gm__ {T}*)out + firstRow, myRows);")
+        tile_elems = "tileRows * cPad"
         for e in J_ext:
-            init.append(f"pipe.InitBuffer(q_{e.name}, BUFFER_NUM, {tile_bytes});")
+            init.append(f"pipe.InitBuffer(q_{e.name}, BUFFER_NUM, {tile_elems} * sizeof({T}));")
         for e in C_ext:
-            init.append(f"pipe.InitBuffer(q_{e.name}, BUFFER_NUM, cPad * sizeof(float));")
+            init.append(f"pipe.InitBuffer(q_{e.name}, BUFFER_NUM, cPad * sizeof({T}));")
         for e in R_ext:
-            init.append(f"pipe.InitBuffer(q_{e.name}, BUFFER_NUM, kPad * sizeof(float));")
-        init.append(f"pipe.InitBuffer(q_out, BUFFER_NUM, {tile_bytes if out_j else 'kPad * sizeof(float)'});")
-        members = [f"TQue<QuePosition::VECIN, BUFFER_NUM> {', '.join('q_' + e.name for e in J_ext + C_ext + R_ext)};"
-                   if (J_ext or C_ext or R_ext) else "",
-                   "TQue<QuePosition::VECOUT, BUFFER_NUM> q_out;"]
+            init.append(f"pipe.InitBuffer(q_{e.name}, BUFFER_NUM, kPad * sizeof({T}));")
+        init.append(f"pipe.InitBuffer(q_out, BUFFER_NUM, {tile_elems if out_j else 'kPad'} * sizeof({T}));")
+        queues = J_ext + C_ext + R_ext
+        members = ([f"TQue<QuePosition::VECIN, BUFFER_NUM> {', '.join('q_' + e.name for e in queues)};"] if queues else [])
+        members.append("TQue<QuePosition::VECOUT, BUFFER_NUM> q_out;")
+        if S_ext:
+            members.append("TQue<QuePosition::VECIN, 1> q_scalar;")
         tbufs: list[str] = []
-        for j in range(self.jpool.size):
-            init.append(f"pipe.InitBuffer(b_t{j}, {tile_bytes});")
-            tbufs.append(f"b_t{j}")
-        for j in range(self.cpool.size):
-            init.append(f"pipe.InitBuffer(b_cb{j}, cPad * sizeof(float));")
-            tbufs.append(f"b_cb{j}")
-        init.append(f"pipe.InitBuffer(b_slots, {self.n_slots + 1} * kPad * sizeof(float));")
-        tbufs.append("b_slots")
-        if self.bc_of:
-            init.append(f"pipe.InitBuffer(b_bcast, {len(self.bc_of)} * 8 * kPad * sizeof(float));")
-            tbufs.append("b_bcast")
-        if count_red:
-            init.append("pipe.InitBuffer(b_blk, 8 * kPad * sizeof(float));")
-            init.append("pipe.InitBuffer(b_work, ((cPad + 63) / 64 + 7) / 8 * 8 * sizeof(float));")
-            tbufs += ["b_blk", "b_work"]
-        if consts.fold_bufs:
-            init.append("pipe.InitBuffer(b_fold, 64 * tileRows * sizeof(float));")
-            tbufs.append("b_fold")
         locals_: list[str] = []
+        get: list[str] = []
+
+        def tbuf(name: str, size: str, var: str | None = None) -> None:
+            init.append(f"pipe.InitBuffer(b_{name}, {size});")
+            tbufs.append(f"b_{name}")
+            if var:
+                get.append(f"{var} = b_{name}.Get<float>();")
+                locals_.append(var)
+
         for j in range(self.jpool.size):
-            init.append(f"t{j} = b_t{j}.Get<float>();")
-            locals_.append(f"t{j}")
+            tbuf(f"t{j}", f"{tile_elems} * sizeof(float)", f"t{j}")
         for j in range(self.cpool.size):
-            init.append(f"cb{j} = b_cb{j}.Get<float>();")
-            locals_.append(f"cb{j}")
-        init.append("LocalTensor<float> slots = b_slots.Get<float>();")
+            tbuf(f"cb{j}", "cPad * sizeof(float)", f"cb{j}")
+        if self.half:
+            for e in J_ext:
+                tbuf(f"f_{e.name}", f"{tile_elems} * sizeof(float)", f"f_{e.name}")
+            for e in C_ext:
+                tbuf(f"f_{e.name}", "cPad * sizeof(float)", f"f_{e.name}")
+            if out_j:
+                tbuf("fo", f"{tile_elems} * sizeof(float)", "fo")
+        tbuf("slots", f"{self.n_slots + 1} * kPad * sizeof(float)")
+        get.append("LocalTensor<float> slots = b_slots.Get<float>();")
         for j in range(self.n_slots):
-            init.append(f"rs{j} = slots[{j} * kPad];")
+            get.append(f"rs{j} = slots[{j} * kPad];")
             locals_.append(f"rs{j}")
-        init.append(f"rpart = slots[{self.n_slots} * kPad];")
+        get.append(f"rpart = slots[{self.n_slots} * kPad];")
         locals_.append("rpart")
         if self.bc_of:
-            init.append("LocalTensor<float> bcast = b_bcast.Get<float>();")
+            tbuf("bcast", f"{len(self.bc_of)} * 8 * kPad * sizeof(float)")
+            get.append("LocalTensor<float> bcast = b_bcast.Get<float>();")
             for j in range(len(self.bc_of)):
-                init.append(f"bc{j} = bcast[{j} * 8 * kPad];")
+                get.append(f"bc{j} = bcast[{j} * 8 * kPad];")
                 locals_.append(f"bc{j}")
         if count_red:
-            init += ["blk = b_blk.Get<float>();", "work = b_work.Get<float>();"]
-            locals_ += ["blk", "work"]
-        if consts.fold_bufs:
-            init.append("fold = b_fold.Get<float>();")
-            locals_.append("fold")
-        if S_ext:
-            init.append("pipe.InitBuffer(q_scalar, 1, 32);")
-            members.append("TQue<QuePosition::VECIN, 1> q_scalar;")
-            for e in S_ext:
-                init += ["{",
-                         "    LocalTensor<float> sl = q_scalar.AllocTensor<float>();",
-                         f"    DataCopyPad(sl, gm_{e.name}, DataCopyExtParams(1, 4, 0, 0, 0), "
-                         "DataCopyPadExtParams<float>(true, 0, 7, 0.0f));",
-                         "    q_scalar.EnQue(sl);",
-                         "    sl = q_scalar.DeQue<float>();",
-                         f"    s_{e.name} = sl.GetValue(0);",
-                         "    q_scalar.FreeTensor(sl);",
-                         "}"]
+            tbuf("blk", "8 * kPad * sizeof(float)", "blk")
+            tbuf("work", "((cPad + 63) / 64 + 7) / 8 * 8 * sizeof(float)", "work")
+        if c.fold_bytes:
+            tbuf("fold", "64 * tileRows * sizeof(float)", "fold")
+        init += get + self._scalar_loads(S_ext)
         process = ["for (uint32_t row0 = 0; row0 < myRows; row0 += tileRows) {",
                    "    uint32_t kk = myRows - row0 < tileRows ? myRows - row0 : tileRows;",
                    "    Tile(row0, kk);",
@@ -1083,15 +1145,14 @@ class RowKernel:
             "    {"] + _indent(tile, 8) + [
             "    }"] + _indent(helpers, 4) + [
             "",
-            "    TPipe pipe;"] + _indent([m for m in members if m], 4) + [
+            "    TPipe pipe;"] + _indent(members, 4) + [
             f"    TBuf<TPosition::VECCALC> {', '.join(tbufs)};",
-            f"    GlobalTensor<float> {gms};",
+            f"    GlobalTensor<{T}> {gms};",
             f"    LocalTensor<float> {', '.join(locals_)};",
-            f"    uint32_t N = 0, tileRows = 0, chunk = 0, kPad = 0, cPad = 0, myRows = 0;",
+            "    uint32_t N = 0, tileRows = 0, chunk = 0, kPad = 0, cPad = 0, myRows = 0;",
             f"    float invN = 0.0f{scal};",
             "};"]
-        return "\n".join(cls_lines), consts
-
+        return "\n".join(cls_lines), c
 
 
 class FlatKernel(RowKernel):
@@ -1102,32 +1163,34 @@ class FlatKernel(RowKernel):
         self.flat_only = True
 
     def render(self, cls: str, tiling_cls: str) -> tuple[str, Consts]:
-        op = self.op
+        op, T = self.op, self.T
         J_ext = [e for e in op.exts if e.role == "J"]
         S_ext = [e for e in op.exts if e.role == "S"]
         compute = ["uint32_t kk = 1, cc = len, ccp = len, nflat = len;", "(void)kk; (void)cc; (void)ccp;"]
-        compute += [f"LocalTensor<float> {self.ext_var(e)} = q_{e.name}.DeQue<float>();" for e in J_ext]
-        compute.append("LocalTensor<float> o = q_out.AllocTensor<float>();")
+        compute += [f"LocalTensor<{T}> {self.io_var(e)} = q_{e.name}.DeQue<{T}>();" for e in J_ext]
+        compute += self.casts_in(J_ext)
+        compute.append(f"LocalTensor<{T}> o = q_out.AllocTensor<{T}>();")
         compute += self.block(list(self.nodes), op.out, True)
+        compute += self.cast_out()
         compute.append("q_out.EnQue(o);")
-        compute += [f"q_{e.name}.FreeTensor({self.ext_var(e)});" for e in J_ext]
-        copyin = ["DataCopyPadExtParams<float> noPad(false, 0, 0, 0.0f);",
-                  "DataCopyExtParams p(1, static_cast<uint32_t>(len * sizeof(float)), 0, 0, 0);",
+        compute += [f"q_{e.name}.FreeTensor({self.io_var(e)});" for e in J_ext]
+        copyin = [f"DataCopyPadExtParams<{T}> noPad(false, 0, 0, 0);",
+                  f"DataCopyExtParams p(1, static_cast<uint32_t>(len * sizeof({T})), 0, 0, 0);",
                   "bool aligned = (len % unitLength == 0);"]
         for e in J_ext:
-            v = self.ext_var(e)
-            copyin += [f"LocalTensor<float> {v} = q_{e.name}.AllocTensor<float>();",
+            v = self.io_var(e)
+            copyin += [f"LocalTensor<{T}> {v} = q_{e.name}.AllocTensor<{T}>();",
                        "if (aligned) {",
                        f"    DataCopy({v}, gm_{e.name}[offset], len);",
                        "} else {  // the unaligned tail of the tensor",
                        f"    DataCopyPad({v}, gm_{e.name}[offset], p, noPad);",
                        "}",
                        f"q_{e.name}.EnQue({v});"]
-        copyout = ["LocalTensor<float> o = q_out.DeQue<float>();",
+        copyout = [f"LocalTensor<{T}> o = q_out.DeQue<{T}>();",
                    "if (len % unitLength == 0) {",
                    "    DataCopy(gm_out[offset], o, len);",
                    "} else {",
-                   "    DataCopyPad(gm_out[offset], o, DataCopyExtParams(1, static_cast<uint32_t>(len * sizeof(float)), "
+                   f"    DataCopyPad(gm_out[offset], o, DataCopyExtParams(1, static_cast<uint32_t>(len * sizeof({T})), "
                    "0, 0, 0));",
                    "}",
                    "q_out.FreeTensor(o);"]
@@ -1142,33 +1205,26 @@ class FlatKernel(RowKernel):
                 "tileLength = t.tileLength;",
                 "unitLength = t.unitLength;"]
         for e in J_ext:
-            init.append(f"gm_{e.name}.SetGlobalBuffer((__gm__ float*){e.name} + start, length);")
+            init.append(f"gm_{e.name}.SetGlobalBuffer((__gm__ {T}*){e.name} + start, length);")
         for e in S_ext:
-            init.append(f"gm_{e.name}.SetGlobalBuffer((__gm__ float*){e.name}, 1);")
-        init.append("gm_out.SetGlobalBuffer((__gm__ float*)out + start, length);")
+            init.append(f"gm_{e.name}.SetGlobalBuffer((__gm__ {T}*){e.name}, 1);")
+        init.append(f"gm_out.SetGlobalBuffer((__gm__ {T}*)out + start, length);")
         for e in J_ext:
-            init.append(f"pipe.InitBuffer(q_{e.name}, BUFFER_NUM, tileLength * sizeof(float));")
-        init.append("pipe.InitBuffer(q_out, BUFFER_NUM, tileLength * sizeof(float));")
+            init.append(f"pipe.InitBuffer(q_{e.name}, BUFFER_NUM, tileLength * sizeof({T}));")
+        init.append(f"pipe.InitBuffer(q_out, BUFFER_NUM, tileLength * sizeof({T}));")
         members = [f"TQue<QuePosition::VECIN, BUFFER_NUM> {', '.join('q_' + e.name for e in J_ext)};",
                    "TQue<QuePosition::VECOUT, BUFFER_NUM> q_out;"]
-        for j in range(self.jpool.size):
-            init += [f"pipe.InitBuffer(b_t{j}, tileLength * sizeof(float));", f"t{j} = b_t{j}.Get<float>();"]
         if S_ext:
-            init.append("pipe.InitBuffer(q_scalar, 1, 32);")
             members.append("TQue<QuePosition::VECIN, 1> q_scalar;")
-            for e in S_ext:
-                init += ["{",
-                         "    LocalTensor<float> sl = q_scalar.AllocTensor<float>();",
-                         f"    DataCopyPad(sl, gm_{e.name}, DataCopyExtParams(1, 4, 0, 0, 0), "
-                         "DataCopyPadExtParams<float>(true, 0, 7, 0.0f));",
-                         "    q_scalar.EnQue(sl);",
-                         "    sl = q_scalar.DeQue<float>();",
-                         f"    s_{e.name} = sl.GetValue(0);",
-                         "    q_scalar.FreeTensor(sl);",
-                         "}"]
-        if self.jpool.size:
-            members.append(f"TBuf<TPosition::VECCALC> {', '.join(f'b_t{j}' for j in range(self.jpool.size))};")
-            members.append(f"LocalTensor<float> {', '.join(f't{j}' for j in range(self.jpool.size))};")
+        fbufs = [f"t{j}" for j in range(self.jpool.size)]
+        if self.half:
+            fbufs += [f"f_{e.name}" for e in J_ext] + ["fo"]
+        for b in fbufs:
+            init += [f"pipe.InitBuffer(b_{b}, tileLength * sizeof(float));", f"{b} = b_{b}.Get<float>();"]
+        init += self._scalar_loads(S_ext)
+        if fbufs:
+            members.append(f"TBuf<TPosition::VECCALC> {', '.join('b_' + b for b in fbufs)};")
+            members.append(f"LocalTensor<float> {', '.join(fbufs)};")
         process = ["for (uint32_t offset = 0; offset < length; offset += tileLength) {",
                    "    uint32_t len = length - offset < tileLength ? length - offset : tileLength;",
                    "    CopyIn(offset, len);",
@@ -1199,15 +1255,15 @@ class FlatKernel(RowKernel):
                  "    }",
                  "",
                  "    TPipe pipe;"] + _indent(members, 4) + [
-                 f"    GlobalTensor<float> {gms};",
-                 f"    uint32_t length = 0, tileLength = 0, unitLength = 0;",
+                 f"    GlobalTensor<{T}> {gms};",
+                 "    uint32_t length = 0, tileLength = 0, unitLength = 0;",
                  f"    float unused = 0.0f{scal};",
                  "};"]
-        consts = Consts()
-        consts.row_bufs = self.bn * (len(J_ext) + 1) + self.jpool.size
-        consts.scalar_bufs = 1 if S_ext else 0
-        consts.vecin_buffers = self.bn * len(J_ext) + (1 if S_ext else 0)
-        return "\n".join(lines), consts
+        c = Consts(align=self.A)
+        c.row_bytes = self.bn * self.io * (len(J_ext) + 1) + 4 * len(fbufs)
+        c.scalar_bytes = 32 if S_ext else 0
+        c.vecin_buffers = self.bn * len(J_ext) + (1 if S_ext else 0)
+        return "\n".join(lines), c
 
 
 # ------------------------------------------------------------------------------------- geometry
@@ -1216,10 +1272,10 @@ BLOCK_MODES = {"all": 0, "half": 1, "tile": 2}
 
 
 def _ub_bytes(c: Consts, k: int, cpad: int) -> int:
-    kpad = (k + 7) // 8 * 8
+    kpad = (k + c.align - 1) // c.align * c.align
     work = ((cpad + 63) // 64 + 7) // 8 * 8 if c.work else 0
-    return 4 * (c.row_bufs * k * cpad + c.col_bufs * cpad + c.slot_bufs * kpad + c.bcast_bufs * 8 * kpad +
-                c.fold_bufs * 64 * k + work + 8 * c.scalar_bufs)
+    return (c.row_bytes * k * cpad + c.col_bytes * cpad + c.slot_bytes * kpad + c.bcast_bytes * 8 * kpad +
+            c.fold_bytes * 64 * k + 4 * work + c.scalar_bytes)
 
 
 def geometry(op: AscendOp, knobs: dict[str, Any], c: Consts, cores: int = CORES, ub: int = UB_BYTES
@@ -1227,27 +1283,28 @@ def geometry(op: AscendOp, knobs: dict[str, Any], c: Consts, cores: int = CORES,
     """What the host TilingFunc computes for the task's shapes (None: it would fail)."""
     if c.vecin_buffers > 8:
         return None
+    A = c.align
     tile = int(knobs.get("tile", 4096))
     mode = BLOCK_MODES[knobs.get("blocks", "all")]
     if mode == 1:
         cores = max(cores // 2, 1)
     if op.family == "ascend_elementwise":
         total = op.rows * op.N
-        units = (total + 7) // 8
-        tile_max = (ub - 32 * c.scalar_bufs) // (4 * c.row_bufs) // 8 * 8
+        units = (total + A - 1) // A
+        tile_max = (ub - c.scalar_bytes) // c.row_bytes // A * A
         tile_len = min(tile, tile_max)
-        if tile_len < 8:
+        if tile_len < A:
             return None
         block_dim = min(units, cores)
         if mode == 2:
-            block_dim = min(cores, -(-units // (tile_len // 8)))
+            block_dim = min(cores, -(-units // (tile_len // A)))
         return {"block_dim": block_dim, "tile_length": tile_len, "units_per_block": units // block_dim,
-                "big_blocks": units % block_dim}
+                "big_blocks": units % block_dim, "ub_bytes": c.row_bytes * tile_len + c.scalar_bytes}
     resident = knobs.get("row_mode", "stream") == "resident" and bool(op.reduces)
     repeat = knobs.get("vec_form", "count") == "repeat"
     max_chunk = MAX_REPEAT_CHUNK if repeat else 1 << 30
     N, rows = op.N, op.rows
-    npad = (N + 7) // 8 * 8
+    npad = (N + A - 1) // A * A
     block_dim = min(rows, cores)
     row_cap = rows if mode == 2 else -(-rows // block_dim)
     target = min(tile, max_chunk)
@@ -1264,15 +1321,17 @@ def geometry(op: AscendOp, knobs: dict[str, Any], c: Consts, cores: int = CORES,
         if resident:
             return None
         k = 1
-        chunk = max(target // 8 * 8, 8)
-        while chunk > 8 and _ub_bytes(c, 1, chunk) > ub:
-            chunk -= 8
+        chunk = max(target // A * A, A)
+        while chunk > A and _ub_bytes(c, 1, chunk) > ub:
+            chunk -= A
         if _ub_bytes(c, 1, chunk) > ub:
             return None
+        pieces = -(-N // chunk)  # equal chunks instead of a short last one
+        chunk = (-(-N // pieces) + A - 1) // A * A
     if mode == 2:
         block_dim = min(cores, -(-rows // k))
     return {"block_dim": block_dim, "tile_rows": k, "chunk": chunk, "rows_per_block": rows // block_dim,
-            "big_blocks": rows % block_dim, "ub_bytes": _ub_bytes(c, k, (chunk + 7) // 8 * 8),
+            "big_blocks": rows % block_dim, "ub_bytes": _ub_bytes(c, k, (chunk + A - 1) // A * A),
             "passes": (len(op.reduces) + (1 if op.out_kind == "J" else 0)) if not resident else 1}
 
 
@@ -1297,17 +1356,19 @@ def _host_row(op: AscendOp, knobs: dict[str, Any], c: Consts, tiling_cls: str) -
         f"constexpr bool RESIDENT = {'true' if resident else 'false'};  // whole rows stay in UB for every phase",
         f"constexpr uint32_t MAX_CHUNK = {MAX_REPEAT_CHUNK if repeat else 1 << 30};",
         "constexpr uint32_t MAX_TILE_ROWS = 255;",
-        "// UB buffers, in units of: a tile (rows x chunk), a chunk, a row slot, 8 slots, 64 slots, 8 floats",
-        f"constexpr uint64_t ROW_BUFS = {c.row_bufs}, COL_BUFS = {c.col_bufs}, SLOT_BUFS = {c.slot_bufs};",
-        f"constexpr uint64_t BCAST_BUFS = {c.bcast_bufs}, FOLD_BUFS = {c.fold_bufs}, SCALAR_BUFS = {c.scalar_bufs};",
+        f"constexpr uint32_t ALIGN = {c.align};  // elements per 32-byte block",
+        "// UB bytes per element of: a tile (rows x chunk), a chunk, a row slot, 8 slots, 64 per tile row; fixed",
+        f"constexpr uint64_t ROW_BYTES = {c.row_bytes}, COL_BYTES = {c.col_bytes}, SLOT_BYTES = {c.slot_bytes};",
+        f"constexpr uint64_t BCAST_BYTES = {c.bcast_bytes}, FOLD_BYTES = {c.fold_bytes}, "
+        f"FIXED_BYTES = {c.scalar_bytes};",
         f"constexpr bool WORK = {'true' if c.work else 'false'};",
         "",
         "static uint64_t UbBytes(uint64_t k, uint64_t cPad)",
         "{",
-        "    uint64_t kPad = (k + 7) / 8 * 8;",
+        "    uint64_t kPad = (k + ALIGN - 1) / ALIGN * ALIGN;",
         "    uint64_t work = WORK ? ((cPad + 63) / 64 + 7) / 8 * 8 : 0;",
-        "    return 4 * (ROW_BUFS * k * cPad + COL_BUFS * cPad + SLOT_BUFS * kPad + BCAST_BUFS * 8 * kPad +",
-        "                FOLD_BUFS * 64 * k + work + 8 * SCALAR_BUFS);",
+        "    return ROW_BYTES * k * cPad + COL_BYTES * cPad + SLOT_BYTES * kPad + BCAST_BYTES * 8 * kPad +",
+        "           FOLD_BYTES * 64 * k + 4 * work + FIXED_BYTES;",
         "}",
         "",
         "static ge::graphStatus TilingFunc(gert::TilingContext* context)",
@@ -1321,7 +1382,7 @@ def _host_row(op: AscendOp, knobs: dict[str, Any], c: Consts, tiling_cls: str) -
         "    if (rows == 0 || cols == 0) return ge::GRAPH_FAILED;",
         "    uint32_t blockDim = rows < coreNum ? rows : coreNum;",
         "    uint32_t rowCap = BLOCK_MODE == 2 ? rows : (rows + blockDim - 1) / blockDim;",
-        "    uint32_t nPad = (cols + 7) / 8 * 8;",
+        "    uint32_t nPad = (cols + ALIGN - 1) / ALIGN * ALIGN;",
         "    uint32_t target = TILE_ELEMS < MAX_CHUNK ? TILE_ELEMS : MAX_CHUNK;",
         "    uint32_t k = 0, chunk = cols;",
         "    if (nPad <= target || (RESIDENT && nPad <= MAX_CHUNK)) {",
@@ -1334,11 +1395,13 @@ def _host_row(op: AscendOp, knobs: dict[str, Any], c: Consts, tiling_cls: str) -
         "    }",
         "    if (k == 0) {",
         "        if (RESIDENT) return ge::GRAPH_FAILED;  // a row does not fit the UB",
-        "        // one row at a time, in chunks",
+        "        // one row at a time, in equal chunks",
         "        k = 1;",
-        "        chunk = target / 8 * 8 > 8 ? target / 8 * 8 : 8;",
-        "        while (chunk > 8 && UbBytes(1, chunk) > ub) chunk -= 8;",
+        "        chunk = target / ALIGN * ALIGN > ALIGN ? target / ALIGN * ALIGN : ALIGN;",
+        "        while (chunk > ALIGN && UbBytes(1, chunk) > ub) chunk -= ALIGN;",
         "        if (UbBytes(1, chunk) > ub) return ge::GRAPH_FAILED;",
+        "        uint32_t pieces = (cols + chunk - 1) / chunk;",
+        "        chunk = ((cols + pieces - 1) / pieces + ALIGN - 1) / ALIGN * ALIGN;",
         "    }",
         "    if (BLOCK_MODE == 2) {",
         "        uint32_t tiles = (rows + k - 1) / k;",
@@ -1351,8 +1414,8 @@ def _host_row(op: AscendOp, knobs: dict[str, Any], c: Consts, tiling_cls: str) -
         "    tiling.set_bigBlocks(rows % blockDim);",
         "    tiling.set_tileRows(k);",
         "    tiling.set_chunk(chunk);",
-        "    tiling.set_kPad((k + 7) / 8 * 8);",
-        "    tiling.set_cPad((chunk + 7) / 8 * 8);",
+        "    tiling.set_kPad((k + ALIGN - 1) / ALIGN * ALIGN);",
+        "    tiling.set_cPad((chunk + ALIGN - 1) / ALIGN * ALIGN);",
         "    tiling.SaveToBuffer(context->GetRawTilingData()->GetData(), context->GetRawTilingData()->GetCapacity());",
         "    context->GetRawTilingData()->SetDataSize(tiling.GetDataSize());",
         "    size_t* workspace = context->GetWorkspaceSizes(1);",
@@ -1369,8 +1432,9 @@ def _host_flat(op: AscendOp, knobs: dict[str, Any], c: Consts, tiling_cls: str) 
         f"constexpr uint32_t BUFFER_NUM = {int(knobs.get('buffer_num', 1))};",
         f"constexpr uint32_t BLOCK_MODE = {BLOCK_MODES[knobs.get('blocks', 'all')]};  // 0 all cores, 1 half, "
         "2 at least one tile per block",
-        f"constexpr uint64_t TILE_BUFS = {c.row_bufs};  // float buffers of one tile: queues x BUFFER_NUM + temporaries",
-        f"constexpr uint64_t SCALAR_BUFS = {c.scalar_bufs};",
+        f"constexpr uint64_t TILE_BYTES = {c.row_bytes};  // UB bytes per tile element: queues x BUFFER_NUM + "
+        "float temporaries",
+        f"constexpr uint64_t FIXED_BYTES = {c.scalar_bytes};",
         "",
         "static ge::graphStatus TilingFunc(gert::TilingContext* context)",
         "{",
@@ -1383,9 +1447,9 @@ def _host_flat(op: AscendOp, knobs: dict[str, Any], c: Consts, tiling_cls: str) 
         f"    uint32_t totalLength = static_cast<uint32_t>(context->GetInputShape({op.frame_ext})->GetStorageShape()"
         ".GetShapeSize());",
         "    if (totalLength == 0) return ge::GRAPH_FAILED;",
-        "    uint32_t unit = 8;  // float elements per 32-byte block",
+        f"    uint32_t unit = {c.align};  // elements per 32-byte block",
         "    uint32_t units = (totalLength + unit - 1) / unit;",
-        "    uint64_t tileMax = (ub - 32 * SCALAR_BUFS) / (4 * TILE_BUFS) / unit * unit;",
+        "    uint64_t tileMax = (ub - FIXED_BYTES) / TILE_BYTES / unit * unit;",
         "    uint32_t tileLength = tileMax < TILE_ELEMS ? static_cast<uint32_t>(tileMax) : TILE_ELEMS;",
         "    if (tileLength < unit) return ge::GRAPH_FAILED;",
         "    uint32_t blockDim = units < coreNum ? units : coreNum;",
@@ -1431,12 +1495,13 @@ def _infer_shape(op: AscendOp) -> list[str]:
 
 
 def _opdef(op: AscendOp) -> list[str]:
+    dt = "ge::DT_FLOAT16" if getattr(op.graph, "half", False) else "ge::DT_FLOAT"
     lines = ["namespace ops {", f"class {op.op_type} : public OpDef {{", "public:",
              f"    explicit {op.op_type}(const char* name) : OpDef(name)", "    {"]
     for e in op.exts:
-        lines.append(f'        this->Input("{e.name}").ParamType(REQUIRED).DataType({{ge::DT_FLOAT}})'
+        lines.append(f'        this->Input("{e.name}").ParamType(REQUIRED).DataType({{{dt}}})'
                      ".Format({ge::FORMAT_ND});")
-    lines += ['        this->Output("out").ParamType(REQUIRED).DataType({ge::DT_FLOAT}).Format({ge::FORMAT_ND});',
+    lines += [f'        this->Output("out").ParamType(REQUIRED).DataType({{{dt}}}).Format({{ge::FORMAT_ND}});',
               "        this->SetInferShape(ge::InferShape);",
               "        this->AICore().SetTiling(optiling::TilingFunc);",
               '        this->AICore().AddConfig("ascend910b");',
@@ -1490,10 +1555,11 @@ def render_project(op: AscendOp, knobs: dict[str, Any]) -> tuple[dict[str, str],
                       '#include "tiling/platform/platform_ascendc.h"', "", host_core, ""] + _infer_shape(op) + [""] +
                      _opdef(op))
     import json as _json
+    ty = "float16" if getattr(op.graph, "half", False) else "float"
     desc = [{"op": op.op_type, "language": "cpp",
-             "input_desc": [{"name": e.name, "param_type": "required", "format": ["ND"], "type": ["float"]}
+             "input_desc": [{"name": e.name, "param_type": "required", "format": ["ND"], "type": [ty]}
                             for e in op.exts],
-             "output_desc": [{"name": "out", "param_type": "required", "format": ["ND"], "type": ["float"]}]}]
+             "output_desc": [{"name": "out", "param_type": "required", "format": ["ND"], "type": [ty]}]}]
     project_json = _json.dumps(desc, indent=4)
     # binding
     fe = op.exts[op.frame_ext] if op.frame_ext >= 0 else None
@@ -1524,7 +1590,7 @@ def render_project(op: AscendOp, knobs: dict[str, Any]) -> tuple[dict[str, str],
         "}"])
     # ModelNew
     g = op.graph
-    init = g.init_source or "def __init__(self, *args):\n    super().__init__()"
+    init = op.init_source or "def __init__(self, *args):\n    super().__init__()"
     init = "\n".join("    " + ln for ln in init.splitlines())
     fwd_args = ", ".join(g.input_names)
     call = ", ".join(e.pyexpr for e in op.exts)

@@ -161,10 +161,13 @@ def explore_knobs(family: str, rng: random.Random) -> dict[str, Any]:
 
 
 def pick_refinement(start: dict[str, Any], tried: set[str], scores: dict[str, float], seed: int,
-                    is_real: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
-    """The first applicable, untried transform whose code is new and feasible (``is_real``); else the
-    first such composition of two transforms."""
+                    is_real: Callable[[dict[str, Any]], bool], prefer: list[str] | None = None,
+                    ) -> dict[str, Any] | None:
+    """The first applicable, untried transform whose code is new and feasible (``is_real``; ``prefer``
+    first); else the first such composition of two transforms."""
     order = order_transforms(scores, seed)
+    if prefer:
+        order = [t for t in prefer if t in order] + [t for t in order if t not in prefer]
     for name in order:
         cand = apply_transform(start, name)
         if cand is None or canonical(cand) in tried:
