@@ -32,8 +32,8 @@ def cases() -> list[tuple[str, str, str]]:
     """(label, task file, candidate source): the shipped examples, then template drafts if available."""
     out = []
     for ex in sorted(EXAMPLES.glob("*.py")):
-        first = ex.read_text().split("\n", 3)
-        task = next((ln.split("task:", 1)[1].strip() for ln in first if "task:" in ln), None)
+        head = ex.read_text().splitlines()[:8]
+        task = next((ln.split(":", 1)[1].strip() for ln in head if ln.startswith("task:")), None)
         out.append((f"example {ex.stem}", task or "npu_l1/11_elementwise_add.py", ex.read_text()))
     try:
         from evokernel.generators.base import DRAFT, GenerationRequest

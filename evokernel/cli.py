@@ -93,6 +93,10 @@ def verify(
         print(json.dumps(result.to_json(), indent=None, default=str))
     else:
         print(result.summary())
+        if result.feasible and result.details.get("profile"):
+            print("profile (modelled):\n  " + result.details["profile"].replace("\n", "\n  "))
+        for w in result.details.get("emulator_warnings") or []:
+            print(f"warning: {w}")
     raise typer.Exit(0 if result.feasible else 1)
 
 

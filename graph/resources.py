@@ -80,7 +80,7 @@ def install(**objects: Any) -> None:
                 _installed.pop(name, None)
             else:
                 _installed[name] = obj if name != "verifier" or isinstance(obj, VerifierService) \
-                    else VerifierService(getattr(obj, "backend", "cpu"), verifier=obj)
+                    else VerifierService(getattr(getattr(obj, "backend", None), "name", "cpu"), verifier=obj)
 
 
 def _get(key: tuple, make) -> Any:

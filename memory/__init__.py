@@ -6,7 +6,8 @@
 * `values` — paper Eq. 4-6: rewards, r2 normalisation, bounded Q updates, the append-only ledger that
   several processes can share;
 * `retrieval` — selection policies value/similarity/random/none over a similarity pool; ε and λ schedules;
-* `seed` — M0: API templates and best practices per backend (memory/seed/<backend>/*.md);
+* `seed` — M0: API templates and best practices per backend family (memory/seed/<family>/*.md; ascend-sim
+  and ascend share memory/seed/ascend/);
 * `transfer` — export/import of a memory between runs, models and backends.
 
 See docs/memory.md. Importing this package does not import chromadb or torch; they load on first use.

@@ -1,6 +1,6 @@
 """Seed knowledge (M0): API templates and refinement best practices shipped with the package.
 
-Each backend has a folder ``memory/seed/<backend>/`` of markdown files with a small front matter::
+Each backend family has a folder ``memory/seed/<family>/`` of markdown files with a small front matter::
 
     ---
     title: OpenMP parallel loops
@@ -15,10 +15,14 @@ drafting context. Values are plain text or ``[a, b]`` lists (items may be quoted
     ---
     body (markdown, shown in prompts)
 
-``load_seed(backend)`` turns them into `MemoryItem`s with stable ids (``seed:<backend>:<file stem>``)
+``load_seed(backend)`` turns them into `MemoryItem`s with stable ids (``seed:<family>:<file stem>``)
 and a content hash, so `MemoryStore.ensure_seed` is idempotent and replaces an item only when its file
 changed. ``apis_in(text, backend)`` finds which of the seed's API names occur in a piece of code (the
 exact-name lookup of APIs seen in retrieved code).
+
+Backends of one family (`evokernel.families`: ``ascend-sim`` and ``ascend``) share the folder of the
+family and the item ids; an item's ``meta["backend"]`` is the backend it was loaded for, so the store's
+per-backend lookups find it.
 """
 from __future__ import annotations
 
@@ -28,7 +32,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+from evokernel.families import family
+
 from .store import MemoryItem
+
+__all__ = ["SEED_DIR", "SEED_KINDS", "SeedError", "apis_in", "backends", "family", "load_seed", "parse_seed_file"]
 
 SEED_DIR = Path(__file__).resolve().parent / "seed"
 SEED_KINDS = ("seed", "best_practice")
@@ -39,6 +47,7 @@ class SeedError(ValueError):
 
 
 def backends() -> list[str]:
+    """The seed folders (one per backend family)."""
     return sorted(p.name for p in SEED_DIR.iterdir() if p.is_dir()) if SEED_DIR.is_dir() else []
 
 
@@ -111,7 +120,9 @@ def parse_seed_file(path: Path) -> tuple[dict[str, Any], str]:
 
 @functools.lru_cache(maxsize=None)
 def _load(backend: str) -> tuple[MemoryItem, ...]:
-    folder = SEED_DIR / backend
+    """The items of ``backend``'s family folder, tagged with ``backend``."""
+    fam = family(backend)
+    folder = SEED_DIR / fam
     if not folder.is_dir():
         raise SeedError(f"no seed knowledge for backend {backend!r} (have: {', '.join(backends()) or 'none'})")
     items = []
@@ -121,7 +132,7 @@ def _load(backend: str) -> tuple[MemoryItem, ...]:
         key = front.get("key") or f"{front['title']}: {', '.join(c for c in categories if c != '*') or 'general'}"
         digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
         items.append(MemoryItem(
-            id=f"seed:{backend}:{path.stem}",
+            id=f"seed:{fam}:{path.stem}",
             kind=front["kind"],
             key=str(key),
             text=f"## {front['title']}\n\n{body}",
@@ -140,7 +151,7 @@ def load_seed(backend: str) -> list[MemoryItem]:
 
 @functools.lru_cache(maxsize=None)
 def _api_patterns(backend: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
-    names = sorted({a for it in _load(backend) for a in it.meta["apis"]})
+    names = sorted({a for it in _load(family(backend)) for a in it.meta["apis"]})
     return tuple((a, re.compile(r"(?<![A-Za-z0-9_])" + re.escape(a) + r"(?![A-Za-z0-9_])")) for a in names)
 
 
@@ -148,4 +159,4 @@ def apis_in(text: str, backend: str) -> list[str]:
     """The seed API names of ``backend`` that occur in ``text`` (e.g. retrieved kernel code)."""
     if not text:
         return []
-    return [name for name, pat in _api_patterns(backend) if pat.search(text)]
+    return [name for name, pat in _api_patterns(family(backend)) if pat.search(text)]

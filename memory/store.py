@@ -791,20 +791,25 @@ class MemoryStore:
         return out
 
     def ensure_seed(self, backend: str) -> int:
-        """Load the backend's seed knowledge (M0) from memory/seed/<backend>/; items whose content is
+        """Load the backend's seed knowledge (M0) from memory/seed/<family>/; items whose content is
         unchanged are skipped, changed ones replaced, ones no longer shipped removed. Returns the number
-        of items added or replaced."""
-        from .seed import load_seed
+        of items added or replaced.
+
+        Backends of one family share the item ids (``seed:ascend:<stem>`` for ascend-sim and ascend): an
+        item loaded for the other backend of the family is re-tagged with this one (same id, so its learned
+        values stay), and the store's per-backend lookups then find it."""
+        from .seed import family, load_seed
 
         items = load_seed(backend)
         self._check_open()
         with self._mutex:
             self._ensure_loaded()
-            prefix = f"seed:{backend}:"
+            prefix = f"seed:{family(backend)}:"
             ids = [i for kind in ("seed", "best_practice") for i in self.ids(kind) if i.startswith(prefix)]
             existing = {it.id: it for it in self.get(ids) if it.meta.get("source") == "seed"}
             todo = [it for it in items if existing.get(it.id) is None
-                    or existing[it.id].meta.get("content_hash") != it.meta.get("content_hash")]
+                    or existing[it.id].meta.get("content_hash") != it.meta.get("content_hash")
+                    or existing[it.id].meta.get("backend") != it.meta.get("backend")]
             if todo:
                 self.add(todo)
             stale = [i for i in existing if i not in {it.id for it in items}]

@@ -1,7 +1,10 @@
 """Render a :class:`GenerationRequest` into chat messages from the template files of this package.
 
-Templates live in one folder per backend (``cpu/system.md``, ``cpu/draft.md``, ``cpu/refine.md``) and
-use :class:`string.Template` placeholders (``$name``; a literal dollar is ``$$``). The system template
+Templates live in one folder per backend family (``cpu/system.md``, ``cpu/draft.md``, ``cpu/refine.md``;
+``ascend/`` serves both ascend-sim and ascend, see `evokernel.families`) and use :class:`string.Template`
+placeholders (``$name``; a literal dollar is ``$$``). Every template may use ``$backend`` (the backend's
+own name) and ``$target`` (the optional ``<family>/target-<backend>.md``: what differs between the
+backends of a family, e.g. emulated vs measured latency). The system template (also ``$tolerance``)
 teaches the candidate format; the draft/refine templates lay out the task, the retrieved context and,
 when refining, the start point with its children and feedback. Everything variable is rendered here
 into whole sections (a section with nothing to show renders as an empty string), so the templates
@@ -23,9 +26,11 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
+from evokernel.families import family
 from evokernel.generators.base import REFINE, ContextItem, GenerationRequest
 
-__all__ = ["PromptOptions", "backends", "load_template", "render_messages", "render_prompt", "truncate"]
+__all__ = ["PromptOptions", "backends", "load_template", "render_messages", "render_prompt", "target_notes",
+           "truncate"]
 
 TEMPLATE_NAMES = ("system", "draft", "refine")
 
@@ -51,22 +56,29 @@ class PromptOptions:
 
 
 def backends() -> list[str]:
-    """Backends that have a template folder."""
+    """Template folders (one per backend family: ``ascend`` serves ascend-sim and ascend)."""
     root = resources.files("evokernel.prompts")
     return sorted(p.name for p in root.iterdir() if p.is_dir() and (p / "system.md").is_file())
 
 
 def load_template(backend: str, name: str) -> string.Template:
-    """The template ``<backend>/<name>.md`` of this package."""
+    """The template ``<family of backend>/<name>.md`` of this package."""
     if name not in TEMPLATE_NAMES:
         raise ValueError(f"unknown prompt template {name!r} (expected one of {', '.join(TEMPLATE_NAMES)})")
-    path = resources.files("evokernel.prompts") / backend / f"{name}.md"
+    path = resources.files("evokernel.prompts") / family(backend) / f"{name}.md"
     if not path.is_file():
         raise FileNotFoundError(
-            f"no prompt template {backend}/{name}.md in evokernel.prompts "
+            f"no prompt template {family(backend)}/{name}.md in evokernel.prompts "
             f"(backends with templates: {', '.join(backends()) or 'none'})"
         )
     return string.Template(path.read_text(encoding="utf-8"))
+
+
+def target_notes(backend: str) -> str:
+    """What differs between the backends of one family (how candidates are run and timed), from the
+    optional ``<family>/target-<backend>.md``; substituted as ``$target`` (empty when there is none)."""
+    path = resources.files("evokernel.prompts") / family(backend) / f"target-{backend}.md"
+    return path.read_text(encoding="utf-8").strip() if path.is_file() else ""
 
 
 def truncate(text: str, limit: int, what: str = "characters") -> str:
@@ -262,7 +274,9 @@ def render_prompt(request: GenerationRequest, options: PromptOptions | None = No
     """``(system, human)`` prompt texts for ``request``."""
     opts = options or PromptOptions()
     backend = request.backend or "cpu"
-    system = load_template(backend, "system").substitute(tolerance=f"{opts.tolerance:g}")
+    target = target_notes(backend)
+    system = load_template(backend, "system").substitute(tolerance=f"{opts.tolerance:g}", backend=backend,
+                                                         target=target)
     budget = _Budget(opts.max_context_chars)
 
     refining = request.stage == REFINE
@@ -292,6 +306,7 @@ def render_prompt(request: GenerationRequest, options: PromptOptions | None = No
         "context": context,
         "last_feedback": feedback,
         "backend": backend,
+        "target": target,
     }
     if refining:
         start = request.start_point

@@ -167,3 +167,81 @@ def test_the_example_in_the_system_prompt_passes_the_static_rules(task):
     assert check_python(code) == []
     cpp = code.split('CPP_SOURCE = r"""', 1)[1].split('"""', 1)[0]
     assert 'extern "C"' in cpp and check_native(cpp) == []
+
+
+# --- the ascend family (ascend-sim and ascend share prompts/ascend/) --------------------------------
+
+NPU_TASK = ROOT / "evokernel" / "suites" / "npu_l1" / "02_leaky_relu.py"
+
+
+@pytest.fixture(scope="module")
+def npu_task():
+    return load_task(NPU_TASK)
+
+
+def no_placeholders(text):
+    return "$" not in re.sub(r"\$\d", "", text.replace("$$", ""))
+
+
+def test_ascend_templates_are_package_data(npu_task):
+    from evokernel.prompts.render import target_notes
+
+    root = resources.files("evokernel.prompts")
+    for name in ("system", "draft", "refine", "target-ascend-sim", "target-ascend"):
+        assert (root / "ascend" / f"{name}.md").is_file()
+    assert "ascend" in backends()
+    for name in ("system", "draft", "refine"):  # both backends read the family's templates
+        assert load_template("ascend-sim", name).template == load_template("ascend", name).template
+    assert "emulator" in target_notes("ascend-sim") and "measured" in target_notes("ascend")
+    assert target_notes("cpu") == ""
+
+
+@pytest.mark.parametrize("backend", ["ascend-sim", "ascend"])
+def test_ascend_system_prompt_teaches_the_candidate_format(npu_task, backend):
+    system, _ = render_prompt(GenerationRequest(task=npu_task, stage="draft", backend=backend))
+    for needle in ["project_json_src", "host_tiling_src", "host_operator_src", "kernel_src", "python_bind_src",
+                   "model_src", "LeakyReluCustom", "leaky_relu_custom", "leaky_relu_custom_tiling.h",
+                   "LeakyReluCustomTilingData", "aclnnLeakyReluCustom", "custom_ops_lib.leaky_relu_custom",
+                   "GET_TILING_DATA", "DTYPE_", "EXEC_NPU_CMD", "GetCoreNumAiv", "DataCopyPad", "192 KiB",
+                   "ub_alignment", "datacopy_tail_dropped", "ub_capacity", "queue_pairing", "uninitialised_read",
+                   "block_write_overlap", "compare_granularity", "missing_sync", "|out - ref| <= 0.01 + 0.01 * |ref|",
+                   "Summary:", "```python", f"backend `{backend}`"]:
+        assert needle in system, needle
+    assert no_placeholders(system)
+    if backend == "ascend-sim":
+        assert "modelled estimate" in system and "busy ratio" in system and "bounds the time" in system
+    else:
+        assert "modelled estimate" not in system and "measured on the NPU" in system
+
+
+def test_the_ascend_example_passes_the_static_rules(npu_task, tmp_path):
+    from evokernel.verifier.backends.ascend_sim.backend import AscendSimBackend
+
+    from evokernel.generators.extract import extract_candidate
+
+    system, _ = render_prompt(GenerationRequest(task=npu_task, stage="draft", backend="ascend-sim"))
+    code = extract_candidate(system[system.index("```python"):])
+    assert "project_json_src" in code and "model_src" in code
+    assert AscendSimBackend(tmp_path).static_check(code) == []
+
+
+def test_ascend_draft_and_refine_prompts(npu_task):
+    knowledge = [ContextItem(i.id, i.kind, i.text, i.meta) for i in load_seed_items("ascend-sim")[:2]]
+    draft = render_prompt(GenerationRequest(task=npu_task, stage="draft", backend="ascend-sim",
+                                            knowledge=knowledge, last_feedback="[error] datacopy_tail_dropped"))[1]
+    assert "# Task: 02_leaky_relu" in draft and "F.leaky_relu" in draft and "drafting" in draft
+    assert "### API knowledge" in draft and "Hardware rules the verifier enforces" in draft
+    assert "datacopy_tail_dropped" in draft and no_placeholders(draft)
+    start = ContextItem("p", "trace", "project_json_src = '...'", {"latency_ms": 0.0123, "feasible": True})
+    refine = render_prompt(GenerationRequest(task=npu_task, stage="refine", backend="ascend-sim", start_point=start,
+                                             profile="estimate 12.3 us; bound: MTE2 (busy mte2 0.93, vec 0.31)",
+                                             best_latency_ms=0.011))[1]
+    assert "passed the verifier in 0.0123 ms" in refine and "so far is\n0.011 ms" in refine
+    assert "bound: MTE2" in refine and "one targeted change" in refine and "HBM, MTE2 or MTE3 bound" in refine
+    assert no_placeholders(refine)
+
+
+def load_seed_items(backend):
+    from evokernel.memory.seed import load_seed
+
+    return load_seed(backend)

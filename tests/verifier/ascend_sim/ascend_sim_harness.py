@@ -74,12 +74,12 @@ class Sim:
             raise CompileError(f"{' '.join(cmd)}\n{r.stderr[-6000:]}")
 
     def build(self, d: Path, sources: list[Path], label: str, defines: dict | None = None,
-              extra_inc: list[Path] = ()) -> Path:
+              extra_inc: list[Path] = (), flags: list[str] = ()) -> Path:
         """Compile and link sources + the runtime object into d/prog (one g++ call)."""
         exe = d / "prog"
         defs = [f"-D{k}={v}" for k, v in (defines or {}).items()]
         t = time.perf_counter()
-        self._gxx([*defs, *map(str, sources), str(self.runtime_obj), "-o", str(exe)], cwd=d,
+        self._gxx([*flags, *defs, *map(str, sources), str(self.runtime_obj), "-rdynamic", "-o", str(exe)], cwd=d,
                   extra_inc=[d, *extra_inc])
         COMPILE_TIMES[label] = time.perf_counter() - t
         return exe
@@ -125,7 +125,8 @@ class Sim:
             h_obj = d / "host.o"
             self._gxx(["-c", f"op_host/{kernel_name}.cpp", "-o", str(h_obj)], cwd=d, extra_inc=[d / "op_host"])
             self._host_objs[key] = h_obj
-        self._gxx(["main.cpp", str(k_obj), str(h_obj), str(self.runtime_obj), "-o", str(exe)], cwd=d)
+        # -rdynamic: the runtime names the kernel function of a raw-GM fault (dladdr)
+        self._gxx(["main.cpp", str(k_obj), str(h_obj), str(self.runtime_obj), "-rdynamic", "-o", str(exe)], cwd=d)
         COMPILE_TIMES[label] = time.perf_counter() - t
         return exe
 
@@ -139,6 +140,7 @@ class Sim:
             lines.append(f"input {name} {NP_TO_SPEC[arr.dtype]} {p} {arr.ndim} {' '.join(map(str, arr.shape))}")
         for name, shape, dt in outputs:
             p = d / f"out_{name}.bin"
+            p.unlink(missing_ok=True)  # no stale output from an earlier run
             lines.append(f"output {name} {NP_TO_SPEC[np.dtype(dt)]} {p} {len(shape)} {' '.join(map(str, shape))}")
         for k, v in (attrs or {}).items():
             if isinstance(v, bool):
@@ -185,6 +187,7 @@ class Sim:
             args += ["--inout", str(p)]
         for i, (shape, dt) in enumerate(outs):
             p = d / f"{case}_out{i}.bin"
+            p.unlink(missing_ok=True)
             args += ["--out", f"{p}:{int(np.prod(shape)) * np.dtype(dt).itemsize}"]
         if tiling is not None:
             p = d / f"{case}_tiling.bin"
@@ -228,14 +231,14 @@ int evk_cases_main(int argc, char** argv) {
 """
 
 
-def build_cases(sim: Sim, d: Path, source: Path, label: str) -> Path:
+def build_cases(sim: Sim, d: Path, source: Path, label: str, flags: list[str] = ()) -> Path:
     """Build a file of CASE(...) kernels into one launcher program."""
     d.mkdir(parents=True, exist_ok=True)
     (d / "evk_cases.h").write_text(CASES_MAIN)
     main = d / "cases_main.cpp"
     main.write_text(f'#include "kernel_operator.h"\n#include "evk_cases.h"\n#include "{source}"\n'
                     "int main(int argc, char** argv) { return evk_cases_main(argc, argv); }\n")
-    return sim.build(d, [main], label)
+    return sim.build(d, [main], label, flags=flags)
 
 
 def marked_lines(source: Path, tag: str = "RULE") -> dict[str, tuple[str, int]]:

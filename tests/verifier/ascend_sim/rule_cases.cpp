@@ -382,3 +382,31 @@ CASE(r_endless_loop, GM_ADDR a, GM_ADDR out) {  // stopped by the max_instructio
     Duplicate(x, 0.0f, 64);
     for (;;) Adds(x, x, 1.0f, 64);
 }
+
+// Reward hacks: GM touched through raw pointers instead of DataCopy (the counters would show no work).
+CASE(r_gm_raw_read, GM_ADDR a, GM_ADDR out) {  // reads the input with plain pointer arithmetic
+    Io io(a, out);
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> b;
+    pipe.InitBuffer(b, 1024);
+    LocalTensor<float> x = b.Get<float>();
+    Duplicate(x, 0.0f, 256);  // RULE gm_raw_access
+    for (int i = 0; i < 256; ++i) x.SetValue(i, ((__gm__ float*)a)[i]);
+    PipeBarrier<PIPE_ALL>();
+    DataCopy(io.go, x, 256);
+}
+
+CASE(r_gm_raw_write, GM_ADDR a, GM_ADDR out) {  // writes the output through GetPhyAddr()
+    Io io(a, out);
+    GlobalTensor<float> g;
+    g.SetGlobalBuffer((__gm__ float*)out + 8, 248);  // pointer arithmetic for SetGlobalBuffer is fine
+    g.SetValue(0, 1.0f);  // RULE gm_raw_access
+    __gm__ float* p = g.GetPhyAddr();
+    p[1] = 2.0f;
+}
+
+CASE(r_gm_raw_memcpy, GM_ADDR a, GM_ADDR out) {  // a raw memcpy between GM buffers (in libc)
+    Io io(a, out);
+    io.ga.GetValue(0);  // RULE gm_raw_access
+    std::memcpy((void*)out, (const void*)a, 1024);
+}

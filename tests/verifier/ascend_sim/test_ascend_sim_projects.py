@@ -58,6 +58,12 @@ def assert_clean(res):
     assert res.report["status"] == "ok"
     assert res.violations == [], res.violations
     assert {b["status"] for b in res.report["blocks"]} == {"ok"}
+    assert res.report["gm_protection"] in ("memfd", "shared-alias")
+    for b in res.report["blocks"]:  # every block carries its modelled schedule (an estimate)
+        t = b["timing_estimate"]
+        assert t["cycles"] >= max(t["busy_cycles"].values()) > 0
+        assert t["busy_cycles"]["scalar"] >= res.report["hw_model"]["block_start_cycles"]
+        assert t["gm_bytes"]["mte2"] >= b["counters"]["mte2_bytes"] and t["copies"]["mte2"] == b["counters"]["mte2_calls"]
 
 
 @pytest.mark.parametrize("shape", [(8, 2048), (5,), (3, 1001), (1, 100000)])

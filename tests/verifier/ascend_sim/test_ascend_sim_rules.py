@@ -2,6 +2,7 @@
 and kernel line; fatal violations stop the block (and only that block), the others let it go on."""
 from __future__ import annotations
 
+import shutil
 import struct
 from pathlib import Path
 
@@ -16,10 +17,12 @@ MARKS = marked_lines(SRC)
 F32 = np.float32
 
 FATAL = {"r_ub_capacity", "r_deque_empty", "r_alloc_beyond_num", "r_gm_oob_write", "r_wait_without_set",
-         "r_invalid_tensor", "r_kernel_assert", "r_sync_all", "r_fatal_in_block0_only"}
+         "r_invalid_tensor", "r_kernel_assert", "r_sync_all", "r_fatal_in_block0_only"} | {
+             "r_gm_raw_read", "r_gm_raw_write", "r_gm_raw_memcpy"}
+RAW_GM = {"r_gm_raw_read", "r_gm_raw_write", "r_gm_raw_memcpy"}  # fatal and the run stops (rc 10)
 WARNING = {"r_gm_tensor_size", "r_half_overflow", "r_missing_sync", "r_set_without_wait", "r_input_written",
            "r_low_precision", "r_leak"}
-BLOCK_DIM = {"r_block_write_overlap": 2, "r_fatal_in_block0_only": 2}
+BLOCK_DIM = {"r_block_write_overlap": 2, "r_fatal_in_block0_only": 2, "r_gm_raw_read": 2}
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +42,8 @@ def test_every_rule_has_a_case():
     assert {"ub_alignment", "datacopy_tail_dropped", "ub_capacity", "ub_out_of_bounds", "queue_limits", "queue_pairing",
             "use_after_free", "uninitialised_read", "gm_out_of_bounds", "block_write_overlap", "compare_granularity",
             "half_overflow", "missing_sync", "sync_pairing", "invalid_tensor", "unsupported_dtype", "invalid_argument",
-            "input_written", "low_precision", "kernel_assert", "tiling_size", "unsupported_api"} <= rules
+            "input_written", "low_precision", "kernel_assert", "tiling_size", "unsupported_api",
+            "gm_raw_access"} <= rules
 
 
 @pytest.mark.parametrize("case", sorted(MARKS))
@@ -51,7 +55,7 @@ def test_rule_detected_at_kernel_line(case, sim, rule_prog):
     if case == "r_tiling_size":
         kw = dict(tiling=struct.pack("<I", 7))
     res = run_case(sim, rule_prog, case, **kw)
-    assert res.rc == 0, res.stderr
+    assert res.rc == (10 if case in RAW_GM else 0), res.stderr
     hits = [v for v in res.find(rule) if v["line"] == line and Path(v["file"]).name == SRC.name]
     assert hits, f"{rule} not reported at {SRC.name}:{line}: {res.violations}"
     v = hits[0]
@@ -126,3 +130,60 @@ def test_partial_oob_read_keeps_the_in_bounds_part(sim, rule_prog):
     np.testing.assert_array_equal(out[:32], a[224:])
     assert np.isnan(out[32:64]).all()  # never written in UB, then copied out (flagged as uninitialised)
     assert {"gm_out_of_bounds", "uninitialised_read"} <= res.rules("error")
+
+
+def test_raw_gm_read_is_caught_and_stops_the_run(sim, rule_prog):
+    """A kernel that reads its input with `((__gm__ float*)a)[i]` instead of DataCopy: the kernel-visible GM
+    addresses are not dereferenceable, the fault is reported as gm_raw_access (what, where, what to use
+    instead) and the run stops after block 0 (of 2)."""
+    res = run_case(sim, rule_prog, "r_gm_raw_read")
+    assert res.rc == 10 and res.report["status"] == "aborted"
+    assert res.report["blocks_run"] == 1 and res.report["blocks"][0]["status"] == "aborted"
+    assert res.rules("fatal") == {"gm_raw_access"}
+    msg = res.find("gm_raw_access")[0]["message"]
+    assert "read global memory through a raw pointer" in msg
+    assert "byte 0 of input" in msg and "DataCopy" in msg and "GetValue/SetValue" in msg
+    assert "r_gm_raw_read" in msg  # the kernel function, found with dladdr
+    assert np.isnan(res.outputs[0]).all()  # nothing reached the output
+    assert res.report["gm_protection"] in ("memfd", "shared-alias")
+
+
+def test_raw_gm_write_is_caught_after_legal_api_writes(sim, rule_prog):
+    """SetGlobalBuffer((__gm__ float*)out + 8) and SetValue through it work; the raw write through
+    GetPhyAddr() faults and is reported as a write; the legal write before it reaches the caller."""
+    res = run_case(sim, rule_prog, "r_gm_raw_write")
+    assert res.rc == 10 and res.rules("fatal") == {"gm_raw_access"}
+    msg = res.find("gm_raw_access")[0]["message"]
+    assert "wrote global memory" in msg and "byte 36 of output" in msg
+    out = res.outputs[0]
+    assert out[8] == 1.0 and np.isnan(out[9]) and np.isnan(out[:8]).all()
+
+
+def test_raw_gm_memcpy_in_libc_is_caught(sim, rule_prog):
+    res = run_case(sim, rule_prog, "r_gm_raw_memcpy")
+    assert res.rc == 10 and res.rules("fatal") == {"gm_raw_access"}
+    assert "kernel_crash" not in res.rules()
+
+
+def test_api_paths_see_the_data_the_caller_passed(sim, rule_prog):
+    """Inputs are copied into the protected GM region and outputs back: a legal copy kernel round-trips."""
+    a = np.random.default_rng(3).standard_normal(256).astype(F32)
+    res = run_case(sim, rule_prog, "r_leak", a=a)
+    np.testing.assert_array_equal(res.outputs[0][:64], a[:64])
+    assert np.isnan(res.outputs[0][64:]).all()
+
+
+def test_raw_gm_access_names_the_exact_line_with_line_tables(sim, tmp_path_factory):
+    """Built with -g1 -gdwarf-4 (line tables only; binutils 2.40 misreads the file table of gcc 12's DWARF 5 for
+    included sources), the faulting instruction maps to its kernel line (addr2line)."""
+    if shutil.which("addr2line") is None:
+        pytest.skip("binutils addr2line is not available")
+    src = HERE / "raw_gm_cases.cpp"
+    line = marked_lines(src, "LINE")["g_raw_read_line"][1]
+    d = tmp_path_factory.mktemp("raw-gm-g1")
+    exe = build_cases(sim, d, src, "raw_gm_cases.cpp (-g1 -gdwarf-4)", flags=["-g1", "-gdwarf-4"])
+    res = sim.launch(exe, d, "g_raw_read_line", [np.arange(256, dtype=F32)], [((256,), F32)])
+    v = res.find("gm_raw_access")
+    assert res.rc == 10 and v, res.violations
+    assert v[0]["line"] == line and Path(v[0]["file"]).name == src.name
+    assert f"at kernel line {v[0]['file']}:{line}" in v[0]["message"]

@@ -21,6 +21,14 @@
 #include <utility>
 #include <vector>
 
+#include <cxxabi.h>
+#include <dlfcn.h>
+#include <elf.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
 #include "evk_sim/common.h"
 #define EVK_SIM_KERNEL 1
 #include "evk_sim/kernel.h"
@@ -36,6 +44,133 @@ namespace evk_sim {
 // =============================================================================================
 namespace {
 
+// ---- hardware model: the constants of the latency model ------------------------------------------------
+// The single source of these numbers is verifier/backends/ascend_sim/hardware.py (dataclass Ascend910B);
+// the defaults below must equal its defaults (a test compares them through the report's "hw_model").
+enum HwKey : int {
+    HW_AIV_CORES = 0, HW_CLOCK_HZ, HW_HBM_BYTES_PER_S, HW_LAUNCH_US, HW_BLOCK_START_CYCLES,
+    HW_SCALAR_ISSUE_CYCLES, HW_SCALAR_UB_ACCESS_CYCLES, HW_SCALAR_GM_READ_CYCLES, HW_SCALAR_GM_WRITE_CYCLES,
+    HW_MTE2_BYTES_PER_CYCLE, HW_MTE3_BYTES_PER_CYCLE, HW_MTE2_SETUP_CYCLES, HW_MTE3_SETUP_CYCLES,
+    HW_MTE2_LATENCY_CYCLES, HW_MTE3_LATENCY_CYCLES,
+    HW_GM_BURST_BYTES, HW_VEC_INSTR_CYCLES,
+    HW_VEC_SIMPLE_B16, HW_VEC_SIMPLE_B32, HW_VEC_CAST_B16, HW_VEC_CAST_B32, HW_VEC_EXP_B16, HW_VEC_EXP_B32,
+    HW_VEC_DIV_B16, HW_VEC_DIV_B32, HW_VEC_RECIP_B16, HW_VEC_RECIP_B32, HW_VEC_REDUCE_B16, HW_VEC_REDUCE_B32,
+    HW_VEC_REDUCE_TAIL_CYCLES, HW_CUBE_FP16_FLOPS_PER_S, HW_CUBE_FP32_RATIO, HW_COUNT
+};
+struct HwSpec {
+    const char* key;
+    double def;
+    double min;  // smallest accepted value
+};
+const HwSpec kHw[HW_COUNT] = {
+    {"aiv_cores", 40, 1}, {"clock_hz", 1.8e9, 1}, {"hbm_bytes_per_s", 1.6e12, 1}, {"launch_us", 3.0, 0},
+    {"block_start_cycles", 200, 0}, {"scalar_issue_cycles", 10, 0}, {"scalar_ub_access_cycles", 10, 0},
+    {"scalar_gm_read_cycles", 500, 0}, {"scalar_gm_write_cycles", 200, 0}, {"mte2_bytes_per_cycle", 32, 1e-9},
+    {"mte3_bytes_per_cycle", 32, 1e-9}, {"mte2_setup_cycles", 64, 0}, {"mte3_setup_cycles", 64, 0},
+    {"mte2_latency_cycles", 600, 0}, {"mte3_latency_cycles", 300, 0},
+    {"gm_burst_bytes", 128, 1}, {"vec_instr_cycles", 8, 0},
+    {"vec_simple_b16", 1, 0}, {"vec_simple_b32", 1, 0}, {"vec_cast_b16", 1, 0}, {"vec_cast_b32", 1, 0},
+    {"vec_exp_b16", 4, 0}, {"vec_exp_b32", 4, 0}, {"vec_div_b16", 4, 0}, {"vec_div_b32", 4, 0},
+    {"vec_recip_b16", 2, 0}, {"vec_recip_b32", 2, 0}, {"vec_reduce_b16", 2, 0}, {"vec_reduce_b32", 2, 0},
+    {"vec_reduce_tail_cycles", 16, 0}, {"cube_fp16_flops_per_s", 2.95e14, 1}, {"cube_fp32_ratio", 0.25, 1e-9},
+};
+const char* const kHwDefaultName = "Ascend910B";
+
+struct HwModel {
+    std::string name = kHwDefaultName;
+    double v[HW_COUNT];
+    HwModel() {
+        for (int i = 0; i < HW_COUNT; ++i) v[i] = kHw[i].def;
+    }
+    double operator[](int k) const { return v[k]; }
+};
+
+// Parses a flat JSON object {"key": number, ..., "name": "text"} over the defaults. Unknown keys, other
+// value types and out-of-range numbers are errors (Python and C++ must agree on every key).
+bool parse_hw_json(const char* text, HwModel& hw, std::string& err) {
+    const char* c = text;
+    auto ws = [&]() {
+        while (*c == ' ' || *c == '\t' || *c == '\n' || *c == '\r') ++c;
+    };
+    auto str = [&](std::string& out) -> bool {
+        if (*c != '"') return false;
+        ++c;
+        out.clear();
+        while (*c && *c != '"') {
+            if (*c == '\\' && c[1]) ++c;
+            out += *c++;
+        }
+        if (*c != '"') return false;
+        ++c;
+        return true;
+    };
+    ws();
+    if (*c != '{') {
+        err = "hw_model_json: expected a JSON object";
+        return false;
+    }
+    ++c;
+    ws();
+    if (*c == '}') return true;
+    for (;;) {
+        ws();
+        std::string key;
+        if (!str(key)) {
+            err = "hw_model_json: expected a quoted key";
+            return false;
+        }
+        ws();
+        if (*c != ':') {
+            err = "hw_model_json: expected ':' after \"" + key + "\"";
+            return false;
+        }
+        ++c;
+        ws();
+        if (key == "name") {
+            if (!str(hw.name)) {
+                err = "hw_model_json: \"name\" must be a string";
+                return false;
+            }
+        } else {
+            int k = -1;
+            for (int i = 0; i < HW_COUNT; ++i)
+                if (key == kHw[i].key) k = i;
+            if (k < 0) {
+                err = "hw_model_json: unknown key \"" + key + "\"";
+                return false;
+            }
+            char* end = nullptr;
+            double v = std::strtod(c, &end);
+            if (end == c || !std::isfinite(v) || v < kHw[k].min) {
+                err = "hw_model_json: \"" + key + "\" needs a finite number >= " + std::to_string(kHw[k].min);
+                return false;
+            }
+            if (k == HW_AIV_CORES && (v != std::floor(v) || v > 65535)) {
+                err = "hw_model_json: \"aiv_cores\" must be an integer in 1..65535";
+                return false;
+            }
+            hw.v[k] = v;
+            c = end;
+        }
+        ws();
+        if (*c == ',') {
+            ++c;
+            continue;
+        }
+        if (*c == '}') {
+            ++c;
+            ws();
+            if (*c) {
+                err = "hw_model_json: text after the object";
+                return false;
+            }
+            return true;
+        }
+        err = "hw_model_json: expected ',' or '}'";
+        return false;
+    }
+}
+
 struct Options {
     uint32_t core_num_aiv = 40;
     uint64_t ub_size = 196608;
@@ -43,6 +178,7 @@ struct Options {
     bool keep_outputs = false;
     uint64_t max_instructions = 0;
     int max_violations = 200;
+    HwModel hw;
 };
 
 struct Violation {
@@ -61,9 +197,33 @@ enum AllocKind { AK_INPUT = 0, AK_OUTPUT = 1, AK_WORKSPACE = 2, AK_TILING = 3, A
 struct Alloc {
     std::string name;
     int kind = AK_INPUT;
-    uint8_t* base = nullptr;
+    uint8_t* base = nullptr;      // kernel-visible address (inside the protected GM view)
+    uint8_t* host = nullptr;      // the same bytes in the runtime's read/write view
     uint64_t n = 0;
+    void* caller = nullptr;       // the caller's buffer (copied in before, and for outputs back after the run)
+    bool copy_back = false;
     std::vector<int32_t> writer;  // outputs: last writing block per byte (-1 none)
+};
+
+// All kernel arguments live in one shared-memory region mapped twice: a read/write view the runtime
+// uses and a PROT_NONE view whose addresses the kernel receives. A raw dereference of a kernel GM
+// pointer therefore faults (reported as gm_raw_access) while every API path translates the address.
+struct GmRegion {
+    uint8_t* rw = nullptr;
+    uint8_t* kv = nullptr;
+    uint64_t size = 0;
+    bool is_protected = false;
+    std::string method = "not mapped";  // memfd | shared-alias | none (unprotected fallback)
+    GmRegion() = default;
+    GmRegion(const GmRegion&) = delete;
+    GmRegion& operator=(const GmRegion&) = delete;
+    ~GmRegion() { release(); }
+    void release() {
+        if (kv && kv != rw) munmap(kv, size);
+        if (rw) munmap(rw, size);
+        rw = kv = nullptr;
+        size = 0;
+    }
 };
 
 struct VecCounter {
@@ -121,6 +281,42 @@ struct Flag {
     int line = 0;
 };
 
+// ---- the per-block pipe schedule (latency model) --------------------------------------------------------
+struct URange {
+    int64_t lo, hi;  // UB byte offsets [lo, hi)
+};
+// The API instruction being issued: its pipe, UB ranges read/written, and cost. It is scheduled when the
+// next instruction (or a sync, or the block end) comes, once all its accesses and costs are known.
+struct PendingInstr {
+    bool open = false;
+    int pipe = PID_S;
+    double cost = 0;      // cycles on its pipe (MTE: + startup + bytes at close; V: + per-instruction cycles)
+    double gm_bytes = 0;  // burst-rounded GM bytes (MTE)
+    int nrd = 0, nwr = 0;
+    URange rd[16], wr[16];
+};
+struct Timing {
+    double issue = 0;                 // when the scalar unit issues the next API call (cycles)
+    double pipe_free[PID_COUNT] = {};  // when each pipe can start its next instruction
+    double done[PID_COUNT] = {};       // when everything given to a pipe has completed (MTE: + GM latency)
+    double busy[PID_COUNT] = {};
+    uint64_t ninstr[PID_COUNT] = {};
+    double scalar_stall = 0;           // cycles the issue waited for data or flags (GetValue, X_S, PIPE_ALL)
+    double gm_bytes[2] = {};           // burst-rounded GM bytes moved by MTE2, MTE3
+    uint64_t mte_copies[2] = {};
+    double flag_time[PID_COUNT][PID_COUNT][8] = {};
+    std::vector<double> w_end, r_end;  // per 32-byte UB block: end of the last write / of the last read
+    PendingInstr p;
+};
+struct TimingReport {
+    double cycles = 0;
+    double scalar_stall = 0;
+    double busy[PID_COUNT] = {};
+    uint64_t ninstr[PID_COUNT] = {};
+    double gm_bytes[2] = {};
+    uint64_t mte_copies[2] = {};
+};
+
 struct Block {
     int idx = 0;
     std::vector<uint8_t> ub, init, wpipe;
@@ -139,6 +335,7 @@ struct Block {
     int atomic_mode = 0;
     std::string atomic_dtype;
     Counters c;
+    Timing tm;
     bool aborted = false;
     bool crashed = false;
     bool active = false;
@@ -148,6 +345,7 @@ struct BlockReport {
     int idx = 0;
     std::string status;
     Counters c;
+    TimingReport tm;
     uint32_t ub_peak = 0;
     std::vector<Queue> queues;
 };
@@ -175,9 +373,17 @@ struct Run {
     bool infer_shape_ok = false;
     std::vector<std::vector<int64_t>> infer_shapes;
     std::string printf_log;
+    GmRegion gm;
 };
 
 Run* g_run = nullptr;
+// the protected (kernel-visible) GM view, read by the signal handler and the address translation
+uint8_t* volatile g_gm_kv = nullptr;
+uint8_t* volatile g_gm_rw = nullptr;
+volatile uint64_t g_gm_size = 0;
+// the last kernel source position an API call reported (for faults outside the API)
+const char* g_last_file = nullptr;
+int g_last_line = 0;
 Block g_blk;
 std::string g_last_error;
 uint64_t g_printf_bytes = 0;
@@ -242,6 +448,12 @@ std::string fmt(const char* f, ...) {
 }
 
 int current_block() { return g_blk.active ? g_blk.idx : -1; }
+inline void note_loc(const char* file, int line) {
+    if (file && *file) {
+        g_last_file = file;
+        g_last_line = line;
+    }
+}
 
 void record(const char* rule, int sev, const char* file, int line, std::string msg) {
     if (!g_run) {
@@ -278,6 +490,125 @@ void record(const char* rule, int sev, const char* file, int line, std::string m
     v.line = line;
     g_run->viol_index[key] = g_run->viol.size();
     g_run->viol.push_back(std::move(v));
+}
+
+// ---- latency model: the per-block schedule -------------------------------------------------------------
+// Pipes S (scalar), V, MTE2, MTE3 each run their instructions in order. The scalar unit issues every API
+// call in program order (scalar_issue_cycles each); an instruction starts when it has been issued, its pipe
+// is free and its UB data dependences are met: it reads bytes only after their last writer finished (RAW)
+// and writes bytes only after their last readers and writer finished (WAR/WAW). That is what queues,
+// SetFlag/WaitFlag and AllocTensor enforce on the device, so BUFFER_NUM=2 overlaps copies with compute and
+// BUFFER_NUM=1 serialises them without special cases. Scalar UB accesses wait for their data and stall the
+// issue; explicit WaitFlag with S as the waiting pipe and PipeBarrier<PIPE_ALL> stall it too.
+const HwModel& hw() {
+    static const HwModel def;
+    return g_run ? g_run->opt.hw : def;
+}
+
+void tm_reset(uint32_t ub_size) {
+    Timing& t = g_blk.tm;
+    double start = hw()[HW_BLOCK_START_CYCLES];
+    t.issue = start;
+    for (int p = 0; p < PID_COUNT; ++p) {
+        t.pipe_free[p] = 0;
+        t.done[p] = 0;
+        t.busy[p] = 0;
+        t.ninstr[p] = 0;
+    }
+    t.busy[PID_S] = start;
+    t.scalar_stall = 0;
+    t.gm_bytes[0] = t.gm_bytes[1] = 0;
+    t.mte_copies[0] = t.mte_copies[1] = 0;
+    for (auto& a : t.flag_time)
+        for (auto& b : a)
+            for (double& f : b) f = 0;
+    t.w_end.assign(ub_size / 32 + 2, 0.0);
+    t.r_end.assign(ub_size / 32 + 2, 0.0);
+    t.p = PendingInstr();
+}
+
+void tm_add_range(URange* rs, int& n, int64_t lo, int64_t hi) {
+    for (int i = n - 1; i >= 0 && i >= n - 2; --i)
+        if (lo <= rs[i].hi && hi >= rs[i].lo) {  // overlapping or touching: extend
+            rs[i].lo = std::min(rs[i].lo, lo);
+            rs[i].hi = std::max(rs[i].hi, hi);
+            return;
+        }
+    if (n < 16) {
+        rs[n++] = URange{lo, hi};
+        return;
+    }
+    rs[n - 1].lo = std::min(rs[n - 1].lo, lo);  // full: widen the last one (a conservative dependence)
+    rs[n - 1].hi = std::max(rs[n - 1].hi, hi);
+}
+
+// Schedules the pending instruction.
+void tm_close() {
+    Timing& t = g_blk.tm;
+    PendingInstr& p = t.p;
+    if (!p.open) return;
+    p.open = false;
+    const HwModel& h = hw();
+    double cost = p.cost;
+    double latency = 0;  // MTE: GM round trip after the pipe has issued the copy
+    if (p.pipe == PID_MTE2 || p.pipe == PID_MTE3) {
+        const bool in = p.pipe == PID_MTE2;
+        cost += h[in ? HW_MTE2_SETUP_CYCLES : HW_MTE3_SETUP_CYCLES] +
+                p.gm_bytes / h[in ? HW_MTE2_BYTES_PER_CYCLE : HW_MTE3_BYTES_PER_CYCLE];
+        latency = h[in ? HW_MTE2_LATENCY_CYCLES : HW_MTE3_LATENCY_CYCLES];
+        t.gm_bytes[in ? 0 : 1] += p.gm_bytes;
+        ++t.mte_copies[in ? 0 : 1];
+    } else if (p.pipe == PID_V) {
+        cost += h[HW_VEC_INSTR_CYCLES];
+    }
+    double ready = 0;
+    const size_t nb = t.w_end.size();
+    for (int i = 0; i < p.nrd; ++i)
+        for (int64_t b = p.rd[i].lo / 32; b < (p.rd[i].hi + 31) / 32 && static_cast<size_t>(b) < nb; ++b)
+            ready = std::max(ready, t.w_end[b]);
+    for (int i = 0; i < p.nwr; ++i)
+        for (int64_t b = p.wr[i].lo / 32; b < (p.wr[i].hi + 31) / 32 && static_cast<size_t>(b) < nb; ++b)
+            ready = std::max(ready, std::max(t.w_end[b], t.r_end[b]));
+    double start, end;
+    if (p.pipe == PID_S) {  // the scalar unit itself: it waits for the data and stalls the issue
+        start = std::max(t.issue, ready);
+        t.scalar_stall += start - t.issue;
+        end = start + cost;
+        t.issue = end;
+    } else {
+        start = std::max(std::max(t.issue, t.pipe_free[p.pipe]), ready);
+        end = start + cost;
+        t.pipe_free[p.pipe] = end;
+    }
+    t.done[p.pipe] = std::max(t.done[p.pipe], end + latency);
+    t.busy[p.pipe] += cost;
+    ++t.ninstr[p.pipe];
+    // UB reads are over when the instruction leaves its pipe; GM->UB data lands after the GM latency
+    const double landed = p.pipe == PID_MTE2 ? end + latency : end;
+    for (int i = 0; i < p.nrd; ++i)
+        for (int64_t b = p.rd[i].lo / 32; b < (p.rd[i].hi + 31) / 32 && static_cast<size_t>(b) < nb; ++b)
+            t.r_end[b] = std::max(t.r_end[b], end);
+    for (int i = 0; i < p.nwr; ++i)
+        for (int64_t b = p.wr[i].lo / 32; b < (p.wr[i].hi + 31) / 32 && static_cast<size_t>(b) < nb; ++b)
+            t.w_end[b] = std::max(t.w_end[b], landed);
+}
+
+// A scalar-only API call (AllocTensor, FreeTensor, sync calls): costs issue cycles.
+void tm_api_call(double extra = 0) {
+    tm_close();
+    Timing& t = g_blk.tm;
+    double c = hw()[HW_SCALAR_ISSUE_CYCLES] + extra;
+    t.issue += c;
+    t.busy[PID_S] += c;
+}
+
+// The end of the block: its makespan.
+double tm_finish() {
+    tm_close();
+    Timing& t = g_blk.tm;
+    double end = t.issue;
+    for (int p = 0; p < PID_COUNT; ++p) end = std::max(end, t.done[p]);
+    return end;
 }
 
 // Non-kernel-side reporting (host code, runtime checks).
@@ -327,7 +658,18 @@ uint64_t tiling_key() { return g_run ? g_run->tiling_key : 0; }
 int half_overflow_saturates() { return g_run ? g_run->opt.half_saturate : 0; }
 
 void begin_instr(int pipe) {
-    (void)pipe;
+    tm_close();
+    {
+        Timing& t = g_blk.tm;
+        const double c = hw()[HW_SCALAR_ISSUE_CYCLES];
+        t.issue += c;
+        t.busy[PID_S] += c;
+        t.p.open = true;
+        t.p.pipe = pipe >= 0 && pipe < PID_COUNT ? pipe : PID_S;
+        t.p.cost = 0;
+        t.p.gm_bytes = 0;
+        t.p.nrd = t.p.nwr = 0;
+    }
     ++g_blk.seq;
     ++g_blk.c.instructions;
     if (g_run && g_run->opt.max_instructions && g_blk.c.instructions > g_run->opt.max_instructions)
@@ -382,7 +724,15 @@ Buffer& check_range(const char* instr, int buf, int64_t off, uint64_t n, const c
 }  // namespace
 
 void ub_access(const char* instr, int buf, int64_t off, uint64_t n, bool write, int pipe, const char* file, int line) {
+    note_loc(file, line);
     if (n == 0) return;
+    if (g_blk.tm.p.open) {
+        PendingInstr& pi = g_blk.tm.p;
+        if (write)
+            tm_add_range(pi.wr, pi.nwr, off, off + static_cast<int64_t>(n));
+        else
+            tm_add_range(pi.rd, pi.nrd, off, off + static_cast<int64_t>(n));
+    }
     Buffer& B = check_range(instr, buf, off, n, file, line);
     std::string tmp;
     if (!write) {
@@ -492,8 +842,16 @@ uint64_t gm_valid_prefix(const void* p, uint64_t n) {
 }
 }  // namespace
 
+uint8_t* gm_host(const void* p) {
+    const uint8_t* q = static_cast<const uint8_t*>(p);
+    uint8_t* kv = g_gm_kv;
+    if (kv && q >= kv && q < kv + g_gm_size) return g_gm_rw + (q - kv);
+    return const_cast<uint8_t*>(q);
+}
+
 bool gm_access(const char* instr, const void* p, uint64_t n, bool write, const void* tbase, uint64_t tbytes,
                const char* file, int line) {
+    note_loc(file, line);
     if (n == 0) return true;
     Alloc* a = find_alloc(p);
     const uint8_t* q = static_cast<const uint8_t*>(p);
@@ -549,6 +907,17 @@ bool gm_access(const char* instr, const void* p, uint64_t n, bool write, const v
     return true;
 }
 
+// Latency model: a contiguous GM segment of a copy moves whole bursts (aligned to the burst size).
+void tm_gm_segment(const void* p, uint64_t n) {
+    if (!g_blk.tm.p.open || n == 0) return;
+    const uint64_t g = static_cast<uint64_t>(hw()[HW_GM_BURST_BYTES]);
+    const uint8_t* q = static_cast<const uint8_t*>(p);
+    uint8_t* kv = g_gm_kv;
+    uint64_t off = kv && q >= kv ? static_cast<uint64_t>(q - kv) : reinterpret_cast<uintptr_t>(q);
+    uint64_t first = off / g, last = (off + n + g - 1) / g;
+    g_blk.tm.p.gm_bytes += static_cast<double>((last - first) * g);
+}
+
 int gm_atomic_mode() { return g_blk.atomic_mode; }
 void set_gm_atomic_mode(int mode, const char* dtype) {
     g_blk.atomic_mode = mode;
@@ -569,8 +938,46 @@ void count_mte(int pipe, uint64_t bytes, uint64_t bursts) {
 void count_ub_copy(uint64_t bytes) {
     g_blk.c.ubcopy_bytes += bytes;
     ++g_blk.c.ubcopy_calls;
+    if (g_blk.tm.p.open) g_blk.tm.p.cost += static_cast<double>((bytes + 255) / 256) * hw()[HW_VEC_SIMPLE_B32];
 }
+
+namespace {
+// cycles per 256-byte repeat of a vector instruction (classes as in hardware.py's VEC_CLASS)
+double vec_repeat_cycles(const char* op, const char* dtype, bool* full_reduce) {
+    static const std::pair<const char*, int> classes[] = {
+        {"Exp", HW_VEC_EXP_B16}, {"Ln", HW_VEC_EXP_B16}, {"Div", HW_VEC_DIV_B16}, {"Sqrt", HW_VEC_DIV_B16},
+        {"Rsqrt", HW_VEC_RECIP_B16}, {"Reciprocal", HW_VEC_RECIP_B16}, {"Cast", HW_VEC_CAST_B16},
+        {"ReduceSum", HW_VEC_REDUCE_B16}, {"ReduceMax", HW_VEC_REDUCE_B16}, {"ReduceMin", HW_VEC_REDUCE_B16},
+        {"WholeReduceSum", HW_VEC_REDUCE_B16}, {"WholeReduceMax", HW_VEC_REDUCE_B16},
+        {"WholeReduceMin", HW_VEC_REDUCE_B16}, {"RepeatReduceSum", HW_VEC_REDUCE_B16},
+        {"BlockReduceSum", HW_VEC_REDUCE_B16}, {"BlockReduceMax", HW_VEC_REDUCE_B16},
+        {"BlockReduceMin", HW_VEC_REDUCE_B16}};
+    int k = HW_VEC_SIMPLE_B16;
+    for (auto& c : classes)
+        if (std::strcmp(op, c.first) == 0) k = c.second;
+    *full_reduce = std::strcmp(op, "ReduceSum") == 0 || std::strcmp(op, "ReduceMax") == 0 ||
+                   std::strcmp(op, "ReduceMin") == 0;
+    // 32-bit-or-wider element (for Cast "a->b": the wider side); each class lists b16 then b32
+    static const char* b32[] = {"float", "int32", "uint32", "int64", "uint64", "double"};
+    bool wide = false;
+    std::string d = dtype ? dtype : "";
+    size_t pos = 0;
+    while (pos <= d.size()) {
+        size_t e = d.find("->", pos);
+        std::string part = d.substr(pos, e == std::string::npos ? std::string::npos : e - pos);
+        for (const char* w : b32) wide = wide || part == w;
+        if (e == std::string::npos) break;
+        pos = e + 2;
+    }
+    return hw()[wide ? k + 1 : k];
+}
+}  // namespace
 void count_vec(const char* op, const char* dtype, uint64_t elements, uint64_t repeats) {
+    if (g_blk.tm.p.open) {
+        bool full = false;
+        double cpr = vec_repeat_cycles(op, dtype, &full);
+        g_blk.tm.p.cost += static_cast<double>(repeats) * cpr + (full ? hw()[HW_VEC_REDUCE_TAIL_CYCLES] : 0.0);
+    }
     for (VecCounter& v : g_blk.c.vec)
         if (v.op == op && v.dtype == dtype) {
             ++v.calls;
@@ -588,6 +995,12 @@ void count_vec(const char* op, const char* dtype, uint64_t elements, uint64_t re
 }
 void count_scalar(int kind) {
     if (kind >= 0 && kind < SC_COUNT) ++g_blk.c.scalar[kind];
+    if (g_blk.tm.p.open) {
+        const HwModel& h = hw();
+        g_blk.tm.p.cost += kind == SC_GM_GET   ? h[HW_SCALAR_GM_READ_CYCLES]
+                         : kind == SC_GM_SET ? h[HW_SCALAR_GM_WRITE_CYCLES]
+                                             : h[HW_SCALAR_UB_ACCESS_CYCLES];
+    }
 }
 void vec_count_only(const char* op, const char* dtype, uint64_t elements, uint64_t repeats) {
     count_vec(op, dtype, elements, repeats);
@@ -739,6 +1152,8 @@ void producers_consumers(const Queue& q, int* prod, int* cons) {
 }  // namespace
 
 SlotRef que_alloc(int qid, const char* file, int line) {
+    note_loc(file, line);
+    tm_api_call();
     Queue& q = get_queue(qid, "AllocTensor", file, line);
     if (q.tbuf) fatal(EVK_RULE_QUEUE_PAIRING, file, line, "AllocTensor on a TBuf: use TBuf::Get<T>()");
     ++g_blk.c.allocs;
@@ -760,6 +1175,7 @@ SlotRef que_alloc(int qid, const char* file, int line) {
 }
 
 void que_enque(int qid, int buf, const char* file, int line) {
+    note_loc(file, line);
     begin_instr(PID_S);
     Queue& q = get_queue(qid, "EnQue", file, line);
     ++g_blk.c.enques;
@@ -784,6 +1200,7 @@ void que_enque(int qid, int buf, const char* file, int line) {
 }
 
 SlotRef que_deque(int qid, const char* file, int line) {
+    note_loc(file, line);
     begin_instr(PID_S);
     Queue& q = get_queue(qid, "DeQue", file, line);
     ++g_blk.c.deques;
@@ -804,6 +1221,8 @@ SlotRef que_deque(int qid, const char* file, int line) {
 }
 
 void que_free(int qid, int buf, const char* file, int line) {
+    note_loc(file, line);
+    tm_api_call();
     Queue& q = get_queue(qid, "FreeTensor", file, line);
     ++g_blk.c.frees;
     if (buf < 0 || buf >= static_cast<int>(g_blk.bufs.size()) || !g_blk.bufs[buf].alive) {
@@ -868,11 +1287,17 @@ bool buf_valid(int buf) { return buf >= 0 && buf < static_cast<int>(g_blk.bufs.s
 
 // ---- sync --------------------------------------------------------------------------------------
 void sync_set(int from, int to, int id, const char* file, int line) {
+    note_loc(file, line);
+    tm_api_call();
     ++g_blk.c.set_flags;
     if (from >= PID_COUNT || to >= PID_COUNT || from < 0 || to < 0) return;  // pipes the emulator does not model
     if (id < 0 || id > 7) {
         violation(EVK_RULE_INVALID_ARGUMENT, SEV_ERROR, file, line, "SetFlag with event id %d (valid: 0..7)", id);
         return;
+    }
+    {  // the flag is set once everything issued to the `from` pipe so far has finished
+        Timing& t = g_blk.tm;
+        t.flag_time[from][to][id] = from == PID_S ? t.issue : std::max(t.issue, t.done[from]);
     }
     Flag& f = g_blk.flags[from][to][id];
     if (f.pending > 0)
@@ -885,11 +1310,23 @@ void sync_set(int from, int to, int id, const char* file, int line) {
     f.line = line;
 }
 void sync_wait(int from, int to, int id, const char* file, int line) {
+    note_loc(file, line);
+    tm_api_call();
     ++g_blk.c.wait_flags;
     if (from >= PID_COUNT || to >= PID_COUNT || from < 0 || to < 0) return;
     if (id < 0 || id > 7) {
         violation(EVK_RULE_INVALID_ARGUMENT, SEV_ERROR, file, line, "WaitFlag with event id %d (valid: 0..7)", id);
         return;
+    }
+    {  // the waiting pipe (or the scalar issue, for X_S events) starts nothing before the flag is set
+        Timing& t = g_blk.tm;
+        double ft = t.flag_time[from][to][id];
+        if (to == PID_S) {
+            if (ft > t.issue) t.scalar_stall += ft - t.issue;
+            t.issue = std::max(t.issue, ft);
+        }
+        else
+            t.pipe_free[to] = std::max(t.pipe_free[to], ft);
     }
     Flag& f = g_blk.flags[from][to][id];
     if (f.pending <= 0)
@@ -901,8 +1338,16 @@ void sync_wait(int from, int to, int id, const char* file, int line) {
     if (f.seq > g_blk.synced[from][to]) g_blk.synced[from][to] = f.seq;
 }
 void sync_barrier(int pipe_kind, const char* file, int line) {
-    (void)file;
-    (void)line;
+    note_loc(file, line);
+    tm_api_call();
+    if (pipe_kind == -1) {  // PIPE_ALL: every pipe drains and the scalar waits for it
+        Timing& t = g_blk.tm;
+        double all = t.issue;
+        for (int p = 0; p < PID_COUNT; ++p) all = std::max(all, t.done[p]);
+        t.scalar_stall += all - t.issue;
+        t.issue = all;
+        for (int p = 0; p < PID_COUNT; ++p) t.pipe_free[p] = t.done[p] = all;
+    }
     ++g_blk.c.barriers;
     if (pipe_kind == -1)
         for (int a = 0; a < PID_COUNT; ++a)
@@ -919,6 +1364,8 @@ MaskState& mask_state() { return g_blk.mask; }
 
 // ---- tiling ------------------------------------------------------------------------------------
 void tiling_load(void* dst, const uint8_t* src, uint64_t n, const char* file, int line) {
+    note_loc(file, line);
+    tm_api_call(hw()[HW_SCALAR_GM_READ_CYCLES]);
     std::memset(dst, 0, n);
     Alloc* a = find_alloc(src);
     if (!a)
@@ -932,7 +1379,7 @@ void tiling_load(void* dst, const uint8_t* src, uint64_t n, const char* file, in
                   "SaveToBuffer and SetDataSize(tiling.GetDataSize())); the missing fields read as 0 here and as "
                   "garbage on the NPU",
                   static_cast<unsigned long long>(n), static_cast<unsigned long long>(avail));
-    std::memcpy(dst, src, avail < n ? avail : n);
+    std::memcpy(dst, gm_host(src), avail < n ? avail : n);
 }
 void tiling_load_member(void* dst, const uint8_t* src, uint64_t off, uint64_t n, const char* file, int line) {
     std::vector<uint8_t> tmp(off + n);
@@ -1187,11 +1634,12 @@ using namespace ::evk_sim;
 void gm_to_ub(const char* op, int buf, int64_t ub_off, const void* gm, uint64_t n, const void* tbase, uint64_t tbytes,
               ::evk_sim::SrcLoc loc) {
     if (n == 0) return;
+    tm_gm_segment(gm, n);
     bool ok = gm_access(op, gm, n, false, tbase, tbytes, loc.file, loc.line);
     uint64_t valid = ok ? n : gm_valid_prefix(gm, n);
     if (valid) {
         ub_access(op, buf, ub_off, valid, true, PID_MTE2, loc.file, loc.line);
-        std::memcpy(g_ub + ub_off, gm, valid);
+        std::memcpy(g_ub + ub_off, gm_host(gm), valid);
     }
     if (valid < n) {  // the out-of-bounds part: garbage on the NPU, "never written" here
         check_range(op, buf, ub_off + static_cast<int64_t>(valid), n - valid, loc.file, loc.line);
@@ -1202,14 +1650,15 @@ void gm_to_ub(const char* op, int buf, int64_t ub_off, const void* gm, uint64_t 
 void ub_to_gm(const char* op, int buf, int64_t ub_off, void* gm, uint64_t n, const void* tbase, uint64_t tbytes,
               int kind, ::evk_sim::SrcLoc loc) {
     if (n == 0) return;
+    tm_gm_segment(gm, n);
     ub_access(op, buf, ub_off, n, false, PID_MTE3, loc.file, loc.line);
     if (!gm_access(op, gm, n, true, tbase, tbytes, loc.file, loc.line)) return;
     int mode = g_blk.atomic_mode;
+    uint8_t* d = gm_host(gm);
     if (mode == 0) {
-        std::memcpy(gm, g_ub + ub_off, n);
+        std::memcpy(d, g_ub + ub_off, n);
         return;
     }
-    uint8_t* d = static_cast<uint8_t*>(gm);
     const uint8_t* s = g_ub + ub_off;
     auto apply = [mode](double a, double b) { return mode == 1 ? a + b : mode == 2 ? (a > b ? a : b) : (a < b ? a : b); };
     switch (kind) {
@@ -1243,7 +1692,7 @@ void ub_to_gm(const char* op, int buf, int64_t ub_off, void* gm, uint64_t n, con
         default:
             violation(EVK_RULE_UNSUPPORTED_DTYPE, SEV_ERROR, loc.file, loc.line,
                       "atomic accumulation of %s is not emulated (float/half/int32 only)", kind_str(kind));
-            std::memcpy(gm, g_ub + ub_off, n);
+            std::memcpy(d, g_ub + ub_off, n);
     }
 }
 
@@ -1636,6 +2085,45 @@ void add_counters(Counters& t, const Counters& c) {
     }
 }
 
+// A block's modelled schedule (an estimate, not a measurement): makespan, busy cycles per pipe, the
+// instructions each pipe executed, burst-rounded GM bytes and the number of MTE copies.
+void timing_json(Json& j, const TimingReport& t, const HwModel& h) {
+    static const char* names[PID_COUNT] = {"scalar", "vector", "mte2", "mte3"};
+    j.s += "{";
+    j.key("cycles"); j.dbl(t.cycles); j.s += ",";
+    j.key("us"); j.dbl(t.cycles / h[HW_CLOCK_HZ] * 1e6); j.s += ",";
+    j.key("scalar_stall_cycles"); j.dbl(t.scalar_stall); j.s += ",";
+    j.key("busy_cycles"); j.s += "{";
+    for (int p = 0; p < PID_COUNT; ++p) {
+        if (p) j.s += ",";
+        j.key(names[p]); j.dbl(t.busy[p]);
+    }
+    j.s += "},";
+    j.key("instructions"); j.s += "{";
+    for (int p = 0; p < PID_COUNT; ++p) {
+        if (p) j.s += ",";
+        j.key(names[p]); j.num(t.ninstr[p]);
+    }
+    j.s += "},";
+    j.key("gm_bytes"); j.s += "{";
+    j.key("mte2"); j.dbl(t.gm_bytes[0]); j.s += ",";
+    j.key("mte3"); j.dbl(t.gm_bytes[1]); j.s += "},";
+    j.key("copies"); j.s += "{";
+    j.key("mte2"); j.num(t.mte_copies[0]); j.s += ",";
+    j.key("mte3"); j.num(t.mte_copies[1]); j.s += "}}";
+}
+
+void hw_json(Json& j, const HwModel& h) {
+    j.s += "{";
+    j.key("name"); j.str(h.name);
+    for (int i = 0; i < HW_COUNT; ++i) {
+        j.s += ",";
+        j.key(kHw[i].key);
+        j.dbl(h[i]);
+    }
+    j.s += "}";
+}
+
 std::string report_json(const Run& r) {
     Json j;
     j.s += "{";
@@ -1649,6 +2137,11 @@ std::string report_json(const Run& r) {
     j.key("core_num_aiv"); j.num(r.opt.core_num_aiv); j.s += ",";
     j.key("ub_bytes"); j.num(r.opt.ub_size); j.s += ",";
     j.key("half_overflow"); j.str(r.opt.half_saturate ? "saturate" : "inf"); j.s += "},";
+    j.key("gm_protection"); j.str(r.gm.method); j.s += ",";
+    j.key("hw_model"); hw_json(j, r.opt.hw); j.s += ",";
+    j.key("timing_note");
+    j.str("timing_estimate fields are modelled (event-level pipe schedule over the hw_model constants), not measured");
+    j.s += ",";
     j.key("block_dim"); j.num(r.block_dim); j.s += ",";
     j.key("tiling_key"); j.num(r.tiling_key); j.s += ",";
     if (r.op_flow) {
@@ -1750,7 +2243,8 @@ std::string report_json(const Run& r) {
             j.key("line"); j.inum(q.line); j.s += "}";
         }
         j.s += "],";
-        j.key("counters"); counters_json(j, b.c); j.s += "}";
+        j.key("counters"); counters_json(j, b.c); j.s += ",";
+        j.key("timing_estimate"); timing_json(j, b.tm, r.opt.hw); j.s += "}";
     }
     j.s += "],";
     j.key("totals"); counters_json(j, total); j.s += ",";
@@ -1773,9 +2267,31 @@ sigjmp_buf g_jmp;
 volatile sig_atomic_t g_guarded = 0;
 bool g_handlers = false;
 
-extern "C" void evk_on_signal(int sig) {
+// what the handler saw: a fault inside the protected GM view is a raw GM access by the kernel
+volatile sig_atomic_t g_fault_gm = 0;
+volatile sig_atomic_t g_fault_write = -1;  // 1 write, 0 read, -1 unknown
+volatile uintptr_t g_fault_addr = 0;
+volatile uintptr_t g_fault_pc = 0;
+
+extern "C" void evk_on_signal(int sig, siginfo_t* si, void* ucv) {
     if (g_guarded) {
         g_guarded = 0;
+        uintptr_t a = si ? reinterpret_cast<uintptr_t>(si->si_addr) : 0;
+        uintptr_t lo = reinterpret_cast<uintptr_t>(static_cast<uint8_t*>(g_gm_kv));
+        g_fault_gm = (sig == SIGSEGV || sig == SIGBUS) && lo && g_gm_kv != g_gm_rw && a >= lo && a < lo + g_gm_size;
+        g_fault_addr = a;
+        g_fault_pc = 0;
+        g_fault_write = -1;
+        if (ucv) {
+            const ucontext_t* uc = static_cast<const ucontext_t*>(ucv);
+            (void)uc;
+#if defined(__x86_64__)
+            g_fault_pc = static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
+            g_fault_write = (uc->uc_mcontext.gregs[REG_ERR] & 2) ? 1 : 0;  // page-fault error code: bit 1 = write
+#elif defined(__aarch64__)
+            g_fault_pc = static_cast<uintptr_t>(uc->uc_mcontext.pc);
+#endif
+        }
         siglongjmp(g_jmp, sig);
     }
     std::signal(sig, SIG_DFL);
@@ -1792,8 +2308,8 @@ void install_handlers() {
     sigaltstack(&ss, nullptr);
     struct sigaction sa;
     std::memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = evk_on_signal;
-    sa.sa_flags = SA_ONSTACK | SA_NODEFER;
+    sa.sa_sigaction = evk_on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
     sigemptyset(&sa.sa_mask);
     for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) sigaction(s, &sa, nullptr);
 }
@@ -1845,6 +2361,7 @@ void reset_block(int idx) {
     b.atomic_mode = 0;
     b.atomic_dtype.clear();
     b.c = Counters();
+    tm_reset(static_cast<uint32_t>(ub));
     b.aborted = b.crashed = false;
     b.active = true;
     g_ub = b.ub.data();
@@ -1865,7 +2382,106 @@ void end_of_block_checks() {
                                pipe_short(f), pipe_short(t), id));
 }
 
-// Runs the kernel for every block; returns false if a block crashed.
+// Where the faulting instruction is: the enclosing exported function (dladdr; executables need -rdynamic)
+// and its module offset (for addr2line when the kernel was built with -g).
+std::string describe_pc(uintptr_t pc) {
+    if (!pc) return std::string();
+    Dl_info info;
+    std::memset(&info, 0, sizeof(info));
+    if (!dladdr(reinterpret_cast<void*>(pc), &info)) return std::string();
+    std::string where;
+    if (info.dli_sname) {
+        int st = 0;
+        char* dem = abi::__cxa_demangle(info.dli_sname, nullptr, nullptr, &st);
+        where = fmt(" in %s", st == 0 && dem ? dem : info.dli_sname);
+        std::free(dem);
+    }
+    if (info.dli_fname) {
+        const char* base = std::strrchr(info.dli_fname, '/');
+        where += fmt(" (%s+0x%llx)", base ? base + 1 : info.dli_fname,
+                     static_cast<unsigned long long>(pc - reinterpret_cast<uintptr_t>(info.dli_fbase)));
+    }
+    return where;
+}
+
+// True if the ELF file has a .debug_line section (built with -g / -g1): then addr2line can give the line.
+bool has_debug_lines(const char* path) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) return false;
+    Elf64_Ehdr eh;
+    if (!f.read(reinterpret_cast<char*>(&eh), sizeof(eh))) return false;
+    if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64) return false;
+    if (eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shstrndx >= eh.e_shnum) return false;
+    std::vector<Elf64_Shdr> sh(eh.e_shnum);
+    f.seekg(static_cast<std::streamoff>(eh.e_shoff));
+    if (!f.read(reinterpret_cast<char*>(sh.data()), static_cast<std::streamsize>(sh.size() * sizeof(Elf64_Shdr))))
+        return false;
+    const Elf64_Shdr& strs = sh[eh.e_shstrndx];
+    if (strs.sh_size > (1u << 20)) return false;
+    std::string names(strs.sh_size, '\0');
+    f.seekg(static_cast<std::streamoff>(strs.sh_offset));
+    if (!f.read(&names[0], static_cast<std::streamsize>(names.size()))) return false;
+    for (const Elf64_Shdr& h : sh)
+        if (h.sh_name < names.size() && std::strcmp(names.c_str() + h.sh_name, ".debug_line") == 0) return true;
+    return false;
+}
+
+// The kernel source line of a faulting instruction, when its module carries line tables: asks
+// addr2line (binutils) once, after the fault. Skipped without debug info or with EVK_SIM_NO_ADDR2LINE set.
+bool resolve_line(uintptr_t pc, std::string& file, int& line) {
+    if (!pc || std::getenv("EVK_SIM_NO_ADDR2LINE")) return false;
+    Dl_info info;
+    std::memset(&info, 0, sizeof(info));
+    if (!dladdr(reinterpret_cast<void*>(pc), &info)) return false;
+    std::string mod = info.dli_fname && *info.dli_fname ? info.dli_fname : "/proc/self/exe";
+    if (mod.find('\'') != std::string::npos || !has_debug_lines(mod.c_str())) return false;
+    std::string cmd = fmt("addr2line -e '%s' -i 0x%llx 2>/dev/null", mod.c_str(),
+                          static_cast<unsigned long long>(pc - reinterpret_cast<uintptr_t>(info.dli_fbase)));
+    std::fflush(nullptr);
+    FILE* pp = popen(cmd.c_str(), "r");
+    if (!pp) return false;
+    char buf[4096];
+    bool ok = false;
+    if (std::fgets(buf, sizeof(buf), pp)) {  // innermost location first
+        std::string l(buf);
+        size_t c = l.rfind(':');
+        if (c != std::string::npos && l.compare(0, 2, "??") != 0) {
+            int n = std::atoi(l.c_str() + c + 1);
+            if (n > 0) {
+                file = l.substr(0, c);
+                line = n;
+                ok = true;
+            }
+        }
+    }
+    pclose(pp);
+    return ok;
+}
+
+void report_raw_gm_access(uint32_t bi) {
+    const uint8_t* p = reinterpret_cast<const uint8_t*>(static_cast<uintptr_t>(g_fault_addr));
+    std::string what = "an address between the argument buffers";
+    if (Alloc* a = find_alloc(p))
+        what = fmt("byte %llu of %s '%s' (%llu bytes)", static_cast<unsigned long long>(p - a->base), kind_name(a->kind),
+                   a->name.c_str(), static_cast<unsigned long long>(a->n));
+    const char* verb = g_fault_write == 1 ? "wrote" : g_fault_write == 0 ? "read" : "read/wrote";
+    std::string near, file = g_last_file ? g_last_file : "";
+    int line = g_last_file ? g_last_line : 0;
+    if (resolve_line(static_cast<uintptr_t>(g_fault_pc), file, line))
+        near = fmt(" at kernel line %s:%d", file.c_str(), line);
+    else if (g_last_file && g_last_line)
+        near = fmt("; the kernel line is not known (build with -g1 to get it), the last Ascend C API call before "
+                   "the access was at %s:%d",
+                   g_last_file, g_last_line);
+    record("gm_raw_access", SEV_FATAL, file.c_str(), line,
+           fmt("the kernel %s global memory through a raw pointer (%s)%s in block %u%s. On the NPU use DataCopy / "
+               "DataCopyPad to move GM data through the Unified Buffer, or GlobalTensor::GetValue/SetValue for "
+               "single scalars; raw GM pointers (GM_ADDR, __gm__ T*, GetPhyAddr()) may only be passed to "
+               "SetGlobalBuffer. The run stops here",
+               verb, what.c_str(), describe_pc(static_cast<uintptr_t>(g_fault_pc)).c_str(), bi, near.c_str()));
+}
+
+// Runs the kernel for every block; returns false if the run stopped early (a crash or a raw GM access).
 bool run_blocks(Run& r, evk_kernel_fn fn, std::vector<Arg>& args) {
     static const auto table = call_table(std::make_index_sequence<kMaxArgs + 1>{});
     install_handlers();
@@ -1876,6 +2492,9 @@ bool run_blocks(Run& r, evk_kernel_fn fn, std::vector<Arg>& args) {
         BlockReport rep;
         rep.idx = static_cast<int>(bi);
         rep.status = "ok";
+        g_fault_gm = 0;
+        g_last_file = nullptr;
+        g_last_line = 0;
         int sig = sigsetjmp(g_jmp, 1);
         if (sig == 0) {
             g_guarded = 1;
@@ -1893,6 +2512,12 @@ bool run_blocks(Run& r, evk_kernel_fn fn, std::vector<Arg>& args) {
                 rep.status = "aborted";
             }
             g_guarded = 0;
+        } else if (g_fault_gm) {
+            g_blk.aborted = true;
+            report_raw_gm_access(bi);
+            rep.status = "aborted";
+            r.status = "aborted";
+            ok = false;
         } else {
             g_blk.crashed = true;
             record("kernel_crash", SEV_FATAL, "", 0,
@@ -1900,9 +2525,23 @@ bool run_blocks(Run& r, evk_kernel_fn fn, std::vector<Arg>& args) {
                        "accesses are not checked by the emulator",
                        bi, sig_name(sig), static_cast<unsigned long long>(g_blk.c.instructions)));
             rep.status = "crashed";
+            r.status = "crashed";
             ok = false;
         }
         end_of_block_checks();
+        {
+            Timing& t = g_blk.tm;
+            rep.tm.cycles = tm_finish();
+            rep.tm.scalar_stall = t.scalar_stall;
+            for (int p = 0; p < PID_COUNT; ++p) {
+                rep.tm.busy[p] = t.busy[p];
+                rep.tm.ninstr[p] = t.ninstr[p];
+            }
+            for (int k = 0; k < 2; ++k) {
+                rep.tm.gm_bytes[k] = t.gm_bytes[k];
+                rep.tm.mte_copies[k] = t.mte_copies[k];
+            }
+        }
         g_blk.active = false;
         rep.c = g_blk.c;
         rep.ub_peak = g_blk.ub_peak;
@@ -1915,29 +2554,139 @@ bool run_blocks(Run& r, evk_kernel_fn fn, std::vector<Arg>& args) {
     return ok;
 }
 
-Options make_options(const evk_options& o) {
-    Options p;
+bool make_options(const evk_options& o, Options& p) {
+    p = Options();
+    if (o.hw_model_json && *o.hw_model_json) {
+        std::string err;
+        if (!parse_hw_json(o.hw_model_json, p.hw, err)) {
+            g_last_error = err;
+            return false;
+        }
+    }
+    p.core_num_aiv = static_cast<uint32_t>(p.hw[HW_AIV_CORES]);
     if (o.core_num_aiv) p.core_num_aiv = o.core_num_aiv;
     if (o.ub_size) p.ub_size = o.ub_size;
     p.half_saturate = o.half_overflow_saturate ? 1 : 0;
     p.keep_outputs = o.keep_outputs != 0;
     p.max_instructions = o.max_instructions;
     if (o.max_violations > 0) p.max_violations = o.max_violations;
-    return p;
+    return true;
 }
 
+// Declares a kernel argument; map_gm() places it in the GM region.
 void add_alloc(Run& r, const std::string& name, int kind, void* data, uint64_t n) {
     Alloc a;
     a.name = name;
     a.kind = kind;
-    a.base = static_cast<uint8_t*>(data);
+    a.caller = data;
     a.n = n;
+    a.copy_back = data && (kind == AK_OUTPUT || kind == AK_INOUT || kind == AK_WORKSPACE);
     if (kind == AK_OUTPUT || kind == AK_INOUT) a.writer.assign(n, -1);
-    if (kind == AK_OUTPUT && !r.opt.keep_outputs && data) std::memset(data, 0xFF, n);
     r.allocs.push_back(std::move(a));
 }
 
+// Creates the double-mapped region: a memfd mapped twice, else an anonymous shared mapping aliased with
+// mremap(old_size = 0), else (no protection) a single private mapping.
+bool create_region(GmRegion& g, uint64_t size) {
+    g.size = size;
+    void* rw = MAP_FAILED;
+    void* kv = MAP_FAILED;
+#ifdef SYS_memfd_create
+    int fd = static_cast<int>(syscall(SYS_memfd_create, "evk-sim-gm", 1u /* MFD_CLOEXEC */));
+    if (fd >= 0) {
+        if (ftruncate(fd, static_cast<off_t>(size)) == 0) {
+            rw = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+            if (rw != MAP_FAILED) {
+                kv = mmap(nullptr, size, PROT_NONE, MAP_SHARED, fd, 0);
+                if (kv == MAP_FAILED) {
+                    munmap(rw, size);
+                    rw = MAP_FAILED;
+                }
+            }
+        }
+        close(fd);
+        if (rw != MAP_FAILED) {
+            g.rw = static_cast<uint8_t*>(rw);
+            g.kv = static_cast<uint8_t*>(kv);
+            g.is_protected = true;
+            g.method = "memfd";
+            return true;
+        }
+    }
+#endif
+#ifdef MREMAP_MAYMOVE
+    rw = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (rw != MAP_FAILED) {
+        kv = mremap(rw, 0, size, MREMAP_MAYMOVE);
+        if (kv != MAP_FAILED && mprotect(kv, size, PROT_NONE) == 0) {
+            g.rw = static_cast<uint8_t*>(rw);
+            g.kv = static_cast<uint8_t*>(kv);
+            g.is_protected = true;
+            g.method = "shared-alias";
+            return true;
+        }
+        if (kv != MAP_FAILED) munmap(kv, size);
+        munmap(rw, size);
+    }
+#endif
+    rw = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (rw == MAP_FAILED) {
+        g.size = 0;
+        return false;
+    }
+    g.rw = g.kv = static_cast<uint8_t*>(rw);
+    g.is_protected = false;
+    g.method = "none";
+    return true;
+}
+
+constexpr uint64_t kGmPage = 4096;
+constexpr uint64_t kGmGap = 64 * 1024;  // unmapped-for-the-kernel gap before, between and after arguments
+
+// Lays the arguments out in one region (page-aligned, separated by gaps), copies inputs in, poisons
+// outputs, and fills `args` with the kernel-visible addresses.
+bool map_gm(Run& r, std::vector<Arg>& args) {
+    uint64_t size = kGmGap;
+    std::vector<uint64_t> offs;
+    for (const Alloc& a : r.allocs) {
+        offs.push_back(size);
+        uint64_t n = a.n ? a.n : 1;
+        size += (n + kGmPage - 1) / kGmPage * kGmPage + kGmGap;
+    }
+    if (!create_region(r.gm, size)) {
+        g_last_error = "cannot map " + std::to_string(size) + " bytes of emulated global memory";
+        return false;
+    }
+    g_gm_rw = r.gm.rw;
+    g_gm_kv = r.gm.kv;
+    g_gm_size = r.gm.size;
+    args.clear();
+    for (size_t i = 0; i < r.allocs.size(); ++i) {
+        Alloc& a = r.allocs[i];
+        a.base = r.gm.kv + offs[i];
+        a.host = r.gm.rw + offs[i];
+        if (a.kind == AK_OUTPUT && !r.opt.keep_outputs)
+            std::memset(a.host, 0xFF, a.n);  // poison: NaN for float/half
+        else if (a.caller && a.n)
+            std::memcpy(a.host, a.caller, a.n);
+        args.push_back(a.base);
+    }
+    return true;
+}
+
+// Copies outputs (and in/out, caller workspace) back to the caller's buffers and drops the region.
+void unmap_gm(Run& r) {
+    if (!r.gm.rw) return;
+    for (Alloc& a : r.allocs)
+        if (a.copy_back && a.caller && a.n) std::memcpy(a.caller, a.host, a.n);
+    g_gm_kv = nullptr;
+    g_gm_rw = nullptr;
+    g_gm_size = 0;
+    r.gm.release();
+}
+
 int finish(Run& r, const char* report_path, bool completed) {
+    unmap_gm(r);
     if (!completed && r.status == "ok") r.status = "stopped";
     bool fatal_seen = false;
     for (const Violation& v : r.viol) fatal_seen = fatal_seen || v.severity == SEV_FATAL;
@@ -1972,7 +2721,7 @@ extern "C" int evk_sim_launch(const evk_launch_config* cfg) {
         return 1;
     }
     Run r;
-    r.opt = make_options(cfg->options);
+    if (!make_options(cfg->options, r.opt)) return 1;
     r.kernel_name = cfg->kernel_name ? cfg->kernel_name : "";
     r.block_dim = cfg->block_dim;
     r.tiling_key = cfg->tiling_key;
@@ -1989,7 +2738,10 @@ extern "C" int evk_sim_launch(const evk_launch_config* cfg) {
                  : b.kind == EVK_ARG_TILING ? AK_TILING
                  : b.kind == EVK_ARG_INOUT ? AK_INOUT : AK_INPUT;
         add_alloc(r, b.name ? b.name : ("arg" + std::to_string(i)), kind, b.data, b.nbytes);
-        args.push_back(static_cast<Arg>(b.data));
+    }
+    if (!map_gm(r, args)) {
+        g_run = nullptr;
+        return 1;
     }
     if (r.block_dim == 0) {
         host_violation("block_dim", SEV_FATAL, "blockDim is 0: the kernel never runs");
@@ -1997,7 +2749,6 @@ extern "C" int evk_sim_launch(const evk_launch_config* cfg) {
         return finish(r, cfg->report_path, false);
     }
     bool ok = run_blocks(r, cfg->kernel, args);
-    if (!ok) r.status = "crashed";
     return finish(r, cfg->report_path, ok);
 }
 
@@ -2027,7 +2778,7 @@ extern "C" int evk_sim_run(const evk_run_config* cfg) {
         return 1;
     }
     Run r;
-    r.opt = make_options(cfg->options);
+    if (!make_options(cfg->options, r.opt)) return 1;
     r.op_type = cfg->op_type;
     r.op_flow = true;
     platform().core_num_aiv = r.opt.core_num_aiv;
@@ -2219,24 +2970,21 @@ extern "C" int evk_sim_run(const evk_run_config* cfg) {
     for (int i = 0; i < cfg->n_inputs; ++i) {
         const evk_tensor& t = cfg->inputs[i];
         add_alloc(r, t.name ? t.name : def.inputs_[i].name_, AK_INPUT, t.data, t.nbytes);
-        args.push_back(static_cast<Arg>(t.data));
     }
     for (int i = 0; i < cfg->n_outputs; ++i) {
         const evk_tensor& t = cfg->outputs[i];
         add_alloc(r, t.name ? t.name : def.outputs_[i].name_, AK_OUTPUT, t.data, t.nbytes);
-        args.push_back(static_cast<Arg>(t.data));
     }
-    // workspace: calloc'd (untouched pages cost nothing); at least one byte so the pointer is real
-    std::unique_ptr<uint8_t, void (*)(void*)> ws(static_cast<uint8_t*>(std::calloc(r.workspace_bytes + 64, 1)), std::free);
-    add_alloc(r, "workspace", AK_WORKSPACE, ws.get(), r.workspace_bytes);
-    args.push_back(ws.get());
-    std::vector<uint8_t> tiling_gm(ctx.tiling_.size_ + 64, 0);
-    std::memcpy(tiling_gm.data(), tiling_buf.data(), ctx.tiling_.size_);
-    add_alloc(r, "tiling", AK_TILING, tiling_gm.data(), ctx.tiling_.size_);
-    args.push_back(tiling_gm.data());
+    // workspace: fresh zero pages of the region (untouched pages cost nothing)
+    add_alloc(r, "workspace", AK_WORKSPACE, nullptr, r.workspace_bytes);
+    add_alloc(r, "tiling", AK_TILING, tiling_buf.data(), ctx.tiling_.size_);
+    if (!map_gm(r, args)) {
+        host_violation("gm_setup", SEV_FATAL, "%s", g_last_error.c_str());
+        r.status = "stopped";
+        return finish(r, cfg->report_path, false);
+    }
 
     bool ok = run_blocks(r, cfg->kernel, args);
-    if (!ok) r.status = "crashed";
     return finish(r, cfg->report_path, ok);
 }
 
@@ -2355,7 +3103,22 @@ bool write_file(const std::string& path, const void* data, size_t n) {
     f.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
     return static_cast<bool>(f);
 }
-bool apply_option(evk_options& o, const std::string& k, const std::string& v) {
+// hw_model_json: inline JSON (starts with '{') or the path of a file holding it; kept in `store`.
+bool apply_option(evk_options& o, const std::string& k, const std::string& v, std::string& store) {
+    if (k == "hw_model_json") {
+        size_t a = v.find_first_not_of(" \t");
+        std::string t = a == std::string::npos ? std::string() : v.substr(a);
+        while (!t.empty() && (t.back() == ' ' || t.back() == '\t' || t.back() == '\r')) t.pop_back();
+        if (!t.empty() && t[0] == '{') {
+            store = t;
+        } else {
+            std::vector<uint8_t> bytes;
+            if (!read_file(t, bytes)) throw std::runtime_error("cannot read the hw_model_json file " + t);
+            store.assign(bytes.begin(), bytes.end());
+        }
+        o.hw_model_json = store.c_str();
+        return true;
+    }
     if (k == "core_num_aiv") o.core_num_aiv = static_cast<uint32_t>(std::stoul(v));
     else if (k == "ub_size") o.ub_size = std::stoull(v);
     else if (k == "half_overflow") o.half_overflow_saturate = (v == "saturate" || v == "1");
@@ -2391,7 +3154,7 @@ extern "C" int evk_sim_main(int argc, char** argv, evk_kernel_fn kernel) {
     };
     std::vector<T> ins, outs;
     std::vector<A> attrs;
-    std::string op, report;
+    std::string op, report, hw_json_text;
     evk_options opt;
     std::memset(&opt, 0, sizeof(opt));
     std::string line;
@@ -2451,8 +3214,10 @@ extern "C" int evk_sim_main(int argc, char** argv, evk_kernel_fn kernel) {
                 attrs.push_back(std::move(a));
             } else if (w == "option") {
                 std::string k, v;
-                ls >> k >> v;
-                if (!apply_option(opt, k, v)) return cli_error("unknown option " + k);
+                ls >> k;
+                if (k == "hw_model_json") std::getline(ls, v);  // the rest of the line (inline JSON may hold spaces)
+                else ls >> v;
+                if (!apply_option(opt, k, v, hw_json_text)) return cli_error("unknown option " + k);
             } else {
                 return cli_error("spec line " + std::to_string(lineno) + ": unknown keyword " + w);
             }
@@ -2496,7 +3261,7 @@ extern "C" int evk_sim_launch_main(int argc, char** argv, evk_kernel_fn kernel) 
         std::vector<uint8_t> data;
     };
     std::vector<B> bufs;
-    std::string report, name;
+    std::string report, name, hw_json_text;
     try {
         for (int i = 1; i < argc; ++i) {
             std::string a = argv[i];
@@ -2534,7 +3299,7 @@ extern "C" int evk_sim_launch_main(int argc, char** argv, evk_kernel_fn kernel) 
             } else if (a == "--option") {
                 std::string v = next();
                 size_t eq = v.find('=');
-                if (eq == std::string::npos || !apply_option(cfg.options, v.substr(0, eq), v.substr(eq + 1)))
+                if (eq == std::string::npos || !apply_option(cfg.options, v.substr(0, eq), v.substr(eq + 1), hw_json_text))
                     return cli_error("bad option " + v);
             } else {
                 return cli_error("unknown argument " + a);

@@ -208,6 +208,9 @@ void ub_align(const char* instr, const char* operand, int64_t off, uint32_t alig
 // (false: outside every registered allocation -> the caller skips the read). Fatal on OOB writes.
 bool gm_access(const char* instr, const void* p, uint64_t nbytes, bool write, const void* tensor_base,
                uint64_t tensor_bytes, const char* file, int line);
+// The runtime's read/write address of kernel-visible GM address p (kernels receive addresses in a
+// protected view: every API access to GM goes through this translation; see README "GM protection").
+uint8_t* gm_host(const void* p);
 int gm_atomic_mode();  // 0 none, 1 add, 2 max, 3 min
 void set_gm_atomic_mode(int mode, const char* dtype);
 

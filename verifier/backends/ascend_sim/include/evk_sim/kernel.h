@@ -386,7 +386,7 @@ public:
         T v{};
         if (::evk_sim::gm_access("GlobalTensor::GetValue", p, sizeof(T), false, addr_, tensor_bytes_(), loc.file,
                                  loc.line))
-            std::memcpy(&v, p, sizeof(T));
+            std::memcpy(&v, ::evk_sim::gm_host(p), sizeof(T));
         return v;
     }
     void SetValue(const uint64_t offset, const T value, EVK_LOC) const {
@@ -395,7 +395,7 @@ public:
         T* p = addr_ + offset;
         if (::evk_sim::gm_access("GlobalTensor::SetValue", p, sizeof(T), true, addr_, tensor_bytes_(), loc.file,
                                  loc.line))
-            std::memcpy(p, &value, sizeof(T));
+            std::memcpy(::evk_sim::gm_host(p), &value, sizeof(T));
     }
     template <typename... A> void SetL2CacheHint(A...) {}
     // bytes the tensor declares (0: unknown). A view of a sized tensor past its end has size 0
@@ -1273,16 +1273,17 @@ inline void select_count(const LocalTensor<T>& dst, const LocalTensor<U>& sel, c
     ::evk_sim::TD s[2] = {src0.td(), src1 ? src1->td() : src0.td()};
     ::evk_sim::TD m = sel.td();
     m.esize = 1;
-    // the mask is read as count bits
     valid(sel.buf_, op, loc);
+    if (src1 && use_scalar) valid(src1->buf_, op, loc);
+    int64_t n = ::evk_sim::vec_count_prologue(op, Ty<T>::name, &d, s, use_scalar ? 1 : 2, count, 0, loc.file, loc.line);
+    // the mask is read as count bits (checked after the prologue opened the instruction: the latency model
+    // attributes these reads to this Select)
     ::evk_sim::ub_access(op, sel.buf_, sel.off_, (static_cast<uint64_t>(count) + 7) / 8, false, ::evk_sim::PID_V,
                          loc.file, loc.line);
     if (src1 && use_scalar) {
-        valid(src1->buf_, op, loc);
         ::evk_sim::ub_access(op, src1->buf_, src1->off_, sizeof(T), false, ::evk_sim::PID_V, loc.file, loc.line);
         std::memcpy(&scalar, ::evk_sim::g_ub + src1->off_, sizeof(T));
     }
-    int64_t n = ::evk_sim::vec_count_prologue(op, Ty<T>::name, &d, s, use_scalar ? 1 : 2, count, 0, loc.file, loc.line);
     uint64_t ovf = 0;
     const auto sv = static_cast<typename Ty<T>::C>(scalar);
     for (int64_t i = 0; i < n; ++i) {
@@ -1312,10 +1313,10 @@ inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, con
     auto plan = evk_detail::plan_c<T>("Select", mask, repeatTime, isSetMask, lanes, loc);
     evk_detail::select_checks("Select", ::evk_sim::Ty<T>::kind, static_cast<int>(selMode), false, loc);
     evk_detail::valid(selMask.buf_, "Select", loc);
-    ::evk_sim::ub_access("Select", selMask.buf_, selMask.off_, static_cast<uint64_t>(plan.repeats) * lanes / 8, false,
-                         ::evk_sim::PID_V, loc.file, loc.line);
     evk_detail::binary_mask("Select", ::evk_sim::DT_HF, dst, src0, src1, plan, p,
                             [](auto a, auto, auto) { return a; }, loc);
+    ::evk_sim::ub_access("Select", selMask.buf_, selMask.off_, static_cast<uint64_t>(plan.repeats) * lanes / 8, false,
+                         ::evk_sim::PID_V, loc.file, loc.line);
     // binary_mask wrote src0 everywhere; now apply the mask
     ::evk_sim::MD mb = {src1.buf_, src1.off_, sizeof(T), p.src1BlkStride, p.src1RepStride, false};
     ::evk_sim::MD md = {dst.buf_, dst.off_, sizeof(T), p.dstBlkStride, p.dstRepStride, true};

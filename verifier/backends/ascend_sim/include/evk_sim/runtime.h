@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define EVK_SIM_ABI_VERSION 1
+#define EVK_SIM_ABI_VERSION 2 /* 2: evk_options.hw_model_json */
 
 /* A kernel entry point (extern "C" void k(GM_ADDR, ..., GM_ADDR)), cast to this type. */
 typedef void (*evk_kernel_fn)(void);
@@ -66,12 +66,16 @@ typedef struct evk_attr {
 } evk_attr;
 
 typedef struct evk_options {
-    uint32_t core_num_aiv;          /* 0 -> 40: what GetCoreNumAiv()/GetCoreNum() return */
+    uint32_t core_num_aiv;          /* 0 -> hw model's aiv_cores (40): what GetCoreNumAiv()/GetCoreNum() return */
     uint64_t ub_size;               /* 0 -> 196608 (192 KiB): Unified Buffer per block */
     int32_t half_overflow_saturate; /* 0 -> IEEE inf (910B default), 1 -> saturate to +-65504 */
     int32_t keep_outputs;           /* 0 -> outputs are filled with 0xFF bytes (NaN) before the run */
     uint64_t max_instructions;      /* per block; 0 -> unlimited */
     int32_t max_violations;         /* distinct violations kept in the report; 0 -> 200 */
+    const char* hw_model_json;      /* latency-model constants: a flat JSON object {"key": number, ..., "name": "..."}
+                                       (hardware.py's Ascend910B().runtime_json()); NULL or "" -> built-in defaults
+                                       (equal to the dataclass defaults); unknown keys are a configuration error.
+                                       Its aiv_cores is the default of core_num_aiv. */
 } evk_options;
 
 typedef struct evk_run_config {
