@@ -18,8 +18,7 @@ pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is need
 BACKEND = "ascend-sim"
 
 # npu suites: what the template generator writes (the others raise GenerationError with a reason)
-UNSUPPORTED_L1 = {"17_mean_dim": "midreduce", "24_mse_loss": "whole tensor", "25_smooth_l1_loss": "smooth_l1_loss",
-                  "26_hinge_loss": "whole tensor"}
+UNSUPPORTED_L1 = {"17_mean_dim": "midreduce", "25_smooth_l1_loss": "smooth_l1_loss"}
 
 
 def _req(task, stage="draft", **kw):
@@ -193,10 +192,10 @@ def test_npu_suites_coverage_and_candidate_shape(gen):
     assert set(refused) == set(UNSUPPORTED_L1)
     for name, why in UNSUPPORTED_L1.items():
         assert why in refused[name], refused[name]
-    assert len(written) == 26 + 11  # 26 of npu-l1 (float16 included), all 11 of npu-l2
+    assert len(written) == 28 + 11  # 28 of npu-l1 (float16 and the whole-tensor losses included), all of npu-l2
 
 
-@pytest.mark.parametrize("path", ["cpu_l1/15_matmul.py", "cpu_l2/06_matmul_add_layernorm.py", "cpu_l1/21_mse_loss.py",
+@pytest.mark.parametrize("path", ["cpu_l1/15_matmul.py", "cpu_l2/06_matmul_add_layernorm.py", "cpu_l1/22_cumsum.py",
                                   "cpu_l1/08_sum_dim.py", "cpu_l1/27_cross_entropy.py"])
 def test_unsupported_graphs_raise_with_a_reason(gen, suite_task, path):
     with pytest.raises(GenerationError, match="Ascend C"):
@@ -325,6 +324,9 @@ DRAFT_CASES = [
     # softmax / log_softmax, rows not a multiple of 8 floats, float16
     ("npu_l1/20_log_softmax.py", {"batch_size": 41}),
     ("npu_l1/29_softmax_fp16.py", {"batch_size": 50}),
+    # whole-tensor means (per-block partial sums, atomically added into a zero-filled scalar)
+    ("npu_l1/24_mse_loss.py", {"batch_size": 37, "dim": 1001}),
+    ("npu_l1/26_hinge_loss.py", {"batch_size": 5, "dim": 3000}),
     # normalisations with affine parameters, rows longer than a tile
     ("npu_l1/21_layer_norm.py", {"batch_size": 9}),
     ("npu_l1/22_rms_norm.py", {"batch_size": 5}),
@@ -359,7 +361,8 @@ def test_custom_graphs_are_feasible(sim_verifier, custom, gen, name):
 # one task per family, every transform applied to the conservative draft (and to a fast schedule)
 TRANSFORM_TASKS = [("npu_l1/21_layer_norm.py", {"batch_size": 9, "features": 1500}),
                    ("npu_l2/11_clamp_log_softmax.py", {"batch_size": 30}),
-                   ("npu_l1/03_sigmoid.py", {"batch_size": 3, "dim": 2003})]
+                   ("npu_l1/03_sigmoid.py", {"batch_size": 3, "dim": 2003}),
+                   ("npu_l1/24_mse_loss.py", {"batch_size": 70, "dim": 300})]
 
 
 @pytest.mark.parametrize("path,sizes", TRANSFORM_TASKS, ids=[c[0].split("/")[1][:-3] for c in TRANSFORM_TASKS])

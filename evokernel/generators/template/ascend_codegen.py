@@ -232,8 +232,14 @@ def prepare(plan: Plan, task_name: str, task_source: str = "") -> AscendOp:
             src = n.args[0]
             dims = n.attrs["dims"]
             if dims is None:
-                raise AnalysisError(f"{n.origin}: a reduction over the whole tensor (the Ascend C templates reduce "
-                                    "over the last dimension only)")
+                # a whole-tensor sum/mean ending the kernel: rows reduced per tile, blocks combined by an
+                # atomic add into the zero-filled output
+                if i != st.out or n.attrs["fn"] not in ("sum", "mean") or kinds.get(src) != "J" or g.half:
+                    raise AnalysisError(f"{n.origin}: a reduction over the whole tensor other than a float32 sum/mean "
+                                        "of a full tensor ending the kernel")
+                kinds[i] = "G"
+                reduces.append(i)
+                continue
             if dims != [len(g.nodes[src].shape) - 1] or len(g.nodes[src].shape) != len(frame):
                 raise AnalysisError(f"{n.origin}: reduction over dims {dims} (only the last dimension)")
             if kinds.get(src) != "J":
@@ -268,10 +274,10 @@ def prepare(plan: Plan, task_name: str, task_source: str = "") -> AscendOp:
                 raise AnalysisError(f"{n.origin}: reads a value that is not a kernel operand")
     out = st.out
     out_kind = kinds[out]
-    if out_kind not in ("J", "R"):
+    if out_kind not in ("J", "R", "G"):
         raise AnalysisError("the output does not vary along the rows (nothing per-row to compute)")
     out_shape = tuple(g.nodes[g.output].shape)
-    if _prod(out_shape) != (rows * N if out_kind == "J" else rows):
+    if _prod(out_shape) != {"J": rows * N, "R": rows, "G": 1}[out_kind]:
         raise AnalysisError(f"output shape {out_shape} does not match the frame {frame}")
     frame_ext = next((k for k, e in enumerate(exts) if e.role == "J" and _prod(e.shape) == rows * N), -1)
     flat = (not reduces and out_kind == "J" and frame_ext >= 0 and all(e.role in ("J", "S") for e in exts)
@@ -281,6 +287,8 @@ def prepare(plan: Plan, task_name: str, task_source: str = "") -> AscendOp:
     r_unary = {g.nodes[i].attrs.get("fn") for i in st.nodes if kinds[i] == "R" and g.nodes[i].op == "unary"}
     if flat:
         op_class = "elementwise"
+    elif out_kind == "G":
+        op_class = "full-reduction"
     elif out_kind == "R":
         op_class = "reduction"
     elif "amax" in fns and "exp" in fns:
@@ -574,7 +582,7 @@ class RowKernel:
         # R slots: one per R node (no reuse), scratch slots after them
         self.slot_of: dict[int, int] = {}
         for i in self.nodes:
-            if self.kinds[i] == "R":
+            if self.kinds[i] in ("R", "G"):
                 self.slot_of[i] = len(self.slot_of)
         r_scratch = 0
         for i in self.nodes:
@@ -680,7 +688,7 @@ class RowKernel:
             else:
                 vals[e.nid] = Scalar(f"s_{e.name}")
         for i in self.nodes:
-            if self.kinds[i] == "R":
+            if self.kinds[i] in ("R", "G"):
                 vals[i] = f"rs{self.slot_of[i]}"
             elif self.kinds[i] == "S":
                 n = g.nodes[i]
@@ -866,6 +874,9 @@ class RowKernel:
     def finalize(self, i: int) -> list[str]:
         n = self.g.nodes[i]
         code = []
+        if self.kinds[i] == "G":  # the tile's rows into the block's running total (mean: scaled at the end)
+            return [f"ReduceSum(gpart, rs{self.slot_of[i]}, gwork, static_cast<int32_t>(kp));",
+                    "Add(gacc, gacc, gpart, 1);"]
         if n.attrs["fn"] == "mean":
             code.append(f"Muls(rs{self.slot_of[i]}, rs{self.slot_of[i]}, invN, static_cast<int32_t>(kp));")
         return code + self.brcb(i)
@@ -972,7 +983,7 @@ class RowKernel:
         else:
             for i in self.nodes:
                 n = self.g.nodes[i]
-                if self.kinds[i] != "R":
+                if self.kinds[i] not in ("R", "G"):
                     continue
                 if n.op == "reduce":
                     items = self.deps(n.args[0]) + [i]
@@ -999,7 +1010,8 @@ class RowKernel:
                          f"    {ci}(row0, kk, c0, cc);",
                          "    {"] + _indent(body, 8) + ["    }",
                                                        "    CopyOut(row0, kk, c0, cc);", "}"]
-        if not out_j:
+        out_g = op.out_kind == "G"
+        if not out_j and not out_g:
             src = f"rs{self.slot_of[op.out]}"
             conv = (f"Cast(o, {src}, RoundMode::CAST_RINT, static_cast<int32_t>(kp));" if self.half else
                     f"Muls(o, {src}, 1.0f, static_cast<int32_t>(kp));")
@@ -1020,13 +1032,14 @@ class RowKernel:
                   "    DataCopyPad(gm_out[at], o, p);",
                   "}",
                   "q_out.FreeTensor(o);"]
-        else:
+        elif not out_g:
             co = [f"LocalTensor<{T}> o = q_out.DeQue<{T}>();",
                   "(void)c0; (void)cc;",
                   f"DataCopyPad(gm_out[row0], o, DataCopyExtParams(1, static_cast<uint32_t>(kk * sizeof({T})), 0, 0, 0));",
                   "q_out.FreeTensor(o);"]
-        helpers += ["__aicore__ inline void CopyOut(uint32_t row0, uint32_t kk, uint32_t c0, uint32_t cc)", "{"] + \
-            _indent(co, 4) + ["}"]
+        if not out_g:
+            helpers += ["__aicore__ inline void CopyOut(uint32_t row0, uint32_t kk, uint32_t c0, uint32_t cc)",
+                        "{"] + _indent(co, 4) + ["}"]
 
         # UB budget (bytes per element of each buffer kind)
         io, bn = self.io, self.bn
@@ -1034,13 +1047,15 @@ class RowKernel:
         c = Consts(align=A)
         c.row_bytes = bn * io * (len(J_ext) + (1 if out_j else 0)) + 4 * self.jpool.size
         c.col_bytes = bn * io * len(C_ext) + 4 * self.cpool.size
-        c.slot_bytes = 4 * (self.n_slots + 1) + bn * io * (len(R_ext) + (0 if out_j else 1))
+        c.slot_bytes = 4 * (self.n_slots + 1) + bn * io * (len(R_ext) + (1 if op.out_kind == "R" else 0))
+        if out_g:
+            c.slot_bytes += 4  # gwork
         if self.half:
             c.row_bytes += 4 * (len(J_ext) + (1 if out_j else 0))
             c.col_bytes += 4 * len(C_ext)
         c.bcast_bytes = 4 * (len(self.bc_of) + (1 if count_red else 0))
         c.fold_bytes = 4 if (op.reduces and self.repeat) else 0
-        c.scalar_bytes = 32 if S_ext else 0
+        c.scalar_bytes = (32 if S_ext else 0) + (64 if out_g else 0)
         c.work = count_red
         c.vecin_buffers = bn * (len(J_ext) + len(C_ext) + len(R_ext)) + (1 if S_ext else 0)
 
@@ -1067,6 +1082,9 @@ class RowKernel:
                 init.append(f"gm_{e.name}.SetGlobalBuffer((__gm__ {T}*){e.name}, 1);")
         if out_j:
             init.append(f"gm_out.SetGlobalBuffer((__gm__ {T}*)out + firstRow * N, static_cast<uint64_t>(myRows) * N);")
+        elif out_g:
+            init += [f"gm_out.SetGlobalBuffer((__gm__ {T}*)out, 1);",
+                     "invTotal = 1.0f / (static_cast<float>(t.rows) * static_cast<float>(N));"]
         else:
             init.append(f"gm_out.SetGlobalBuffer((__gm__ {T}*)out + firstRow, myRows);")
         tile_elems = "tileRows * cPad"
@@ -1076,10 +1094,12 @@ class RowKernel:
             init.append(f"pipe.InitBuffer(q_{e.name}, BUFFER_NUM, cPad * sizeof({T}));")
         for e in R_ext:
             init.append(f"pipe.InitBuffer(q_{e.name}, BUFFER_NUM, kPad * sizeof({T}));")
-        init.append(f"pipe.InitBuffer(q_out, BUFFER_NUM, {tile_elems if out_j else 'kPad'} * sizeof({T}));")
+        if not out_g:
+            init.append(f"pipe.InitBuffer(q_out, BUFFER_NUM, {tile_elems if out_j else 'kPad'} * sizeof({T}));")
         queues = J_ext + C_ext + R_ext
         members = ([f"TQue<QuePosition::VECIN, BUFFER_NUM> {', '.join('q_' + e.name for e in queues)};"] if queues else [])
-        members.append("TQue<QuePosition::VECOUT, BUFFER_NUM> q_out;")
+        if not out_g:
+            members.append("TQue<QuePosition::VECOUT, BUFFER_NUM> q_out;")
         if S_ext:
             members.append("TQue<QuePosition::VECIN, 1> q_scalar;")
         tbufs: list[str] = []
@@ -1122,11 +1142,27 @@ class RowKernel:
             tbuf("work", "((cPad + 63) / 64 + 7) / 8 * 8 * sizeof(float)", "work")
         if c.fold_bytes:
             tbuf("fold", "64 * tileRows * sizeof(float)", "fold")
+        if out_g:
+            tbuf("gsum", "(16 + kPad) * sizeof(float)")
+            get += ["LocalTensor<float> gsum = b_gsum.Get<float>();", "gacc = gsum;", "gpart = gsum[8];",
+                    "gwork = gsum[16];", "Duplicate(gacc, 0.0f, 8);"]
+            locals_ += ["gacc", "gpart", "gwork"]
         init += get + self._scalar_loads(S_ext)
         process = ["for (uint32_t row0 = 0; row0 < myRows; row0 += tileRows) {",
                    "    uint32_t kk = myRows - row0 < tileRows ? myRows - row0 : tileRows;",
                    "    Tile(row0, kk);",
                    "}"]
+        if out_g:  # this block's share of the total: one atomic add into the zero-filled output
+            if self.g.nodes[op.out].attrs["fn"] == "mean":
+                process.append("Muls(gacc, gacc, invTotal, 1);")
+            process += ["{",
+                        "    event_t evVM = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_MTE3));",
+                        "    SetFlag<HardEvent::V_MTE3>(evVM);",
+                        "    WaitFlag<HardEvent::V_MTE3>(evVM);",
+                        "}",
+                        "SetAtomicAdd<float>();",
+                        "DataCopyPad(gm_out, gacc, DataCopyExtParams(1, sizeof(float), 0, 0, 0));",
+                        "SetAtomicNone();"]
         gms = ", ".join(f"gm_{e.name}" for e in exts) + ", gm_out"
         scal = "".join(f", s_{e.name} = 0.0f" for e in S_ext)
         cls_lines = [
@@ -1150,7 +1186,7 @@ class RowKernel:
             f"    GlobalTensor<{T}> {gms};",
             f"    LocalTensor<float> {', '.join(locals_)};",
             "    uint32_t N = 0, tileRows = 0, chunk = 0, kPad = 0, cPad = 0, myRows = 0;",
-            f"    float invN = 0.0f{scal};",
+            f"    float invN = 0.0f, invTotal = 0.0f{scal};",
             "};"]
         return "\n".join(cls_lines), c
 
@@ -1307,11 +1343,10 @@ def geometry(op: AscendOp, knobs: dict[str, Any], c: Consts, cores: int = CORES,
     npad = (N + A - 1) // A * A
     block_dim = min(rows, cores)
     row_cap = rows if mode == 2 else -(-rows // block_dim)
-    target = min(tile, max_chunk)
     k = 0
     chunk = N
-    if npad <= target or (resident and npad <= max_chunk):
-        r = max(1, target // npad)
+    if npad <= max_chunk and (npad <= tile or resident):
+        r = max(1, tile // npad)
         r = min(r, MAX_TILE_ROWS, row_cap)
         while r > 1 and _ub_bytes(c, r, npad) > ub:
             r -= 1
@@ -1321,7 +1356,7 @@ def geometry(op: AscendOp, knobs: dict[str, Any], c: Consts, cores: int = CORES,
         if resident:
             return None
         k = 1
-        chunk = max(target // A * A, A)
+        chunk = max(min(tile, max_chunk) // A * A, A)
         while chunk > A and _ub_bytes(c, 1, chunk) > ub:
             chunk -= A
         if _ub_bytes(c, 1, chunk) > ub:
@@ -1333,6 +1368,7 @@ def geometry(op: AscendOp, knobs: dict[str, Any], c: Consts, cores: int = CORES,
     return {"block_dim": block_dim, "tile_rows": k, "chunk": chunk, "rows_per_block": rows // block_dim,
             "big_blocks": rows % block_dim, "ub_bytes": _ub_bytes(c, k, (chunk + A - 1) // A * A),
             "passes": (len(op.reduces) + (1 if op.out_kind == "J" else 0)) if not resident else 1}
+
 
 
 # ----------------------------------------------------------------------------------------- host
@@ -1383,11 +1419,10 @@ def _host_row(op: AscendOp, knobs: dict[str, Any], c: Consts, tiling_cls: str) -
         "    uint32_t blockDim = rows < coreNum ? rows : coreNum;",
         "    uint32_t rowCap = BLOCK_MODE == 2 ? rows : (rows + blockDim - 1) / blockDim;",
         "    uint32_t nPad = (cols + ALIGN - 1) / ALIGN * ALIGN;",
-        "    uint32_t target = TILE_ELEMS < MAX_CHUNK ? TILE_ELEMS : MAX_CHUNK;",
         "    uint32_t k = 0, chunk = cols;",
-        "    if (nPad <= target || (RESIDENT && nPad <= MAX_CHUNK)) {",
+        "    if (nPad <= MAX_CHUNK && (nPad <= TILE_ELEMS || RESIDENT)) {",
         "        // tiles of whole rows",
-        "        uint32_t r = target / nPad > 0 ? target / nPad : 1;",
+        "        uint32_t r = TILE_ELEMS / nPad > 0 ? TILE_ELEMS / nPad : 1;",
         "        if (r > MAX_TILE_ROWS) r = MAX_TILE_ROWS;",
         "        if (r > rowCap) r = rowCap;",
         "        while (r > 1 && UbBytes(r, nPad) > ub) --r;",
@@ -1397,6 +1432,7 @@ def _host_row(op: AscendOp, knobs: dict[str, Any], c: Consts, tiling_cls: str) -
         "        if (RESIDENT) return ge::GRAPH_FAILED;  // a row does not fit the UB",
         "        // one row at a time, in equal chunks",
         "        k = 1;",
+        "        uint32_t target = TILE_ELEMS < MAX_CHUNK ? TILE_ELEMS : MAX_CHUNK;",
         "        chunk = target / ALIGN * ALIGN > ALIGN ? target / ALIGN * ALIGN : ALIGN;",
         "        while (chunk > ALIGN && UbBytes(1, chunk) > ub) chunk -= ALIGN;",
         "        if (UbBytes(1, chunk) > ub) return ge::GRAPH_FAILED;",
@@ -1564,7 +1600,9 @@ def render_project(op: AscendOp, knobs: dict[str, Any]) -> tuple[dict[str, str],
     # binding
     fe = op.exts[op.frame_ext] if op.frame_ext >= 0 else None
     first = op.exts[0].name
-    if fe is not None and list(op.out_shape) == list(op.graph.nodes[fe.root].shape):
+    if op.out_kind == "G":  # blocks add their partial sums into it
+        alloc = f"at::Tensor result = at::zeros({{{', '.join(str(d) for d in op.out_shape)}}}, {first}.options());"
+    elif fe is not None and list(op.out_shape) == list(op.graph.nodes[fe.root].shape):
         alloc = f"at::Tensor result = at::empty_like({fe.name});"
     else:
         alloc = f"at::Tensor result = at::empty({{{', '.join(str(d) for d in op.out_shape)}}}, {first}.options());"
