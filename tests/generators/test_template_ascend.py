@@ -153,12 +153,54 @@ def get_init_inputs():
 '''
 
 
+VIEW_SOFTMAX = '''"""Softmax over rows of a reshaped input (its own last dim is not the row length)."""
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x.view(-1, 96), dim=-1) * 3.0
+
+
+def get_inputs():
+    return [torch.randn(10, 4, 48)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+PARTIAL_BROADCAST = '''"""A weight broadcast over some leading dimensions only (refused)."""
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(4, 1, 48))
+
+    def forward(self, x):
+        return x * self.w
+
+
+def get_inputs():
+    return [torch.randn(4, 6, 48)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
 @pytest.fixture(scope="module")
 def custom(tmp_path_factory):
     d = tmp_path_factory.mktemp("ascend-tasks")
     out = {}
     for name, text in (("zoo", ZOO), ("broadcast", BROADCAST), ("row_stats", ROW_STATS),
-                       ("softmax_fp16_rows", SOFTMAX_FP16_ROWS)):
+                       ("softmax_fp16_rows", SOFTMAX_FP16_ROWS), ("view_softmax", VIEW_SOFTMAX),
+                       ("partial_broadcast", PARTIAL_BROADCAST)):
         p = d / f"{name}.py"
         p.write_text(text)
         out[name] = load_task(p)
@@ -200,6 +242,11 @@ def test_npu_suites_coverage_and_candidate_shape(gen):
 def test_unsupported_graphs_raise_with_a_reason(gen, suite_task, path):
     with pytest.raises(GenerationError, match="Ascend C"):
         gen.generate(_req(suite_task(path)))
+
+
+def test_partial_broadcast_is_refused(gen, custom):
+    with pytest.raises(GenerationError, match="broadcasts over some leading dims"):
+        gen.generate(_req(custom["partial_broadcast"]))
 
 
 def test_params_are_owned_by_model_new(gen, suite_task):
@@ -347,7 +394,7 @@ def test_conservative_drafts_are_feasible(sim_verifier, suite_task, gen, path, s
     _check(sim_verifier, task, _conservative(gen, task).source, "conservative draft")
 
 
-@pytest.mark.parametrize("name", ["zoo", "broadcast", "row_stats", "softmax_fp16_rows"])
+@pytest.mark.parametrize("name", ["zoo", "broadcast", "row_stats", "softmax_fp16_rows", "view_softmax"])
 def test_custom_graphs_are_feasible(sim_verifier, custom, gen, name):
     task = custom[name]
     _check(sim_verifier, task, _conservative(gen, task).source, "conservative draft")

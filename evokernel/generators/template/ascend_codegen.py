@@ -1377,7 +1377,8 @@ def geometry(op: AscendOp, knobs: dict[str, Any], c: Consts, cores: int = CORES,
 def _host_row(op: AscendOp, knobs: dict[str, Any], c: Consts, tiling_cls: str) -> str:
     resident = knobs.get("row_mode", "stream") == "resident" and bool(op.reduces)
     repeat = knobs.get("vec_form", "count") == "repeat"
-    if op.frame_ext >= 0:
+    fe = op.exts[op.frame_ext] if op.frame_ext >= 0 else None
+    if fe is not None and tuple(op.graph.nodes[fe.root].shape) == tuple(op.frame):
         shape = ["    const gert::Shape& shape = context->GetInputShape(%d)->GetStorageShape();" % op.frame_ext,
                  "    uint32_t cols = static_cast<uint32_t>(shape.GetDim(shape.GetDimNum() - 1));",
                  "    uint32_t rows = cols == 0 ? 0 : static_cast<uint32_t>(shape.GetShapeSize() / cols);"]

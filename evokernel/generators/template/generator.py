@@ -238,7 +238,9 @@ class TemplateGenerator:
                 cs = AS.make_schedule(family, {**AS.CONSERVATIVE, **AS.knobs_of(cs)}, "x")
                 tried.add(AS.canonical(cs))
                 tried_sig.add(self.render_ascend(task, op, cs)[1])
-        scores = AS.transform_scores(request.context, family)
+        scores = AS.prior_scores(family, op.N, len(op.reduces))
+        for t, v in AS.transform_scores(request.context, family).items():
+            scores[t] = scores.get(t, 0.0) + v
         prefer: list[str] = []
         if (sp.meta or {}).get("feasible") is False:
             prefer = ["count_form", "stream_rows", "single_buffer"]  # back towards the conservative forms
