@@ -61,6 +61,7 @@ class Graph:
     output: int = -1
     init_source: str = ""  # the reference Model.__init__ (rewritten for the candidate)
     init_params: list[str] = field(default_factory=list)
+    half: bool = False  # analysed with allow_half: the inputs, parameters and output are float16
 
     def add(self, op: str, args: list[Any], attrs: dict[str, Any] | None, shape: tuple[int, ...],
             dtype: str = "f32", origin: str = "") -> int:
@@ -158,9 +159,12 @@ def _init_source(model_cls: type) -> tuple[str, list[str]]:
     return ast.unparse(fn), params
 
 
-def analyze(task: Any) -> Graph:
-    """Analyse ``task`` (cached by ``task.key``); raises :class:`AnalysisError`."""
-    key = task.key
+def analyze(task: Any, allow_half: bool = False) -> Graph:
+    """Analyse ``task`` (cached by ``task.key``); raises :class:`AnalysisError`.
+
+    ``allow_half``: also accept tasks whose inputs, parameters and output are all float16 (the graph is
+    then marked ``half``; its values are still typed f32 -- the code generator computes in float)."""
+    key = task.key + (":f16" if allow_half else "")
     if key in _CACHE:
         return _CACHE[key]
     module = _exec_task(task)
@@ -174,11 +178,14 @@ def analyze(task: Any) -> Graph:
             inputs = list(module.get_inputs())
     except Exception as exc:  # noqa: BLE001
         raise AnalysisError(f"building the model on the meta device failed: {type(exc).__name__}: {exc}") from None
+    floats = {x.dtype for x in inputs if isinstance(x, torch.Tensor) and x.dtype.is_floating_point}
+    half = allow_half and floats == {torch.float16}
     for i, x in enumerate(inputs):
         if not isinstance(x, torch.Tensor):
             raise AnalysisError(f"get_inputs()[{i}] is not a tensor")
-        if x.dtype not in (torch.float32, torch.int64):
-            raise AnalysisError(f"input {i} has dtype {x.dtype}; only float32 (and int64 indices) are supported")
+        if x.dtype not in (torch.float16 if half else torch.float32, torch.int64):
+            raise AnalysisError(f"input {i} has dtype {x.dtype}; only float32 (and int64 indices) are supported"
+                                + (" (or float16 throughout)" if allow_half else ""))
     try:
         gm = fx.symbolic_trace(model)
     except Exception as exc:  # noqa: BLE001
@@ -188,7 +195,12 @@ def analyze(task: Any) -> Graph:
         rec.run(*inputs)
     except Exception as exc:  # noqa: BLE001
         raise AnalysisError(f"shape propagation failed: {type(exc).__name__}: {exc}") from None
-    graph = _Normaliser(gm, rec.values, model).run()
+    graph = _Normaliser(gm, rec.values, model, half).run()
+    out_arg = list(gm.graph.nodes)[-1].args[0] if half else None
+    out_val = rec.values.get(out_arg.name) if isinstance(out_arg, fx.Node) else None
+    if half and isinstance(out_val, torch.Tensor) and out_val.dtype != torch.float16:
+        raise AnalysisError(f"a float16 task whose output is {out_val.dtype}")
+    graph.half = half
     graph.init_source, graph.init_params = _init_source(type(model))
     _CACHE[key] = graph
     return graph
@@ -219,8 +231,9 @@ _VIEW_METHODS = {"view", "reshape", "flatten", "squeeze", "unsqueeze", "contiguo
 
 
 class _Normaliser:
-    def __init__(self, gm: fx.GraphModule, values: dict[str, Any], model: nn.Module):
+    def __init__(self, gm: fx.GraphModule, values: dict[str, Any], model: nn.Module, half: bool = False):
         self.gm = gm
+        self.fdtype = torch.float16 if half else torch.float32
         self.values = values
         self.model = model
         self.g = Graph()
@@ -249,8 +262,8 @@ class _Normaliser:
             obj = getattr(obj, part)
         if not isinstance(obj, torch.Tensor):
             raise AnalysisError(f"attribute {path} is not a tensor")
-        if obj.dtype != torch.float32:
-            raise AnalysisError(f"parameter {path} has dtype {obj.dtype}; only float32 is supported")
+        if obj.dtype != self.fdtype:
+            raise AnalysisError(f"parameter {path} has dtype {obj.dtype}; only {self.fdtype} is supported here")
         nid = self.g.add("param", [], {"path": path}, tuple(obj.shape), origin=path)
         self.params[path] = nid
         return nid
@@ -688,7 +701,7 @@ class _Normaliser:
                 raise self.fail(n, "view of a constant")
             src = g.nodes[x]
             if name in ("contiguous", "float", "clone", "detach", "to") and tuple(val.shape) == src.shape:
-                if name == "to" and val.dtype != torch.float32:
+                if name in ("to", "float") and val.dtype != self.fdtype:
                     raise self.fail(n, "dtype conversion")
                 return x
             if src.op == "transpose":

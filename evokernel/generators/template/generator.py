@@ -1,23 +1,31 @@
-"""The offline ``template`` generator: analysis -> stage plan -> schedule -> C++ candidate.
+"""The offline ``template`` generator: analysis -> stage plan -> schedule -> candidate.
 
 Drafting picks a schedule (memory's best feasible schedule of the same family, else a seeded
 exploration -- sometimes with the risky no-remainder knob -- or the conservative default);
 refining applies one schedule transform to the start point, skipping transforms already tried
 among its children and preferring those that paid off in retrieved memory.
+
+Backends: ``cpu`` (C++ through ``load_cpp``: :mod:`.codegen`, :mod:`.schedules`) and ``ascend-sim`` /
+``ascend`` (Ascend C operator projects: :mod:`.ascend_codegen`, :mod:`.ascend_schedules`).
 """
 from __future__ import annotations
 
+import json
 import random
 import zlib
 from typing import Any
 
 from evokernel.generators.base import DRAFT, REFINE, Generation, GenerationError, GenerationRequest
+from evokernel.generators.template import ascend_codegen as AC
+from evokernel.generators.template import ascend_schedules as AS
 from evokernel.generators.template import schedules as S
 from evokernel.generators.template.analysis import AnalysisError, analyze
 from evokernel.generators.template.codegen import render_candidate
 from evokernel.generators.template.lower import Plan, build_plan
 
 _PLANS: dict[str, Plan] = {}
+_ASCEND_OPS: dict[str, AC.AscendOp] = {}
+ASCEND_BACKENDS = ("ascend-sim", "ascend")
 
 
 def plan_for(task: Any) -> Plan:
@@ -29,6 +37,18 @@ def plan_for(task: Any) -> Plan:
         except AnalysisError as exc:
             raise GenerationError(f"template generator cannot handle {task.name}: {exc}") from None
     return _PLANS[key]
+
+
+def ascend_op_for(task: Any) -> AC.AscendOp:
+    """The task as one Ascend C operator (cached by ``task.key``); raises GenerationError."""
+    key = task.key
+    if key not in _ASCEND_OPS:
+        try:
+            plan = build_plan(analyze(task, allow_half=True))  # float16 tasks: float compute, half I/O
+            _ASCEND_OPS[key] = AC.prepare(plan, task.name, task.source)
+        except AnalysisError as exc:
+            raise GenerationError(f"template generator cannot write an Ascend C kernel for {task.name}: {exc}") from None
+    return _ASCEND_OPS[key]
 
 
 def _describe(sched: dict[str, Any]) -> str:
@@ -50,11 +70,15 @@ class TemplateGenerator:
     def __init__(self, explore_prob: float = 0.35):
         self.explore_prob = explore_prob
         self._source_cache: dict[tuple[str, str], str] = {}
+        self._ascend_cache: dict[tuple[str, str], tuple[str, str, dict[str, int] | None]] = {}
 
     # ------------------------------------------------------------------------------ public
     def generate(self, request: GenerationRequest) -> Generation:
+        if request.backend in ASCEND_BACKENDS:
+            return self._generate_ascend(request)
         if request.backend != "cpu":
-            raise GenerationError(f"template generator only targets the cpu backend, not {request.backend}")
+            raise GenerationError(f"template generator targets the cpu and ascend-sim/ascend backends, "
+                                  f"not {request.backend}")
         plan = plan_for(request.task)
         if request.stage == REFINE and request.start_point is not None:
             sched = self._refine_schedule(request, plan)
@@ -126,6 +150,108 @@ class TemplateGenerator:
             return _code_part(self.render(request.task, plan, cand)) not in tried_code
 
         chosen = S.pick_refinement(start, tried, scores, request.seed, is_real, prefer)
+        if chosen is None:
+            raise GenerationError("no untried schedule left")
+        return chosen
+
+    # ---------------------------------------------------------------------------- ascend
+    def _generate_ascend(self, request: GenerationRequest) -> Generation:
+        op = ascend_op_for(request.task)
+        if request.stage == REFINE and request.start_point is not None:
+            sched = self._ascend_refine(request, op)
+        elif request.stage in (DRAFT, REFINE):
+            sched = self._ascend_draft(request, op)
+        else:
+            raise GenerationError(f"unknown stage {request.stage!r}")
+        source, _, geo = self.render_ascend(request.task, op, sched)
+        if geo is None:
+            raise GenerationError(f"no feasible Ascend C tiling for {request.task.name} with {_describe(sched)}")
+        knobs = ", ".join(f"{k}={v}" for k, v in AS.knobs_of(sched).items())
+        summary = f"{sched['transform']}: Ascend C {op.op_class} kernel ({op.family}) with {knobs}"
+        reply = (f"template generator: Ascend C operator {op.op_type} for {request.task.name} ({op.op_class}, "
+                 f"frame {op.rows}x{op.N}); schedule {sched}; host tiling {geo}")
+        return Generation(source=source, summary=summary, schedule=sched, model="template", reply=reply)
+
+    def render_ascend(self, task: Any, op: AC.AscendOp, sched: dict[str, Any]
+                      ) -> tuple[str, str, dict[str, int] | None]:
+        """(candidate source, behaviour signature, host geometry or None when the tiling would fail).
+
+        The signature is the kernel source plus the tiling the host computes for the task's shapes:
+        two schedules with the same signature behave identically (e.g. a larger tile target for
+        rows that already fit whole)."""
+        key = (task.key, AS.canonical(sched))
+        if key not in self._ascend_cache:
+            knobs = AS.knobs_of(sched)
+            try:
+                parts, _, geo = AC.render_project(op, knobs)
+            except AnalysisError as exc:
+                raise GenerationError(f"template generator cannot write an Ascend C kernel for {task.name}: "
+                                      f"{exc}") from None
+            header = (f"Template-generated Ascend C operator {op.op_type} for {task.name}: {op.op_class} "
+                      f"({op.family}), frame {op.rows} x {op.N}.\n\nSchedule: {_describe(sched)}\n"
+                      f"Host tiling for these shapes: {geo}\n")
+            try:
+                source = AC.candidate_file(parts, header)
+            except AnalysisError as exc:
+                raise GenerationError(str(exc)) from None
+            signature = parts["kernel_src"] + "\n" + json.dumps(geo, sort_keys=True)
+            self._ascend_cache[key] = (source, signature, geo)
+        return self._ascend_cache[key]
+
+    def _ascend_feasible(self, task: Any, op: AC.AscendOp, sched: dict[str, Any]) -> bool:
+        return self.render_ascend(task, op, sched)[2] is not None
+
+    def _ascend_draft(self, request: GenerationRequest, op: AC.AscendOp) -> dict[str, Any]:
+        family, task = op.family, request.task
+        remembered, source_id = AS.memory_draft_knobs(request.context, family)
+        if remembered is not None:
+            sched = AS.make_schedule(family, {**AS.CONSERVATIVE, **remembered}, "memory")
+            if self._ascend_feasible(task, op, sched):
+                sched["from"] = source_id
+                return sched
+        rng = self._rng(request, "ascend-draft")
+        retry_after_failure = request.iteration > 0 and bool(request.last_feedback)
+        if not retry_after_failure and rng.random() < self.explore_prob:
+            for _ in range(4):
+                sched = AS.make_schedule(family, AS.explore_knobs(family, rng), "explore")
+                if self._ascend_feasible(task, op, sched):
+                    return sched
+        sched = AS.make_schedule(family, dict(AS.CONSERVATIVE), "draft")
+        if not self._ascend_feasible(task, op, sched):
+            raise GenerationError(f"no feasible Ascend C tiling for {task.name} even with the conservative schedule "
+                                  "(too many input queues for the 8 VECIN buffers, or the UB cannot hold a chunk)")
+        return sched
+
+    def _ascend_refine(self, request: GenerationRequest, op: AC.AscendOp) -> dict[str, Any]:
+        family, task = op.family, request.task
+        sp = request.start_point
+        assert sp is not None
+        start = sp.schedule() if hasattr(sp, "schedule") else None
+        if not start or start.get("family") != family:
+            start = AS.make_schedule(family, dict(AS.CONSERVATIVE), "draft")
+        start = AS.make_schedule(family, {**AS.CONSERVATIVE, **AS.knobs_of(start)}, "start")
+        tried = {AS.canonical(start)}
+        tried_sig = {self.render_ascend(task, op, start)[1]}
+        for child in request.children:
+            cs = child.schedule() if hasattr(child, "schedule") else None
+            if cs and cs.get("family") == family:
+                cs = AS.make_schedule(family, {**AS.CONSERVATIVE, **AS.knobs_of(cs)}, "x")
+                tried.add(AS.canonical(cs))
+                tried_sig.add(self.render_ascend(task, op, cs)[1])
+        scores = AS.prior_scores(family, op.N, len(op.reduces))
+        for t, v in AS.transform_scores(request.context, family).items():
+            scores[t] = scores.get(t, 0.0) + v
+        prefer: list[str] = []
+        if (sp.meta or {}).get("feasible") is False:
+            prefer = ["count_form", "stream_rows", "single_buffer"]  # back towards the conservative forms
+
+        def is_real(cand: dict[str, Any]) -> bool:
+            # behaviour not generated before (same kernel and same host tiling = cosmetic) and a tiling
+            # the host can compute
+            _, sig, geo = self.render_ascend(task, op, cand)
+            return geo is not None and sig not in tried_sig
+
+        chosen = AS.pick_refinement(start, tried, scores, request.seed, is_real, prefer)
         if chosen is None:
             raise GenerationError("no untried schedule left")
         return chosen
