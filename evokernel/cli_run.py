@@ -36,13 +36,17 @@ def results_table(summary: dict[str, Any], title: str) -> Table:
     if est:
         caption += ("\nLATENCIES ARE ESTIMATES: modelled by the backend's latency model (ascend-sim), not "
                     "measured; 'vs eager' compares with the modelled eager PyTorch reference")
-    ms = "est. ms" if est else "ms"
-    table = Table("task", "feasible", "first at", f"first {ms}", f"best {ms}", "best/first", "vs eager", "attempts",
+    unit = "est. us" if est else "ms"  # modelled NPU kernels take microseconds
+
+    def lat(ms: Any) -> str:
+        return _fmt(None if ms is None else ms * 1e3, ".2f") if est else _fmt(ms)
+
+    table = Table("task", "feasible", "first at", f"first {unit}", f"best {unit}", "best/first", "vs eager", "attempts",
                   title=title, caption=caption)
     for t in summary["tasks"]:
         first_at = t["first_feasible_iteration"]
         table.add_row(t["task"], "yes" if t["feasible"] else "no", _fmt(None if first_at is None else first_at + 1, "d"),
-                      _fmt(t["first_latency_ms"]), _fmt(t["best_latency_ms"]), _fmt(t["speedup_vs_first"], ".2f", "x"),
+                      lat(t["first_latency_ms"]), lat(t["best_latency_ms"]), _fmt(t["speedup_vs_first"], ".2f", "x"),
                       _fmt(t["speedup_vs_eager"], ".2f", "x"), str(t["attempts"]))
     return table
 
@@ -159,9 +163,13 @@ def run(
             for _ns, mode, chunk in stream:
                 if mode == "custom" and chunk.get("event") == "attempt":
                     mark = "ok " if chunk["feasible"] else (chunk["failed_gate"] or "x")
-                    lat = (("est " if chunk.get("estimated") else "") + f"{chunk['latency_ms']:.3f} ms"
-                           if chunk["latency_ms"] else "")
-                    best = f"best {chunk['best_latency_ms']:.3f} ms" if chunk.get("best_latency_ms") else ""
+                    est = bool(chunk.get("estimated"))
+
+                    def show(ms: float) -> str:  # modelled NPU kernels take microseconds
+                        return f"est {ms * 1e3:.2f} us" if est else f"{ms:.3f} ms"
+
+                    lat = show(chunk["latency_ms"]) if chunk["latency_ms"] else ""
+                    best = f"best {show(chunk['best_latency_ms'])}" if chunk.get("best_latency_ms") else ""
                     progress.update(bar, advance=1, description=f"{chunk['task']} #{chunk['iteration'] + 1} {chunk['stage']}")
                     progress.console.print(f"  {chunk['task']:<26} {chunk['iteration'] + 1:>3}/{chunk['budget']} "
                                            f"{chunk['stage']:<6} {mark:<11} {lat:>11}  {best}", soft_wrap=True)

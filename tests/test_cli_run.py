@@ -154,3 +154,24 @@ def test_resume_of_a_finished_run_or_one_killed_before_its_first_checkpoint(tmp_
     r = evokernel("run", "--resume", "--run-dir", run)
     assert r.returncode == 0, r.stderr[-2000:]
     assert [a["iteration"] for a in lines(run / "attempts.jsonl")] == [0]
+
+
+def test_offline_ascend_sim_run_drafts_and_refines_ascend_c(tmp_path):
+    """`evokernel run npu-l1 --backend ascend-sim --generator template`: Ascend C drafts and refinements,
+    judged by the emulator, with latencies labelled as estimates everywhere."""
+    run = tmp_path / "run"
+    r = evokernel("run", "npu-l1/03_sigmoid", "npu-l1/19_softmax", "--backend", "ascend-sim", "--generator",
+                  "template", "--budget", "3", "--memory", tmp_path / "mem", "--run-dir", run)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "LATENCIES ARE ESTIMATES" in r.stdout and "est. us" in r.stdout
+    assert "est " in r.stderr and " us" in r.stderr  # the per-attempt progress lines
+    records = lines(run / "attempts.jsonl")
+    assert len(records) == 6 and all(x["feasible"] for x in records), [x["failed_gate"] for x in records]
+    assert {x["stage"] for x in records} == {"draft", "refine"}
+    assert all(x["latency_kind"] == "estimate" for x in records)
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["latency_kind"] == "estimate" and summary["correctness"] == 1.0
+    best = (run / "best").glob("*.py")
+    for b in best:
+        text = b.read_text()
+        assert "project_json_src" in text and "--backend ascend-sim" in text
