@@ -27,13 +27,16 @@ from typing import Any
 
 from evokernel.generators.template import schedules as S
 
-FAMILIES = ("ascend_elementwise", "ascend_row")
+FAMILIES = ("ascend_elementwise", "ascend_row", "ascend_colreduce")
 
 FAMILY_KNOBS: dict[str, dict[str, list[Any]]] = {
     "ascend_elementwise": {"tile": [1024, 2048, 4096, 8192, 16384], "buffer_num": [1, 2],
                            "blocks": ["all", "half", "tile"]},
     "ascend_row": {"tile": [1024, 2048, 4096, 8192, 16384], "buffer_num": [1, 2], "blocks": ["all", "half", "tile"],
                    "vec_form": ["count", "repeat"], "row_mode": ["stream", "resident"]},
+    # reductions over middle dims: vec_form count = row-by-row adds, repeat = a pairwise tree over the tile
+    "ascend_colreduce": {"tile": [1024, 2048, 4096, 8192, 16384], "buffer_num": [1, 2], "blocks": ["all", "half"],
+                         "vec_form": ["count", "repeat"]},
 }
 
 # the draft: single buffer, a moderate tile, every core, the simplest instruction forms, multi-pass rows
@@ -154,6 +157,8 @@ def prior_scores(family: str, n_cols: int, reductions: int) -> dict[str, float]:
             p["repeat_form"] = 0.025
         elif n_cols > 1024:
             p["repeat_form"] = -0.03
+    if family == "ascend_colreduce":
+        p["repeat_form"] = 0.025  # log2(rows) whole-tile instructions instead of one per row
     return p
 
 
