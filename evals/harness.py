@@ -302,7 +302,7 @@ def unit_command(cfg: EvalConfig, group: dict[str, Any], seed: int, u: Unit, out
     if resume:
         return base + ["--resume", "--run-dir", rd] + url
     cmd = base + list(u.targets) + [
-        "--run-dir", rd, "--memory", str(out / u.memory), "--method", group["method"],
+        "--run-dir", rd, "--memory", str(out / u.memory), "--backend", cfg.backend, "--method", group["method"],
         "--policy", group["policy"] or "value", "--budget", str(cfg.budget), "--seed", str(seed),
         "--n-context", str(cfg.n_context), "--alpha", str(cfg.alpha), "--temperature", str(cfg.temperature),
         "--max-tokens", str(cfg.max_tokens), "--max-cost", str(cfg.max_cost)]

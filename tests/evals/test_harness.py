@@ -195,3 +195,17 @@ def test_exported_memory_mode_imports_the_export_minus_the_evaluated_tasks(tmp_p
     assert "trace:other-model:cpu-l1/29_conv2d:0" in ids and "trace:other-model:cpu-l1/01_relu:0" not in ids
     export.unlink()  # imported once: a resumed eval does not import again
     runner._prepare_arm(unit)
+
+
+def test_the_eval_runs_on_the_configured_backend(tmp_path):
+    """backend = "ascend-sim" reaches every unit: Ascend C candidates, emulator verdicts, estimates."""
+    p = tmp_path / "eval.toml"
+    p.write_text(f'name = "npu"\nout = "{tmp_path / "out"}"\ntasks = ["npu-l1/01_relu"]\nbackend = "ascend-sim"\n'
+                 'budget = 2\nseeds = 1\nmethods = ["evokernel"]\n[set]\nbatch_size = 8\n')
+    r = evokernel("eval", p)
+    assert r.returncode == 0, r.stderr[-3000:]
+    records = all_attempts(tmp_path / "out", "evokernel/seed-0")
+    assert len(records) == 2 and all(x["feasible"] and x["latency_kind"] == "estimate" for x in records)
+    assert any(k.startswith("seed:ascend:") for x in records for k in x["knowledge"])
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "Latencies are estimates" in report

@@ -83,6 +83,9 @@ def test_wrong_opdef_name_is_explained(ascend_verifier, add_task):
     ("uint32_t blockIdx = GetBlockIdx();", "uint32_t blockIdx = GetBlockIdx(); system(\"id\");", "cpp-process"),
     ("return custom_ops_lib.add_custom(x, y)", "return torch.add(x, y)", "torch"),
     ("import custom_ops_lib", "import custom_ops_lib\nimport os", "import"),
+    # reaching into the op library (e.g. to rewrite the emulator's reports) instead of calling the op
+    ("return custom_ops_lib.add_custom(x, y)", "z = custom_ops_lib.add_custom(x, y)\n        "
+     "custom_ops_lib.reports.clear()\n        return z", "custom-ops"),
 ])
 def test_rule_breaking_sources_stop_before_running(ascend_verifier, add_task, old, new, rule):
     v = ascend_verifier.verify(add_task, ADD.replace(old, new, 1))

@@ -99,48 +99,56 @@ class SimSettings:
         self.hw_model_json = msg.get("hw_model_json")
 
 
-class OpFunction:
-    """custom_ops_lib.<name>: the binding function, run on the emulator."""
+def op_function(lib: "CustomOpsLib", py_name: str) -> Callable[..., Any]:
+    """custom_ops_lib.<name>: the binding function, run on the emulator. A closure, so model_src (which
+    may not touch dunder attributes) cannot reach the library object and its reports through it."""
+    binding = lib.project.bindings[py_name]
 
-    def __init__(self, lib: "CustomOpsLib", py_name: str):
-        self.lib, self.py_name = lib, py_name
-        self.binding = lib.project.bindings[py_name]
-        self.__name__ = py_name
+    def call(*args: Any) -> Any:
+        return _call(lib, py_name, binding, args)
 
-    def __call__(self, *args: Any) -> Any:
-        lib, project = self.lib, self.lib.project
-        infos: list[Any] = []
-        for i, a in enumerate(args):
-            if isinstance(a, torch.Tensor):
-                if a.dtype not in _TORCH_NAME:
-                    raise TypeError(f"custom_ops_lib.{self.py_name}: argument {i + 1} has unsupported dtype {a.dtype}")
-                infos.append(TensorInfo(tuple(a.shape), _TORCH_NAME[a.dtype]))
-            elif isinstance(a, (bool, int, float)):
-                infos.append(a)
-            elif isinstance(a, (list, tuple)) and all(isinstance(x, (int, float)) for x in a):
-                infos.append(list(a))
-            else:
-                raise TypeError(f"custom_ops_lib.{self.py_name}: argument {i + 1} is a {type(a).__name__}; pass "
-                                "tensors and numbers")
-        plan = plan_call(self.binding, infos)
-        expect = f"aclnn{project.op_type}"
-        if plan.aclnn != expect:
-            raise ProjectError(f"python_bind_src: EXEC_NPU_CMD calls {plan.aclnn}, but the project's op is "
-                               f"{project.op_type} (expected {expect})")
-        native._native_calls += 1
-        return lib.run(plan, list(args))
+    call.__name__ = call.__qualname__ = py_name
+    return call
 
 
-class CustomOpsLib(types.ModuleType):
-    """The `custom_ops_lib` module model_src imports."""
+def _call(lib: "CustomOpsLib", py_name: str, binding: Any, args: tuple[Any, ...]) -> Any:
+    project = lib.project
+    infos: list[Any] = []
+    for i, a in enumerate(args):
+        if isinstance(a, torch.Tensor):
+            if a.dtype not in _TORCH_NAME:
+                raise TypeError(f"custom_ops_lib.{py_name}: argument {i + 1} has unsupported dtype {a.dtype}")
+            infos.append(TensorInfo(tuple(a.shape), _TORCH_NAME[a.dtype]))
+        elif isinstance(a, (bool, int, float)):
+            infos.append(a)
+        elif isinstance(a, (list, tuple)) and all(isinstance(x, (int, float)) for x in a):
+            infos.append(list(a))
+        else:
+            raise TypeError(f"custom_ops_lib.{py_name}: argument {i + 1} is a {type(a).__name__}; pass "
+                            "tensors and numbers")
+    plan = plan_call(binding, infos)
+    expect = f"aclnn{project.op_type}"
+    if plan.aclnn != expect:
+        raise ProjectError(f"python_bind_src: EXEC_NPU_CMD calls {plan.aclnn}, but the project's op is "
+                           f"{project.op_type} (expected {expect})")
+    native._native_calls += 1
+    return lib.run(plan, list(args))
+
+
+class CustomOpsLib:
+    """The worker's side of an Ascend C candidate: its libraries and the reports of its runs.
+    model_src never sees this object, only `facade()`: a module holding the binding's functions."""
 
     def __init__(self, project: Project, ask_build: Callable[[int], str], settings: SimSettings):
-        super().__init__("custom_ops_lib")
         self.project, self._ask_build, self.settings = project, ask_build, settings
         self._libs: dict[int, _Library] = {}
         self.reports: list[dict[str, Any]] = []
-        for name in project.bindings:
-            setattr(self, name, OpFunction(self, name))
+
+    def facade(self) -> types.ModuleType:
+        module = types.ModuleType("custom_ops_lib", "the operator project's binding, run on the ascend-sim emulator")
+        for name in self.project.bindings:
+            setattr(module, name, op_function(self, name))
+        return module
 
     def library(self, combo: int) -> _Library:
         if combo not in self._libs:
@@ -296,20 +304,22 @@ def format_violation(v: dict[str, Any]) -> str:
     return f"[{v.get('severity')}] {v.get('rule')}{where}{block}: {v.get('message')}"
 
 
-def load(source: str, ask_build: Callable[[dict[str, Any]], str], settings: SimSettings) -> types.ModuleType:
+def load(source: str, ask_build: Callable[[dict[str, Any]], str],
+         settings: SimSettings) -> tuple[types.ModuleType, CustomOpsLib]:
     """Build the candidate's project (through the parent) and execute its model_src; returns the module
-    holding ModelNew. Raises ProjectError for a malformed project, native.CompileError for a failed build."""
+    holding ModelNew and the worker's private library object (with the reports). Raises ProjectError for a malformed project, native.CompileError for a failed build."""
     project = parse_candidate(source)
     lib = CustomOpsLib(project, lambda combo: ask_build({"kind": "ascend", "source": source, "combo": combo}),
                        settings)
     for k in range(project.combos):  # build every declared dtype combination now (the compile gate)
         lib.library(k)
-    sys.modules["custom_ops_lib"] = lib
+    facade = lib.facade()
+    sys.modules["custom_ops_lib"] = facade
     if "torch_npu" not in sys.modules:
         sys.modules["torch_npu"] = types.ModuleType("torch_npu")  # the device runtime; nothing to do on the CPU
     module = types.ModuleType("model_src")
     module.__file__ = "model_src.py"
-    module.custom_ops_lib = lib  # type: ignore[attr-defined]
+    module.custom_ops_lib = facade  # type: ignore[attr-defined]
     code = compile(project.sources["model_src"], "model_src.py", "exec")
     exec(code, module.__dict__)
-    return module
+    return module, lib

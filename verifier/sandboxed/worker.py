@@ -186,7 +186,8 @@ class Worker:
 
         self.filename = "model_src.py"
         try:
-            module = ascend_ops.load(str(msg["source"]), self._ask_build, ascend_ops.SimSettings(msg.get("sim") or {}))
+            module, self.ascend_lib = ascend_ops.load(str(msg["source"]), self._ask_build,
+                                                      ascend_ops.SimSettings(msg.get("sim") or {}))
         except ProjectError as exc:
             raise _Fail("compile", str(exc)) from None
         except native.CompileError as exc:
@@ -194,7 +195,6 @@ class Worker:
         except BaseException as exc:  # noqa: BLE001 - model_src is untrusted code
             raise _Fail("import", f"{type(exc).__name__}: {exc}", _short_traceback(exc, self.filename)) from None
         self.module = module
-        self.ascend_lib = sys.modules.get("custom_ops_lib")
         if not hasattr(module, "ModelNew"):
             raise _Fail("import", "model_src does not define ModelNew")
         return {"ok": True}

@@ -38,6 +38,29 @@ def _line_of(source: str, field: str) -> int:
     return 0
 
 
+def _custom_ops_uses(model_src: str, exported: set[str]) -> list[hack.Finding]:
+    """model_src may use custom_ops_lib only to call the functions the binding exports."""
+    import ast
+
+    tree = ast.parse(model_src)
+    aliases = {"custom_ops_lib"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            aliases |= {a.asname or a.name for a in node.names if a.name == "custom_ops_lib"}
+        elif isinstance(node, ast.ImportFrom) and node.module == "custom_ops_lib":
+            bad = [a.name for a in node.names if a.name not in exported]
+            if bad:
+                return [hack.Finding("custom-ops", node.lineno, f"model_src: custom_ops_lib has no {', '.join(bad)} "
+                                     f"(the binding exports {', '.join(sorted(exported))})")]
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases \
+                and node.attr not in exported:
+            out.append(hack.Finding("custom-ops", node.lineno, f"model_src: custom_ops_lib.{node.attr} is not a "
+                                    f"function the binding exports ({', '.join(sorted(exported))}); call only those"))
+    return out
+
+
 class AscendSimBackend(Backend):
     name = "ascend-sim"
     timing_mode = "model"
@@ -62,6 +85,7 @@ class AscendSimBackend(Backend):
                 findings.append(hack.Finding(f.rule, f.line, f"model_src: {f.message}"))
         except SyntaxError as exc:
             return [hack.Finding("structure", exc.lineno or 0, f"model_src.py:{exc.lineno}: error: {exc.msg}")]
+        findings += _custom_ops_uses(model, set(project.bindings))
         if "custom_ops_lib" not in model:
             findings.append(hack.Finding("structure", 0, "model_src must call the operator through "
                                          f"custom_ops_lib.{next(iter(project.bindings))}(...)"))
