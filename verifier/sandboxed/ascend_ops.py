@@ -24,7 +24,8 @@ import torch
 
 import evokernel.cpu as native
 from evokernel.verifier.backends.ascend_sim.binding import CallPlan, TensorInfo, plan_call
-from evokernel.verifier.backends.ascend_sim.project import DTYPES, Project, ProjectError, parse_candidate
+from evokernel.verifier.backends.ascend_sim.project import Project, ProjectError, parse_candidate
+from evokernel.verifier.backends.ascend_sim.report import judge_report
 
 _TORCH_NAME = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16", torch.int8: "int8",
                torch.int32: "int32", torch.uint8: "uint8", torch.int16: "int16", torch.int64: "int64",
@@ -32,7 +33,6 @@ _TORCH_NAME = {torch.float32: "float32", torch.float16: "float16", torch.bfloat1
 _TORCH_DTYPE = {v: k for k, v in _TORCH_NAME.items()}
 _GE_CODE = {"float32": 0, "float16": 1, "int8": 2, "int32": 3, "uint8": 4, "int16": 6, "int64": 9,
             "float64": 11, "bool": 12, "bfloat16": 27}
-SEVERITY = {"warning": 0, "error": 1, "fatal": 2}
 MAX_REPORTS = 64  # per forward; a model calling the op more often keeps the first ones
 
 
@@ -273,35 +273,6 @@ def _scalar_bytes(value: float, dtype: torch.dtype) -> bytes:
     fmt = {torch.float32: "<f", torch.float16: "<e", torch.float64: "<d", torch.int32: "<i", torch.int64: "<q",
            torch.int16: "<h", torch.int8: "<b", torch.uint8: "<B", torch.bool: "<?"}[dtype]
     return struct.pack(fmt, value if fmt in ("<f", "<e", "<d") else int(value))
-
-
-def judge_report(report: dict[str, Any]) -> str:
-    """LLM-facing feedback for a report with error/fatal violations or an abnormal status ('' = clean)."""
-    bad = [v for v in report.get("violations") or [] if SEVERITY.get(v.get("severity"), 0) >= 1]
-    status = report.get("status", "ok")
-    if not bad and status == "ok":
-        return ""
-    lines = []
-    if status != "ok":
-        lines.append(f"The emulated run of {report.get('op_type')} stopped: {status}"
-                     + (f" ({report['error']})" if report.get("error") else ""))
-    if bad:
-        lines.append(f"The Ascend C emulator found {len(bad)} hardware-rule violation(s); on an Ascend NPU this "
-                     "kernel would fault, hang or give wrong results:")
-        bad.sort(key=lambda v: -SEVERITY.get(v.get("severity"), 0))
-        for v in bad[:10]:
-            lines.append(format_violation(v))
-        if len(bad) > 10:
-            lines.append(f"... and {len(bad) - 10} more")
-    return "\n".join(lines)
-
-
-def format_violation(v: dict[str, Any]) -> str:
-    where = f" at {v['file']}:{v['line']}" if v.get("file") else ""
-    blocks = v.get("blocks") or []
-    block = f" (block {v.get('block')}" + (f", {len(blocks)} blocks" if len(blocks) > 1 else "") + \
-            (f", {v['count']} hits)" if v.get("count", 1) > 1 else ")") if v.get("block", -1) >= 0 else ""
-    return f"[{v.get('severity')}] {v.get('rule')}{where}{block}: {v.get('message')}"
 
 
 def load(source: str, ask_build: Callable[[dict[str, Any]], str],

@@ -100,7 +100,7 @@ def _classify_death(status: dict[str, Any], stderr: str, where: str) -> _Fail:
 
 def _sim_warnings(trials: list[list[dict[str, Any]]]) -> list[str]:
     """Distinct warning-level emulator findings of the correctness trials (formatted for feedback)."""
-    from evokernel.verifier.sandboxed.ascend_ops import format_violation
+    from evokernel.verifier.backends.ascend_sim.report import format_violation
 
     seen: dict[tuple[str, str, int], str] = {}
     for reports in trials:
@@ -538,6 +538,14 @@ class Verifier:
             extra = {"emulator": _sim_summary(reports)} if isinstance(reports, list) and reports else {}
             raise _Fail(gate, f"{label}: forward failed: {reply.get('error')}\n{reply.get('detail', '')}".strip(),
                         **extra)
+        if isinstance(reports, list) and reports:
+            # the worker raises on a broken rule; the parent judges the reports again all the same
+            from evokernel.verifier.backends.ascend_sim.report import judge_report
+
+            broken = [fb for fb in (judge_report(r) for r in reports if isinstance(r, dict)) if fb]
+            if broken or not all(isinstance(r, dict) for r in reports):
+                raise _Fail("runtime", f"{label}: {broken[0] if broken else 'malformed emulator report'}",
+                            emulator=_sim_summary([r for r in reports if isinstance(r, dict)] or [{}]))
         violations = reply.get("violations") or {}
         if violations:
             ops = ", ".join(f"aten::{k} x{v}" for k, v in sorted(violations.items()))
