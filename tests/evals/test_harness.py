@@ -208,4 +208,4 @@ def test_the_eval_runs_on_the_configured_backend(tmp_path):
     assert len(records) == 2 and all(x["feasible"] and x["latency_kind"] == "estimate" for x in records)
     assert any(k.startswith("seed:ascend:") for x in records for k in x["knowledge"])
     report = (tmp_path / "out" / "report.md").read_text()
-    assert "Latencies are estimates" in report
+    assert "Latencies are estimates" in report and "MODELLED, not measured" in report
