@@ -76,8 +76,9 @@ def source_field(path: str) -> str | None:
 
 
 # clang/gcc diagnostics. bisheng/ccec are clang-based (§4); gcc (host, `build ops lib error:`) uses the same
-# `file:line:col: error:` shape. `fatal error:` (missing include) is an error too.
-_DIAG = re.compile(r"^(?P<file>[^\s:][^:\n]*?):(?P<line>\d+):(?:(?P<col>\d+):)?\s*(?:fatal\s+)?error:\s*(?P<msg>.+)$")
+# `file:line:col: error:` shape. `fatal error:` (missing include) is an error too. Searched, not anchored:
+# the host errors come prefixed (`build ops lib error: <path>:23:9: error: ...`). Paths with spaces: not matched.
+_DIAG = re.compile(r"(?:^|\s)(?P<file>[^\s:]+?):(?P<line>\d+):(?:(?P<col>\d+):)?\s*(?:fatal\s+)?error:\s*(?P<msg>.+)$")
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ def compiler_errors(text, max_errors: int = MAX_ERRORS) -> tuple[list[CompilerEr
     """Distinct compiler errors (first max_errors, in order) and how many distinct ones there were."""
     seen: dict[tuple, CompilerError] = {}
     for raw in _str(text).splitlines():
-        m = _DIAG.match(raw.strip())
+        m = _DIAG.search(raw.strip())
         if not m:
             continue
         f = m["file"]
