@@ -1,5 +1,5 @@
 # EvoKernel developer entry points. Each target creates or reuses .venv at the repo root.
-.PHONY: setup run demo test bench clean
+.PHONY: setup run demo demo-ascend test bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -9,6 +9,9 @@ run: setup  ## offline, no API key: draft and refine kernels for 3 built-in task
 
 demo: setup  ## verify a shipped example kernel against its task (offline, no API key)
 	@HF_HUB_OFFLINE=1 .venv/bin/evokernel verify evokernel/suites/cpu_l1/15_matmul.py evokernel/examples/cpu/15_matmul.py
+
+demo-ascend: setup  ## verify a shipped Ascend C operator project on the ascend-sim emulator (estimated latency)
+	@HF_HUB_OFFLINE=1 .venv/bin/evokernel verify evokernel/suites/npu_l1/19_softmax.py evokernel/examples/ascend/softmax_custom.py --backend ascend-sim
 
 test: setup  ## the whole test suite
 	@HF_HUB_OFFLINE=1 .venv/bin/python -m pytest -q tests

@@ -201,7 +201,11 @@ class CustomOpsLib:
         for k, (value, decl) in enumerate(zip(plan.attrs, attrs_decl)):
             name = str(decl["name"]).encode()
             keep.append(name)
-            kind = _ATTR_KIND.get(decl.get("type"), 2)
+            kind = _ATTR_KIND.get(decl.get("type"), 0)
+            if kind in (0, 4) or (kind in (5, 6)) != isinstance(value, list):
+                raise ProjectError(f"EXEC_NPU_CMD passes {value!r} for attribute '{decl['name']}' of type "
+                                   f"{decl.get('type')}; the binding can pass numbers (int, float, bool attributes) "
+                                   "and lists of numbers (list_int, list_float attributes)")
             a = _Attr(name, kind, 0, 0.0, None, 0, None, None)
             if kind in (1, 3):
                 a.i = int(value)
