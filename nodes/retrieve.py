@@ -78,6 +78,7 @@ def retrieve(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]
     k = pool_size(ctx.n_context, ctx.lam(iteration))
     key = task_key(task)
     exclude: set[str] = set()
+    bound = ""
     if stage == "refine" and state.get("start_point"):
         sp = state["start_point"]
         exclude.add(sp)
@@ -85,7 +86,20 @@ def retrieve(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]
         got = store.get([sp])
         if got:
             key += f" | {got[0].meta.get('summary', '')} | {got[0].meta.get('profile', '')}"
-    hits = store.query_ids(key, k + len(exclude), kinds=REFINE_KINDS if stage == "refine" else DRAFT_KINDS,
+            bound = str(got[0].meta.get("bound") or "")
+    extra = k if bound else 0  # a wider look, so that bottleneck-matched traces can come forward
+    hits = store.query_ids(key, k + extra + len(exclude), kinds=REFINE_KINDS if stage == "refine" else DRAFT_KINDS,
                            backend=ctx.backend)
-    pool = [{"id": item_id, "similarity": float(sim)} for item_id, sim in hits if item_id not in exclude][:k]
-    return {"pool": pool}
+    pool = [{"id": item_id, "similarity": float(sim)} for item_id, sim in hits if item_id not in exclude]
+    if bound:
+        pool = bottleneck_first(store, pool, bound)
+    return {"pool": pool[:k]}
+
+
+def bottleneck_first(store: Any, pool: list[dict[str, Any]], bound: str) -> list[dict[str, Any]]:
+    """Traces whose profile names the start point's bottleneck first (the paper's bottleneck-matched
+    retrieval), then the rest; each part keeps its similarity order. Each entry says if it matched."""
+    metas = {it.id: it.meta for it in store.get([p["id"] for p in pool])}
+    matched = [dict(p, bottleneck=bound) for p in pool if (metas.get(p["id"]) or {}).get("bound") == bound]
+    rest = [p for p in pool if (metas.get(p["id"]) or {}).get("bound") != bound]
+    return matched + rest

@@ -54,6 +54,19 @@ def profile_text(verdict: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def bottleneck(verdict: dict[str, Any]) -> str:
+    """The start point's bottleneck as a backend's profiler or latency model names it (mte2, mte3,
+    vector, scalar, hbm, latency, launch); '' when the backend gives none (cpu)."""
+    if not verdict.get("feasible"):
+        return ""
+    details = verdict.get("details") or {}
+    for k in (details.get("estimate") or {}).get("kernels") or []:
+        if isinstance(k, dict) and k.get("bound"):
+            return str(k["bound"])
+    diag = details.get("diagnosis") or {}
+    return str(diag.get("bound") or "")
+
+
 def update(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
     if state.get("stop"):
         return {}
@@ -112,7 +125,7 @@ def update(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
                       parent=parent or "", code_hash=cand.get("code_hash", ""),
                       schedule=json.dumps(cand["schedule"]) if cand.get("schedule") else "",
                       summary=summary, feedback=(verdict.get("feedback") or "")[:FEEDBACK_CHARS],
-                      profile=profile_text(verdict), experience=exp_id)
+                      profile=profile_text(verdict), bound=bottleneck(verdict), experience=exp_id)
     what = "drafting" if stage == DRAFT else "refining"
     exp_text = f"{what} {tid} ({task.category}): {summary or 'candidate'} -> {outcome}"
     items = [

@@ -34,3 +34,19 @@ def test_refine_pool_excludes_the_start_point_and_its_children(env):
     st = env.state(RELU, feasible=True, start_point="sp", start_points=[{"id": "sp", "latency_ms": 1.0, "iteration": 0}])
     ids = {p["id"] for p in retrieve(st, env.runtime())["pool"]}
     assert ids == {"other", "bp"}
+
+
+def test_refine_pool_puts_bottleneck_matched_traces_first(env):
+    """A start point whose profile says MTE2-bound pulls traces that were MTE2-bound ahead of more
+    similar ones with another bottleneck; without a recorded bound the order is plain similarity."""
+    env.store.add([env.trace("sp", bound="mte2")]
+                  + [env.trace(f"vec{i}", bound="vector") for i in range(12)]
+                  + [env.trace("mte_a", bound="mte2"), env.trace("mte_b", bound="mte2")])
+    st = env.state(RELU, feasible=True, start_point="sp", start_points=[{"id": "sp", "latency_ms": 1.0, "iteration": 0}])
+    pool = retrieve(st, env.runtime())["pool"]
+    assert len(pool) == pool_size(4, 2.0)
+    assert {p["id"] for p in pool[:2]} == {"mte_a", "mte_b"} and all(p.get("bottleneck") == "mte2" for p in pool[:2])
+    assert not any(p.get("bottleneck") for p in pool[2:])
+    env.store.add([env.trace("sp2")])  # no bound recorded (cpu): similarity order only
+    st2 = env.state(RELU, feasible=True, start_point="sp2", start_points=[{"id": "sp2", "latency_ms": 1.0, "iteration": 0}])
+    assert not any(p.get("bottleneck") for p in retrieve(st2, env.runtime())["pool"])

@@ -86,3 +86,13 @@ def test_update_is_idempotent_when_rerun_after_a_crash(env):
 def test_stop_skips_everything(env):
     assert update(env.state(RELU, stop="cap"), env.runtime()) == {}
     assert lines(env) == []
+
+
+def test_bottleneck_is_read_from_the_backends_profile():
+    from evokernel.nodes.update import bottleneck
+
+    modelled = {"feasible": True, "details": {"estimate": {"kernels": [{"bound": "mte2"}]}}}
+    profiled = {"feasible": True, "details": {"diagnosis": {"bound": "vector"}}}
+    assert bottleneck(modelled) == "mte2" and bottleneck(profiled) == "vector"
+    assert bottleneck({"feasible": True, "details": {}}) == ""  # cpu: no pipe profile
+    assert bottleneck({**modelled, "feasible": False}) == ""
