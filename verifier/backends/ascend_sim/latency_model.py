@@ -36,7 +36,39 @@ BOUND_TEXT = {
     "latency": "latency (the pipes wait on each other or on GM: no pipe is saturated)",
     "launch": "launch overhead (the device work is shorter than the kernel launch)",
 }
-FULL_BANDWIDTH_COPY = 16 * 1024  # ref §6: a single GM transfer >= 16 KB reaches best bandwidth
+FULL_BANDWIDTH_COPY = 16 * 1024
+SATURATED = 0.6  # a pipe busy at least this share of the critical core's time is "the" bound
+
+
+def classify_bound(device_us: float, launch_us: float, ratios: dict[str, float], hbm_bound: bool = False) -> str:
+    """The bottleneck name, for modelled (this module) and measured (msprof, backend ascend) profiles alike:
+    launch when the launch outlasts the device work, hbm when the HBM bound dominates, else the busiest pipe
+    (ratios: pipe -> busy share, keys among mte2, mte3, vector, scalar) if saturated, else latency."""
+    if launch_us > device_us:
+        return "launch"
+    if hbm_bound:
+        return "hbm"
+    if not ratios:
+        return "latency"
+    top = max(ratios, key=lambda k: ratios[k])
+    return top if ratios[top] >= SATURATED else "latency"
+
+
+def core_use_hints(block_dim: int, cores: int, bound: str) -> list[str]:
+    """Hints on core use (too few blocks, a partial last wave), shared with the measured profiles."""
+    hints: list[str] = []
+    if block_dim <= 0 or cores <= 0:
+        return hints
+    waves = -(-block_dim // cores)
+    used = min(block_dim, cores)
+    if waves == 1 and used < cores and (bound != "launch" or used * 4 <= cores):
+        hints.append(f"only {used} of {cores} AIV cores used (block_dim {block_dim}): split the work "
+                     f"over up to {cores} blocks (GetCoreNumAiv())")
+    if bound != "launch" and waves > 1 and block_dim % cores:
+        rem = block_dim % cores
+        hints.append(f"{block_dim} blocks on {cores} cores = {waves} waves, the last with {rem} block(s) "
+                     f"({cores - rem} cores idle in it): use block_dim = {cores} with a loop over the work")
+    return hints  # ref §6: a single GM transfer >= 16 KB reaches best bandwidth
 
 
 # =============================================================================================================
@@ -185,13 +217,7 @@ def estimate_kernel(report: dict, hw: Ascend910B = Ascend910B()) -> Estimate:
 
     overlap = (busy["mte2"] + busy["vector"] + busy["mte3"]) / core_cycles if core_cycles else 0.0
     ratios = {"mte2": ratio(mte2_t), "vector": ratio(vec_t), "mte3": ratio(mte3_t), "scalar": ratio(sc_t)}
-    if launch > device_us:
-        bound = "launch"
-    elif hbm_us >= core_us:
-        bound = "hbm"
-    else:
-        top = max(ratios, key=lambda k: ratios[k])
-        bound = top if ratios[top] >= 0.6 else "latency"
+    bound = classify_bound(device_us, launch, ratios, hbm_bound=hbm_us >= core_us)
 
     est = Estimate(
         us=us, device_us=device_us, launch_us=launch, block_dim=block_dim, cores=cores, cores_used=cores_used,
@@ -217,15 +243,9 @@ def _kernel_hints(e: Estimate, report: dict, blocks: list[dict], crit_blocks: li
     if e.bound == "hbm":
         hints.append(f"memory-bound at the HBM bandwidth ({e.gm_bytes / 1e6:.2f} MB moved in {e.hbm_us:.1f} us): "
                      "only fewer bytes help (read each input once, fuse passes, keep intermediates in UB)")
-    if e.waves == 1 and e.cores_used < e.cores and (e.bound != "launch" or e.cores_used * 4 <= e.cores):
-        hints.append(f"only {e.cores_used} of {e.cores} AIV cores used (block_dim {e.block_dim}): split the work "
-                     f"over up to {e.cores} blocks (GetCoreNumAiv())")
+    hints += core_use_hints(e.block_dim, e.cores, e.bound)
     if e.bound == "launch":
         return hints
-    if e.waves > 1 and e.block_dim % e.cores:
-        rem = e.block_dim % e.cores
-        hints.append(f"{e.block_dim} blocks on {e.cores} cores = {e.waves} waves, the last with {rem} block(s) "
-                     f"({e.cores - rem} cores idle in it): use block_dim = {e.cores} with a loop over the work")
     # buffering: single-buffered queues while no pipe is saturated
     queues = [q for b in crit_blocks for q in b.get("queues", []) if q.get("kind") == "TQue" and q.get("allocs", 0) > 1]
     single = sorted({q["position"] for q in queues if q.get("num") == 1})
