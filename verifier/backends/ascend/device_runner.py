@@ -49,6 +49,9 @@ RESULT.json
                               run | correctness | timing
     error, traceback          on failure: one-line text and the last traceback lines (candidate frames)
     diagnosis                 stage "import" only: {"kind", "message", "lines"} from feedback.analyze_import
+                              over what the import printed through Python's sys.stdout/stderr (text a C library
+                              writes straight to fd 2 is not captured here: the parent should also run
+                              analyze_import / analyze_runtime on the process's stderr)
     trials                    [{"seed", "perturb", "ok", "max_abs_err", "max_rel_err", "message"}]
     max_abs_err, max_rel_err  over the trials that ran
     timing                    {"mode", "warmup", "calls", "candidate_ms": stats, "reference_ms": stats | null}
