@@ -19,10 +19,7 @@ cores, large transfers and few passes over GM):
 """
 from __future__ import annotations
 
-import json
-import math
 import random
-from collections.abc import Callable, Iterable
 from typing import Any
 
 from evokernel.generators.template import schedules as S
@@ -43,7 +40,6 @@ FAMILY_KNOBS: dict[str, dict[str, list[Any]]] = {
 CONSERVATIVE: dict[str, Any] = {"tile": 4096, "buffer_num": 1, "blocks": "all", "vec_form": "count",
                                 "row_mode": "stream"}
 
-META_KEYS = ("family", "families", "transform", "from")
 
 TRANSFORMS: list[tuple[str, dict[str, Any]]] = [
     ("double_buffer", {"buffer_num": 2}),
@@ -62,22 +58,15 @@ TRANSFORMS: list[tuple[str, dict[str, Any]]] = [
     ("blocks_half", {"blocks": "half"}),
 ]
 TRANSFORM_NAMES = [t for t, _ in TRANSFORMS]
-
-
-def knob_space(families: Iterable[str]) -> dict[str, list[Any]]:
-    space: dict[str, list[Any]] = {}
-    for f in families:
-        for k, vals in FAMILY_KNOBS.get(f, {}).items():
-            space.setdefault(k, list(vals))
-    return space
-
-
-def knobs_of(schedule: dict[str, Any] | None) -> dict[str, Any]:
-    return {k: v for k, v in (schedule or {}).items() if k not in META_KEYS}
-
-
-def canonical(schedule: dict[str, Any] | None) -> str:
-    return json.dumps(knobs_of(schedule), sort_keys=True)
+# the search over these knobs is the cpu generator's, on this target's knobs and transforms
+ASCEND = S.Space(FAMILY_KNOBS, TRANSFORMS, "ascend_row")
+knob_space = ASCEND.knob_space
+apply_transform = ASCEND.apply_transform
+transform_scores = ASCEND.transform_scores
+order_transforms = ASCEND.order_transforms
+pick_refinement = ASCEND.pick_refinement
+knobs_of = S.knobs_of
+canonical = S.canonical
 
 
 def make_schedule(family: str, knobs: dict[str, Any], transform: str) -> dict[str, Any]:
@@ -91,19 +80,6 @@ def make_schedule(family: str, knobs: dict[str, Any], transform: str) -> dict[st
     return {"family": family, "families": [family], "transform": transform, **clean}
 
 
-def apply_transform(schedule: dict[str, Any], name: str) -> dict[str, Any] | None:
-    changes = dict(TRANSFORMS)[name]
-    space = knob_space(schedule.get("families") or [schedule.get("family", "ascend_row")])
-    if any(k not in space or v not in space[k] for k, v in changes.items()):
-        return None
-    if all(schedule.get(k) == v for k, v in changes.items()):
-        return None
-    out = dict(schedule)
-    out.update(changes)
-    out["transform"] = name
-    return out
-
-
 # ----------------------------------------------------------------------------------------- memory
 
 def memory_draft_knobs(context: list[Any], family: str) -> tuple[dict[str, Any] | None, str]:
@@ -112,36 +88,6 @@ def memory_draft_knobs(context: list[Any], family: str) -> tuple[dict[str, Any] 
     if knobs is None:
         return None, ""
     return {k: v for k, v in knobs.items() if k in knob_space([family])}, source
-
-
-def transform_scores(context: list[Any], family: str) -> dict[str, float]:
-    """Evidence per transform from memory (log speedup over the parent of retrieved refinements of the
-    same family, -1 for a failed one; +0.5 for a best-practice item naming it)."""
-    scores: dict[str, float] = {}
-    attempts = {id(i) for i in S._attempts(context)}
-    for item in context:
-        meta = item.meta or {}
-        sched = S._item_schedule(item)
-        if item.kind == "best_practice":
-            named = set()
-            if sched and sched.get("transform") in TRANSFORM_NAMES:
-                named.add(sched["transform"])
-            named |= {t for t in TRANSFORM_NAMES if t in (item.text or "").split()}
-            for t in named:
-                scores[t] = scores.get(t, 0.0) + 0.5
-            continue
-        if id(item) not in attempts or not sched or sched.get("family") != family:
-            continue
-        t = sched.get("transform")
-        if t not in TRANSFORM_NAMES or not (meta.get("parent") or meta.get("stage") == "refine"):
-            continue
-        if meta.get("feasible") is False:
-            scores[t] = scores.get(t, 0.0) - 1.0
-            continue
-        sp = meta.get("speedup_vs_parent")
-        if isinstance(sp, (int, float)) and sp > 0:
-            scores[t] = scores.get(t, 0.0) + math.log(float(sp))
-    return scores
 
 
 def prior_scores(family: str, n_cols: int, reductions: int) -> dict[str, float]:
@@ -162,12 +108,6 @@ def prior_scores(family: str, n_cols: int, reductions: int) -> dict[str, float]:
     return p
 
 
-def order_transforms(scores: dict[str, float], seed: int) -> list[str]:
-    rng = random.Random(seed)
-    jitter = {t: i + rng.random() * 2.5 for i, t in enumerate(TRANSFORM_NAMES)}
-    return sorted(TRANSFORM_NAMES, key=lambda t: (-round(scores.get(t, 0.0), 6), jitter[t]))
-
-
 def explore_knobs(family: str, rng: random.Random) -> dict[str, Any]:
     """A seeded schedule leaning to the faster-looking values."""
     space = knob_space([family])
@@ -179,33 +119,3 @@ def explore_knobs(family: str, rng: random.Random) -> dict[str, Any]:
     if knobs.get("blocks") == "half" and rng.random() < 0.7:
         knobs["blocks"] = "all"
     return knobs
-
-
-def pick_refinement(start: dict[str, Any], tried: set[str], scores: dict[str, float], seed: int,
-                    is_real: Callable[[dict[str, Any]], bool], prefer: list[str] | None = None,
-                    ) -> dict[str, Any] | None:
-    """The first applicable, untried transform whose code is new and feasible (``is_real``; ``prefer``
-    first); else the first such composition of two transforms."""
-    order = order_transforms(scores, seed)
-    if prefer:
-        order = [t for t in prefer if t in order] + [t for t in order if t not in prefer]
-    for name in order:
-        cand = apply_transform(start, name)
-        if cand is None or canonical(cand) in tried:
-            continue
-        if is_real(cand):
-            return cand
-    for a in order:
-        first = apply_transform(start, a)
-        if first is None:
-            continue
-        for b in order:
-            if b == a:
-                continue
-            cand = apply_transform(first, b)
-            if cand is None or canonical(cand) in tried:
-                continue
-            if is_real(cand):
-                cand["transform"] = f"{a}+{b}"
-                return cand
-    return None

@@ -44,14 +44,6 @@ RISKY = {"tail": "none"}
 META_KEYS = ("family", "families", "transform", "from")
 
 
-def knob_space(families: Iterable[str]) -> dict[str, list[Any]]:
-    space: dict[str, list[Any]] = {}
-    for f in families:
-        for k, vals in FAMILY_KNOBS.get(f, {}).items():
-            space.setdefault(k, list(vals))
-    return space
-
-
 def knobs_of(schedule: dict[str, Any] | None) -> dict[str, Any]:
     return {k: v for k, v in (schedule or {}).items() if k not in META_KEYS}
 
@@ -112,19 +104,6 @@ TRANSFORMS: list[tuple[str, dict[str, Any]]] = [
     ("omp_off", {"omp": "off"}),
 ]
 TRANSFORM_NAMES = [t for t, _ in TRANSFORMS]
-
-
-def apply_transform(schedule: dict[str, Any], name: str) -> dict[str, Any] | None:
-    changes = dict(TRANSFORMS)[name]
-    space = knob_space(schedule.get("families") or [schedule.get("family", "row")])
-    if any(k not in space or v not in space[k] for k, v in changes.items()):
-        return None
-    if all(schedule.get(k) == v for k, v in changes.items()):
-        return None
-    out = dict(schedule)
-    out.update(changes)
-    out["transform"] = name
-    return out
 
 
 # --------------------------------------------------------------------------------------- memory
@@ -197,45 +176,6 @@ def risky_failed(context: list[Any], family: str) -> bool:
     return False
 
 
-def transform_scores(context: list[Any], family: str) -> dict[str, float]:
-    """Evidence per transform from memory: log speedup over the parent of retrieved refinements of
-    the same family (negative when it slowed down, -1 when the result failed); best-practice items
-    naming a transform add 0.5."""
-    scores: dict[str, float] = {}
-    attempts = {id(i) for i in _attempts(context)}
-    for item in context:
-        meta = item.meta or {}
-        sched = _item_schedule(item)
-        if item.kind == "best_practice":
-            named = set()
-            if sched and sched.get("transform") in TRANSFORM_NAMES:
-                named.add(sched["transform"])
-            named |= {t for t in TRANSFORM_NAMES if t in (item.text or "").split()}
-            for t in named:
-                scores[t] = scores.get(t, 0.0) + 0.5
-            continue
-        if id(item) not in attempts or not sched or not _same_family(sched, family):
-            continue
-        t = sched.get("transform")
-        # a refinement: traces link their parent; experiences say their stage
-        if t not in TRANSFORM_NAMES or not (meta.get("parent") or meta.get("stage") == "refine"):
-            continue
-        if meta.get("feasible") is False:
-            scores[t] = scores.get(t, 0.0) - 1.0
-            continue
-        sp = meta.get("speedup_vs_parent")
-        if isinstance(sp, (int, float)) and sp > 0:
-            scores[t] = scores.get(t, 0.0) + math.log(float(sp))
-    return scores
-
-
-def order_transforms(scores: dict[str, float], seed: int) -> list[str]:
-    """Transforms by memory evidence, then by the base order perturbed by the seed (deterministic)."""
-    rng = random.Random(seed)
-    jitter = {t: i + rng.random() * 2.5 for i, t in enumerate(TRANSFORM_NAMES)}
-    return sorted(TRANSFORM_NAMES, key=lambda t: (-round(scores.get(t, 0.0), 6), jitter[t]))
-
-
 def explore_knobs(families: list[str], rng: random.Random, allow_risky: bool) -> dict[str, Any]:
     """A seeded random schedule: faster-looking values, sometimes the risky ones."""
     space = knob_space(families)
@@ -250,32 +190,106 @@ def explore_knobs(families: list[str], rng: random.Random, allow_risky: bool) ->
     return knobs
 
 
-def pick_refinement(start: dict[str, Any], tried: set[str], scores: dict[str, float], seed: int,
-                    is_real: Callable[[dict[str, Any]], bool], prefer: list[str] | None = None,
-                    ) -> dict[str, Any] | None:
-    """The first applicable, untried, non-cosmetic transform (``prefer`` first); else the best
-    untried composition of two transforms."""
-    order = order_transforms(scores, seed)
-    if prefer:
-        order = [t for t in prefer if t in order] + [t for t in order if t not in prefer]
-    for name in order:
-        cand = apply_transform(start, name)
-        if cand is None or canonical(cand) in tried:
-            continue
-        if is_real(cand):
-            return cand
-    # neighbours two steps away
-    for a in order:
-        first = apply_transform(start, a)
-        if first is None:
-            continue
-        for b in order:
-            if b == a:
+class Space:
+    """The knobs and transforms of one target's schedules (cpu here, Ascend C in ascend_schedules);
+    the search over them -- applying transforms, scoring them from memory, ordering, picking a
+    refinement -- is the same for every target."""
+
+    def __init__(self, family_knobs: dict[str, dict[str, list[Any]]], transforms: list[tuple[str, dict[str, Any]]],
+                 default_family: str):
+        self.family_knobs, self.transforms, self.default_family = family_knobs, transforms, default_family
+        self.names = [t for t, _ in transforms]
+
+    def knob_space(self, families: Iterable[str]) -> dict[str, list[Any]]:
+        space: dict[str, list[Any]] = {}
+        for f in families:
+            for k, vals in self.family_knobs.get(f, {}).items():
+                space.setdefault(k, list(vals))
+        return space
+
+    def apply_transform(self, schedule: dict[str, Any], name: str) -> dict[str, Any] | None:
+        changes = dict(self.transforms)[name]
+        space = self.knob_space(schedule.get("families") or [schedule.get("family", self.default_family)])
+        if any(k not in space or v not in space[k] for k, v in changes.items()):
+            return None
+        if all(schedule.get(k) == v for k, v in changes.items()):
+            return None
+        out = dict(schedule)
+        out.update(changes)
+        out["transform"] = name
+        return out
+
+    def transform_scores(self, context: list[Any], family: str) -> dict[str, float]:
+        """Evidence per transform from memory: log speedup over the parent of retrieved refinements of
+        the same family (negative when it slowed down, -1 when the result failed); best-practice items
+        naming a transform add 0.5."""
+        scores: dict[str, float] = {}
+        attempts = {id(i) for i in _attempts(context)}
+        for item in context:
+            meta = item.meta or {}
+            sched = _item_schedule(item)
+            if item.kind == "best_practice":
+                named = set()
+                if sched and sched.get("transform") in self.names:
+                    named.add(sched["transform"])
+                named |= {t for t in self.names if t in (item.text or "").split()}
+                for t in named:
+                    scores[t] = scores.get(t, 0.0) + 0.5
                 continue
-            cand = apply_transform(first, b)
+            if id(item) not in attempts or not sched or not _same_family(sched, family):
+                continue
+            t = sched.get("transform")
+            # a refinement: traces link their parent; experiences say their stage
+            if t not in self.names or not (meta.get("parent") or meta.get("stage") == "refine"):
+                continue
+            if meta.get("feasible") is False:
+                scores[t] = scores.get(t, 0.0) - 1.0
+                continue
+            sp = meta.get("speedup_vs_parent")
+            if isinstance(sp, (int, float)) and sp > 0:
+                scores[t] = scores.get(t, 0.0) + math.log(float(sp))
+        return scores
+
+    def order_transforms(self, scores: dict[str, float], seed: int) -> list[str]:
+        """Transforms by memory evidence, then by the base order perturbed by the seed (deterministic)."""
+        rng = random.Random(seed)
+        jitter = {t: i + rng.random() * 2.5 for i, t in enumerate(self.names)}
+        return sorted(self.names, key=lambda t: (-round(scores.get(t, 0.0), 6), jitter[t]))
+
+    def pick_refinement(self, start: dict[str, Any], tried: set[str], scores: dict[str, float], seed: int,
+                        is_real: Callable[[dict[str, Any]], bool], prefer: list[str] | None = None,
+                        ) -> dict[str, Any] | None:
+        """The first applicable, untried, non-cosmetic transform (``is_real``; ``prefer`` first); else the
+        first such composition of two transforms."""
+        order = self.order_transforms(scores, seed)
+        if prefer:
+            order = [t for t in prefer if t in order] + [t for t in order if t not in prefer]
+        for name in order:
+            cand = self.apply_transform(start, name)
             if cand is None or canonical(cand) in tried:
                 continue
             if is_real(cand):
-                cand["transform"] = f"{a}+{b}"
                 return cand
-    return None
+        # neighbours two steps away
+        for a in order:
+            first = self.apply_transform(start, a)
+            if first is None:
+                continue
+            for b in order:
+                if b == a:
+                    continue
+                cand = self.apply_transform(first, b)
+                if cand is None or canonical(cand) in tried:
+                    continue
+                if is_real(cand):
+                    cand["transform"] = f"{a}+{b}"
+                    return cand
+        return None
+
+
+CPU = Space(FAMILY_KNOBS, TRANSFORMS, "row")
+knob_space = CPU.knob_space
+apply_transform = CPU.apply_transform
+transform_scores = CPU.transform_scores
+order_transforms = CPU.order_transforms
+pick_refinement = CPU.pick_refinement
