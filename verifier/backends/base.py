@@ -14,6 +14,13 @@ class Backend(ABC):
     # from what a checked run recorded (ascend-sim), see `estimate`
     timing_mode: str = "wall"
 
+    def start(self, sandbox: str | None = None) -> None:
+        """Called when the verifier starts (e.g. ascend: locate CANN, claim an NPU); raises SandboxError
+        subclasses for an environment that cannot run this backend."""
+
+    def close(self) -> None:
+        """Called when the verifier stops (release what start() took)."""
+
     def load_message(self) -> dict[str, Any]:
         """Extra fields of the worker's load request (how to load this backend's candidates)."""
         return {}

@@ -68,7 +68,11 @@ def make_backend(name: str, cache_dir: Path, build_timeout_s: float = 600.0) -> 
         from evokernel.verifier.backends.ascend_sim.backend import AscendSimBackend
 
         return AscendSimBackend(cache_dir, build_timeout_s)
+    if name == "ascend":
+        from evokernel.verifier.backends.ascend.backend import AscendBackend
+
+        return AscendBackend(cache_dir, build_timeout_s)
     raise ValueError(f"unknown backend {name!r} (available: {', '.join(BACKENDS)})")
 
 
-BACKENDS = ("cpu", "ascend-sim")
+BACKENDS = ("cpu", "ascend-sim", "ascend")

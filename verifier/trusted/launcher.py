@@ -82,6 +82,7 @@ class SandboxSpec:
     env: dict[str, str] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
     cwd: Path = Path("/tmp")  # working directory inside the sandbox
+    devices: list[Path] = field(default_factory=list)  # device nodes passed through (the NPU's, backend ascend)
 
 
 def worker_cpus(threads: int) -> list[int]:
@@ -146,6 +147,8 @@ def sandbox_argv(argv: list[str], spec: SandboxSpec, mode: str | None = None) ->
                 cmd += ["--ro-bind", str(p), str(p)]
         for p in spec.writable:
             cmd += ["--bind", str(p), str(p)]
+        for d in spec.devices:
+            cmd += ["--dev-bind", str(d), str(d)]
         cmd += ["--chdir", str(spec.cwd), "--clearenv"]
         for k, v in env.items():
             cmd += ["--setenv", k, v]
@@ -168,9 +171,10 @@ def _kill_group(proc: subprocess.Popen[Any]) -> None:
         pass
 
 
-def run_sandboxed(argv: list[str], spec: SandboxSpec, timeout: float) -> tuple[int | None, str]:
+def run_sandboxed(argv: list[str], spec: SandboxSpec, timeout: float, mode: str | None = None
+                  ) -> tuple[int | None, str]:
     """Run a one-shot command (a compiler) in a fresh sandbox; returns (rc or None on timeout, output)."""
-    full = sandbox_argv(argv, spec)
+    full = sandbox_argv(argv, spec, mode)
     with tempfile.TemporaryFile() as out:
         proc = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                 cwd=spec.cwd if spec.cwd.exists() else None, start_new_session=True, close_fds=True)

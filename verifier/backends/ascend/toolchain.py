@@ -133,9 +133,10 @@ class BuildPlan:
 
 
 class ToolchainError(RuntimeError):
-    def __init__(self, step: Step, message: str):
+    def __init__(self, step: Step, message: str, steps: list[Step] | None = None):
         super().__init__(message)
         self.step, self.message = step, message
+        self.steps = steps if steps is not None else [step]  # every step that ran, the failing one last
 
 
 def build_project(project: Project, workdir: Path, cann: CannEnv, soc: str = DEFAULT_SOC,
@@ -154,9 +155,9 @@ def build_project(project: Project, workdir: Path, cann: CannEnv, soc: str = DEF
         s = Step(name, argv, str(cwd), rc, out, time.perf_counter() - t0)
         plan.steps.append(s)
         if rc is None:
-            raise ToolchainError(s, f"{name} timed out after {t:.0f} s")
+            raise ToolchainError(s, f"{name} timed out after {t:.0f} s", plan.steps)
         if rc != 0:
-            raise ToolchainError(s, f"{name} failed (exit {rc})")
+            raise ToolchainError(s, f"{name} failed (exit {rc})", plan.steps)
         return s
 
     snake, op_type = project.snake, project.op_type
@@ -165,7 +166,7 @@ def build_project(project: Project, workdir: Path, cann: CannEnv, soc: str = DEF
     step("msopgen", ["msopgen", "gen", "-i", str(desc), "-c", f"ai_core-{soc}", "-lan", "cpp", "-out", op_type],
          workdir, 300)
     if not (plan.op_dir / "build.sh").is_file():
-        raise ToolchainError(plan.steps[-1], f"msopgen produced no {op_type}/build.sh")
+        raise ToolchainError(plan.steps[-1], f"msopgen produced no {op_type}/build.sh", plan.steps)
     # overwrite the generated sources with the candidate's (msopgen names them after the op)
     (plan.op_dir / "op_host").mkdir(exist_ok=True)
     (plan.op_dir / "op_kernel").mkdir(exist_ok=True)
@@ -175,13 +176,14 @@ def build_project(project: Project, workdir: Path, cann: CannEnv, soc: str = DEF
     step("build", ["./build.sh"], plan.op_dir)  # as msopgen made it (its shebang decides)
     runs = sorted((plan.op_dir / "build_out").glob("custom_opp_*.run"))
     if not runs:
-        raise ToolchainError(plan.steps[-1], "build.sh succeeded but produced no build_out/custom_opp_*.run")
+        raise ToolchainError(plan.steps[-1], "build.sh succeeded but produced no build_out/custom_opp_*.run",
+                             plan.steps)
     plan.run_file = runs[0]
     plan.install_dir = workdir / "opp"
     step("install", [str(plan.run_file), f"--install-path={plan.install_dir}"], workdir, 300)
     lib = plan.vendor_dir / "op_api" / "lib" / "libcust_opapi.so"
     if not lib.is_file():
-        raise ToolchainError(plan.steps[-1], f"the installer left no {lib.relative_to(workdir)}")
+        raise ToolchainError(plan.steps[-1], f"the installer left no {lib.relative_to(workdir)}", plan.steps)
     return plan
 
 

@@ -61,6 +61,33 @@ def _custom_ops_uses(model_src: str, exported: set[str]) -> list[hack.Finding]:
     return out
 
 
+def static_check_project(source: str) -> list[hack.Finding]:
+    """The static rules of an Ascend C candidate (ascend-sim and ascend): the outer file is read, never
+    run; model_src gets the Python rules and may only call the binding's exported functions; the native
+    sources get the native rules plus Ascend C includes only."""
+    try:
+        project = parse_candidate(source)
+    except ProjectError as exc:
+        if str(exc).startswith("candidate.py:") and ": error: " in str(exc):
+            raise SyntaxError(str(exc).split(": error: ", 1)[1]) from None
+        return [hack.Finding("structure", 0, str(exc))]
+    findings: list[hack.Finding] = []
+    model = project.sources["model_src"]
+    try:
+        for f in hack.check_python(model, "model_src.py", MODEL_IMPORTS):
+            findings.append(hack.Finding(f.rule, f.line, f"model_src: {f.message}"))
+    except SyntaxError as exc:
+        return [hack.Finding("structure", exc.lineno or 0, f"model_src.py:{exc.lineno}: error: {exc.msg}")]
+    findings += _custom_ops_uses(model, set(project.bindings))
+    if "custom_ops_lib" not in model:
+        findings.append(hack.Finding("structure", 0, "model_src must call the operator through "
+                                     f"custom_ops_lib.{next(iter(project.bindings))}(...)"))
+    for field in NATIVE_FIELDS:
+        for f in hack.check_native(project.sources[field], "ascend"):
+            findings.append(hack.Finding(f.rule, f.line, f"{field}: {f.message}"))
+    return findings
+
+
 class AscendSimBackend(Backend):
     name = "ascend-sim"
     timing_mode = "model"
@@ -72,27 +99,7 @@ class AscendSimBackend(Backend):
 
     # --- gate 1: static rules ----------------------------------------------------------------------
     def static_check(self, source: str) -> list[hack.Finding]:
-        try:
-            project = parse_candidate(source)
-        except ProjectError as exc:
-            if str(exc).startswith("candidate.py:") and ": error: " in str(exc):
-                raise SyntaxError(str(exc).split(": error: ", 1)[1]) from None
-            return [hack.Finding("structure", 0, str(exc))]
-        findings: list[hack.Finding] = []
-        model = project.sources["model_src"]
-        try:
-            for f in hack.check_python(model, "model_src.py", MODEL_IMPORTS):
-                findings.append(hack.Finding(f.rule, f.line, f"model_src: {f.message}"))
-        except SyntaxError as exc:
-            return [hack.Finding("structure", exc.lineno or 0, f"model_src.py:{exc.lineno}: error: {exc.msg}")]
-        findings += _custom_ops_uses(model, set(project.bindings))
-        if "custom_ops_lib" not in model:
-            findings.append(hack.Finding("structure", 0, "model_src must call the operator through "
-                                         f"custom_ops_lib.{next(iter(project.bindings))}(...)"))
-        for field in NATIVE_FIELDS:
-            for f in hack.check_native(project.sources[field], "ascend"):
-                findings.append(hack.Finding(f.rule, f.line, f"{field}: {f.message}"))
-        return findings
+        return static_check_project(source)
 
     # --- gate 2: builds ----------------------------------------------------------------------------
     def _runner(self, argv: list[str], cwd: Path, timeout: float, writable: Path) -> tuple[int | None, str]:

@@ -16,6 +16,7 @@ def set_device(device):
     global _current
     _current = int(str(device).split(":")[-1]) if not isinstance(device, int) else device
     _log("set_device", _current)
+    _check_broken()
 
 
 def current_device():
@@ -46,3 +47,20 @@ class Event:
         if not self.enable_timing or self._t is None or end._t is None:
             raise RuntimeError("fake torch_npu: both events must be recorded with enable_timing=True")
         return (end._t - self._t) * 1000.0
+
+
+def device_count():
+    return int(os.environ.get("FAKE_NPU_DEVICE_COUNT", "1"))
+
+
+def get_device_name(device=None):
+    return "Ascend910B2 (fake)"
+
+
+def _check_broken():
+    """FAKE_NPU_BROKEN=<file>: while that file exists the device is unusable (a fault that outlived its
+    process): every device call fails as a real runtime would."""
+    path = os.environ.get("FAKE_NPU_BROKEN")
+    if path and os.path.exists(path):
+        os.write(2, b"EZ9999: Inner Error! device 0 is unavailable, retCode=0x31 [vector core exception]\n")
+        raise RuntimeError("ACL error 507035: the device is not usable")
