@@ -63,7 +63,6 @@ DEVICE_NODES = ("davinci_manager", "devmm_svm", "hisi_hdc")
 PASS_PREFIXES = ("ASCEND_",)
 PASS_KEYS = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "TOOLCHAIN_HOME", "ASCEND_TOOLKIT_HOME")
 MSPROF_METRICS = "PipeUtilization,Memory,ResourceConflictRatio"  # the paper's three profiling passes
-HEALTH_RETRIES = (0.0, 5.0, 20.0)  # seconds to wait before each health check of a suspect device
 
 
 class BackendUnavailable(SandboxError):
@@ -102,6 +101,7 @@ class AscendSettings:
     helper: str | None = None  # pytorch_npu_helper.hpp (default: binding_build.find_helper)
     pass_env: tuple[str, ...] = ()  # extra variable names handed to the tools and the device process
     keep: bool = False  # keep each job's directory (inputs, outputs, request, result) for debugging
+    health_waits: tuple[float, ...] = (0.0, 5.0, 20.0)  # seconds before each health check of a suspect device
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **overrides: Any) -> "AscendSettings":
@@ -338,8 +338,12 @@ class AscendBackend(Backend):
                     b = build_binding(project, work, denv, self.helper, self.settings.python, runner,
                                       self.build_timeout_s)
                 except ToolchainError as exc:
+                    imp = feedback.analyze_import(exc.step.output)
+                    if imp is not None:  # torch_npu itself does not load: the machine, not the candidate
+                        raise BackendUnavailable(f"backend ascend: building the binding needs torch_npu, which "
+                                                 f"does not import: {imp.message}") from None
                     raise BuildFailed(binding_diagnoses(exc), steps + [_step_json(exc.step)]) from None
-            except BuildFailed:
+            except (BuildFailed, BackendUnavailable):
                 shutil.rmtree(work, ignore_errors=True)  # failures are not cached
                 raise
             steps += [_step_json(st) for st in b.steps]
@@ -410,7 +414,7 @@ class AscendBackend(Backend):
         if not self.device.suspect:
             return
         last = ""
-        for wait in HEALTH_RETRIES:
+        for wait in self.settings.health_waits:
             time.sleep(wait)
             ok, last = self.health_check()
             if ok:

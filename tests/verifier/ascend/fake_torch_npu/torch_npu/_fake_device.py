@@ -11,7 +11,8 @@ what EXEC_NPU_CMD does on a device, as recorded in ascend-toolchain.md §1.1/§4
   allocated output, so no ATen compute operator is dispatched, as with a real custom op);
 - FAKE_NPU_SCENARIO injects device behaviour: success | wrong_result (output + 0.5) | aivec_fault (the
   EZ9999 / retCode=0x31 / 507035 texts on fd 2 and a RuntimeError) | hang (sleeps, like a kernel that never
-  finishes) | crash (abort()) | slow (sleeps FAKE_NPU_SLOW_MS per call: a slower kernel).
+  finishes) | crash (abort()) | slow (sleeps FAKE_NPU_SLOW_MS per call: a slower kernel) | aten (computes
+  with torch operators, as a binding calling at::add in C++ would: the dispatcher sees them).
 Nothing of the real device is modelled beyond that: no streams, no asynchrony, no memory.
 """
 import os
@@ -97,6 +98,10 @@ def _make(py_name, params, body):
             os.abort()
         if scenario == "slow":
             time.sleep(float(os.environ.get("FAKE_NPU_SLOW_MS", "5")) / 1e3)
+        if scenario == "aten":
+            res = torch.add(env[inputs[0]], env[inputs[1]])
+            env[outputs[0]].copy_(res)
+            return env[ret.group(1)] if ret else env[outputs[0]]
         fn = SEMANTICS.get(op)
         if fn is None:
             raise RuntimeError(f"fake device: no semantics for operator {op}")

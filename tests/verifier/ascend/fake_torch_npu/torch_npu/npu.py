@@ -58,9 +58,9 @@ def get_device_name(device=None):
 
 
 def _check_broken():
-    """FAKE_NPU_BROKEN=<file>: while that file exists the device is unusable (a fault that outlived its
-    process): every device call fails as a real runtime would."""
+    """FAKE_NPU_BROKEN=<dir>: while <dir>/npu<id> exists that device is unusable (a fault that outlived its
+    process): selecting it fails as a real runtime would."""
     path = os.environ.get("FAKE_NPU_BROKEN")
-    if path and os.path.exists(path):
+    if path and os.path.exists(os.path.join(path, f"npu{_current}")):
         os.write(2, b"EZ9999: Inner Error! device 0 is unavailable, retCode=0x31 [vector core exception]\n")
         raise RuntimeError("ACL error 507035: the device is not usable")
