@@ -6,6 +6,7 @@
     evokernel memory stats|list|show|export|import
     evokernel eval CONFIG [--method M]... [--seeds N] [--workers N] ...   (docs/evaluation.md)
     evokernel report EVAL_OR_RUN_DIR
+    evokernel doctor [--backend cpu|ascend-sim|ascend] [--json]   (can this machine run a backend?)
 
 Exit codes of `verify`: 0 feasible, 1 not feasible, 2 bad usage or an unreadable/broken task.
 """
@@ -43,7 +44,7 @@ def _overrides(values: list[str] | None) -> dict[str, object]:
 def verify(
     task_file: Annotated[Path, typer.Argument(help="KernelBench-format task file (Model, get_inputs, get_init_inputs)")],
     candidate_file: Annotated[Path, typer.Argument(help="candidate source defining ModelNew")],
-    backend: Annotated[str, typer.Option(help="target backend: cpu (C++ kernels, measured latency) or ascend-sim (Ascend C operator projects on the CPU emulator, latency ESTIMATED by a model of Ascend 910B)")] = "cpu",
+    backend: Annotated[str, typer.Option(help="target backend: cpu (C++ kernels, measured latency), ascend-sim (Ascend C operator projects on the CPU emulator, latency ESTIMATED by a model of Ascend 910B) or ascend (the same projects built with CANN and measured on a real NPU; see docs/ascend.md and `evokernel doctor --backend ascend`)")] = "cpu",
     set_: Annotated[Optional[list[str]], typer.Option("--set", help="override a module-level size constant, NAME=VALUE (repeatable)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object instead of text")] = False,
     strict: Annotated[bool, typer.Option(help="strict tolerance atol=rtol=1e-4 (default 1e-2, the paper's)")] = False,
@@ -94,7 +95,8 @@ def verify(
     else:
         print(result.summary())
         if result.feasible and result.details.get("profile"):
-            print("profile (modelled):\n  " + result.details["profile"].replace("\n", "\n  "))
+            kind = "modelled" if result.latency_kind == "estimate" else "measured"
+            print(f"profile ({kind}):\n  " + result.details["profile"].replace("\n", "\n  "))
         for w in result.details.get("emulator_warnings") or []:
             print(f"warning: {w}")
     raise typer.Exit(0 if result.feasible else 1)
@@ -130,6 +132,40 @@ def tasks_list(
         sizes = " ".join(f"{k}={v}" for k, v in t.constants.items() if isinstance(v, (int, float)))
         table.add_row(t.name, t.category, sizes, t.description)
     Console(width=160).print(table)
+
+
+@app.command()
+def doctor(
+    backend: Annotated[str, typer.Option(help="backend to check: cpu, ascend-sim or ascend (a real NPU with CANN)")] = "cpu",
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object instead of a table")] = False,
+) -> None:
+    """Check whether this machine can run BACKEND: one row per requirement (ok / warn / FAIL). Exit 1 on a FAIL."""
+    from rich.text import Text
+
+    from evokernel.doctor import BACKENDS, FAIL, WARN, failed, report, run_checks
+
+    if backend not in BACKENDS:
+        err.print(f"error: unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+        raise typer.Exit(2)
+    if as_json:
+        checks = run_checks(backend)
+        print(json.dumps(report(backend, checks)))
+        raise typer.Exit(1 if failed(checks) else 0)
+    with err.status(f"checking the {backend} backend..."):
+        checks = run_checks(backend)
+    style = {FAIL: "bold red", WARN: "yellow"}
+    table = Table(title=f"evokernel doctor --backend {backend}", show_lines=True)
+    for col in ("check", "status", "detail", "remedy"):
+        table.add_column(col, overflow="fold")
+    for c in checks:
+        # details quote tool output: plain Text, never rich markup
+        table.add_row(Text(c.name), Text(c.status, style=style.get(c.status, "green")), Text(c.detail), Text(c.remedy))
+    out = Console() if Console().is_terminal else Console(width=120)  # pipes: wide enough for paths
+    out.print(table)
+    counts = report(backend, checks)["counts"]
+    verdict = "[bold red]cannot run[/]" if failed(checks) else "[green]ready[/]"
+    out.print(f"{backend}: {verdict} ({counts['ok']} ok, {counts['warn']} warn, {counts['FAIL']} FAIL)")
+    raise typer.Exit(1 if failed(checks) else 0)
 
 
 def _mount() -> None:
