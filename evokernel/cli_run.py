@@ -55,7 +55,7 @@ def run(
     targets: Annotated[Optional[list[str]], typer.Argument(help="task files, task directories or suite names (cpu-l1, cpu-l2, npu-l1, npu-l2)")] = None,
     limit: Annotated[int, typer.Option(min=0, help="only the first N tasks (0: all)")] = 0,
     method: Annotated[str, typer.Option(help="evokernel (the paper's system), passk (T independent samples, one demonstration, no memory) or refinement (repair, then hill-climb; no shared memory)")] = "evokernel",
-    backend: Annotated[str, typer.Option(help="target backend: cpu (C++ kernels, measured latency) or ascend-sim (Ascend C operator projects on the CPU emulator, latency ESTIMATED by a model of Ascend 910B)")] = "cpu",
+    backend: Annotated[str, typer.Option(help="target backend: cpu (C++ kernels, measured latency), ascend-sim (Ascend C operator projects on the CPU emulator, latency ESTIMATED by a model of Ascend 910B) or ascend (the same projects built with CANN and measured on a real NPU; see docs/ascend.md and `evokernel doctor --backend ascend`)")] = "cpu",
     generator: Annotated[str, typer.Option(help="template (offline, deterministic) or llm")] = "template",
     model: Annotated[Optional[str], typer.Option(help="LLM spec for --generator llm: openai:MODEL, deepseek:MODEL, ollama:MODEL or MODEL (uses OPENAI_API_KEY / OPENAI_BASE_URL)")] = None,
     budget: Annotated[int, typer.Option("--budget", "-T", min=1, help="attempts per task, drafting and refining together")] = 30,

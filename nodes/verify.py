@@ -25,5 +25,13 @@ def verify(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
     task = resources.task(state["task"])
     verdict = resources.verifier(ctx).verify(task, cand["source"])
     data = verdict.to_json()
-    data.pop("details", None)  # large and only for debugging; the summary fields stay
+    # details are large and mostly for debugging; the update node needs the profile (the refining stage
+    # reads it) and the bottleneck the profiler or latency model named (stored with the trace)
+    details = data.pop("details", None) or {}
+    kept = {k: details[k] for k in ("profile", "diagnosis") if k in details}
+    if isinstance(details.get("estimate"), dict):
+        kept["estimate"] = {"kernels": [{"bound": k.get("bound")} for k in details["estimate"].get("kernels") or []
+                                        if isinstance(k, dict)]}
+    if kept:
+        data["details"] = kept
     return {"verdict": data}

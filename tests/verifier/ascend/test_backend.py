@@ -32,7 +32,7 @@ def variant(old: str, new: str) -> str:
 
 def fake_env(tmp: Path, fake_torch: str = "fake_torch_npu") -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ASCEND_", "FAKE_"))}
-    env.update({"ASCEND_SET_ENV": str(FAKE_CANN / "set_env.sh"), "PYTHONPATH": str(HERE / fake_torch),
+    env.update({"ASCEND_SET_ENV": str(FAKE_CANN / "set_env.sh"), "EVOKERNEL_NPU_PYTHONPATH": str(HERE / fake_torch),
                 "EVOKERNEL_ASCEND_DEVICE_TYPE": "cpu", "EVOKERNEL_ASCEND_PASS_ENV": PASS,
                 "EVOKERNEL_ASCEND_CALLS": "5", "FAKE_CANN_LOG": str(tmp / "cann.log"),
                 "FAKE_TORCH_NPU_LOG": str(tmp / "npu.log"), "FAKE_NPU_BROKEN": str(tmp / "broken"),
@@ -289,3 +289,32 @@ def test_settings_from_the_environment():
     assert (s.soc, s.devices, s.timing, s.profile) == ("Ascend910B3", [2, 3], "msprof", False)
     with pytest.raises(BackendUnavailable, match="EVOKERNEL_ASCEND_TIMING"):
         AscendSettings.from_env({"EVOKERNEL_ASCEND_TIMING": "stopwatch"})
+
+
+def test_offline_run_on_the_ascend_backend_drafts_refines_and_stores_the_measured_bottleneck(tmp_path):
+    """`evokernel run --backend ascend --generator template` end to end on the fakes: drafts and refinements
+    measured (not estimated), and the trace of a feasible kernel stores the bottleneck msprof diagnosed
+    (what the refining stage matches on)."""
+    import subprocess
+    import sys
+
+    env = fake_env(tmp_path)
+    env.update(HF_HUB_OFFLINE="1", EVOKERNEL_CACHE=str(tmp_path / "cache"))
+    run = tmp_path / "run"
+    r = subprocess.run([sys.executable, "-m", "evokernel", "run", "npu-l1/11_elementwise_add", "--backend", "ascend",
+                        "--generator", "template", "--budget", "2", "--memory", str(tmp_path / "mem"),
+                        "--run-dir", str(run)], capture_output=True, text=True, env=env, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    records = [json.loads(x) for x in (run / "attempts.jsonl").read_text().splitlines() if x.strip()]
+    assert len(records) == 2 and all(x["feasible"] for x in records), [x["failed_gate"] for x in records]
+    assert {x["stage"] for x in records} == {"draft", "refine"}
+    assert all(x["latency_kind"] == "measured" and x["latency_ms"] > 0 for x in records)
+    assert "LATENCIES ARE ESTIMATES" not in r.stdout
+    from evokernel.memory.store import MemoryStore
+
+    store = MemoryStore(tmp_path / "mem")
+    try:
+        traces = store.get(store.ids("trace"))
+    finally:
+        store.close()
+    assert len(traces) == 2 and all(t.meta.get("bound") == "mte2" for t in traces)

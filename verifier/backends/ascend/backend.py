@@ -90,6 +90,7 @@ def _env_list(value: str | None) -> list[int] | None:
 class AscendSettings:
     soc: str = DEFAULT_SOC  # msopgen -c ai_core-<soc>
     python: str = sys.executable  # the interpreter with torch + torch_npu (device runner, binding build)
+    pythonpath: str = ""  # prepended to PYTHONPATH of the tools and device processes only (e.g. torch_npu's home)
     devices: list[int] | None = None  # NPU ids this machine may use; None: ASCEND_RT_VISIBLE_DEVICES count or [0]
     device_type: str = "npu"  # torch device type of the runner ("cpu" only with the tests' fake torch_npu)
     timing: str = "events"  # "events" | "msprof" (the paper's protocol)
@@ -109,6 +110,7 @@ class AscendSettings:
         s = cls(
             soc=env.get("EVOKERNEL_ASCEND_SOC", DEFAULT_SOC),
             python=env.get("EVOKERNEL_NPU_PYTHON", sys.executable),
+            pythonpath=env.get("EVOKERNEL_NPU_PYTHONPATH", ""),
             devices=_env_list(env.get("EVOKERNEL_NPU_DEVICES")),
             device_type=env.get("EVOKERNEL_ASCEND_DEVICE_TYPE", "npu"),
             timing=env.get("EVOKERNEL_ASCEND_TIMING", "events"),
@@ -266,6 +268,8 @@ class AscendBackend(Backend):
         for k in self.settings.pass_env:
             if k in self.environ:
                 env[k] = self.environ[k]
+        if self.settings.pythonpath:
+            env["PYTHONPATH"] = ":".join(p for p in (self.settings.pythonpath, env.get("PYTHONPATH")) if p)
         return env
 
     def _device_nodes(self) -> list[Path]:

@@ -29,6 +29,7 @@ NOT_FOUND = "EZ3003: No supported Ops kernel and engine are found for [aclnn{op}
 
 SEMANTICS = {
     "AddCustom": lambda a, b: a + b,
+    "ElementwiseAddCustom": lambda a, b: a + b,  # the name the template generator gives the npu-l1 add task
     "SubCustom": lambda a, b: a - b,
     "MulCustom": lambda a, b: a * b,
     "ReluCustom": lambda a: np.maximum(a, 0),
