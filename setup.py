@@ -26,5 +26,7 @@ setup(
         # the Ascend C emulator is compiled from source on the user's machine (per candidate)
         "evokernel.verifier.backends.ascend_sim": ["runtime.cpp", "README.md", "include/*.h", "include/*/*.h",
                                                    "include/*/*/*.h", "include/*/*/*/*.h"],
+        # EvoKernel's own EXEC_NPU_CMD header, copied into each candidate's CppExtension (binding_build.py)
+        "evokernel.verifier.backends.ascend": ["include/*.hpp"],
     },
 )

@@ -49,12 +49,18 @@ def test_generated_files(tmp_path, project, helper):
     assert "BuildExtension" in setup
 
 
-def test_helper_is_required_and_explained(tmp_path, project, monkeypatch):
+def test_helper_defaults_to_shipped_header(tmp_path, project, monkeypatch):
     monkeypatch.delenv(bb.HELPER_ENV, raising=False)
-    with pytest.raises(bb.HelperMissing, match="EVOKERNEL_NPU_HELPER"):
-        bb.write_binding(project, tmp_path / "c", environ={})
+    b = bb.write_binding(project, tmp_path / "c", environ={})
+    assert (b.root / "csrc" / "pytorch_npu_helper.hpp").read_bytes() == bb.SHIPPED_HELPER.read_bytes()
+
+
+def test_configured_helper_that_is_not_a_file_is_explained(tmp_path, project, monkeypatch):
+    monkeypatch.delenv(bb.HELPER_ENV, raising=False)
     with pytest.raises(bb.HelperMissing, match="not a file"):
         bb.write_binding(project, tmp_path / "c", helper=tmp_path / "nope.hpp")
+    with pytest.raises(bb.HelperMissing, match="EVOKERNEL_NPU_HELPER.*not a file"):
+        bb.write_binding(project, tmp_path / "c", environ={bb.HELPER_ENV: str(tmp_path / "nope.hpp")})
     assert not (tmp_path / "c").exists()
 
 
