@@ -386,7 +386,7 @@ class AscendBackend(Backend):
         if profiler:
             argv = profiler + argv
         readonly = [build.root] if build is not None else []
-        spec = self._spec(env, job, [job], readonly, int(timeout) + 60, devices=True)
+        spec = self._spec(env, job, [job], readonly, int(timeout) * 4 + 60, devices=True)  # CPU s: all threads
         t0 = time.perf_counter()
         rc, out = self._run(argv, spec, timeout)
         seconds = time.perf_counter() - t0
