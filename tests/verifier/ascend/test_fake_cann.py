@@ -89,12 +89,16 @@ def test_full_success_flow_and_logged_commands(tmp_path, env):
     assert msprof.diagnose(p)["bound"] == "mte2"
 
     recs = log(env)
-    assert [r["tool"] for r in recs] == ["msopgen", "build.sh", "custom_opp.run", "msprof"]
+    assert [r["tool"] for r in recs] == ["msopgen", "build.sh", "bisheng", "custom_opp.run", "msprof"]
     assert recs[0]["argv"] == ["gen", "-i", "add_custom.json", "-c", "ai_core-Ascend910B2", "-lan", "cpp",
                                "-out", "AddCustom"]
     assert recs[1]["cwd"] == str(proj) and recs[1]["env"]["ASCEND_CUSTOM_OPP_PATH"] is None
-    assert recs[2]["argv"] == [f"--install-path={inst}"]
-    assert recs[3]["env"]["ASCEND_CUSTOM_OPP_PATH"] == str(inst / "vendors/customize")
+    bisheng = recs[2]["argv"]
+    assert bisheng[:4] == ["--npu-arch=dav-2201", "-xasc", "-std=c++17", "-fPIC"]
+    assert bisheng[-4:] == ["-c", str(proj / "op_kernel" / "add_custom.cpp"), "-o",
+                            str(proj / "build_out" / "op_kernel" / "add_custom.o")]
+    assert recs[3]["argv"] == [f"--install-path={inst}"]
+    assert recs[4]["env"]["ASCEND_CUSTOM_OPP_PATH"] == str(inst / "vendors/customize")
 
 
 def test_msopgen_rejects_bad_input(tmp_path, env):
