@@ -392,7 +392,10 @@ def _ascend_checks(env: dict[str, str]) -> list[Check]:
             "bash", cann_env, FAIL, "set_env.sh and build.sh need it", "apt-get install bash")))
     checks.append(_guard("SoC", lambda: check_soc(cann_env)))
     python = env.get(NPU_PYTHON_ENV) or sys.executable
-    checks.extend(_guard_many("torch_npu", lambda: check_torch_npu(cann_env, python)))
+    probe_env = dict(cann_env)
+    if env.get("EVOKERNEL_NPU_PYTHONPATH"):  # where the ascend backend finds torch_npu for its processes
+        probe_env["PYTHONPATH"] = ":".join(p for p in (env["EVOKERNEL_NPU_PYTHONPATH"], probe_env.get("PYTHONPATH")) if p)
+    checks.extend(_guard_many("torch_npu", lambda: check_torch_npu(probe_env, python)))
     checks.append(_guard("device nodes", check_device_nodes))
     checks.append(_guard("EXEC_NPU_CMD helper", lambda: check_helper(env)))
     return checks

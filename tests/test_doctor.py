@@ -261,3 +261,11 @@ def test_device_nodes(tmp_path):
         (dev / n).touch()
     d = doctor.check_device_nodes(dev)
     assert d.status == OK and "davinci0" in d.detail and "davinci1" in d.detail
+
+
+def test_torch_npu_found_through_the_backends_own_pythonpath(tmp_path):
+    # EVOKERNEL_NPU_PYTHONPATH: torch_npu for the backend's processes only (not this interpreter's path)
+    env = ascend_env(tmp_path, torch_npu=None, EVOKERNEL_NPU_PYTHONPATH=str(FAKE_TORCH_NPU))
+    rows = by_name(run_checks("ascend", env))
+    assert rows["torch_npu"].status == OK and "0.0.fake" in rows["torch_npu"].detail
+    assert by_name(run_checks("ascend", ascend_env(tmp_path, torch_npu=None)))["torch_npu"].status == FAIL

@@ -61,5 +61,9 @@ def test_llm_drafts_and_refines_ascend_c(tmp_path, monkeypatch, ascend_wired):
     best = next((run_dir / "best").glob("*.py")).read_text()
     assert "estimated by the ascend-sim latency model" in best and "--backend ascend-sim" in best
     assert final["results"][0]["feasible"]
+    store = resources.store(ctx)  # the traces carry the bottleneck the latency model named (bottleneck-first retrieval)
+    traces = store.get(store.ids("trace"))
+    assert len(traces) == 2 and all(t.meta.get("bound") in ("mte2", "mte3", "vector", "scalar", "hbm", "latency",
+                                                             "launch") for t in traces), [t.meta for t in traces]
     if summary is not None:
         assert summary["latency_kind"] == "estimate"

@@ -606,7 +606,7 @@ class Verifier:
         as for cpu; the backend's device process returns the candidate's outputs, the inputs after the call,
         its custom-op call counts, the ATen operators it dispatched and its clock evidence; everything is
         judged here. See verifier/backends/ascend/backend.py."""
-        from evokernel.verifier.backends.ascend.backend import BackendUnavailable, BuildFailed
+        from evokernel.verifier.backends.ascend.backend import BuildFailed
         from evokernel.verifier.backends.ascend_sim.project import ProjectError
 
         cfg, be = self.config, self.backend
@@ -665,7 +665,7 @@ class Verifier:
             gates["correctness"] = True
 
             profile = None
-            if settings.profile or settings.timing == "msprof":
+            if cfg.timing and (settings.profile or settings.timing == "msprof"):
                 profile = self._device_profile(build, job, details, cfg.timing and settings.timing == "msprof",
                                                init_seed, init_args)
             if not cfg.timing:
@@ -683,8 +683,6 @@ class Verifier:
                                     "the timing evidence is not credible")
             timings["timed_calls"] = time.perf_counter() - t0
             return timing
-        except BackendUnavailable:
-            raise
         finally:
             be.finish_job(job)
 
@@ -712,7 +710,8 @@ class Verifier:
         tb = str(res.get("traceback", ""))[-1500:]
         if stage in ("import", "device"):
             diag = res.get("diagnosis") or {}
-            raise BackendUnavailable(f"backend ascend: the device process could not {'import torch_npu' if stage == 'import' else 'select its NPU'}: "
+            what_failed = "import torch_npu" if stage == "import" else "select its NPU"
+            raise BackendUnavailable(f"backend ascend: the device process could not {what_failed}: "
                                      f"{diag.get('message') or error}")
         if stage == "load":
             raise _Fail("compile", f"the built operator did not load: {error}" + (f"\n{tb}" if tb else ""))
@@ -777,15 +776,19 @@ class Verifier:
         cand = self._samples(result.get("timing"), s.calls)
 
         def measure_reference() -> dict[str, Any]:
-            req = {"role": "reference", "task_source": task.source, "task_path": str(task.path),
-                   "init_seed": init_seed, "inputs": str(job / "inputs.pt"), "timing": "events",
-                   "warmup": s.warmup, "calls": s.calls}
-            timeout = self.config.load_timeout_s + 60.0 + s.calls * self.config.run_timeout_s / 10
-            run = be.run_device(req, job, timeout, None, "reference")
-            if not run.ok:
-                raise TaskError(f"{task.path}: the reference failed on the device: "
-                                f"{(run.result or {}).get('error') or run.output[-800:]}")
-            return {"samples": self._samples(run.result.get("timing"), s.calls)}
+            ref_job = self._reference_job(inputs_t[0])  # its own folder: nothing the candidate could write to
+            try:
+                req = {"role": "reference", "task_source": task.source, "task_path": str(task.path),
+                       "init_seed": init_seed, "inputs": str(ref_job / "inputs.pt"), "timing": "events",
+                       "warmup": s.warmup, "calls": s.calls}
+                timeout = self.config.load_timeout_s + 60.0 + s.calls * self.config.run_timeout_s / 10
+                run = be.run_device(req, ref_job, timeout, None, "reference")
+                if not run.ok:
+                    raise TaskError(f"{task.path}: the reference failed on the device: "
+                                    f"{(run.result or {}).get('error') or run.output[-800:]}")
+                return {"samples": self._samples(run.result.get("timing"), s.calls)}
+            finally:
+                be.finish_job(ref_job)
 
         key = (task.key, tuple(tuple(t.shape) for t in inputs_t[0]), tuple(str(t.dtype) for t in inputs_t[0]))
         ref_s = be.reference_timing(key, measure_reference)["samples"]
@@ -800,6 +803,12 @@ class Verifier:
         return latency.Timing(candidate_ms=c_med, reference_ms=r_med, speedup=r_med / c_med,
                               noise=(q3 - q1) / c_med if c_med > 0 else float("inf"), ci_low=lo, ci_high=hi,
                               rounds=len(cand), kind="measured")
+
+    def _reference_job(self, inputs: list[torch.Tensor]) -> Path:
+        """A fresh job folder for timing the eager reference, with the trusted inputs written by us."""
+        ref_job = self.backend.new_job()
+        torch.save([inputs], ref_job / "inputs.pt")
+        return ref_job
 
     def _device_profile(self, build: Any, job: Path, details: dict[str, Any], required: bool, init_seed: int,
                         init_args: list[Any]) -> Any:
@@ -855,22 +864,26 @@ class Verifier:
         forwards = s.msprof_passes
 
         def measure_reference() -> dict[str, Any]:
-            out_dir = job / "msprof_reference"
-            out_dir.mkdir()
-            req = {"role": "reference", "task_source": task.source, "task_path": str(task.path),
-                   "init_seed": init_seed, "inputs": str(job / "inputs.pt"), "timing": "loop", "warmup": 0,
-                   "calls": forwards}
-            timeout = self.config.load_timeout_s + 180.0
-            run = be.run_device(req, job, timeout, None, "reference_profile",
-                                profiler=be.msprof_argv(out_dir, 4 * kernels * forwards, None))
-            if not run.ok:
-                raise TaskError(f"{task.path}: profiling the reference failed: "
-                                f"{(run.result or {}).get('error') or run.output[-800:]}")
+            ref_job = self._reference_job(inputs_t[0])  # its own folder: nothing the candidate could write to
             try:
-                prof = msprof.parse(out_dir, None)
-            except msprof.ProfileError as exc:
-                raise TaskError(f"{task.path}: the reference's msprof output is unreadable: {exc}") from None
-            return {"us": sum(prof.task_durations_us) / forwards, "launches": prof.launches}
+                out_dir = ref_job / "msprof_reference"
+                out_dir.mkdir()
+                req = {"role": "reference", "task_source": task.source, "task_path": str(task.path),
+                       "init_seed": init_seed, "inputs": str(ref_job / "inputs.pt"), "timing": "loop", "warmup": 0,
+                       "calls": forwards}
+                timeout = self.config.load_timeout_s + 180.0
+                run = be.run_device(req, ref_job, timeout, None, "reference_profile",
+                                    profiler=be.msprof_argv(out_dir, 4 * kernels * forwards, None))
+                if not run.ok:
+                    raise TaskError(f"{task.path}: profiling the reference failed: "
+                                    f"{(run.result or {}).get('error') or run.output[-800:]}")
+                try:
+                    prof = msprof.parse(out_dir, None)
+                except msprof.ProfileError as exc:
+                    raise TaskError(f"{task.path}: the reference's msprof output is unreadable: {exc}") from None
+                return {"us": sum(prof.task_durations_us) / forwards, "launches": prof.launches}
+            finally:
+                be.finish_job(ref_job)
 
         key = (task.key, tuple(tuple(t.shape) for t in inputs_t[0]), tuple(str(t.dtype) for t in inputs_t[0]))
         r = be.reference_timing(key, measure_reference)

@@ -92,16 +92,18 @@ def test_success_builds_installs_runs_times_and_profiles(w):
     assert "profile (measured by msprof)" in r.feedback
     log = calls(tmp)
     tools = [c["tool"] for c in log]
-    assert tools == ["msopgen", "build.sh", "custom_opp.run", "msprof"]
+    assert tools == ["msopgen", "build.sh", "bisheng", "custom_opp.run", "msprof"]
     build_dir = Path(r.details["ascend"]["build"]["dir"])
     assert log[0]["argv"][:2] == ["gen", "-i"] and log[0]["argv"][3:] == ["-c", "ai_core-Ascend910B2", "-lan", "cpp",
                                                                          "-out", "AddCustom"]
     assert log[0]["cwd"] == str(build_dir)
     assert log[1]["cwd"] == str(build_dir / "AddCustom")
-    assert log[2]["argv"] == [f"--install-path={build_dir / 'opp'}"]
-    assert all(not c["env"]["ASCEND_CUSTOM_OPP_PATH"] for c in log[:3])  # unset for the build
+    assert log[2]["argv"][0] == "--npu-arch=dav-2201"  # the kernel compiler, run by the build (Ascend910B2)
+    assert log[2]["argv"][-3] == str(build_dir / "AddCustom" / "op_kernel" / "add_custom.cpp")
+    assert log[3]["argv"] == [f"--install-path={build_dir / 'opp'}"]
+    assert all(not c["env"]["ASCEND_CUSTOM_OPP_PATH"] for c in log[:4])  # unset for the build
     vendor = str(build_dir / "opp" / "vendors" / "customize")
-    prof = log[3]
+    prof = log[4]
     assert prof["env"]["ASCEND_CUSTOM_OPP_PATH"] == vendor  # the device process finds the per-candidate install
     assert prof["env"]["LD_LIBRARY_PATH"].startswith(vendor + "/op_api/lib")
     assert prof["argv"][:2] == ["op", "--kernel-name=add_custom"]
@@ -144,6 +146,18 @@ def test_build_failures_are_compile_verdicts_with_located_feedback(w, source, ex
 
     assert not (v.backend.root / "builds" / v.backend.build_key(parse_candidate(source))).exists()  # not cached
     assert "npu.log" not in os.listdir(tmp)  # nothing ran on the device
+
+
+@pytest.mark.parametrize("scenario,expect", [
+    ("missing_run", "no build_out/custom_opp_*.run"), ("tbe_error", "[ERROR] TBE"),
+    ("compile_error", "error: use of undeclared identifier"),
+])
+def test_toolchain_scenarios_are_compile_verdicts(w, scenario, expect):
+    v, _ = w
+    v.backend.environ["FAKE_CANN_SCENARIO"] = scenario
+    source = variant('extern "C"', f'// scenario {scenario}\nextern "C"')  # a source not built before
+    r = v.verify(TASK, source)
+    assert r.failed_gate == "compile" and expect in r.feedback, r.feedback
 
 
 def test_wrong_result_is_a_correctness_verdict(w):
@@ -217,6 +231,40 @@ def test_msprof_protocol_mean_task_duration_and_reference_kernel_sum(w):
     profs = [c for c in calls(tmp) if c["tool"] == "msprof"]
     assert any("--launch-count=12" in c["argv"] and not any(a.startswith("--kernel-name") for a in c["argv"])
                for c in profs)
+
+
+def test_unreadable_profile_keeps_a_feasible_verdict_and_says_why(w):
+    v, _ = w
+    v.backend.environ["FAKE_CANN_SCENARIO"] = "garbled_profile"
+    r = v.verify(TASK, ADD)
+    assert r.feasible and "diagnosis" not in r.details and "profile" not in r.details
+    assert "OpBasicInfo.csv" in r.details["profile_error"] and "garbled" in r.details["profile_error"]
+
+
+def test_unreadable_profile_fails_the_msprof_protocol(w):
+    v, _ = w
+    v.backend.environ["FAKE_CANN_SCENARIO"] = "garbled_profile"
+    v.backend.settings.timing = "msprof"
+    r = v.verify(TASK, ADD)
+    assert r.failed_gate == "runtime" and "profiling with msprof failed" in r.feedback
+
+
+def test_verify_cli_on_the_ascend_backend(tmp_path):
+    import subprocess
+    import sys
+
+    env = fake_env(tmp_path)
+    env.update(HF_HUB_OFFLINE="1", EVOKERNEL_CACHE=str(tmp_path / "cache"))
+    r = subprocess.run([sys.executable, "-m", "evokernel", "verify", str(TASK.path),
+                        str(ROOT / "evokernel" / "examples" / "ascend" / "add_custom.py"), "--backend", "ascend",
+                        "--trials", "1"], capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr[-2000:]
+    assert r.stdout.startswith("FEASIBLE") and "profile (measured):" in r.stdout and "bound: MTE2" in r.stdout
+    env["ASCEND_SET_ENV"] = str(tmp_path / "no" / "set_env.sh")
+    r = subprocess.run([sys.executable, "-m", "evokernel", "verify", str(TASK.path),
+                        str(ROOT / "evokernel" / "examples" / "ascend" / "add_custom.py"), "--backend", "ascend"],
+                       capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 2 and "no CANN toolkit found" in r.stderr
 
 
 def test_dead_device_is_marked_bad_and_never_fails_later_candidates(w, tmp_path):
