@@ -108,7 +108,7 @@ def test_success_builds_installs_runs_times_and_profiles(w):
     assert prof["env"]["LD_LIBRARY_PATH"].startswith(vendor + "/op_api/lib")
     assert prof["argv"][:2] == ["op", "--kernel-name=add_custom"]
     assert "--aic-metrics=PipeUtilization,Memory,ResourceConflictRatio" in prof["argv"]
-    assert prof["argv"][prof["argv"].index("-m") + 1] == "evokernel.verifier.backends.ascend.device_runner"
+    assert prof["argv"][prof["argv"].index("-m") + 1] == "evokernel.verifier.sandboxed.device_runner"
     assert not (FAKE_CANN / "opp" / "vendors" / "customize").exists()  # nothing installed globally
     npu = (tmp / "npu.log").read_text()
     assert "exec aclnnAddCustom" in npu and "set_device 0" in npu

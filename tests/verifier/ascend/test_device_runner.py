@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from evokernel.tasks import load_task
-from evokernel.verifier.backends.ascend import device_runner
+from evokernel.verifier.sandboxed import device_runner
 from evokernel.verifier.backends.ascend_sim.project import read_strings
 
 HERE = Path(__file__).resolve().parent
@@ -49,7 +49,7 @@ def run_runner(tmp_path, lib=LIB_CORRECT, model_src=MODEL_SRC, fake=FAKE, trials
     (tmp_path / "req.json").write_text(json.dumps(req))
     log = tmp_path / "npu.log"
     env = {**os.environ, "PYTHONPATH": str(fake), "FAKE_TORCH_NPU_LOG": str(log), "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.run([sys.executable, "-m", "evokernel.verifier.backends.ascend.device_runner",
+    proc = subprocess.run([sys.executable, "-m", "evokernel.verifier.sandboxed.device_runner",
                            str(tmp_path / "req.json"), str(tmp_path / "res.json")],
                           env=env, capture_output=True, text=True, timeout=120)
     res = json.loads((tmp_path / "res.json").read_text())
@@ -61,7 +61,7 @@ def run_runner(tmp_path, lib=LIB_CORRECT, model_src=MODEL_SRC, fake=FAKE, trials
 def test_runner_module_imports_without_torch_npu():
     # with the sys.exit()-ing fake first on the path: importing the module must not touch torch_npu
     env = {**os.environ, "PYTHONPATH": str(FAKE_NOCANN)}
-    proc = subprocess.run([sys.executable, "-c", "import sys, evokernel.verifier.backends.ascend.device_runner as d; "
+    proc = subprocess.run([sys.executable, "-c", "import sys, evokernel.verifier.sandboxed.device_runner as d; "
                            "assert 'torch_npu' not in sys.modules; print('fine')"],
                           env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip() == "fine", proc.stdout + proc.stderr

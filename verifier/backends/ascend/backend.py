@@ -57,7 +57,7 @@ from evokernel.verifier.backends.base import Backend, BuildLog
 from evokernel.verifier.trusted import hack
 from evokernel.verifier.trusted.launcher import Limits, SandboxError, SandboxSpec
 
-RUNNER_MODULE = "evokernel.verifier.backends.ascend.device_runner"
+RUNNER_MODULE = "evokernel.verifier.sandboxed.device_runner"
 BUILD_FORMAT = 1  # bump when the build steps change (invalidates the build cache)
 DEVICE_NODES = ("davinci_manager", "devmm_svm", "hisi_hdc")
 PASS_PREFIXES = ("ASCEND_",)

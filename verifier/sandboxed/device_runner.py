@@ -1,6 +1,6 @@
 """The device side of the ascend backend: one process on one NPU, started fresh for each job.
 
-    python -m evokernel.verifier.backends.ascend.device_runner REQUEST.json RESULT.json
+    python -m evokernel.verifier.sandboxed.device_runner REQUEST.json RESULT.json
 
 It runs UNTRUSTED code (the candidate's binding and model_src) and so decides nothing: it runs what it
 is asked to and writes what happened; the trusted parent (backend.py, trusted/verifier.py) compares the
@@ -368,7 +368,7 @@ def _timing(torch: Any, npu: Any, model: Any, inputs: list[Any], r: dict[str, An
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2:
-        print("usage: python -m evokernel.verifier.backends.ascend.device_runner REQUEST.json RESULT.json",
+        print("usage: python -m evokernel.verifier.sandboxed.device_runner REQUEST.json RESULT.json",
               file=sys.stderr)
         return 64
     try:
