@@ -784,8 +784,7 @@ class Verifier:
                 timeout = self.config.load_timeout_s + 60.0 + s.calls * self.config.run_timeout_s / 10
                 run = be.run_device(req, ref_job, timeout, None, "reference")
                 if not run.ok:
-                    raise TaskError(f"{task.path}: the reference failed on the device: "
-                                    f"{(run.result or {}).get('error') or run.output[-800:]}")
+                    self._reference_failed(task, run, "timing the eager reference")
                 return {"samples": self._samples(run.result.get("timing"), s.calls)}
             finally:
                 be.finish_job(ref_job)
@@ -803,6 +802,17 @@ class Verifier:
         return latency.Timing(candidate_ms=c_med, reference_ms=r_med, speedup=r_med / c_med,
                               noise=(q3 - q1) / c_med if c_med > 0 else float("inf"), ci_low=lo, ci_high=hi,
                               rounds=len(cand), kind="measured")
+
+    def _reference_failed(self, task: Task, run: Any, what: str) -> None:
+        """The eager reference (trusted task code) failed on the device: a device fault or hang is the
+        machine's problem (BackendUnavailable), anything else the task's (TaskError); never the candidate's."""
+        from evokernel.verifier.backends.ascend.backend import BackendUnavailable
+
+        why = (run.result or {}).get("error") or run.output[-800:] or f"exit {run.rc}"
+        if run.timed_out or (self.backend.device is not None and self.backend.device.suspect):
+            raise BackendUnavailable(f"backend ascend: {what} of {task.name} failed on {self.backend.device_name} "
+                                     f"with a device fault or hang: {why}")
+        raise TaskError(f"{task.path}: {what} failed on the device: {why}")
 
     def _reference_job(self, inputs: list[torch.Tensor]) -> Path:
         """A fresh job folder for timing the eager reference, with the trusted inputs written by us."""
@@ -875,8 +885,7 @@ class Verifier:
                 run = be.run_device(req, ref_job, timeout, None, "reference_profile",
                                     profiler=be.msprof_argv(out_dir, 4 * kernels * forwards, None))
                 if not run.ok:
-                    raise TaskError(f"{task.path}: profiling the reference failed: "
-                                    f"{(run.result or {}).get('error') or run.output[-800:]}")
+                    self._reference_failed(task, run, "profiling the eager reference")
                 try:
                     prof = msprof.parse(out_dir, None)
                 except msprof.ProfileError as exc:

@@ -267,6 +267,27 @@ def test_verify_cli_on_the_ascend_backend(tmp_path):
     assert r.returncode == 2 and "no CANN toolkit found" in r.stderr
 
 
+def test_a_device_fault_while_timing_the_reference_is_an_environment_error(w):
+    v, tmp = w
+    real = v.backend.run_device
+
+    def run_device(req, job, timeout, build=None, name="run", profiler=None):
+        if name == "reference":  # the device dies between the candidate's run and the reference's
+            (tmp / "broken" / f"npu{v.backend.device.index}").write_text("")
+        return real(req, job, timeout, build, name, profiler)
+
+    v.backend.run_device = run_device
+    v.backend._ref_timing.clear()
+    try:
+        with pytest.raises(BackendUnavailable, match="timing the eager reference .* device fault"):
+            v.verify(TASK, ADD)  # not a verdict against the candidate, not a broken task
+    finally:
+        del v.backend.run_device
+        for f in (tmp / "broken").iterdir():
+            f.unlink()
+        v.backend.device.suspect = ""
+
+
 def test_dead_device_is_marked_bad_and_never_fails_later_candidates(w, tmp_path):
     v, tmp = w
     v.backend.environ["FAKE_NPU_SCENARIO"] = "aivec_fault"
