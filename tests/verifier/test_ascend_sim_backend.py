@@ -83,6 +83,15 @@ def test_wrong_opdef_name_is_explained(ascend_verifier, add_task):
     ("uint32_t blockIdx = GetBlockIdx();", "uint32_t blockIdx = GetBlockIdx(); system(\"id\");", "cpp-process"),
     ("return custom_ops_lib.add_custom(x, y)", "return torch.add(x, y)", "torch"),
     ("import custom_ops_lib", "import custom_ops_lib\nimport os", "import"),
+    # the binding (compiled and run on the device by backend ascend): EXEC_NPU_CMD and allocations only
+    ("    EXEC_NPU_CMD(aclnnAddCustom, self, other, result);",
+     "    EXEC_NPU_CMD(aclnnAddCustom, self, other, result);\n    float* p = result.data_ptr<float>();", "binding-device"),
+    ("    EXEC_NPU_CMD(aclnnAddCustom, self, other, result);",
+     "    aclrtMemcpy(nullptr, 0, nullptr, 0, 0);\n    EXEC_NPU_CMD(aclnnAddCustom, self, other, result);",
+     "binding-device"),
+    ('#include "pytorch_npu_helper.hpp"', '#include "pytorch_npu_helper.hpp"\n#include <dlfcn.h>', "binding-include"),
+    ("    EXEC_NPU_CMD(aclnnAddCustom, self, other, result);",
+     "    EXEC_NPU_CMD(aclnnAddCustom, self, other, result);\n    system(\"id\");", "cpp-process"),
     # reaching into the op library (e.g. to rewrite the emulator's reports) instead of calling the op
     ("return custom_ops_lib.add_custom(x, y)", "z = custom_ops_lib.add_custom(x, y)\n        "
      "custom_ops_lib.reports.clear()\n        return z", "custom-ops"),

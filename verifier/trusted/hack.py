@@ -347,20 +347,39 @@ _ASCEND_EXTRA: list[tuple[str, re.Pattern[str], str]] = [
 ]
 
 
+# An Ascend C candidate's binding (python_bind_src): compiled as a torch extension by the ascend backend
+# and run in the device process. It may allocate outputs and call EXEC_NPU_CMD; reaching device memory,
+# the ACL runtime or torch_npu's internals itself would let it compute (or fake results) outside the
+# operator, where neither the ATen recorder nor the profiler sees it.
+_BINDING_EXTRA: list[tuple[str, re.Pattern[str], str]] = [
+    ("binding-device", re.compile(r"\bdata_ptr\b|\bacl\w*\s*\(|\b(at_npu|c10_npu|torch_npu)\s*::|"
+                                  r"\bOpCommand\b|\bmemcpy\s*\("),
+     "the binding may allocate outputs and call EXEC_NPU_CMD(aclnn<Op>, ...) only: no raw device pointers, "
+     "ACL runtime calls, torch_npu internals or memcpy"),
+    ("binding-include", re.compile(r'#\s*include\s*[<"](?!(torch/|ATen/|c10/|pybind11/|pytorch_npu_helper\.hpp"|'
+                                   r'[a-z_]+>|c[a-z]+>))[^>"]*[>"]'),
+     "the binding may include torch/ATen/c10/pybind11 headers, pytorch_npu_helper.hpp and the C++ standard "
+     "library only"),
+]
+
+
 def check_native(source: str, kind: str = "cpp") -> list[Finding]:
-    """Rules over native source a candidate asks to build (``kind``: "cpp", "inline" or "ascend")."""
+    """Rules over native source a candidate asks to build (``kind``: "cpp", "inline", "ascend" or
+    "binding", an Ascend C candidate's python_bind_src)."""
     code = strip_comments(source)
     includes_ok = code  # includes keep their quoted paths
     body = _strip_strings(code)
     findings: list[Finding] = []
     if kind == "ascend":
         rules = [r for r in _CPP_RULES if r[0] not in _ASCEND_SKIP] + _ASCEND_EXTRA
+    elif kind == "binding":
+        rules = [r for r in _CPP_RULES if r[0] not in _INLINE_SKIP] + _INLINE_EXTRA + _BINDING_EXTRA
     elif kind == "cpp":
         rules = _CPP_RULES
     else:
         rules = [r for r in _CPP_RULES if r[0] not in _INLINE_SKIP] + _INLINE_EXTRA
     for rule, pattern, message in rules:
-        text = includes_ok if rule in {"cpp-torch", "cpp-proc", "ascend-include"} else body
+        text = includes_ok if rule in {"cpp-torch", "cpp-proc", "ascend-include", "binding-include"} else body
         for m in pattern.finditer(text):
             line = text.count("\n", 0, m.start()) + 1
             findings.append(Finding(rule, line, f"{message} (found {m.group(0).strip()!r})"))

@@ -131,8 +131,8 @@ def test_tools_and_device_never_see_the_callers_secrets(w):
      ["compilation failed in kernel_src", "kernel_src"]),
     (variant("TilingFunc(gert::TilingContext* context)\n{", "TilingFunc(gert::TilingContext* context)\n{ {"),
      ["host sources", "opbuild"]),
-    (variant('#include "pytorch_npu_helper.hpp"', '#include "npu_helper_typo.hpp"'),
-     ["python_bind_src", "npu_helper_typo.hpp"]),
+    (variant("#include <torch/library.h>", "#include <torch/library_typo.h>"),
+     ["python_bind_src", "torch/library_typo.h"]),
 ], ids=["kernel-compile-error", "opbuild-failure", "binding-compile-error"])
 def test_build_failures_are_compile_verdicts_with_located_feedback(w, source, expect):
     v, tmp = w
@@ -158,6 +158,16 @@ def test_toolchain_scenarios_are_compile_verdicts(w, scenario, expect):
     source = variant('extern "C"', f'// scenario {scenario}\nextern "C"')  # a source not built before
     r = v.verify(TASK, source)
     assert r.failed_gate == "compile" and expect in r.feedback, r.feedback
+
+
+def test_a_binding_reaching_device_memory_is_stopped_before_anything_is_built(w):
+    v, tmp = w
+    source = variant("    EXEC_NPU_CMD(aclnnAddCustom, self, other, result);",
+                     "    EXEC_NPU_CMD(aclnnAddCustom, self, other, result);\n"
+                     "    aclrtMemcpy(result.data_ptr(), 0, self.data_ptr(), 0, 0);")
+    r = v.verify(TASK, source)
+    assert r.failed_gate == "hack" and "python_bind_src" in r.feedback and "binding-device" in r.feedback
+    assert calls(tmp) == []  # no tool ran
 
 
 def test_wrong_result_is_a_correctness_verdict(w):

@@ -85,6 +85,8 @@ def static_check_project(source: str) -> list[hack.Finding]:
     for field in NATIVE_FIELDS:
         for f in hack.check_native(project.sources[field], "ascend"):
             findings.append(hack.Finding(f.rule, f.line, f"{field}: {f.message}"))
+    for f in hack.check_native(project.sources["python_bind_src"], "binding"):
+        findings.append(hack.Finding(f.rule, f.line, f"python_bind_src: {f.message}"))
     return findings
 
 

@@ -3,8 +3,8 @@ binding_build.py uses it.
 
 The real NpuExtension is a torch CppExtension with torch_npu's include and library paths; building a
 candidate's op.cpp needs torch_npu's headers and an EXEC_NPU_CMD helper, neither of which exists here.
-This fake "compiles" csrc/op.cpp the way the other fakes compile (bracket balance, the helper include must
-resolve, PYBIND11_MODULE present; a failure is printed as a clang-style `csrc/op.cpp:L:C: error:` line and
+This fake "compiles" csrc/op.cpp the way the other fakes compile (bracket balance, the helper include and
+the torch/ATen/c10/pybind11 includes must resolve, PYBIND11_MODULE present; a failure is printed as a clang-style `csrc/op.cpp:L:C: error:` line and
 the build exits 1) and builds instead a small real C extension named like the module whose init hands the
 module to `torch_npu._fake_device.bind`, which implements the functions op.cpp exports by running the
 installed operator on the fake device. So `python setup.py build_ext --inplace` really runs (setuptools,
@@ -56,6 +56,12 @@ def NpuExtension(name, sources, *args, **kwargs):
         _error(sources[0], *bad)
     for m in re.finditer(r'#include\s+"([^"]+)"', text):
         if not (src.parent / m.group(1)).is_file():
+            line = text.count("\n", 0, m.start()) + 1
+            _error(sources[0], line, 10, f"'{m.group(1)}' file not found")
+    from torch.utils.cpp_extension import include_paths
+
+    for m in re.finditer(r"#include\s+<((?:torch|ATen|c10|pybind11)/[^>]+)>", text):
+        if not any((Path(d) / m.group(1)).is_file() for d in include_paths()):
             line = text.count("\n", 0, m.start()) + 1
             _error(sources[0], line, 10, f"'{m.group(1)}' file not found")
     if "PYBIND11_MODULE" not in text:
