@@ -100,6 +100,23 @@ def _classify_death(status: dict[str, Any], stderr: str, where: str) -> _Fail:
     return _Fail("runtime", f"the candidate process stopped answering during {where}{tail}", status=status)
 
 
+_INPUTS_MODIFIED = ("forward modified its input tensor(s); a kernel must leave its inputs unchanged (write "
+                    "results into a new output tensor)")
+
+
+def _torch_ops_fail(label: str, violations: dict[str, int], outside: str, home: str) -> _Fail:
+    """The dynamic anti-hack finding: ATen compute operators dispatched during forward."""
+    ops = ", ".join(f"aten::{k} x{v}" for k, v in sorted(violations.items()))
+    return _Fail("hack", f"{label}: PyTorch compute ran during forward outside {outside}: {ops}. All computation "
+                 f"must happen in {home}; forward may only allocate outputs, take views/reshapes and call "
+                 ".contiguous()", torch_ops=violations)
+
+
+def _shapes_key(task: Task, inputs: list[torch.Tensor]) -> tuple[Any, ...]:
+    """What a reference measurement depends on: the task and its input shapes and dtypes."""
+    return task.key, tuple(tuple(t.shape) for t in inputs), tuple(str(t.dtype) for t in inputs)
+
+
 def _sim_warnings(trials: list[list[dict[str, Any]]]) -> list[str]:
     """Distinct warning-level emulator findings of the correctness trials (formatted for feedback)."""
     from evokernel.verifier.backends.ascend_sim.report import format_violation
@@ -566,10 +583,7 @@ class Verifier:
                             emulator=_sim_summary([r for r in reports if isinstance(r, dict)] or [{}]))
         violations = reply.get("violations") or {}
         if violations:
-            ops = ", ".join(f"aten::{k} x{v}" for k, v in sorted(violations.items()))
-            raise _Fail("hack", f"{label}: PyTorch compute ran during forward outside the native kernel: {ops}. "
-                        "All computation must happen in native code; forward may only allocate outputs, take "
-                        "views/reshapes and call .contiguous()", torch_ops=violations)
+            raise _torch_ops_fail(label, violations, "the native kernel", "native code")
         if not reply.get("native_calls"):
             raise _Fail("hack", f"{label}: no native kernel ran during forward (a decoy kernel, or the output was "
                         "produced without computing); forward must call the compiled code")
@@ -584,13 +598,8 @@ class Verifier:
         if late_check:
             snapshot = [cand.read(m) for m in outs]
         if len(after) != len(in_metas) or not all(_same_bytes(cand, a, ref.handle, b) for a, b in zip(after, in_metas)):
-            raise _Fail("correctness", f"{label}: forward modified its input tensor(s); a kernel must leave its "
-                        "inputs unchanged (write results into a new output tensor)")
-        for k, (g, e) in enumerate(zip(got, expected)):
-            cmp = correctness.compare(g, e, inputs, self.config.tol, "output" if len(got) == 1 else f"output {k}")
-            if not cmp.ok:
-                raise _Fail("correctness", f"{label}: {cmp.message}", max_abs_err=cmp.max_abs_err,
-                            max_rel_err=cmp.max_rel_err)
+            raise _Fail("correctness", f"{label}: {_INPUTS_MODIFIED}")
+        self._compare_outputs(label, got, expected, inputs)
         if late_check:
             time.sleep(0.05)
             if any(cand.read(m) != s for m, s in zip(outs, snapshot)):
@@ -734,10 +743,7 @@ class Verifier:
             raise _Fail("runtime", f"the device run's outputs are missing or malformed: {exc}") from None
         for label, outs, aft, ins, exp, n, bad in zip(labels, outputs, after, inputs_t, expected_t, calls, violations):
             if isinstance(bad, dict) and bad:
-                ops = ", ".join(f"aten::{k} x{v}" for k, v in sorted(bad.items()))
-                raise _Fail("hack", f"{label}: PyTorch compute ran during forward outside the custom operator: {ops}. "
-                            "All computation must happen in the Ascend C kernel; forward may only allocate outputs, "
-                            "take views/reshapes and call .contiguous()", torch_ops=bad)
+                raise _torch_ops_fail(label, bad, "the custom operator", "the Ascend C kernel")
             if not isinstance(n, int) or n <= 0:
                 raise _Fail("hack", f"{label}: the custom operator was never called during forward (a decoy "
                             "kernel, or the output was produced without computing); forward must call custom_ops_lib")
@@ -749,13 +755,8 @@ class Verifier:
                     type(a) is torch.Tensor and a.dtype == b.dtype and a.shape == b.shape  # noqa: E721
                     and torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8))
                     for a, b in zip(aft, ins)):
-                raise _Fail("correctness", f"{label}: forward modified its input tensor(s); a kernel must leave its "
-                            "inputs unchanged (write results into a new output tensor)")
-            for k, (g, e) in enumerate(zip(outs, exp)):
-                cmp = correctness.compare(g, e, ins, self.config.tol, "output" if len(outs) == 1 else f"output {k}")
-                if not cmp.ok:
-                    raise _Fail("correctness", f"{label}: {cmp.message}", max_abs_err=cmp.max_abs_err,
-                                max_rel_err=cmp.max_rel_err)
+                raise _Fail("correctness", f"{label}: {_INPUTS_MODIFIED}")
+            self._compare_outputs(label, outs, exp, ins)
 
     @staticmethod
     def _samples(timing: Any, calls: int) -> list[float]:
@@ -776,20 +777,12 @@ class Verifier:
         cand = self._samples(result.get("timing"), s.calls)
 
         def measure_reference() -> dict[str, Any]:
-            ref_job = self._reference_job(inputs_t[0])  # its own folder: nothing the candidate could write to
-            try:
-                req = {"role": "reference", "task_source": task.source, "task_path": str(task.path),
-                       "init_seed": init_seed, "inputs": str(ref_job / "inputs.pt"), "timing": "events",
-                       "warmup": s.warmup, "calls": s.calls}
-                timeout = self.config.load_timeout_s + 60.0 + s.calls * self.config.run_timeout_s / 10
-                run = be.run_device(req, ref_job, timeout, None, "reference")
-                if not run.ok:
-                    self._reference_failed(task, run, "timing the eager reference")
-                return {"samples": self._samples(run.result.get("timing"), s.calls)}
-            finally:
-                be.finish_job(ref_job)
+            timeout = self.config.load_timeout_s + 60.0 + s.calls * self.config.run_timeout_s / 10
+            return self._device_reference(
+                task, init_seed, inputs_t[0], "reference", "timing the eager reference", "events", s.warmup,
+                s.calls, timeout, lambda run, _: {"samples": self._samples(run.result.get("timing"), s.calls)})
 
-        key = (task.key, tuple(tuple(t.shape) for t in inputs_t[0]), tuple(str(t.dtype) for t in inputs_t[0]))
+        key = _shapes_key(task, inputs_t[0])
         ref_s = be.reference_timing(key, measure_reference)["samples"]
         c_med, r_med = statistics.median(cand), statistics.median(ref_s)
         q1, _, q3 = latency.quartiles(cand)
@@ -814,11 +807,30 @@ class Verifier:
                                      f"with a device fault or hang: {why}")
         raise TaskError(f"{task.path}: {what} failed on the device: {why}")
 
-    def _reference_job(self, inputs: list[torch.Tensor]) -> Path:
-        """A fresh job folder for timing the eager reference, with the trusted inputs written by us."""
-        ref_job = self.backend.new_job()
-        torch.save([inputs], ref_job / "inputs.pt")
-        return ref_job
+    def _device_reference(self, task: Task, init_seed: int, inputs: list[torch.Tensor], name: str, what: str,
+                          timing: str, warmup: int, calls: int, timeout: float, read: Any,
+                          msprof_launches: int | None = None) -> dict[str, Any]:
+        """Run the eager reference on the device (optionally under msprof op, no kernel filter) from a job
+        folder of its own, with the trusted inputs written by us (the candidate's folder is writable to it);
+        ``read(run, msprof_dir)`` turns the run into the cached measurement."""
+        be = self.backend
+        ref_job = be.new_job()
+        try:
+            torch.save([inputs], ref_job / "inputs.pt")
+            out_dir = ref_job / "msprof"
+            profiler = None
+            if msprof_launches is not None:
+                out_dir.mkdir()
+                profiler = be.msprof_argv(out_dir, msprof_launches, None)
+            req = {"role": "reference", "task_source": task.source, "task_path": str(task.path),
+                   "init_seed": init_seed, "inputs": str(ref_job / "inputs.pt"), "timing": timing,
+                   "warmup": warmup, "calls": calls}
+            run = be.run_device(req, ref_job, timeout, None, name, profiler=profiler)
+            if not run.ok:
+                self._reference_failed(task, run, what)
+            return read(run, out_dir)
+        finally:
+            be.finish_job(ref_job)
 
     def _device_profile(self, build: Any, job: Path, details: dict[str, Any], required: bool, init_seed: int,
                         init_args: list[Any]) -> Any:
@@ -873,28 +885,20 @@ class Verifier:
                              if str(o.get("op", "")).split("::")[-1].split(".")[0] not in ALLOWED_OPS))
         forwards = s.msprof_passes
 
-        def measure_reference() -> dict[str, Any]:
-            ref_job = self._reference_job(inputs_t[0])  # its own folder: nothing the candidate could write to
+        def read(run: Any, out_dir: Path) -> dict[str, Any]:
             try:
-                out_dir = ref_job / "msprof_reference"
-                out_dir.mkdir()
-                req = {"role": "reference", "task_source": task.source, "task_path": str(task.path),
-                       "init_seed": init_seed, "inputs": str(ref_job / "inputs.pt"), "timing": "loop", "warmup": 0,
-                       "calls": forwards}
-                timeout = self.config.load_timeout_s + 180.0
-                run = be.run_device(req, ref_job, timeout, None, "reference_profile",
-                                    profiler=be.msprof_argv(out_dir, 4 * kernels * forwards, None))
-                if not run.ok:
-                    self._reference_failed(task, run, "profiling the eager reference")
-                try:
-                    prof = msprof.parse(out_dir, None)
-                except msprof.ProfileError as exc:
-                    raise TaskError(f"{task.path}: the reference's msprof output is unreadable: {exc}") from None
-                return {"us": sum(prof.task_durations_us) / forwards, "launches": prof.launches}
-            finally:
-                be.finish_job(ref_job)
+                prof = msprof.parse(out_dir, None)
+            except msprof.ProfileError as exc:
+                raise TaskError(f"{task.path}: the reference's msprof output is unreadable: {exc}") from None
+            return {"us": sum(prof.task_durations_us) / forwards, "launches": prof.launches}
 
-        key = (task.key, tuple(tuple(t.shape) for t in inputs_t[0]), tuple(str(t.dtype) for t in inputs_t[0]))
+        def measure_reference() -> dict[str, Any]:
+            return self._device_reference(task, init_seed, inputs_t[0], "reference_profile",
+                                          "profiling the eager reference", "loop", 0, forwards,
+                                          self.config.load_timeout_s + 180.0, read,
+                                          msprof_launches=4 * kernels * forwards)
+
+        key = _shapes_key(task, inputs_t[0])
         r = be.reference_timing(key, measure_reference)
         cand_ms, ref_ms = profile.task_duration_us / 1e3, r["us"] / 1e3
         durs = profile.task_durations_us
@@ -908,6 +912,15 @@ class Verifier:
         speedup = ref_ms / cand_ms if cand_ms > 0 else float("inf")
         return latency.Timing(candidate_ms=cand_ms, reference_ms=ref_ms, speedup=speedup, noise=spread,
                               ci_low=speedup, ci_high=speedup, rounds=profile.launches, kind="measured")
+
+    def _compare_outputs(self, label: str, got: list[torch.Tensor], expected: list[torch.Tensor],
+                         inputs: list[torch.Tensor]) -> None:
+        """Each output against the reference's, at the configured tolerance (correctness gate)."""
+        for k, (g, e) in enumerate(zip(got, expected)):
+            cmp = correctness.compare(g, e, inputs, self.config.tol, "output" if len(got) == 1 else f"output {k}")
+            if not cmp.ok:
+                raise _Fail("correctness", f"{label}: {cmp.message}", max_abs_err=cmp.max_abs_err,
+                            max_rel_err=cmp.max_rel_err)
 
     def _model_timing(self, ref: _Reference, details: dict[str, Any], timings: dict[str, float]) -> latency.Timing:
         """timing_mode "model": estimates for the kernel (from the first trial's emulator reports) and

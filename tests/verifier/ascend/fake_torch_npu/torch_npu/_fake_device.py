@@ -22,6 +22,8 @@ import time
 
 import numpy as np
 
+from .npu import _log
+
 FAULT = ("[ERROR] RUNTIME: EZ9999: Inner Error!\n"
          "EZ9999: there is an exception of aivec error, core id is 3, The MPU address access is invalid, "
          "retCode=0x31 [vector core exception]\n")
@@ -34,13 +36,6 @@ SEMANTICS = {
     "MulCustom": lambda a, b: a * b,
     "ReluCustom": lambda a: np.maximum(a, 0),
 }
-
-
-def _log(*parts):
-    path = os.environ.get("FAKE_TORCH_NPU_LOG")
-    if path:
-        with open(path, "a") as f:
-            f.write(" ".join(str(p) for p in parts) + "\n")
 
 
 def _installed(op):
