@@ -378,10 +378,8 @@ class AscendBackend(Backend):
         (job / f"{name}.req.json").write_text(json.dumps(req))
         res_path = job / f"{name}.res.json"
         env = self.tool_env()
-        if build is not None:
-            env.update(device_env(_plan_for(build), CannEnv(self.cann.home, env)))
-            env = {k: v for k, v in env.items() if k in PASS_KEYS or k.startswith(PASS_PREFIXES)
-                   or k in self.settings.pass_env}
+        if build is not None:  # tool_env plus the installed op (ASCEND_CUSTOM_OPP_PATH, its op_api/lib)
+            env = device_env(_plan_for(build), CannEnv(self.cann.home, env))
         argv = [self.settings.python, "-m", RUNNER_MODULE, str(job / f"{name}.req.json"), str(res_path)]
         if profiler:
             argv = profiler + argv
