@@ -192,7 +192,7 @@ def test_ensure_seed_and_knowledge_for_the_family(tmp_path):
 # --- the code blocks --------------------------------------------------------------------------------
 
 def test_code_blocks_pass_the_static_rules():
-    from evokernel.verifier.trusted.hack import check_native
+    from evokernel.verifier.trusted.native_rules import check_native
 
     cpp = blocks("cpp")
     assert len(cpp) >= 15 and {lang for _, lang, _ in blocks()} <= {"cpp", "python"}

@@ -158,7 +158,8 @@ def test_l2_task_with_parameters(task):
 
 
 def test_the_example_in_the_system_prompt_passes_the_static_rules(task):
-    from evokernel.verifier.trusted.hack import check_native, check_python
+    from evokernel.verifier.trusted.hack import check_python
+    from evokernel.verifier.trusted.native_rules import check_native
 
     from evokernel.generators.extract import extract_candidate
 

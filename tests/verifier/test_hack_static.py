@@ -1,7 +1,8 @@
 """Static anti-hack rules over candidate Python and native sources."""
 import pytest
 
-from evokernel.verifier.trusted.hack import check_native, check_python
+from evokernel.verifier.trusted.hack import check_python
+from evokernel.verifier.trusted.native_rules import check_native
 
 OK = '''
 import torch

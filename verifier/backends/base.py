@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
-from evokernel.verifier.trusted.hack import Finding
+from evokernel.verifier.trusted.findings import Finding
 
 
 class Backend(ABC):

@@ -7,7 +7,8 @@ from typing import Any
 
 from evokernel.cpu import CompileError
 from evokernel.verifier.backends.base import Backend, BuildLog
-from evokernel.verifier.trusted import hack, native_build
+from evokernel.verifier.trusted.findings import Finding
+from evokernel.verifier.trusted import hack, native_build, native_rules
 from evokernel.verifier.trusted.launcher import Limits, SandboxSpec, run_sandboxed
 
 
@@ -18,7 +19,7 @@ class CpuBackend(Backend):
         self.cache_dir = cache_dir
         self.build_timeout_s = build_timeout_s
 
-    def static_check(self, source: str) -> list[hack.Finding]:
+    def static_check(self, source: str) -> list[Finding]:
         return hack.check_python(source)
 
     def _runner(self, argv: list[str], cwd: Path, timeout: float, writable: Path) -> tuple[int | None, str]:
@@ -36,7 +37,7 @@ class CpuBackend(Backend):
         try:
             if kind == "cpp":
                 source = str(request.get("source", ""))
-                findings = hack.check_native(source, "cpp") if rules else []
+                findings = native_rules.check_native(source, "cpp") if rules else []
                 if findings:
                     log.hack += [f"native source {f}" for f in findings]
                     return {"ok": False, "error": "rejected by the verifier's native-code rules"}
@@ -44,7 +45,7 @@ class CpuBackend(Backend):
                 result = native_build.build_cpp(source, flags, self.cache_dir, self._runner, self.build_timeout_s)
             elif kind == "inline":
                 spec = dict(request.get("spec") or {})
-                findings = ([f for s in spec.get("cpp_sources") or [] for f in hack.check_native(str(s), "inline")]
+                findings = ([f for s in spec.get("cpp_sources") or [] for f in native_rules.check_native(str(s), "inline")]
                             if rules else [])
                 if findings:
                     log.hack += [f"native source {f}" for f in findings]

@@ -54,7 +54,7 @@ from evokernel.verifier.backends.ascend.toolchain import (DEFAULT_SOC, BuildPlan
 from evokernel.verifier.backends.ascend_sim.backend import static_check_project
 from evokernel.verifier.backends.ascend_sim.project import Project, parse_candidate
 from evokernel.verifier.backends.base import Backend, BuildLog
-from evokernel.verifier.trusted import hack
+from evokernel.verifier.trusted.findings import Finding
 from evokernel.verifier.trusted.launcher import Limits, SandboxError, SandboxSpec
 
 RUNNER_MODULE = "evokernel.verifier.sandboxed.device_runner"
@@ -252,7 +252,7 @@ class AscendBackend(Backend):
         return f"npu:{self.device.index}" if self.device else "none"
 
     # --- gate 1: static rules (shared with ascend-sim) --------------------------------------------------
-    def static_check(self, source: str) -> list[hack.Finding]:
+    def static_check(self, source: str) -> list[Finding]:
         return static_check_project(source)
 
     def handle_build(self, request: dict[str, Any], log: BuildLog, rules: bool = True) -> dict[str, Any]:

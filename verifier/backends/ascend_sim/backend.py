@@ -18,7 +18,8 @@ from typing import Any
 
 from evokernel.cpu import CompileError
 from evokernel.verifier.backends.base import Backend, BuildLog
-from evokernel.verifier.trusted import hack
+from evokernel.verifier.trusted import hack, native_rules
+from evokernel.verifier.trusted.findings import Finding
 from evokernel.verifier.trusted.launcher import Limits, SandboxSpec, run_sandboxed
 
 from . import build
@@ -38,7 +39,7 @@ def _line_of(source: str, field: str) -> int:
     return 0
 
 
-def _custom_ops_uses(model_src: str, exported: set[str]) -> list[hack.Finding]:
+def _custom_ops_uses(model_src: str, exported: set[str]) -> list[Finding]:
     """model_src may use custom_ops_lib only to call the functions the binding exports."""
     import ast
 
@@ -50,18 +51,18 @@ def _custom_ops_uses(model_src: str, exported: set[str]) -> list[hack.Finding]:
         elif isinstance(node, ast.ImportFrom) and node.module == "custom_ops_lib":
             bad = [a.name for a in node.names if a.name not in exported]
             if bad:
-                return [hack.Finding("custom-ops", node.lineno, f"model_src: custom_ops_lib has no {', '.join(bad)} "
+                return [Finding("custom-ops", node.lineno, f"model_src: custom_ops_lib has no {', '.join(bad)} "
                                      f"(the binding exports {', '.join(sorted(exported))})")]
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases \
                 and node.attr not in exported:
-            out.append(hack.Finding("custom-ops", node.lineno, f"model_src: custom_ops_lib.{node.attr} is not a "
+            out.append(Finding("custom-ops", node.lineno, f"model_src: custom_ops_lib.{node.attr} is not a "
                                     f"function the binding exports ({', '.join(sorted(exported))}); call only those"))
     return out
 
 
-def static_check_project(source: str) -> list[hack.Finding]:
+def static_check_project(source: str) -> list[Finding]:
     """The static rules of an Ascend C candidate (ascend-sim and ascend): the outer file is read, never
     run; model_src gets the Python rules and may only call the binding's exported functions; the native
     sources get the native rules plus Ascend C includes only."""
@@ -70,23 +71,23 @@ def static_check_project(source: str) -> list[hack.Finding]:
     except ProjectError as exc:
         if str(exc).startswith("candidate.py:") and ": error: " in str(exc):
             raise SyntaxError(str(exc).split(": error: ", 1)[1]) from None
-        return [hack.Finding("structure", 0, str(exc))]
-    findings: list[hack.Finding] = []
+        return [Finding("structure", 0, str(exc))]
+    findings: list[Finding] = []
     model = project.sources["model_src"]
     try:
         for f in hack.check_python(model, "model_src.py", MODEL_IMPORTS):
-            findings.append(hack.Finding(f.rule, f.line, f"model_src: {f.message}"))
+            findings.append(Finding(f.rule, f.line, f"model_src: {f.message}"))
     except SyntaxError as exc:
-        return [hack.Finding("structure", exc.lineno or 0, f"model_src.py:{exc.lineno}: error: {exc.msg}")]
+        return [Finding("structure", exc.lineno or 0, f"model_src.py:{exc.lineno}: error: {exc.msg}")]
     findings += _custom_ops_uses(model, set(project.bindings))
     if "custom_ops_lib" not in model:
-        findings.append(hack.Finding("structure", 0, "model_src must call the operator through "
+        findings.append(Finding("structure", 0, "model_src must call the operator through "
                                      f"custom_ops_lib.{next(iter(project.bindings))}(...)"))
     for field in NATIVE_FIELDS:
-        for f in hack.check_native(project.sources[field], "ascend"):
-            findings.append(hack.Finding(f.rule, f.line, f"{field}: {f.message}"))
-    for f in hack.check_native(project.sources["python_bind_src"], "binding"):
-        findings.append(hack.Finding(f.rule, f.line, f"python_bind_src: {f.message}"))
+        for f in native_rules.check_native(project.sources[field], "ascend"):
+            findings.append(Finding(f.rule, f.line, f"{field}: {f.message}"))
+    for f in native_rules.check_native(project.sources["python_bind_src"], "binding"):
+        findings.append(Finding(f.rule, f.line, f"python_bind_src: {f.message}"))
     return findings
 
 
@@ -100,7 +101,7 @@ class AscendSimBackend(Backend):
         self.build_timeout_s = build_timeout_s
 
     # --- gate 1: static rules ----------------------------------------------------------------------
-    def static_check(self, source: str) -> list[hack.Finding]:
+    def static_check(self, source: str) -> list[Finding]:
         return static_check_project(source)
 
     # --- gate 2: builds ----------------------------------------------------------------------------
@@ -123,7 +124,7 @@ class AscendSimBackend(Backend):
             if not 0 <= combo < project.combos:
                 raise ProjectError(f"no dtype combination {combo}")
             if rules:
-                findings = [f"{fld}: {f}" for fld in NATIVE_FIELDS for f in hack.check_native(project.sources[fld], "ascend")]
+                findings = [f"{fld}: {f}" for fld in NATIVE_FIELDS for f in native_rules.check_native(project.sources[fld], "ascend")]
                 if findings:
                     log.hack += [f"native source {f}" for f in findings]
                     return {"ok": False, "error": "rejected by the verifier's native-code rules"}

@@ -1,0 +1,106 @@
+"""Text rules over the native source a candidate asks to build: the fast first filter of the hack
+gate, with feedback an LLM can act on. They run in the trusted parent before anything is compiled.
+
+They are a filter, not the boundary: the binary judge (what the built object references and
+contains) and the sandbox (what the code may do) are. Token pasting, macros and raw bytes get past
+any text rule; they do not get past those.
+"""
+from __future__ import annotations
+
+import re
+
+from evokernel.cpu import strip_comments
+from evokernel.verifier.trusted.findings import Finding
+
+
+_CPP_RULES: list[tuple[str, re.Pattern[str], str]] = [
+    ("cpp-torch", re.compile(r"#\s*include\s*[<\"](torch|ATen|c10|caffe2|pybind11|Python\.h)"),
+     "load_cpp code must not include torch/ATen/Python headers; work on raw pointers"),
+    ("cpp-torch", re.compile(r"\b(at|torch|c10|caffe2)\s*::"), "load_cpp code must not call into ATen/torch"),
+    ("cpp-torch", re.compile(r"\bnamespace\s+(at|torch|c10)\b"), "declaring torch namespaces is not allowed"),
+    ("cpp-python", re.compile(r"\bPy[A-Z_]\w*\s*\("), "calling the Python C API is not allowed"),
+    ("cpp-dynamic-load", re.compile(r"\b(dlopen|dlsym|dlvsym|dlmopen|RTLD_\w+)\b"),
+     "dynamic symbol lookup is not allowed (it reaches libtorch behind the verifier's back)"),
+    ("cpp-process", re.compile(r"\b(fork|vfork|clone|execv\w*|execl\w*|posix_spawn\w*|system|popen|daemon)\s*\("),
+     "starting processes is not allowed"),
+    ("cpp-threads", re.compile(r"\b(pthread_create|pthread_detach)\b|std\s*::\s*(thread|jthread|async)\b"),
+     "raw threads are not allowed; use OpenMP (#pragma omp) for parallelism"),
+    ("cpp-signals", re.compile(r"\b(signal|sigaction|raise|alarm|setitimer|kill|tgkill|abort)\s*\("),
+     "signals are not allowed"),
+    ("cpp-exit", re.compile(r"\b(_exit|_Exit|exit|quick_exit)\s*\("), "exiting the process is not allowed"),
+    ("cpp-syscall", re.compile(r"\b(syscall|ptrace|mprotect|mmap|munmap|prctl|ioctl)\s*\(|\b(__)?asm(__)?\b"),
+     "raw system calls and inline assembly are not allowed"),
+    ("cpp-file", re.compile(r"\b(fopen|freopen|open|openat|creat|remove|rename|unlink)\s*\(|\b(fstream|ofstream|ifstream)\b"),
+     "file access is not allowed in a kernel (caching results on disk is a hack)"),
+    ("cpp-proc", re.compile(r"/proc/|/dev/shm|/tmp/"), "touching /proc, /dev/shm or /tmp is not allowed"),
+    ("cpp-static-init", re.compile(r"__attribute__\s*\(\(\s*(constructor|destructor)"),
+     "load-time constructors are not allowed"),
+    ("cpp-env", re.compile(r"\b(getenv|setenv|putenv|environ)\b"), "reading or changing the environment is not allowed"),
+    ("cpp-stdout", re.compile(r"\b(printf|puts|putchar)\s*\(|std\s*::\s*cout\b|\bstdout\b"),
+     "kernels must not write to stdout (use stderr/fprintf(stderr, ...) for debugging)"),
+]
+# torch load_inline sources legitimately use torch:: types; they are policed dynamically
+_INLINE_SKIP = {"cpp-torch", "cpp-python"}
+_INLINE_EXTRA: list[tuple[str, re.Pattern[str], str]] = [
+    ("cpp-dispatch-bypass", re.compile(r"\bat\s*::\s*native\b|redispatch|Dispatch(Key|KeySet)|AutoDispatch|ExcludeDispatch"),
+     "bypassing the dispatcher (at::native, redispatch, dispatch-key guards) is not allowed"),
+]
+
+
+def _strip_strings(code: str) -> str:
+    return re.sub(r'"(?:\\.|[^"\\])*"', '""', code)
+
+
+# Ascend C sources (kernel, host, tiling header) are built against the emulator's headers: on top of
+# the C++ rules they may include only the Ascend C / CANN headers and the C++ standard library, and
+# must not touch the emulator's own machinery (whose counters the latency model reads).
+_ASCEND_SKIP = {"cpp-stdout"}  # kernels print through AscendC's printf (to stderr and the report)
+_ASCEND_EXTRA: list[tuple[str, re.Pattern[str], str]] = [
+    ("ascend-internals", re.compile(r"\b(evk_\w*|EVK_\w*|evk_sim)\b"),
+     "the emulator's internals (evk_*, EVK_*) are not part of Ascend C and must not be used"),
+    ("ascend-include", re.compile(r'#\s*include\s*[<"](?!(kernel_operator\.h|register/|tiling/|graph/|exe_graph/|'
+                                  r'lib/|op_common/|platform/|acl/|[a-z_]+\.h[">]|c[a-z]+>|[a-z_]+>|[\w]+_tiling\.h"))'
+                                  r'[^>"]*[>"]'),
+     "Ascend C sources may include kernel_operator.h, the CANN host headers (register/, tiling/, graph/, "
+     "exe_graph/), the op's tiling header and the C++ standard library only"),
+]
+
+
+# An Ascend C candidate's binding (python_bind_src): compiled as a torch extension by the ascend backend
+# and run in the device process. It may allocate outputs and call EXEC_NPU_CMD; reaching device memory,
+# the ACL runtime or torch_npu's internals itself would let it compute (or fake results) outside the
+# operator, where neither the ATen recorder nor the profiler sees it.
+_BINDING_EXTRA: list[tuple[str, re.Pattern[str], str]] = [
+    ("binding-device", re.compile(r"\bdata_ptr\b|\bacl\w*\s*\(|\b(at_npu|c10_npu|torch_npu)\s*::|"
+                                  r"\bOpCommand\b|\bmemcpy\s*\("),
+     "the binding may allocate outputs and call EXEC_NPU_CMD(aclnn<Op>, ...) only: no raw device pointers, "
+     "ACL runtime calls, torch_npu internals or memcpy"),
+    ("binding-include", re.compile(r'#\s*include\s*[<"](?!(torch/|ATen/|c10/|pybind11/|pytorch_npu_helper\.hpp"|'
+                                   r'[a-z_]+>|c[a-z]+>))[^>"]*[>"]'),
+     "the binding may include torch/ATen/c10/pybind11 headers, pytorch_npu_helper.hpp and the C++ standard "
+     "library only"),
+]
+
+
+def check_native(source: str, kind: str = "cpp") -> list[Finding]:
+    """Rules over native source a candidate asks to build (``kind``: "cpp", "inline", "ascend" or
+    "binding", an Ascend C candidate's python_bind_src)."""
+    code = strip_comments(source)
+    includes_ok = code  # includes keep their quoted paths
+    body = _strip_strings(code)
+    findings: list[Finding] = []
+    if kind == "ascend":
+        rules = [r for r in _CPP_RULES if r[0] not in _ASCEND_SKIP] + _ASCEND_EXTRA
+    elif kind == "binding":
+        rules = [r for r in _CPP_RULES if r[0] not in _INLINE_SKIP] + _INLINE_EXTRA + _BINDING_EXTRA
+    elif kind == "cpp":
+        rules = _CPP_RULES
+    else:
+        rules = [r for r in _CPP_RULES if r[0] not in _INLINE_SKIP] + _INLINE_EXTRA
+    for rule, pattern, message in rules:
+        text = includes_ok if rule in {"cpp-torch", "cpp-proc", "ascend-include", "binding-include"} else body
+        for m in pattern.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            findings.append(Finding(rule, line, f"{message} (found {m.group(0).strip()!r})"))
+            break
+    return findings
