@@ -9,6 +9,7 @@ checks it.
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import mmap
 import os
 import sys
@@ -59,8 +60,8 @@ class Worker:
         self.filename = "candidate.py" if role == "candidate" else "task.py"
         self.model: Any = None
         self.inputs: list[Any] = []
-        self.base_inputs: list[torch.Tensor] = []
         self.ascend_lib: Any = None  # custom_ops_lib of an Ascend C candidate (ascend-sim backend)
+        self._library_fds: list[int] = []
 
     # --- shared region ----------------------------------------------------------------------
     def _remap(self, capacity: int) -> None:
@@ -97,11 +98,30 @@ class Worker:
 
     # --- remote builds ------------------------------------------------------------------------
     def _ask_build(self, request: dict[str, Any]) -> str:
+        """Ask the parent to build native code; returns a path the library can be loaded from.
+
+        This sandbox sees no build cache: the parent puts the built library's bytes into the shared
+        region, and the worker keeps them in a sealed memory file loaded through /proc/self/fd."""
         protocol.send(self.rout, {"op": "build", **request})
         reply = protocol.recv(self.rin)
         if not reply.get("ok"):
             raise native.CompileError(str(reply.get("error", "build failed")))
-        return str(reply["path"])
+        self._remap(int(reply.get("capacity", self.capacity)))
+        lib = reply["library"]
+        offset, nbytes = int(lib["offset"]), int(lib["nbytes"])
+        if self.mm is None or offset < 0 or offset + nbytes > self.capacity:
+            raise native.CompileError("the verifier sent a library outside the shared region")
+        fd = os.memfd_create(str(lib.get("name", "lib.so")), os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        view = memoryview(self.mm)[offset:offset + nbytes]
+        try:
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            view.release()
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK |
+                    fcntl.F_SEAL_SEAL)
+        self._library_fds.append(fd)  # kept open (and the library mapped) for the worker's lifetime
+        return f"/proc/self/fd/{fd}"
 
     def _install_build_hooks(self) -> None:
         native._BUILDER = lambda source, flags: self._ask_build({"kind": "cpp", "source": source, "flags": list(flags)})
@@ -140,8 +160,8 @@ class Worker:
             return self.init(msg)
         if op == "make_inputs":
             return self.make_inputs(msg)
-        if op == "next_inputs":
-            return self.next_inputs(msg)
+        if op == "bandwidth":
+            return self.bandwidth(msg)
         if op == "set_inputs":
             return self.set_inputs(msg)
         if op == "run":
@@ -252,23 +272,22 @@ class Worker:
             return {"ok": True, "need": need}
         metas = self._write(tensors, 0)
         self.inputs = tensors  # private already: the region holds a copy
-        self.base_inputs = tensors
         return {"ok": True, "inputs": metas}
 
-    def next_inputs(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """Reference only: fresh inputs for a timed round, cheaply. Each tensor of the last
-        make_inputs is cyclically shifted (flattened) by a random offset from ``seed``: new content
-        at every position and new buffers, with the task's own value distribution."""
-        assert self.role == "reference" and self.base_inputs
-        gen = torch.Generator().manual_seed(int(msg["seed"]))
-        rolled = []
-        for x in self.base_inputs:
-            n = x.numel()
-            shift = int(torch.randint(1, n, (1,), generator=gen)) if n > 1 else 0
-            rolled.append(torch.roll(x.reshape(-1), shift).view(x.shape))
-        metas = self._write(rolled, 0)
-        self.inputs = rolled
-        return {"ok": True, "inputs": metas}
+    def bandwidth(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Reference only: seconds of copying ``nbytes`` (source written right before each copy, as a
+        kernel's fresh inputs are), on this worker's CPUs and threads: the timing protocol's floor."""
+        assert self.role == "reference"
+        n = max(1, int(msg["nbytes"]))
+        src = torch.empty(n, dtype=torch.uint8)
+        dst = torch.empty_like(src)
+        seconds = []
+        for k in range(max(1, min(int(msg.get("repeats", 5)), 50))):
+            src.fill_(k & 0xFF)
+            t0 = time.perf_counter()
+            dst.copy_(src)
+            seconds.append(time.perf_counter() - t0)
+        return {"ok": True, "seconds": seconds}
 
     def set_inputs(self, msg: dict[str, Any]) -> dict[str, Any]:
         metas = [TensorMeta.from_json(m, self.capacity) for m in msg["inputs"]]

@@ -61,7 +61,7 @@ def _child(msg: dict[str, Any], fds: list[int], sock: socket.socket) -> None:
         os.chdir(scratch)
         from evokernel.verifier.sandboxed import guard
 
-        cpus = [int(c) for c in os.environ.get("EVOKERNEL_CPUS", "").split(",") if c]
+        cpus = msg.get("cpus") or [int(c) for c in os.environ.get("EVOKERNEL_CPUS", "").split(",") if c]
         if cpus:
             try:
                 os.sched_setaffinity(0, cpus)  # one timed process at a time on these cores

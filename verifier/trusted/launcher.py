@@ -368,7 +368,9 @@ class Zygote:
             raise SandboxError(f"the sandbox is gone: {exc}") from None
         return self._recv(timeout)
 
-    def spawn(self, role: str, memory_mb: int, cpu_s: int, fsize_mb: int = 64) -> WorkerHandle:
+    def spawn(self, role: str, memory_mb: int, cpu_s: int, fsize_mb: int = 64,
+              cpus: list[int] | None = None) -> WorkerHandle:
+        """A fresh worker; ``cpus`` pins it elsewhere than the timed workers' CPUs (None: those CPUs)."""
         if not self.alive():
             self.start()
         c_in_r, c_in_w = os.pipe()
@@ -379,7 +381,7 @@ class Zygote:
         self._spawned += 1
         try:
             reply = self._request({"op": "spawn", "role": role, "memory_mb": memory_mb, "cpu_s": cpu_s,
-                                   "fsize_mb": fsize_mb,
+                                   "fsize_mb": fsize_mb, "cpus": cpus,
                                    "scratch": f"/tmp/{role}-{self._spawned}"}, [c_in_r, c_out_w, data, out, err])
         finally:
             os.close(c_in_r)

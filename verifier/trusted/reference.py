@@ -1,0 +1,176 @@
+"""The reference: the task's own ``Model`` and ``get_inputs`` (trusted task code), run in workers of
+the reference sandbox so that they are timed under the same conditions as candidates.
+
+A `Reference` per task holds two workers:
+
+* the **model** worker: builds ``Model`` from a secret init seed, makes the correctness trials' inputs
+  from secret seeds, computes the expected outputs, and is the eager side of every timed round;
+* the **inputs** worker: draws each timed round's inputs fresh from ``get_inputs()`` with a new secret
+  seed (never shifted copies of earlier inputs). It is pinned to the CPUs the timed workers do not use,
+  so it prepares round k+1 while round k is being timed.
+
+References are kept warm across verdicts (a few per verifier, least recently used first out).
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any, Callable
+
+from evokernel.tasks import Task, TaskError
+from evokernel.verifier.protocol import ProtocolError, TensorMeta, align
+from evokernel.verifier.trusted.launcher import SandboxError, WorkerDied, WorkerHandle, WorkerTimeout, Zygote
+
+# reference workers run trusted task code and live across many verdicts: no CPU-seconds cap
+# (a long evaluation would otherwise kill them); wall-clock deadlines still apply to every call
+REFERENCE_CPU_S = 10**8
+KEEP = 4  # warm references per verifier
+
+
+class Reference:
+    """The reference workers of one task."""
+
+    def __init__(self, pool: "ReferencePool", task: Task, handle: WorkerHandle):
+        self.pool, self.task, self.handle = pool, task, handle
+        self.input_bytes = 0
+        self.output_bytes = 0
+        self.eager_ops: list[dict[str, Any]] | None = None  # recorded ATen ops of one forward (model timing)
+        self.inputs_worker: WorkerHandle | None = None
+        self.floors: dict[tuple[int, int], float] = {}  # (input bytes, output bytes) -> seconds of a copy
+
+    # --- calls ------------------------------------------------------------------------------------
+    def call(self, msg: dict[str, Any], timeout: float = 600.0, handle: WorkerHandle | None = None) -> dict[str, Any]:
+        handle = handle or self.handle
+        try:
+            reply = handle.call(msg, timeout)
+        except (WorkerDied, WorkerTimeout, ProtocolError) as exc:
+            handle.close()
+            raise TaskError(f"{self.task.path}: the reference failed ({msg['op']}): {exc}; "
+                            f"{handle.stderr_tail()}") from None
+        if not reply.get("ok"):
+            raise TaskError(f"{self.task.path}: the reference failed ({msg['op']}): {reply.get('error')}\n"
+                            f"{reply.get('detail', '')}")
+        return reply
+
+    def init(self, seed: int) -> list[Any]:
+        """Build ``Model`` from ``seed``; returns the constructor arguments (``get_init_inputs()``)."""
+        return list(self.call({"op": "init", "seed": seed})["init_args"])
+
+    def make_inputs(self, seed: int, perturb: str, handle: WorkerHandle | None = None) -> list[TensorMeta]:
+        """Inputs from ``seed`` (perturbed), written at offset 0 of the worker's region."""
+        handle = handle or self.handle
+        for _ in range(8):
+            reply = self.call({"op": "make_inputs", "seed": seed, "perturb": perturb}, handle=handle)
+            if "need" in reply:
+                handle.ensure_capacity(int(reply["need"]) * 2 + (1 << 20))
+                continue
+            return self._input_metas(reply, handle)
+        raise TaskError(f"{self.task.path}: could not reserve memory for the inputs")
+
+    def _input_metas(self, reply: dict[str, Any], handle: WorkerHandle) -> list[TensorMeta]:
+        metas = [TensorMeta.from_json(m, handle.capacity) for m in reply["inputs"]]
+        self.input_bytes = align(max((m.offset + m.nbytes for m in metas), default=0))
+        return metas
+
+    def run(self, timeout: float = 600.0) -> tuple[list[TensorMeta], dict[str, Any]]:
+        """Forward on the last inputs; outputs land after the inputs in the region."""
+        for _ in range(8):
+            try:
+                reply = self.handle.call({"op": "run", "out_offset": self.input_bytes}, timeout)
+            except (WorkerDied, WorkerTimeout, ProtocolError) as exc:
+                self.handle.close()
+                raise TaskError(f"{self.task.path}: the reference crashed: {exc}") from None
+            if reply.get("ok"):
+                metas = [TensorMeta.from_json(m, self.handle.capacity) for m in reply["outputs"]]
+                self.output_bytes = max(self.output_bytes, sum(align(m.nbytes) for m in metas))
+                return metas, reply
+            if "larger than the space" in str(reply.get("error")):
+                self.handle.ensure_capacity(self.handle.capacity * 4 + (1 << 20))
+                continue
+            raise TaskError(f"{self.task.path}: the reference forward failed: {reply.get('error')}\n"
+                            f"{reply.get('detail', '')}")
+        raise TaskError(f"{self.task.path}: the reference output does not fit in memory")
+
+    def recorded_ops(self) -> list[dict[str, Any]]:
+        """The ATen operators one eager forward runs (the ascend-sim latency model's eager side)."""
+        if self.eager_ops is None:
+            self.eager_ops = list(self.call({"op": "record_ops"})["ops"])
+        return self.eager_ops
+
+    # --- the inputs worker ------------------------------------------------------------------------
+    def inputs(self) -> WorkerHandle:
+        """The worker that draws timed inputs (spawned on first use, pinned off the timed CPUs)."""
+        if self.inputs_worker is not None and self.inputs_worker.status is None:
+            return self.inputs_worker
+        self.inputs_worker = self.pool.spawn_loaded(self.task, cpus=self.pool.free_cpus)
+        return self.inputs_worker
+
+    def copy_seconds(self, input_bytes: int, output_bytes: int) -> float:
+        """The best time of one memory copy that moves as many bytes as a kernel must (it reads every input
+        byte and writes every output byte: a copy of (in + out) / 2 bytes), measured in the model worker,
+        on the timed CPUs, with the source written right before (like fresh inputs). Cached per size."""
+        key = (input_bytes, output_bytes)
+        if key not in self.floors:
+            nbytes = max(1, (input_bytes + output_bytes) // 2)
+            reply = self.call({"op": "bandwidth", "nbytes": nbytes, "repeats": 7})
+            self.floors[key] = min(float(s) for s in reply["seconds"])
+        return self.floors[key]
+
+    def close(self) -> None:
+        for h in (self.handle, self.inputs_worker):
+            if h is not None:
+                h.close()
+
+
+class ReferencePool:
+    """The reference sandbox and the warm references of recent tasks."""
+
+    def __init__(self, zygote_factory: Callable[[], Zygote], threads: int, memory_mb: int, load_timeout_s: float,
+                 free_cpus: list[int]):
+        self._zygote_factory = zygote_factory
+        self.zygote: Zygote | None = None
+        self.threads, self.memory_mb, self.load_timeout_s = threads, memory_mb, load_timeout_s
+        self.free_cpus = free_cpus  # where the inputs workers run ([] = anywhere; then nothing is pipelined)
+        self._refs: OrderedDict[tuple[str, int], Reference] = OrderedDict()
+
+    def get(self, task: Task) -> Reference:
+        key = (task.key, self.threads)
+        ref = self._refs.get(key)
+        if ref is not None:
+            if ref.handle.status is None and alive(ref.handle):
+                self._refs.move_to_end(key)
+                return ref
+            ref.close()  # its sandbox went away: start a fresh reference
+            del self._refs[key]
+        ref = Reference(self, task, self.spawn_loaded(task))
+        self._refs[key] = ref
+        while len(self._refs) > KEEP:
+            _, old = self._refs.popitem(last=False)
+            old.close()
+        return ref
+
+    def spawn_loaded(self, task: Task, cpus: list[int] | None = None) -> WorkerHandle:
+        """A fresh reference worker with the task module loaded (TaskError if it does not load)."""
+        if self.zygote is None or not self.zygote.alive():
+            self.zygote = self._zygote_factory()
+        handle = self.zygote.spawn("reference", self.memory_mb * 2, REFERENCE_CPU_S, fsize_mb=4096, cpus=cpus)
+        try:
+            reply = handle.call({"op": "load", "source": task.source, "threads": self.threads}, self.load_timeout_s)
+        except (WorkerDied, WorkerTimeout, ProtocolError) as exc:
+            handle.close()
+            raise TaskError(f"{task.path}: the task module could not be loaded: {exc}; {handle.stderr_tail()}") from None
+        if not reply.get("ok"):
+            handle.close()
+            raise TaskError(f"{task.path}: the task module failed to load: {reply.get('error')}\n{reply.get('detail', '')}")
+        return handle
+
+    def close(self) -> None:
+        for ref in self._refs.values():
+            ref.close()
+        self._refs.clear()
+
+
+def alive(handle: WorkerHandle) -> bool:
+    try:
+        return bool(handle.call({"op": "ping"}, 10).get("ok"))
+    except (WorkerDied, WorkerTimeout, SandboxError, ProtocolError):
+        return False

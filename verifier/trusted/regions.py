@@ -1,0 +1,60 @@
+"""Tensor bytes in a worker's shared-memory region, as the trusted parent reads and moves them.
+
+A worker's region is a memory file both sides map; what a worker writes there is untrusted data,
+described by a validated ``TensorMeta``. The parent takes private copies before it judges anything.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+DTYPES = {name: getattr(torch, name) for name in ("float32", "float64", "float16", "bfloat16", "int64", "int32",
+                                                  "int16", "int8", "uint8", "bool")}
+
+
+def tensor(handle: Any, meta: Any) -> torch.Tensor:
+    """A private copy (one memcpy) of a tensor in a worker's shared region."""
+    dtype = DTYPES[meta.dtype]
+    if meta.nbytes == 0:
+        return torch.empty(meta.shape, dtype=dtype)
+    view = torch.frombuffer(handle.mm, dtype=dtype, count=meta.nbytes // dtype.itemsize, offset=meta.offset)
+    out = view.clone().view(meta.shape)
+    del view  # release the buffer export so the region can be resized later
+    return out
+
+
+def same_bytes(h1: Any, m1: Any, h2: Any, m2: Any) -> bool:
+    """Byte equality of two tensors in two shared regions, compared in place."""
+    if m1.nbytes != m2.nbytes:
+        return False
+    if m1.nbytes == 0:
+        return True
+    a = torch.frombuffer(h1.mm, dtype=torch.uint8, count=m1.nbytes, offset=m1.offset)
+    b = torch.frombuffer(h2.mm, dtype=torch.uint8, count=m2.nbytes, offset=m2.offset)
+    same = torch.equal(a, b)
+    del a, b  # release the buffer exports
+    return same
+
+
+def copy_prefix(src: Any, dst: Any, nbytes: int, reserve: int) -> None:
+    """Copy the first ``nbytes`` of ``src``'s region into ``dst``'s (one memcpy), growing ``dst`` to hold
+    ``reserve`` bytes in all."""
+    dst.ensure_capacity(reserve)
+    assert dst.mm is not None and src.mm is not None
+    with memoryview(dst.mm) as d, memoryview(src.mm) as s:
+        d[0:nbytes] = s[0:nbytes]
+
+
+def keep_freed_memory() -> None:
+    """Ask glibc to reuse freed memory instead of unmapping large blocks (the workers get the same
+    through GLIBC_TUNABLES): every fresh 32 MiB tensor otherwise costs ~8k page faults, which made
+    the parent's copies and comparisons of large outputs several times slower than the kernels."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        libc.mallopt(-4, 0)  # M_MMAP_MAX: no mmap'ed chunks
+        libc.mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD: keep up to 1 GiB of freed memory
+    except (OSError, AttributeError):
+        pass  # not glibc: nothing to tune

@@ -1,0 +1,229 @@
+"""Gates 2-4 for backends whose candidates run in the sandboxed worker (cpu, ascend-sim).
+
+    compile (native builds while the candidate module is imported) -> construction -> correctness
+    trials (with the dynamic anti-hack checks on every trial) -> latency (measured by the timing
+    protocol, or modelled by the backend)
+
+Each trial: the reference makes inputs from a secret seed (some perturbed) and computes the expected
+outputs; the candidate gets its own copy, runs ``forward`` recorded, and hands back its outputs and its
+inputs after the call; the parent compares everything itself.
+"""
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+import torch
+
+from evokernel.tasks import Task, TaskError
+from evokernel.verifier.protocol import ProtocolError, TensorMeta
+from evokernel.verifier.trusted import correctness, latency, regions, timing_protocol
+from evokernel.verifier.trusted.failures import INPUTS_MODIFIED, Fail, torch_ops_fail
+from evokernel.verifier.trusted.launcher import WorkerDied, WorkerHandle, WorkerTimeout
+from evokernel.verifier.trusted.reference import Reference
+
+
+def trial_plan(cfg: Any, rng: random.Random) -> list[tuple[str, str, int]]:
+    """(label, perturbation, secret seed) per correctness trial."""
+    plan = [("none", rng.randrange(2**31)) for _ in range(cfg.trials)]
+    plan += [(p, rng.randrange(2**31)) for p in cfg.perturbations]
+    return [(f"trial {i + 1}" + ("" if p == "none" else f" ({p} inputs)"), p, seed) for i, (p, seed) in enumerate(plan)]
+
+
+def compare_outputs(label: str, got: list[torch.Tensor], expected: list[torch.Tensor], inputs: list[torch.Tensor],
+                    tol: float) -> None:
+    """Each output against the reference's, at the configured tolerance (correctness gate)."""
+    for k, (g, e) in enumerate(zip(got, expected)):
+        cmp = correctness.compare(g, e, inputs, tol, "output" if len(got) == 1 else f"output {k}")
+        if not cmp.ok:
+            raise Fail("correctness", f"{label}: {cmp.message}", max_abs_err=cmp.max_abs_err,
+                       max_rel_err=cmp.max_rel_err)
+
+
+def sim_warnings(trials: list[list[dict[str, Any]]]) -> list[str]:
+    """Distinct warning-level emulator findings of the correctness trials (formatted for feedback)."""
+    from evokernel.verifier.backends.ascend_sim.report import format_violation
+
+    seen: dict[tuple[str, str, int], str] = {}
+    for reports in trials:
+        for r in reports:
+            for v in r.get("violations") or []:
+                key = (str(v.get("rule")), str(v.get("file")), int(v.get("line") or 0))
+                if v.get("severity") == "warning" and key not in seen:
+                    seen[key] = format_violation(v)
+    return list(seen.values())
+
+
+def sim_summary(reports: list[dict[str, Any]]) -> dict[str, Any]:
+    """The structured part of a failed emulated run: status and the rules broken (details.emulator)."""
+    last = reports[-1]
+    return {"status": last.get("status"), "error": last.get("error", ""),
+            "violations": [{k: v.get(k) for k in ("rule", "severity", "file", "line", "block", "count", "message")}
+                           for r in reports for v in r.get("violations") or []][:50]}
+
+
+class WorkerJudge:
+    """Judges one candidate in one sandboxed worker for the verifier ``v``."""
+
+    def __init__(self, v: Any, task: Task, source: str, ref: Reference, cand: WorkerHandle, rng: random.Random,
+                 init_seed: int, init_args: list[Any]):
+        self.v, self.cfg = v, v.config
+        self.task, self.source, self.ref, self.cand, self.rng = task, source, ref, cand, rng
+        self.init_seed, self.init_args = init_seed, init_args
+        self.reports: list[list[dict[str, Any]]] = []  # emulator reports per correctness trial
+
+    def judge(self, gates: dict[str, bool | None], timings: dict[str, float],
+              details: dict[str, Any]) -> latency.Timing | None:
+        v, cfg, cand = self.v, self.cfg, self.cand
+        builds = v._builds
+        # gate 2: compile (native builds happen while the candidate module is imported)
+        t0 = time.perf_counter()
+        reply = v._cand_call(cand, {"op": "load", "source": self.source, "threads": cfg.threads,
+                                    **v.backend.load_message()}, cfg.load_timeout_s, "import")
+        timings["load"] = time.perf_counter() - t0 - builds.seconds
+        if builds.hack:
+            raise Fail("hack", "The native code breaks the verifier's rules:\n" + "\n".join(builds.hack[:8]))
+        gates["hack"] = None  # the dynamic half is decided during the correctness trials
+        if builds.errors:
+            raise Fail("compile", "Native build failed:\n" + builds.errors[-1])
+        if not reply.get("ok"):
+            msg = f"importing the candidate failed: {reply.get('error')}"
+            if reply.get("detail"):
+                msg += "\n" + str(reply["detail"])
+            raise Fail("compile", msg)
+        gates["compile"] = True
+
+        reply = v._cand_call(cand, {"op": "init", "seed": self.init_seed, "init_args": self.init_args},
+                             cfg.load_timeout_s, "ModelNew construction")
+        if not reply.get("ok"):
+            raise Fail("runtime", f"constructing ModelNew{tuple(self.init_args)} failed: {reply.get('error')}\n"
+                       f"{reply.get('detail', '')}".strip())
+
+        # gate 3: correctness, with the dynamic anti-hack checks on every trial
+        t0 = time.perf_counter()
+        ref_s: list[float] = []
+        passed, skipped = 0, []
+        for i, (label, perturb, seed) in enumerate(trial_plan(cfg, self.rng)):
+            in_metas = self.ref.make_inputs(seed, perturb)
+            t_ref = time.perf_counter()
+            out_metas, _ = self.ref.run()
+            ref_s.append(time.perf_counter() - t_ref)
+            expected = [regions.tensor(self.ref.handle, m) for m in out_metas]
+            if any(e.is_floating_point() and not bool(torch.isfinite(e).all()) for e in expected):
+                skipped.append(label)
+                continue
+            inputs = [regions.tensor(self.ref.handle, m) for m in in_metas]
+            self.check_trial(in_metas, inputs, expected, label, late_check=(i == 0),
+                             timeout=cfg.run_timeout_s + 50 * ref_s[-1])
+            passed += 1
+        timings["correctness_trials"] = time.perf_counter() - t0
+        details["trials"] = {"passed": passed, "skipped_nonfinite_reference": skipped}
+        if passed == 0:
+            raise TaskError(f"{self.task.path}: the reference output is NaN/Inf on every trial")
+        gates["hack"] = True
+
+        warnings = sim_warnings(self.reports)
+        if warnings:
+            details["emulator_warnings"] = warnings
+        if not cfg.timing:
+            return None
+        if v.backend.timing_mode == "model":
+            return self.model_timing(details, timings)
+        t0 = time.perf_counter()
+        compiled = self.compiled_baseline() if cfg.compile_baseline else None
+        try:
+            timing = timing_protocol.measure(v, self.ref, cand, self.rng, cfg.run_timeout_s + 50 * max(ref_s),
+                                             timings, details, compiled)
+        finally:
+            if compiled is not None:
+                compiled.close()
+        timings["timing"] = time.perf_counter() - t0
+        return timing
+
+    def check_trial(self, in_metas: list[TensorMeta], inputs: list[torch.Tensor], expected: list[torch.Tensor],
+                    label: str, late_check: bool, timeout: float) -> None:
+        v, cand, ref = self.v, self.cand, self.ref
+        out_offset = ref.input_bytes
+        regions.copy_prefix(ref.handle, cand, out_offset,
+                            out_offset * 2 + 4 * max(ref.output_bytes, 1 << 12) + (1 << 20))
+        metas_json = [m.to_json() for m in in_metas]
+        reply = v._cand_call(cand, {"op": "set_inputs", "inputs": metas_json}, timeout, label)
+        if not reply.get("ok"):
+            raise Fail("runtime", f"{label}: the candidate worker failed to take its inputs: {reply.get('error')}")
+        reply = v._cand_call(cand, {"op": "run", "record": True, "return_inputs": True, "out_offset": out_offset},
+                             timeout, f"forward ({label})")
+        reports = reply.get("native_reports")
+        if isinstance(reports, list):
+            self.reports.append(reports)
+        if not reply.get("ok"):
+            gate = "correctness" if reply.get("phase") == "output" else "runtime"
+            extra = {"emulator": sim_summary(reports)} if isinstance(reports, list) and reports else {}
+            raise Fail(gate, f"{label}: forward failed: {reply.get('error')}\n{reply.get('detail', '')}".strip(),
+                       **extra)
+        if isinstance(reports, list) and reports:
+            # the worker raises on a broken rule; the parent judges the reports again all the same
+            from evokernel.verifier.backends.ascend_sim.report import judge_report
+
+            broken = [fb for fb in (judge_report(r) for r in reports if isinstance(r, dict)) if fb]
+            if broken or not all(isinstance(r, dict) for r in reports):
+                raise Fail("runtime", f"{label}: {broken[0] if broken else 'malformed emulator report'}",
+                           emulator=sim_summary([r for r in reports if isinstance(r, dict)] or [{}]))
+        violations = reply.get("violations") or {}
+        if violations:
+            raise torch_ops_fail(label, violations, "the native kernel", "native code")
+        if not reply.get("native_calls"):
+            raise Fail("hack", f"{label}: no native kernel ran during forward (a decoy kernel, or the output was "
+                       "produced without computing); forward must call the compiled code")
+        try:
+            outs = [TensorMeta.from_json(m, cand.capacity) for m in reply.get("outputs") or []]
+            after = [TensorMeta.from_json(m, cand.capacity) for m in reply.get("inputs_after") or []]
+        except ProtocolError as exc:
+            raise Fail("runtime", f"{label}: malformed reply from the candidate worker: {exc}") from None
+        if len(outs) != len(expected):
+            raise Fail("correctness", f"{label}: forward returned {len(outs)} tensor(s), expected {len(expected)}")
+        got = [regions.tensor(cand, m) for m in outs]
+        if late_check:
+            snapshot = [cand.read(m) for m in outs]
+        if len(after) != len(in_metas) or not all(regions.same_bytes(cand, a, ref.handle, b)
+                                                  for a, b in zip(after, in_metas)):
+            raise Fail("correctness", f"{label}: {INPUTS_MODIFIED}")
+        compare_outputs(label, got, expected, inputs, self.cfg.tol)
+        if late_check:
+            time.sleep(0.05)
+            if any(cand.read(m) != s for m, s in zip(outs, snapshot)):
+                raise Fail("hack", f"{label}: the output kept changing after forward returned (background work); "
+                           "forward must finish its computation before returning")
+
+    def model_timing(self, details: dict[str, Any], timings: dict[str, float]) -> latency.Timing:
+        """timing_mode "model": estimates for the kernel (from the first trial's emulator reports) and
+        for the eager reference (from its recorded operators), on the same hardware constants."""
+        t0 = time.perf_counter()
+        reports = self.reports[0] if self.reports else []
+        if not reports:
+            raise Fail("hack", "no emulated operator ran during forward; forward must call custom_ops_lib")
+        try:
+            est = self.v.backend.estimate(reports, self.ref.recorded_ops())
+        except (KeyError, TypeError, ValueError) as exc:
+            raise Fail("runtime", f"the emulator's report could not be read by the latency model: {exc}") from None
+        timings["timing"] = time.perf_counter() - t0
+        kernel_ms, eager_ms = est["kernel_us"] / 1e3, est["eager_us"] / 1e3
+        speedup = eager_ms / kernel_ms if kernel_ms > 0 else float("inf")
+        details["estimate"] = est
+        details["profile"] = est.get("profile", "")
+        return latency.Timing(candidate_ms=kernel_ms, reference_ms=eager_ms, speedup=speedup, noise=0.0,
+                              ci_low=speedup, ci_high=speedup, rounds=0, kind="estimate")
+
+    def compiled_baseline(self) -> WorkerHandle:
+        """A reference worker running torch.compile(Model) (inductor), with the candidate's weights."""
+        handle = self.ref.pool.spawn_loaded(self.task)
+        for msg in ({"op": "init", "seed": self.init_seed}, {"op": "compile"}):
+            try:
+                reply = handle.call(msg, self.cfg.load_timeout_s)
+            except (WorkerDied, WorkerTimeout, ProtocolError) as exc:
+                handle.close()
+                raise TaskError(f"{self.task.path}: the torch.compile baseline failed: {exc}") from None
+            if not reply.get("ok"):
+                handle.close()
+                raise TaskError(f"{self.task.path}: the torch.compile baseline failed: {str(reply.get('error'))[-1500:]}")
+        return handle
