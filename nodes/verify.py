@@ -10,6 +10,8 @@ from langgraph.runtime import Runtime
 
 from evokernel.graph import resources
 from evokernel.graph.context import Context
+from evokernel.tasks import TaskError
+from evokernel.verifier.trusted.launcher import SandboxError
 
 
 def verify(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
@@ -23,7 +25,18 @@ def verify(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
                             "gates": {"hack": None, "compile": None, "correctness": None},
                             "latency_ms": None, "reference_ms": None, "speedup": None}}
     task = resources.task(state["task"])
-    verdict = resources.verifier(ctx).verify(task, cand["source"])
+    try:
+        verdict = resources.verifier(ctx).verify(task, cand["source"])
+    except (TaskError, SandboxError):
+        raise  # a broken task, or a machine that cannot judge (the run stops and can be resumed)
+    except Exception as exc:  # noqa: BLE001 - the attempt is recorded whatever went wrong
+        # Verifier.verify turns everything a candidate can cause into a verdict; what is left is our
+        # own failure to judge it. Record it (infeasible, gate "verifier") so the run goes on.
+        return {"verdict": {"feasible": False, "failed_gate": "verifier",
+                            "feedback": f"the verifier could not judge this candidate: {type(exc).__name__}: "
+                                        f"{str(exc)[:500]}",
+                            "gates": {"hack": None, "compile": None, "correctness": None},
+                            "latency_ms": None, "reference_ms": None, "speedup": None}}
     data = verdict.to_json()
     # details are large and mostly for debugging; the update node needs the profile (the refining stage
     # reads it) and the bottleneck the profiler or latency model named (stored with the trace)

@@ -18,3 +18,35 @@ def test_candidate_goes_to_the_verifier_and_the_verdict_becomes_json(env):
     assert v["feasible"] and v["latency_ms"] == 1.0 and v["reference_ms"] == 2.0 and "details" not in v
     import json
     json.dumps(v)  # checkpointable
+
+
+class _Exploding:
+    backend = "cpu"
+
+    def __init__(self, exc):
+        self.exc = exc
+
+    def verify(self, task, source):
+        raise self.exc
+
+
+def test_a_verifier_failure_is_recorded_as_a_verdict_and_the_run_goes_on(env):
+    from evokernel.graph import resources
+
+    resources.install(verifier=resources.VerifierService("cpu", verifier=_Exploding(RecursionError("deep"))))
+    out = verify(env.state(RELU, candidate={"source": "SRC", "code_hash": "h"}), env.runtime())
+    v = out["verdict"]
+    assert v["feasible"] is False and v["failed_gate"] == "verifier" and "RecursionError: deep" in v["feedback"]
+
+
+def test_a_broken_task_or_a_missing_sandbox_is_not_a_verdict(env):
+    import pytest
+
+    from evokernel.graph import resources
+    from evokernel.tasks import TaskError
+    from evokernel.verifier.trusted.launcher import SandboxError
+
+    for exc in (TaskError("task broken"), SandboxError("no bwrap")):
+        resources.install(verifier=resources.VerifierService("cpu", verifier=_Exploding(exc)))
+        with pytest.raises(type(exc)):
+            verify(env.state(RELU, candidate={"source": "SRC", "code_hash": "h"}), env.runtime())
