@@ -20,6 +20,10 @@ Roles (REQUEST["role"]):
               check: compute outside the custom op is recorded), synchronize, CPU copies of the outputs and
               of the inputs after the call -> OUTPUTS file. Then, if asked, timing on the first trial.
   reference   the task's Model (trusted code, its own process so a candidate cannot slow it down): timing only.
+Timed calls: when the request names a TIMED_INPUTS file (a list of input sets drawn fresh by the parent
+from secret seeds), timed call i runs on set i (one set per call: nothing repeats, so no result can be
+replayed from a cache) and the candidate's output of every timed call is saved to TIMED_OUTPUTS for the
+parent to check; without one, every timed call runs on the first trial (the msprof workload).
   health      set_device + a tiny computation + synchronize: is the device usable after a fault?
 Timing modes: "events" (warm-up calls, then per call a pair of NPU events around it, synchronized: the
 MultiKernelBench/AscendKernelBench protocol), "loop" (warm-up + calls without events: the workload msprof op
@@ -28,7 +32,7 @@ observes), "none".
 REQUEST.json keys: role, device ("npu:0"), device_id, model_src, custom_ops_lib (path of the built
 extension), task_source | task_path (reference), init_seed, init_args, inputs (torch.save'd list of trials,
 each a list of CPU tensors), outputs (where to torch.save {"outputs", "inputs_after"}), check (default true
-for the candidate), timing, warmup (3), calls (100).
+for the candidate), timing, warmup (3), calls (100), timed_inputs, timed_outputs (candidate).
 
 RESULT.json: ok, stage (request | import | device | task | load | init | run | timing | done), error,
 traceback, diagnosis (import only: feedback.analyze_import), trials_run, native_calls / violations per trial,
@@ -287,8 +291,7 @@ def _reference(torch: Any, npu: Any, device: Any, r: dict[str, Any], result: dic
         model = task.Model(*init_args).to(device)
     except BaseException as exc:  # noqa: BLE001
         raise _fail("task", exc, "the reference Model did not build: ") from None
-    inputs = _to_device(torch, trials[0], device)
-    _timing(torch, npu, model, inputs, r, result, "task")
+    _timing(torch, npu, model, _timed_sets(torch, r, trials, device), r, result, "task")
 
 
 def _candidate(torch: Any, npu: Any, device: Any, r: dict[str, Any], result: dict[str, Any]) -> None:
@@ -326,43 +329,58 @@ def _candidate(torch: Any, npu: Any, device: Any, r: dict[str, Any], result: dic
             result["trials_run"] = i + 1
         _save(torch, r["outputs"], outputs, after)
     if trials:
-        _timing(torch, npu, model, _to_device(torch, trials[0], device), r, result, "timing")
+        outs = _timing(torch, npu, model, _timed_sets(torch, r, trials, device), r, result, "timing")
+        if r.get("timed_outputs") and outs:
+            torch.save([_to_cpu(torch, o) for o in outs], r["timed_outputs"])
 
 
 def _save(torch: Any, path: str, outputs: list[Any], after: list[Any]) -> None:
     torch.save({"outputs": outputs, "inputs_after": after}, path)
 
 
-def _timing(torch: Any, npu: Any, model: Any, inputs: list[Any], r: dict[str, Any], result: dict[str, Any],
-            stage: str) -> None:
+def _timed_sets(torch: Any, r: dict[str, Any], trials: list[list[Any]], device: Any) -> list[list[Any]]:
+    """The input sets of the timed calls, on the device: the parent's fresh sets, else the first trial."""
+    sets = _load_inputs(torch, r["timed_inputs"]) if r.get("timed_inputs") else trials[:1]
+    return [_to_device(torch, s, device) for s in sets]
+
+
+def _timing(torch: Any, npu: Any, model: Any, sets: list[list[Any]], r: dict[str, Any], result: dict[str, Any],
+            stage: str) -> list[list[Any]]:
     """Warm-up calls (each synchronized), then per call: NPU events around it ("events", §1.1 'Timing')
-    or plain synchronized calls for a profiler to observe ("loop")."""
-    if r["timing"] == "none" or r["calls"] == 0:
-        return
+    or plain synchronized calls for a profiler to observe ("loop"). Call i runs on set i % len(sets); the
+    outputs of the timed calls are returned (kept on the device until the loop is over)."""
+    if r["timing"] == "none" or r["calls"] == 0 or not sets:
+        return []
+    kept: list[list[Any]] = []
+    keep = bool(r.get("timed_outputs"))
     try:
         with torch.no_grad():
-            for _ in range(r["warmup"]):
-                model(*inputs)
+            for k in range(r["warmup"]):
+                model(*sets[k % len(sets)])
                 npu.synchronize()
             ms: list[float] = []
-            for _ in range(r["calls"]):
+            for i in range(r["calls"]):
+                inputs = sets[i % len(sets)]
                 if r["timing"] == "loop":
                     model(*inputs)
                     npu.synchronize()
                     continue
                 start, end = npu.Event(enable_timing=True), npu.Event(enable_timing=True)
                 start.record()
-                model(*inputs)
+                out = model(*inputs)
                 end.record()
                 npu.synchronize()
                 ms.append(float(start.elapsed_time(end)))
+                if keep:
+                    kept.append(list(out) if isinstance(out, (list, tuple)) else [out])
     except BaseException as exc:  # noqa: BLE001
         raise _fail(stage, exc, "while timing: ") from None
-    timing: dict[str, Any] = {"mode": r["timing"], "warmup": r["warmup"], "calls": r["calls"]}
+    timing: dict[str, Any] = {"mode": r["timing"], "warmup": r["warmup"], "calls": r["calls"], "sets": len(sets)}
     if ms:
         timing["ms"] = _stats(ms)
         timing["samples"] = ms[:MAX_SAMPLES]
     result["timing"] = timing
+    return kept
 
 
 def main(argv: list[str] | None = None) -> int:

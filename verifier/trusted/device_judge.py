@@ -19,10 +19,15 @@ from typing import Any
 import torch
 
 from evokernel.tasks import Task, TaskError
-from evokernel.verifier.trusted import latency, regions
+from evokernel.verifier.trusted import correctness, latency, regions
 from evokernel.verifier.trusted.failures import INPUTS_MODIFIED, Fail, torch_ops_fail
 from evokernel.verifier.trusted.reference import Reference
 from evokernel.verifier.trusted.trials import compare_outputs, trial_plan
+
+
+# device memory for the timed calls' fresh input sets and their outputs (the number of timed calls is capped
+# by it, so that no call repeats inputs)
+TIMED_SET_BYTES = 2 * 1024**3
 
 
 def shapes_key(task: Task, inputs: list[torch.Tensor]) -> tuple[Any, ...]:
@@ -38,6 +43,7 @@ class DeviceJudge:
         self.v, self.cfg, self.backend = v, v.config, v.backend
         self.task, self.source, self.ref, self.rng = task, source, ref, rng
         self.init_seed, self.init_args = init_seed, init_args
+        self.timed_sets: list[tuple[list[torch.Tensor], list[torch.Tensor]]] = []
 
     def judge(self, gates: dict[str, bool | None], timings: dict[str, float],
               details: dict[str, Any]) -> latency.Timing | None:
@@ -92,6 +98,11 @@ class DeviceJudge:
                    "custom_ops_lib": str(build.module_path), "init_seed": init_seed, "init_args": init_args,
                    "inputs": str(job / "inputs.pt"), "outputs": str(job / "outputs.pt"), "check": True,
                    "timing": "events" if do_time else "none", "warmup": settings.warmup, "calls": settings.calls}
+            if do_time:  # one fresh input set per timed call, every timed output checked (event_timing)
+                self.timed_sets = self.draw_timed_sets(inputs_t[0], expected_t[0])
+                torch.save([i for i, _ in self.timed_sets], job / "timed_inputs.pt")
+                req.update(timed_inputs=str(job / "timed_inputs.pt"), timed_outputs=str(job / "timed_outputs.pt"),
+                           calls=len(self.timed_sets))
             timeout = cfg.load_timeout_s + len(inputs_t) * cfg.run_timeout_s + (60.0 if do_time else 0.0)
             t0 = time.perf_counter()
             run = be.run_device(req, job, timeout, build, "candidate")
@@ -113,7 +124,7 @@ class DeviceJudge:
             if settings.timing == "msprof":
                 timing = self.msprof_timing(task, ref, profile, job, inputs_t, init_seed, details)
             else:
-                timing = self.event_timing(task, ref, result, job, inputs_t, init_seed, rng, details)
+                timing = self.event_timing(task, ref, result, job, init_seed, rng, details)
                 if profile is not None:  # the events must be consistent with the kernel's own duration
                     dev_ms = profile.task_duration_us / 1e3
                     if timing.candidate_ms < 0.5 * dev_ms:
@@ -198,26 +209,66 @@ class DeviceJudge:
                         f"{calls} positive NPU-event samples)")
         return [float(x) for x in samples]
 
-    def event_timing(self, task: Task, ref: Reference, result: dict[str, Any], job: Path,
-                             inputs_t: list[list[torch.Tensor]], init_seed: int, rng: random.Random,
-                             details: dict[str, Any]) -> latency.Timing:
+    def draw_timed_sets(self, inputs: list[torch.Tensor], expected: list[torch.Tensor]
+                        ) -> list[tuple[list[torch.Tensor], list[torch.Tensor]]]:
+        """Fresh (inputs, expected outputs) pairs from secret seeds, one per timed call: as many as the
+        settings ask, within a device-memory budget (nothing repeats, so nothing can be replayed)."""
+        per_set = sum(t.numel() * t.element_size() for t in [*inputs, *expected]) or 1
+        n = max(1, min(self.backend.settings.calls, TIMED_SET_BYTES // per_set))
+        sets = []
+        for _ in range(n):
+            in_metas = self.ref.make_inputs(self.rng.randrange(2**31), "none")
+            out_metas, _ = self.ref.run()
+            sets.append(([regions.tensor(self.ref.handle, m) for m in in_metas],
+                         [regions.tensor(self.ref.handle, m) for m in out_metas]))
+        return sets
+
+    def check_timed_outputs(self, job: Path) -> None:
+        """The candidate's output of every timed call against the reference's for that call's inputs."""
+        try:
+            outs = torch.load(job / "timed_outputs.pt", weights_only=True)
+            if not isinstance(outs, list) or len(outs) != len(self.timed_sets):
+                raise ValueError(f"{len(outs) if isinstance(outs, list) else 'no'} timed outputs for "
+                                 f"{len(self.timed_sets)} timed calls")
+        except Exception as exc:  # noqa: BLE001 - written by the candidate's process
+            raise Fail("runtime", f"the device run's timed outputs are missing or malformed: {exc}") from None
+        for k, (got, (_, exp)) in enumerate(zip(outs, self.timed_sets)):
+            if not isinstance(got, list) or len(got) != len(exp) or not all(type(g) is torch.Tensor for g in got):  # noqa: E721
+                raise Fail("correctness", f"timed call {k + 1} returned a different number or kind of outputs")
+            for g, e in zip(got, exp):
+                if correctness.quick_match(g, e, self.cfg.tol):
+                    continue
+                if e.is_floating_point() and not bool(torch.isfinite(e).all()):
+                    continue  # the reference itself is NaN/Inf on these inputs: nothing to judge
+                cmp = correctness.compare(g, e, [], self.cfg.tol, f"timed call {k + 1}")
+                if not cmp.ok:
+                    raise Fail("correctness", f"a timed call gave a wrong result (checked and timed calls must "
+                               f"agree): {cmp.message}")
+
+    def event_timing(self, task: Task, ref: Reference, result: dict[str, Any], job: Path, init_seed: int,
+                     rng: random.Random, details: dict[str, Any]) -> latency.Timing:
         from evokernel.verifier.backends.ascend.backend import bootstrap_ratio_ci
 
         be, s = self.backend, self.backend.settings
-        cand = self.samples(result.get("timing"), s.calls)
+        calls = len(self.timed_sets)
+        cand = self.samples(result.get("timing"), calls)
+        self.check_timed_outputs(job)
+        timed_inputs = [i for i, _ in self.timed_sets]
 
         def measure_reference() -> dict[str, Any]:
-            timeout = self.cfg.load_timeout_s + 60.0 + s.calls * self.cfg.run_timeout_s / 10
+            timeout = self.cfg.load_timeout_s + 60.0 + calls * self.cfg.run_timeout_s / 10
             return self.device_reference(
-                task, init_seed, inputs_t[0], "reference", "timing the eager reference", "events", s.warmup,
-                s.calls, timeout, lambda run, _: {"samples": self.samples(run.result.get("timing"), s.calls)})
+                task, init_seed, timed_inputs[0], "reference", "timing the eager reference", "events", s.warmup,
+                calls, timeout, lambda run, _: {"samples": self.samples(run.result.get("timing"), calls)},
+                timed_inputs=timed_inputs)
 
-        key = shapes_key(task, inputs_t[0])
+        key = shapes_key(task, timed_inputs[0])
         ref_s = be.reference_timing(key, measure_reference)["samples"]
         c_med, r_med = statistics.median(cand), statistics.median(ref_s)
         q1, _, q3 = latency.quartiles(cand)
         lo, hi = bootstrap_ratio_ci(ref_s, cand, rng)
-        details["timing"] = {"protocol": f"NPU events, {s.warmup} warm-up + {s.calls} timed calls per side",
+        details["timing"] = {"protocol": f"NPU events, {s.warmup} warm-up + {calls} timed calls per side, each on "
+                                         "fresh secret-seeded inputs, every timed output checked",
                              "statistic": "median per side (ModelNew and the eager reference in separate fresh "
                                           "processes); speedup = median(eager) / median(candidate)",
                              "candidate_ms": {"median": c_med, "min": min(cand), "max": max(cand)},
@@ -239,7 +290,8 @@ class DeviceJudge:
 
     def device_reference(self, task: Task, init_seed: int, inputs: list[torch.Tensor], name: str, what: str,
                           timing: str, warmup: int, calls: int, timeout: float, read: Any,
-                          msprof_launches: int | None = None) -> dict[str, Any]:
+                          msprof_launches: int | None = None,
+                          timed_inputs: list[list[torch.Tensor]] | None = None) -> dict[str, Any]:
         """Run the eager reference on the device (optionally under msprof op, no kernel filter) from a job
         folder of its own, with the trusted inputs written by us (the candidate's folder is writable to it);
         ``read(run, msprof_dir)`` turns the run into the cached measurement."""
@@ -255,6 +307,9 @@ class DeviceJudge:
             req = {"role": "reference", "task_source": task.source, "task_path": str(task.path),
                    "init_seed": init_seed, "inputs": str(ref_job / "inputs.pt"), "timing": timing,
                    "warmup": warmup, "calls": calls}
+            if timed_inputs is not None:  # the same fresh sets as the candidate's timed calls
+                torch.save(timed_inputs, ref_job / "timed_inputs.pt")
+                req["timed_inputs"] = str(ref_job / "timed_inputs.pt")
             run = be.run_device(req, ref_job, timeout, None, name, profiler=profiler)
             if not run.ok:
                 self.reference_failed(task, run, what)

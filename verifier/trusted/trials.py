@@ -72,6 +72,7 @@ class WorkerJudge:
         self.task, self.source, self.ref, self.cand, self.rng = task, source, ref, cand, rng
         self.init_seed, self.init_args = init_seed, init_args
         self.reports: list[list[dict[str, Any]]] = []  # emulator reports per correctness trial
+        self.io_bytes: tuple[int, int] | None = None  # (input bytes, output bytes) of the first judged trial
 
     def judge(self, gates: dict[str, bool | None], timings: dict[str, float],
               details: dict[str, Any]) -> latency.Timing | None:
@@ -114,6 +115,9 @@ class WorkerJudge:
                 skipped.append(label)
                 continue
             inputs = [regions.tensor(self.ref.handle, m) for m in in_metas]
+            if self.io_bytes is None:
+                self.io_bytes = (sum(t.numel() * t.element_size() for t in inputs),
+                                 sum(t.numel() * t.element_size() for t in expected))
             self.check_trial(in_metas, inputs, expected, label, late_check=(i == 0),
                              timeout=cfg.run_timeout_s + 50 * ref_s[-1])
             passed += 1
@@ -207,12 +211,29 @@ class WorkerJudge:
         except (KeyError, TypeError, ValueError) as exc:
             raise Fail("runtime", f"the emulator's report could not be read by the latency model: {exc}") from None
         timings["timing"] = time.perf_counter() - t0
+        self.check_modelled_traffic(est, details)
         kernel_ms, eager_ms = est["kernel_us"] / 1e3, est["eager_us"] / 1e3
         speedup = eager_ms / kernel_ms if kernel_ms > 0 else float("inf")
         details["estimate"] = est
         details["profile"] = est.get("profile", "")
         return latency.Timing(candidate_ms=kernel_ms, reference_ms=eager_ms, speedup=speedup, noise=0.0,
                               ci_low=speedup, ci_high=speedup, rounds=0, kind="estimate")
+
+    def check_modelled_traffic(self, est: dict[str, Any], details: dict[str, Any]) -> None:
+        """The emulator's counters live in the candidate's process, so the parent re-derives what they must
+        at least show: a forward reads every input byte and writes every output byte through global memory.
+        A report claiming less GM traffic than that (counters tampered with, or work done outside the
+        emulated kernel) would model a kernel faster than the data movement the task needs: a hack."""
+        if self.io_bytes is None:
+            return
+        need = sum(self.io_bytes)
+        gm = sum(float(k.get("gm_bytes") or 0.0) for k in est.get("kernels") or [])
+        details["modelled_traffic"] = {"gm_bytes": gm, "task_bytes": need}
+        if gm < need:
+            raise Fail("hack", f"the emulator's report shows {gm / 2**20:.3f} MiB of global-memory traffic, but the "
+                       f"operator must read {self.io_bytes[0] / 2**20:.3f} MiB of inputs and write "
+                       f"{self.io_bytes[1] / 2**20:.3f} MiB of outputs: the emulator's counters do not describe the "
+                       "work (move every input into the UB with DataCopy and every output back to GM)")
 
     def compiled_baseline(self) -> WorkerHandle:
         """A reference worker running torch.compile(Model) (inductor), with the candidate's weights."""

@@ -22,7 +22,7 @@ ROOT = HERE.parents[2]
 FAKE_CANN = HERE / "fake_cann"
 TASK = load_task(ROOT / "evokernel" / "suites" / "npu_l1" / "11_elementwise_add.py", {"batch_size": 8, "dim": 256})
 ADD = (ROOT / "evokernel" / "examples" / "ascend" / "add_custom.py").read_text()
-PASS = "FAKE_CANN_SCENARIO,FAKE_CANN_LOG,FAKE_NPU_SCENARIO,FAKE_TORCH_NPU_LOG,FAKE_NPU_BROKEN,FAKE_CANN_DURATION_US"
+PASS = "FAKE_CANN_SCENARIO,FAKE_CANN_LOG,FAKE_NPU_SCENARIO,FAKE_NPU_REPLAY_AFTER,FAKE_TORCH_NPU_LOG,FAKE_NPU_BROKEN,FAKE_CANN_DURATION_US"
 
 
 def variant(old: str, new: str) -> str:
@@ -176,6 +176,19 @@ def test_wrong_result_is_a_correctness_verdict(w):
     r = v.verify(TASK, ADD)
     assert r.failed_gate == "correctness" and r.gates["compile"] is True
     assert "trial 1" in r.feedback and r.details["max_abs_err"] == pytest.approx(0.5, abs=1e-3)
+
+
+def test_a_result_replayed_in_the_timed_calls_is_caught(w):
+    # the device answers from a cache after the checked trials (3 here): each timed call gets fresh inputs
+    # and its output is checked, so the replayed first result is wrong there
+    v, _ = w
+    v.backend.environ["FAKE_NPU_SCENARIO"] = "replay"
+    v.backend.environ["FAKE_NPU_REPLAY_AFTER"] = "3"
+    try:
+        r = v.verify(TASK, ADD)
+    finally:
+        v.backend.environ.pop("FAKE_NPU_REPLAY_AFTER", None)
+    assert r.failed_gate == "correctness" and "a timed call gave a wrong result" in r.feedback, r.feedback
 
 
 def test_compute_outside_the_custom_op_is_a_hack_verdict(w):

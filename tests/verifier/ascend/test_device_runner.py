@@ -86,8 +86,22 @@ def test_candidate_outputs_inputs_after_calls_and_timings(tmp_path):
 
 def test_loop_timing_runs_calls_without_events(tmp_path):
     proc, res, calls, _, _ = run_runner(tmp_path, timing="loop", check=False, outputs=None)
-    assert res["ok"] and res["timing"] == {"mode": "loop", "warmup": 2, "calls": 5}
+    assert res["ok"] and res["timing"] == {"mode": "loop", "warmup": 2, "calls": 5, "sets": 1}
     assert "event_record" not in calls
+
+
+def test_timed_calls_run_on_fresh_sets_and_every_timed_output_is_kept(tmp_path):
+    import torch
+
+    sets = [[torch.full((4, 64), float(k)), torch.full((4, 64), 0.5)] for k in range(5)]
+    torch.save(sets, tmp_path / "timed.pt")
+    proc, res, calls, _, _ = run_runner(tmp_path, timed_inputs=str(tmp_path / "timed.pt"),
+                                        timed_outputs=str(tmp_path / "timed_out.pt"))
+    assert res["ok"], proc.stderr
+    assert res["timing"]["sets"] == 5 and res["timing"]["calls"] == 5 and len(res["timing"]["samples"]) == 5
+    outs = torch.load(tmp_path / "timed_out.pt", weights_only=True)
+    # call i ran on set i: its output is that set's sum, nothing was replayed from another call
+    assert [float(o[0][0, 0]) for o in outs] == [k + 0.5 for k in range(5)]
 
 
 def test_aten_compute_in_forward_is_recorded(tmp_path):

@@ -12,7 +12,9 @@ what EXEC_NPU_CMD does on a device, as recorded in ascend-toolchain.md §1.1/§4
 - FAKE_NPU_SCENARIO injects device behaviour: success | wrong_result (output + 0.5) | aivec_fault (the
   EZ9999 / retCode=0x31 / 507035 texts on fd 2 and a RuntimeError) | hang (sleeps, like a kernel that never
   finishes) | crash (abort()) | slow (sleeps FAKE_NPU_SLOW_MS per call: a slower kernel) | aten (computes
-  with torch operators, as a binding calling at::add in C++ would: the dispatcher sees them).
+  with torch operators, as a binding calling at::add in C++ would: the dispatcher sees them) | replay (computes
+  the first FAKE_NPU_REPLAY_AFTER calls, then answers every later call with the first call's result without
+  computing: a result cache that is right whenever the timed calls repeat the first checked inputs).
 Nothing of the real device is modelled beyond that: no streams, no asynchrony, no memory.
 """
 import os
@@ -27,6 +29,7 @@ from .npu import _log
 FAULT = ("[ERROR] RUNTIME: EZ9999: Inner Error!\n"
          "EZ9999: there is an exception of aivec error, core id is 3, The MPU address access is invalid, "
          "retCode=0x31 [vector core exception]\n")
+_REPLAY = {"calls": 0, "first": None}
 NOT_FOUND = "EZ3003: No supported Ops kernel and engine are found for [aclnn{op}], optype [{op}].\n"
 
 SEMANTICS = {
@@ -98,12 +101,20 @@ def _make(py_name, params, body):
             res = torch.add(env[inputs[0]], env[inputs[1]])
             env[outputs[0]].copy_(res)
             return env[ret.group(1)] if ret else env[outputs[0]]
+        if scenario == "replay":
+            _REPLAY["calls"] += 1
+            if _REPLAY["calls"] > int(os.environ.get("FAKE_NPU_REPLAY_AFTER", "1")):
+                out = env[outputs[0]]
+                out.numpy()[...] = _REPLAY["first"]
+                return env[ret.group(1)] if ret else out
         fn = SEMANTICS.get(op)
         if fn is None:
             raise RuntimeError(f"fake device: no semantics for operator {op}")
         res = fn(*[env[a].numpy() for a in inputs])
         if scenario == "wrong_result":
             res = res + 0.5
+        if scenario == "replay" and _REPLAY["first"] is None:
+            _REPLAY["first"] = res.copy()
         out = env[outputs[0]]
         out.numpy()[...] = res
         return env[ret.group(1)] if ret else out
