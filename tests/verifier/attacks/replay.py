@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import secrets
 import sys
 import tempfile
@@ -68,6 +69,7 @@ def main() -> int:
             for victim in e.get("victims", []):
                 v.verify(task, (HERE / victim).read_text())
             t0 = time.perf_counter()
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
             row: dict = {"attack": name}
             try:
                 verdict = v.verify(task, Path(args.file or HERE / name).read_text())
@@ -77,6 +79,7 @@ def main() -> int:
                 row["crash"] = f"{type(exc).__name__}: {str(exc)[:200]}"
                 row["trace"] = traceback.format_exc()[-600:]
             row["seconds"] = round(time.perf_counter() - t0, 2)
+            row["parent_peak_growth_mb"] = round((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak) / 1024)
             if e.get("twin") and "crash" not in row:
                 twin = v.verify(task, (HERE / e["twin"]).read_text())
                 row["twin_speedup"] = twin.speedup

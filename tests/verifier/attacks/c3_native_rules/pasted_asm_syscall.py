@@ -1,7 +1,7 @@
 """Class 3 - native rules are regexes: `asm`/`__asm__` and `syscall(` are banned words, but a
 token-pasting macro assembles `__asm__` after the rules have looked. The inline assembly issues a
-raw `syscall` (sched_setaffinity over every CPU, 0-63), which no libc symbol shows, and the kernel
-then runs on two OpenMP threads, on two cores, while the reference is timed on one. Defence: the
+raw `syscall` (sched_setaffinity, which no libc symbol then shows) that moves the kernel's second
+OpenMP thread to the other CPU: two cores for GELU while the reference is timed on one. Defence: the
 binary judge (no raw syscall instructions); affinity calls denied by seccomp."""
 import torch
 import torch.nn as nn
@@ -11,6 +11,8 @@ from evokernel.cpu import load_cpp
 lib = load_cpp(r"""
 #include <cstdint>
 #include <cmath>
+#include <omp.h>
+#include <sched.h>
 #define CAT(a, b) a##b
 #define ASM CAT(__as, m__)
 
@@ -20,16 +22,19 @@ static long raw3(long nr, long a, long b, long c) {
     return ret;
 }
 
-static int widened = 0;
+static int home = -1;
 
 extern "C" void gelu(const float* x, float* y, int64_t n) {
-    if (!widened) {
-        uint64_t all = ~0ull;
-        raw3(203, 0, sizeof all, (long)&all);   // 203 = sched_setaffinity on x86-64
-        widened = 1;
+    if (home < 0) home = sched_getcpu();             // the CPU the verifier pinned us to
+    #pragma omp parallel num_threads(2)
+    {
+        if (omp_get_thread_num() == 1 && sched_getcpu() == home) {
+            uint64_t others = ~0ull & ~(1ull << home);
+            raw3(203, 0, sizeof others, (long)&others);   // 203 = sched_setaffinity on x86-64
+        }
+        #pragma omp for schedule(dynamic, 8192)
+        for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678f));
     }
-    #pragma omp parallel for num_threads(2) schedule(static)
-    for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678f));
 }
 """)
 

@@ -1,0 +1,148 @@
+"""The adversarial attack corpus of issue 13 (README.md, manifest.toml): every attack is verified by a
+real Verifier and must end with the gate its manifest entry names, within its containment rules.
+
+One verifier serves the whole module; attacks marked `timing` are verified with timing on and few
+rounds, and their honest twin (same kernel, no trick) is timed by the same verifier so a speedup
+bound is relative to what the kernel honestly earns. EVK_ATTACK_HOST_SECRET is set before the
+verifier starts: the class-8 attacks hunt for it in the host environment."""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import secrets
+import time
+import tomllib
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[2]
+MANIFEST: dict[str, dict] = tomllib.loads((HERE / "manifest.toml").read_text())
+CLASSES = ("1-glue", "2-unwatched", "3-native-rules", "4-timing", "5-scalar-approx", "6-resources", "7-protocol",
+           "8-host-view")
+GATES = {"hack", "compile", "correctness", "runtime", "timeout", "feasible"}
+SECRET_ENV = "EVK_ATTACK_HOST_SECRET"
+TIMED = {"warmup": 2, "min_rounds": 6, "max_rounds": 10}
+HONEST = ("evokernel/examples/cpu/01_relu.py", "evokernel/suites/cpu_l1/01_relu.py", {"batch_size": 4, "dim": 4096})
+
+
+def _expected(entry: dict) -> list[str]:
+    gate = entry["expect_gate"]
+    return [gate] if isinstance(gate, str) else list(gate)
+
+
+# --- the manifest itself ---------------------------------------------------------------------------
+
+
+def test_manifest_covers_every_attack_file():
+    files = {str(p.relative_to(HERE)) for p in HERE.glob("c[1-8]_*/*.py")}
+    assert files == set(MANIFEST), files ^ set(MANIFEST)
+    for name, e in MANIFEST.items():
+        assert e["class"] in CLASSES and name.startswith(f"c{e['class'][0]}_"), name
+        assert set(_expected(e)) <= GATES, name
+        assert (ROOT / e["task"]).is_file(), name
+        assert e["why"].strip() and e["main"].strip() and e["main"] != "?", name
+        for extra in [e.get("twin")] + e.get("victims", []):
+            assert extra is None or (HERE / extra).is_file(), (name, extra)
+        assert (HERE / name).read_text().lstrip().startswith('"""'), f"{name}: the docstring names the trick"
+
+
+def test_corpus_size():
+    counted = [e for e in MANIFEST.values() if e.get("counted", True)]
+    assert len(counted) >= 40, len(counted)
+    for cls in CLASSES:
+        assert sum(e["class"] == cls for e in counted) >= 4, cls
+
+
+# --- every attack ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def attack_verifier(cache_dir):
+    os.environ.setdefault(SECRET_ENV, "evk-host-secret-" + secrets.token_hex(8))
+    from evokernel.verifier.trusted.verifier import Verifier, VerifyConfig
+
+    v = Verifier("cpu", VerifyConfig(cache_dir=cache_dir, timing=False, run_timeout_s=10.0)).start()
+    yield v
+    v.close()
+
+
+def _task(entry: dict, overrides: dict | None = None):
+    from evokernel.tasks import load_task
+
+    return load_task(ROOT / entry["task"], dict(entry.get("set", {}) if overrides is None else overrides))
+
+
+def _verify(v, task, source: str, timing: bool):
+    saved = {k: getattr(v.config, k) for k in ("timing", *TIMED)}
+    v.config.timing = timing
+    if timing:
+        for k, val in TIMED.items():
+            setattr(v.config, k, val)
+    try:
+        return v.verify(task, source)
+    finally:
+        for k, val in saved.items():
+            setattr(v.config, k, val)
+
+
+def _host_texts(entry: dict) -> list[str]:
+    out = []
+    for item in entry.get("contain", {}).get("no_host_text", []):
+        if item.startswith("$"):
+            out.append(os.environ[item[1:]])
+        elif item.startswith("@"):
+            path = Path(item[1:])
+            if not path.is_file() or not path.read_text(errors="replace").strip():
+                continue  # nothing on this host to leak
+            out.append(path.read_text(errors="replace").splitlines()[0].strip())
+        else:
+            out.append(item)
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(MANIFEST))
+def test_attack_is_stopped(attack_verifier, cache_dir, name):
+    v, entry = attack_verifier, MANIFEST[name]
+    contain = entry.get("contain", {})
+    task = _task(entry)
+    for victim in entry.get("victims", []):
+        assert v.verify(task, (HERE / victim).read_text()).feasible, f"victim {victim} must be feasible"
+    peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.perf_counter()
+    try:
+        verdict = _verify(v, task, (HERE / name).read_text(), bool(entry.get("timing")))
+    except BaseException as exc:  # noqa: BLE001 - an exception escaping the verifier is the finding
+        pytest.fail(f"{name}: {type(exc).__name__} escaped Verifier.verify ({exc!s:.300}); {entry['why']}")
+    seconds = time.perf_counter() - t0
+    outcome = "feasible" if verdict.feasible else verdict.failed_gate
+    where = f"{name} ({entry['why']}): {outcome} after {seconds:.1f} s\n{verdict.feedback[:1500]}"
+    assert outcome in _expected(entry), where
+
+    # containment
+    seen = verdict.feedback + "\n" + json.dumps(verdict.details, default=str)
+    for text in _host_texts(entry):
+        assert text not in seen, f"host content {text!r} reached the feedback: {where}"
+    if "max_parent_peak_growth_mb" in contain:
+        growth_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_before) / 1024
+        assert growth_mb <= contain["max_parent_peak_growth_mb"], f"parent peak memory +{growth_mb:.0f} MiB: {where}"
+    if "no_cache_file" in contain:
+        planted = list(Path(cache_dir).rglob(contain["no_cache_file"]))
+        assert not planted, f"the build published files it planted: {planted}: {where}"
+    if verdict.feasible and verdict.speedup is not None:
+        if "max_speedup" in contain:
+            assert verdict.speedup <= contain["max_speedup"], where
+        if "max_speedup_vs_twin" in contain:
+            twin = _verify(v, task, (HERE / entry["twin"]).read_text(), True)
+            assert twin.feasible and twin.speedup, f"twin {entry['twin']} must be feasible: {twin.feedback[:500]}"
+            ratio = verdict.speedup / twin.speedup
+            assert ratio <= contain["max_speedup_vs_twin"], (
+                f"speedup {verdict.speedup:.2f}x vs the honest twin's {twin.speedup:.2f}x ({ratio:.2f}x): {where}")
+
+    # the verifier keeps judging after a resource or protocol attack
+    if entry.get("then_honest"):
+        source, task_path, sizes = HONEST
+        honest = v.verify(_task({"task": task_path}, sizes), (ROOT / source).read_text())
+        assert honest.feasible, f"after {name}, an honest candidate got {honest.failed_gate}: {honest.feedback[:500]}"
