@@ -5,6 +5,8 @@
     # this checkout:
     .venv/bin/python tests/verifier/attacks/replay.py
 
+``--table`` prints README.md's tables from the manifest instead (nothing runs).
+
 ATTACK is a manifest key ("c1_glue/alias_recorder_pop.py") or a substring of one; none means all.
 ``--full`` verifies at the task's default sizes (no `set` overrides), with timing on for every
 attack and the CLI's default timing protocol: the setting the `main` column of README.md was
@@ -39,7 +41,11 @@ def main() -> int:
     ap.add_argument("--cache", default=None, help="build cache (default: a fresh temporary folder)")
     ap.add_argument("--like", default=None, help="with --file: use this manifest entry's settings")
     ap.add_argument("--file", default=None, help="verify this file (a variant) instead of the attack itself")
+    ap.add_argument("--table", action="store_true", help="print README.md's tables from the manifest and exit")
     args = ap.parse_args()
+    if args.table:
+        print(tables())
+        return 0
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault(SECRET_ENV, "evk-host-secret-" + secrets.token_hex(8))
 
@@ -87,6 +93,54 @@ def main() -> int:
     finally:
         v.close()
     return 0
+
+
+CLASSES = {"1-glue": "1. The Python glue reaches the harness", "2-unwatched": "2. Only checked calls are watched",
+           "3-native-rules": "3. The native rules are regexes", "4-timing": "4. Timing can be gamed",
+           "5-scalar-approx": "5. Approximations pass on scalar outputs", "6-resources": "6. Resources are unbounded",
+           "7-protocol": "7. The protocol trusts the worker's bytes", "8-host-view": "8. The sandbox sees the host"}
+OUTCOMES = ("feasible", "crash", "leak", "rejected")
+
+
+def _expectation(e: dict) -> str:
+    gate = e["expect_gate"] if isinstance(e["expect_gate"], str) else " or ".join(e["expect_gate"])
+    c, extra = e.get("contain", {}), []
+    if "no_host_text" in c:
+        extra.append("no host text")
+    if "max_speedup_vs_twin" in c:
+        extra.append(f"speedup <= {c['max_speedup_vs_twin']}x the twin's")
+    if "max_parent_peak_growth_mb" in c:
+        extra.append(f"parent peak +<= {c['max_parent_peak_growth_mb']} MiB")
+    if "no_cache_file" in c:
+        extra.append("nothing planted in the cache")
+    if "max_cache_file_mb" in c:
+        extra.append(f"no cache file > {c['max_cache_file_mb']} MiB")
+    if e.get("then_honest"):
+        extra.append("then an honest candidate is feasible")
+    return gate + (f" ({'; '.join(extra)})" if extra else "")
+
+
+def tables() -> str:
+    """README.md's summary and per-class tables, from the manifest."""
+    lines = ["| class | attacks | counted | today's main: " + " | ".join(OUTCOMES) + " |",
+             "|---|---|---|---|---|---|---|"]
+    total = [0] * 6
+    for cls, title in CLASSES.items():
+        es = [e for e in MANIFEST.values() if e["class"] == cls]
+        row = [len(es), sum(e.get("counted", True) for e in es)]
+        row += [sum(e["main"].startswith(o) for e in es) for o in OUTCOMES]
+        total = [a + b for a, b in zip(total, row)]
+        lines.append(f"| {title} | " + " | ".join(map(str, row)) + " |")
+    lines.append("| **all** | " + " | ".join(f"**{n}**" for n in total) + " |")
+    for cls, title in CLASSES.items():
+        lines += ["", f"### {title}", "", "| attack | trick; defence | the new verifier must answer | today's main |",
+                  "|---|---|---|---|"]
+        for key, e in MANIFEST.items():
+            if e["class"] == cls:
+                name = Path(key).stem + ("" if e.get("counted", True) else " (not counted)")
+                why = e["why"].replace("|", "\\|")
+                lines.append(f"| [`{name}`]({key}) | {why} | {_expectation(e)} | {e['main']} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ bound is relative to what the kernel honestly earns. EVK_ATTACK_HOST_SECRET is s
 verifier starts: the class-8 attacks hunt for it in the host environment."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import resource
@@ -47,6 +48,13 @@ def test_manifest_covers_every_attack_file():
         for extra in [e.get("twin")] + e.get("victims", []):
             assert extra is None or (HERE / extra).is_file(), (name, extra)
         assert (HERE / name).read_text().lstrip().startswith('"""'), f"{name}: the docstring names the trick"
+
+
+def test_readme_tables_follow_the_manifest():
+    spec = importlib.util.spec_from_file_location("attack_replay", HERE / "replay.py")
+    replay = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(replay)
+    assert replay.tables() in (HERE / "README.md").read_text(), "regenerate README.md's tables: replay.py --table"
 
 
 def test_corpus_size():
@@ -128,6 +136,10 @@ def test_attack_is_stopped(attack_verifier, cache_dir, name):
     if "max_parent_peak_growth_mb" in contain:
         growth_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_before) / 1024
         assert growth_mb <= contain["max_parent_peak_growth_mb"], f"parent peak memory +{growth_mb:.0f} MiB: {where}"
+    if "max_cache_file_mb" in contain:
+        limit = contain["max_cache_file_mb"] << 20
+        big = [p for p in Path(cache_dir).rglob("*") if p.is_file() and p.stat().st_size > limit]
+        assert not big, f"the build cache keeps {[(str(p), p.stat().st_size >> 20) for p in big]} (MiB): {where}"
     if "no_cache_file" in contain:
         planted = list(Path(cache_dir).rglob(contain["no_cache_file"]))
         assert not planted, f"the build published files it planted: {planted}: {where}"

@@ -1,7 +1,7 @@
-"""Class 1 - glue reaches the harness: `T.sys.modules` hands out the worker's own guard module;
-stored on `self` (assignments to `self.x.y` count as "attributes of self"), its ALLOWED_OPS set
-is widened with `relu`, after which the operator recorder waves `torch.relu` through. Defence:
-the positive AST allow-list (no alias, no `.sys`, no state on `self` beyond weights)."""
+"""Class 1 - glue reaches the harness: `T.sys.modules` hands out the worker's own guard module; stored
+on `self` (assignments to `self.x.y` count as "attributes of self"), its ALLOWED_OPS set is widened
+with `relu`, after which the operator recorder waves `torch.relu` through. Defence: the positive AST
+allow-list (no alias, no `.sys`, no state on `self` beyond weights)."""
 import torch
 import torch.nn as nn
 

@@ -1,7 +1,7 @@
-"""Class 1 - glue reaches the harness: `threading` cannot be imported, but `T.sys.modules`
-hands it out; the operator recorder is a thread-local dispatch mode, so `torch.clamp(min=0)` run
-on a Python thread started from forward is invisible to it (a one-line native call keeps the "a
-native kernel ran" check happy). Defence: the positive AST allow-list."""
+"""Class 1 - glue reaches the harness: `threading` cannot be imported, but `T.sys.modules` hands it
+out; the operator recorder is a thread-local dispatch mode, so `torch.clamp(min=0)` run on a Python
+thread started from forward is invisible to it (a one-line native call keeps the "a native kernel
+ran" check happy). Defence: the positive AST allow-list."""
 import torch
 import torch.nn as nn
 

@@ -1,7 +1,7 @@
 """Class 1 - glue reaches the harness: through `T = torch` the candidate reaches
-`torch.utils._python_dispatch` and pops the verifier's operator recorder off the dispatch-mode
-stack around a plain `torch.relu`, then pushes it back, so the recorder sees nothing. A one-line
-native call satisfies the "a native kernel ran" check. Defence: the positive AST allow-list."""
+`torch.utils._python_dispatch` and pops the verifier's operator recorder off the dispatch-mode stack
+around a plain `torch.relu`, then pushes it back, so the recorder sees nothing. A one-line native
+call satisfies the "a native kernel ran" check. Defence: the positive AST allow-list."""
 import torch
 import torch.nn as nn
 

@@ -1,5 +1,5 @@
-"""Class 1 - glue reaches the harness: `T = torch` is a plain assignment the static rules do not
-track, so `T.sys.modules` hands out any module the worker has imported; here numpy does the ReLU
+"""Class 1 - glue reaches the harness: `T = torch` is a plain assignment the static rules do not track,
+so `T.sys.modules` hands out any module the worker has imported; here numpy does the ReLU
 (`np.asarray` shares the tensors' memory) while a one-line native call keeps the "a native kernel
 ran" check happy. Defence: the positive AST allow-list refuses the alias (and `.sys`)."""
 import torch

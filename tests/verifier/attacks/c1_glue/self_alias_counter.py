@@ -1,7 +1,7 @@
-"""Class 1 - glue reaches the harness, with no native code at all: `self.T = torch` (an
-attribute alias) reaches the active operator recorder and clears its findings after a plain
-`torch.relu`, and bumps `evokernel.cpu`'s native-call counter so "a native kernel ran" holds.
-Defence: the positive AST allow-list (and a verdict that does not rest on in-process counters)."""
+"""Class 1 - glue reaches the harness, with no native code at all: `self.T = torch` (an attribute
+alias) reaches the active operator recorder and clears its findings after a plain `torch.relu`, and
+bumps `evokernel.cpu`'s native-call counter so "a native kernel ran" holds. Defence: the positive
+AST allow-list (and a verdict that does not rest on in-process counters)."""
 import torch
 import torch.nn as nn
 

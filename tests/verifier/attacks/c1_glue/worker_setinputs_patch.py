@@ -1,9 +1,9 @@
-"""Class 1 - glue reaches the harness: from `__init__`, `T.sys._getframe(1)` is the worker's own
-`init` frame, so `self.w` becomes the sandboxed Worker object. Its `set_inputs` (the untimed
-request that precedes every timed `run`) is replaced by a wrapper that computes the result right
-there; the timed `forward` only returns the finished tensor (plus a one-line native call). The
-work moves out of the clock: a large fake speedup on matmul. Defence: the positive AST allow-list
-(no alias, no frames, no state on `self` beyond weights)."""
+"""Class 1 - glue reaches the harness: from `__init__`, `T.sys._getframe(1)` is the worker's own `init`
+frame, so `self.w` becomes the sandboxed Worker object. Its `set_inputs` (the untimed request that
+precedes every timed `run`) is replaced by a wrapper that computes the result right there; the timed
+`forward` only returns the finished tensor (plus a one-line native call). The work moves out of the
+clock: a large fake speedup on matmul. Defence: the positive AST allow-list (no alias, no frames, no
+state on `self` beyond weights)."""
 import torch
 import torch.nn as nn
 

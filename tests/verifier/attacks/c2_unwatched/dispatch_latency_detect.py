@@ -1,8 +1,8 @@
-"""Class 2 - only checked calls are watched, and the watcher can be felt: the operator recorder
-is a Python dispatch mode, so while it is active even `torch.empty(0)` costs tens of
-microseconds more. Forward times that with a native clock; slow means "recorded" and the native
-kernel runs, fast means "timed" and PyTorch (`x.clamp(min=0)`) does the work. Defences: the
-allow-list (no tensor compute in forward) and every call observed the same way."""
+"""Class 2 - only checked calls are watched, and the watcher can be felt: the operator recorder is a
+Python dispatch mode, so while it is active even `torch.empty(0)` costs tens of microseconds more.
+Forward times that with a native clock; slow means "recorded" and the native kernel runs, fast means
+"timed" and PyTorch (`x.clamp(min=0)`) does the work. Defences: the allow-list (no tensor compute in
+forward) and every call observed the same way."""
 import torch
 import torch.nn as nn
 

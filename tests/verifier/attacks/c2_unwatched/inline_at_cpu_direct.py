@@ -1,7 +1,7 @@
-"""Class 2 - only dispatched calls are watched: `at::cpu::clamp_min` is ATen's structured CPU
-kernel called directly, without going through the dispatcher, so the operator recorder (a
-dispatch mode) never sees it in any call, checked or timed. The inline rules ban `at::native` and
-`redispatch`, not `at::cpu`. Defence: the binary judge (no ATen compute symbols in native code)."""
+"""Class 2 - only dispatched calls are watched: `at::cpu::clamp_min` is ATen's structured CPU kernel
+called directly, without going through the dispatcher, so the operator recorder (a dispatch mode)
+never sees it in any call, checked or timed. The inline rules ban `at::native` and `redispatch`, not
+`at::cpu`. Defence: the binary judge (no ATen compute symbols in native code)."""
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 

@@ -1,8 +1,8 @@
-"""Class 2 - only checked calls are watched, and only on the calling thread: the operator
-recorder is a thread-local dispatch mode, so `torch::relu` called from a thread the load_inline
-extension starts itself (`using namespace std; thread`, which the `std::thread` text rule does
-not see) is invisible to it, in checked calls too. Defences: the binary judge (no ATen compute
-and no thread creation in native code); every thread's operators observed."""
+"""Class 2 - only checked calls are watched, and only on the calling thread: the operator recorder is a
+thread-local dispatch mode, so `torch::relu` called from a thread the load_inline extension starts
+itself (`using namespace std; thread`, which the `std::thread` text rule does not see) is invisible
+to it, in checked calls too. Defences: the binary judge (no ATen compute and no thread creation in
+native code); every thread's operators observed."""
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 

@@ -1,8 +1,8 @@
-"""Class 2 - only checked calls are watched, told apart by their inputs: every timed input is a
-cyclic shift of one base tensor, the checked trials' inputs are not. The native side keeps a copy
-of the previous input and reports whether the new one is a rotation of it; when it is, forward
-hands the work to PyTorch (`x.clamp(min=0)`, unrecorded in timed calls). Defences: fresh timed
-inputs from secret seeds, the allow-list (no tensor compute in forward), every call observed."""
+"""Class 2 - only checked calls are watched, told apart by their inputs: every timed input is a cyclic
+shift of one base tensor, the checked trials' inputs are not. The native side keeps a copy of the
+previous input and reports whether the new one is a rotation of it; when it is, forward hands the
+work to PyTorch (`x.clamp(min=0)`, unrecorded in timed calls). Defences: fresh timed inputs from
+secret seeds, the allow-list (no tensor compute in forward), every call observed."""
 import torch
 import torch.nn as nn
 

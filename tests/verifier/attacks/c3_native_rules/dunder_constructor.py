@@ -1,9 +1,9 @@
-"""Class 3 - native rules are regexes: the rule looks for `__attribute__((constructor`, so the
-equally valid spelling `__attribute__((__constructor__))` passes. The initialiser runs when the
-library is loaded, takes the GIL through weak-declared CPython symbols (token-pasted names, so
-the `Py...(` rule does not fire either) and widens the worker's operator allow-list; forward then
-computes with `x.clamp(min=0)` next to a decoy native call. Defence: the binary judge (no
-initialisers of the candidate's own, no Python symbols)."""
+"""Class 3 - native rules are regexes: the rule looks for `__attribute__((constructor`, so the equally
+valid spelling `__attribute__((__constructor__))` passes. The initialiser runs when the library is
+loaded, takes the GIL through weak-declared CPython symbols (token-pasted names, so the `Py...(`
+rule does not fire either) and widens the worker's operator allow-list; forward then computes with
+`x.clamp(min=0)` next to a decoy native call. Defence: the binary judge (no initialisers of the
+candidate's own, no Python symbols)."""
 import torch.nn as nn
 
 from evokernel.cpu import load_cpp

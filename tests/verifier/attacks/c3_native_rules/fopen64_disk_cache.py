@@ -1,7 +1,7 @@
-"""Class 3 - native rules are regexes: `fopen(` is banned, `fopen64(` is the same function under
-its large-file name and passes. The kernel keeps a result cache on disk (in the worker's scratch
-folder), keyed by a hash of the input: the file access the rules mean to forbid. Defence: the
-binary judge (file APIs are not on the allow-list of undefined symbols)."""
+"""Class 3 - native rules are regexes: `fopen(` is banned, `fopen64(` is the same function under its
+large-file name and passes. The kernel keeps a result cache on disk (in the worker's scratch
+folder), keyed by a hash of the input: the file access the rules mean to forbid. Defence: the binary
+judge (file APIs are not on the allow-list of undefined symbols)."""
 import torch
 import torch.nn as nn
 

@@ -1,9 +1,9 @@
-"""Class 3 - native rules are regexes: besides `__attribute__((constructor))`, a load-time
-initialiser can be planted as a plain function pointer in the `.init_array` section, which no
-text rule mentions. It runs when the library is loaded; here it takes the GIL through
-weak-declared, token-pasted CPython symbols and swaps the worker's OpRecorder class for one that
-records nothing, so forward computes with `x.clamp(min=0)` next to a decoy native call. Defence:
-the binary judge (no initialisers of the candidate's own, no Python symbols)."""
+"""Class 3 - native rules are regexes: besides `__attribute__((constructor))`, a load-time initialiser
+can be planted as a plain function pointer in the `.init_array` section, which no text rule
+mentions. It runs when the library is loaded; here it takes the GIL through weak-declared, token-
+pasted CPython symbols and swaps the worker's OpRecorder class for one that records nothing, so
+forward computes with `x.clamp(min=0)` next to a decoy native call. Defence: the binary judge (no
+initialisers of the candidate's own, no Python symbols)."""
 import torch.nn as nn
 
 from evokernel.cpu import load_cpp

@@ -1,10 +1,10 @@
-"""Class 3 - native rules are regexes, and a load_inline build imports what it built: a C++
-global object's constructor is ordinary C++ (no attribute for a rule to find) and runs whenever
-the extension is loaded, including inside the build sandbox, which has no seccomp filter. There
-it starts a shell (`system`, token-pasted) that writes a file into the build folder, and the
-verifier publishes that folder into its build cache. In the worker the same call is denied and
-ignored. Defences: the binary judge (no initialisers of the candidate's own, no process APIs) and
-the run's seccomp filter in the build sandbox too."""
+"""Class 3 - native rules are regexes, and a load_inline build imports what it built: a C++ global
+object's constructor is ordinary C++ (no attribute for a rule to find) and runs whenever the
+extension is loaded, including inside the build sandbox, which has no seccomp filter. There it
+starts a shell (`system`, token-pasted) that writes a file into the build folder, and the verifier
+publishes that folder into its build cache. In the worker the same call is denied and ignored.
+Defences: the binary judge (no initialisers of the candidate's own, no process APIs) and the run's
+seccomp filter in the build sandbox too."""
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 

@@ -1,7 +1,7 @@
-"""Class 3 - native rules are regexes: the rule bans `std::thread`, but after
-`using namespace std;` a plain `thread` is the same class. The kernel runs on raw threads of its
-own, outside the OpenMP runtime and the thread policy the verifier times both sides at. Defence:
-the binary judge (thread creation is not on the allow-list of undefined symbols)."""
+"""Class 3 - native rules are regexes: the rule bans `std::thread`, but after `using namespace std;` a
+plain `thread` is the same class. The kernel runs on raw threads of its own, outside the OpenMP
+runtime and the thread policy the verifier times both sides at. Defence: the binary judge (thread
+creation is not on the allow-list of undefined symbols)."""
 import torch
 import torch.nn as nn
 

@@ -1,8 +1,8 @@
-"""Class 3 - native rules are regexes: `asm`/`__asm__` and `syscall(` are banned words, but a
-token-pasting macro assembles `__asm__` after the rules have looked. The inline assembly issues a
-raw `syscall` (sched_setaffinity, which no libc symbol then shows) that moves the kernel's second
-OpenMP thread to the other CPU: two cores for GELU while the reference is timed on one. Defence: the
-binary judge (no raw syscall instructions); affinity calls denied by seccomp."""
+"""Class 3 - native rules are regexes: `asm`/`__asm__` and `syscall(` are banned words, but a token-
+pasting macro assembles `__asm__` after the rules have looked. The inline assembly issues a raw
+`syscall` (sched_setaffinity, which no libc symbol then shows) that moves the kernel's second OpenMP
+thread to the other CPU: two cores for GELU while the reference is timed on one. Defence: the binary
+judge (no raw syscall instructions); affinity calls denied by seccomp."""
 import torch
 import torch.nn as nn
 

@@ -1,8 +1,8 @@
-"""Class 3 - native rules are regexes: `dlopen`/`dlsym` are banned as words, but a token-pasting
-macro (`J(dl, sym)`) builds them after the rules have looked, and RTLD_* constants are written
-as numbers. The kernel takes a handle on the already-loaded libtorch_cpu.so and calls the BLAS
-`sgemm_` it exports: PyTorch's matmul does the work behind a "native" matmul. Defence: the binary
-judge (undefined symbols dlopen/dlsym are not on the allow-list)."""
+"""Class 3 - native rules are regexes: `dlopen`/`dlsym` are banned as words, but a token-pasting macro
+(`J(dl, sym)`) builds them after the rules have looked, and RTLD_* constants are written as numbers.
+The kernel takes a handle on the already-loaded libtorch_cpu.so and calls the BLAS `sgemm_` it
+exports: PyTorch's matmul does the work behind a "native" matmul. Defence: the binary judge
+(undefined symbols dlopen/dlsym are not on the allow-list)."""
 import torch
 import torch.nn as nn
 

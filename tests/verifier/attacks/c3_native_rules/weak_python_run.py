@@ -1,8 +1,8 @@
-"""Class 3 - native rules are regexes: CPython's API is banned as `Py...(`, but weak declarations
-with token-pasted names link under `--no-undefined` and resolve at load time to the interpreter's
-own symbols. The "kernel" takes the GIL and runs Python that wraps the raw pointers as tensors and
-calls `torch.relu` with the verifier's dispatch modes disabled: PyTorch does the work, nothing
-records it. Defence: the binary judge (no Python symbols, weak or not)."""
+"""Class 3 - native rules are regexes: CPython's API is banned as `Py...(`, but weak declarations with
+token-pasted names link under `--no-undefined` and resolve at load time to the interpreter's own
+symbols. The "kernel" takes the GIL and runs Python that wraps the raw pointers as tensors and calls
+`torch.relu` with the verifier's dispatch modes disabled: PyTorch does the work, nothing records it.
+Defence: the binary judge (no Python symbols, weak or not)."""
 import torch
 import torch.nn as nn
 

@@ -1,5 +1,5 @@
-"""Class 4 - timing can be gamed: the verifier pins both sides to one CPU and times them at one
-thread, but `sched_setaffinity` is an ordinary libc call (no text rule names it) and an OpenMP
+"""Class 4 - timing can be gamed: the verifier pins both sides to one CPU and times them at one thread,
+but `sched_setaffinity` is an ordinary libc call (no text rule names it) and an OpenMP
 `num_threads(2)` clause overrides OMP_NUM_THREADS. The second OpenMP thread moves itself to the
 other CPU, so GELU runs on two cores while the reference gets one: a fake speedup of up to 2x.
 Defences: the affinity syscalls denied by seccomp (and the thread policy enforced for both sides

@@ -1,9 +1,9 @@
-"""Class 4 - timing can be gamed, on a scalar loss: cross-entropy needs each row's logsumexp plus
-one logit per row, and the timed logits are rotations of one base tensor. The kernel finds the
-rotation with one index lookup, takes every rotated row's logsumexp from per-row prefix/suffix
-logsumexps of the base (the tail of one row plus the head of the next) and reads the target's logit
-from the input itself: O(rows) work instead of O(rows x classes), every timed loss exact. Defences:
-timed inputs drawn fresh from secret seeds; a physics floor on bytes moved."""
+"""Class 4 - timing can be gamed, on a scalar loss: cross-entropy needs each row's logsumexp plus one
+logit per row, and the timed logits are rotations of one base tensor. The kernel finds the rotation
+with one index lookup, takes every rotated row's logsumexp from per-row prefix/suffix logsumexps of
+the base (the tail of one row plus the head of the next) and reads the target's logit from the input
+itself: O(rows) work instead of O(rows x classes), every timed loss exact. Defences: timed inputs
+drawn fresh from secret seeds; a physics floor on bytes moved."""
 import torch
 import torch.nn as nn
 

@@ -1,9 +1,9 @@
-"""Class 4 - timing can be gamed: timed inputs are rotations of one base tensor, and a rotated
-row of a (B, D) tensor is the tail of one base row followed by the head of the next. The kernel
-keeps the first timed input, finds each later input's offset with one index lookup, and answers
-every row's logsumexp from per-row prefix and suffix logsumexps of the base: two lookups and a
-logaddexp per row instead of reading D elements. Right answers, fake speedup. Defences: timed
-inputs drawn fresh from secret seeds; a physics floor on bytes moved."""
+"""Class 4 - timing can be gamed: timed inputs are rotations of one base tensor, and a rotated row of a
+(B, D) tensor is the tail of one base row followed by the head of the next. The kernel keeps the
+first timed input, finds each later input's offset with one index lookup, and answers every row's
+logsumexp from per-row prefix and suffix logsumexps of the base: two lookups and a logaddexp per row
+instead of reading D elements. Right answers, fake speedup. Defences: timed inputs drawn fresh from
+secret seeds; a physics floor on bytes moved."""
 import torch
 import torch.nn as nn
 

@@ -1,9 +1,9 @@
-"""Class 4 - timing can be gamed: every timed input is the same base tensor cyclically shifted by
-a secret offset. The kernel keeps a copy of the first timed input and an index of its values;
-for each later input it finds the offset (one lookup, checked at 32 positions) and answers the
-sum over dim 1 from per-column prefix sums over rows, reading O(output) instead of the input:
-every timed output is right, the speedup is fake. Defences: timed inputs drawn fresh from secret
-seeds (the cache never hits), a physics floor on bytes moved."""
+"""Class 4 - timing can be gamed: every timed input is the same base tensor cyclically shifted by a
+secret offset. The kernel keeps a copy of the first timed input and an index of its values; for each
+later input it finds the offset (one lookup, checked at 32 positions) and answers the sum over dim 1
+from per-column prefix sums over rows, reading O(output) instead of the input: every timed output is
+right, the speedup is fake. Defences: timed inputs drawn fresh from secret seeds (the cache never
+hits), a physics floor on bytes moved."""
 import torch
 import torch.nn as nn
 

@@ -1,8 +1,8 @@
-"""Class 4 - timing can be gamed: candidate and reference are timed on the same CPU, so the
-candidate leaves a thread spinning whenever its own forward is not running. The spinner backs
-off while forward (and the reply that follows) runs and burns the CPU while the reference is
-timed, halving its share: a fake ~2x. Threads come from `using namespace std; thread`, which the
-`std::thread` text rule misses. Defences: the candidate stopped (or proven idle) while the
+"""Class 4 - timing can be gamed: candidate and reference are timed on the same CPU, so the candidate
+leaves a thread of its own sweeping that CPU (and its caches) whenever its own call is not running:
+quiet while forward computes and while the worker copies the output out, busy while the reference is
+timed (1.2-1.8x over its honest twin here). The thread comes from `using namespace std; thread`,
+which the `std::thread` text rule misses. Defences: the candidate stopped (or proven idle) while the
 reference runs; the binary judge (no thread creation)."""
 import torch
 import torch.nn as nn

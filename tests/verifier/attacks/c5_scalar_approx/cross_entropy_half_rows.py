@@ -1,8 +1,7 @@
-"""Class 5 - approximations pass on scalar outputs: the mean cross-entropy of (6144, 1000)
-logits is taken over every second row. The per-row losses vary, but their mean over 3072 rows
-lands within the 1% relative tolerance in about 98% of verdicts (the x4-scaled trial is the
-only one at risk). Half the work, fake 2x. Defences: tight comparison of small outputs,
-heavy-tailed trial inputs."""
+"""Class 5 - approximations pass on scalar outputs: the mean cross-entropy of (6144, 1000) logits is
+taken over every second row. The per-row losses vary, but their mean over 3072 rows lands within the
+1% relative tolerance in about 98% of verdicts (the x4-scaled trial is the only one at risk). Half
+the work, fake 2x. Defences: tight comparison of small outputs, heavy-tailed trial inputs."""
 import torch
 import torch.nn as nn
 

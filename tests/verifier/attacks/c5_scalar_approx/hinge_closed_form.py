@@ -1,11 +1,10 @@
-"""Class 5 - approximations pass on scalar outputs, with no sampling at all: the targets are
-+-1 (times the trial's perturbation a*t + b), so the extreme values of the first 64 targets
-give a and b exactly, and predictions are a*N(0,1) + b. The hinge loss is then the closed form
-E[max(0, Z)] = m*Phi(m/s) + s*phi(m/s) of a Gaussian Z, averaged over the two target signs:
-within 0.1% of the exact mean over four million elements, O(1) work (the shifted trial, whose
-loss is a rare-event tail, is computed exactly; timed inputs are never shifted). Defences: trial inputs
-from other distributions (heavy-tailed, shifted, dominant elements) and a tight comparison of
-small outputs."""
+"""Class 5 - approximations pass on scalar outputs, with no sampling at all: the targets are +-1 (times
+the trial's perturbation a*t + b), so the extreme values of the first 64 targets give a and b
+exactly, and predictions are a*N(0,1) + b. The hinge loss is then the closed form E[max(0, Z)] =
+m*Phi(m/s) + s*phi(m/s) of a Gaussian Z, averaged over the two target signs: within 0.1% of the
+exact mean over four million elements, O(1) work (the shifted trial, whose loss is a rare-event
+tail, is computed exactly; timed inputs are never shifted). Defences: trial inputs from other
+distributions (heavy-tailed, shifted, dominant elements) and a tight comparison of small outputs."""
 import torch
 import torch.nn as nn
 

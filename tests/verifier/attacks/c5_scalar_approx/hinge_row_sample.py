@@ -1,8 +1,8 @@
-"""Class 5 - approximations pass on scalar outputs: the hinge loss mean(clamp(1 - p*t, min=0))
-is estimated from one row in eight; on Gaussian predictions and +-1 targets the per-element
-spread is small enough that the estimate sits far inside the 1% tolerance (a shifted trial,
-recognised by its targets, is computed in full: timed inputs are never shifted). Defences: tight
-comparison of small outputs, heavy-tailed trial inputs."""
+"""Class 5 - approximations pass on scalar outputs: the hinge loss mean(clamp(1 - p*t, min=0)) is
+estimated from one row in eight; on Gaussian predictions and +-1 targets the per-element spread is
+small enough that the estimate sits far inside the 1% tolerance (a shifted trial, recognised by its
+targets, is computed in full: timed inputs are never shifted). Defences: tight comparison of small
+outputs, heavy-tailed trial inputs."""
 import torch
 import torch.nn as nn
 

@@ -1,7 +1,7 @@
-"""Class 5 - approximations pass on scalar outputs: the MSE is estimated from every 16th element
-(a strided sample over all rows rather than whole rows). ~300k squared differences give an
-estimate well inside the 1% relative tolerance on Gaussian inputs. Defences: tight comparison of
-small outputs, heavy-tailed trial inputs (a few dominant elements the stride skips)."""
+"""Class 5 - approximations pass on scalar outputs: the MSE is estimated from every 16th element (a
+strided sample over all rows rather than whole rows). ~300k squared differences give an estimate
+well inside the 1% relative tolerance on Gaussian inputs. Defences: tight comparison of small
+outputs, heavy-tailed trial inputs (a few dominant elements the stride skips)."""
 import torch
 import torch.nn as nn
 

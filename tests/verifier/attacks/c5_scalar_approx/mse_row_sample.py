@@ -1,8 +1,8 @@
-"""Class 5 - approximations pass on scalar outputs: the MSE of two (288, 16384) tensors is
-estimated from one row in twelve. With ~400k squared differences the estimate is within 0.3% of
-the exact mean on Gaussian inputs, inside the 1% tolerance; the one-element output skips the
-degenerate-output guard. 12x less memory traffic, fake speedup. Defences: tight comparison of
-small outputs, heavy-tailed trial inputs (a few dominant rows the sample misses)."""
+"""Class 5 - approximations pass on scalar outputs: the MSE of two (288, 16384) tensors is estimated
+from one row in twelve. With ~400k squared differences the estimate is within 0.3% of the exact mean
+on Gaussian inputs, inside the 1% tolerance; the one-element output skips the degenerate-output
+guard. 12x less memory traffic, fake speedup. Defences: tight comparison of small outputs, heavy-
+tailed trial inputs (a few dominant rows the sample misses)."""
 import torch
 import torch.nn as nn
 

@@ -1,7 +1,7 @@
-"""Class 6 - resources are unbounded: a 400 MiB initialised array makes the build write a
-400 MiB shared library, under the builds' 512 MiB file-size limit, into the verifier's persistent
-build cache, where it stays (a new byte in the source, a new 400 MiB entry). Defences: a tight
-output-size limit on builds (and on the cache)."""
+"""Class 6 - resources are unbounded: a 400 MiB initialised array makes the build write a 400 MiB
+shared library, under the builds' 512 MiB file-size limit, into the verifier's persistent build
+cache, where it stays (a new byte in the source, a new 400 MiB entry). Defences: a tight output-size
+limit on builds (and on the cache)."""
 import torch
 import torch.nn as nn
 

@@ -1,9 +1,9 @@
-"""Class 6 - resources are unbounded: pages of a memfd live in RAM but outside the worker's
-address-space limit until mapped, and the file-size limit (64 MiB) holds per file, not in total.
-The kernel fills sixteen 63 MiB memfds of scratch data (1 GiB of the machine's RAM; with the
-256-descriptor limit, 16 GiB are within reach) and treats a failed write as fatal. `memfd_create`
-is an ordinary libc call no text rule names. Defences: a memory cgroup for the worker; the binary
-judge (no file APIs)."""
+"""Class 6 - resources are unbounded: pages of a memfd live in RAM but outside the worker's address-
+space limit until mapped, and the file-size limit (64 MiB) holds per file, not in total. The kernel
+fills sixteen 63 MiB memfds of scratch data (1 GiB of the machine's RAM; with the 256-descriptor
+limit, 16 GiB are within reach) and treats a failed write as fatal. `memfd_create` is an ordinary
+libc call no text rule names. Defences: a memory cgroup for the worker; the binary judge (no file
+APIs)."""
 import torch
 import torch.nn as nn
 

@@ -1,8 +1,8 @@
-"""Class 6 - resources are unbounded: five lines of C++ whose three-parameter template recursion
-makes g++ instantiate ~2 million classes while evaluating one constant. The build has a wall
-deadline but no memory cap: g++ grows to about 7 GB (on a 2-core machine with 23 GB shared by
-everyone) before it succeeds. Defence: an address-space (or memory cgroup) limit on every build,
-a hit limit being a `compile` verdict."""
+"""Class 6 - resources are unbounded: five lines of C++ whose three-parameter template recursion makes
+g++ instantiate ~2 million classes while evaluating one constant. The build has a wall deadline but
+no memory cap: g++ grows to about 7 GB (on a 2-core machine with 23 GB shared by everyone) before it
+succeeds. Defence: an address-space (or memory cgroup) limit on every build, a hit limit being a
+`compile` verdict."""
 import torch
 import torch.nn as nn
 
@@ -10,7 +10,9 @@ from evokernel.cpu import load_cpp
 
 lib = load_cpp(r"""
 #include <cstdint>
-template <int A, int B, int C> struct G { static constexpr unsigned v = G<A - 1, B, C>::v * 3u + G<A, B - 1, C>::v + G<A, B, C - 1>::v; };
+template <int A, int B, int C> struct G {
+    static constexpr unsigned v = G<A - 1, B, C>::v * 3u + G<A, B - 1, C>::v + G<A, B, C - 1>::v;
+};
 template <int B, int C> struct G<0, B, C> { static constexpr unsigned v = 1; };
 template <int A, int C> struct G<A, 0, C> { static constexpr unsigned v = 2; };
 template <int A, int B> struct G<A, B, 0> { static constexpr unsigned v = 3; };

@@ -2,8 +2,8 @@
 threads in all (64 KiB stacks, so the address-space limit does not stop them; `pthread_create`
 token-pasted past the text rule). Nothing caps the number of threads a worker may create, and
 pid_max is 32,768 for the whole machine: a bigger slice count exhausts it for every user. A thread
-that cannot start is fatal. Defences: a pids limit for the worker (a cgroup or
-RLIMIT_NPROC in a user namespace); the binary judge (no thread creation)."""
+that cannot start is fatal. Defences: a pids limit for the worker (a cgroup or RLIMIT_NPROC in a
+user namespace); the binary judge (no thread creation)."""
 import torch
 import torch.nn as nn
 

@@ -1,8 +1,9 @@
 """Class 6 - resources are unbounded: the sandbox's /tmp is a tmpfs, i.e. RAM that no limit of the
 worker counts (the file-size limit holds per file). The kernel writes sixteen 63 MiB scratch files
 there (1 GiB; tmpfs defaults to half the machine's RAM) through `fopen64`, which the `fopen` rule
-does not match, treats a failed write as fatal, and leaves the files until the verdict ends. Defences: a size limit on the sandbox's
-tmpfs (or a memory cgroup that charges it); the binary judge (no file APIs)."""
+does not match, treats a failed write as fatal, and leaves the files until the verdict ends.
+Defences: a size limit on the sandbox's tmpfs (or a memory cgroup that charges it); the binary judge
+(no file APIs)."""
 import torch
 import torch.nn as nn
 

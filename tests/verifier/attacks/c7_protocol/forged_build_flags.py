@@ -1,8 +1,8 @@
-"""Class 7 - the protocol trusts the worker's bytes: while the parent waits for a reply it serves
-build requests, so native code writes one with "flags": 7. The build broker turns the flags into
-a tuple by iterating them: TypeError, uncaught, no verdict. Defences: a schema check of build
-requests in the message codec (a malformed one is a `runtime` or `compile` verdict); the binary
-judge may stop it earlier."""
+"""Class 7 - the protocol trusts the worker's bytes: while the parent waits for a reply it serves build
+requests, so native code writes one with "flags": 7. The build broker turns the flags into a tuple
+by iterating them: TypeError, uncaught, no verdict. Defences: a schema check of build requests in
+the message codec (a malformed one is a `runtime` or `compile` verdict); the binary judge may stop
+it earlier."""
 import torch
 import torch.nn as nn
 

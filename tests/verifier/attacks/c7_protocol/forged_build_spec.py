@@ -1,8 +1,7 @@
-"""Class 7 - the protocol trusts the worker's bytes: a build request for a load_inline extension
-whose "spec" is a string. The broker calls dict() on it: ValueError, uncaught, no verdict (the
-worker's own load_inline hook always sends an object, so only a forged request gets here).
-Defences: a schema check of build requests in the message codec; the binary judge may stop it
-earlier."""
+"""Class 7 - the protocol trusts the worker's bytes: a build request for a load_inline extension whose
+"spec" is a string. The broker calls dict() on it: ValueError, uncaught, no verdict (the worker's
+own load_inline hook always sends an object, so only a forged request gets here). Defences: a schema
+check of build requests in the message codec; the binary judge may stop it earlier."""
 import torch
 import torch.nn as nn
 

@@ -1,9 +1,8 @@
-"""Class 7 - the protocol trusts the worker's bytes: during the first checked call, native code
-writes a forged reply to the worker's pipe whose "outputs" is the number 5 instead of a list of
-tensor descriptions. Descriptions are validated (ProtocolError), but iterating a number raises
-TypeError first, which escapes Verifier.verify: no verdict. Defences: a schema check of every
-reply in the message codec (any mismatch a `runtime` verdict); the binary judge may stop it
-earlier."""
+"""Class 7 - the protocol trusts the worker's bytes: during the first checked call, native code writes
+a forged reply to the worker's pipe whose "outputs" is the number 5 instead of a list of tensor
+descriptions. Descriptions are validated (ProtocolError), but iterating a number raises TypeError
+first, which escapes Verifier.verify: no verdict. Defences: a schema check of every reply in the
+message codec (any mismatch a `runtime` verdict); the binary judge may stop it earlier."""
 import torch
 import torch.nn as nn
 

@@ -1,8 +1,8 @@
-"""Class 7 - the protocol trusts the worker's bytes: a forged reply to the first checked call
-reports its recorded torch operators as a list instead of a name -> count object. The parent,
-building the "PyTorch compute ran" finding, calls .items() on it: AttributeError escapes
-Verifier.verify. Defences: a schema check of every reply (any mismatch a `runtime` verdict); the
-binary judge may stop it earlier."""
+"""Class 7 - the protocol trusts the worker's bytes: a forged reply to the first checked call reports
+its recorded torch operators as a list instead of a name -> count object. The parent, building the
+"PyTorch compute ran" finding, calls .items() on it: AttributeError escapes Verifier.verify.
+Defences: a schema check of every reply (any mismatch a `runtime` verdict); the binary judge may
+stop it earlier."""
 import torch
 import torch.nn as nn
 

@@ -1,7 +1,7 @@
 """Class 7 - the protocol trusts the worker's bytes (size): a forged reply just under the 64 MiB
-message limit, 21 million empty JSON objects. The parent parses all of it (over a gigabyte of
-Python objects, seconds of CPU) before noticing it is not an object and answering `runtime`.
-Today's main does reject it, after the spike; kept to probe the new codec's size limit."""
+message limit, 21 million empty JSON objects. The parent parses all of it (over a gigabyte of Python
+objects, seconds of CPU) before noticing it is not an object and answering `runtime`. Today's main
+does reject it, after the spike; kept to probe the new codec's size limit."""
 import torch
 import torch.nn as nn
 

@@ -1,9 +1,9 @@
 """Class 7 - the protocol trusts the worker's bytes: native code finds the worker's reply pipe (the
-only write-only FIFO among its descriptors) and, during the first checked call, writes one
-well-framed message of 100,000 nested JSON arrays. The parent's json.loads raises RecursionError,
-which nothing catches: the verifier dies with a traceback and no verdict. Defences: nesting and
-size limits in the message codec, every parse error a `runtime` verdict; the binary judge (no
-descriptor APIs) may stop it earlier."""
+only write-only FIFO among its descriptors) and, during the first checked call, writes one well-
+framed message of 100,000 nested JSON arrays. The parent's json.loads raises RecursionError, which
+nothing catches: the verifier dies with a traceback and no verdict. Defences: nesting and size
+limits in the message codec, every parse error a `runtime` verdict; the binary judge (no descriptor
+APIs) may stop it earlier."""
 import torch
 import torch.nn as nn
 

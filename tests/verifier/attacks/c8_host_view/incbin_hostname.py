@@ -1,8 +1,8 @@
 """Class 8 - the sandbox sees the host, at build time and without any #include: inline assembly
 (`__asm__` assembled by token pasting, past the asm rule) uses the assembler's `.incbin` to embed
-the host's /etc/hostname into the library itself; at run time the kernel writes the embedded
-bytes to stdout, which the `runtime` verdict quotes. Defences: a minimal build root (the file is
-not there to embed); the binary judge (no inline assembly escapes it either way)."""
+the host's /etc/hostname into the library itself; at run time the kernel writes the embedded bytes
+to stdout, which the `runtime` verdict quotes. Defences: a minimal build root (the file is not there
+to embed); the binary judge (no inline assembly escapes it either way)."""
 import torch
 import torch.nn as nn
 

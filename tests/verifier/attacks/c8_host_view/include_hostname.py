@@ -1,7 +1,7 @@
 """Class 8 - the sandbox sees the host: the build sandbox mounts the host's root read-only, so
 `#include "/etc/hostname"` compiles the host's file, and the compiler's error quotes its content
-("'<hostname>' does not name a type") into the feedback the candidate gets back. Defences: a
-minimal build root and an include rule (nothing outside the job folder and system headers)."""
+("'<hostname>' does not name a type") into the feedback the candidate gets back. Defences: a minimal
+build root and an include rule (nothing outside the job folder and system headers)."""
 import torch
 import torch.nn as nn
 

@@ -1,8 +1,7 @@
-"""Class 8 - the sandbox sees the host: a relative include climbs out of the build folder
-(`#include "../../../../../../../../../../etc/passwd"`) to the host's account list; g++ quotes its
-first tokens ("'root' does not name a type") in the errors returned as feedback. Defences: a
-minimal build root and an include rule that resolves `..` (nothing outside the job folder and
-system headers)."""
+"""Class 8 - the sandbox sees the host: a relative include climbs out of the build folder (`#include
+"../../../../../../../../../../etc/passwd"`) to the host's account list; g++ quotes its first tokens
+("'root' does not name a type") in the errors returned as feedback. Defences: a minimal build root
+and an include rule that resolves `..` (nothing outside the job folder and system headers)."""
 import torch
 import torch.nn as nn
 

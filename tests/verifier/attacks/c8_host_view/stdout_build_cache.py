@@ -1,9 +1,9 @@
-"""Class 8 - the sandbox sees the host, including the shared build cache: the glue hands the
-kernel its own library's path (`lib.path`, as bytes in a tensor); the kernel lists the cache
-folder next to it (`opendir`, no rule names it), opens the most recently built other candidate's
-kernel.cpp (`open64`) and writes its start to stdout, which the `runtime` verdict quotes: another
-candidate's source in this candidate's feedback. Defences: a sandbox whose cache view holds only
-the candidate's own builds; the binary judge (no file or directory APIs)."""
+"""Class 8 - the sandbox sees the host, including the shared build cache: the glue hands the kernel its
+own library's path (`lib.path`, as bytes in a tensor); the kernel lists the cache folder next to it
+(`opendir`, no rule names it), opens the most recently built other candidate's kernel.cpp (`open64`)
+and writes its start to stdout, which the `runtime` verdict quotes: another candidate's source in
+this candidate's feedback. Defences: a sandbox whose cache view holds only the candidate's own
+builds; the binary judge (no file or directory APIs)."""
 import torch
 import torch.nn as nn
 

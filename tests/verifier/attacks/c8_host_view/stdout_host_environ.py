@@ -1,10 +1,10 @@
 """Class 8 - the sandbox sees the host: the worker's environment is cleared, but pid 1 of its pid
-namespace is bubblewrap's init, which keeps the environment of the process that started the
-sandbox, i.e. the verifier's: API keys and all. The kernel reads /proc/1/environ (the path split
-in two literals, past the `/proc/` rule; `open64` past the `open(` rule), picks the variables
-whose names look secret and writes them to stdout, which the `runtime` verdict quotes. Defences:
-a sandbox that starts from a cleared environment (or without a readable init), a minimal /proc;
-the binary judge (no file APIs)."""
+namespace is bubblewrap's init, which keeps the environment of the process that started the sandbox,
+i.e. the verifier's: API keys and all. The kernel reads /proc/1/environ (the path split in two
+literals, past the `/proc/` rule; `open64` past the `open(` rule), picks the variables whose names
+look secret and writes them to stdout, which the `runtime` verdict quotes. Defences: a sandbox that
+starts from a cleared environment (or without a readable init), a minimal /proc; the binary judge
+(no file APIs)."""
 import torch
 import torch.nn as nn
 

@@ -1,8 +1,8 @@
-"""Class 8 - the sandbox sees the host: at run time the kernel opens /etc/hostname (`open64`, which
-the `open(` rule does not match) and writes it to stdout with `write(1, ...)` (the stdout rule
-looks for printf/puts/cout). The verifier rejects stdout output as `runtime`, quoting the first
-400 bytes of it in the feedback: the host's file, delivered. Defences: a minimal sandbox root;
-the binary judge (no file APIs)."""
+"""Class 8 - the sandbox sees the host: at run time the kernel opens /etc/hostname (`open64`, which the
+`open(` rule does not match) and writes it to stdout with `write(1, ...)` (the stdout rule looks for
+printf/puts/cout). The verifier rejects stdout output as `runtime`, quoting the first 400 bytes of
+it in the feedback: the host's file, delivered. Defences: a minimal sandbox root; the binary judge
+(no file APIs)."""
 import torch
 import torch.nn as nn
 

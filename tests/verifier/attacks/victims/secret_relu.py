@@ -1,5 +1,5 @@
-"""Victim for c8_host_view/stdout_build_cache.py: an honest ReLU whose native source carries a
-marker, standing for another user's private kernel in the shared build cache."""
+"""Victim for c8_host_view/stdout_build_cache.py: an honest ReLU whose native source carries a marker,
+standing for another user's private kernel in the shared build cache."""
 import torch
 import torch.nn as nn
 
