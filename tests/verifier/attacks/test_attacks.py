@@ -111,7 +111,8 @@ def _host_texts(entry: dict) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("name", sorted(MANIFEST))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if MANIFEST[n].get("slow") else n
+                                  for n in sorted(MANIFEST)])
 def test_attack_is_stopped(attack_verifier, cache_dir, name):
     v, entry = attack_verifier, MANIFEST[name]
     contain = entry.get("contain", {})
