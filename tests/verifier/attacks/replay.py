@@ -21,6 +21,7 @@ import json
 import os
 import resource
 import secrets
+import shutil
 import sys
 import tempfile
 import time
@@ -55,7 +56,7 @@ def main() -> int:
     names = [n for n in MANIFEST if not args.attacks or any(a == n or a in n for a in args.attacks)]
     if args.file:
         names = [n for n in MANIFEST if args.like and args.like in n][:1]
-    cache = Path(args.cache or tempfile.mkdtemp(prefix="evk-attacks-"))
+    cache = Path(args.cache or tempfile.mkdtemp(prefix="evk-attacks-"))  # removed at the end unless given
     v = Verifier("cpu", VerifyConfig(cache_dir=cache, timing=False, run_timeout_s=20.0)).start()
     base = {k: getattr(v.config, k) for k in ("timing", "warmup", "min_rounds", "max_rounds", "build_timeout_s")}
     try:
@@ -92,6 +93,8 @@ def main() -> int:
             print(json.dumps(row), flush=True)
     finally:
         v.close()
+        if not args.cache:
+            shutil.rmtree(cache, ignore_errors=True)
     return 0
 
 
