@@ -122,6 +122,14 @@ def base_env(threads: int) -> dict[str, str]:
     return env
 
 
+def launch_env() -> dict[str, str]:
+    """The environment of the sandbox launcher processes themselves (prlimit, bwrap and bwrap's pid 1).
+    Not the caller's: bwrap's init process inside the sandbox keeps the environment it was started with,
+    and any candidate can read it from /proc/1/environ (API keys included) -- the sandboxed command's own
+    environment is set separately (--clearenv / env -i)."""
+    return {"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "LANG": "C.UTF-8"}
+
+
 def sandbox_argv(argv: list[str], spec: SandboxSpec, mode: str | None = None) -> list[str]:
     mode = mode or sandbox_mode()
     lim = spec.limits
@@ -177,7 +185,8 @@ def run_sandboxed(argv: list[str], spec: SandboxSpec, timeout: float, mode: str 
     full = sandbox_argv(argv, spec, mode)
     with tempfile.TemporaryFile() as out:
         proc = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                cwd=spec.cwd if spec.cwd.exists() else None, start_new_session=True, close_fds=True)
+                                cwd=spec.cwd if spec.cwd.exists() else None, start_new_session=True, close_fds=True,
+                                env=launch_env())
         try:
             rc: int | None = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -313,7 +322,7 @@ class Zygote:
         self._log = tempfile.TemporaryFile()
         try:
             self.proc = subprocess.Popen(argv, pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL,
-                                         stdout=self._log, stderr=self._log, start_new_session=True)
+                                         stdout=self._log, stderr=self._log, start_new_session=True, env=launch_env())
         except OSError as exc:
             parent.close()
             raise SandboxError(f"cannot start the {self.label} sandbox ({argv[0]}): {exc}") from None
