@@ -68,12 +68,12 @@ def test_candidate_template_compiles_and_runs():
 
 
 def test_seed_code_passes_the_static_rules():
-    from evokernel.verifier.trusted.hack import check_python
+    from evokernel.verifier.trusted.ast_allowlist import check_glue
     from evokernel.verifier.trusted.native_rules import check_native
 
     for it in load_seed("cpu"):
         for code in re.findall(r"```python\n(.*?)```", it.text, re.S):
-            assert check_python(code) == [], it.id
+            assert check_glue(code) == [], it.id
             cpp = re.search(r'r"""(.*?)"""', code, re.S)
             assert cpp is None or check_native(cpp.group(1)) == [], it.id
         for code in re.findall(r"```cpp\n(.*?)```", it.text, re.S):

@@ -158,14 +158,14 @@ def test_l2_task_with_parameters(task):
 
 
 def test_the_example_in_the_system_prompt_passes_the_static_rules(task):
-    from evokernel.verifier.trusted.hack import check_python
+    from evokernel.verifier.trusted.ast_allowlist import check_glue
     from evokernel.verifier.trusted.native_rules import check_native
 
     from evokernel.generators.extract import extract_candidate
 
     system, _ = render_prompt(GenerationRequest(task=task, stage="draft"))
     code = extract_candidate(system[system.index("```python"):])
-    assert check_python(code) == []
+    assert check_glue(code) == []
     cpp = code.split('CPP_SOURCE = r"""', 1)[1].split('"""', 1)[0]
     assert 'extern "C"' in cpp and check_native(cpp) == []
 

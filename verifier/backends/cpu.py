@@ -8,7 +8,8 @@ from typing import Any
 from evokernel.cpu import CompileError
 from evokernel.verifier.backends.base import Backend, BuildLog
 from evokernel.verifier.trusted.findings import Finding
-from evokernel.verifier.trusted import hack, native_build, native_rules
+from evokernel.verifier.trusted import native_build, native_rules
+from evokernel.verifier.trusted.ast_allowlist import check_glue
 from evokernel.verifier.trusted.launcher import Limits, SandboxSpec, run_sandboxed
 
 
@@ -20,7 +21,7 @@ class CpuBackend(Backend):
         self.build_timeout_s = build_timeout_s
 
     def static_check(self, source: str) -> list[Finding]:
-        return hack.check_python(source)
+        return check_glue(source)
 
     def _runner(self, argv: list[str], cwd: Path, timeout: float, writable: Path) -> tuple[int | None, str]:
         spec = SandboxSpec(threads=1, writable=[writable], readonly=[self.cache_dir],

@@ -171,8 +171,7 @@ class Verifier:
             return verdict("compile", f"candidate.py:{exc.lineno}: error: {exc.msg}")
         timings["hack_static"] = time.perf_counter() - t0
         structure = [f for f in findings if f.rule == "structure"]
-        findings = [f for f in findings if f.rule != "structure"]
-        if findings:
+        if len(structure) < len(findings):
             gates["hack"] = False
             details["findings"] = [str(f) for f in findings]
             return verdict("hack", "The candidate breaks the verifier's rules:\n" +

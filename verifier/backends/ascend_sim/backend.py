@@ -18,14 +18,14 @@ from typing import Any
 
 from evokernel.cpu import CompileError
 from evokernel.verifier.backends.base import Backend, BuildLog
-from evokernel.verifier.trusted import hack, native_rules
+from evokernel.verifier.trusted import native_rules
+from evokernel.verifier.trusted.ast_allowlist import ASCEND_NATIVE, check_glue
 from evokernel.verifier.trusted.findings import Finding
 from evokernel.verifier.trusted.launcher import Limits, SandboxSpec, run_sandboxed
 
 from . import build
 from .project import FIELDS, ProjectError, parse_candidate
 
-MODEL_IMPORTS = frozenset(hack.ASCEND_MODEL_IMPORTS)
 NATIVE_FIELDS = ("host_tiling_src", "host_operator_src", "kernel_src")
 # per emulated block: stops a kernel that loops for ever while calling the API (a timeout would also
 # catch it, but this names the cause)
@@ -37,29 +37,6 @@ def _line_of(source: str, field: str) -> int:
         if line.lstrip().startswith(field):
             return i
     return 0
-
-
-def _custom_ops_uses(model_src: str, exported: set[str]) -> list[Finding]:
-    """model_src may use custom_ops_lib only to call the functions the binding exports."""
-    import ast
-
-    tree = ast.parse(model_src)
-    aliases = {"custom_ops_lib"}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            aliases |= {a.asname or a.name for a in node.names if a.name == "custom_ops_lib"}
-        elif isinstance(node, ast.ImportFrom) and node.module == "custom_ops_lib":
-            bad = [a.name for a in node.names if a.name not in exported]
-            if bad:
-                return [Finding("custom-ops", node.lineno, f"model_src: custom_ops_lib has no {', '.join(bad)} "
-                                     f"(the binding exports {', '.join(sorted(exported))})")]
-    out = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases \
-                and node.attr not in exported:
-            out.append(Finding("custom-ops", node.lineno, f"model_src: custom_ops_lib.{node.attr} is not a "
-                                    f"function the binding exports ({', '.join(sorted(exported))}); call only those"))
-    return out
 
 
 def static_check_project(source: str) -> list[Finding]:
@@ -75,11 +52,10 @@ def static_check_project(source: str) -> list[Finding]:
     findings: list[Finding] = []
     model = project.sources["model_src"]
     try:
-        for f in hack.check_python(model, "model_src.py", MODEL_IMPORTS):
+        for f in check_glue(model, "model_src.py", native_modules=ASCEND_NATIVE, exported=set(project.bindings)):
             findings.append(Finding(f.rule, f.line, f"model_src: {f.message}"))
     except SyntaxError as exc:
         return [Finding("structure", exc.lineno or 0, f"model_src.py:{exc.lineno}: error: {exc.msg}")]
-    findings += _custom_ops_uses(model, set(project.bindings))
     if "custom_ops_lib" not in model:
         findings.append(Finding("structure", 0, "model_src must call the operator through "
                                      f"custom_ops_lib.{next(iter(project.bindings))}(...)"))

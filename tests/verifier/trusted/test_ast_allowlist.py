@@ -1,0 +1,326 @@
+"""The glue allow-list: what a candidate's Python may contain (issue 13, class 1 and the glue half of class 2).
+
+Accepted: every golden-corpus candidate and glue written the way models and KernelBench files write it.
+Refused, each with a message naming the construct: the aliasing that reached sys.modules, the operator
+recorder and the worker through plain assignment (`T = torch`), PyTorch compute in forward, state across
+calls, and everything the old deny-list caught."""
+import pytest
+
+from evokernel.verifier.trusted.ast_allowlist import ASCEND_NATIVE, check_glue
+
+OK = '''
+import torch
+import torch.nn as nn
+from evokernel.cpu import load_cpp
+lib = load_cpp("extern \\"C\\" void f(const float* x, float* y, long n) {}")
+
+class ModelNew(nn.Module):
+    def __init__(self, dim: int):
+        super().__init__()
+        self.linear = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        with torch.no_grad():
+            y = torch.empty(x.shape[0], self.linear.weight.shape[0], dtype=torch.float32)
+            lib.f(x.contiguous().view(-1), y, x.numel())
+        return y.reshape(x.shape[0], -1)
+'''
+
+# glue in the styles models and KernelBench files use (our own code, written for these tests)
+ACCEPTED = {
+    "kernelbench load_inline": '''
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+source = """
+#include <torch/extension.h>
+torch::Tensor add_cpu(torch::Tensor a, torch::Tensor b) { auto o = torch::empty_like(a); return o; }
+"""
+cpp_decl = "torch::Tensor add_cpu(torch::Tensor a, torch::Tensor b);"
+
+add_ext = load_inline(name="add_ext", cpp_sources=cpp_decl + source, functions=["add_cpu"], verbose=True,
+                      extra_cflags=[""], extra_ldflags=[""])
+
+
+class ModelNew(nn.Module):
+    def __init__(self) -> None:
+        super(ModelNew, self).__init__()
+        self.add_ext = add_ext
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return self.add_ext.add_cpu(a.contiguous(), b.contiguous())
+''',
+    "shapes, asserts, loops and errors": '''
+from __future__ import annotations
+import math
+from typing import List, Optional
+import torch
+import torch.nn as nn
+from evokernel.cpu import load_cpp
+
+SRC = r"""extern "C" void row(const float* x, float* y, long n, double s) {}"""
+FLAGS = ["-O3", "-ffast-math"]
+lib = load_cpp(SRC, extra_cflags=FLAGS)
+
+
+class ModelNew(nn.Module):
+    """Per-row kernel calls."""
+
+    def __init__(self, dim, scale=0.5):
+        super().__init__()
+        self.dim = dim
+        self.scale = scale / math.sqrt(dim)
+        self.kernel = lib.row
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dim() != 2:
+            raise ValueError(f"expected a 2-D input, got {tuple(x.shape)}")
+        assert x.is_contiguous() or x.stride(-1) == 1, "rows must be dense"
+        B, N = x.shape
+        x = x.contiguous()
+        out = torch.empty(B, N, device=x.device, dtype=x.dtype)
+        sizes = [x.size(i) for i in range(x.dim())]
+        for i in range(B):
+            self.kernel(x[i], out[i], N, float(self.scale))
+        n = 1
+        for s in sizes:
+            n *= s
+        return out.view(*sizes) if n == x.numel() else out
+''',
+    "parameters mirroring Model": '''
+import torch
+import torch.nn as nn
+from evokernel.cpu import load_cpp
+
+lib = load_cpp('extern "C" void k(const float* x, const float* w, const float* b, float* y, long m, long n) {}')
+
+
+class ModelNew(nn.Module):
+    def __init__(self, in_features, out_features, bias_shape, eps=1e-5):
+        super().__init__()
+        self.gemm = nn.Linear(in_features, out_features)
+        self.bias = nn.Parameter(torch.randn(bias_shape) * 0.02)
+        self.bn = nn.BatchNorm1d(out_features, eps=eps)
+        self.register_buffer("offset", torch.zeros(out_features))
+        self.blocks = nn.ModuleList([nn.Linear(out_features, out_features) for _ in range(2)])
+        nn.init.zeros_(self.bias)
+        with torch.no_grad():
+            self.gemm.weight.copy_(0.5 * torch.randn(out_features, in_features))
+
+    def forward(self, x):
+        w = self.gemm.weight.contiguous()
+        y = torch.empty(x.shape[0], w.shape[0], dtype=torch.float32)
+        eps = self.bn.eps if not self.training else 0.0
+        mean, var = self.bn.running_mean, self.bn.running_var
+        lib.k(x.contiguous(), w, self.bias, y, x.shape[0], w.shape[0])
+        return y
+''',
+    "tuple outputs and views": '''
+import torch
+import torch.nn as nn
+from evokernel.cpu import load_cpp
+
+lib = load_cpp('extern "C" void two(const float* x, float* a, float* b, long n) {}')
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x, y):
+        a = torch.empty_like(x, memory_format=torch.contiguous_format)
+        b = x.new_empty(x.shape)
+        lib.two(x.contiguous(), a, b, x.numel())
+        first, second = a.unbind(0)[0], b.t()
+        return a, b.transpose(0, 1).contiguous()
+''',
+}
+
+MODEL_SRC = '''
+import torch
+import torch_npu
+from custom_ops_lib import add_custom
+import custom_ops_lib
+
+
+class ModelNew(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+
+    def forward(self, x, y):
+        if x.shape != y.shape:
+            raise ValueError("shapes differ")
+        return custom_ops_lib.add_custom(x, y) if x.numel() else add_custom(x, y)
+'''
+
+
+def rules(src, **kw):
+    return sorted({f.rule for f in check_glue(src, **kw)})
+
+
+def test_clean_candidate_passes():
+    assert check_glue(OK) == []
+
+
+@pytest.mark.parametrize("name", sorted(ACCEPTED))
+def test_glue_as_models_and_kernelbench_write_it_passes(name):
+    assert check_glue(ACCEPTED[name]) == []
+
+
+def test_ascend_model_src_passes_and_may_call_only_exported_functions():
+    assert check_glue(MODEL_SRC, native_modules=ASCEND_NATIVE, exported={"add_custom"}) == []
+    bad = MODEL_SRC.replace("custom_ops_lib.add_custom(x, y)", "custom_ops_lib.mul_custom(x, y)")
+    assert "custom-ops" in rules(bad, native_modules=ASCEND_NATIVE, exported={"add_custom"})
+    assert "glue-structure" in rules(MODEL_SRC.replace("return custom_ops_lib", "torch_npu.npu.synchronize()\n"
+                                                       "        return custom_ops_lib"), native_modules=ASCEND_NATIVE)
+
+
+def test_every_golden_candidate_passes():
+    from evokernel.evals.golden_corpus import corpus
+    from evokernel.verifier.backends.ascend_sim.project import read_strings
+
+    n = 0
+    for item in corpus("cpu"):
+        assert check_glue(item.source) == [], item.label
+        n += 1
+    for item in corpus("ascend-sim"):
+        model = read_strings(item.source)["model_src"]
+        assert check_glue(model, native_modules=ASCEND_NATIVE) == [], item.label
+        n += 1
+    assert n >= 700
+
+
+def forward_with(snippet):
+    return OK.replace("        return y.reshape", f"        {snippet}\n        return y.reshape")
+
+
+@pytest.mark.parametrize("snippet, rule", [
+    # aliasing the torch module by plain assignment: the door to sys.modules, the recorder and the worker
+    ("T = torch", "glue-alias"),
+    ("m = T.sys.modules", "glue-builtin"),
+    ("t = torch.sys.modules['evokernel.verifier.sandboxed.worker']", "glue-torch"),
+    ("F = torch.nn.functional", "glue-torch"),
+    ("g = nn.modules.activation.F", "glue-torch"),
+    ("r = torch.relu", "glue-torch"),
+    ("y = torch.relu(x)", "glue-torch"),
+    ("y = torch.matmul(x, x)", "glue-torch"),
+    ("y = torch.ops.aten.relu(x)", "glue-torch"),
+    ("y = torch._C._nn.gelu(x)", "glue-private"),
+    ("y = torch.where(x > 0, x, 0.0)", "glue-torch"),
+    # tensor compute in forward
+    ("y = x + x", "glue-compute"),
+    ("y = -x", "glue-compute"),
+    ("y = x.relu()", "glue-compute"),
+    ("y = x.sum()", "glue-compute"),
+    ("y = x.to(torch.float16)", "glue-compute"),
+    ("y = x.float()", "glue-compute"),
+    ("y = x[x > 0]", "glue-compute"),
+    ("y.copy_(x.clamp(min=0))", "glue-compute"),
+    ("ok = bool(x.max() > 0)", "glue-compute"),
+    ("s = sum(x)", "glue-compute"),
+    ("y = self.linear(x)", "glue-layer"),
+    ("y = self.linear.forward(x)", "glue-layer"),
+    ("p = self.linear._parameters", "glue-private"),
+    # state across calls (call counting, caches)
+    ("self.calls = 1", "global-state"),
+    ("self.cache = y", "global-state"),
+    ("global lib", "global-state"),
+    # the interpreter's doors
+    ("y = getattr(torch, 're' + 'lu')(x)", "glue-builtin"),
+    ("y = eval('torch.relu(x)')", "glue-builtin"),
+    ("exec('y = x')", "glue-builtin"),
+    ("m = __import__('os')", "glue-builtin"),
+    ("k = id(x)", "glue-builtin"),
+    ("T = type(x)", "glue-builtin"),
+    ("v = vars(self)", "glue-builtin"),
+    ("print(x.shape)", "glue-builtin"),
+    ("f = open('/tmp/cache.bin', 'wb')", "glue-builtin"),
+    ("c = self.__class__", "glue-private"),
+    ("b = x.__class__.__bases__", "glue-private"),
+    ("p = x.data_ptr()", "glue-compute"),
+    ("n = x.numpy()", "glue-compute"),
+    ("l = x.tolist()", "glue-compute"),
+    ("torch.set_num_threads(8)", "glue-torch"),
+    ("h = lib._dll", "glue-private"),
+    ("y = Model()(x)", "glue-model"),
+    ("y = super().forward(x)", "glue-builtin"),
+    ("f = lambda t: t", "glue-structure"),
+    ("del y", "glue-structure"),
+    ("torch.allclose = 1", "monkeypatch"),
+    ("with open('/tmp/x') as f:\n            pass", "glue-structure"),
+])
+def test_forbidden_in_forward(snippet, rule):
+    assert rule in rules(forward_with(snippet)), check_glue(forward_with(snippet))
+
+
+def test_init_may_not_store_namespaces_or_functions_into_self():
+    for stored in ("torch", "nn", "torch.nn", "load_cpp", "torch.empty"):
+        src = OK.replace("self.linear = nn.Linear(dim, dim)", f"self.linear = nn.Linear(dim, dim)\n        self.T = {stored}")
+        assert "glue-alias" in rules(src) or "glue-torch" in rules(src), (stored, check_glue(src))
+
+
+@pytest.mark.parametrize("header, rule", [
+    ("import torch.nn.functional as F", "glue-import"),
+    ("from torch.nn import functional", "glue-import"),
+    ("import os", "glue-import"),
+    ("import subprocess", "glue-import"),
+    ("import ctypes", "glue-import"),
+    ("import threading", "glue-import"),
+    ("import numpy as np", "glue-import"),
+    ("import gc", "glue-import"),
+    ("import inspect", "glue-import"),
+    ("import sys", "glue-import"),
+    ("import functools", "glue-import"),
+    ("from importlib import import_module", "glue-import"),
+    ("from evokernel.cpu import _BUILDER", "glue-import"),
+    ("import evokernel.cpu as c", "glue-import"),
+    ("from torch.utils.cpp_extension import load", "glue-import"),
+    ("import time", "glue-import"),
+    ("from torch import *", "glue-import"),
+])
+def test_forbidden_imports(header, rule):
+    assert rule in rules(header + "\n" + OK)
+
+
+def test_try_except_fallback():
+    src = OK.replace("            lib.f(", "            try:\n                lib.f(").replace(
+        "x.numel())\n", "x.numel())\n            except Exception:\n                y = torch.relu(x)\n")
+    assert {"try-except", "glue-torch"} <= set(rules(src))
+
+
+@pytest.mark.parametrize("extra, rule", [
+    ("\nclass Fake(torch.Tensor):\n    pass\n", "glue-structure"),
+    ("\ndef helper(x):\n    return x\n", "glue-structure"),
+    ("\n@staticmethod\ndef g():\n    pass\n", "glue-structure"),
+    ("\nif __name__ == '__main__':\n    pass\n", "glue-structure"),
+    ("\nfor _ in range(2):\n    pass\n", "glue-structure"),
+])
+def test_module_level_structure(extra, rule):
+    assert rule in rules(OK + extra)
+
+
+def test_class_level_structure():
+    assert "glue-structure" in rules(OK.replace("    def __init__(self, dim: int):",
+                                                "    act = torch.relu\n\n    def __init__(self, dim: int):"))
+    assert "glue-structure" in rules(OK.replace("    def forward(self, x):",
+                                                "    def helper(self):\n        return 1\n\n    def forward(self, x):"))
+    assert "glue-structure" in rules(OK.replace("def forward(self, x):", "def forward(self, x, f=torch.relu):"))
+    assert "structure" in rules(OK.replace("class ModelNew(nn.Module)", "class ModelNew(Model)"))
+
+
+def test_super_of_model_is_refused_with_the_fix_named():
+    src = OK.replace("super().__init__()", "super(Model, self).__init__()")
+    [f] = [f for f in check_glue(src) if f.rule == "glue-model"]
+    assert "super().__init__()" in f.message
+
+
+def test_every_message_names_the_construct_and_what_to_do():
+    for f in check_glue(forward_with("T = torch") + "\nimport os\n"):
+        assert ":" in f.message and len(f.message.split(":", 1)[1].strip()) > 10, f
+
+
+def test_missing_modelnew_and_syntax_error():
+    assert rules("import torch\n") == ["structure"]
+    with pytest.raises(SyntaxError):
+        check_glue("def f(:\n")

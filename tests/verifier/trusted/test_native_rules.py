@@ -1,0 +1,49 @@
+"""The native-source text rules (the fast first filter of the hack gate; the binary judge is the boundary)."""
+import pytest
+
+from evokernel.verifier.trusted.native_rules import check_native
+
+
+CPP_OK = '''
+#include <cstdint>
+#include <cmath>
+#include <cstdio>
+extern "C" void k(const float* x, float* y, int64_t n) {
+    #pragma omp parallel for
+    for (int64_t i = 0; i < n; i++) y[i] = std::tanh(x[i]);  // open( in a comment is fine
+    if (n < 0) fprintf(stderr, "bad n\\n");
+}
+'''
+
+
+def test_native_clean():
+    assert check_native(CPP_OK) == []
+
+
+@pytest.mark.parametrize("code, rule", [
+    ("#include <torch/extension.h>", "cpp-torch"),
+    ("#include <ATen/ATen.h>", "cpp-torch"),
+    ("auto t = at::relu(a);", "cpp-torch"),
+    ("void* h = dlopen(\"libtorch_cpu.so\", RTLD_NOW);", "cpp-dynamic-load"),
+    ("void* s = dlsym(RTLD_DEFAULT, \"x\");", "cpp-dynamic-load"),
+    ("int p = fork();", "cpp-process"),
+    ("system(\"ls\");", "cpp-process"),
+    ("std::thread t([]{});", "cpp-threads"),
+    ("pthread_create(0, 0, 0, 0);", "cpp-threads"),
+    ("FILE* f = fopen(\"/tmp/cache\", \"wb\");", "cpp-file"),
+    ("_exit(0);", "cpp-exit"),
+    ("asm volatile(\"nop\");", "cpp-syscall"),
+    ("syscall(39);", "cpp-syscall"),
+    ("printf(\"hi\");", "cpp-stdout"),
+    ("const char* k = getenv(\"OPENAI_API_KEY\");", "cpp-env"),
+    ("__attribute__((constructor)) static void init() {}", "cpp-static-init"),
+])
+def test_native_forbidden(code, rule):
+    assert rule in {f.rule for f in check_native(CPP_OK + "\n" + code + "\n")}
+
+
+def test_inline_sources_may_use_torch_but_not_bypass_dispatch():
+    inline = "#include <torch/extension.h>\ntorch::Tensor f(torch::Tensor x) { return torch::empty_like(x); }"
+    assert check_native(inline, "inline") == []
+    bypass = inline + "\nauto y = at::native::relu(x);"
+    assert "cpp-dispatch-bypass" in {f.rule for f in check_native(bypass, "inline")}
