@@ -90,14 +90,16 @@ def test_native_hang(verifier, relu):
     assert time.monotonic() - t0 < 60
 
 
-def test_python_hang(verifier, relu):
-    v = verifier.verify(relu, cand(python="while True:\n            pass"))
+def test_python_hang(no_static, relu):
+    # the glue allow-list admits `while` on sizes; the deadline stops the loop
+    v = no_static.verify(relu, cand(python="while True:\n            pass"))
     assert v.failed_gate == "timeout"
 
 
-def test_hang_at_import(verifier, relu, monkeypatch):
-    monkeypatch.setattr(verifier.config, "load_timeout_s", 3.0)
-    v = verifier.verify(relu, cand(header="while True:\n    pass\n"))
+def test_hang_at_import(no_static, relu, monkeypatch):
+    # a module-level loop is refused by the glue allow-list; with the static rules off the deadline stops it
+    monkeypatch.setattr(no_static.config, "load_timeout_s", 3.0)
+    v = no_static.verify(relu, cand(header="while True:\n    pass\n"))
     assert v.failed_gate == "timeout" and "import" in v.feedback
 
 
@@ -119,8 +121,9 @@ def test_torch_oom(verifier, relu):
     assert v.failed_gate == "runtime"
 
 
-def test_stdout_junk_is_refused(verifier, relu):
-    v = verifier.verify(relu, cand(python="print('{\"ok\": true, \"speedup\": 100}')"))
+def test_stdout_junk_is_refused(no_static, relu):
+    # print is refused by the glue allow-list; with the static rules off the parent still refuses stdout
+    v = no_static.verify(relu, cand(python="print('{\"ok\": true, \"speedup\": 100}')"))
     assert v.failed_gate == "runtime" and "stdout" in v.feedback
 
 
@@ -244,11 +247,12 @@ def test_verifier_survives_and_stays_usable(verifier, relu):
     assert verifier.verify(relu, cand()).feasible
 
 
-def test_build_requests_are_capped(verifier, relu):
+def test_build_requests_are_capped(no_static, relu):
+    # load_cpp inside forward is refused by the glue allow-list; with the static rules off the cap holds
     src = cand().replace("lib.kernel(x.contiguous(), y, x.numel())",
                          "for i in range(40):\n            load_cpp('extern \"C\" void k%d(float* x) {}' % i)\n"
                          "        lib.kernel(x.contiguous(), y, x.numel())")
-    v = verifier.verify(relu, src)
+    v = no_static.verify(relu, src)
     assert v.failed_gate == "runtime" and "too many native builds" in v.feedback, v.feedback
 
 

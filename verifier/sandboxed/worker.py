@@ -21,8 +21,8 @@ from typing import Any, Callable
 import torch
 
 import evokernel.cpu as native
-from evokernel.verifier import protocol
-from evokernel.verifier.protocol import TensorMeta, align
+from evokernel.verifier import message_codec as protocol
+from evokernel.verifier.message_codec import MAX_TEXT, TensorMeta, align
 from evokernel.verifier.sandboxed.guard import OpRecorder
 
 _DTYPE_BY_NAME = {name: getattr(torch, name) for name in protocol.DTYPES}
@@ -35,6 +35,7 @@ PERTURBATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 }
 
 _libc = ctypes.CDLL(None)
+PARENT_MESSAGE = 256 * 1024 * 1024  # the trusted parent's requests carry whole sources
 
 
 class _Fail(Exception):
@@ -103,7 +104,7 @@ class Worker:
         This sandbox sees no build cache: the parent puts the built library's bytes into the shared
         region, and the worker keeps them in a sealed memory file loaded through /proc/self/fd."""
         protocol.send(self.rout, {"op": "build", **request})
-        reply = protocol.recv(self.rin)
+        reply = protocol.recv(self.rin, max_message=PARENT_MESSAGE)
         if not reply.get("ok"):
             raise native.CompileError(str(reply.get("error", "build failed")))
         self._remap(int(reply.get("capacity", self.capacity)))
@@ -340,7 +341,7 @@ class Worker:
         protocol.send(self.rout, {"op": "hello", "pid": os.getpid()})
         while True:
             try:
-                msg = protocol.recv(self.rin)
+                msg = protocol.recv(self.rin, max_message=PARENT_MESSAGE)
             except protocol.PeerClosed:
                 return
             if msg.get("op") == "close":
@@ -348,7 +349,8 @@ class Worker:
             try:
                 reply = self.handle(msg)
             except _Fail as f:
-                reply = {"ok": False, "phase": f.phase, "error": f.message, "detail": f.detail, **f.extra}
+                reply = {"ok": False, "phase": f.phase, "error": f.message[:MAX_TEXT], "detail": f.detail[:MAX_TEXT],
+                         **f.extra}
             except protocol.ProtocolError as exc:
                 reply = {"ok": False, "phase": "protocol", "error": str(exc)}
             except Exception as exc:  # noqa: BLE001 - reported, the parent decides

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from evokernel.verifier import protocol
+from evokernel.verifier import message_codec as codec
 
 KEEP_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LANG")
 
@@ -127,7 +127,7 @@ def launch_env() -> dict[str, str]:
     Not the caller's: bwrap's init process inside the sandbox keeps the environment it was started with,
     and any candidate can read it from /proc/1/environ (API keys included) -- the sandboxed command's own
     environment is set separately (--clearenv / env -i)."""
-    return {"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "LANG": "C.UTF-8"}
+    return {"PATH": os.environ.get("PATH") or "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
 
 
 def sandbox_argv(argv: list[str], spec: SandboxSpec, mode: str | None = None) -> list[str]:
@@ -208,48 +208,56 @@ class WorkerHandle:
         self.mm: mmap.mmap | None = None
         self.closed = False
         self.status: dict[str, Any] | None = None
+        self.pending = "hello"  # the request whose reply comes next (a fresh worker says hello first)
 
     def ensure_capacity(self, nbytes: int) -> None:
         if nbytes <= self.capacity:
             return
-        nbytes = protocol.align(nbytes, 1 << 16)
+        nbytes = codec.align(nbytes, 1 << 16)
         os.ftruncate(self.data_fd, nbytes)
         if self.mm is not None:
             self.mm.close()
         self.mm = mmap.mmap(self.data_fd, nbytes)
         self.capacity = nbytes
 
-    def read(self, meta: protocol.TensorMeta) -> bytes:
+    def read(self, meta: codec.TensorMeta) -> bytes:
         assert self.mm is not None
         return self.mm[meta.offset : meta.offset + meta.nbytes]
 
     def send(self, msg: dict[str, Any]) -> None:
+        self.pending = str(msg.get("op"))  # the reply is checked against this request's schema
         try:
-            protocol.send(self.wfd, {**msg, "capacity": self.capacity})
+            codec.send(self.wfd, {**msg, "capacity": self.capacity})
         except (BrokenPipeError, OSError):
             raise WorkerDied(self.kill()) from None
 
     def receive(self, deadline: float | None, on_build: Callable[[dict[str, Any]], dict[str, Any]] | None = None
                 ) -> dict[str, Any]:
-        """Wait for a reply, serving build requests in between (their time extends the deadline)."""
+        """Wait for the reply to the last request, validated against its schema (ProtocolError if it is not
+        one), serving build requests in between (validated too; their time extends the deadline)."""
         while True:
             try:
-                reply = protocol.recv(self.rfd, deadline)
-            except protocol.Timeout:
+                reply = codec.recv(self.rfd, deadline)
+            except codec.Timeout:
                 raise WorkerTimeout() from None
-            except protocol.PeerClosed:
+            except codec.PeerClosed:
                 raise WorkerDied(self.kill()) from None
             if reply.get("op") == "build":
                 t0 = time.monotonic()
-                answer = on_build(reply) if on_build else {"ok": False, "error": "native builds are not served here"}
+                try:
+                    request = codec.check_build_request(reply)
+                except codec.ProtocolError as exc:
+                    answer = {"ok": False, "error": f"malformed build request: {exc}"}
+                else:
+                    answer = on_build(request) if on_build else {"ok": False, "error": "native builds are not served here"}
                 if deadline is not None:
                     deadline += time.monotonic() - t0
                 try:
-                    protocol.send(self.wfd, answer)
+                    codec.send(self.wfd, answer)
                 except OSError:
                     raise WorkerDied(self.kill()) from None
                 continue
-            return reply
+            return codec.check_reply(self.pending, reply)
 
     def call(self, msg: dict[str, Any], timeout: float | None,
              on_build: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -366,7 +374,10 @@ class Zygote:
             raise SandboxError("the sandbox did not answer in time") from None
         if not data:
             raise SandboxError("the sandbox exited")
-        return json.loads(data)
+        try:
+            return codec.decode(data)
+        except codec.ProtocolError as exc:
+            raise SandboxError(f"the {self.label} sandbox sent a malformed message: {exc}") from None
 
     def _request(self, msg: dict[str, Any], fds: list[int] | None = None, timeout: float = 30.0) -> dict[str, Any]:
         if self.sock is None:
@@ -398,9 +409,10 @@ class Zygote:
         handle = WorkerHandle(self, int(reply["pid"]), c_in_w, c_out_r, data, out, err)
         try:
             hello = handle.receive(time.monotonic() + 60)
-        except (WorkerDied, WorkerTimeout) as exc:
+        except (WorkerDied, WorkerTimeout, codec.ProtocolError) as exc:
+            tail = handle.stderr_tail()
             handle.close()
-            raise SandboxError(f"a {role} worker did not start: {exc}; stderr: {handle.stderr_tail()}") from None
+            raise SandboxError(f"a {role} worker did not start: {exc}; stderr: {tail}") from None
         if hello.get("op") != "hello":
             handle.close()
             raise SandboxError(f"a {role} worker sent {hello!r} instead of hello")

@@ -17,7 +17,7 @@ from collections import OrderedDict
 from typing import Any, Callable
 
 from evokernel.tasks import Task, TaskError
-from evokernel.verifier.protocol import ProtocolError, TensorMeta, align
+from evokernel.verifier.message_codec import ProtocolError, TensorMeta, align
 from evokernel.verifier.trusted.launcher import SandboxError, WorkerDied, WorkerHandle, WorkerTimeout, Zygote
 
 # reference workers run trusted task code and live across many verdicts: no CPU-seconds cap
@@ -43,9 +43,9 @@ class Reference:
         try:
             reply = handle.call(msg, timeout)
         except (WorkerDied, WorkerTimeout, ProtocolError) as exc:
+            tail = handle.stderr_tail()
             handle.close()
-            raise TaskError(f"{self.task.path}: the reference failed ({msg['op']}): {exc}; "
-                            f"{handle.stderr_tail()}") from None
+            raise TaskError(f"{self.task.path}: the reference failed ({msg['op']}): {exc}; {tail}") from None
         if not reply.get("ok"):
             raise TaskError(f"{self.task.path}: the reference failed ({msg['op']}): {reply.get('error')}\n"
                             f"{reply.get('detail', '')}")
@@ -156,8 +156,9 @@ class ReferencePool:
         try:
             reply = handle.call({"op": "load", "source": task.source, "threads": self.threads}, self.load_timeout_s)
         except (WorkerDied, WorkerTimeout, ProtocolError) as exc:
+            tail = handle.stderr_tail()
             handle.close()
-            raise TaskError(f"{task.path}: the task module could not be loaded: {exc}; {handle.stderr_tail()}") from None
+            raise TaskError(f"{task.path}: the task module could not be loaded: {exc}; {tail}") from None
         if not reply.get("ok"):
             handle.close()
             raise TaskError(f"{task.path}: the task module failed to load: {reply.get('error')}\n{reply.get('detail', '')}")

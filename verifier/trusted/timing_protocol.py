@@ -32,7 +32,7 @@ from typing import Any, Callable
 import torch
 
 from evokernel.tasks import TaskError
-from evokernel.verifier.protocol import ProtocolError, TensorMeta
+from evokernel.verifier.message_codec import ProtocolError, TensorMeta
 from evokernel.verifier.trusted import correctness, cpu_isolation, latency, regions
 from evokernel.verifier.trusted.failures import Fail
 from evokernel.verifier.trusted.launcher import WorkerHandle

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from evokernel.tasks import Task, TaskError
-from evokernel.verifier.protocol import ProtocolError, TensorMeta
+from evokernel.verifier.message_codec import ProtocolError, TensorMeta
 from evokernel.verifier.trusted import correctness, latency, regions, timing_protocol
 from evokernel.verifier.trusted.failures import INPUTS_MODIFIED, Fail, torch_ops_fail
 from evokernel.verifier.trusted.launcher import WorkerDied, WorkerHandle, WorkerTimeout

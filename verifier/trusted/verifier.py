@@ -25,7 +25,7 @@ import torch
 from evokernel.tasks import Task, TaskError
 from evokernel.verifier.backends.base import BuildLog
 from evokernel.verifier.backends.cpu import make_backend
-from evokernel.verifier.protocol import ProtocolError
+from evokernel.verifier.message_codec import ProtocolError
 from evokernel.verifier.trusted import correctness, latency, native_build, regions, timing_protocol
 from evokernel.verifier.trusted.failures import Fail, classify_death
 from evokernel.verifier.trusted.launcher import SandboxError, WorkerDied, WorkerHandle, WorkerTimeout, Zygote, worker_cpus
