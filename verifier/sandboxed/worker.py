@@ -16,23 +16,18 @@ import sys
 import time
 import traceback
 import types
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
 import evokernel.cpu as native
 from evokernel.verifier import message_codec as protocol
 from evokernel.verifier.message_codec import MAX_TEXT, TensorMeta, align
+from evokernel.verifier.sandboxed.trial_inputs import PERTURBATIONS
 from evokernel.verifier.sandboxed.guard import OpRecorder
 
 _DTYPE_BY_NAME = {name: getattr(torch, name) for name in protocol.DTYPES}
 _NAME_BY_DTYPE = {v: k for k, v in _DTYPE_BY_NAME.items()}
-PERTURBATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "none": lambda t: t,
-    "scale": lambda t: t * 4.0,
-    "negate": lambda t: -t,
-    "shift": lambda t: t + 3.0,
-}
 
 _libc = ctypes.CDLL(None)
 PARENT_MESSAGE = 256 * 1024 * 1024  # the trusted parent's requests carry whole sources
@@ -163,6 +158,8 @@ class Worker:
             return self.make_inputs(msg)
         if op == "bandwidth":
             return self.bandwidth(msg)
+        if op == "truth":
+            return self.truth(msg)
         if op == "set_inputs":
             return self.set_inputs(msg)
         if op == "run":
@@ -260,7 +257,9 @@ class Worker:
         assert self.module is not None and self.role == "reference"
         torch.manual_seed(int(msg["seed"]))
         inputs = list(self.module.get_inputs())
-        perturb = PERTURBATIONS[str(msg.get("perturb", "none"))]
+        perturb = PERTURBATIONS.get(str(msg.get("perturb", "none")))
+        if perturb is None:
+            raise _Fail("protocol", f"unknown perturbation {msg.get('perturb')!r}")
         tensors = []
         for i, x in enumerate(inputs):
             if not isinstance(x, torch.Tensor):
@@ -274,6 +273,20 @@ class Worker:
         metas = self._write(tensors, 0)
         self.inputs = tensors  # private already: the region holds a copy
         return {"ok": True, "inputs": metas}
+
+    def truth(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Reference only: the reference in float64 on the current inputs (floating inputs widened), for
+        judging a small output whose float32 reference is itself far from the exact answer."""
+        assert self.model is not None and self.role == "reference"
+        if getattr(self, "model64", None) is None:
+            import copy
+
+            self.model64 = copy.deepcopy(self.model).double()
+        inputs = [x.double() if x.is_floating_point() else x for x in self.inputs]
+        with torch.no_grad():
+            out = self.model64(*inputs)
+        outs = [o.double() if o.is_floating_point() else o for o in (out if isinstance(out, (list, tuple)) else [out])]
+        return {"ok": True, "outputs": self._write(outs, int(msg.get("out_offset", 0)))}
 
     def bandwidth(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Reference only: seconds of copying ``nbytes`` (source written right before each copy, as a

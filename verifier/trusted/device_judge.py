@@ -22,7 +22,7 @@ from evokernel.tasks import Task, TaskError
 from evokernel.verifier.trusted import correctness, latency, regions
 from evokernel.verifier.trusted.failures import INPUTS_MODIFIED, Fail, torch_ops_fail
 from evokernel.verifier.trusted.reference import Reference
-from evokernel.verifier.trusted.trials import compare_outputs, trial_plan
+from evokernel.verifier.trusted.trials import Truth, compare_outputs, reductions, trial_plan
 
 
 # device memory for the timed calls' fresh input sets and their outputs (the number of timed calls is capped
@@ -44,6 +44,8 @@ class DeviceJudge:
         self.task, self.source, self.ref, self.rng = task, source, ref, rng
         self.init_seed, self.init_args = init_seed, init_args
         self.timed_sets: list[tuple[list[torch.Tensor], list[torch.Tensor]]] = []
+        self.timed_seeds: list[int] = []
+        self.trial_keys: list[tuple[int, str]] = []
 
     def judge(self, gates: dict[str, bool | None], timings: dict[str, float],
               details: dict[str, Any]) -> latency.Timing | None:
@@ -78,6 +80,7 @@ class DeviceJudge:
 
         # gate 3: correctness, on the secret-seeded inputs of the CPU reference
         inputs_t, expected_t, labels, skipped = [], [], [], []
+        self.trial_keys: list[tuple[int, str]] = []
         for label, perturb, seed in trial_plan(cfg, rng):
             in_metas = ref.make_inputs(seed, perturb)
             out_metas, _ = ref.run()
@@ -88,6 +91,7 @@ class DeviceJudge:
             inputs_t.append([regions.tensor(ref.handle, m) for m in in_metas])
             expected_t.append(expected)
             labels.append(label)
+            self.trial_keys.append((seed, perturb))
         if not inputs_t:
             raise TaskError(f"{task.path}: the reference output is NaN/Inf on every trial")
         do_time = cfg.timing and settings.timing == "events"
@@ -182,7 +186,8 @@ class DeviceJudge:
                 raise ValueError("trial counts differ")
         except Exception as exc:  # noqa: BLE001 - written by the candidate's process
             raise Fail("runtime", f"the device run's outputs are missing or malformed: {exc}") from None
-        for label, outs, aft, ins, exp, n, bad in zip(labels, outputs, after, inputs_t, expected_t, calls, violations):
+        for label, outs, aft, ins, exp, n, bad, (seed, perturb) in zip(labels, outputs, after, inputs_t, expected_t,
+                                                                       calls, violations, self.trial_keys):
             if isinstance(bad, dict) and bad:
                 raise torch_ops_fail(label, bad, "the custom operator", "the Ascend C kernel")
             if not isinstance(n, int) or n <= 0:
@@ -197,7 +202,8 @@ class DeviceJudge:
                     and torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8))
                     for a, b in zip(aft, ins)):
                 raise Fail("correctness", f"{label}: {INPUTS_MODIFIED}")
-            compare_outputs(label, outs, exp, ins, self.cfg.tol)
+            compare_outputs(label, outs, exp, ins, self.cfg.tol,
+                            lambda seed=seed, perturb=perturb: self.ref.truth(seed, perturb))
 
     @staticmethod
     def samples(timing: Any, calls: int) -> list[float]:
@@ -216,8 +222,9 @@ class DeviceJudge:
         per_set = sum(t.numel() * t.element_size() for t in [*inputs, *expected]) or 1
         n = max(1, min(self.backend.settings.calls, TIMED_SET_BYTES // per_set))
         sets = []
-        for _ in range(n):
-            in_metas = self.ref.make_inputs(self.rng.randrange(2**31), "none")
+        self.timed_seeds = [self.rng.randrange(2**31) for _ in range(n)]
+        for seed in self.timed_seeds:
+            in_metas = self.ref.make_inputs(seed, "none")
             out_metas, _ = self.ref.run()
             sets.append(([regions.tensor(self.ref.handle, m) for m in in_metas],
                          [regions.tensor(self.ref.handle, m) for m in out_metas]))
@@ -232,15 +239,18 @@ class DeviceJudge:
                                  f"{len(self.timed_sets)} timed calls")
         except Exception as exc:  # noqa: BLE001 - written by the candidate's process
             raise Fail("runtime", f"the device run's timed outputs are missing or malformed: {exc}") from None
-        for k, (got, (_, exp)) in enumerate(zip(outs, self.timed_sets)):
+        for k, (got, (ins, exp)) in enumerate(zip(outs, self.timed_sets)):
             if not isinstance(got, list) or len(got) != len(exp) or not all(type(g) is torch.Tensor for g in got):  # noqa: E721
                 raise Fail("correctness", f"timed call {k + 1} returned a different number or kind of outputs")
-            for g, e in zip(got, exp):
-                if correctness.quick_match(g, e, self.cfg.tol):
+            flags = reductions(exp, sum(t.numel() for t in ins))
+            exact = Truth(lambda seed=self.timed_seeds[k]: self.ref.truth(seed, "none"))
+            for j, (g, e) in enumerate(zip(got, exp)):
+                if correctness.quick_match(g, e, self.cfg.tol, flags[j]):
                     continue
                 if e.is_floating_point() and not bool(torch.isfinite(e).all()):
                     continue  # the reference itself is NaN/Inf on these inputs: nothing to judge
-                cmp = correctness.compare(g, e, [], self.cfg.tol, f"timed call {k + 1}")
+                cmp = correctness.compare(g, e, [], self.cfg.tol, f"timed call {k + 1}", reduction=flags[j],
+                                          truth=exact.of(j))
                 if not cmp.ok:
                     raise Fail("correctness", f"a timed call gave a wrong result (checked and timed calls must "
                                f"agree): {cmp.message}")

@@ -14,9 +14,12 @@ References are kept warm across verdicts (a few per verifier, least recently use
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from evokernel.tasks import Task, TaskError
+
+if TYPE_CHECKING:
+    import torch
 from evokernel.verifier.message_codec import ProtocolError, TensorMeta, align
 from evokernel.verifier.trusted.launcher import SandboxError, WorkerDied, WorkerHandle, WorkerTimeout, Zygote
 
@@ -89,6 +92,17 @@ class Reference:
             raise TaskError(f"{self.task.path}: the reference forward failed: {reply.get('error')}\n"
                             f"{reply.get('detail', '')}")
         raise TaskError(f"{self.task.path}: the reference output does not fit in memory")
+
+    def truth(self, seed: int, perturb: str) -> list["torch.Tensor"]:
+        """The reference's outputs in float64 for the inputs of ``(seed, perturb)`` (drawn again): the exact
+        answer a reduction's float32 result is weighed against when the tight rule fails."""
+        from evokernel.verifier.trusted import regions
+
+        self.make_inputs(seed, perturb)
+        self.handle.ensure_capacity(self.input_bytes + 2 * max(self.output_bytes, 1 << 12) + (1 << 20))
+        reply = self.call({"op": "truth", "out_offset": self.input_bytes})
+        metas = [TensorMeta.from_json(m, self.handle.capacity) for m in reply["outputs"]]
+        return [regions.tensor(self.handle, m) for m in metas]
 
     def recorded_ops(self) -> list[dict[str, Any]]:
         """The ATen operators one eager forward runs (the ascend-sim latency model's eager side)."""

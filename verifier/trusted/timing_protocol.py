@@ -32,7 +32,7 @@ from typing import Any, Callable
 import torch
 
 from evokernel.tasks import TaskError
-from evokernel.verifier.message_codec import ProtocolError, TensorMeta
+from evokernel.verifier.message_codec import DTYPES, ProtocolError, TensorMeta
 from evokernel.verifier.trusted import correctness, cpu_isolation, latency, regions
 from evokernel.verifier.trusted.failures import Fail
 from evokernel.verifier.trusted.launcher import WorkerHandle
@@ -68,24 +68,27 @@ class InputStream:
         self.ref, self.rng = ref, rng
         self.worker = ref.inputs()
         self.pipelined = bool(ref.pool.free_cpus)
-        self._pending = False
+        self._pending: int | None = None  # the seed being drawn ahead
+        self.seed = 0  # the secret seed of the current round's inputs
 
     def _request(self) -> None:
-        self.worker.send({"op": "make_inputs", "seed": self.rng.randrange(2**31), "perturb": "none"})
-        self._pending = True
+        seed = self.rng.randrange(2**31)
+        self.worker.send({"op": "make_inputs", "seed": seed, "perturb": "none"})
+        self._pending = seed
 
     def next(self) -> list[TensorMeta]:
         """The next round's inputs, in the inputs worker's region (valid until `prefetch`)."""
-        if not self._pending:
-            return self.ref.make_inputs(self.rng.randrange(2**31), "none", handle=self.worker)
-        self._pending = False
+        if self._pending is None:
+            self.seed = self.rng.randrange(2**31)
+            return self.ref.make_inputs(self.seed, "none", handle=self.worker)
+        self.seed, self._pending = self._pending, None
         try:
             reply = self.worker.receive(time.monotonic() + 600.0)
         except Exception as exc:  # noqa: BLE001 - trusted task code failing is the task's problem
             raise TaskError(f"{self.ref.task.path}: drawing timed inputs failed: {exc}") from None
         if not reply.get("ok") or "need" in reply:
             # first use, or the inputs grew: draw them again synchronously (reserves the space)
-            return self.ref.make_inputs(self.rng.randrange(2**31), "none", handle=self.worker)
+            return self.ref.make_inputs(self.seed, "none", handle=self.worker)
         return self.ref._input_metas(reply, self.worker)
 
     def prefetch(self) -> None:
@@ -94,12 +97,12 @@ class InputStream:
             self._request()
 
     def close(self) -> None:
-        if self._pending:  # collect the reply so the worker's channel stays in step
+        if self._pending is not None:  # collect the reply so the worker's channel stays in step
             try:
                 self.worker.receive(time.monotonic() + 600.0)
             except Exception:  # noqa: BLE001
                 self.worker.close()
-            self._pending = False
+            self._pending = None
 
 
 class Rounds:
@@ -134,6 +137,7 @@ class Rounds:
     def run(self, warm: bool) -> tuple[dict[str, float], dict[str, dict[str, Any]], dict[str, list[torch.Tensor]]]:
         """One round: times, replies and output snapshots per side."""
         in_metas = self.inputs.next()
+        self.seed, self.inputs_numel = self.inputs.seed, sum(m.nbytes // DTYPES[m.dtype] for m in in_metas)
         nbytes = self.ref.input_bytes
         reserve = nbytes * 2 + 4 * max(self.ref.output_bytes, 1 << 12) + (1 << 20)
         for s in self.sides:
@@ -168,9 +172,22 @@ class Rounds:
         return times, replies, outs
 
 
+    def truth(self) -> list[torch.Tensor]:
+        """The reference's float64 outputs for this round's inputs (its worker resumed for the call)."""
+        side = next(s for s in self.sides if s.name == "ref")
+        cpu_isolation.resume(side.pid)
+        side.stopped = False
+        try:
+            return self.ref.truth(self.seed, "none")
+        finally:
+            self._stop(side)
+
+
 def check_timed_output(reply: dict[str, Any], got: list[torch.Tensor] | None, expected: list[torch.Tensor],
-                       tol: float) -> None:
-    """The candidate's timed call must have run native code and match the reference of the same round."""
+                       tol: float, inputs_numel: int = 0, truth: Any = None) -> None:
+    """The candidate's timed call must have run native code and match the reference of the same round
+    (reductions under their tight rule, ``truth`` giving the float64 answer when that rule fails)."""
+    from evokernel.verifier.trusted.trials import Truth, reductions
     if not reply.get("ok"):
         raise Fail("runtime", f"a timed call failed: {reply.get('error')}")
     if not reply.get("native_calls"):
@@ -178,12 +195,13 @@ def check_timed_output(reply: dict[str, Any], got: list[torch.Tensor] | None, ex
     got = got or []
     if len(got) != len(expected):
         raise Fail("correctness", "a timed call returned a different number of outputs")
-    for g, e in zip(got, expected):
-        if correctness.quick_match(g, e, tol):
+    flags, exact = reductions(expected, inputs_numel), Truth(truth)
+    for k, (g, e) in enumerate(zip(got, expected)):
+        if correctness.quick_match(g, e, tol, flags[k]):
             continue
         if e.is_floating_point() and not bool(torch.isfinite(e).all()):
             continue  # the reference itself is NaN/Inf on these inputs: nothing to judge
-        cmp = correctness.compare(g, e, [], tol, "timed output")
+        cmp = correctness.compare(g, e, [], tol, "timed output", reduction=flags[k], truth=exact.of(k))
         if not cmp.ok:
             raise Fail("correctness", f"a timed call gave a wrong result (checked and timed calls must agree): "
                        f"{cmp.message}")
@@ -210,7 +228,7 @@ def measure(v: Any, ref: Reference, cand: WorkerHandle, rng: random.Random, time
                 raise TaskError(f"{ref.task.path}: the reference forward failed while timing: "
                                 f"{replies['ref'].get('error')}")
             expected = outs["ref"]
-            check_timed_output(replies["cand"], outs.get("cand"), expected, cfg.tol)
+            check_timed_output(replies["cand"], outs.get("cand"), expected, cfg.tol, rr.inputs_numel, rr.truth)
             in_bytes = ref.input_bytes
             out_bytes = sum(e.numel() * e.element_size() for e in expected)
             rounds += 1

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -31,11 +31,38 @@ def trial_plan(cfg: Any, rng: random.Random) -> list[tuple[str, str, int]]:
     return [(f"trial {i + 1}" + ("" if p == "none" else f" ({p} inputs)"), p, seed) for i, (p, seed) in enumerate(plan)]
 
 
+class Truth:
+    """The reference's float64 outputs for one set of inputs, computed once and only if a reduction's tight
+    comparison fails (see `correctness`)."""
+
+    def __init__(self, compute: Callable[[], list[torch.Tensor]] | None):
+        self.compute, self.value = compute, None
+
+    def of(self, k: int) -> Callable[[], torch.Tensor] | None:
+        if self.compute is None:
+            return None
+
+        def get() -> torch.Tensor:
+            if self.value is None:
+                self.value = self.compute()
+            return self.value[k]
+
+        return get
+
+
+def reductions(expected: list[torch.Tensor], inputs_numel: int) -> list[bool]:
+    return [correctness.is_reduction(e.numel(), inputs_numel) for e in expected]
+
+
 def compare_outputs(label: str, got: list[torch.Tensor], expected: list[torch.Tensor], inputs: list[torch.Tensor],
-                    tol: float) -> None:
-    """Each output against the reference's, at the configured tolerance (correctness gate)."""
+                    tol: float, truth: Callable[[], list[torch.Tensor]] | None = None) -> None:
+    """Each output against the reference's, at the configured tolerance (correctness gate); reductions under
+    the tight rule, with the float64 answer from ``truth`` as the second opinion."""
+    exact = Truth(truth)
+    flags = reductions(expected, sum(t.numel() for t in inputs))
     for k, (g, e) in enumerate(zip(got, expected)):
-        cmp = correctness.compare(g, e, inputs, tol, "output" if len(got) == 1 else f"output {k}")
+        cmp = correctness.compare(g, e, inputs, tol, "output" if len(got) == 1 else f"output {k}",
+                                  reduction=flags[k], truth=exact.of(k))
         if not cmp.ok:
             raise Fail("correctness", f"{label}: {cmp.message}", max_abs_err=cmp.max_abs_err,
                        max_rel_err=cmp.max_rel_err)
@@ -119,7 +146,8 @@ class WorkerJudge:
                 self.io_bytes = (sum(t.numel() * t.element_size() for t in inputs),
                                  sum(t.numel() * t.element_size() for t in expected))
             self.check_trial(in_metas, inputs, expected, label, late_check=(i == 0),
-                             timeout=cfg.run_timeout_s + 50 * ref_s[-1])
+                             timeout=cfg.run_timeout_s + 50 * ref_s[-1],
+                             truth=lambda seed=seed, perturb=perturb: self.ref.truth(seed, perturb))
             passed += 1
         timings["correctness_trials"] = time.perf_counter() - t0
         details["trials"] = {"passed": passed, "skipped_nonfinite_reference": skipped}
@@ -146,7 +174,8 @@ class WorkerJudge:
         return timing
 
     def check_trial(self, in_metas: list[TensorMeta], inputs: list[torch.Tensor], expected: list[torch.Tensor],
-                    label: str, late_check: bool, timeout: float) -> None:
+                    label: str, late_check: bool, timeout: float,
+                    truth: Callable[[], list[torch.Tensor]] | None = None) -> None:
         v, cand, ref = self.v, self.cand, self.ref
         out_offset = ref.input_bytes
         regions.copy_prefix(ref.handle, cand, out_offset,
@@ -192,7 +221,7 @@ class WorkerJudge:
         if len(after) != len(in_metas) or not all(regions.same_bytes(cand, a, ref.handle, b)
                                                   for a, b in zip(after, in_metas)):
             raise Fail("correctness", f"{label}: {INPUTS_MODIFIED}")
-        compare_outputs(label, got, expected, inputs, self.cfg.tol)
+        compare_outputs(label, got, expected, inputs, self.cfg.tol, truth)
         if late_check:
             time.sleep(0.05)
             if any(cand.read(m) != s for m, s in zip(outs, snapshot)):
