@@ -1,7 +1,7 @@
 """The `evokernel` command line.
 
     evokernel run [TASK_FILE|DIR|SUITE]... [--limit N] [--generator template|llm] [--model SPEC] [--budget T] ...
-    evokernel verify TASK_FILE CANDIDATE_FILE [--set NAME=VALUE]... [--json]
+    evokernel verify TASK_FILE CANDIDATE_FILE [--set NAME=VALUE]... [--json]   (--serve: a warm verifier it reuses)
     evokernel tasks list [SUITE]
     evokernel memory stats|list|show|export|import
     evokernel eval CONFIG [--method M]... [--seeds N] [--workers N] ...   (docs/evaluation.md)
@@ -40,10 +40,28 @@ def _overrides(values: list[str] | None) -> dict[str, object]:
     return out
 
 
+def _print_verdict(result: object, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(result.to_json(), indent=None, default=str))
+        return
+    print(result.summary())
+    if result.feasible and result.details.get("profile"):
+        kind = "modelled" if result.latency_kind == "estimate" else "measured"
+        print(f"profile ({kind}):\n  " + result.details["profile"].replace("\n", "\n  "))
+    for w in result.details.get("emulator_warnings") or []:
+        print(f"warning: {w}")
+
+
+def _sandbox_warning(sandbox: str) -> None:
+    if sandbox != "bwrap":
+        err.print("warning: bubblewrap (bwrap) is not available: candidates ran with rlimits and seccomp "
+                  "only; the filesystem was not hidden (apt-get install bubblewrap)")
+
+
 @app.command()
 def verify(
-    task_file: Annotated[Path, typer.Argument(help="KernelBench-format task file (Model, get_inputs, get_init_inputs)")],
-    candidate_file: Annotated[Path, typer.Argument(help="candidate source defining ModelNew")],
+    task_file: Annotated[Optional[Path], typer.Argument(help="KernelBench-format task file (Model, get_inputs, get_init_inputs)")] = None,
+    candidate_file: Annotated[Optional[Path], typer.Argument(help="candidate source defining ModelNew")] = None,
     backend: Annotated[str, typer.Option(help="target backend: cpu (C++ kernels, measured latency), ascend-sim (Ascend C operator projects on the CPU emulator, latency ESTIMATED by a model of Ascend 910B) or ascend (the same projects built with CANN and measured on a real NPU; see docs/ascend.md and `evokernel doctor --backend ascend`)")] = "cpu",
     set_: Annotated[Optional[list[str]], typer.Option("--set", help="override a module-level size constant, NAME=VALUE (repeatable)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object instead of text")] = False,
@@ -54,14 +72,36 @@ def verify(
     compile_baseline: Annotated[bool, typer.Option(help="also time torch.compile of the reference in the same rounds (+~20 s cold, 8-10 s with a warm inductor cache)")] = False,
     seed: Annotated[Optional[int], typer.Option(help="fix the otherwise secret seeds (for reproducing a verdict)")] = None,
     timeout: Annotated[float, typer.Option(help="seconds per forward call, on top of 50x the reference time")] = 20.0,
+    serve: Annotated[bool, typer.Option("--serve", help="run a warm verifier in the foreground that later `evokernel verify` calls use (same backend and --threads; background it with `&` or nohup); stops on Ctrl-C, SIGTERM, --stop-server or --idle-timeout")] = False,
+    stop_server: Annotated[bool, typer.Option("--stop-server", help="stop the warm verifier for this backend and --threads")] = False,
+    no_server: Annotated[bool, typer.Option("--no-server", help="verify in this process even when a warm verifier is running")] = False,
+    idle_timeout: Annotated[Optional[float], typer.Option(help="with --serve: stop after this many seconds without a request")] = None,
+    socket_file: Annotated[Optional[Path], typer.Option("--socket", help="the warm verifier's socket (default: one per user, backend, threads, sandbox mode and build cache)")] = None,
 ) -> None:
-    """Judge CANDIDATE_FILE against TASK_FILE: anti-hack, compile, correctness and latency gates."""
-    from evokernel.verifier.trusted.correctness import DEFAULT_TOL, STRICT_TOL
-    from evokernel.verifier.trusted.launcher import SandboxError
-    from evokernel.verifier.trusted.verifier import Verifier, VerifyConfig
+    """Judge CANDIDATE_FILE against TASK_FILE: anti-hack, compile, correctness and latency gates.
 
+    With a warm verifier running (`evokernel verify --serve`), the verdict comes from it: the same checks,
+    without starting sandboxes and importing torch for every call."""
+    from evokernel import verify_server
+
+    path = socket_file or verify_server.socket_path(backend, threads)
+    if serve:
+        verify_server.serve(backend, threads, path, idle_timeout)
+        return
+    if stop_server:
+        try:
+            verify_server.request(path, {"op": "stop"}, timeout=30)
+        except verify_server.NoServer as exc:
+            err.print(f"no warm verifier to stop: {exc}")
+            raise typer.Exit(1)
+        err.print(f"stopped the warm verifier at {path}")
+        return
+    if task_file is None or candidate_file is None:
+        err.print("error: verify needs TASK_FILE and CANDIDATE_FILE (or --serve / --stop-server)")
+        raise typer.Exit(2)
     try:
-        task = load_task(task_file, _overrides(set_))
+        overrides = _overrides(set_)
+        task = load_task(task_file, overrides)
     except TaskError as exc:
         err.print(f"error: {exc}")
         raise typer.Exit(2)
@@ -70,6 +110,38 @@ def verify(
     except (OSError, UnicodeDecodeError) as exc:
         err.print(f"error: cannot read candidate file: {exc}")
         raise typer.Exit(2)
+    if not no_server and path.exists():
+        msg = {"op": "verify", "task_path": str(Path(task_file).resolve()), "overrides": overrides, "candidate": source,
+               "backend": backend, "threads": threads, "strict": strict, "trials": trials, "timing": timing,
+               "compile_baseline": compile_baseline, "seed": seed, "timeout": timeout}
+        try:
+            reply = verify_server.request(path, msg)
+        except verify_server.NoServer as exc:
+            err.print(f"note: {exc}; verifying in this process")
+        else:
+            if reply.get("ok"):
+                from evokernel.verifier.verdict import Verdict
+
+                result = Verdict(**reply["verdict"])
+                _sandbox_warning(str(reply.get("sandbox")))
+                _print_verdict(result, as_json)
+                raise typer.Exit(0 if result.feasible else 1)
+            if not reply.get("incompatible"):
+                err.print(f"error: {reply.get('error')}")
+                raise typer.Exit(int(reply.get("exit", 2)))
+            err.print(f"note: the warm verifier cannot serve this request ({reply['incompatible']}); "
+                      "verifying in this process")
+    _verify_here(task, source, candidate_file, backend, strict, trials, threads, timing, compile_baseline, seed,
+                 timeout, as_json)
+
+
+def _verify_here(task: object, source: str, candidate_file: Path, backend: str, strict: bool, trials: int,
+                 threads: int, timing: bool, compile_baseline: bool, seed: Optional[int], timeout: float,
+                 as_json: bool) -> None:
+    from evokernel.verifier.trusted.correctness import DEFAULT_TOL, STRICT_TOL
+    from evokernel.verifier.trusted.launcher import SandboxError
+    from evokernel.verifier.trusted.verifier import Verifier, VerifyConfig
+
     config = VerifyConfig(tol=STRICT_TOL if strict else DEFAULT_TOL, trials=trials, threads=threads, timing=timing,
                           compile_baseline=compile_baseline, seed=seed, run_timeout_s=timeout)
     try:
@@ -78,9 +150,7 @@ def verify(
             status.update(f"verifying {candidate_file.name} against {task.name} "
                           f"(backend {backend}, sandbox {verifier.sandbox}; cold native builds take a while)")
             result = verifier.verify(task, source)
-            if verifier.sandbox != "bwrap":
-                err.print("warning: bubblewrap (bwrap) is not available: candidates ran with rlimits and seccomp "
-                          "only; the filesystem was not hidden (apt-get install bubblewrap)")
+            _sandbox_warning(verifier.sandbox)
     except TaskError as exc:
         err.print(f"error: {exc}")
         raise typer.Exit(2)
@@ -90,15 +160,7 @@ def verify(
     except SandboxError as exc:  # an environment problem, not a verdict
         err.print(f"error: {exc}")
         raise typer.Exit(2)
-    if as_json:
-        print(json.dumps(result.to_json(), indent=None, default=str))
-    else:
-        print(result.summary())
-        if result.feasible and result.details.get("profile"):
-            kind = "modelled" if result.latency_kind == "estimate" else "measured"
-            print(f"profile ({kind}):\n  " + result.details["profile"].replace("\n", "\n  "))
-        for w in result.details.get("emulator_warnings") or []:
-            print(f"warning: {w}")
+    _print_verdict(result, as_json)
     raise typer.Exit(0 if result.feasible else 1)
 
 

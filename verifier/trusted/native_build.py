@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Callable
 
 from evokernel.cpu import CompileError
+from evokernel.paths import default_cache_dir  # noqa: F401 - re-exported: native_build.default_cache_dir
 
 BASE_FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c++17")
 LINK_FLAGS = ("-Wl,--no-undefined", "-lm")
@@ -42,11 +43,6 @@ _SAFE_FLAG = re.compile(
 
 # Runner: (argv, cwd, timeout_s, writable_dir) -> (returncode, combined output). None rc = timeout.
 Runner = Callable[[list[str], Path, float, Path], tuple[int | None, str]]
-
-
-def default_cache_dir() -> Path:
-    root = os.environ.get("EVOKERNEL_CACHE")
-    return Path(root) if root else Path.home() / ".cache" / "evokernel"
 
 
 def clean_flags(flags: "tuple[str, ...] | list[str]") -> tuple[str, ...]:
