@@ -51,7 +51,7 @@ def test_tensor_meta_validation(meta, match):
 import json
 import time
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evokernel.verifier.message_codec import check_build_request, check_reply, decode
@@ -129,12 +129,15 @@ def test_build_requests_are_checked(msg, match):
         check_build_request(msg)
 
 
+# CI machines are shared and loaded: generation speed is not what these tests judge
+SLOW_MACHINE = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
+
 json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
                            lambda children: st.lists(children, max_size=5) |
                            st.dictionaries(st.text(max_size=8), children, max_size=5), max_leaves=30)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400, deadline=None, suppress_health_check=SLOW_MACHINE)
 @given(raw=st.binary(max_size=2048))
 def test_fuzz_random_bytes_only_raise_protocol_error(raw):
     try:
@@ -143,7 +146,7 @@ def test_fuzz_random_bytes_only_raise_protocol_error(raw):
         pass
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400, deadline=None, suppress_health_check=SLOW_MACHINE)
 @given(op=st.sampled_from(OPS), msg=st.dictionaries(
     st.sampled_from(["ok", "op", "pid", "outputs", "native_calls", "inputs", "need", "init_args", "ops",
                      "violations", "native_reports", "inputs_after", "seconds", "error", "detail", "phase",
@@ -156,7 +159,7 @@ def test_fuzz_replies_only_raise_protocol_error(op, msg):
     assert isinstance(out, dict) and isinstance(out.get("ok", True), bool)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, suppress_health_check=SLOW_MACHINE)
 @given(msg=st.dictionaries(st.sampled_from(["kind", "source", "flags", "spec", "combo", "op"]), json_values,
                            max_size=5), kind=st.sampled_from(["cpp", "inline", "ascend", "x"]))
 def test_fuzz_build_requests_only_raise_protocol_error(msg, kind):
@@ -167,7 +170,7 @@ def test_fuzz_build_requests_only_raise_protocol_error(msg, kind):
         pass
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, suppress_health_check=SLOW_MACHINE)
 @given(frame=st.binary(max_size=64), cut=st.integers(0, 64))
 def test_fuzz_truncated_frames_end_in_protocol_errors(frame, cut):
     r, w = os.pipe()

@@ -7,10 +7,17 @@ from typing import Any
 
 from evokernel.cpu import CompileError
 from evokernel.verifier.backends.base import Backend, BuildLog
-from evokernel.verifier.trusted.findings import Finding
-from evokernel.verifier.trusted import native_build, native_rules
+from evokernel.verifier.trusted import native_build, native_rules, resource_limits
 from evokernel.verifier.trusted.ast_allowlist import check_glue
+from evokernel.verifier.trusted.findings import Finding
 from evokernel.verifier.trusted.launcher import Limits, SandboxSpec, run_sandboxed
+
+
+def build_limits(timeout: float) -> Limits:
+    """The limits of one build command (resource_limits.py)."""
+    return Limits(cpu_s=int(timeout) * 2 + 10, fsize_mb=resource_limits.BUILD_FILE_MB,
+                  address_space_mb=resource_limits.BUILD_AS_MB, tasks=resource_limits.BUILD_TASKS,
+                  tmp_mb=resource_limits.BUILD_TMP_MB)
 
 
 class CpuBackend(Backend):
@@ -24,8 +31,10 @@ class CpuBackend(Backend):
         return check_glue(source)
 
     def _runner(self, argv: list[str], cwd: Path, timeout: float, writable: Path) -> tuple[int | None, str]:
-        spec = SandboxSpec(threads=1, writable=[writable], readonly=[self.cache_dir],
-                           limits=Limits(cpu_s=int(timeout) + 5, fsize_mb=512), cwd=cwd)
+        # the build sees its own folder and the toolchain only (no cache of other candidates' builds), under
+        # the build seccomp filter and resource limits (resource_limits.py)
+        spec = SandboxSpec(threads=1, writable=[writable], limits=build_limits(timeout), cwd=cwd, seccomp="build",
+                           name="build")
         return run_sandboxed(argv, spec, timeout)
 
     def handle_build(self, request: dict[str, Any], log: BuildLog, rules: bool = True) -> dict[str, Any]:

@@ -303,7 +303,7 @@ def _candidate(torch: Any, npu: Any, device: Any, r: dict[str, Any], result: dic
     except BaseException as exc:  # noqa: BLE001
         raise _fail("init", exc) from None
     if r["check"]:
-        from evokernel.verifier.sandboxed.guard import OpRecorder
+        from evokernel.verifier.sandboxed.op_recorder import OpRecorder
 
         outputs, after = [], []
         result["native_calls"], result["violations"], result["trials_run"] = [], [], 0

@@ -24,7 +24,7 @@ import evokernel.cpu as native
 from evokernel.verifier import message_codec as protocol
 from evokernel.verifier.message_codec import MAX_TEXT, TensorMeta, align
 from evokernel.verifier.sandboxed.trial_inputs import PERTURBATIONS
-from evokernel.verifier.sandboxed.guard import OpRecorder
+from evokernel.verifier.sandboxed.op_recorder import OpRecorder
 
 _DTYPE_BY_NAME = {name: getattr(torch, name) for name in protocol.DTYPES}
 _NAME_BY_DTYPE = {v: k for k, v in _DTYPE_BY_NAME.items()}
@@ -224,7 +224,7 @@ class Worker:
         """Reference only: the aten operators one forward runs, with their tensors' shapes and dtypes
         (the ascend-sim backend models the eager reference's NPU latency from them)."""
         assert self.model is not None and self.role == "reference"
-        from evokernel.verifier.sandboxed.guard import ShapeRecorder
+        from evokernel.verifier.sandboxed.op_recorder import ShapeRecorder
 
         recorder = ShapeRecorder()
         with torch.no_grad(), recorder:

@@ -59,7 +59,7 @@ def _child(msg: dict[str, Any], fds: list[int], sock: socket.socket) -> None:
         scratch = msg["scratch"]
         os.makedirs(scratch, exist_ok=True)
         os.chdir(scratch)
-        from evokernel.verifier.sandboxed import guard
+        from evokernel.verifier.sandboxed import seccomp_filter
 
         cpus = msg.get("cpus") or [int(c) for c in os.environ.get("EVOKERNEL_CPUS", "").split(",") if c]
         if cpus:
@@ -67,9 +67,9 @@ def _child(msg: dict[str, Any], fds: list[int], sock: socket.socket) -> None:
                 os.sched_setaffinity(0, cpus)  # one timed process at a time on these cores
             except OSError:
                 pass
-        guard.apply_limits(int(msg["memory_mb"]), int(msg["cpu_s"]), int(msg.get("fsize_mb", 64)))
+        seccomp_filter.apply_limits(int(msg["memory_mb"]), int(msg["cpu_s"]), int(msg.get("fsize_mb", 64)))
         if msg["role"] == "candidate":
-            guard.install_seccomp()
+            seccomp_filter.install_seccomp("run")
         from evokernel.verifier.sandboxed.worker import Worker
 
         Worker(msg["role"], ctrl_in, ctrl_out, data_fd).serve()
@@ -121,12 +121,12 @@ def main() -> None:
     import torch  # noqa: F401 - warm the import once for every worker
 
     import evokernel.cpu  # noqa: F401
-    from evokernel.verifier.sandboxed import guard, worker  # noqa: F401
+    from evokernel.verifier.sandboxed import op_recorder, seccomp_filter, worker  # noqa: F401
 
     torch.set_num_threads(threads)
     # warm the operator recorder once here (its first use costs ~1.4 s of lazy initialisation);
     # tiny single-threaded ops do not start an OpenMP pool, so forking stays safe
-    with torch.no_grad(), guard.OpRecorder():
+    with torch.no_grad(), op_recorder.OpRecorder():
         (torch.ones(4) * 2).sum()
     # workers may not read our memory through /proc/<pid>/mem or ptrace us
     ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)

@@ -371,7 +371,7 @@ class DeviceJudge:
         """The paper's protocol: latency = mean msprof Task Duration over the profiling passes after warm-up;
         the eager reference = the sum of its kernels' Task Durations per forward (msprof over F forwards)."""
         from evokernel.verifier.backends.ascend import msprof
-        from evokernel.verifier.sandboxed.guard import ALLOWED_OPS
+        from evokernel.verifier.sandboxed.op_recorder import ALLOWED_OPS
 
         be, s = self.backend, self.backend.settings
         kernels = max(1, sum(1 for o in ref.recorded_ops()

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from evokernel.verifier import message_codec as codec
+from evokernel.verifier.trusted import resource_limits
 
 KEEP_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LANG")
 
@@ -52,13 +53,6 @@ def sandbox_mode() -> str:
     return "bwrap" if shutil.which("bwrap") else "rlimits"
 
 
-def _project_root() -> Path | None:
-    import evokernel.cpu
-
-    root = Path(evokernel.cpu.__file__).resolve().parent.parent
-    return root if (root / "pyproject.toml").exists() else None
-
-
 def _package_dirs() -> list[Path]:
     import evokernel.cpu
     import evokernel.verifier
@@ -72,6 +66,8 @@ class Limits:
     fsize_mb: int = 512
     nofile: int = 1024
     address_space_mb: int | None = None
+    tasks: int | None = None  # processes + threads of the whole sandbox (resource_limits.TaskCap)
+    tmp_mb: int = resource_limits.CANDIDATE_TMP_MB  # the private /tmp (bubblewrap only)
 
 
 @dataclass
@@ -83,6 +79,8 @@ class SandboxSpec:
     limits: Limits = field(default_factory=Limits)
     cwd: Path = Path("/tmp")  # working directory inside the sandbox
     devices: list[Path] = field(default_factory=list)  # device nodes passed through (the NPU's, backend ascend)
+    seccomp: str | None = None  # "build": the command runs under the build filter (sandboxed/seccomp_filter.py)
+    name: str = "sandbox"  # for its task cgroup
 
 
 def worker_cpus(threads: int) -> list[int]:
@@ -130,6 +128,27 @@ def launch_env() -> dict[str, str]:
     return {"PATH": os.environ.get("PATH") or "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
 
 
+# the few host files a sandbox needs besides /usr and the Python installation (no passwd, hostname, ...)
+ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives")
+
+
+def _root_binds() -> list[str]:
+    """A minimal root: /usr, the merged-/usr links (or directories) /bin /lib /lib64 /sbin, a few /etc
+    files, the Python installation, its site-packages and the evokernel packages the sandboxed code imports.
+    No home, no project checkout, no build cache, no other host file."""
+    cmd: list[str] = ["--ro-bind", "/usr", "/usr"]
+    for top in ("/bin", "/lib", "/lib64", "/lib32", "/libx32", "/sbin"):
+        p = Path(top)
+        if p.is_symlink():
+            cmd += ["--symlink", os.readlink(p), top]
+        elif p.is_dir():
+            cmd += ["--ro-bind", top, top]
+    for f in ETC_FILES:
+        if Path(f).exists():
+            cmd += ["--ro-bind", f, f]
+    return cmd
+
+
 def sandbox_argv(argv: list[str], spec: SandboxSpec, mode: str | None = None) -> list[str]:
     mode = mode or sandbox_mode()
     lim = spec.limits
@@ -137,17 +156,15 @@ def sandbox_argv(argv: list[str], spec: SandboxSpec, mode: str | None = None) ->
            "--core=0"]
     if lim.address_space_mb:
         pre.append(f"--as={lim.address_space_mb * 1024 * 1024}")
+    if lim.tasks:
+        pre += resource_limits.task_cap().nproc(lim.tasks)
     pre.append("--")
     env = {**base_env(spec.threads), **spec.env}
+    if spec.seccomp:
+        argv = [sys.executable, "-m", "evokernel.verifier.sandboxed.seccomp_exec", "--", *argv]
     if mode == "bwrap":
-        cmd = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--ro-bind", "/", "/",
-               "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp"]
-        hidden = {Path.home(), Path("/home"), Path("/root")}
-        if (root := _project_root()) is not None:
-            hidden.add(root)
-        for h in sorted(hidden):
-            if h.exists():
-                cmd += ["--tmpfs", str(h)]
+        cmd = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", *_root_binds(),
+               "--dev", "/dev", "--proc", "/proc", "--size", str(lim.tmp_mb * 1024 * 1024), "--tmpfs", "/tmp"]
         expose = {Path(sys.base_prefix), Path(sys.prefix), *_package_dirs(), *spec.readonly}
         expose |= {Path(p) for p in sys.path if p and Path(p).is_dir() and "site-packages" in p}
         for p in sorted(expose, key=lambda x: len(x.parts)):
@@ -182,18 +199,25 @@ def _kill_group(proc: subprocess.Popen[Any]) -> None:
 def run_sandboxed(argv: list[str], spec: SandboxSpec, timeout: float, mode: str | None = None
                   ) -> tuple[int | None, str]:
     """Run a one-shot command (a compiler) in a fresh sandbox; returns (rc or None on timeout, output)."""
-    full = sandbox_argv(argv, spec, mode)
-    with tempfile.TemporaryFile() as out:
-        proc = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                cwd=spec.cwd if spec.cwd.exists() else None, start_new_session=True, close_fds=True,
-                                env=launch_env())
-        try:
-            rc: int | None = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            rc = None
-        _kill_group(proc)  # the whole tree, daemons included (pid-namespace teardown)
-        out.seek(0)
-        text = out.read(256 * 1024).decode(errors="replace")
+    cap = resource_limits.task_cap()
+    group = cap.group(spec.name, spec.limits.tasks) if spec.limits.tasks else resource_limits.Group(None, 0)
+    full = cap.wrap(sandbox_argv(argv, spec, mode), group)
+    try:
+        with tempfile.TemporaryFile() as out:
+            proc = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                    cwd=spec.cwd if spec.cwd.exists() else None, start_new_session=True,
+                                    close_fds=True, env=launch_env())
+            try:
+                rc: int | None = proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                rc = None
+            _kill_group(proc)  # the whole tree, daemons included (pid-namespace teardown)
+            out.seek(0)
+            text = out.read(256 * 1024).decode(errors="replace")
+        if group.hit():
+            text += (f"\n[verifier] the build exceeded its limit of {group.limit} processes and threads")
+    finally:
+        group.close()
     return rc, text
 
 
@@ -209,6 +233,7 @@ class WorkerHandle:
         self.closed = False
         self.status: dict[str, Any] | None = None
         self.pending = "hello"  # the request whose reply comes next (a fresh worker says hello first)
+        self.group = resource_limits.Group(None, 0)  # its task cgroup, when the machine has one
 
     def ensure_capacity(self, nbytes: int) -> None:
         if nbytes <= self.capacity:
@@ -283,8 +308,16 @@ class WorkerHandle:
             self.status = self.zygote.kill(self.pid)
         return self.status
 
+    def limit_hit(self) -> str:
+        """A sentence when the worker was refused a thread or process by its task limit, else ''."""
+        if self.group.hit():
+            return (f"the candidate exceeded its limit of {self.group.limit} threads and processes (a kernel "
+                    "may use OpenMP's threads, not start its own)")
+        return ""
+
     def close(self) -> dict[str, Any]:
         status = self.kill()
+        self.group.close()
         if not self.closed:
             self.closed = True
             if self.mm is not None:
@@ -315,6 +348,7 @@ class Zygote:
         self.sock: socket.socket | None = None
         self.pid_namespace = False
         self._spawned = 0
+        self.group = resource_limits.Group(None, 0)  # the sandbox's task cgroup (resource_limits.TaskCap)
 
     def launch(self) -> None:
         """Start the sandbox process without waiting for it to be ready.
@@ -325,8 +359,12 @@ class Zygote:
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         spec = SandboxSpec(threads=self.threads, readonly=self.readonly, writable=self.writable,
                            env={**self.env, "EVOKERNEL_ZYGOTE_FD": str(child.fileno())},
-                           limits=Limits(cpu_s=1_000_000))
-        argv = sandbox_argv([sys.executable, "-m", "evokernel.verifier.sandboxed.zygote"], spec, self.mode)
+                           limits=Limits(cpu_s=1_000_000, tasks=resource_limits.SANDBOX_TASKS), name=self.label)
+        cap = resource_limits.task_cap()
+        self.group.close()
+        self.group = cap.group(self.label, resource_limits.SANDBOX_TASKS)
+        argv = cap.wrap(sandbox_argv([sys.executable, "-m", "evokernel.verifier.sandboxed.zygote"], spec, self.mode),
+                        self.group)
         self._log = tempfile.TemporaryFile()
         try:
             self.proc = subprocess.Popen(argv, pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL,
@@ -416,6 +454,16 @@ class Zygote:
         if hello.get("op") != "hello":
             handle.close()
             raise SandboxError(f"a {role} worker sent {hello!r} instead of hello")
+        if self.group.path is not None:  # its own task cap, before it is sent any candidate code
+            try:
+                from evokernel.verifier.trusted.cpu_isolation import host_pid
+
+                assert self.proc is not None
+                handle.group = self.group.child(role, resource_limits.worker_tasks(self.threads))
+                handle.group.add(host_pid(self.proc.pid, handle.pid, self.pid_namespace))
+            except (OSError, RuntimeError) as exc:
+                handle.close()
+                raise SandboxError(f"could not cap the tasks of a {role} worker: {exc}") from None
         return handle
 
     def kill(self, pid: int) -> dict[str, Any]:
@@ -434,3 +482,4 @@ class Zygote:
         if self.sock is not None:
             self.sock.close()
             self.sock = None
+        self.group.close()

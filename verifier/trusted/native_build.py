@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Callable
 
 from evokernel.cpu import CompileError
+from evokernel.verifier.trusted import resource_limits
 from evokernel.paths import default_cache_dir  # noqa: F401 - re-exported: native_build.default_cache_dir
 
 BASE_FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c++17")
@@ -106,7 +107,13 @@ def reduce_diagnostics(log: str, limit: int = 12) -> str:
             break
     if not lines:
         tail = [ln for ln in log.strip().splitlines() if ln.strip()][-8:]
-        return "\n".join(tail) if tail else "build failed without diagnostics"
+        lines = tail or ["build failed without diagnostics"]
+    if "memory exhausted" in log or "out of memory allocating" in log or "std::bad_alloc" in log:
+        lines.append(f"the compiler exceeded the build's memory limit ({resource_limits.BUILD_AS_MB // 1024} GiB): "
+                     "simplify the source (deep template recursion, huge constant arrays)")
+    if "File size limit exceeded" in log or "file too large" in log.lower():
+        lines.append(f"a build output exceeded the build's file size limit ({resource_limits.BUILD_FILE_MB} MiB): "
+                     "no huge initialised arrays in the source")
     return "\n".join(lines)
 
 

@@ -26,7 +26,7 @@ from evokernel.tasks import Task, TaskError
 from evokernel.verifier.backends.base import BuildLog
 from evokernel.verifier.backends.cpu import make_backend
 from evokernel.verifier.message_codec import ProtocolError
-from evokernel.verifier.trusted import correctness, latency, native_build, regions, timing_protocol
+from evokernel.verifier.trusted import correctness, latency, native_build, regions, resource_limits, timing_protocol
 from evokernel.verifier.trusted.failures import Fail, classify_death
 from evokernel.verifier.trusted.launcher import SandboxError, WorkerDied, WorkerHandle, WorkerTimeout, Zygote, worker_cpus
 from evokernel.verifier.trusted.reference import Reference, ReferencePool
@@ -159,6 +159,7 @@ class Verifier:
             timings["overhead"] = max(0.0, timings["total"] - sum(
                 timings.get(k, 0.0) for k in ("compile", "correctness_trials", "timed_calls")))
             details["sandbox"] = self.sandbox
+            details["limits"] = {"tasks": resource_limits.task_cap().describe()}
             return Verdict(feasible=gate is None, failed_gate=gate, feedback=feedback, task=task.name,
                            backend=self.backend.name, gates=gates, timings=timings, details=details, **extra)
 
@@ -202,7 +203,8 @@ class Verifier:
             details.update(f.details)
             if f.gate in gates:
                 gates[f.gate] = False
-            return verdict(f.gate, f.feedback)
+            note = cand.limit_hit() if cand is not None else ""
+            return verdict(f.gate, f"{f.feedback}\n{note}" if note else f.feedback)
         except TaskError:  # a broken task (a ValueError subclass): the caller's problem, not a verdict
             raise
         except (ProtocolError, KeyError, TypeError, ValueError, IndexError) as exc:

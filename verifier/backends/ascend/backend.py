@@ -283,7 +283,15 @@ class AscendBackend(Backend):
               cpu_s: int, devices: bool = False) -> SandboxSpec:
         assert self.cann is not None
         ro = [self.cann.home, *readonly]
-        ro += [Path(p) for p in env.get("PYTHONPATH", "").split(":") if p and Path(p).is_dir()]
+        # the sandbox root is minimal (launcher._root_binds): every directory CANN's environment points at
+        # (driver libraries, tools, python paths) and its install record are bound read-only
+        # (PATH is not: it also holds the caller's own tool directories, pyenv shims and the like, which
+        # the sandbox has no business seeing; CANN's tools live under its home, bound above)
+        for key in ("PYTHONPATH", "LD_LIBRARY_PATH", "ASCEND_OPP_PATH", "ASCEND_AICPU_PATH",
+                    "ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH"):
+            ro += [Path(p) for p in env.get(key, "").split(":") if p and Path(p).is_dir()
+                   and not Path(p).resolve().is_relative_to(Path("/usr"))]
+        ro += [p for p in (Path("/etc/ascend_install.info"), Path("/usr/local/Ascend/driver")) if p.exists()]
         spec = SandboxSpec(threads=2, writable=writable, readonly=ro, env=env,
                            limits=Limits(cpu_s=cpu_s, fsize_mb=4096, nofile=4096), cwd=cwd)
         if devices:

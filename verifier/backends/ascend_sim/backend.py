@@ -21,7 +21,8 @@ from evokernel.verifier.backends.base import Backend, BuildLog
 from evokernel.verifier.trusted import native_rules
 from evokernel.verifier.trusted.ast_allowlist import ASCEND_NATIVE, check_glue
 from evokernel.verifier.trusted.findings import Finding
-from evokernel.verifier.trusted.launcher import Limits, SandboxSpec, run_sandboxed
+from evokernel.verifier.backends.cpu import build_limits
+from evokernel.verifier.trusted.launcher import SandboxSpec, run_sandboxed
 
 from . import build
 from .project import FIELDS, ProjectError, parse_candidate
@@ -82,8 +83,11 @@ class AscendSimBackend(Backend):
 
     # --- gate 2: builds ----------------------------------------------------------------------------
     def _runner(self, argv: list[str], cwd: Path, timeout: float, writable: Path) -> tuple[int | None, str]:
-        spec = SandboxSpec(threads=2, writable=[writable], readonly=[self.cache_dir, build.SIM_DIR],
-                           limits=Limits(cpu_s=int(timeout) * 2 + 10, fsize_mb=512), cwd=cwd)
+        # the emulator's sources and its compiled runtime (trusted builds), the build's own folder, nothing else
+        runtime = self.cache_dir / "ascend_sim" / "runtime"
+        runtime.mkdir(parents=True, exist_ok=True)
+        spec = SandboxSpec(threads=2, writable=[writable], readonly=[build.SIM_DIR, runtime],
+                           limits=build_limits(timeout), cwd=cwd, seccomp="build", name="build")
         return run_sandboxed(argv, spec, timeout)
 
     def handle_build(self, request: dict[str, Any], log: BuildLog, rules: bool = True) -> dict[str, Any]:
