@@ -7,7 +7,7 @@ from typing import Any
 
 from evokernel.cpu import CompileError
 from evokernel.verifier.backends.base import Backend, BuildLog
-from evokernel.verifier.trusted import native_build, native_rules, resource_limits
+from evokernel.verifier.trusted import binary_judge, native_build, native_rules, resource_limits
 from evokernel.verifier.trusted.ast_allowlist import check_glue
 from evokernel.verifier.trusted.findings import Finding
 from evokernel.verifier.trusted.launcher import Limits, SandboxSpec, run_sandboxed
@@ -52,7 +52,8 @@ class CpuBackend(Backend):
                     log.hack += [f"native source {f}" for f in findings]
                     return {"ok": False, "error": "rejected by the verifier's native-code rules"}
                 flags = tuple(str(f) for f in request.get("flags") or ())
-                result = native_build.build_cpp(source, flags, self.cache_dir, self._runner, self.build_timeout_s)
+                result = native_build.build_cpp(source, flags, self.cache_dir, self._runner, self.build_timeout_s,
+                                                judge=rules)
             elif kind == "inline":
                 spec = dict(request.get("spec") or {})
                 findings = ([f for s in spec.get("cpp_sources") or [] for f in native_rules.check_native(str(s), "inline")]
@@ -60,9 +61,17 @@ class CpuBackend(Backend):
                 if findings:
                     log.hack += [f"native source {f}" for f in findings]
                     return {"ok": False, "error": "rejected by the verifier's native-code rules"}
-                result = native_build.build_inline(spec, self.cache_dir, self._runner, self.build_timeout_s)
+                result = native_build.build_inline(spec, self.cache_dir, self._runner, self.build_timeout_s,
+                                                   judge=rules)
+                source = "\n".join(str(s) for s in spec.get("cpp_sources") or [])
             else:
                 return {"ok": False, "error": f"unknown build kind {kind!r}"}
+            if result.facts is not None:
+                # the binary judge: what the build is (its preprocessed code, the symbols it reaches)
+                judged = binary_judge.judge(result.facts, kind, binary_judge.policy(kind), source)
+                if judged:
+                    log.hack += [f"built library {f}" for f in judged]
+                    return {"ok": False, "error": "rejected by the verifier's binary judge"}
         except CompileError as exc:
             log.errors.append(exc.diagnostics)
             return {"ok": False, "error": exc.diagnostics}

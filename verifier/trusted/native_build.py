@@ -6,7 +6,12 @@ Two kinds of build, both cached by a hash of everything that determines the bina
   linked with ``--no-undefined`` so the code can reach libc, libm, libstdc++ and OpenMP but never a
   symbol of libtorch or Python (calling back into ATen fails at link time, not at run time);
 * ``inline``: a KernelBench ``torch.utils.cpp_extension.load_inline`` extension, built by torch's
-  own machinery (ninja) in a separate process.
+  own machinery (ninja) in a separate process that never imports the result (a C++ global's constructor
+  would otherwise run at build time).
+
+With ``judge=True`` (the verifier) a build also yields the binary judge's facts (binary_judge.py): the
+compiler keeps the preprocessed translation unit (``-save-temps``), nm reads the library's undefined
+symbols, and both are reduced to ``facts.json``, cached with the library.
 
 The verifier runs every build through a sandboxed runner (no network, writes only to the build
 directory); `build_cpp_local` is the unsandboxed path `evokernel.cpu.load_cpp` uses when a user
@@ -28,7 +33,7 @@ from pathlib import Path
 from typing import Callable
 
 from evokernel.cpu import CompileError
-from evokernel.verifier.trusted import resource_limits
+from evokernel.verifier.trusted import binary_judge, resource_limits
 from evokernel.paths import default_cache_dir  # noqa: F401 - re-exported: native_build.default_cache_dir
 
 BASE_FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c++17")
@@ -130,51 +135,76 @@ class BuildResult:
     path: Path
     cached: bool
     seconds: float
+    facts: "binary_judge.Facts | None" = None
+
+
+FactsFn = Callable[[Path], "binary_judge.Facts"]
 
 
 def _build_into_cache(
-    key: str, out_name: str, cache_root: Path, prepare: Callable[[Path], list[str]], runner: Runner, timeout: float
+    key: str, out_name: str, cache_root: Path, prepare: Callable[[Path], list[str]], runner: Runner, timeout: float,
+    facts_fn: FactsFn | None = None,
 ) -> BuildResult:
     import time
 
     final_dir = cache_root / key
     final = final_dir / out_name
     if final.exists():
-        return BuildResult(final, True, 0.0)
+        facts = None
+        if facts_fn is not None:
+            try:
+                facts = binary_judge.Facts.from_json((final_dir / binary_judge.FACTS_NAME).read_text())
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                facts = binary_judge.Facts(error=f"cached facts unreadable ({type(exc).__name__})")
+        return BuildResult(final, True, 0.0, facts)
     cache_root.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=cache_root))
     try:
         argv = prepare(work)
         t0 = time.perf_counter()
         rc, log = runner(argv, work, timeout, work)
-        seconds = time.perf_counter() - t0
         if rc is None:
             raise CompileError(f"build timed out after {timeout:.0f} s")
         if rc != 0 or not (work / out_name).exists():
             raise CompileError(reduce_diagnostics(log))
+        facts = None
+        if facts_fn is not None:
+            facts = facts_fn(work)
+            (work / binary_judge.FACTS_NAME).write_text(facts.to_json())
+        seconds = time.perf_counter() - t0
         try:
             os.replace(work, final_dir)  # atomic publish; a concurrent identical build may win
         except OSError:
             if not final.exists():
                 raise
-        return BuildResult(final, False, seconds)
+        return BuildResult(final, False, seconds, facts)
     finally:
         if work.exists():
             shutil.rmtree(work, ignore_errors=True)
 
 
 def build_cpp(
-    source: str, flags: tuple[str, ...], cache_root: Path, runner: Runner = _local_runner, timeout: float = 120.0
+    source: str, flags: tuple[str, ...], cache_root: Path, runner: Runner = _local_runner, timeout: float = 120.0,
+    judge: bool = False,
 ) -> BuildResult:
     flags = clean_flags(flags)
     check_flags(flags)
-    key = cpp_cache_key(source, flags)
+    key = cpp_cache_key(source, flags + ((binary_judge.JUDGE_VERSION,) if judge else ()))
 
     def prepare(work: Path) -> list[str]:
         (work / SOURCE_NAME).write_text(source)
-        return cpp_command(work / SOURCE_NAME, work / "lib.so", flags)
+        argv = cpp_command(work / SOURCE_NAME, work / "lib.so", flags)
+        return argv[:1] + ["-save-temps=obj"] + argv[1:] if judge else argv
 
-    return _build_into_cache(key, "lib.so", cache_root / "cpp", prepare, runner, timeout)
+    def facts(work: Path) -> binary_judge.Facts:
+        ii = next(iter(sorted(work.glob("*.ii"))), None)
+        try:
+            return binary_judge.extract(work, work / "lib.so", ii, str(work / SOURCE_NAME), source, runner)
+        finally:
+            for temp in work.glob("lib.so-*"):  # -save-temps' object file
+                temp.unlink(missing_ok=True)
+
+    return _build_into_cache(key, "lib.so", cache_root / "cpp", prepare, runner, timeout, facts if judge else None)
 
 
 def build_cpp_local(source: str, flags: tuple[str, ...]) -> str:
@@ -185,13 +215,16 @@ def build_cpp_local(source: str, flags: tuple[str, ...]) -> str:
 
 _NAME = re.compile(r"^[A-Za-z_]\w{0,63}$")
 
+# torch's own build (main.cpp, ninja, flags), minus the import at the end: the library is only loaded by
+# the candidate's worker, never by the build
 _INLINE_SCRIPT = """
 import json, sys
 spec = json.loads(open(sys.argv[1]).read())
-from torch.utils.cpp_extension import load_inline
-load_inline(name=spec["name"], cpp_sources=spec["cpp_sources"], functions=spec["functions"] or None,
-            extra_cflags=spec["extra_cflags"], build_directory=spec["build_dir"], verbose=False,
-            with_cuda=False, is_python_module=True)
+import torch.utils.cpp_extension as ce
+ce._import_module_from_library = lambda *args, **kwargs: None
+ce.load_inline(name=spec["name"], cpp_sources=spec["cpp_sources"], functions=spec["functions"] or None,
+               extra_cflags=spec["extra_cflags"] + spec.get("judge_cflags", []), build_directory=spec["build_dir"],
+               verbose=False, with_cuda=False, is_python_module=True)
 """
 
 
@@ -204,7 +237,8 @@ def inline_cache_key(spec: dict) -> str:
     return h.hexdigest()[:32]
 
 
-def build_inline(spec: dict, cache_root: Path, runner: Runner = _local_runner, timeout: float = 300.0) -> BuildResult:
+def build_inline(spec: dict, cache_root: Path, runner: Runner = _local_runner, timeout: float = 300.0,
+                 judge: bool = False) -> BuildResult:
     """Build a load_inline extension. ``spec``: name, cpp_sources (list[str]), functions, extra_cflags."""
     name = spec.get("name")
     if not isinstance(name, str) or not _NAME.match(name):
@@ -212,13 +246,24 @@ def build_inline(spec: dict, cache_root: Path, runner: Runner = _local_runner, t
     for key in ("cpp_sources", "functions", "extra_cflags"):
         if not isinstance(spec.get(key), list) or not all(isinstance(s, str) for s in spec[key]):
             raise CompileError(f"load_inline: {key} must be a list of strings")
-    spec = {**spec, "extra_cflags": list(clean_flags(spec["extra_cflags"]))}
+    spec = {k: spec[k] for k in ("name", "cpp_sources", "functions", "extra_cflags")}
+    spec["extra_cflags"] = list(clean_flags(spec["extra_cflags"]))
     check_flags(tuple(spec["extra_cflags"]))
-    key = inline_cache_key(spec)
+    key = inline_cache_key({**spec, "judge": binary_judge.JUDGE_VERSION} if judge else spec)
+    source = "\n".join(spec["cpp_sources"])
 
     def prepare(work: Path) -> list[str]:
-        (work / "spec.json").write_text(json.dumps({**spec, "build_dir": str(work)}))
+        extra = {"judge_cflags": ["-save-temps=obj"]} if judge else {}
+        (work / "spec.json").write_text(json.dumps({**spec, **extra, "build_dir": str(work)}))
         (work / "build_inline.py").write_text(_INLINE_SCRIPT)
         return [sys.executable, str(work / "build_inline.py"), str(work / "spec.json")]
 
-    return _build_into_cache(key, f"{name}.so", cache_root / "inline", prepare, runner, timeout)
+    def facts(work: Path) -> binary_judge.Facts:
+        # main.cpp is torch's "#include <torch/extension.h>" line, then the candidate's sources, then the
+        # binding torch generates from `functions`: only the candidate's lines are judged as its code
+        lines = (2, 2 + source.count("\n") + 1)
+        return binary_judge.extract(work, work / f"{name}.so", work / "main.ii", str(work / "main.cpp"), source,
+                                    runner, lines)
+
+    return _build_into_cache(key, f"{name}.so", cache_root / "inline", prepare, runner, timeout,
+                             facts if judge else None)
