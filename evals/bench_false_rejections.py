@@ -25,7 +25,8 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("backend", nargs="?", default="cpu", choices=["cpu", "ascend-sim"])
     ap.add_argument("--limit", type=int, default=0, help="only the first N items (0: all)")
-    ap.add_argument("--json", type=Path, help="write one JSON line per item here")
+    ap.add_argument("--json", type=Path, help="write one JSON line per item here (as each item finishes)")
+    ap.add_argument("--trials", type=int, default=0, help="correctness trials per item (0: the default)")
     args = ap.parse_args(argv)
 
     from rich.console import Console
@@ -40,7 +41,11 @@ def main(argv: list[str] | None = None) -> int:
         items = items[: args.limit]
     rows: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="evk-golden-") as cache:
-        verifier = Verifier(args.backend, VerifyConfig(cache_dir=Path(cache), timing=False))
+        config = VerifyConfig(cache_dir=Path(cache), timing=False)
+        if args.trials:
+            config.trials = args.trials
+        verifier = Verifier(args.backend, config)
+        sink = args.json.open("w") if args.json else None
         verifier.start()
         try:
             for item in track(items, description=f"verifying {len(items)} golden {args.backend} items"):
@@ -52,10 +57,13 @@ def main(argv: list[str] | None = None) -> int:
                     gate, feedback = "crash", f"{type(exc).__name__}: {exc}"
                 rows.append({"label": item.label, "origin": item.origin, "risky": item.risky, "gate": gate,
                              "seconds": round(time.perf_counter() - t0, 2), "feedback": feedback[:2000]})
+                if sink is not None:
+                    sink.write(json.dumps(rows[-1]) + "\n")
+                    sink.flush()
         finally:
             verifier.close()
-    if args.json:
-        args.json.write_text("".join(json.dumps(r) + "\n" for r in rows))
+            if sink is not None:
+                sink.close()
 
     by_origin: dict[str, Counter] = defaultdict(Counter)
     for r in rows:
