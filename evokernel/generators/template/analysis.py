@@ -131,6 +131,8 @@ def _init_source(model_cls: type) -> tuple[str, list[str]]:
     import inspect
     import textwrap
 
+    if "__init__" not in model_cls.__dict__:
+        return "", []  # nn.Module's own: the candidate's default __init__ does the same
     try:
         src = textwrap.dedent(inspect.getsource(model_cls.__init__))
     except (OSError, TypeError):
@@ -146,6 +148,10 @@ def _init_source(model_cls: type) -> tuple[str, list[str]]:
         def visit_Call(self, node: ast.Call) -> ast.AST:
             self.generic_visit(node)
             f = node.func
+            # super(Model, self) -> super(): the candidate's class is ModelNew, which is not a Model
+            # (every real KernelBench file writes the two-argument form)
+            if isinstance(f, ast.Name) and f.id == "super" and node.args:
+                return ast.Call(func=f, args=[], keywords=[])
             if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "torch" \
                     and f.attr in ("randn", "rand") and not node.keywords:
                 empty = ast.Call(func=ast.Attribute(value=ast.Name("torch", ast.Load()), attr="empty", ctx=ast.Load()),
@@ -155,8 +161,51 @@ def _init_source(model_cls: type) -> tuple[str, list[str]]:
             return node
 
     fn = Rewrite().visit(fn)
+    # type hints name things (typing.Any, a task's own types) the candidate does not import; they do nothing
+    for a in ast.walk(fn):
+        if isinstance(a, ast.arg):
+            a.annotation = None
+        elif isinstance(a, ast.AnnAssign):
+            a.annotation = ast.Name("object", ast.Load())
+    fn.returns = None
+    fn = _inline_globals(fn, model_cls)
     ast.fix_missing_locations(fn)
     return ast.unparse(fn), params
+
+
+_CANDIDATE_GLOBALS = {"torch", "nn", "super", "self"}
+
+
+def _inline_globals(fn: Any, model_cls: type) -> Any:
+    """The candidate is a module of its own: a module-level constant of the task that ``__init__``
+    reads (a default argument, a size, a tuple) is inlined as its literal value; any other module-level
+    name (a helper function, a class) cannot follow the code and is refused with its name."""
+    import ast
+    import builtins
+
+    bound = {a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)}
+    bound |= {t.id for t in ast.walk(fn) if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)}
+    glb = getattr(model_cls.__init__, "__globals__", {})
+
+    class Inline(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            if not isinstance(node.ctx, ast.Load) or node.id in bound or node.id in _CANDIDATE_GLOBALS:
+                return node
+            if node.id in glb:
+                value = glb[node.id]
+                if value is torch or value is nn:
+                    return ast.copy_location(ast.Name("torch" if value is torch else "nn", ast.Load()), node)
+                if isinstance(value, (bool, int, float, str, type(None))) or (
+                        isinstance(value, tuple) and all(isinstance(v, (bool, int, float, str)) for v in value)):
+                    return ast.copy_location(ast.Constant(value) if not isinstance(value, tuple) else
+                                             ast.parse(repr(value), mode="eval").body, node)
+                raise AnalysisError(f"Model.__init__ uses the module-level name {node.id!r} "
+                                    f"({type(value).__name__}), which a generated candidate cannot carry over")
+            if hasattr(builtins, node.id):
+                return node
+            raise AnalysisError(f"Model.__init__ uses the undefined name {node.id!r}")
+
+    return Inline().visit(fn)
 
 
 def analyze(task: Any, allow_half: bool = False) -> Graph:
@@ -182,7 +231,8 @@ def analyze(task: Any, allow_half: bool = False) -> Graph:
     half = allow_half and floats == {torch.float16}
     for i, x in enumerate(inputs):
         if not isinstance(x, torch.Tensor):
-            raise AnalysisError(f"get_inputs()[{i}] is not a tensor")
+            raise AnalysisError(f"get_inputs()[{i}] is a {type(x).__name__}, not a tensor: scalar forward "
+                                "arguments are not supported (the kernel would need it as a runtime value)")
         if x.dtype not in (torch.float16 if half else torch.float32, torch.int64):
             raise AnalysisError(f"input {i} has dtype {x.dtype}; only float32 (and int64 indices) are supported"
                                 + (" (or float16 throughout)" if allow_half else ""))
@@ -225,7 +275,8 @@ _BINARY = {
     "minimum": "min", "pow": "pow", "rsub": "rsub", "multiply": "mul", "subtract": "sub", "divide": "div",
 }
 _DISPATCHED = {id(F.max_pool2d): "max_pool2d", id(F.max_pool1d): "max_pool1d", id(F.max_pool3d): "max_pool3d",
-               id(F.adaptive_max_pool2d): "adaptive_max_pool2d", id(F.adaptive_max_pool1d): "adaptive_max_pool1d"}
+               id(F.adaptive_max_pool2d): "adaptive_max_pool2d", id(F.adaptive_max_pool1d): "adaptive_max_pool1d",
+               id(F.adaptive_max_pool3d): "adaptive_max_pool3d"}
 _VIEW_METHODS = {"view", "reshape", "flatten", "squeeze", "unsqueeze", "contiguous", "float", "clone",
                  "view_as", "reshape_as", "to", "detach"}
 
@@ -351,9 +402,22 @@ class _Normaliser:
         return r
 
     def layer_norm(self, x: int, nshape: Any, w: Any, b: Any, eps: float, n: fx.Node) -> int:
-        nshape = tuple(nshape) if isinstance(nshape, (list, tuple)) else (nshape,)
-        if len(nshape) != 1:
-            raise self.fail(n, "layer_norm over more than the last dimension")
+        nshape = tuple(int(_cv(v)) for v in nshape) if isinstance(nshape, (list, tuple)) else (int(_cv(nshape)),)
+        if len(nshape) > 1:
+            # over several trailing dims: a view with those dims flattened, the norm over the last one,
+            # and the result viewed back (the flattened weight and bias are views too)
+            shp = self.shape(x)
+            k = len(nshape)
+            if tuple(shp[-k:]) != nshape:
+                raise self.fail(n, f"layer_norm shape {nshape} is not the trailing dims of {shp}")
+            size = 1
+            for v in nshape:
+                size *= v
+            flat = lambda t: self.g.add("reshape", [t], {}, tuple(self.shape(t)[:-k]) + (size,), origin=n.name) \
+                if isinstance(t, int) else t
+            y = self.layer_norm(flat(x), (size,), flat(w) if w is not None else None,
+                                flat(b) if b is not None else None, eps, n)
+            return self.g.add("reshape", [y], {}, shp, origin=n.name)
         mu = self.reduce("mean", x, -1, True, n)
         d = self.binary("sub", x, mu, n)
         var = self.reduce("mean", self.unary("square", d, n), -1, True, n)
@@ -372,7 +436,8 @@ class _Normaliser:
             b, trans_b = bn.args[0], not trans_b
         an = self.g.nodes[a]
         if an.op == "transpose":
-            raise self.fail(n, "matmul with a transposed left operand")
+            # the transposed left operand is materialised by a transpose kernel (layout family)
+            a = self.g.add("transpose_copy", [an.args[0]], {}, an.shape, origin=n.name)
         sa, sb = self.shape(a), self.shape(b)
         if trans_b:
             sb = sb[:-2] + (sb[-1], sb[-2]) if len(sb) >= 2 else sb
@@ -482,12 +547,43 @@ class _Normaliser:
             w = self.param(f"{path}.weight") if mod.weight is not None else None
             b = self.param(f"{path}.bias") if mod.bias is not None else None
             return self.layer_norm(x, mod.normalized_shape, w, b, float(mod.eps), n)
-        if isinstance(mod, nn.Conv2d):
-            if mod.groups != 1 or mod.padding_mode != "zeros" or isinstance(mod.padding, str):
-                raise self.fail(n, "conv2d with groups, padding modes or string padding")
+        if isinstance(mod, (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d,
+                            nn.ConvTranspose3d)):
+            if mod.padding_mode != "zeros" or isinstance(mod.padding, str):
+                raise self.fail(n, "convolution with a padding mode or string padding")
             w = self.param(f"{path}.weight")
             args = [x, w] + ([self.param(f"{path}.bias")] if mod.bias is not None else [])
-            return self._conv(n, args, mod.stride, mod.padding, mod.dilation)
+            transposed = isinstance(mod, (nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d))
+            if isinstance(mod, nn.Conv2d) and mod.groups == 1:
+                return self._conv(n, args, mod.stride, mod.padding, mod.dilation)
+            return self._convnd(n, args, mod.stride, mod.padding, mod.dilation, mod.groups, transposed,
+                                mod.output_padding if transposed else 0)
+        if isinstance(mod, (nn.MaxPool1d, nn.MaxPool3d, nn.AvgPool1d, nn.AvgPool3d)):
+            kind = "max" if isinstance(mod, (nn.MaxPool1d, nn.MaxPool3d)) else "avg"
+            if getattr(mod, "return_indices", False):
+                raise self.fail(n, "max pooling that returns indices")
+            return self._poolnd(n, kind, x, mod.kernel_size, mod.stride, mod.padding, getattr(mod, "dilation", 1),
+                                mod.ceil_mode, getattr(mod, "count_include_pad", True),
+                                getattr(mod, "divisor_override", None))
+        if isinstance(mod, (nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d, nn.AdaptiveAvgPool3d,
+                            nn.AdaptiveMaxPool1d, nn.AdaptiveMaxPool2d, nn.AdaptiveMaxPool3d)):
+            if getattr(mod, "return_indices", False):
+                raise self.fail(n, "adaptive max pooling that returns indices")
+            kind = "max" if "Max" in type(mod).__name__ else "avg"
+            return self._adaptive_pool(n, kind, x)
+        if isinstance(mod, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)):
+            batch_stats = mod.training or not mod.track_running_stats
+            w = self.param(f"{path}.weight") if mod.affine else None
+            b = self.param(f"{path}.bias") if mod.affine else None
+            rm = None if batch_stats else self.param(f"{path}.running_mean")
+            rv = None if batch_stats else self.param(f"{path}.running_var")
+            return self._batch_norm(n, x, w, b, rm, rv, float(mod.eps))
+        if isinstance(mod, (nn.InstanceNorm1d, nn.InstanceNorm2d, nn.InstanceNorm3d)):
+            if mod.track_running_stats and not mod.training:
+                raise self.fail(n, "instance norm with running statistics in eval mode")
+            w = self.param(f"{path}.weight") if mod.affine else None
+            b = self.param(f"{path}.bias") if mod.affine else None
+            return self._instance_norm(n, x, w, b, float(mod.eps))
         if isinstance(mod, (nn.MaxPool2d, nn.AvgPool2d)):
             kind = "max" if isinstance(mod, nn.MaxPool2d) else "avg"
             return self._pool(n, kind, x, mod.kernel_size, mod.stride, mod.padding,
@@ -497,6 +593,23 @@ class _Normaliser:
             w = self.param(f"{path}.weight") if mod.affine else None
             b = self.param(f"{path}.bias") if mod.affine else None
             return self._group_norm(n, x, mod.num_groups, w, b, float(mod.eps))
+        if isinstance(mod, nn.TripletMarginLoss):
+            if mod.p != 2 or mod.swap:
+                raise self.fail(n, "triplet margin loss with p != 2 or swap")
+            a_, p_, n_ = (self.arg(v) for v in n.args[:3])
+
+            def dist(u: Any, v: Any) -> Any:  # pairwise_distance: ||u - v + eps||_2 over the last dim
+                diff = self.binary("add", self.binary("sub", u, v, n), self.c(mod.eps), n)
+                return self.unary("sqrt", self.reduce("sum", self.unary("square", diff, n), -1, True, n), n)
+
+            loss = self.unary("relu", self.binary("add", self.binary("sub", dist(a_, p_), dist(a_, n_), n),
+                                                  self.c(mod.margin), n), n)
+            if mod.reduction == "none":
+                return self.g.add("reshape", [loss], {}, tuple(self.values[n.name].shape), origin=n.name)
+            return self.reduce("mean" if mod.reduction == "mean" else "sum", loss, None, False, n)
+        if isinstance(mod, nn.Dropout) and mod.training and mod.p > 0:
+            raise self.fail(n, f"Dropout(p={mod.p}) in training mode draws a random mask on every call: no "
+                               "deterministic kernel can match the reference")
         if isinstance(mod, (nn.Identity, nn.Dropout)):
             return x
         if isinstance(mod, nn.Flatten):
@@ -510,6 +623,93 @@ class _Normaliser:
             raise self.fail(n, "conv2d on a non-4-D input")
         return self.g.add("conv2d", args, {"stride": pair(stride), "padding": pair(padding),
                                            "dilation": pair(dilation), "bias": len(args) == 3}, shape, origin=n.name)
+
+    def _convnd(self, n: fx.Node, args: list[int], stride: Any, padding: Any, dilation: Any, groups: int,
+                transposed: bool, output_padding: Any) -> int:
+        """Any 1-, 2- or 3-D convolution, grouped or depthwise, direct or transposed (``convnd``); the
+        kernel treats it as 3-D with leading unit dims."""
+        shape = tuple(self.values[n.name].shape)
+        nd = len(shape) - 2
+        if nd not in (1, 2, 3) or len(self.shape(args[0])) != nd + 2:
+            raise self.fail(n, f"a convolution on a {len(self.shape(args[0]))}-D input (batched 1/2/3-D only)")
+        if isinstance(padding, str):
+            raise self.fail(n, "string padding")
+        tup = lambda v: tuple(int(_cv(e)) for e in v) if isinstance(v, (tuple, list)) else (int(_cv(v)),) * nd
+        pad3 = lambda t, fill: (fill,) * (3 - nd) + t
+        return self.g.add("convnd", args, {
+            "nd": nd, "stride": pad3(tup(stride), 1), "padding": pad3(tup(padding), 0),
+            "dilation": pad3(tup(dilation), 1), "groups": int(_cv(groups)), "transposed": bool(transposed),
+            "output_padding": pad3(tup(output_padding), 0), "bias": len(args) == 3}, shape, origin=n.name)
+
+    def _poolnd(self, n: fx.Node, kind: str, x: int, k: Any, s: Any, p: Any, d: Any, ceil: bool,
+                include_pad: bool, divisor: Any) -> int:
+        """Max or average pooling in 1, 2 or 3 dims (``poolnd``), as 3-D with leading unit dims."""
+        if divisor is not None:
+            raise self.fail(n, "average pooling with divisor_override")
+        shape = tuple(self.values[n.name].shape)
+        nd = len(shape) - 2
+        if nd not in (1, 2, 3) or len(self.shape(x)) != nd + 2:
+            raise self.fail(n, "pooling on an unbatched input")
+        tup = lambda v: tuple(int(_cv(e)) for e in v) if isinstance(v, (tuple, list)) else (int(_cv(v)),) * nd
+        s = k if s is None or (isinstance(s, (list, tuple)) and len(s) == 0) else s
+        pad3 = lambda t, fill: (fill,) * (3 - nd) + t
+        return self.g.add("poolnd", [x], {"kind": kind, "adaptive": False, "k": pad3(tup(k), 1), "s": pad3(tup(s), 1),
+                                          "p": pad3(tup(p), 0), "d": pad3(tup(d), 1), "ceil": bool(ceil),
+                                          "include_pad": bool(include_pad)}, shape, origin=n.name)
+
+    def _adaptive_pool(self, n: fx.Node, kind: str, x: int) -> int:
+        shape = tuple(self.values[n.name].shape)
+        nd = len(shape) - 2
+        if nd not in (1, 2, 3) or len(self.shape(x)) != nd + 2:
+            raise self.fail(n, "adaptive pooling on an unbatched input")
+        one = (1, 1, 1)
+        return self.g.add("poolnd", [x], {"kind": kind, "adaptive": True, "k": one, "s": one, "p": (0, 0, 0),
+                                          "d": one, "ceil": False, "include_pad": True}, shape, origin=n.name)
+
+    def _batch_norm(self, n: fx.Node, x: int, w: Any, b: Any, rm: Any, rv: Any, eps: float) -> int:
+        """Batch norm over dim 1 (``batch_norm``): statistics of the batch (training mode, or no running
+        statistics) or the running ones (eval mode)."""
+        shp = self.shape(x)
+        if len(shp) < 2:
+            raise self.fail(n, "batch norm on a 1-D input")
+        if (rm is None) != (rv is None):
+            raise self.fail(n, "batch norm with only one running statistic")
+        args = [x] + ([w, b] if w is not None else []) + ([rm, rv] if rm is not None else [])
+        for a in args[1:]:
+            if self.shape(a) != (shp[1],):
+                raise self.fail(n, "batch norm parameters that are not per channel")
+        return self.g.add("batch_norm", args, {"eps": eps, "affine": w is not None, "batch_stats": rm is None},
+                          shp, origin=n.name)
+
+    def _instance_norm(self, n: fx.Node, x: int, w: Any, b: Any, eps: float) -> int:
+        """Instance norm is group norm with one channel per group."""
+        shp = self.shape(x)
+        if len(shp) < 3:
+            raise self.fail(n, "instance norm on an unbatched input")
+        return self._group_norm(n, x, shp[1], w, b, eps)
+
+    def _einsum(self, n: fx.Node, args: list[Any], val: Any) -> int:
+        """einsum of two operands that is a matmul: ``...l,lk->...k`` (also with batch dims shared by both
+        operands, ``bij,bjk->bik``); anything else is refused."""
+        eq = args[0] if isinstance(args[0], str) else None
+        ops = list(args[1:]) if eq is not None else []
+        if len(ops) == 1 and isinstance(ops[0], (list, tuple)):
+            ops = list(ops[0])
+        if eq is None or len(ops) != 2 or "->" not in eq or "." in eq:
+            raise self.fail(n, "einsum other than two operands with an explicit output")
+        lhs, out = eq.replace(" ", "").split("->")
+        sa, sb = lhs.split(",")
+        if len(sb) < 2 or len(sa) < 2:
+            raise self.fail(n, f"einsum {eq!r} is not a matmul")
+        contracted = set(sa) & set(sb) - set(out)
+        if len(contracted) != 1 or sa[-1] not in contracted:
+            raise self.fail(n, f"einsum {eq!r}: only a contraction over the last dim of the first operand is supported")
+        l = sa[-1]
+        if sb[-2:] == l + sb[-1] and out == sa[:-1] + sb[-1] and sb[:-2] in ("", sa[:len(sb) - 2]):
+            return self.gemm(ops[0], ops[1], n)
+        if sb[-2:] == sb[-2] + l and out == sa[:-1] + sb[-2] and sb[:-2] in ("", sa[:len(sb) - 2]):
+            return self.gemm(ops[0], ops[1], n, trans_b=True)
+        raise self.fail(n, f"einsum {eq!r} is not a matmul this generator can lower")
 
     def _pool(self, n: fx.Node, kind: str, x: int, k: Any, s: Any, p: Any, d: Any, ceil: bool,
               include_pad: bool, divisor: Any) -> int:
@@ -580,7 +780,7 @@ class _Normaliser:
         if name in ("sum", "mean", "amax", "amin", "max", "min"):
             dim = kw.get("dim", kw.get("axis", args[1] if len(args) > 1 else None))
             keep = bool(kw.get("keepdim", args[2] if len(args) > 2 else False))
-            if name in ("max", "min") and len(args) > 1 and type(args[1]) is Ref:
+            if name in ("max", "min") and len(args) > 1 and (type(args[1]) is Ref or isinstance(args[1], Const)):
                 return self.binary(name, x, args[1], n)
             fn = {"max": "amax", "min": "amin"}.get(name, name)
             if name in ("max", "min") and dim is None:
@@ -631,6 +831,63 @@ class _Normaliser:
             lse = self.logsumexp(logits, -1, True, n)
             picked = g.add("gather_last", [logits, target], {}, self.shape(lse), origin=n.name)
             return self.reduce("mean", self.binary("sub", lse, picked, n), None, False, n)
+        if name in ("tensor", "scalar_tensor", "as_tensor") and args and isinstance(args[0], (Const, int, float)) \
+                and not isinstance(args[0], bool) and tuple(val.shape) == ():
+            return _wrap(args[0])  # torch.tensor(0.5, device=x.device): a scalar constant
+        if name in ("smooth_l1_loss", "huber_loss"):
+            p, t = args[0], args[1] if len(args) > 1 else kw["target"]
+            red = kw.get("reduction", "mean")
+            beta = float(_cv(kw.get("beta", kw.get("delta", 1.0))))
+            d = self.unary("abs", self.binary("sub", p, t, n), n)
+            m = self.binary("min", d, self.c(beta), n)
+            # smooth L1: 0.5 m^2 / beta + (d - m), m = min(d, beta); Huber is beta times it
+            quad = self.binary("mul", self.unary("square", m, n), self.c(0.5 / beta), n)
+            loss = self.binary("add", quad, self.binary("sub", d, m, n), n)
+            if name == "huber_loss":
+                loss = self.binary("mul", loss, self.c(beta), n)
+            return loss if red == "none" else self.reduce("mean" if red == "mean" else "sum", loss, None, False, n)
+        if name == "kl_div":
+            inp, t = args[0], args[1] if len(args) > 1 else kw["target"]
+            red = kw.get("reduction", "mean")
+            log_target = bool(kw.get("log_target", False))
+            if log_target:
+                pointwise = self.binary("mul", self.unary("exp", t, n), self.binary("sub", t, inp, n), n)
+            else:
+                pointwise = self.binary("mul", t, self.binary("sub", self.unary("log", t, n), inp, n), n)
+            if red == "none":
+                return pointwise
+            total = self.reduce("sum", pointwise, None, False, n)
+            if red == "sum":
+                return total
+            count = self.shape(inp)[0] if red == "batchmean" else math.prod(self.shape(inp))
+            return self.binary("div", total, self.c(float(count)), n)
+        if name == "scaled_dot_product_attention":
+            q, k_, v = args[0], args[1], args[2]
+            if any(kw.get(key) not in (None, False, 0.0) for key in ("attn_mask", "is_causal", "dropout_p", "enable_gqa")):
+                raise self.fail(n, "attention with a mask, causal mask, dropout or GQA")
+            scale = kw.get("scale")
+            scale = float(_cv(scale)) if scale is not None else 1.0 / math.sqrt(self.shape(q)[-1])
+            s_ = self.binary("mul", self.gemm(q, k_, n, trans_b=True), self.c(scale), n)
+            return self.gemm(self.softmax(s_, len(self.shape(s_)) - 1, n), v, n)
+        if name == "einsum":
+            return self._einsum(n, args, val)
+        if name in ("triu", "tril"):
+            diag = int(_cv(kw.get("diagonal", args[1] if len(args) > 1 else 0)))
+            if len(self.shape(x)) < 2:
+                raise self.fail(n, f"{name} of a 1-D tensor")
+            return g.add("trimask", [x], {"upper": name == "triu", "diagonal": diag}, self.shape(x), origin=n.name)
+        if name in ("argmax", "argmin"):
+            dim = kw.get("dim", args[1] if len(args) > 1 else None)
+            keep = bool(kw.get("keepdim", args[2] if len(args) > 2 else False))
+            if dim is None:
+                raise self.fail(n, f"{name} over the flattened tensor")
+            shp = self.shape(x)
+            d = int(_cv(dim)) % len(shp)
+            kshape = tuple(1 if i == d else s_ for i, s_ in enumerate(shp))
+            r = g.add("argreduce", [x], {"fn": name, "dim": d}, kshape, dtype="i64", origin=n.name)
+            if not keep:
+                r = g.add("reshape", [r], {}, tuple(val.shape), dtype="i64", origin=n.name)
+            return r
         if name in ("matmul", "bmm", "mm"):
             return self.gemm(args[0], args[1], n)
         if name == "linear":
@@ -646,11 +903,52 @@ class _Normaliser:
             return g.add("transpose", [x], {}, tuple(val.shape), origin=n.name)
         if name == "t":
             return g.add("transpose", [x], {}, tuple(val.shape), origin=n.name)
+        if name in ("conv1d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d") or (
+                name == "conv2d" and _cv(kw.get("groups", args[6] if len(args) > 6 else 1)) != 1):
+            w = args[1] if len(args) > 1 else kw["weight"]
+            b = kw.get("bias", args[2] if len(args) > 2 else None)
+            get = lambda key, i, default: kw.get(key, args[i] if len(args) > i else default)
+            if name.startswith("conv_transpose"):
+                # (input, weight, bias, stride, padding, output_padding, groups, dilation)
+                return self._convnd(n, [x, w] + ([b] if b is not None else []), get("stride", 3, 1),
+                                    get("padding", 4, 0), get("dilation", 7, 1), get("groups", 6, 1), True,
+                                    get("output_padding", 5, 0))
+            return self._convnd(n, [x, w] + ([b] if b is not None else []), get("stride", 3, 1), get("padding", 4, 0),
+                                get("dilation", 5, 1), get("groups", 6, 1), False, 0)
+        if name in ("max_pool1d", "max_pool3d", "avg_pool1d", "avg_pool3d"):
+            kind = "avg" if "avg" in name else "max"
+            if kw.get("return_indices"):
+                raise self.fail(n, "max pooling with indices")
+            get = lambda key, i, default: kw.get(key, args[i] if len(args) > i else default)
+            if kind == "max":
+                return self._poolnd(n, kind, x, get("kernel_size", 1, None), get("stride", 2, None), get("padding", 3, 0),
+                                    get("dilation", 4, 1), get("ceil_mode", 5, False), True, None)
+            return self._poolnd(n, kind, x, get("kernel_size", 1, None), get("stride", 2, None), get("padding", 3, 0), 1,
+                                get("ceil_mode", 4, False), get("count_include_pad", 5, True),
+                                get("divisor_override", 6, None))
+        if name in ("adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
+                    "adaptive_max_pool2d", "adaptive_max_pool3d"):
+            if kw.get("return_indices"):
+                raise self.fail(n, "adaptive max pooling with indices")
+            return self._adaptive_pool(n, "max" if "max" in name else "avg", x)
+        if name == "batch_norm":
+            get = lambda key, i, default: kw.get(key, args[i] if len(args) > i else default)
+            rm, rv, w, b = get("running_mean", 1, None), get("running_var", 2, None), get("weight", 3, None), get("bias", 4, None)
+            training = bool(_cv(get("training", 5, False)))
+            if (w is None) != (b is None):
+                raise self.fail(n, "batch norm with only one of weight and bias")
+            if training or rm is None:
+                rm = rv = None
+            return self._batch_norm(n, x, w, b, rm, rv, float(_cv(get("eps", 7, 1e-5))))
+        if name == "instance_norm":
+            get = lambda key, i, default: kw.get(key, args[i] if len(args) > i else default)
+            w, b = get("weight", 3, None), get("bias", 4, None)
+            if (w is None) != (b is None):
+                raise self.fail(n, "instance norm with only one of weight and bias")
+            return self._instance_norm(n, x, w, b, float(_cv(get("eps", 7, 1e-5))))
         if name in ("conv2d",):
             w = args[1]
             b = kw.get("bias", args[2] if len(args) > 2 else None)
-            if kw.get("groups", args[6] if len(args) > 6 else 1) != 1:
-                raise self.fail(n, "grouped conv2d")
             return self._conv(n, [x, w] + ([b] if b is not None else []),
                               kw.get("stride", args[3] if len(args) > 3 else 1),
                               kw.get("padding", args[4] if len(args) > 4 else 0),
@@ -684,6 +982,9 @@ class _Normaliser:
                 return g.add("cumsum", list(src.args), {"dim": src.attrs["dim"], "reverse": True}, src.shape,
                              origin=n.name)
             return g.add("flip", [x], {"dims": [d % len(self.shape(x)) for d in dims]}, self.shape(x), origin=n.name)
+        if name == "cumprod":
+            dim = int(_cv(kw.get("dim", args[1] if len(args) > 1 else None))) % len(self.shape(x))
+            return g.add("cumsum", [x], {"dim": dim, "reverse": False, "fn": "prod"}, self.shape(x), origin=n.name)
         if name == "cumsum":
             dim = kw.get("dim", args[1] if len(args) > 1 else None)
             dim = int(dim) % len(self.shape(x))

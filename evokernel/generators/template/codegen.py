@@ -108,16 +108,19 @@ class Codegen:
             return self.row_stage(k, st)
         if fam in ("gemm", "gemv"):
             return self.gemm_stage(k, st)
+        op = self.g.nodes[st.anchor].op if st.anchor is not None else ""
         if fam == "conv":
-            return self.conv_stage(k, st)
+            return self.convnd_stage(k, st) if op == "convnd" else self.conv_stage(k, st)
         if fam == "pool":
-            return self.pool_stage(k, st)
+            return self.poolnd_stage(k, st) if op == "poolnd" else self.pool_stage(k, st)
         if fam == "scan":
             return self.scan_stage(k, st)
         if fam == "midreduce":
-            return self.midreduce_stage(k, st)
+            return self.argreduce_stage(k, st) if op == "argreduce" else self.midreduce_stage(k, st)
+        if fam == "layout":
+            return self.layout_stage(k, st)
         if fam == "groupnorm":
-            return self.groupnorm_stage(k, st)
+            return self.batchnorm_stage(k, st) if op == "batch_norm" else self.groupnorm_stage(k, st)
         raise AnalysisError(f"no code generator for family {fam}")
 
     def row_stage(self, k: int, st: Stage) -> StageCode:
@@ -601,6 +604,23 @@ class Codegen:
         rev = 1 if node.attrs["reverse"] else 0
         P = int(kn.get("scan_chains", 1))
         idx = "(REV ? L - 1 - (t) : (t))"
+        if node.attrs.get("fn", "sum") == "prod":
+            # running products: one chain per (outer, inner) column, in double like the sums
+            body = f"""  {_omp(kn)}
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {{
+      double run = 1.0;
+      for (int64_t t = 0; t < L; ++t) {{
+        const int64_t q = {idx.replace('(t)', 't')};
+        run *= (double)X[(o * L + q) * inner + i];
+        Y[(o * L + q) * inner + i] = (float)run;
+      }}
+    }}
+"""
+            params = ["const float* __restrict X", "float* __restrict Y", "int64_t outer", "int64_t L", "int64_t inner",
+                      "int64_t REV"]
+            cpp = f'extern "C" void stage{k}({", ".join(params)}) {{\n' + body + "}\n"
+            return StageCode(f"stage{k}", cpp, [f"p{x}", "out", str(outer), str(L), str(inner), str(rev)])
         body = f"""  if (inner == 1) {{
     {_omp(kn)}
     for (int64_t o = 0; o < outer; ++o) {{
@@ -753,6 +773,430 @@ class Codegen:
         return StageCode(f"stage{k}", cpp, call)
 
 
+    # -------------------------------------------------------------------------------- layout
+    def layout_stage(self, k: int, st: Stage) -> StageCode:
+        """``transpose_copy`` (the last two dims swapped, in ``tile`` x ``tile`` blocks) and ``trimask``
+        (triu/tril: entries outside the triangle zeroed)."""
+        g, kn = self.g, self.knobs
+        node = g.nodes[st.anchor]  # type: ignore[index]
+        x = node.args[0]
+        src = g.nodes[x].shape
+        B = _prod(src[:-2])
+        R, Cn = src[-2], src[-1]
+        TL = int(kn.get("tile", 32))
+        if node.op == "transpose_copy":
+            body = f"""  {_omp(kn, collapse=2)}
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i0 = 0; i0 < R; i0 += {TL}) {{
+      const float* xs = X + b * R * CN;
+      float* ys = Y + b * R * CN;
+      for (int64_t j0 = 0; j0 < CN; j0 += {TL}) {{
+        const int64_t i1 = std::min<int64_t>(i0 + {TL}, R), j1 = std::min<int64_t>(j0 + {TL}, CN);
+        for (int64_t j = j0; j < j1; ++j)
+          for (int64_t i = i0; i < i1; ++i) ys[j * R + i] = xs[i * CN + j];
+      }}
+    }}
+  (void)DIAG; (void)UPPER;
+"""
+        else:
+            body = f"""  {_omp(kn, collapse=2)}
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < R; ++i) {{
+      const float* xr = X + (b * R + i) * CN;
+      float* yr = Y + (b * R + i) * CN;
+      // triu keeps j - i >= DIAG, tril keeps j - i <= DIAG
+      const int64_t edge = std::min<int64_t>(std::max<int64_t>(i + DIAG + (UPPER ? 0 : 1), 0), CN);
+      const int64_t k0 = UPPER ? edge : 0, k1 = UPPER ? CN : edge;
+      for (int64_t j = 0; j < CN; ++j) yr[j] = 0.0f;
+      #pragma omp simd
+      for (int64_t j = k0; j < k1; ++j) yr[j] = xr[j];
+    }}
+  (void){TL};
+"""
+        params = ["const float* __restrict X", "float* __restrict Y", "int64_t B", "int64_t R", "int64_t CN",
+                  "int64_t DIAG", "int64_t UPPER"]
+        cpp = f'extern "C" void stage{k}({", ".join(params)}) {{\n' + body + "}\n"
+        a = node.attrs
+        return StageCode(f"stage{k}", cpp, [f"p{x}", "out", str(B), str(R), str(Cn), str(a.get("diagonal", 0)),
+                                            "1" if a.get("upper") else "0"])
+
+    # ----------------------------------------------------------------------------- argreduce
+    def argreduce_stage(self, k: int, st: Stage) -> StageCode:
+        """argmax / argmin over one dim (first index of the extreme; NaN wins, as in PyTorch), int64 out."""
+        g, kn = self.g, self.knobs
+        node = g.nodes[st.anchor]  # type: ignore[index]
+        x = node.args[0]
+        shape = g.nodes[x].shape
+        d = node.attrs["dim"]
+        outer, L, inner = _prod(shape[:d]), shape[d], _prod(shape[d + 1:])
+        better = "(v > best || (v != v && best == best))" if node.attrs["fn"] == "argmax" else \
+            "(v < best || (v != v && best == best))"
+        body = f"""  {_omp(kn, collapse=2)}
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {{
+      const float* src = X + o * L * inner + i;
+      float best = src[0];
+      int64_t at = 0;
+      for (int64_t l = 1; l < L; ++l) {{
+        const float v = src[l * inner];
+        if (best != best) break;
+        if {better} {{ best = v; at = l; }}
+      }}
+      Y[o * inner + i] = at;
+    }}
+"""
+        params = ["const float* __restrict X", "int64_t* __restrict Y", "int64_t outer", "int64_t L", "int64_t inner"]
+        cpp = f'extern "C" void stage{k}({", ".join(params)}) {{\n' + body + "}\n"
+        return StageCode(f"stage{k}", cpp, [f"p{x}", "out", str(outer), str(L), str(inner)])
+
+    # ------------------------------------------------------------------------- convnd (any conv)
+    def convnd_stage(self, k: int, st: Stage) -> StageCode:
+        """1/2/3-D, grouped/depthwise, direct or transposed convolution as a 3-D one (leading unit dims).
+
+        ``conv_algo`` direct: one output element at a time (gather); rowvec (and im2col, which has no
+        N-d form): whole output rows accumulated for ``conv_ocb`` output channels at once, the inner
+        loop over the row contiguous (vectorised when the stride is 1)."""
+        g, kn = self.g, self.knobs
+        node = g.nodes[st.anchor]  # type: ignore[index]
+        a = node.attrs
+        x, w = node.args[0], node.args[1]
+        bias = node.args[2] if a["bias"] else None
+        nd = a["nd"]
+        lift = lambda shp: (1,) * (3 - nd) + tuple(shp)
+        NB, CO = node.shape[0], node.shape[1]
+        OD, OH, OW = lift(node.shape[2:])
+        CI = g.nodes[x].shape[1]
+        ID, IH, IW = lift(g.nodes[x].shape[2:])
+        KD, KH, KW = lift(g.nodes[w].shape[2:])
+        G = a["groups"]
+        T = 1 if a["transposed"] else 0
+        (SD, SH, SW), (PD, PH, PW), (DD, DH, DW) = a["stride"], a["padding"], a["dilation"]
+        frame = node.shape
+        epi_fn, epi_ext, epi_ptrs = self.epilogue(k, st, frame)
+        fnames = [f"F{i}" for i in range(len(frame))]
+        ecall = self.epi_call(k, st, epi_ptrs, "((n * CO + co) * OD + od) * OH + oh", "0", "OW", fnames)
+        params = ["const float* __restrict X", "const float* __restrict Wt", "const float* __restrict Bias",
+                  "float* __restrict C"] + [self.ptype(e) for e in epi_ext] + \
+            [f"int64_t {v}" for v in ("NB", "CI", "ID", "IH", "IW", "CO", "OD", "OH", "OW", "KD", "KH", "KW",
+                                      "SD", "SH", "SW", "PD", "PH", "PW", "DD", "DH", "DW", "G", "HAS_BIAS")] + \
+            [f"int64_t {f}" for f in fnames]
+        # weight index: direct (CO, CI/G, K...); transposed (CI, CO/G, K...)
+        widx = ("(((ci * COG + (co - g * COG)) * KD + kd) * KH + kh) * KW + kw" if T else
+                "((((co) * CIG + (ci - g * CIG)) * KD + kd) * KH + kh) * KW + kw")
+        algo = kn.get("conv_algo", "direct")
+        if algo == "direct":
+            if T:
+                taps = """                const int64_t td = od + PD - kd * DD;
+                if (td < 0 || td % SD) continue;
+                const int64_t id = td / SD;
+                if (id >= ID) continue;""", """                  const int64_t th = oh + PH - kh * DH;
+                  if (th < 0 || th % SH) continue;
+                  const int64_t ih = th / SH;
+                  if (ih >= IH) continue;""", """                    const int64_t tw = ow + PW - kw * DW;
+                    if (tw < 0 || tw % SW) continue;
+                    const int64_t iw = tw / SW;
+                    if (iw >= IW) continue;"""
+            else:
+                taps = """                const int64_t id = od * SD - PD + kd * DD;
+                if (id < 0 || id >= ID) continue;""", """                  const int64_t ih = oh * SH - PH + kh * DH;
+                  if (ih < 0 || ih >= IH) continue;""", """                    const int64_t iw = ow * SW - PW + kw * DW;
+                    if (iw < 0 || iw >= IW) continue;"""
+            body = f"""  const int64_t CIG = CI / G, COG = CO / G;
+  {_omp(kn, collapse=2)}
+  for (int64_t n = 0; n < NB; ++n)
+    for (int64_t co = 0; co < CO; ++co) {{
+      const int64_t g = co / COG;
+      for (int64_t od = 0; od < OD; ++od)
+        for (int64_t oh = 0; oh < OH; ++oh) {{
+          float* row = C + ((n * CO + co) * OD + od) * OH * OW + oh * OW;
+          for (int64_t ow = 0; ow < OW; ++ow) {{
+            float acc = HAS_BIAS ? Bias[co] : 0.0f;
+            for (int64_t ci = g * CIG; ci < (g + 1) * CIG; ++ci)
+              for (int64_t kd = 0; kd < KD; ++kd) {{
+{taps[0]}
+                for (int64_t kh = 0; kh < KH; ++kh) {{
+{taps[1]}
+                  const float* xrow = X + (((n * CI + ci) * ID + id) * IH + ih) * IW;
+                  for (int64_t kw = 0; kw < KW; ++kw) {{
+{taps[2]}
+                    acc += Wt[{widx}] * xrow[iw];
+                  }}
+                }}
+              }}
+            row[ow] = acc;
+          }}
+          {ecall}
+        }}
+    }}
+  (void)COG; (void)CIG;
+"""
+        else:
+            OCB = int(kn.get("conv_ocb", 4))
+            if T:
+                # scatter each input row into the output row it reaches: ow = iw*SW - PW + kw*DW
+                acc_rows = f"""              const int64_t td = od + PD - kd * DD;
+              if (td < 0 || td % SD) continue;
+              const int64_t id = td / SD;
+              if (id >= ID) continue;
+              for (int64_t kh = 0; kh < KH; ++kh) {{
+                const int64_t th = oh + PH - kh * DH;
+                if (th < 0 || th % SH) continue;
+                const int64_t ih = th / SH;
+                if (ih >= IH) continue;
+                const float* xrow = X + (((n * CI + ci) * ID + id) * IH + ih) * IW;
+                for (int64_t kw = 0; kw < KW; ++kw) {{
+                  const int64_t off = kw * DW - PW;  // ow = iw * SW + off
+                  int64_t lo = off >= 0 ? 0 : (-off + SW - 1) / SW;
+                  int64_t hi = (OW - 1 - off) >= 0 ? (OW - 1 - off) / SW + 1 : 0;
+                  hi = std::min<int64_t>(hi, IW);
+                  if (lo >= hi) continue;
+                  for (int64_t o = 0; o < nco; ++o) {{
+                    const int64_t co = co0 + o;
+                    const float wv = Wt[{widx}];
+                    float* __restrict dst = rows[o];
+                    if (SW == 1) {{
+                      float* __restrict d = dst + off;
+                      #pragma omp simd
+                      for (int64_t iw = lo; iw < hi; ++iw) d[iw] += wv * xrow[iw];
+                    }} else {{
+                      for (int64_t iw = lo; iw < hi; ++iw) dst[iw * SW + off] += wv * xrow[iw];
+                    }}
+                  }}
+                }}
+              }}"""
+            else:
+                acc_rows = f"""              const int64_t id = od * SD - PD + kd * DD;
+              if (id < 0 || id >= ID) continue;
+              for (int64_t kh = 0; kh < KH; ++kh) {{
+                const int64_t ih = oh * SH - PH + kh * DH;
+                if (ih < 0 || ih >= IH) continue;
+                const float* xrow = X + (((n * CI + ci) * ID + id) * IH + ih) * IW;
+                for (int64_t kw = 0; kw < KW; ++kw) {{
+                  const int64_t off = kw * DW - PW;  // iw = ow * SW + off
+                  int64_t lo = off >= 0 ? 0 : (-off + SW - 1) / SW;
+                  int64_t hi = (IW - 1 - off) >= 0 ? (IW - 1 - off) / SW + 1 : 0;
+                  hi = std::min<int64_t>(hi, OW);
+                  if (lo >= hi) continue;
+                  for (int64_t o = 0; o < nco; ++o) {{
+                    const int64_t co = co0 + o;
+                    const float wv = Wt[{widx}];
+                    float* __restrict dst = rows[o];
+                    if (SW == 1) {{
+                      const float* __restrict src = xrow + off;
+                      #pragma omp simd
+                      for (int64_t ow = lo; ow < hi; ++ow) dst[ow] += wv * src[ow];
+                    }} else {{
+                      for (int64_t ow = lo; ow < hi; ++ow) dst[ow] += wv * xrow[ow * SW + off];
+                    }}
+                  }}
+                }}
+              }}"""
+            body = f"""  const int64_t CIG = CI / G, COG = CO / G;
+  const int64_t cbg = (COG + {OCB - 1}) / {OCB};  // channel blocks per group (a block never spans groups)
+  {_omp(kn, collapse=2)}
+  for (int64_t n = 0; n < NB; ++n)
+    for (int64_t b = 0; b < G * cbg; ++b) {{
+      const int64_t g = b / cbg;
+      const int64_t co0 = g * COG + (b % cbg) * {OCB};
+      const int64_t nco = std::min<int64_t>({OCB}, (g + 1) * COG - co0);
+      for (int64_t od = 0; od < OD; ++od)
+        for (int64_t oh = 0; oh < OH; ++oh) {{
+          float* rows[{OCB}];
+          for (int64_t o = 0; o < nco; ++o) {{
+            rows[o] = C + (((n * CO + co0 + o) * OD + od) * OH + oh) * OW;
+            const float b0 = HAS_BIAS ? Bias[co0 + o] : 0.0f;
+            for (int64_t ow = 0; ow < OW; ++ow) rows[o][ow] = b0;
+          }}
+          for (int64_t ci = g * CIG; ci < (g + 1) * CIG; ++ci)
+            for (int64_t kd = 0; kd < KD; ++kd) {{
+{acc_rows}
+            }}
+          for (int64_t o = 0; o < nco; ++o) {{
+            const int64_t co = co0 + o;
+            {ecall}
+            (void)co;
+          }}
+        }}
+    }}
+  (void)COG; (void)CIG;
+"""
+        cpp = epi_fn + f'extern "C" void stage{k}({", ".join(params)}) {{\n' + body + "}\n"
+        call = [f"p{x}", f"p{w}", f"p{bias}" if bias is not None else f"p{w}", "out"] + [f"p{e}" for e in epi_ext] + \
+            [str(v) for v in (NB, CI, ID, IH, IW, CO, OD, OH, OW, KD, KH, KW, SD, SH, SW, PD, PH, PW, DD, DH, DW, G,
+                              1 if bias is not None else 0)] + [str(d) for d in frame]
+        return StageCode(f"stage{k}", cpp, call)
+
+    # ------------------------------------------------------------------------- poolnd (any pool)
+    def poolnd_stage(self, k: int, st: Stage) -> StageCode:
+        """Max or average pooling over 1, 2 or 3 dims, plain or adaptive, as 3-D (leading unit dims)."""
+        g, kn = self.g, self.knobs
+        node = g.nodes[st.anchor]  # type: ignore[index]
+        x = node.args[0]
+        a = node.attrs
+        nd = len(node.shape) - 2
+        lift = lambda shp: (1,) * (3 - nd) + tuple(shp)
+        NB, CC = node.shape[0], node.shape[1]
+        OD, OH, OW = lift(node.shape[2:])
+        ID, IH, IW = lift(g.nodes[x].shape[2:])
+        frame = node.shape
+        epi_fn, epi_ext, epi_ptrs = self.epilogue(k, st, frame)
+        fnames = [f"F{i}" for i in range(len(frame))]
+        ecall = self.epi_call(k, st, epi_ptrs, "(nc * OD + od) * OH + oh", "0", "OW", fnames)
+        if a["adaptive"]:
+            # window [floor(o*I/O), ceil((o+1)*I/O)) per dim
+            win = """          const int64_t d0 = (od * ID) / OD, d1 = ((od + 1) * ID + OD - 1) / OD;
+          const int64_t h0 = (oh * IH) / OH, h1 = ((oh + 1) * IH + OH - 1) / OH;
+          const int64_t w0 = (ow * IW) / OW, w1 = ((ow + 1) * IW + OW - 1) / OW;
+          const int64_t sd = 1, sh = 1, sw = 1;
+          const int64_t pool = (d1 - d0) * (h1 - h0) * (w1 - w0);"""
+        elif a["kind"] == "max":
+            win = """          int64_t d0 = od * SD - PD, h0 = oh * SH - PH, w0 = ow * SW - PW;
+          const int64_t d1 = std::min<int64_t>(d0 + (KD - 1) * DD + 1, ID);
+          const int64_t h1 = std::min<int64_t>(h0 + (KH - 1) * DH + 1, IH);
+          const int64_t w1 = std::min<int64_t>(w0 + (KW - 1) * DW + 1, IW);
+          while (d0 < 0) d0 += DD;
+          while (h0 < 0) h0 += DH;
+          while (w0 < 0) w0 += DW;
+          const int64_t sd = DD, sh = DH, sw = DW;
+          const int64_t pool = 1;"""
+        else:
+            win = """          int64_t d0 = od * SD - PD, h0 = oh * SH - PH, w0 = ow * SW - PW;
+          int64_t d1 = std::min<int64_t>(d0 + KD, ID + PD), h1 = std::min<int64_t>(h0 + KH, IH + PH);
+          int64_t w1 = std::min<int64_t>(w0 + KW, IW + PW);
+          const int64_t padded = (d1 - d0) * (h1 - h0) * (w1 - w0);
+          d0 = std::max<int64_t>(d0, 0); h0 = std::max<int64_t>(h0, 0); w0 = std::max<int64_t>(w0, 0);
+          d1 = std::min<int64_t>(d1, ID); h1 = std::min<int64_t>(h1, IH); w1 = std::min<int64_t>(w1, IW);
+          const int64_t sd = 1, sh = 1, sw = 1;
+          const int64_t pool = INCLUDE_PAD ? padded : (d1 - d0) * (h1 - h0) * (w1 - w0);"""
+        if a["kind"] == "max":
+            inner = """          float m = -INFINITY;
+          for (int64_t id = d0; id < d1; id += sd)
+            for (int64_t ih = h0; ih < h1; ih += sh)
+              for (int64_t iw = w0; iw < w1; iw += sw) {
+                const float v = xp[(id * IH + ih) * IW + iw];
+                m = (v > m || v != v) ? v : m;
+              }
+          row[ow] = m;
+          (void)pool;"""
+        else:
+            inner = """          float s = 0.0f;
+          for (int64_t id = d0; id < d1; id += sd)
+            for (int64_t ih = h0; ih < h1; ih += sh)
+              for (int64_t iw = w0; iw < w1; iw += sw) s += xp[(id * IH + ih) * IW + iw];
+          row[ow] = s / (float)pool;"""
+        params = ["const float* __restrict X", "float* __restrict C"] + [self.ptype(e) for e in epi_ext] + \
+            [f"int64_t {v}" for v in ("NB", "CC", "ID", "IH", "IW", "OD", "OH", "OW", "KD", "KH", "KW", "SD", "SH",
+                                      "SW", "PD", "PH", "PW", "DD", "DH", "DW", "INCLUDE_PAD")] + \
+            [f"int64_t {f}" for f in fnames]
+        body = f"""  {_omp(kn)}
+  for (int64_t nc = 0; nc < NB * CC; ++nc) {{
+    const float* xp = X + nc * ID * IH * IW;
+    for (int64_t od = 0; od < OD; ++od)
+      for (int64_t oh = 0; oh < OH; ++oh) {{
+        float* row = C + ((nc * OD + od) * OH + oh) * OW;
+        for (int64_t ow = 0; ow < OW; ++ow) {{
+{win}
+{inner}
+        }}
+        {ecall}
+      }}
+  }}
+  (void)KD; (void)KH; (void)KW; (void)SD; (void)SH; (void)SW; (void)PD; (void)PH; (void)PW;
+  (void)DD; (void)DH; (void)DW; (void)INCLUDE_PAD;
+"""
+        cpp = epi_fn + f'extern "C" void stage{k}({", ".join(params)}) {{\n' + body + "}\n"
+        call = [f"p{x}", "out"] + [f"p{e}" for e in epi_ext] + [str(v) for v in (
+            NB, CC, ID, IH, IW, OD, OH, OW, *a["k"], *a["s"], *a["p"], *a["d"], 1 if a["include_pad"] else 0)] + \
+            [str(d) for d in frame]
+        return StageCode(f"stage{k}", cpp, call)
+
+    # ---------------------------------------------------------------------------- batch norm
+    def batchnorm_stage(self, k: int, st: Stage) -> StageCode:
+        """Batch norm over dim 1: per channel, statistics over the batch and every spatial position
+        (training mode; ``gn_stats`` two_pass | one_pass) or the running ones (eval mode)."""
+        g, kn = self.g, self.knobs
+        node = g.nodes[st.anchor]  # type: ignore[index]
+        a = node.attrs
+        args = list(node.args)
+        x = args.pop(0)
+        w, b = (args.pop(0), args.pop(0)) if a["affine"] else (x, x)
+        rm, rv = (args.pop(0), args.pop(0)) if not a["batch_stats"] else (x, x)
+        shape = node.shape
+        NB, C = shape[0], shape[1]
+        HW = _prod(shape[2:])
+        frame = shape
+        epi_fn, epi_ext, epi_ptrs = self.epilogue(k, st, frame)
+        fnames = [f"F{d}" for d in range(len(frame))]
+        if len(shape) == 2:  # (N, C): row n, one column c at a time
+            inner_rows = 1
+            ecall = self.epi_call(k, st, epi_ptrs, "n", "c", "c + 1", fnames[:-1] + ["FN"])
+        else:  # (N, C, ...): rows of the last dim
+            inner_rows = _prod(frame[2:-1])
+            ecall = self.epi_call(k, st, epi_ptrs, f"(n * CC + c) * {inner_rows} + h", "0", "FN",
+                                  fnames[:-1] + ["FN"])
+        if kn.get("gn_stats", "two_pass") == "two_pass":
+            stats = """      double s = 0.0;
+      for (int64_t n = 0; n < NB; ++n) {
+        const float* xp = X + (n * CC + c) * HW;
+        float t = 0.0f;
+        #pragma omp simd reduction(+:t)
+        for (int64_t i = 0; i < HW; ++i) t += xp[i];
+        s += t;
+      }
+      mean = (float)(s / (double)(NB * HW));
+      double v = 0.0;
+      for (int64_t n = 0; n < NB; ++n) {
+        const float* xp = X + (n * CC + c) * HW;
+        float t = 0.0f;
+        #pragma omp simd reduction(+:t)
+        for (int64_t i = 0; i < HW; ++i) { const float d = xp[i] - mean; t += d * d; }
+        v += t;
+      }
+      var = (float)(v / (double)(NB * HW));"""
+        else:
+            stats = """      double s = 0.0, q = 0.0;
+      for (int64_t n = 0; n < NB; ++n) {
+        const float* xp = X + (n * CC + c) * HW;
+        for (int64_t i = 0; i < HW; ++i) { const double t = xp[i]; s += t; q += t * t; }
+      }
+      const double m = s / (double)(NB * HW);
+      mean = (float)m;
+      var = (float)std::max(0.0, q / (double)(NB * HW) - m * m);"""
+        params = ["const float* __restrict X", "const float* __restrict Wt", "const float* __restrict Bs",
+                  "const float* __restrict RM", "const float* __restrict RV", "float* __restrict C"] + \
+            [self.ptype(e) for e in epi_ext] + \
+            ["int64_t NB", "int64_t CC", "int64_t HW", "float EPS", "int64_t AFFINE", "int64_t BATCH_STATS"] + \
+            [f"int64_t {f}" for f in fnames[:-1]] + ["int64_t FN"]
+        body = f"""  {_omp(kn)}
+  for (int64_t c = 0; c < CC; ++c) {{
+    float mean, var;
+    if (BATCH_STATS) {{
+{stats}
+    }} else {{
+      mean = RM[c];
+      var = RV[c];
+    }}
+    const float inv = 1.0f / sqrtf(var + EPS);
+    const float sc = AFFINE ? inv * Wt[c] : inv;
+    const float sh = AFFINE ? Bs[c] - mean * sc : -mean * sc;
+    for (int64_t n = 0; n < NB; ++n) {{
+      const float* src = X + (n * CC + c) * HW;
+      float* dst = C + (n * CC + c) * HW;
+      #pragma omp simd
+      for (int64_t i = 0; i < HW; ++i) dst[i] = src[i] * sc + sh;
+      for (int64_t h = 0; h < {inner_rows}; ++h) {{
+        {ecall}
+      }}
+    }}
+  }}
+"""
+        cpp = epi_fn + f'extern "C" void stage{k}({", ".join(params)}) {{\n' + body + "}\n"
+        call = [f"p{x}", f"p{w}", f"p{b}", f"p{rm}", f"p{rv}", "out"] + [f"p{e}" for e in epi_ext] + \
+            [str(NB), str(C), str(HW), repr(float(a["eps"])), "1" if a["affine"] else "0",
+             "1" if a["batch_stats"] else "0"] + [str(d) for d in frame]
+        return StageCode(f"stage{k}", cpp, call)
+
+
 # ----------------------------------------------------------------------------------- candidate
 
 def render_candidate(plan: Plan, knobs: dict[str, Any], header: str) -> str:
@@ -784,8 +1228,10 @@ def render_candidate(plan: Plan, knobs: dict[str, Any], header: str) -> str:
             lines.append(f"    raise ValueError('this kernel was generated for {nm} of shape {tuple(n.shape)}, got ' + str(tuple({nm}.shape)))")
             lines.append(f"{nm} = {nm}.contiguous()")
             add_aliases(n.id)
-    used_params = {a for st in plan.stages for i in ([st.anchor] if st.anchor is not None else []) + st.nodes
-                   for a in g.nodes[i].args if isinstance(a, int) and g.nodes[a].op == "param"}
+    # parameters a stage reads, directly or through a view (a reshaped weight)
+    read = {plan.aliases.get(a, a) for st in plan.stages for i in ([st.anchor] if st.anchor is not None else []) + st.nodes
+            for a in g.nodes[i].args if isinstance(a, int)}
+    used_params = {a for a in read if g.nodes[a].op == "param"}
     for pid in sorted(used_params):
         n = g.nodes[pid]
         var[pid] = f"w{pid}"
@@ -794,7 +1240,8 @@ def render_candidate(plan: Plan, knobs: dict[str, Any], header: str) -> str:
     for k, (st, code) in enumerate(zip(plan.stages, codes)):
         shape = g.nodes[st.out].shape
         name = f"t{st.out}"
-        lines.append(f"{name} = torch.empty({tuple(shape)!r}, dtype=torch.float32)")
+        dtype = "torch.int64" if g.nodes[st.out].dtype == "i64" else "torch.float32"
+        lines.append(f"{name} = torch.empty({tuple(shape)!r}, dtype={dtype})")
         args = []
         for a in code.args:
             if a == "out":

@@ -1,6 +1,6 @@
 """Stage building: cut the normalised IR into kernels ("stages"), each one native function.
 
-* an anchor op (gemm, conv2d, pool2d, cumsum, group_norm) starts a stage of its own and absorbs the
+* an anchor op (gemm, conv2d, convnd, pool2d, poolnd, cumsum, group_norm, batch_norm) starts a stage of its own and absorbs the
   chain of elementwise ops that follows it (its *epilogue*), as long as each op has a single user,
   keeps the anchor's output shape and reads only tensors that are already materialised;
 * runs of elementwise ops and reductions form a *region*: a row program over a frame
@@ -14,18 +14,19 @@ from dataclasses import dataclass, field
 
 from evokernel.generators.template.analysis import AnalysisError, Const, Graph, Node
 
-ANCHORS = {"gemm", "conv2d", "pool2d", "cumsum", "group_norm"}
-EPILOGUE_OK = {"gemm", "conv2d", "group_norm", "pool2d"}
+ANCHORS = {"gemm", "conv2d", "convnd", "pool2d", "poolnd", "cumsum", "group_norm", "batch_norm", "transpose_copy",
+           "trimask", "argreduce"}
+EPILOGUE_OK = {"gemm", "conv2d", "convnd", "group_norm", "batch_norm", "pool2d", "poolnd"}
 ELEMENTWISE = {"unary", "binary"}
 REGION_OPS = {"unary", "binary", "reduce", "gather_last"}
 
 # the family of each stage kind; the candidate's primary family is the costliest present
-FAMILY_RANK = ["gemm", "conv", "gemv", "groupnorm", "row", "scan", "midreduce", "pool"]
+FAMILY_RANK = ["gemm", "conv", "gemv", "groupnorm", "row", "scan", "midreduce", "pool", "layout"]
 
 
 @dataclass
 class Stage:
-    family: str  # row, gemm, gemv, conv, pool, scan, midreduce, groupnorm
+    family: str  # row, gemm, gemv, conv, pool, scan, midreduce, groupnorm, layout
     anchor: int | None  # the anchor node (None for a region)
     nodes: list[int]  # region nodes, or the epilogue chain after the anchor
     out: int  # the node this stage materialises
@@ -126,8 +127,9 @@ def build_plan(g: Graph) -> Plan:
             for a in node.args:
                 if isinstance(a, int) and a not in mat:
                     raise fail(node, f"reads {g.nodes[a].origin}, an intermediate of another kernel")
-            family = {"gemm": "gemm", "conv2d": "conv", "pool2d": "pool", "cumsum": "scan",
-                      "group_norm": "groupnorm"}[node.op]
+            family = {"gemm": "gemm", "conv2d": "conv", "convnd": "conv", "pool2d": "pool", "poolnd": "pool",
+                      "cumsum": "scan", "group_norm": "groupnorm", "batch_norm": "groupnorm", "transpose_copy": "layout",
+                      "trimask": "layout", "argreduce": "midreduce"}[node.op]
             if node.op == "gemm" and node.attrs["n"] == 1:
                 family = "gemv"
             chain: list[int] = []

@@ -30,12 +30,13 @@ FAMILY_KNOBS: dict[str, dict[str, list[Any]]] = {
     "midreduce": {"omp": ["static", "dynamic", "off"], "mid_chunk": [128, 512, 2048]},
     "groupnorm": {"omp": ["static", "dynamic", "off"], "gn_stats": ["two_pass", "one_pass"], "vec": [1, 8, 16],
                   "math": ["libm", "fast"], "unroll": [1, 2, 4]},
+    "layout": {"omp": ["static", "dynamic", "off"], "tile": [8, 32, 64]},
 }
 
 CONSERVATIVE: dict[str, Any] = {
     "omp": "static", "vec": 1, "unroll": 1, "tail": "safe", "math": "libm", "row_cache": "recompute",
     "gemm_algo": "ikj", "gemm_mr": 6, "gemm_nr": 32, "gemm_kc": 256, "gemm_mc": 96, "gemm_nc": 1024,
-    "conv_algo": "direct", "conv_ocb": 4, "scan_chains": 1, "mid_chunk": 512, "gn_stats": "two_pass",
+    "conv_algo": "direct", "conv_ocb": 4, "scan_chains": 1, "mid_chunk": 512, "gn_stats": "two_pass", "tile": 32,
 }
 
 # knobs whose risky value makes a kernel wrong unless sizes happen to divide
@@ -95,6 +96,8 @@ TRANSFORMS: list[tuple[str, dict[str, Any]]] = [
     ("gn_one_pass", {"gn_stats": "one_pass"}),
     ("mid_chunk2048", {"mid_chunk": 2048}),
     ("mid_chunk128", {"mid_chunk": 128}),
+    ("tile64", {"tile": 64}),
+    ("tile8", {"tile": 8}),
     ("omp_dynamic", {"omp": "dynamic"}),
     ("omp_static", {"omp": "static"}),
     ("unroll1", {"unroll": 1}),

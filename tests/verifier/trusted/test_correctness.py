@@ -172,6 +172,28 @@ def test_where_float32_itself_drifts_the_float64_answer_decides():
     assert RTOL_REDUCTION == 1e-4
 
 
+def test_an_output_that_is_exactly_zero_is_judged_against_float64_not_float32_noise():
+    # KernelBench level2 23: the mean of a group-normalised tensor is 0; float32 PyTorch answers ~1e-8 noise
+    g = torch.Generator().manual_seed(11)
+    exact = torch.zeros(16, dtype=torch.float64)
+    ref = (torch.randn(16, generator=g) * 3e-8).float()
+    honest = (torch.randn(16, generator=g) * 3e-8).float()  # other noise of the same size
+    cmp = compare(honest, ref, [], 1e-2, reduction=True)
+    assert not cmp.ok and "norm-wise relative error" in cmp.message  # float32 alone cannot tell
+    cmp = compare(honest, ref, [], 1e-2, reduction=True, truth=lambda: exact)
+    assert cmp.ok and "float64" in cmp.message
+    # an answer far from zero is still refused, and says how far it is from the exact answer
+    wrong = (torch.randn(16, generator=g) * 3e-5).float()
+    cmp = compare(wrong, ref, [], 1e-2, reduction=True, truth=lambda: exact)
+    assert not cmp.ok and "float64" in cmp.message
+    # and all zeros stays degenerate (the attack the norm-wise rule exists for)
+    assert not compare(torch.zeros(16), ref, [], 1e-2, reduction=True, truth=lambda: exact).ok
+    # a non-reduction output: the float64 opinion uses the ordinary tolerance
+    ref = (torch.randn(4096, generator=g) * 1e-9).float()
+    assert compare((torch.randn(4096, generator=g) * 1e-9).float(), ref, [], 1e-2,
+                   truth=lambda: torch.zeros(4096, dtype=torch.float64)).ok
+
+
 def test_heavy_trial_inputs_have_dominant_rows_and_elements():
     from evokernel.verifier.sandboxed.trial_inputs import PERTURBATIONS
 
