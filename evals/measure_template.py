@@ -1,6 +1,12 @@
 """Measure the offline ``template`` generator against the real verifier.
 
-    python -m evokernel.evals.measure_template [SUITE] [--refine K] [--tasks NAME ...] [--seed S] [--out FILE]
+    python -m evokernel.evals.measure_template [SUITE|DIR ...] [--refine K] [--tasks NAME ...] [--seed S]
+        [--fit auto|none] [--out FILE] [--json FILE]
+
+KernelBench's own files, at sizes fitted to this machine (``--fit auto``, the default for directories):
+
+    python -m evokernel.evals.measure_template ../shared/benchmarks/kernelbench/level1 --refine 2 \
+        --json kb-l1.jsonl --out kb-l1.md
 
 Per task: up to ``--drafts`` (3) draft attempts until one is feasible (attempt 2+ sees the previous
 attempt's feedback), then ``K`` refinement steps, each refining the current best kernel with the
@@ -16,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 import time
@@ -34,9 +41,10 @@ def _seed(base: int, *parts: Any) -> int:
 
 
 def measure_task(task: Any, verifier: Any, gen: TemplateGenerator, refine: int, drafts: int, seed: int) -> dict[str, Any]:
-    row: dict[str, Any] = {"task": task.name, "family": "-", "attempt": None, "draft_ms": None, "best_ms": None,
-                           "ref_ms": None, "speedup_eager": None, "kept": [], "refine_feasible": 0, "refine_tried": 0,
-                           "error": ""}
+    row: dict[str, Any] = {"task": task.name, "category": task.category, "family": "-", "attempt": None,
+                           "draft_ms": None, "best_ms": None, "ref_ms": None, "speedup_eager": None, "kept": [],
+                           "refine_feasible": 0, "refine_tried": 0, "error": "", "gate": None,
+                           "fitted": {k: v[1] for k, v in ((task.fit or {}).get("changed") or {}).items()}}
     try:
         plan = plan_for(task)
         row["family"] = "+".join(plan.families)
@@ -55,6 +63,7 @@ def measure_task(task: Any, verifier: Any, gen: TemplateGenerator, refine: int, 
             row["error"] = str(exc)
             return row
         v = verifier.verify(task, g.source)
+        row["gate"] = v.failed_gate
         if v.feasible and v.latency_ms:
             row["attempt"] = attempt + 1
             row["draft_ms"] = v.latency_ms
@@ -65,7 +74,7 @@ def measure_task(task: Any, verifier: Any, gen: TemplateGenerator, refine: int, 
             break
         feedback = v.feedback
     if best is None or best_verdict is None:
-        row["error"] = f"no feasible draft: {(feedback or '')[:120]}"
+        row["error"] = f"no feasible draft ({row['gate']}): {(feedback or '')[:160]}"
         return row
     children: list[ContextItem] = []
     history: list[ContextItem] = []
@@ -121,12 +130,27 @@ def render(rows: list[dict[str, Any]], suite: str, refine: int) -> str:
             f"median refinement speedup best/first: {_fmt(statistics.median(ratios) if ratios else None)}; "
             f"median speedup vs eager: {_fmt(statistics.median(eager) if eager else None)}; "
             f"refinements feasible: {sum(r['refine_feasible'] for r in rows)}/{sum(r['refine_tried'] for r in rows)}"]
+    cats: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        cats.setdefault(r.get("category") or "uncategorized", []).append(r)
+    if len(cats) > 1:
+        out += ["", "| category | tasks | feasible drafts | geomean best vs eager |", "|---|---|---|---|"]
+        for c, rs in sorted(cats.items()):
+            sp = [r["speedup_eager"] for r in rs if r["speedup_eager"]]
+            gm = math.exp(sum(math.log(x) for x in sp) / len(sp)) if sp else None
+            out.append(f"| {c} | {len(rs)} | {sum(1 for r in rs if r['attempt'])} | {_fmt(gm)} |")
+        sp = [r["speedup_eager"] for r in rows if r["speedup_eager"]]
+        gm = math.exp(sum(math.log(x) for x in sp) / len(sp)) if sp else None
+        out.append(f"| all | {len(rows)} | {sum(1 for r in rows if r['attempt'])} | {_fmt(gm)} |")
     return "\n".join(out)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("suite", nargs="?", default="cpu-l1")
+    ap.add_argument("suite", nargs="*", default=["cpu-l1"], help="suites, task directories or files")
+    ap.add_argument("--fit", choices=["auto", "none"], default="auto",
+                    help="fit sizes to this machine (KernelBench's are for GPUs); suites already fit")
+    ap.add_argument("--json", default=None, help="append one JSON row per task here as it finishes")
     ap.add_argument("--refine", type=int, default=4)
     ap.add_argument("--drafts", type=int, default=3)
     ap.add_argument("--tasks", nargs="*", default=None, help="substrings of task names to keep")
@@ -135,16 +159,19 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from evokernel.verifier import Verifier, VerifyConfig
 
-    tasks = load_tasks(args.suite)
+    tasks = [t for target in args.suite for t in load_tasks(target, fit=args.fit)]
     if args.tasks:
         tasks = [t for t in tasks if any(s in t.name for s in args.tasks)]
     gen = TemplateGenerator()
     rows = []
     t0 = time.time()
     with Verifier("cpu", VerifyConfig()) as verifier:
-        for task in tqdm(tasks, desc=f"template {args.suite}", file=sys.stderr):
+        for task in tqdm(tasks, desc="template", file=sys.stderr):
             rows.append(measure_task(task, verifier, gen, args.refine, args.drafts, args.seed))
-    table = render(rows, args.suite, args.refine) + f"\n\n(wall time {time.time() - t0:.0f} s)"
+            if args.json:
+                with open(args.json, "a") as fh:
+                    fh.write(json.dumps(rows[-1]) + "\n")
+    table = render(rows, " + ".join(map(str, args.suite)), args.refine) + f"\n\n(wall time {time.time() - t0:.0f} s)"
     print(table)
     if args.out:
         with open(args.out, "w") as fh:

@@ -1020,11 +1020,137 @@ class Codegen:
     }}
   (void)COG; (void)CIG;
 """
+            if algo == "im2col":
+                body = self._convnd_gemm(k, st, bool(T), epi_ptrs, fnames, body)
         cpp = epi_fn + f'extern "C" void stage{k}({", ".join(params)}) {{\n' + body + "}\n"
         call = [f"p{x}", f"p{w}", f"p{bias}" if bias is not None else f"p{w}", "out"] + [f"p{e}" for e in epi_ext] + \
             [str(v) for v in (NB, CI, ID, IH, IW, CO, OD, OH, OW, KD, KH, KW, SD, SH, SW, PD, PH, PW, DD, DH, DW, G,
                               1 if bias is not None else 0)] + [str(d) for d in frame]
         return StageCode(f"stage{k}", cpp, call)
+
+    def _convnd_gemm(self, k: int, st: Stage, transposed: bool, epi_ptrs: list[str], fnames: list[str],
+                     fallback: str) -> str:
+        """``conv_algo`` im2col for any convolution: per image, a packed gemm batched over the groups.
+        Direct: col (CI/G*K x P) unfolds the input, C[g] = W[g] (CO/G x CI/G*K) @ col[g], bias and epilogue per
+        finished tile. Transposed: col[g] = W[g]^T (CO/G*K x CI/G) @ X[g] (the weight transposed once per
+        call), then col2im scatters col into the output rows, then bias and epilogue. When the unfolded
+        buffer would pass 256 MiB the row-vectorised form runs instead (``fallback``)."""
+        epi_rows = ""
+        if st.nodes:
+            args = ", ".join(["Cout"] + epi_ptrs + ["(n * CO + (ROW)) * (OD * OH) + q", "a0", "a1"] + fnames)
+            epi_rows = f"""
+              for (int64_t q = (J0) / OW; q * OW < (J1); ++q) {{
+                const int64_t a0 = std::max<int64_t>(J0, q * OW) - q * OW;
+                const int64_t a1 = std::min<int64_t>(J1, (q + 1) * OW) - q * OW;
+                epi{k}({args});
+              }}"""
+        if not transposed:
+            def ecall(r: str, j0: str, j1: str) -> str:
+                return f"""{{
+              const int64_t row_ = {r};
+              if (HAS_BIAS) {{ float* cr = C + row_ * N; const float bv = Bias[row_];
+                for (int64_t j = {j0}; j < {j1}; ++j) cr[j] += bv; }}{epi_rows.replace("(ROW)", "row_").replace("J0", j0).replace("J1", j1)}
+            }}"""
+            gemm = self._gemm_packed(0, ecall)
+            return f"""  const int64_t CIG = CI / G, COG = CO / G, K3 = KD * KH * KW, KK = CIG * K3, P = OD * OH * OW;
+  if ((double)G * KK * P * 4.0 > 268435456.0) {{
+{fallback}
+    return;
+  }}
+  float* col = (float*)std::malloc(sizeof(float) * (size_t)(G * KK * P + 16));
+  float* const Cout = C;
+  (void)Cout;
+  for (int64_t n = 0; n < NB; ++n) {{
+    {_omp(self.knobs)}
+    for (int64_t q = 0; q < G * KK; ++q) {{
+      const int64_t ci = q / K3, kd = (q / (KH * KW)) % KD, kh = (q / KW) % KH, kw = q % KW;
+      float* dst = col + q * P;
+      for (int64_t od = 0; od < OD; ++od) {{
+        const int64_t id = od * SD - PD + kd * DD;
+        for (int64_t oh = 0; oh < OH; ++oh) {{
+          const int64_t ih = oh * SH - PH + kh * DH;
+          float* d = dst + (od * OH + oh) * OW;
+          if (id < 0 || id >= ID || ih < 0 || ih >= IH) {{ for (int64_t ow = 0; ow < OW; ++ow) d[ow] = 0.0f; continue; }}
+          const float* xrow = X + (((n * CI + ci) * ID + id) * IH + ih) * IW;
+          for (int64_t ow = 0; ow < OW; ++ow) {{
+            const int64_t iw = ow * SW - PW + kw * DW;
+            d[ow] = (iw >= 0 && iw < IW) ? xrow[iw] : 0.0f;
+          }}
+        }}
+      }}
+    }}
+    {{
+      const float* A = Wt;
+      const float* B = col;
+      float* C = Cout + n * CO * P;
+      const int64_t BATCH = G, M = COG, N = P, K = KK, sA = COG * KK, sB = KK * P, sC = COG * P;
+{gemm}
+    }}
+  }}
+  std::free(col);
+"""
+        gemm = self._gemm_packed(0, lambda r, j0, j1: "")
+        epi_all = epi_rows.replace("(ROW)", "co").replace("J0", "0").replace("J1", "OD * OH * OW")
+        return f"""  const int64_t CIG = CI / G, COG = CO / G, K3 = KD * KH * KW, IP = ID * IH * IW;
+  if ((double)CO * K3 * IP * 4.0 > 268435456.0) {{
+{fallback}
+    return;
+  }}
+  float* col = (float*)std::malloc(sizeof(float) * (size_t)(CO * K3 * IP + 16));
+  float* wt = (float*)std::malloc(sizeof(float) * (size_t)(CI * COG * K3 + 16));
+  // wt[g][co_l * K3 + kp][ci_l] = Wt[((g * CIG + ci_l) * COG + co_l) * K3 + kp]
+  for (int64_t g = 0; g < G; ++g)
+    for (int64_t ci = 0; ci < CIG; ++ci)
+      for (int64_t r = 0; r < COG * K3; ++r)
+        wt[(g * COG * K3 + r) * CIG + ci] = Wt[(g * CIG + ci) * COG * K3 + r];
+  float* const Cout = C;
+  for (int64_t n = 0; n < NB; ++n) {{
+    {{
+      const float* A = wt;
+      const float* B = X + n * CI * IP;
+      float* C = col;
+      const int64_t BATCH = G, M = COG * K3, N = IP, K = CIG, sA = COG * K3 * CIG, sB = CIG * IP, sC = COG * K3 * IP;
+{gemm}
+    }}
+    {_omp(self.knobs)}
+    for (int64_t co = 0; co < CO; ++co) {{
+      float* C = Cout + (n * CO + co) * OD * OH * OW;
+      const float b0 = HAS_BIAS ? Bias[co] : 0.0f;
+      for (int64_t i = 0; i < OD * OH * OW; ++i) C[i] = b0;
+      for (int64_t kp = 0; kp < K3; ++kp) {{
+        const int64_t kd = kp / (KH * KW), kh = (kp / KW) % KH, kw = kp % KW;
+        const float* cr = col + (co * K3 + kp) * IP;
+        const int64_t off = kw * DW - PW;  // ow = iw * SW + off
+        int64_t lo = off >= 0 ? 0 : (-off + SW - 1) / SW;
+        int64_t hi = (OW - 1 - off) >= 0 ? (OW - 1 - off) / SW + 1 : 0;
+        hi = std::min<int64_t>(hi, IW);
+        if (lo >= hi) continue;
+        for (int64_t id = 0; id < ID; ++id) {{
+          const int64_t od = id * SD - PD + kd * DD;
+          if (od < 0 || od >= OD) continue;
+          for (int64_t ih = 0; ih < IH; ++ih) {{
+            const int64_t oh = ih * SH - PH + kh * DH;
+            if (oh < 0 || oh >= OH) continue;
+            float* __restrict dst = C + (od * OH + oh) * OW + off;
+            const float* __restrict src = cr + (id * IH + ih) * IW;
+            if (SW == 1) {{
+              #pragma omp simd
+              for (int64_t iw = lo; iw < hi; ++iw) dst[iw] += src[iw];
+            }} else {{
+              for (int64_t iw = lo; iw < hi; ++iw) dst[iw * SW] += src[iw];
+            }}
+          }}
+        }}
+      }}
+      {{
+        float* const Cout_ = Cout;
+        (void)Cout_;{epi_all}
+      }}
+    }}
+  }}
+  std::free(wt);
+  std::free(col);
+"""
 
     # ------------------------------------------------------------------------- poolnd (any pool)
     def poolnd_stage(self, k: int, st: Stage) -> StageCode:
