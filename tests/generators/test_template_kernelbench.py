@@ -187,13 +187,13 @@ _SMALL = {
 
 @needs_kb
 @pytest.mark.parametrize("rel", sorted(_SMALL))
-@pytest.mark.parametrize("algo", ["direct", "rowvec"])
+@pytest.mark.parametrize("algo", ["direct", "rowvec", "im2col"])
 def test_real_files_lower_and_are_feasible(verifier, rel, algo):
     from evokernel.generators.template.codegen import render_candidate
 
     task = load_task(KB / rel, _SMALL[rel])
     plan = plan_for(task)
-    if algo == "rowvec" and "conv" not in plan.families:
+    if algo != "direct" and "conv" not in plan.families:
         pytest.skip("conv_algo only matters for convolutions")
     knobs = {"omp": "static", "conv_algo": algo, "conv_ocb": 4, "vec": 1, "tile": 8}
     v = verifier.verify(task, render_candidate(plan, knobs, "test"))
