@@ -160,6 +160,10 @@ def build_plan(g: Graph) -> Plan:
                 if d is not None and d != [len(src.shape) - 1]:
                     close_region()
             region.append(node.id)
+            if node.op == "reduce" and node.attrs["dims"] is None and any(
+                    g.nodes[u].op in REGION_OPS for u in users[node.id]):
+                close_region()  # a full reduction ends its kernel; what reads it is the next one (x / ||x||)
+                continue
             if node.op == "reduce" and node.attrs["dims"] is not None:
                 src = g.nodes[node.args[0]]
                 if node.attrs["dims"] != [len(src.shape) - 1]:
