@@ -3,13 +3,22 @@
 
 Task files are read and checked here without being executed (the reference only ever runs in a
 sandboxed worker). Size constants can be overridden (``--set batch_size=16``): the assignment in
-the source is rewritten, so constants derived from it follow. Built-in suites live in
-``evokernel/suites/<name>/`` and are named with dashes (``cpu-l1``).
+the source is rewritten, so constants derived from it follow (``a = b = 8`` and ``d, h, w = 8, 16, 16``
+are constants too). Built-in suites live in ``evokernel/suites/<name>/`` and are named with dashes
+(``cpu-l1``). A directory lists its files in the numeric order of their leading number (``1_``, ``2_``,
+``10_``, ``100_``), then files without one, alphabetically.
+
+Two things do run the task file, in this process and only on PyTorch's meta device (no storage is
+allocated): ``Task.category`` when the file sets no ``CATEGORY`` (:mod:`evokernel.task_category`,
+inferred from the traced op graph, lazily and cached), and ``fit="auto"`` (:mod:`evokernel.task_fit`:
+size constants scaled down until the task fits a backend's memory and time budget; what changed is in
+``Task.fit`` and ``Task.applied_overrides`` reproduces the fitted source).
 """
 from __future__ import annotations
 
 import ast
 import hashlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,20 +31,47 @@ class TaskError(ValueError):
     """A task file is missing, malformed, or an override does not apply."""
 
 
+FIT_MODES = ("auto", "none")
+
+
 @dataclass(frozen=True)
 class Task:
     name: str
     path: Path
-    source: str  # with overrides applied
-    overrides: dict[str, Any] = field(default_factory=dict)
-    constants: dict[str, Any] = field(default_factory=dict)  # module-level literal constants, after overrides
-    category: str = "uncategorized"
+    source: str  # with overrides (and a fit) applied
+    overrides: dict[str, Any] = field(default_factory=dict)  # the user's --set values
+    constants: dict[str, Any] = field(default_factory=dict)  # module-level constants (evaluated), after overrides
+    declared_category: str | None = None  # the file's CATEGORY constant, if any
     suite: str | None = None
     description: str = ""
+    # what a fit did (evokernel.task_fit): {"mode", "changed": {NAME: [old, new]}, "bytes", "est_ms", ...};
+    # None when no fit was asked for
+    fit: dict[str, Any] | None = None
 
     @property
     def key(self) -> str:
         return hashlib.sha256(self.source.encode()).hexdigest()[:16]
+
+    @property
+    def category(self) -> str:
+        """``CATEGORY`` when the file sets it, else inferred from the traced op graph (cached per key)."""
+        if self.declared_category:
+            return self.declared_category
+        from evokernel.task_category import infer_category
+
+        return infer_category(self)
+
+    @property
+    def applied_overrides(self) -> dict[str, Any]:
+        """Every constant this task's source rewrote: the user's overrides plus the fitted sizes.
+        ``load_task(task.path, task.applied_overrides)`` gives the same source (and key)."""
+        changed = (self.fit or {}).get("changed") or {}
+        return {**self.overrides, **{k: _as_value(v[1]) for k, v in changed.items()}}
+
+
+def _as_value(v: Any) -> Any:
+    """A constant's value after a JSON round trip (tuples come back as lists)."""
+    return tuple(_as_value(x) for x in v) if isinstance(v, list) else v
 
 
 def parse_override(text: str) -> tuple[str, Any]:
@@ -51,36 +87,129 @@ def parse_override(text: str) -> tuple[str, Any]:
     return name, parsed
 
 
-def _module_constants(tree: ast.Module) -> dict[str, tuple[ast.Assign, Any]]:
-    consts: dict[str, tuple[ast.Assign, Any]] = {}
+@dataclass
+class _Const:
+    name: str
+    stmt: ast.Assign
+    node: ast.expr  # the expression that gives this name its value
+    value: Any  # evaluated (literals and arithmetic of literals and earlier constants), else the source text
+    literal: bool  # a literal or arithmetic of literals only: a size the fit may rewrite
+    chained: bool = False  # a = b = value (rewriting one name splits the statement)
+
+
+class _NotConstant(Exception):
+    pass
+
+
+_BINOPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+           ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b}
+
+
+def _evaluate(node: ast.expr, env: dict[str, Any], names: list[str]) -> Any:
+    """Literals, tuples/lists and + - * / // % ** of them and of earlier constants (names are collected)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str, bool, complex, type(None))):
+        return node.value
+    if isinstance(node, (ast.Tuple, ast.List)):
+        items = [_evaluate(e, env, names) for e in node.elts]
+        return tuple(items) if isinstance(node, ast.Tuple) else items
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        v = _evaluate(node.operand, env, names)
+        if not isinstance(v, (int, float)):
+            raise _NotConstant
+        return -v if isinstance(node.op, ast.USub) else +v
+    if isinstance(node, ast.BinOp):
+        a, b = _evaluate(node.left, env, names), _evaluate(node.right, env, names)
+        if not (isinstance(a, (int, float)) and isinstance(b, (int, float))) or isinstance(a, bool) or isinstance(b, bool):
+            raise _NotConstant
+        if isinstance(node.op, ast.Pow):
+            if abs(b) > 64 or abs(a) > 2 ** 32:
+                raise _NotConstant
+            return a ** b
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            raise _NotConstant
+        try:
+            return op(a, b)
+        except ArithmeticError:
+            raise _NotConstant from None
+    if isinstance(node, ast.Name) and node.id in env:
+        names.append(node.id)
+        return env[node.id]
+    raise _NotConstant
+
+
+def _constants(tree: ast.Module) -> dict[str, _Const]:
+    """Module-level ``NAME = value``, ``A = B = value`` and ``A, B = va, vb`` assignments."""
+    consts: dict[str, _Const] = {}
+    env: dict[str, Any] = {}
     for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        if not isinstance(node, ast.Assign):
+            continue
+        pairs: list[tuple[str, ast.expr, bool]] = []
+        if all(isinstance(t, ast.Name) for t in node.targets):
+            pairs = [(t.id, node.value, len(node.targets) > 1) for t in node.targets]  # type: ignore[attr-defined]
+        elif len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple) and isinstance(node.value, ast.Tuple) \
+                and len(node.targets[0].elts) == len(node.value.elts) \
+                and all(isinstance(t, ast.Name) for t in node.targets[0].elts):
+            pairs = [(t.id, v, False) for t, v in zip(node.targets[0].elts, node.value.elts)]  # type: ignore[attr-defined]
+        for name, expr, chained in pairs:
+            names: list[str] = []
             try:
-                value = ast.literal_eval(node.value)
-            except (ValueError, SyntaxError, TypeError):
-                value = ast.unparse(node.value)
-            consts[node.targets[0].id] = (node, value)
+                value, ok = _evaluate(expr, env, names), True
+            except (_NotConstant, RecursionError):
+                value, ok = ast.unparse(expr), False
+            if ok:
+                env[name] = value
+            else:
+                env.pop(name, None)
+            consts[name] = _Const(name, node, expr, value, ok and not names, chained)
     return consts
 
 
+def _module_constants(tree: ast.Module) -> dict[str, tuple[ast.Assign, Any]]:
+    return {k: (c.stmt, c.value) for k, c in _constants(tree).items()}
+
+
 def _apply_overrides(source: str, tree: ast.Module, overrides: dict[str, Any], path: Path) -> str:
-    consts = _module_constants(tree)
+    consts = _constants(tree)
     unknown = [n for n in overrides if n not in consts]
     if unknown:
         available = ", ".join(sorted(consts)) or "none"
         raise TaskError(f"{path}: no module-level constant named {', '.join(unknown)} (available: {available})")
-    lines = source.splitlines(keepends=True)
-    # splice from the bottom so earlier positions stay valid
-    for name in sorted(overrides, key=lambda n: consts[n][0].lineno, reverse=True):
-        value_node = consts[name][0].value
-        start, end = value_node.lineno - 1, value_node.end_lineno - 1  # type: ignore[operator]
-        first, last = lines[start], lines[end]
-        new = first[: value_node.col_offset] + repr(overrides[name]) + last[value_node.end_col_offset :]
-        lines[start : end + 1] = [new]
-    return "".join(lines)
+    data = source.encode()
+    starts = [0]
+    for line in data.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+
+    def offset(lineno: int, col: int) -> int:  # ast columns are UTF-8 byte offsets
+        return starts[lineno - 1] + col
+
+    edits: dict[int, tuple[int, int, str]] = {}  # start -> (start, end, new text)
+    for name in overrides:
+        c = consts[name]
+        if c.chained:  # a = b = value: one assignment per name, the others keep their expression
+            stmt = c.stmt
+            value_text = ast.get_source_segment(source, stmt.value) or ast.unparse(stmt.value)
+            parts = [f"{t.id} = {repr(_as_value(overrides[t.id])) if t.id in overrides else value_text}"  # type: ignore[attr-defined]
+                     for t in stmt.targets]
+            start = offset(stmt.lineno, stmt.col_offset)
+            edits[start] = (start, offset(stmt.end_lineno, stmt.end_col_offset), "; ".join(parts))  # type: ignore[arg-type]
+        else:
+            node = c.node
+            start = offset(node.lineno, node.col_offset)
+            edits[start] = (start, offset(node.end_lineno, node.end_col_offset), repr(_as_value(overrides[name])))  # type: ignore[arg-type]
+    for start, end, text in sorted(edits.values(), reverse=True):  # from the end: earlier offsets stay valid
+        data = data[:start] + text.encode() + data[end:]
+    return data.decode()
 
 
-def load_task(path: str | Path, overrides: dict[str, Any] | None = None, suite: str | None = None) -> Task:
+def load_task(path: str | Path, overrides: dict[str, Any] | None = None, suite: str | None = None,
+              fit: str | None = None, backend: str = "cpu") -> Task:
+    """A task file with ``overrides`` applied. ``fit="auto"`` then scales the other size constants down
+    to the budget of ``backend`` (:func:`evokernel.task_fit.fit_task`); ``fit="none"`` keeps the sizes and
+    records that; None (the default) records nothing."""
+    if fit is not None and fit not in FIT_MODES:
+        raise TaskError(f"unknown fit mode {fit!r} (one of {', '.join(FIT_MODES)})")
     p = Path(path)
     if not p.is_file():
         raise TaskError(f"task file not found: {p}")
@@ -97,22 +226,56 @@ def load_task(path: str | Path, overrides: dict[str, Any] | None = None, suite: 
     if missing:
         raise TaskError(f"{p}: not a KernelBench task: missing {', '.join(missing)} "
                         "(a task defines class Model(nn.Module), get_inputs() and get_init_inputs())")
-    overrides = dict(overrides or {})
+    overrides = {k: _as_value(v) for k, v in (overrides or {}).items()}
     if overrides:
         source = _apply_overrides(source, tree, overrides, p)
         tree = ast.parse(source)
+    task = _make_task(p, source, tree, overrides, suite)
+    return fit_tasks([task], fit, backend)[0]
+
+
+def fit_tasks(tasks: list[Task], fit: str | None, backend: str = "cpu") -> list[Task]:
+    """``fit="auto"``: every task fitted to ``backend``'s budget (:func:`evokernel.task_fit.fit_task`; needs
+    torch unless the fit is cached); ``"none"``: sizes kept, recorded as such; None: unchanged."""
+    if fit is None:
+        return list(tasks)
+    if fit not in FIT_MODES:
+        raise TaskError(f"unknown fit mode {fit!r} (one of {', '.join(FIT_MODES)})")
+    if fit == "none":
+        from dataclasses import replace
+
+        return [replace(t, fit={"mode": "none", "changed": {}}) for t in tasks]
+    from evokernel.task_fit import BUDGETS, fit_task
+
+    if backend not in BUDGETS:
+        raise TaskError(f"unknown backend {backend!r} (one of {', '.join(BUDGETS)})")
+    return [fit_task(t, backend) for t in tasks]
+
+
+def _make_task(p: Path, source: str, tree: ast.Module, overrides: dict[str, Any], suite: str | None,
+               fit: dict[str, Any] | None = None) -> Task:
     consts = {k: v for k, (_, v) in _module_constants(tree).items()}
-    category = consts.pop("CATEGORY", "uncategorized")
+    category = consts.pop("CATEGORY", None)
+    doc = ast.get_docstring(tree)
     return Task(
         name=p.stem,
         path=p.resolve(),
         source=source,
         overrides=overrides,
         constants=consts,
-        category=str(category),
+        declared_category=str(category) if category else None,
         suite=suite,
-        description=(ast.get_docstring(tree) or "").strip().splitlines()[0] if ast.get_docstring(tree) else "",
+        description=doc.strip().splitlines()[0] if doc and doc.strip() else "",
+        fit=fit,
     )
+
+
+def with_sizes(task: Task, sizes: dict[str, Any], fit: dict[str, Any]) -> Task:
+    """``task`` with more constants rewritten (``sizes``, on top of its overrides) and ``fit`` recorded;
+    ``task.overrides`` stays the user's."""
+    tree = ast.parse(task.source)
+    source = _apply_overrides(task.source, tree, sizes, task.path) if sizes else task.source
+    return _make_task(task.path, source, ast.parse(source) if sizes else tree, dict(task.overrides), task.suite, fit)
 
 
 def suite_names() -> list[str]:
@@ -128,9 +291,21 @@ def suite_dir(name: str) -> Path:
     return d
 
 
-def load_tasks(target: str | Path, overrides: dict[str, Any] | None = None) -> list[Task]:
+_LEADING_NUMBER = re.compile(r"^(\d+)")
+
+
+def task_order(path: Path) -> tuple[int, int, str]:
+    """Sort key of a task file in a directory: leading number first (``2_`` before ``10_``), then the rest
+    alphabetically."""
+    m = _LEADING_NUMBER.match(path.name)
+    return (0, int(m.group(1)), path.name) if m else (1, 0, path.name)
+
+
+def load_tasks(target: str | Path, overrides: dict[str, Any] | None = None, fit: str | None = None,
+               backend: str = "cpu") -> list[Task]:
     """A task file, a directory of task files, a built-in suite name, or one task of a suite by its
-    id ``SUITE/NAME`` (``cpu-l1/03_gelu``: the id runs and reports use)."""
+    id ``SUITE/NAME`` (``cpu-l1/03_gelu``: the id runs and reports use). ``fit``/``backend``: as
+    :func:`load_task`, for every task."""
     p = Path(target)
     suite = None
     if not p.exists() and str(target) in suite_names():
@@ -141,18 +316,21 @@ def load_tasks(target: str | Path, overrides: dict[str, Any] | None = None) -> l
         if not f.is_file():
             raise TaskError(f"suite {suite} has no task {name!r} (evokernel tasks list {suite})")
         consts = _module_constants(ast.parse(f.read_text()))
-        return [load_task(f, {k: v for k, v in (overrides or {}).items() if k in consts}, suite)]
+        return [load_task(f, {k: v for k, v in (overrides or {}).items() if k in consts}, suite, fit, backend)]
     if p.is_file():
-        return [load_task(p, overrides, suite)]
+        return [load_task(p, overrides, suite, fit, backend)]
     if p.is_dir():
-        files = sorted(f for f in p.glob("*.py") if not f.name.startswith("_"))
+        files = sorted((f for f in p.glob("*.py") if not f.name.startswith("_")), key=task_order)
         if not files:
             raise TaskError(f"no task files (*.py) in {p}")
         tasks = []
         for f in files:
             # an override applies to the tasks that define the constant
-            tree_consts = _module_constants(ast.parse(f.read_text()))
+            try:
+                tree_consts = _module_constants(ast.parse(f.read_text()))
+            except (SyntaxError, ValueError, OSError, UnicodeDecodeError):
+                tree_consts = {}  # load_task says what is wrong with the file
             own = {k: v for k, v in (overrides or {}).items() if k in tree_consts}
             tasks.append(load_task(f, own, suite or (p.name.replace("_", "-") if p.parent == SUITES_DIR else None)))
-        return tasks
+        return fit_tasks(tasks, fit, backend)  # every file parsed and checked before any is fitted
     raise TaskError(f"no such task file, directory or suite: {target}")

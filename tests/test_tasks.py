@@ -103,3 +103,67 @@ def test_load_tasks_by_suite_id():
     assert load_tasks("cpu-l1/03_gelu.py")[0].path == t.path
     with pytest.raises(TaskError, match="has no task"):
         load_tasks("cpu-l1/99_nope")
+
+
+def test_directory_lists_in_numeric_order(tmp_path):
+    for name in ("100_d", "10_c", "2_b", "1_a", "zeta", "alpha", "03_e"):
+        (tmp_path / f"{name}.py").write_text(GOOD)
+    assert [t.name for t in load_tasks(tmp_path)] == ["1_a", "2_b", "03_e", "10_c", "100_d", "alpha", "zeta"]
+
+
+MULTI = '''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x
+
+batch_size = 8  # a comment stays
+height = width = 64
+depth, rows, cols = 4, 16 * 2, 48
+shape = (rows, 3)
+
+def get_inputs():
+    return [torch.randn(batch_size, depth, height, width)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_chained_and_unpacked_assignments_are_constants(tmp_path):
+    p = tmp_path / "t.py"
+    p.write_text(MULTI)
+    t = load_task(p)
+    assert {k: t.constants[k] for k in ("height", "width", "depth", "rows", "cols", "shape")} == \
+        {"height": 64, "width": 64, "depth": 4, "rows": 32, "cols": 48, "shape": (32, 3)}
+    t2 = load_task(p, {"height": 16, "rows": 8, "batch_size": 2})
+    assert "height = 16; width = 64" in t2.source and "depth, rows, cols = 4, 8, 48" in t2.source
+    assert "batch_size = 2  # a comment stays" in t2.source
+    assert (t2.constants["height"], t2.constants["width"], t2.constants["shape"]) == (16, 64, (8, 3))
+    ns: dict = {}
+    exec(t2.source, ns)
+    assert tuple(ns["get_inputs"]()[0].shape) == (2, 4, 16, 64)
+    # overriding both names of a chained assignment, and a tuple constant (a JSON round trip gives a list)
+    t3 = load_task(p, {"height": 8, "width": 8, "shape": [4, 3]})
+    assert "height = 8; width = 8" in t3.source and "shape = (4, 3)" in t3.source
+
+
+def test_fit_none_records_it_and_malformed_files_fail_before_any_fit(tmp_path):
+    p = tmp_path / "t.py"
+    p.write_text(GOOD)
+    t = load_task(p, fit="none")
+    assert t.fit == {"mode": "none", "changed": {}} and t.source == load_task(p).source
+    assert load_task(p).fit is None
+    with pytest.raises(TaskError, match="unknown fit mode"):
+        load_task(p, fit="sometimes")
+    bad = tmp_path / "bad.py"
+    bad.write_text("import torch\nclass Model: pass\n")
+    with pytest.raises(TaskError, match="missing get_inputs"):
+        load_task(bad, fit="auto")
+    d = tmp_path / "dir"
+    d.mkdir()
+    (d / "1_ok.py").write_text(GOOD)
+    (d / "2_syntax.py").write_text("def f(:\n")
+    with pytest.raises(TaskError, match="2_syntax.py:1: task file is not valid Python"):
+        load_tasks(d, fit="auto")

@@ -1,0 +1,224 @@
+"""Sizes that fit the machine (--fit auto): synthetic tasks, then all 200 real KernelBench files."""
+import math
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from evokernel import task_category, task_fit
+from evokernel.task_category import probe
+from evokernel.task_fit import BUDGETS, MiB, FitBudget, describe, fit_task, size_constants
+from evokernel.tasks import load_task, load_tasks
+
+
+def kernelbench_root() -> Path | None:
+    env = os.environ.get("EVOKERNEL_KERNELBENCH")
+    p = Path(env) if env else Path(__file__).resolve().parents[1] / ".." / "shared" / "benchmarks" / "kernelbench"
+    return p.resolve() if (p / "level1").is_dir() and (p / "level2").is_dir() else None
+
+
+KB = kernelbench_root()
+needs_kernelbench = pytest.mark.skipif(KB is None, reason="KernelBench not found (set EVOKERNEL_KERNELBENCH)")
+
+
+@pytest.fixture(autouse=True)
+def private_fit_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("EVOKERNEL_CACHE", str(tmp_path_factory.mktemp("fit-cache")))
+
+
+RELU = '''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+batch_size = {batch}
+dim = {dim}
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+def get_init_inputs():
+    return []
+'''
+
+CONV = '''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, in_channels, out_channels, kernel_size, stride, padding, groups, num_groups):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size, stride=stride, padding=padding, groups=groups)
+        self.norm = nn.GroupNorm(num_groups, out_channels)
+
+    def forward(self, x):
+        return torch.relu(self.norm(self.conv(x)))
+
+batch_size = 64
+in_channels = 64
+out_channels = 128
+height = width = 512
+kernel_size = 3
+stride = 2
+padding = 1
+groups = 4
+num_groups = 16
+dim = 1
+
+def get_inputs():
+    return [torch.randn(batch_size, in_channels, height, width)]
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size, stride, padding, groups, num_groups]
+'''
+
+
+def write(tmp_path, text, name="t"):
+    p = tmp_path / f"{name}.py"
+    p.write_text(text)
+    return p
+
+
+def within(t, budget):
+    f = t.fit
+    return f["fits"] and f["bytes"] <= budget.max_bytes and f["est_ms"] <= budget.max_ms
+
+
+def test_a_big_elementwise_task_is_scaled_down_and_reloads_identically(tmp_path):
+    p = write(tmp_path, RELU.format(batch=4096, dim=393216))
+    t = load_task(p, fit="auto")
+    f = t.fit
+    assert f["mode"] == "auto" and f["backend"] == "cpu" and set(f["changed"]) == {"batch_size", "dim"}
+    assert f["changed"]["batch_size"][0] == 4096 and f["changed"]["batch_size"][1] < 4096
+    assert within(t, BUDGETS["cpu"]) and f["in_window"]
+    assert t.overrides == {} and t.applied_overrides == {k: v[1] for k, v in f["changed"].items()}
+    # what the verify server and the graph do: reload by path + overrides
+    assert load_task(p, t.applied_overrides).key == t.key
+    # ratios roughly kept: 393216 / 4096 = 96
+    assert 40 < t.constants["dim"] / t.constants["batch_size"] < 200
+    assert probe(t.source).ok
+    assert describe(t).startswith("t: fitted batch_size 4096->")
+
+
+def test_a_task_that_fits_is_unchanged(tmp_path):
+    p = write(tmp_path, RELU.format(batch=16, dim=1024))
+    t = load_task(p, fit="auto")
+    assert t.fit["changed"] == {} and t.fit["fits"] and t.source == p.read_text()
+    assert "sizes fit" in describe(t)
+
+
+def test_set_values_win_and_the_fit_works_around_them(tmp_path):
+    p = write(tmp_path, RELU.format(batch=4096, dim=393216))
+    t = load_task(p, {"batch_size": 64}, fit="auto")
+    assert "batch_size" not in t.fit["changed"] and t.constants["batch_size"] == 64
+    assert t.fit["changed"]["dim"][1] < 393216 and within(t, BUDGETS["cpu"])
+    assert t.overrides == {"batch_size": 64} and t.applied_overrides["batch_size"] == 64
+    assert load_task(p, t.applied_overrides).key == t.key
+    # everything set: nothing left to fit, and the fit says so
+    both = load_task(p, {"batch_size": 4096, "dim": 393216}, fit="auto")
+    assert both.fit["changed"] == {} and not both.fit["fits"] and "no size constant" in both.fit["note"]
+
+
+def test_structure_is_kept_and_divisibility_too(tmp_path):
+    p = write(tmp_path, CONV)
+    t = load_task(p, fit="auto")
+    changed = t.fit["changed"]
+    assert set(changed) <= {"batch_size", "in_channels", "out_channels", "height", "width"} and changed
+    c = t.constants
+    assert (c["kernel_size"], c["stride"], c["padding"], c["groups"], c["num_groups"], c["dim"]) == (3, 2, 1, 4, 16, 1)
+    assert c["height"] == c["width"]  # equal sizes stay equal
+    assert c["in_channels"] % 4 == 0 and c["out_channels"] % 4 == 0 and c["out_channels"] % 16 == 0
+    assert within(t, BUDGETS["cpu"]) and probe(t.source).ok
+    assert "height = " in t.source and "; width = " in t.source
+
+
+def test_backends_have_their_own_budgets(tmp_path):
+    p = write(tmp_path, RELU.format(batch=4096, dim=393216))
+    cpu, sim = load_task(p, fit="auto"), load_task(p, fit="auto", backend="ascend-sim")
+    assert sim.fit["bytes"] <= BUDGETS["ascend-sim"].max_bytes < cpu.fit["bytes"]
+    small = FitBudget(max_bytes=1 * MiB, min_ms=0.0, max_ms=5.0, aim_ms=1.0)
+    t = fit_task(load_task(p), small)
+    assert t.fit["bytes"] <= MiB and t.fit["fits"]
+
+
+def test_a_task_that_cannot_be_built_keeps_its_sizes_without_raising(tmp_path):
+    p = write(tmp_path, RELU.format(batch=4096, dim=393216).replace("return torch.relu(x)", "return x.nope()"))
+    t = load_task(p, fit="auto")
+    assert t.fit["changed"] == {} and not t.fit["fits"] and "cannot be built" in t.fit["note"]
+    assert t.source == p.read_text() and "DOES NOT FIT" in describe(t)
+
+
+def test_fits_are_cached_on_disk_and_need_no_probe_then(tmp_path, monkeypatch):
+    p = write(tmp_path, RELU.format(batch=4096, dim=393216))
+    first = load_task(p, fit="auto")
+    monkeypatch.setattr(task_category, "probe", lambda *a, **k: (_ for _ in ()).throw(AssertionError("probed")))
+    task_category._cache.clear()
+    again = load_task(p, fit="auto")
+    assert again.fit == first.fit and again.key == first.key
+    assert again.category == "activation"  # the cached fit carries the category too
+
+
+def test_size_names_and_magnitudes():
+    src = RELU.format(batch=4096, dim=393216).replace("dim = 393216", "dim = 393216\nreduce_dim = 1\nkernel_size = 64\n"
+                                                      "input_shape = (32768,)\nM = 1024 * 2\nscale = 2048")
+    consts, lcm = size_constants(load_task_from_text(src))
+    assert {c.name for c in consts} == {"batch_size", "dim", "input_shape", "M"} and lcm == 1
+    assert next(c for c in consts if c.name == "M").value == 2048
+
+
+def load_task_from_text(text):
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "t.py"
+        p.write_text(text)
+        return load_task(p)
+
+
+@needs_kernelbench
+def test_all_200_kernelbench_files_fit_the_cpu_budget_and_stay_buildable():
+    budget = BUDGETS["cpu"]
+    t0 = time.perf_counter()
+    tasks = load_tasks(KB / "level1", fit="auto") + load_tasks(KB / "level2", fit="auto")
+    elapsed = time.perf_counter() - t0
+    assert len(tasks) == 200
+    problems = []
+    for t in tasks:
+        f, name = t.fit, f"{t.path.parent.name}/{t.name}"
+        if not within(t, budget):
+            problems.append(f"{name}: {describe(t)}")
+            continue
+        p = probe(t.source)
+        if not p.ok or p.total_bytes != f["bytes"]:
+            problems.append(f"{name}: does not build at its fitted sizes ({p.error})")
+        if load_task(t.path, t.applied_overrides).key != t.key:
+            problems.append(f"{name}: reloading with the applied overrides gives another source")
+        groups = [v for k, v in t.constants.items() if k in ("groups", "num_groups") and isinstance(v, int)]
+        orig = {k: v[0] for k, v in f["changed"].items()}
+        for k, (old, new) in f["changed"].items():
+            if isinstance(old, int) and not (1 <= new <= old):
+                problems.append(f"{name}: {k} {old}->{new} is not a shrink")
+            for g in groups:
+                if "channel" in k and old % g == 0 and new % g:
+                    problems.append(f"{name}: {k}={new} no longer divisible by groups {g}")
+        # equal sizes stay equal; large sizes keep their ratios within 2x
+        for a in orig:
+            for b in orig:
+                na, nb = f["changed"][a][1], f["changed"][b][1]
+                if orig[a] == orig[b] and na != nb:
+                    problems.append(f"{name}: {a} and {b} were equal, now {na} and {nb}")
+                if isinstance(na, int) and isinstance(nb, int) and min(na, nb) >= 64 and "batch" not in a + b:
+                    r_old, r_new = orig[a] / orig[b], na / nb
+                    if not 0.5 <= r_new / r_old <= 2:
+                        problems.append(f"{name}: ratio {a}/{b} {r_old:.2f} -> {r_new:.2f}")
+    assert not problems, "\n".join(problems)
+    assert sum(1 for t in tasks if t.fit["changed"]) >= 190  # GPU sizes: almost everything is too big
+    assert elapsed < 120, f"fitting 200 files took {elapsed:.0f} s"
+    # the ascend-sim budget is smaller: a sample fits it too
+    sample = [t for t in load_tasks(KB / "level1") if t.name.split("_")[0] in ("1", "19", "23", "40", "54", "95")]
+    for t in sample:
+        ft = fit_task(t, "ascend-sim")
+        assert ft.fit["fits"] and ft.fit["bytes"] <= BUDGETS["ascend-sim"].max_bytes, describe(ft)
+    assert math.isfinite(sum(t.fit["est_ms"] for t in tasks))
