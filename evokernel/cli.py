@@ -1,7 +1,7 @@
 """The `evokernel` command line.
 
     evokernel run [TASK_FILE|DIR|SUITE]... [--limit N] [--generator template|llm] [--model SPEC] [--budget T] ...
-    evokernel verify TASK_FILE CANDIDATE_FILE [--set NAME=VALUE]... [--json]   (--serve: a warm verifier it reuses)
+    evokernel verify TASK_FILE CANDIDATE_FILE [--set NAME=VALUE]... [--fit auto|none] [--json]   (--serve: a warm verifier it reuses)
     evokernel tasks list [SUITE]
     evokernel memory stats|list|show|export|import
     evokernel eval CONFIG [--method M]... [--seeds N] [--workers N] ...   (docs/evaluation.md)
@@ -32,6 +32,20 @@ app.add_typer(tasks_app, name="tasks")
 err = Console(stderr=True, soft_wrap=True)
 
 
+FIT_HELP = ("auto: scale the task's size constants down until it fits this backend's memory and time budget "
+            "(KernelBench sizes are for GPUs; one line per task says what changed; --set values are kept); "
+            "none: the sizes as written")
+
+
+def _fit_mode(value: str) -> str:
+    from evokernel.tasks import FIT_MODES
+
+    if value not in FIT_MODES:
+        err.print(f"error: --fit must be one of {', '.join(FIT_MODES)}, not {value!r}")
+        raise typer.Exit(2)
+    return value
+
+
 def _overrides(values: list[str] | None) -> dict[str, object]:
     out: dict[str, object] = {}
     for v in values or []:
@@ -40,9 +54,12 @@ def _overrides(values: list[str] | None) -> dict[str, object]:
     return out
 
 
-def _print_verdict(result: object, as_json: bool) -> None:
+def _print_verdict(result: object, as_json: bool, task_fit: dict | None = None) -> None:
     if as_json:
-        print(json.dumps(result.to_json(), indent=None, default=str))
+        data = result.to_json()
+        if task_fit is not None:
+            data["task_fit"] = task_fit  # the sizes the verdict is about
+        print(json.dumps(data, indent=None, default=str))
         return
     print(result.summary())
     if result.feasible and result.details.get("profile"):
@@ -64,6 +81,7 @@ def verify(
     candidate_file: Annotated[Optional[Path], typer.Argument(help="candidate source defining ModelNew")] = None,
     backend: Annotated[str, typer.Option(help="target backend: cpu (C++ kernels, measured latency), ascend-sim (Ascend C operator projects on the CPU emulator, latency ESTIMATED by a model of Ascend 910B) or ascend (the same projects built with CANN and measured on a real NPU; see docs/ascend.md and `evokernel doctor --backend ascend`)")] = "cpu",
     set_: Annotated[Optional[list[str]], typer.Option("--set", help="override a module-level size constant, NAME=VALUE (repeatable)")] = None,
+    fit: Annotated[str, typer.Option("--fit", help=FIT_HELP)] = "auto",
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object instead of text")] = False,
     strict: Annotated[bool, typer.Option(help="strict tolerance atol=rtol=1e-4 (default 1e-2, the paper's)")] = False,
     trials: Annotated[int, typer.Option(min=1, help="standard correctness trials (plus 4 perturbed ones: scaled, negated, shifted, heavy-tailed)")] = 4,
@@ -99,19 +117,26 @@ def verify(
     if task_file is None or candidate_file is None:
         err.print("error: verify needs TASK_FILE and CANDIDATE_FILE (or --serve / --stop-server)")
         raise typer.Exit(2)
+    fit = _fit_mode(fit)
     try:
         overrides = _overrides(set_)
-        task = load_task(task_file, overrides)
+        task = load_task(task_file, overrides, fit=fit, backend=backend)
     except TaskError as exc:
         err.print(f"error: {exc}")
         raise typer.Exit(2)
+    if fit == "auto":
+        from evokernel.task_fit import describe
+
+        err.print(describe(task), highlight=False)
     try:
         source = candidate_file.read_text()
     except (OSError, UnicodeDecodeError) as exc:
         err.print(f"error: cannot read candidate file: {exc}")
         raise typer.Exit(2)
     if not no_server and path.exists():
-        msg = {"op": "verify", "task_path": str(Path(task_file).resolve()), "overrides": overrides, "candidate": source,
+        # the fitted sizes travel as overrides: the server rewrites the same constants, so it judges the same source
+        msg = {"op": "verify", "task_path": str(Path(task_file).resolve()), "overrides": task.applied_overrides,
+               "candidate": source,
                "backend": backend, "threads": threads, "strict": strict, "trials": trials, "timing": timing,
                "compile_baseline": compile_baseline, "seed": seed, "timeout": timeout}
         try:
@@ -124,7 +149,7 @@ def verify(
 
                 result = Verdict(**reply["verdict"])
                 _sandbox_warning(str(reply.get("sandbox")))
-                _print_verdict(result, as_json)
+                _print_verdict(result, as_json, task.fit)
                 raise typer.Exit(0 if result.feasible else 1)
             if not reply.get("incompatible"):
                 err.print(f"error: {reply.get('error')}")
@@ -160,7 +185,7 @@ def _verify_here(task: object, source: str, candidate_file: Path, backend: str, 
     except SandboxError as exc:  # an environment problem, not a verdict
         err.print(f"error: {exc}")
         raise typer.Exit(2)
-    _print_verdict(result, as_json)
+    _print_verdict(result, as_json, getattr(task, "fit", None))
     raise typer.Exit(0 if result.feasible else 1)
 
 

@@ -73,17 +73,18 @@ def run(
     strict: Annotated[bool, typer.Option(help="strict tolerance atol=rtol=1e-4 (default 1e-2, the paper's)")] = False,
     compile_baseline: Annotated[bool, typer.Option(help="also time torch.compile of the reference (speedup vs torch.compile; +8-20 s per feasible verdict)")] = False,
     set_: Annotated[Optional[list[str]], typer.Option("--set", help="override a size constant in every task defining it, NAME=VALUE")] = None,
+    fit: Annotated[str, typer.Option("--fit", help="auto: scale each task's size constants down to this backend's memory and time budget (KernelBench sizes are for GPUs; one line per task says what changed; --set values are kept); none: the sizes as written")] = "auto",
     as_json: Annotated[bool, typer.Option("--json", help="print summary.json instead of the table")] = False,
 ) -> None:
     """Draft and refine kernels for TARGETS; write attempts, summary and best kernels to the run directory."""
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    from evokernel.cli import _overrides
+    from evokernel.cli import _fit_mode, _overrides
     from evokernel.graph import resources
     from evokernel.graph.context import Context
     from evokernel.graph.main import build_graph
     from evokernel.run import RunDir, new_run_id
-    from evokernel.tasks import TaskError, load_tasks
+    from evokernel.tasks import TaskError, fit_tasks, load_tasks
 
     if resume:
         if run_dir is None or not (run_dir / "run.json").exists():
@@ -105,6 +106,7 @@ def run(
         if generator == "llm" and not model:
             err.print("error: --generator llm needs --model (e.g. --model openai:gpt-4o-mini)")
             raise typer.Exit(2)
+        fit = _fit_mode(fit)
         try:
             overrides = _overrides(set_)
             tasks = [t for target in targets for t in load_tasks(target, overrides)]
@@ -117,6 +119,16 @@ def run(
             raise typer.Exit(2)
         if limit:
             tasks = tasks[:limit]
+        try:
+            tasks = fit_tasks(tasks, fit, backend)  # the graph's prepare node fits the same way (cached)
+        except TaskError as exc:
+            err.print(f"error: {exc}")
+            raise typer.Exit(2)
+        if fit == "auto":
+            from evokernel.task_fit import describe
+
+            for t in tasks:
+                err.print(f"  {describe(t)}", highlight=False)
         run_id = new_run_id()
         run_dir = run_dir or Path("runs") / run_id
         if (run_dir / "run.json").exists():
@@ -132,9 +144,11 @@ def run(
             err.print(f"error: {exc}")
             raise typer.Exit(2)
         task_ids = [resources.task_id(t) for t in tasks]
-        inputs = {"tasks": list(dict.fromkeys(targets)), "overrides": overrides, "limit": limit}
+        inputs = {"tasks": list(dict.fromkeys(targets)), "overrides": overrides, "fit": fit, "limit": limit}
         RunDir(run_dir, run_id=run_id, settings={"context": dataclasses.asdict(ctx), "tasks": task_ids,
-                                                 "inputs": inputs})
+                                                 "inputs": inputs,
+                                                 "task_fit": {tid: t.fit for tid, t in zip(task_ids, tasks)},
+                                                 "categories": {tid: t.category for tid, t in zip(task_ids, tasks)}})
         n_tasks = len(tasks)
 
     cfg = {"configurable": {"thread_id": ctx.run_id}}

@@ -19,16 +19,17 @@ from evokernel.graph import drafting, refining, resources
 from evokernel.graph.drafting import FRESH_TASK
 from evokernel.graph.context import Context
 from evokernel.graph.state import RunInput, RunState
-from evokernel.tasks import load_tasks
+from evokernel.tasks import fit_tasks, load_tasks
 
 def prepare(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
-    """Expand the input (task files, directories, suite names) into the task queue."""
-    specs = []
-    for target in state.get("tasks") or []:
-        for t in load_tasks(target, state.get("overrides") or None):
-            specs.append({"path": str(t.path), "overrides": dict(t.overrides), "suite": t.suite})
+    """Expand the input (task files, directories, suite names) into the task queue; with ``fit`` ("auto"),
+    each task's sizes are fitted to the backend and the fitted constants join the spec's overrides."""
+    tasks = [t for target in state.get("tasks") or [] for t in load_tasks(target, state.get("overrides") or None)]
     if state.get("limit"):
-        specs = specs[: state["limit"]]
+        tasks = tasks[: state["limit"]]
+    tasks = fit_tasks(tasks, state.get("fit") or None, Context.coerce(runtime.context).backend)
+    specs = [{"path": str(t.path), "overrides": dict(t.applied_overrides), "suite": t.suite, "fit": t.fit}
+             for t in tasks]
     if not specs:
         raise ValueError("no tasks: give task files, directories or suite names in 'tasks'")
     return {"queue": specs, "results": list(state.get("results") or [])}

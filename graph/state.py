@@ -14,11 +14,13 @@ from typing_extensions import NotRequired, TypedDict
 
 
 class TaskSpec(TypedDict):
-    """Where a task comes from: its file, its size overrides, its suite (if built in)."""
+    """Where a task comes from: its file, its size overrides (the user's and the fitted ones), its suite
+    (if built in), and what the size fit changed (``Task.fit``)."""
 
     path: str
     overrides: NotRequired[dict[str, Any]]
     suite: NotRequired[str | None]
+    fit: NotRequired[dict[str, Any] | None]
 
 
 class StartPoint(TypedDict):
@@ -76,6 +78,7 @@ class TaskState(TypedDict, total=False):
 class RunState(TaskState, total=False):
     tasks: list[str]  # input: task files, directories or suite names
     overrides: dict[str, Any]  # input: size overrides applied to every task that defines the constant
+    fit: str | None  # input: "auto" (sizes fitted to the backend), "none" or absent (sizes as written)
     limit: int  # input: only the first N tasks (0: all)
     queue: list[TaskSpec]  # tasks still to do (the current one first)
     results: list[dict[str, Any]]  # one summary per finished task
@@ -86,4 +89,5 @@ class RunInput(TypedDict, total=False):
 
     tasks: list[str]
     overrides: dict[str, Any]
+    fit: str | None
     limit: int

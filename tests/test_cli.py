@@ -101,3 +101,40 @@ def test_broken_sandbox_is_a_clear_error(tmp_path, cli_cache):
     assert p.returncode == 2, p.stderr
     assert "sandbox did not start" in p.stderr and "EVOKERNEL_SANDBOX=rlimits" in p.stderr
     assert "Traceback" not in p.stderr
+
+
+BIG_RELU = RELU_TASK.read_text().replace("batch_size = 160", "batch_size = 4096").replace("dim = 65536", "dim = 393216")
+
+
+def test_verify_fits_a_gpu_sized_task_and_says_what_changed(cli_cache, tmp_path):
+    assert BIG_RELU != RELU_TASK.read_text()
+    task = tmp_path / "19_ReLU.py"
+    task.write_text(BIG_RELU)  # 4096 x 393216 floats: 6.4 GB in, 6.4 GB out
+    p = run("verify", task, RELU_EXAMPLE, "--json", "--no-timing", env_extra=cli_cache)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "19_ReLU: fitted batch_size 4096->" in p.stderr and "dim 393216->" in p.stderr
+    out = json.loads(p.stdout)
+    fit = out["task_fit"]
+    assert out["feasible"] and fit["mode"] == "auto" and fit["fits"]
+    assert set(fit["changed"]) == {"batch_size", "dim"} and fit["bytes"] <= 128 << 20
+    # --set wins: the fit keeps batch_size and scales dim only
+    p = run("verify", task, RELU_EXAMPLE, "--json", "--no-timing", "--set", "batch_size=256", env_extra=cli_cache)
+    fit = json.loads(p.stdout)["task_fit"]
+    assert p.returncode == 0 and set(fit["changed"]) == {"dim"}, p.stderr[-2000:]
+
+
+def test_verify_fit_none_keeps_the_sizes(cli_cache):
+    p = run("verify", RELU_TASK, RELU_EXAMPLE, *SMALL, "--fit", "none", "--json", "--no-timing", env_extra=cli_cache)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert json.loads(p.stdout)["task_fit"] == {"mode": "none", "changed": {}} and "fitted" not in p.stderr
+    p = run("verify", RELU_TASK, RELU_EXAMPLE, "--fit", "sometimes", env_extra=cli_cache)
+    assert p.returncode == 2 and "--fit must be one of auto, none" in p.stderr
+
+
+def test_tasks_list_a_kernelbench_style_directory_in_numeric_order_with_categories(tmp_path):
+    for name in ("10_relu", "2_relu", "1_relu"):
+        (tmp_path / f"{name}.py").write_text(BIG_RELU.replace('CATEGORY = "activation"\n', ""))
+    p = run("tasks", "list", tmp_path, "--json")
+    rows = json.loads(p.stdout)
+    assert [r["name"] for r in rows] == ["1_relu", "2_relu", "10_relu"]
+    assert {r["category"] for r in rows} == {"activation"}

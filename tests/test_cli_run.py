@@ -175,3 +175,31 @@ def test_offline_ascend_sim_run_drafts_and_refines_ascend_c(tmp_path):
     for b in best:
         text = b.read_text()
         assert "project_json_src" in text and "--backend ascend-sim" in text
+
+
+def test_fit_option_is_checked():
+    r = CliRunner().invoke(app, ["run", str(RELU), "--fit", "sometimes"])
+    assert r.exit_code == 2 and "--fit must be one of auto, none" in r.output
+
+
+def test_prepare_fits_the_queue_and_carries_fitted_sizes_as_overrides(tmp_path, monkeypatch):
+    monkeypatch.setenv("EVOKERNEL_CACHE", str(tmp_path / "cache"))
+    from types import SimpleNamespace
+
+    from evokernel.graph.main import prepare
+    from evokernel.graph.resources import task as spec_task
+    from evokernel.tasks import load_task
+
+    big = tmp_path / "19_ReLU.py"
+    big.write_text(RELU.read_text().replace("batch_size = 160", "batch_size = 4096")
+                   .replace("dim = 65536", "dim = 393216"))
+    runtime = SimpleNamespace(context={"backend": "cpu"})
+    [spec] = prepare({"tasks": [str(big)], "fit": "auto", "overrides": {"batch_size": 64}}, runtime)["queue"]
+    fitted = load_task(big, {"batch_size": 64}, fit="auto")
+    assert spec["overrides"] == fitted.applied_overrides and spec["overrides"]["batch_size"] == 64
+    assert spec["fit"]["changed"] and "batch_size" not in spec["fit"]["changed"]
+    assert spec_task(spec).key == fitted.key  # what every node of the run judges
+    [plain] = prepare({"tasks": [str(big)], "fit": "none"}, runtime)["queue"]
+    assert plain["overrides"] == {} and plain["fit"] == {"mode": "none", "changed": {}}
+    [old] = prepare({"tasks": [str(big)]}, runtime)["queue"]  # inputs without "fit": sizes as written
+    assert old["overrides"] == {} and old["fit"] is None
