@@ -61,6 +61,7 @@ class EvalConfig(BaseModel):
     tasks: list[str] = Field(default_factory=list, description="suites, task directories, task files or suite/task ids, in stream order")
     limit: int = Field(0, ge=0, description="only the first N tasks of each entry of `tasks` (0: all)")
     set: dict[str, Scalar] = Field(default_factory=dict, description="size overrides NAME = VALUE for every task defining NAME")
+    fit: Literal["auto", "none"] = Field("auto", description="auto: scale each task's size constants down to the backend's memory and time budget (KernelBench sizes are for GPUs; `set` values are kept); none: the sizes as written")
     backend: str = Field("cpu", description="target backend: cpu (measured latency) , ascend-sim (Ascend C on the emulator, modelled latency) or ascend (Ascend C on a real NPU, measured)")
     generator: Literal["template", "llm"] = Field("template", description="template (offline) or llm")
     models: list[str] = Field(default_factory=list, description="LLM specs for generator llm (openai:MODEL, deepseek:MODEL, ollama:MODEL, vllm:MODEL)")

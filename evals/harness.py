@@ -77,10 +77,11 @@ class Unit:
 
 def resolve_tasks(cfg: EvalConfig) -> list[dict[str, Any]]:
     """The benchmark's operators in stream order: id, stage (the built-in suite, else the config entry),
-    category, path, and the
-    argument that names the task for `evokernel run`. Bad entries and unused overrides are errors."""
+    category, path, the argument that names the task for `evokernel run`, the user's overrides and the
+    size fit (``cfg.fit``: each unit's `evokernel run --fit` computes the same, deterministically).
+    Bad entries and unused overrides are errors."""
     from evokernel.graph.resources import task_id
-    from evokernel.tasks import TaskError, load_tasks
+    from evokernel.tasks import TaskError, fit_tasks, load_tasks
 
     out: list[dict[str, Any]] = []
     seen: dict[str, str] = {}
@@ -92,6 +93,10 @@ def resolve_tasks(cfg: EvalConfig) -> list[dict[str, Any]]:
             raise ConfigError(f"tasks: {e}") from None
         if cfg.limit:
             tasks = tasks[: cfg.limit]
+        try:
+            tasks = fit_tasks(tasks, cfg.fit, cfg.backend)
+        except TaskError as e:
+            raise ConfigError(f"fit: {e}") from None
         for t in tasks:
             tid = task_id(t)
             if tid in seen:
@@ -101,7 +106,7 @@ def resolve_tasks(cfg: EvalConfig) -> list[dict[str, Any]]:
             stage = t.suite or entry  # suite tasks named one by one still form one stage per suite
             out.append({"id": tid, "stage": stage, "suite": stage, "category": t.category, "path": str(t.path),
                         "arg": f"{t.suite}/{t.name}" if t.suite else str(t.path),
-                        "overrides": dict(t.overrides)})
+                        "overrides": dict(t.overrides), "fit": t.fit})
     unused = sorted(set(cfg.set) - used)
     if unused:
         raise ConfigError(f"set: no task defines {', '.join(unused)}")
@@ -242,6 +247,10 @@ def prepare(cfg: EvalConfig, command: str, out: Path | None = None) -> tuple[Eva
     if ed.exists():
         meta = ed.load()
         old = meta.get("plan_key")
+        if isinstance(old, dict):  # evals from before --fit ran the sizes as written
+            old.setdefault("fit", "none")
+            if isinstance(meta.get("config"), dict):
+                meta["config"].setdefault("fit", "none")
         new = json.loads(json.dumps(cfg.plan_key()))
         if old != new:
             diff = sorted(k for k in set(old or {}) | set(new) if (old or {}).get(k) != new.get(k))
@@ -314,6 +323,7 @@ def unit_command(cfg: EvalConfig, group: dict[str, Any], seed: int, u: Unit, out
         cmd.append("--strict")
     if cfg.compile_baseline:
         cmd.append("--compile-baseline")
+    cmd += ["--fit", cfg.fit]
     for k, v in u.overrides.items():
         cmd += ["--set", f"{k}={v!r}"]
     return cmd + url

@@ -133,6 +133,8 @@ class EvalData:
     conditions: dict[str, Any]
     budget: int
     seeds: list[int]
+    #: task id -> what the size fit did (``Task.fit``: mode, changed constants, bytes, est_ms); None: not recorded
+    sizes: dict[str, Any] | None = None
 
     @property
     def reference(self) -> str | None:
@@ -208,6 +210,7 @@ def load_eval_dir(path: str | Path) -> EvalData:
     tasks: list[str] = []
     cats: dict[str, str] = {}
     stage_of: dict[str, str] = {}
+    sizes: dict[str, Any] = {}
     for i, t in enumerate(raw_tasks):
         if isinstance(t, str):
             t = {"id": t}
@@ -217,6 +220,8 @@ def load_eval_dir(path: str | Path) -> EvalData:
         tasks.append(tid)
         if t.get("category"):
             cats[tid] = str(t["category"])
+        if isinstance(t.get("fit"), dict):
+            sizes[tid] = t["fit"]
         stage_of[tid] = str(t.get("stage") or t.get("suite") or M.suite_of(tid))
     tasks = list(dict.fromkeys(tasks))
     stages = [str(s) for s in meta.get("stages") or []]
@@ -267,7 +272,7 @@ def load_eval_dir(path: str | Path) -> EvalData:
         kind="eval", path=root, name=str(meta.get("name") or root.name), created=meta.get("created"),
         command=meta.get("command"), config=config, tasks=tasks, categories=cats or None,
         stage_of=stage_of, stages=stages, groups=groups, arms=arms, conditions=conditions,
-        budget=budget, seeds=seeds)
+        budget=budget, seeds=seeds, sizes=sizes or None)
 
 
 def _run_memory(root: Path, ctx: Mapping[str, Any]) -> Path | None:
@@ -305,6 +310,8 @@ def _run_command(settings: Mapping[str, Any]) -> str:
         opts.append(("--limit", inputs["limit"]))
     for k, v in (inputs.get("overrides") or {}).items():
         opts.append(("--set", f"{k}={v}"))
+    if inputs.get("fit"):
+        opts.append(("--fit", inputs["fit"]))
     if ctx.get("memory_dir"):
         opts.append(("--memory", ctx["memory_dir"]))
     if ctx.get("run_dir"):
@@ -364,9 +371,12 @@ def load_run_dir(path: str | Path) -> EvalData:
              "model": ctx.get("generator")}
     return EvalData(
         kind="run", path=root, name=str(meta.get("run_id") or root.name), created=meta.get("created"),
-        command=_run_command(settings), config=config, tasks=tasks, categories=None, stage_of=stage_of,
+        command=_run_command(settings), config=config, tasks=tasks, stage_of=stage_of,
+        categories={str(k): str(v) for k, v in settings["categories"].items()}
+        if isinstance(settings.get("categories"), dict) and settings["categories"] else None,
         stages=list(dict.fromkeys(stage_of.values())), groups=[group], arms=[arm], conditions=conditions,
-        budget=budget, seeds=[seed])
+        budget=budget, seeds=[seed],
+        sizes=settings.get("task_fit") if isinstance(settings.get("task_fit"), dict) else None)
 
 
 def load(path: str | Path) -> EvalData:
@@ -559,8 +569,18 @@ def summarize(data: EvalData) -> dict[str, Any]:
         "methods": {g["name"]: _group_summary(data, g) for g in data.groups},
         "paired": _paired(data),
         "config": data.config,
+        "task_sizes": _task_sizes(data),
     }
     return _json_ready(summary)
+
+
+def _task_sizes(data: EvalData) -> dict[str, Any] | None:
+    """What the size fit did, per listed task (None: not recorded, e.g. runs from before --fit)."""
+    if not data.sizes:
+        return None
+    keep = ("mode", "changed", "bytes", "est_ms", "fits", "note")
+    return {t: {k: v for k, v in data.sizes[t].items() if k in keep}
+            for t in data.tasks if isinstance(data.sizes.get(t), dict)}
 
 
 # ---------------------------------------------------------------- figures
@@ -813,6 +833,33 @@ _PAIRED_LABELS = {
 }
 
 
+def _sizes_lines(sizes: Mapping[str, Any] | None) -> list[str]:
+    """The "Task sizes" section: which operators ran at sizes other than their files' (``--fit auto``)."""
+    if not sizes:
+        return []
+    modes = {str((f or {}).get("mode") or "?") for f in sizes.values()}
+    changed = {t: f for t, f in sizes.items() if (f or {}).get("changed")}
+    L = ["## Task sizes", ""]
+    if modes == {"none"}:
+        return L + ["Every operator ran at the sizes its file sets (`--fit none`).", ""]
+    L += [(f"`--fit auto`: {len(changed)} of {len(sizes)} operators ran with size constants scaled down to fit "
+           "the backend's memory and time budget (the rest fit as written); latencies and speedups are at these "
+           "sizes."), ""]
+    unfit = [t for t, f in sizes.items() if f and f.get("mode") == "auto" and not f.get("fits", True)]
+    if unfit:
+        L += [f"Operators still over the budget: {', '.join(unfit)}.", ""]
+    if changed:
+        def fmt(v: Any) -> str:
+            return "(" + ", ".join(map(str, v)) + ")" if isinstance(v, (list, tuple)) else str(v)
+
+        L += _table(["operator", "changed", "MiB", "est. ms"],
+                    ([t, ", ".join(f"{k} {fmt(v[0])}→{fmt(v[1])}" for k, v in f["changed"].items()),
+                      f"{(f.get('bytes') or 0) / (1 << 20):.1f}",
+                      f"{f['est_ms']:.1f}" if isinstance(f.get("est_ms"), (int, float)) else "—"]
+                     for t, f in changed.items()))
+    return L
+
+
 def render_markdown(summary: Mapping[str, Any], figures: Mapping[str, Any] | None = None) -> str:
     """``report.md`` from a :func:`summarize` result and the :func:`make_figures` result."""
     s = summary
@@ -852,6 +899,7 @@ def render_markdown(summary: Mapping[str, Any], figures: Mapping[str, Any] | Non
     if s.get("kind") == "run":
         L += ["(Reconstructed from `run.json`.)", ""]
     L += ["## Conditions", ""] + _condition_lines(s.get("conditions") or {})
+    L += _sizes_lines(s.get("task_sizes"))
 
     # main table
     L += ["## Results", "",

@@ -41,6 +41,16 @@ def _plan_table(meta: dict[str, Any], budget: int) -> Table:
     return table
 
 
+def _print_fits(tasks: list[dict[str, Any]]) -> None:
+    """One line per task whose sizes the fit changed (or could not fit)."""
+    from evokernel.task_fit import describe_fit
+
+    for t in tasks:
+        f = t.get("fit") or {}
+        if f.get("mode") == "auto" and (f.get("changed") or not f.get("fits", True)):
+            err.print(f"  {describe_fit(t['id'], f)}", highlight=False)
+
+
 def eval_cmd(
     config: Annotated[Optional[Path], typer.Argument(help="TOML or YAML config file (fields: docs/evaluation.md); "
                                                           "omit it to continue the eval in --out")] = None,
@@ -49,6 +59,7 @@ def eval_cmd(
     task: Annotated[Optional[list[str]], typer.Option("--task", help="suite, task directory, task file or suite/task id (repeatable; replaces the config's tasks)")] = None,
     limit: Annotated[Optional[int], typer.Option(min=0, help="only the first N tasks of each --task entry")] = None,
     set_: Annotated[Optional[list[str]], typer.Option("--set", help="size override NAME=VALUE for tasks defining NAME (repeatable)")] = None,
+    fit: Annotated[Optional[str], typer.Option("--fit", help="auto (the default): scale each task's sizes down to the backend's budget; none: the sizes as written")] = None,
     backend: Annotated[Optional[str], typer.Option(help="target backend")] = None,
     generator: Annotated[Optional[str], typer.Option(help="template or llm")] = None,
     model: Annotated[Optional[list[str]], typer.Option("--model", help="LLM spec (repeatable: one group per model)")] = None,
@@ -72,7 +83,7 @@ def eval_cmd(
 ) -> None:
     """Run methods × seeds (and policies, memory modes, models) over a task stream; write report.md,
     summary.json and figures. Run it again to continue an interrupted eval."""
-    from evokernel.cli import _overrides
+    from evokernel.cli import _fit_mode, _overrides
     from evokernel.evals import harness
     from evokernel.evals.config import ConfigError, load_config, make_config
     from evokernel.tasks import TaskError
@@ -80,7 +91,8 @@ def eval_cmd(
     command = shlex.join(["evokernel", "eval", *sys.argv[2:]]) if len(sys.argv) > 1 else "evokernel eval"
     try:
         flags = {"name": name, "out": str(out) if out else None, "tasks": task, "limit": limit,
-                 "set": _overrides(set_) if set_ else None, "backend": backend, "generator": generator,
+                 "set": _overrides(set_) if set_ else None, "fit": _fit_mode(fit) if fit is not None else None,
+                 "backend": backend, "generator": generator,
                  "models": model, "budget": budget, "seeds": _seeds(seeds), "methods": method, "policies": policy,
                  "memory": memory, "memory_from": str(memory_from) if memory_from else None, "workers": workers,
                  "memory_server": memory_server, "n_context": n_context, "alpha": alpha,
@@ -91,17 +103,20 @@ def eval_cmd(
                 err.print("error: give a config file (evokernel eval CONFIG), or --out DIR of an eval to continue")
                 raise typer.Exit(2)
             stored = harness.EvalDir(out).load()["config"]
+            stored.setdefault("fit", "none")  # evals from before --fit ran the sizes as written
             cfg = make_config(stored | {k: v for k, v in flags.items() if v is not None}, f"{out}/eval.json")
         else:
             cfg = load_config(config, flags)
         if dry_run:
             tasks = harness.resolve_tasks(cfg)
+            _print_fits(tasks)
             meta = {"name": cfg.name, "tasks": tasks, **harness.plan(cfg, tasks)}
             Console(width=None if sys.stdout.isatty() else 140).print(_plan_table(meta, cfg.budget))
             total = len(meta["arms"]) * len(tasks) * cfg.budget
             err.print(f"{len(meta['units'])} unit(s), {total} attempts; output {out or cfg.output_dir}")
             return
         ed, meta = harness.prepare(cfg, command, out)
+        _print_fits(meta["tasks"])
     except (ConfigError, TaskError) as e:
         err.print(f"error: {e}")
         raise typer.Exit(2)

@@ -165,3 +165,35 @@ def test_an_existing_output_dir_is_continued_only_with_the_same_plan(tmp_path):
     assert meta2["config"]["workers"] == 2 and len(meta2["invocations"]) == 1
     with pytest.raises(ConfigError, match="budget"):
         harness.prepare(cfg.model_copy(update={"budget": 3}), "evokernel eval x.toml -T 3")
+
+
+def test_fit_is_a_setting_recorded_per_task_and_passed_to_every_unit(tmp_path, monkeypatch):
+    monkeypatch.setenv("EVOKERNEL_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(ConfigError, match="fit"):
+        make_config({"tasks": ["cpu-l1"], "fit": "sometimes"})
+    big = tmp_path / "tasks"
+    big.mkdir()
+    relu = (ROOT / "evokernel" / "suites" / "cpu_l1" / "01_relu.py").read_text()
+    (big / "19_ReLU.py").write_text(relu.replace("batch_size = 160", "batch_size = 4096")
+                                    .replace("dim = 65536", "dim = 393216"))
+    cfg = make_config({"tasks": [str(big)], "out": str(tmp_path / "e")})
+    assert cfg.fit == "auto" and cfg.plan_key()["fit"] == "auto"
+    [t] = harness.resolve_tasks(cfg)
+    assert t["fit"]["mode"] == "auto" and set(t["fit"]["changed"]) == {"batch_size", "dim"}
+    assert t["overrides"] == {}  # the fitted sizes are not --set values: each unit fits the same way
+    p = harness.plan(cfg, [t])
+    cmd = harness.unit_command(cfg, p["groups"][0], 0, harness.Unit(**p["units"][0]), tmp_path, resume=False,
+                               memory_url=None)
+    assert cmd[cmd.index("--fit") + 1] == "auto" and "--set" not in cmd
+    none = cfg.model_copy(update={"fit": "none"})
+    [t] = harness.resolve_tasks(none)
+    assert t["fit"] == {"mode": "none", "changed": {}}
+    # an eval directory from before --fit ran its sizes as written: it continues with fit none
+    ed, meta = harness.prepare(none, "evokernel eval x.toml")
+    raw = json.loads(ed.meta_path.read_text())
+    del raw["plan_key"]["fit"], raw["config"]["fit"]
+    ed.meta_path.write_text(json.dumps(raw))
+    _, meta = harness.prepare(none, "evokernel eval x.toml")
+    assert meta["config"]["fit"] == "none"
+    with pytest.raises(ConfigError, match="fit"):
+        harness.prepare(cfg, "evokernel eval x.toml")

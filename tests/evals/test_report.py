@@ -343,3 +343,35 @@ def test_corrupt_attempt_log(tmp_path):
     f.write_text("\n".join([lines[0], "{torn", *lines[1:]]) + "\n")  # malformed mid-file, not a torn tail
     with pytest.raises(R.ReportError, match="attempts.jsonl: line 2"):
         R.build_report(root, figures=False)
+
+
+def test_fitted_sizes_and_categories_are_reported(tmp_path):
+    fit = {"mode": "auto", "changed": {"batch_size": [4096, 288], "input_shape": [[32768], [2368]]},
+           "bytes": 44859396, "est_ms": 12.9, "fits": True, "note": "", "category": "loss"}
+    same = {"mode": "auto", "changed": {}, "bytes": 1 << 20, "est_ms": 3.0, "fits": True, "note": ""}
+    run = tmp_path / "r1"
+    run.mkdir()
+    ctx = {"method": "evokernel", "backend": "cpu", "generator": "template", "budget": T, "seed": 0}
+    settings = {"context": ctx, "tasks": TASKS, "inputs": {"tasks": ["x"], "overrides": {}, "fit": "auto"},
+                "task_fit": {A: fit, B: same, C: same}, "categories": {A: "loss", B: "matmul", C: "fusion"}}
+    (run / "run.json").write_text(json.dumps({"run_id": "r1", "settings": settings}))
+    write_jsonl(run / "attempts.jsonl", records("evo", 0, run_id="r1"))
+    s = R.build_report(run, tmp_path / "rep", figures=False)
+    assert "--fit auto" in s["command"]
+    assert s["task_sizes"][A]["changed"]["batch_size"] == [4096, 288] and s["task_sizes"][B]["changed"] == {}
+    assert set(s["methods"]["evokernel"]["per_category"]) == {"loss", "matmul", "fusion"}
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "## Task sizes" in md and "1 of 3 operators ran with size constants scaled down" in md
+    assert "| cpu-l1/01_a | batch_size 4096→288, input_shape (32768)→(2368) | 42.8 | 12.9 |" in md
+    # an eval directory: the fit of each listed task, from eval.json
+    root = make_eval(tmp_path / "eval")
+    meta = json.loads((root / "eval.json").read_text())
+    for t in meta["tasks"]:
+        t["fit"] = {"mode": "none", "changed": {}}
+    (root / "eval.json").write_text(json.dumps(meta))
+    s = R.build_report(root, figures=False)
+    assert s["task_sizes"][A] == {"mode": "none", "changed": {}}
+    assert "at the sizes its file sets (`--fit none`)" in (root / "report.md").read_text()
+    # runs from before --fit: no section
+    s = R.build_report(make_eval(tmp_path / "old"), figures=False)
+    assert s["task_sizes"] is None and "## Task sizes" not in (tmp_path / "old" / "report.md").read_text()
