@@ -167,7 +167,13 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     with Verifier("cpu", VerifyConfig()) as verifier:
         for task in tqdm(tasks, desc="template", file=sys.stderr):
-            rows.append(measure_task(task, verifier, gen, args.refine, args.drafts, args.seed))
+            try:
+                rows.append(measure_task(task, verifier, gen, args.refine, args.drafts, args.seed))
+            except Exception as exc:  # noqa: BLE001 - e.g. the reference itself fails: a row, not a stop
+                rows.append({"task": task.name, "category": task.category, "family": "-", "attempt": None,
+                             "draft_ms": None, "best_ms": None, "ref_ms": None, "speedup_eager": None, "kept": [],
+                             "refine_feasible": 0, "refine_tried": 0, "gate": None,
+                             "error": f"{type(exc).__name__}: {str(exc)[:200]}"})
             if args.json:
                 with open(args.json, "a") as fh:
                     fh.write(json.dumps(rows[-1]) + "\n")
