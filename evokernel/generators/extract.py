@@ -16,6 +16,9 @@ Rules, in order:
 5. Without fences, a reply that is bare code (possibly with prose before or after) is accepted if a
    piece of it defining ``class ModelNew`` parses.
 
+6. ``super(Model, self)`` (KernelBench's own files write it; models copy it into ``ModelNew``, where it fails
+   at run time because ModelNew is not a Model) becomes ``super()``.
+
 A :class:`GenerationError` says what was wrong when there is no ``ModelNew`` or the code does not
 parse (with the line number).
 """
@@ -252,6 +255,13 @@ def _error(message: str, reply: str) -> GenerationError:
     return GenerationError(message, reply=reply)
 
 
+_SUPER_MODEL = re.compile(r"\bsuper\(\s*Model\s*,\s*self\s*\)")
+
+
+def _fix_super(code: str) -> str:
+    return _SUPER_MODEL.sub("super()", code)
+
+
 def extract_candidate(reply: str) -> str:
     """The candidate file in ``reply``; :class:`GenerationError` when there is none."""
     text, unterminated_thinking = strip_reasoning(reply)
@@ -281,11 +291,11 @@ def extract_candidate(reply: str) -> str:
                     "limit)" if not chosen.closed else "")
             raise _error(f"the candidate does not parse as Python: {where} of the code block: "
                          f"{err.msg}{bad}{hint}; reply with one complete, syntactically valid file", reply)
-        return code.strip("\n") + "\n"
+        return _fix_super(code.strip("\n") + "\n")
     if not blocks:
         bare = _bare_code(text.strip("\n") + "\n")
         if bare is not None:
-            return bare.strip("\n") + "\n"
+            return _fix_super(bare.strip("\n") + "\n")
         if _MODELNEW_RE.search(text):
             err = _parse_error(text)
             line = f" (line {err.lineno}: {err.msg})" if err is not None and err.lineno else ""

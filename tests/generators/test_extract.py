@@ -205,3 +205,19 @@ def test_ascend_project_reply_is_extracted_whole():
     src = (Path(__file__).resolve().parents[2] / "evokernel" / "examples" / "ascend" / "add_custom.py").read_text()
     reply = "Plan: tile over 40 cores.\n```python\n" + src + "```\nSummary: double-buffered add"
     assert extract_candidate(reply) == src.strip("\n") + "\n"
+
+
+def test_kernelbench_style_super_is_rewritten():
+    reply = '''```python
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super(Model, self).__init__()
+
+    def forward(self, x):
+        return x
+```'''
+    code = extract_candidate(reply)
+    assert "super().__init__()" in code and "super(Model" not in code
