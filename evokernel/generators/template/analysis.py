@@ -370,6 +370,13 @@ class _Normaliser:
                 dims = [dims]
             rdims = sorted({d % len(shp) for d in dims})
             kshape = tuple(1 if i in rdims else s for i, s in enumerate(shp))
+            if all(shp[d] == 1 for d in rdims):
+                # over dims of size 1 (x.sum(1, keepdim=True).max(1, keepdim=True)): sum, mean, max and min
+                # are the identity
+                if keepdim:
+                    return x
+                return self.g.add("reshape", [x], {}, tuple(s for i, s in enumerate(shp) if i not in rdims),
+                                  origin=n.name)
         r = self.g.add("reduce", [x], {"fn": fn, "dims": rdims}, kshape, origin=n.name)
         if not keepdim:
             final = () if rdims is None else tuple(s for i, s in enumerate(shp) if i not in rdims)

@@ -134,7 +134,8 @@ def build_plan(g: Graph) -> Plan:
                 family = "gemv"
             chain: list[int] = []
             cur = node.id
-            while node.op in EPILOGUE_OK and cur != g.output and len(users[cur]) == 1:
+            # (an anchor whose rows have length 1 -- a global pool -- keeps its elementwise ops in a region)
+            while node.op in EPILOGUE_OK and node.shape[-1:] != (1,) and cur != g.output and len(users[cur]) == 1:
                 u = g.nodes[users[cur][0]]
                 if u.op not in ELEMENTWISE or u.shape != node.shape:
                     break
