@@ -221,3 +221,34 @@ def test_training_mode_dropout_is_refused_with_its_reason(gen):
     task = load_task(KB / "level2/66_Matmul_Dropout_Softmax.py", {"batch_size": 4, "in_features": 8, "out_features": 8})
     with pytest.raises(GenerationError, match=r"Dropout\(p=0.2\) in training mode"):
         _draft(gen, task)
+
+
+# one file per category of level1 and three level2 fusions, at the sizes --fit auto gives them (what a
+# user's `evokernel run` uses): the template draft is feasible
+_PER_CATEGORY = [
+    ("level1/1_Square_matrix_multiplication_.py", "matmul"),
+    ("level1/12_Matmul_with_diagonal_matrices_.py", "elementwise"),
+    ("level1/19_ReLU.py", "activation"),
+    ("level1/23_Softmax.py", "softmax"),
+    ("level1/33_BatchNorm.py", "normalization"),
+    ("level1/42_Max_Pooling_2D.py", "pooling"),
+    ("level1/47_Sum_reduction_over_a_dimension.py", "reduction"),
+    ("level1/63_conv_standard_2D__square_input__square_kernel.py", "convolution"),
+    ("level1/89_cumsum.py", "scan"),
+    ("level1/94_MSELoss.py", "loss"),
+    ("level1/97_ScaledDotProductAttention.py", "attention"),
+    ("level2/1_Conv2D_ReLU_BiasAdd.py", "fusion"),
+    ("level2/15_ConvTranspose3d_BatchNorm_Subtract.py", "fusion"),
+    ("level2/41_Gemm_BatchNorm_GELU_ReLU.py", "fusion"),
+]
+
+
+@needs_kb
+@pytest.mark.parametrize("rel,category", _PER_CATEGORY, ids=[r.split("/")[1].split("_")[0] + "-" + c
+                                                              for r, c in _PER_CATEGORY])
+def test_fitted_real_files_draft_feasibly_in_every_category(gen, verifier, rel, category):
+    task = load_task(KB / rel, fit="auto")
+    assert task.category == category
+    assert task.fit and task.fit["fits"], task.fit
+    v = verifier.verify(task, _draft(gen, task).source)
+    assert v.feasible, f"{rel} at {task.fit['changed']}: {v.feedback[:600]}"
