@@ -505,6 +505,12 @@ class _Normaliser:
             return out
         if n.op == "get_attr":
             if isinstance(val, torch.Tensor):
+                if str(n.target).startswith("_tensor_constant"):
+                    # torch.tensor(c) in forward, made a constant by the tracer (outside the meta device)
+                    const = getattr(self.gm, str(n.target))
+                    if const.numel() == 1 and not const.is_meta and const.dtype.is_floating_point:
+                        return Const(float(const.reshape(())))
+                    raise self.fail(n, "a tensor constant created in forward (only scalars are supported)")
                 return self.param(str(n.target))
             return val
         # non-tensor values (shapes, sizes, scalars computed from them) become constants

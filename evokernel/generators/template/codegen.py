@@ -721,12 +721,15 @@ class Codegen:
         NB, C = shape[0], shape[1]
         HW = _prod(shape[2:])
         G = node.attrs["groups"]
-        frame = shape if len(shape) >= 3 else shape + (1,)
+        frame = shape
         epi_fn, epi_ext, epi_ptrs = self.epilogue(k, st, frame)
         L = len(frame) - 1
         fnames = [f"F{d}" for d in range(L)] + ["FN"]
         inner_rows = _prod(frame[2:-1]) if len(frame) > 3 else 1
-        ecall = self.epi_call(k, st, epi_ptrs, f"(n * CC + c) * {inner_rows} + h", "0", "FN", fnames)
+        if len(frame) == 2:  # (N, C): row n, one column c at a time
+            ecall = self.epi_call(k, st, epi_ptrs, "n", "c", "c + 1", fnames)
+        else:
+            ecall = self.epi_call(k, st, epi_ptrs, f"(n * CC + c) * {inner_rows} + h", "0", "FN", fnames)
         if kn.get("gn_stats", "two_pass") == "two_pass":
             stats = """      float s = 0.0f;
       #pragma omp simd reduction(+:s)
