@@ -103,7 +103,9 @@ def resolve_tasks(cfg: EvalConfig) -> list[dict[str, Any]]:
                 raise ConfigError(f"tasks: {tid} is listed twice (in {seen[tid]!r} and {entry!r})")
             seen[tid] = entry
             used.update(t.overrides)
-            stage = t.suite or entry  # suite tasks named one by one still form one stage per suite
+            # suite tasks named one by one still form one stage per suite; files named one by one, one
+            # stage per directory (KernelBench's level1/ and level2/)
+            stage = t.suite or (entry if not Path(entry).is_file() else str(Path(entry).parent))
             out.append({"id": tid, "stage": stage, "suite": stage, "category": t.category, "path": str(t.path),
                         "arg": f"{t.suite}/{t.name}" if t.suite else str(t.path),
                         "overrides": dict(t.overrides), "fit": t.fit})

@@ -688,14 +688,14 @@ class Codegen:
         init = {"sum": "0.0f", "mean": "0.0f", "amax": "-INFINITY", "amin": "INFINITY"}[fn]
         upd = {"sum": "acc[i] += v;", "mean": "acc[i] += v;", "amax": "acc[i] = v > acc[i] ? v : acc[i];",
                "amin": "acc[i] = v < acc[i] ? v : acc[i];"}[fn]
-        fin = "acc[i] * (1.0f / (float)L)" if fn == "mean" else "acc[i]"
+        fin = "(float)(acc[i] / (double)L)" if fn == "mean" else "(float)acc[i]"
         body = f"""  const int64_t nch = (inner + {CH - 1}) / {CH};
   {_omp(kn, collapse=2)}
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t c = 0; c < nch; ++c) {{
       const int64_t i0 = c * {CH};
       const int64_t w = std::min<int64_t>({CH}, inner - i0);
-      float acc[{CH}];
+      double acc[{CH}];  // double: a mean over many elements (a normalised tensor's is ~0) stays exact enough
       for (int64_t i = 0; i < w; ++i) acc[i] = {init};
       for (int64_t l = 0; l < L; ++l) {{
         const float* src = X + (o * L + l) * inner + i0;
