@@ -256,7 +256,7 @@ def _conv_kind(args: Any) -> str:
     inp, weight = args[0], args[1]
     stride, dilation, transposed, groups = args[3], args[5], bool(args[6]), int(args[8]) if len(args) > 8 else 1
     dims = weight.dim() - 2
-    if transposed:
+    if transposed:  # slow CPU kernels: 3-D, strided or dilated transposed convolutions
         plain = dims < 3 and all(s == 1 for s in stride) and all(d == 1 for d in dilation)
         return "conv:transposed" if plain else "conv:transposed_slow"
     if groups > 1:
@@ -374,7 +374,7 @@ def _torch_modes() -> tuple[type, type]:
                 self.add("sdpa", f)
                 self.add("elem:_softmax", lead * q.shape[-2] * k.shape[-2])
             elif base in _POOLS and args and isinstance(args[0], torch.Tensor):
-                window = 1
+                window, one_d = 1, "1d" in base
                 if "adaptive" in base:
                     window = max(1, args[0].numel() // max(1, out_elems))
                 elif len(args) > 1:
@@ -385,8 +385,10 @@ def _torch_modes() -> tuple[type, type]:
                     nd = int(base.split("pool")[1][0]) if base.split("pool")[1][:1].isdigit() else len(ks)
                     if len(ks) == 1 and nd > 1:
                         window = int(ks[0]) ** nd
+                    one_d = one_d or sum(int(k) > 1 for k in ks) <= 1  # F.max_pool1d runs as 2-D (1, k)
                 first = outs[0] if outs and isinstance(outs[0], torch.Tensor) else None
-                self.add(f"pool:{_POOLS[base]}", (first.numel() if first is not None else out_elems) * window)
+                kind = _POOLS[base] + ("1d" if one_d else "")
+                self.add(f"pool:{kind}", (first.numel() if first is not None else out_elems) * window)
             elif base in _REDUCTIONS and args and isinstance(args[0], torch.Tensor) and args[0].dim() > 0 \
                     and not (len(args) > 1 and isinstance(args[1], torch.Tensor)):
                 x = args[0]

@@ -71,9 +71,11 @@ CPU_COSTS: dict[str, float] = {
     "conv:grouped": 1 / 8.0,
     "conv:depthwise": 1 / 4.0,  # depthwise: 1.4-25 GFLOP/s depending on the size
     "conv:transposed": 1 / 10.0,
-    "conv:transposed_slow": 1 / 3.0,  # strided or 3-D transposed convolutions
-    "pool:max": 4.0,  # per window element
+    "conv:transposed_slow": 1 / 3.0,  # 3-D, strided or dilated transposed convolutions (2-20 GFLOP/s)
+    "pool:max": 4.0,  # per window element, 2-D/3-D
     "pool:avg": 1.5,
+    "pool:max1d": 0.5,
+    "pool:avg1d": 1.5,
     "reduce_strided:max": 5.0, "reduce_strided:min": 5.0, "reduce_strided:amax": 5.0, "reduce_strided:amin": 5.0,
     "reduce_strided:argmax": 7.5, "reduce_strided:argmin": 7.5, "reduce_strided:*": 0.6,
     "reduce:max": 0.9, "reduce:min": 0.9, "reduce:argmax": 0.9, "reduce:argmin": 0.9, "reduce:*": 0.1,
