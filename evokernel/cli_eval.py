@@ -42,13 +42,16 @@ def _plan_table(meta: dict[str, Any], budget: int) -> Table:
 
 
 def _print_fits(tasks: list[dict[str, Any]]) -> None:
-    """One line per task whose sizes the fit changed (or could not fit)."""
+    """One line per task whose sizes the fit changed (or could not fit), then a count."""
     from evokernel.task_fit import describe_fit
 
-    for t in tasks:
-        f = t.get("fit") or {}
-        if f.get("mode") == "auto" and (f.get("changed") or not f.get("fits", True)):
-            err.print(f"  {describe_fit(t['id'], f)}", highlight=False)
+    fitted = [t for t in tasks if (t.get("fit") or {}).get("mode") == "auto"]
+    shown = [t for t in fitted if t["fit"].get("changed") or not t["fit"].get("fits", True)]
+    for t in shown:
+        err.print(f"  {describe_fit(t['id'], t['fit'])}", highlight=False)
+    if fitted:
+        err.print(f"--fit auto: {sum(1 for t in fitted if t['fit'].get('changed'))} of {len(tasks)} task(s) scaled "
+                  f"down to the backend's budget, the others fit as written", highlight=False)
 
 
 def eval_cmd(
