@@ -1208,11 +1208,11 @@ class Codegen:
           row[ow] = m;
           (void)pool;"""
         else:
-            inner = """          float s = 0.0f;
+            inner = """          double s = 0.0;  // a global pool sums thousands of values
           for (int64_t id = d0; id < d1; id += sd)
             for (int64_t ih = h0; ih < h1; ih += sh)
               for (int64_t iw = w0; iw < w1; iw += sw) s += xp[(id * IH + ih) * IW + iw];
-          row[ow] = s / (float)pool;"""
+          row[ow] = (float)(s / (double)pool);"""
         params = ["const float* __restrict X", "float* __restrict C"] + [self.ptype(e) for e in epi_ext] + \
             [f"int64_t {v}" for v in ("NB", "CC", "ID", "IH", "IW", "OD", "OH", "OW", "KD", "KH", "KW", "SD", "SH",
                                       "SW", "PD", "PH", "PW", "DD", "DH", "DW", "INCLUDE_PAD")] + \
