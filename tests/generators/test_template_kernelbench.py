@@ -185,16 +185,19 @@ _SMALL = {
 }
 
 
+# the other two forms of the N-d convolution, on a 3-D conv, a grouped dilated transposed 2-D conv, a 3-D
+# transposed conv fused with batch norm, and a depthwise conv
+_CONV_FORMS = [(rel, algo) for rel in sorted(_SMALL) if any(k in rel for k in ("/58_", "/75_", "/82_", "/15_"))
+               for algo in ("rowvec", "im2col")]
+
+
 @needs_kb
-@pytest.mark.parametrize("rel", sorted(_SMALL))
-@pytest.mark.parametrize("algo", ["direct", "rowvec", "im2col"])
+@pytest.mark.parametrize("rel,algo", [(r, "direct") for r in sorted(_SMALL)] + _CONV_FORMS)
 def test_real_files_lower_and_are_feasible(verifier, rel, algo):
     from evokernel.generators.template.codegen import render_candidate
 
     task = load_task(KB / rel, _SMALL[rel])
     plan = plan_for(task)
-    if algo != "direct" and "conv" not in plan.families:
-        pytest.skip("conv_algo only matters for convolutions")
     knobs = {"omp": "static", "conv_algo": algo, "conv_ocb": 4, "vec": 1, "tile": 8}
     v = verifier.verify(task, render_candidate(plan, knobs, "test"))
     assert v.feasible, f"{rel} ({plan.families}): {v.feedback[:600]}"
