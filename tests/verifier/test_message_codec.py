@@ -132,7 +132,7 @@ def test_build_requests_are_checked(msg, match):
 # CI machines are shared and loaded: generation speed is not what these tests judge
 SLOW_MACHINE = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
 
-json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_subnormal=False) | st.text(),
                            lambda children: st.lists(children, max_size=5) |
                            st.dictionaries(st.text(max_size=8), children, max_size=5), max_leaves=30)
 
