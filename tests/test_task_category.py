@@ -1,8 +1,6 @@
 """Categories from the traced op graph: the rules on small tasks, and all 200 real KernelBench files."""
-import os
 import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
@@ -11,14 +9,7 @@ from evokernel.task_category import OpCall, categorize, infer_category, normaliz
 from evokernel.tasks import load_task, load_tasks
 
 
-def kernelbench_root() -> Path | None:
-    env = os.environ.get("EVOKERNEL_KERNELBENCH")
-    p = Path(env) if env else Path(__file__).resolve().parents[1] / ".." / "shared" / "benchmarks" / "kernelbench"
-    return p.resolve() if (p / "level1").is_dir() and (p / "level2").is_dir() else None
-
-
-KB = kernelbench_root()
-needs_kernelbench = pytest.mark.skipif(KB is None, reason="KernelBench not found (set EVOKERNEL_KERNELBENCH)")
+from kernelbench_files import KB, needs_kernelbench  # noqa: E402
 
 TEMPLATE = '''import torch
 import torch.nn as nn

@@ -1,6 +1,5 @@
 """Sizes that fit the machine (--fit auto): synthetic tasks, then all 200 real KernelBench files."""
 import math
-import os
 import time
 from pathlib import Path
 
@@ -12,14 +11,7 @@ from evokernel.task_fit import BUDGETS, MiB, FitBudget, describe, fit_task, size
 from evokernel.tasks import load_task, load_tasks
 
 
-def kernelbench_root() -> Path | None:
-    env = os.environ.get("EVOKERNEL_KERNELBENCH")
-    p = Path(env) if env else Path(__file__).resolve().parents[1] / ".." / "shared" / "benchmarks" / "kernelbench"
-    return p.resolve() if (p / "level1").is_dir() and (p / "level2").is_dir() else None
-
-
-KB = kernelbench_root()
-needs_kernelbench = pytest.mark.skipif(KB is None, reason="KernelBench not found (set EVOKERNEL_KERNELBENCH)")
+from kernelbench_files import KB, needs_kernelbench  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

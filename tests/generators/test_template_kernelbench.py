@@ -6,9 +6,7 @@ their own in KernelBench's style (two-argument super(), docstrings, type hints, 
 __init__, torch.tensor scalars in forward)."""
 from __future__ import annotations
 
-import os
 import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -16,9 +14,8 @@ from evokernel.generators.base import GenerationError, GenerationRequest
 from evokernel.generators.template import TemplateGenerator, plan_for
 from evokernel.tasks import load_task, load_tasks
 
-KB = Path(os.environ.get("EVOKERNEL_KERNELBENCH",
-                         Path(__file__).resolve().parents[3] / "shared" / "benchmarks" / "kernelbench"))
-needs_kb = pytest.mark.skipif(not (KB / "level1").is_dir(), reason=f"KernelBench files not found at {KB}")
+from kernelbench_files import KB
+from kernelbench_files import needs_kernelbench as needs_kb
 
 
 @pytest.fixture(scope="module")
