@@ -253,3 +253,19 @@ def test_fast_schedule_feasible_and_risky_tail_fails_honestly(verifier, suite_ta
     risky = fast | {"tail": "none"}
     v = verifier.verify(task, gen.render(task, plan, risky))
     assert not v.feasible and v.failed_gate in ("correctness", "runtime")
+
+
+def test_shape_prior_picks_the_algorithm():
+    from evokernel.generators.template.schedules import shape_knobs
+
+    assert shape_knobs([("gemm", {}, {"m": 64, "n": 64, "k": 64})]) == {"gemm_algo": "packed"}
+    assert shape_knobs([("gemm", {}, {"m": 4, "n": 512, "k": 512})]) == {}  # a few rows: the ikj form
+    dense = ("convnd", {"groups": 1}, {"ci": 16, "kvol": 9})
+    shallow = ("convnd", {"groups": 1}, {"ci": 3, "kvol": 1})
+    depthwise = ("convnd", {"groups": 24}, {"ci": 24, "kvol": 9})
+    transposed = ("convnd", {"groups": 1, "transposed": True}, {"ci": 16, "kvol": 27})
+    assert shape_knobs([dense]) == {"conv_algo": "im2col"}
+    assert shape_knobs([transposed]) == {"conv_algo": "im2col"}
+    assert shape_knobs([shallow]) == {"conv_algo": "rowvec"}
+    assert shape_knobs([depthwise]) == {"conv_algo": "rowvec"}
+    assert shape_knobs([depthwise, dense]) == {"conv_algo": "rowvec"}  # one knob for both convs

@@ -252,3 +252,28 @@ def test_fitted_real_files_draft_feasibly_in_every_category(gen, verifier, rel, 
     assert task.fit and task.fit["fits"], task.fit
     v = verifier.verify(task, _draft(gen, task).source)
     assert v.feasible, f"{rel} at {task.fit['changed']}: {v.feedback[:600]}"
+
+
+# the draft's algorithm follows the shapes (schedules.shape_knobs): packed gemm for real matmuls,
+# im2col for dense convolutions (direct or transposed), the row form when a depthwise conv is present
+_BY_SHAPE = [
+    ("level1/1_Square_matrix_multiplication_.py", {"gemm_algo": "packed"}),
+    ("level2/76_Gemm_Add_ReLU.py", {"gemm_algo": "packed"}),
+    ("level1/63_conv_standard_2D__square_input__square_kernel.py", {"conv_algo": "im2col"}),
+    ("level1/64_conv_transposed_1D.py", {"conv_algo": "im2col"}),
+    ("level1/82_conv_depthwise_2D_square_input_square_kernel.py", {"conv_algo": "rowvec"}),
+    ("level1/86_conv_depthwise_separable_2D.py", {"conv_algo": "rowvec"}),
+]
+
+
+@needs_kb
+@pytest.mark.parametrize("rel,want", _BY_SHAPE, ids=[r.split("/")[1].split("_")[0] + "-" + r.split("/")[0][-1]
+                                                     for r, _ in _BY_SHAPE])
+def test_draft_algorithm_follows_the_shapes(rel, want):
+    gen = TemplateGenerator(explore_prob=0.0)
+    task = load_task(KB / rel, fit="auto")
+    sched = _draft(gen, task).schedule
+    assert {k: sched[k] for k in want} == want, sched
+    # a failed first draft is retried in the plainest form
+    retry = gen.generate(GenerationRequest(task=task, stage="draft", seed=1, iteration=1, last_feedback="compile: x"))
+    assert retry.schedule.get("gemm_algo", "ikj") == "ikj" and retry.schedule.get("conv_algo", "direct") == "direct"

@@ -51,6 +51,24 @@ def ascend_op_for(task: Any) -> AC.AscendOp:
     return _ASCEND_OPS[key]
 
 
+def _anchors(plan: Plan) -> list[tuple[str, dict[str, Any], dict[str, int]]]:
+    """(op, attrs, dims) of the plan's gemm and conv anchors, for the shape prior."""
+    g, out = plan.graph, []
+    for st in plan.stages:
+        if st.anchor is None:
+            continue
+        node = g.nodes[st.anchor]
+        if node.op == "gemm":
+            out.append(("gemm", node.attrs, {d: int(node.attrs[d]) for d in ("m", "n", "k")}))
+        elif node.op in ("conv2d", "convnd"):
+            x, w = g.nodes[node.args[0]], g.nodes[node.args[1]]
+            kvol = 1
+            for d in w.shape[2:]:
+                kvol *= int(d)
+            out.append((node.op, node.attrs, {"ci": int(x.shape[1]), "kvol": kvol}))
+    return out
+
+
 def _describe(sched: dict[str, Any]) -> str:
     knobs = S.knobs_of(sched)
     return ", ".join(f"{k}={v}" for k, v in knobs.items())
@@ -110,9 +128,12 @@ class TemplateGenerator:
 
     def _draft_schedule(self, request: GenerationRequest, plan: Plan) -> dict[str, Any]:
         family, families = plan.primary, plan.families
+        # the algorithm comes from this task's shapes (a remembered schedule of another task's gemm or
+        # conv says which tiles and vector widths paid off, not which algorithm suits these shapes)
+        by_shape = S.shape_knobs(_anchors(plan))
         remembered, source_id = S.memory_draft_knobs(request.context, family)
         if remembered is not None:
-            sched = S.make_schedule(family, families, {**S.CONSERVATIVE, **remembered}, "memory")
+            sched = S.make_schedule(family, families, {**S.CONSERVATIVE, **remembered, **by_shape}, "memory")
             sched["from"] = source_id
             return sched
         rng = self._rng(request, "draft")
@@ -120,7 +141,9 @@ class TemplateGenerator:
         if not retry_after_failure and rng.random() < self.explore_prob:
             allow_risky = not S.risky_failed(request.context, family)
             return S.make_schedule(family, families, S.explore_knobs(families, rng, allow_risky), "explore")
-        return S.make_schedule(family, families, dict(S.CONSERVATIVE), "draft")
+        # after a failed draft: the plainest forms (direct conv, ikj gemm), whatever the shapes
+        return S.make_schedule(family, families, {**S.CONSERVATIVE, **({} if retry_after_failure else by_shape)},
+                               "draft")
 
     # ----------------------------------------------------------------------------- refine
     def _refine_schedule(self, request: GenerationRequest, plan: Plan) -> dict[str, Any]:

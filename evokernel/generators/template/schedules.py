@@ -39,6 +39,37 @@ CONSERVATIVE: dict[str, Any] = {
     "conv_algo": "direct", "conv_ocb": 4, "scan_chains": 1, "mid_chunk": 512, "gn_stats": "two_pass", "tile": 32,
 }
 
+# ------------------------------------------------------------------------------ shape prior
+# The algorithm a draft starts from, by the shapes of the plan's anchors. Measured on KernelBench's own
+# files at fitted sizes (docs/template-generator.md, "Algorithm by shape"): the packed, register-blocked
+# gemm runs 2-3x faster than the row-at-a-time ikj form once all three gemm dims reach a few dozen;
+# im2col + packed gemm runs 1.5-7x faster than the row-vectorised conv for dense convolutions, direct
+# or transposed, with a reduction depth (CI/G x kernel volume) of 8 or more; a depthwise convolution
+# runs 2-4x slower as im2col than row-vectorised, and one conv_algo knob serves every conv of a plan,
+# so a plan with a depthwise conv keeps the row form. A prior only: refining can flip the algorithm
+# (gemm_ikj, conv_rowvec, conv_im2col) and memory scores those flips like any transform.
+PACKED_GEMM_MIN = {"m": 16, "n": 32, "k": 32}
+IM2COL_MIN_DEPTH = 8
+
+
+def shape_knobs(anchors: list[tuple[str, dict[str, Any], dict[str, int]]]) -> dict[str, Any]:
+    """Algorithm knobs for a draft from ``(op, attrs, dims)`` of each anchor: gemm ``dims`` m, n, k;
+    conv ``dims`` ci (input channels), kvol (kernel volume)."""
+    out: dict[str, Any] = {}
+    convs = []
+    for op, attrs, dims in anchors:
+        if op == "gemm" and all(dims.get(d, 0) >= v for d, v in PACKED_GEMM_MIN.items()):
+            out["gemm_algo"] = "packed"
+        elif op in ("conv2d", "convnd"):
+            groups = max(int(attrs.get("groups", 1)), 1)
+            convs.append((groups > 1 and dims["ci"] // groups == 1, dims["ci"] // groups * dims["kvol"]))
+    if convs:
+        depthwise = any(dw for dw, _ in convs)
+        deep = any(depth >= IM2COL_MIN_DEPTH for _, depth in convs)
+        out["conv_algo"] = "im2col" if deep and not depthwise else "rowvec"
+    return out
+
+
 # knobs whose risky value makes a kernel wrong unless sizes happen to divide
 RISKY = {"tail": "none"}
 
