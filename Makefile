@@ -14,7 +14,7 @@ demo-ascend: setup  ## verify a shipped Ascend C operator project on the ascend-
 	@HF_HUB_OFFLINE=1 .venv/bin/evokernel verify evokernel/suites/npu_l1/19_softmax.py evokernel/examples/ascend/softmax_custom.py --backend ascend-sim
 
 test: setup  ## the whole test suite
-	@HF_HUB_OFFLINE=1 .venv/bin/python -m pytest -q --durations=25 tests
+	@HF_HUB_OFFLINE=1 .venv/bin/python -m pytest -q -n auto --maxprocesses 4 --durations=25 tests
 
 bench: setup  ## seconds per verdict and timing noise (prints a table)
 	@HF_HUB_OFFLINE=1 .venv/bin/python -m evokernel.evals.bench_verifier
