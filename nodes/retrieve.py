@@ -1,6 +1,7 @@
 """retrieve: Chroma proposes the pool C(x) of K = λ·N items most similar to the task (paper §3.4).
 
-Drafting draws from experiences and traces; refining from traces, best practices and experiences,
+Drafting draws from experiences and feasible traces (a failed trace's code is not an example to
+follow); refining from traces, best practices and experiences,
 with the query extended by the start point's summary and profile so that bottleneck-matched
 examples come up. The start point and its own children are excluded here: refining shows them
 through their own path (select_start / generate), not as value-selected context.
@@ -88,12 +89,25 @@ def retrieve(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]
             key += f" | {got[0].meta.get('summary', '')} | {got[0].meta.get('profile', '')}"
             bound = str(got[0].meta.get("bound") or "")
     extra = k if bound else 0  # a wider look, so that bottleneck-matched traces can come forward
+    if stage != "refine":
+        extra = k  # a wider look: failed traces are left out below
     hits = store.query_ids(key, k + extra + len(exclude), kinds=REFINE_KINDS if stage == "refine" else DRAFT_KINDS,
                            backend=ctx.backend)
     pool = [{"id": item_id, "similarity": float(sim)} for item_id, sim in hits if item_id not in exclude]
+    if stage != "refine":
+        pool = feasible_traces_only(store, pool)
     if bound:
         pool = bottleneck_first(store, pool, bound)
     return {"pool": pool[:k]}
+
+
+def feasible_traces_only(store: Any, pool: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Drafting shows code only of kernels that passed: a failed trace of another operator is an example
+    a weak model copies (measured: three broken gelu traces in sigmoid's prompt, copied word for word).
+    What went wrong reaches drafting through the experiences."""
+    metas = {it.id: (it.kind, it.meta) for it in store.get([p["id"] for p in pool])}
+    return [p for p in pool if not (metas.get(p["id"], ("", {}))[0] == "trace"
+                                    and (metas[p["id"]][1] or {}).get("feasible") is False)]
 
 
 def bottleneck_first(store: Any, pool: list[dict[str, Any]], bound: str) -> list[dict[str, Any]]:

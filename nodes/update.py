@@ -4,9 +4,10 @@
    refining (normalised in the value ledger).
 2. Q ← Q + α(r - Q) for every item of the context c_t, and the start point p_t when refining. Seed
    API knowledge is not updated: it has no learned value.
-3. The attempt becomes a **trace** (code + verifier outcome, parent link to p_t) and an
-   **experience** (a one-paragraph summary of what was tried and what happened) in memory; a
-   feasible kernel joins P(x) and may become b_t.
+3. The attempt becomes a **trace** (code + verifier outcome, parent link to p_t; no code when the
+   reply did not parse, did not build or was refused as a hack) and an **experience** (a
+   one-paragraph summary of what was tried and what happened) in memory; a feasible kernel joins
+   P(x) and may become b_t.
 4. One line in the run's attempts.jsonl; the best kernel file is rewritten when b_t improves.
 
 Every write is idempotent by attempt id (ledger, Chroma upsert, run log), so re-running this node
@@ -27,6 +28,8 @@ from evokernel.memory.values import DRAFT, drafting_reward, refining_reward
 from evokernel.nodes.retrieve import stage_of, task_key
 
 FEEDBACK_CHARS = 2000
+# failed gates whose candidate is not a kernel worth showing again: no code parsed, no build, a cheat
+CODE_NOT_KEPT = ("generate", "compile", "hack")
 
 
 def attempt_id(run_id: str, task_id: str, iteration: int) -> str:
@@ -119,18 +122,24 @@ def update(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
                    "run": run.run_id, "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "iteration": iteration,
                    "stage": stage, "attempt_id": aid, "feasible": feasible, "failed_gate": gate}
     trace_id, exp_id = f"trace:{aid}", f"exp:{aid}"
+    # the code is kept only when it is a kernel: a reply the extraction could not parse, code that did
+    # not build, or code the hack gate refused is never shown to a later prompt as an example (weak
+    # models copy what they see); its trace keeps the lineage and the outcome, its experience says what
+    # went wrong
+    keep_code = bool(cand.get("source")) and gate not in CODE_NOT_KEPT
     trace_meta = dict(meta_common, latency_ms=float(latency) if latency else -1.0,
                       speedup_vs_eager=float(vs_eager) if vs_eager else -1.0,
                       speedup_vs_parent=float(parent_latency / latency) if feasible and parent_latency else -1.0,
                       parent=parent or "", code_hash=cand.get("code_hash", ""),
                       schedule=json.dumps(cand["schedule"]) if cand.get("schedule") else "",
                       summary=summary, feedback=(verdict.get("feedback") or "")[:FEEDBACK_CHARS],
-                      profile=profile_text(verdict), bound=bottleneck(verdict), experience=exp_id)
+                      profile=profile_text(verdict), bound=bottleneck(verdict), experience=exp_id,
+                      code_kept=keep_code)
     what = "drafting" if stage == DRAFT else "refining"
     exp_text = f"{what} {tid} ({task.category}): {summary or 'candidate'} -> {outcome}"
     items = [
         MemoryItem(trace_id, "trace", f"{key} | {summary} | {outcome[:200]}",
-                   cand.get("source") or cand.get("reply", ""), trace_meta),
+                   cand["source"] if keep_code else "", trace_meta),
         MemoryItem(exp_id, "experience", f"{key} | {exp_text[:400]}", exp_text,
                    dict(meta_common, outcome="success" if feasible else "failure", trace=trace_id,
                         schedule=trace_meta["schedule"], summary=summary, latency_ms=trace_meta["latency_ms"],

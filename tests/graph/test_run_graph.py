@@ -68,12 +68,17 @@ def test_drafting_then_refining_with_values_memory_and_run_log(tmp_path, memory_
     assert len(traces) == 6 and len(store.find(kind="experience", task=t["task"])) == 6
     ledger = store.values
     assert len(ledger.state.attempts) == 6
-    # N=4 and a pool smaller than N: attempt 1 used attempt 0's trace and experience (r1=-1), attempt 2
-    # used those and attempt 1's (r1=+1): Q1 of trace 0 = 0 -> -0.1 -> -0.1 + 0.1 (1 + 0.1) = 0.01
-    t0, e1 = ledger.state.items[lines[0]["trace_id"]], ledger.state.items["exp:" + lines[1]["attempt_id"]]
-    assert (t0.n1, e1.n1) == (2, 1)
-    assert t0.q1 == pytest.approx(0.01) and e1.q1 == pytest.approx(0.1)
-    assert lines[1]["context"] and set(lines[1]["context"]) <= {lines[0]["trace_id"], "exp:" + lines[0]["attempt_id"]}
+    # N=4 and a pool smaller than N. Drafting shows no failed trace: attempt 1 used attempt 0's experience
+    # only (r1=-1), attempt 2 used it and attempt 1's (r1=+1): Q1 of exp 0 = 0 -> -0.1 -> -0.1 + 0.1 (1 + 0.1)
+    e0, e1 = (ledger.state.items["exp:" + lines[i]["attempt_id"]] for i in (0, 1))
+    assert (e0.n1, e1.n1) == (2, 1)
+    assert e0.q1 == pytest.approx(0.01) and e1.q1 == pytest.approx(0.1)
+    assert lines[1]["context"] == ["exp:" + lines[0]["attempt_id"]]
+    assert not {lines[0]["trace_id"], lines[1]["trace_id"]} & set(lines[2]["context"])
+    # a trace keeps code only when it built: the broken reply's trace has its outcome and no code
+    tr0, tr1 = store.get([lines[0]["trace_id"], lines[1]["trace_id"]])
+    assert tr0.text == "" and tr0.meta["code_kept"] is False and "compile" in tr0.key
+    assert tr1.text == RELU_WRONG and tr1.meta["code_kept"] is True
     start = ledger.state.items[lines[2]["trace_id"]]
     assert start.n2 >= 1  # the start point's Q2 was updated by its refinements
     (sp,) = store.get([lines[2]["trace_id"]])
