@@ -28,6 +28,16 @@ def test_draft_pool_has_experiences_and_traces_only_sized_by_lambda(env):
     assert retrieve(env.state(RELU), env.runtime(policy="none"))["pool"] == []
 
 
+def test_drafting_shows_no_failed_trace_but_its_experience_and_refining_sees_both(env):
+    env.store.add([env.trace("bad", feasible=False), env.trace("good"),
+                   env.trace("bad_exp", kind="experience", feasible=False)])
+    ids = {p["id"] for p in retrieve(env.state(RELU), env.runtime())["pool"]}
+    assert ids == {"good", "bad_exp"}
+    env.store.add([env.trace("sp")])
+    st = env.state(RELU, feasible=True, start_point="sp", start_points=[{"id": "sp", "latency_ms": 1.0, "iteration": 0}])
+    assert {"bad", "good", "bad_exp"} <= {p["id"] for p in retrieve(st, env.runtime())["pool"]}
+
+
 def test_refine_pool_excludes_the_start_point_and_its_children(env):
     env.store.add([env.trace("sp"), env.trace("child", parent="sp", stage="refine"), env.trace("other"),
                    env.trace("bp", kind="best_practice")])

@@ -96,3 +96,21 @@ def test_bottleneck_is_read_from_the_backends_profile():
     assert bottleneck(modelled) == "mte2" and bottleneck(profiled) == "vector"
     assert bottleneck({"feasible": True, "details": {}}) == ""  # cpu: no pipe profile
     assert bottleneck({**modelled, "feasible": False}) == ""
+
+
+@pytest.mark.parametrize("gate,cand", [
+    ("generate", {"error": "no ```python block in the reply", "reply": "Summary: use a loop\nfor i in x: relu",
+                  "code_hash": ""}),
+    ("compile", {"source": "BROKEN SRC", "code_hash": "h", "summary": "s"}),
+    ("hack", {"source": "import torch\nCHEAT", "code_hash": "h", "summary": "s"}),
+])
+def test_a_reply_that_is_not_a_kernel_keeps_no_code_in_memory(env, gate, cand):
+    verdict = {"feasible": False, "failed_gate": gate, "feedback": f"{gate}: what went wrong", "gates": {},
+               "latency_ms": None, "reference_ms": None}
+    update(env.state(RELU, context=[], candidate=cand, verdict=verdict), env.runtime())
+    (trace,) = env.store.get(["trace:t:cpu-l1/01_relu:0"])
+    assert trace.text == "" and trace.meta["code_kept"] is False and f"failed at the {gate} gate" in trace.key
+    (exp,) = env.store.get([trace.meta["experience"]])
+    assert "what went wrong" in exp.text
+    texts = " ".join(it.text for it in env.store.get(env.store.ids()))
+    assert "Summary: use a loop" not in texts and "BROKEN SRC" not in texts and "CHEAT" not in texts
