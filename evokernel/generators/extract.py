@@ -14,7 +14,10 @@ Rules, in order:
    block (cpp, c++, c, cc, cxx, h, hpp), the C++ is stitched in as ``NAME = r\"\"\"...\"\"\"`` before the
    first top-level statement that uses the name.
 5. Without fences, a reply that is bare code (possibly with prose before or after) is accepted if a
-   piece of it defining ``class ModelNew`` parses.
+   piece of it defining ``class ModelNew`` parses. The same holds for code before the first fence
+   (a missing opening fence: the first fence closes the code), and for a fenced block that does not
+   parse because prose got into it (a ``Summary:`` line inside the fence, an explanation after the
+   code): the prose is cut off when what is left parses.
 
 6. ``super(Model, self)`` (KernelBench's own files write it; models copy it into ``ModelNew``, where it fails
    at run time because ModelNew is not a Model) becomes ``super()``.
@@ -251,6 +254,41 @@ def _bare_code(text: str) -> str | None:
     return None
 
 
+_SUMMARY_LINE_RE = re.compile(r"^[ \t>*_#-]*summary[ \t*_]*:.*$\n?", re.IGNORECASE | re.MULTILINE)
+
+
+def _drop_summary_lines(code: str) -> str:
+    return _SUMMARY_LINE_RE.sub("", code)
+
+
+_CODE_LINE_RE = re.compile(r"^(import |from |class |def |async |@|#|\"\"\"|\'\'\'|if |elif |else|for |while |with |try|"
+                           r"except|finally|return|raise|pass\b|[A-Za-z_][\w.]*\s*(=|\(|\[|:|\+=|-=)|[)\]}])")
+
+
+def _is_prose(line: str) -> bool:
+    return bool(line.strip()) and not line[:1].isspace() and not _CODE_LINE_RE.match(line)
+
+
+def _trim_prose(code: str) -> str:
+    """``code`` without prose lines before its first or after its last code line (never inside)."""
+    lines = code.split("\n")
+    while lines and (not lines[0].strip() or _is_prose(lines[0])):
+        lines.pop(0)
+    while lines and (not lines[-1].strip() or _is_prose(lines[-1])):
+        lines.pop()
+    return "\n".join(lines) + "\n"
+
+
+def _salvage(code: str) -> str | None:
+    """A block that does not parse because prose got into it (a ``Summary:`` line inside the fence,
+    an explanation before or after the code: shapes small models produce): the code without it, if
+    that parses and still defines ModelNew; else None. Code lines are never dropped."""
+    cleaned = _trim_prose(_drop_summary_lines(code))
+    if _MODELNEW_RE.search(cleaned) and _parse_error(cleaned) is None:
+        return cleaned
+    return None
+
+
 def _error(message: str, reply: str) -> GenerationError:
     return GenerationError(message, reply=reply)
 
@@ -282,6 +320,8 @@ def extract_candidate(reply: str) -> str:
         others = [b for b in blocks if b is not chosen and not _MODELNEW_RE.search(b.text)]
         code = _stitch(chosen.text, [b for b in others if b.is_cpp], [b for b in others if b.is_python])
         err = _parse_error(code)
+        if err is not None and (salvaged := _salvage(code)) is not None:
+            code, err = salvaged, None
         if err is not None:
             where = f"line {err.lineno}" if err.lineno else "somewhere"
             bad = ""
@@ -292,6 +332,12 @@ def extract_candidate(reply: str) -> str:
             raise _error(f"the candidate does not parse as Python: {where} of the code block: "
                          f"{err.msg}{bad}{hint}; reply with one complete, syntactically valid file", reply)
         return _fix_super(code.strip("\n") + "\n")
+    if blocks and _MODELNEW_RE.search(head := "\n".join(text.split("\n")[: blocks[0].start_line - 1])):
+        # the code came before the first fence: its opening fence is missing, and what we took for an
+        # opening fence is its closing one
+        bare = _salvage(head)
+        if bare is not None:
+            return _fix_super(bare.strip("\n") + "\n")
     if not blocks:
         bare = _bare_code(text.strip("\n") + "\n")
         if bare is not None:

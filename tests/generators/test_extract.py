@@ -221,3 +221,28 @@ class ModelNew(nn.Module):
 ```'''
     code = extract_candidate(reply)
     assert "super().__init__()" in code and "super(Model" not in code
+
+
+# shapes a 1.5B model produced in real runs (issue 15): prose inside the fence, a missing opening fence
+def test_a_summary_line_inside_the_fence_is_cut_off():
+    reply = "```python\nSummary: a vectorised relu with OpenMP\n" + CANDIDATE + "```\n"
+    assert extract_candidate(reply) == CANDIDATE
+    reply = "```python\n" + CANDIDATE + "\nSummary: a vectorised relu\n```\n"
+    assert ast.parse(extract_candidate(reply)) and "Summary" not in extract_candidate(reply)
+
+
+def test_prose_after_the_code_inside_the_fence_is_cut_off():
+    reply = "```python\n" + CANDIDATE + "\nThis kernel uses one pass over the data and is faster.\n```"
+    code = extract_candidate(reply)
+    assert "faster" not in code and "class ModelNew" in code and ast.parse(code)
+
+
+def test_a_missing_opening_fence_keeps_the_code_before_the_closing_one():
+    reply = "Here is the kernel:\n\n" + CANDIDATE + "```\n\nSummary: relu in C++\n"
+    assert extract_candidate(reply).strip() == CANDIDATE.strip()
+
+
+def test_a_block_that_stays_broken_after_salvage_is_still_an_error():
+    broken = CANDIDATE.replace("def forward(self, x):", "def forward(self, x)")
+    with pytest.raises(GenerationError, match="does not parse as Python: line"):
+        extract_candidate("```python\nSummary: x\n" + broken + "```")
