@@ -345,6 +345,8 @@ def make_generator(spec: str | BaseChatModel | Generator, *, temperature: float 
     * ``"deepseek:MODEL"``: https://api.deepseek.com with ``DEEPSEEK_API_KEY``;
     * ``"ollama:MODEL"``: http://127.0.0.1:11434/v1 (``OLLAMA_BASE_URL``), no key;
     * ``"vllm:MODEL"``: http://127.0.0.1:8000/v1 (``VLLM_BASE_URL``), no key;
+    * ``"local:NAME"`` or ``"local:/path/model.gguf"``: a managed llama.cpp server on 127.0.0.1, price 0
+      (:mod:`evokernel.local_server`, docs/local-model.md);
     * a LangChain ``BaseChatModel``: wrapped as is; an object with ``generate``: returned as is.
 
     A missing key for a remote provider raises ``ValueError`` naming the environment variable.
@@ -367,9 +369,16 @@ def make_generator(spec: str | BaseChatModel | Generator, *, temperature: float 
     if not sep:
         provider, model = "openai", text
     provider = provider.lower()
+    if provider == "local" and model.strip():  # a llama.cpp server on 127.0.0.1, started or reused here
+        from evokernel.local_server import local_chat_model
+
+        chat, prices = local_chat_model(model.strip(), temperature=temperature, timeout=timeout,
+                                        max_tokens=max_tokens, prices=prices)
+        return LLMGenerator(chat, name=name or f"local:{model.strip()}", prices=prices,
+                            max_attempts=max_attempts, **kw)
     if provider not in PROVIDERS:
         raise ValueError(f"unknown provider {provider!r} in generator spec {spec!r} "
-                         f"(known: template, {', '.join(f'{p}:MODEL' for p in PROVIDERS)}; a model name "
+                         f"(known: template, {', '.join(f'{p}:MODEL' for p in PROVIDERS)}, local:MODEL; a model name "
                          "with a colon needs its provider first, e.g. ollama:qwen2.5-coder:7b)")
     if not model.strip():
         raise ValueError(f"generator spec {spec!r} names no model (e.g. {provider}:MODEL)")
