@@ -1,6 +1,9 @@
 """`evokernel doctor`: can this machine run a backend? One `Check` per requirement, never a crash.
 
-    run_checks("cpu" | "ascend-sim" | "ascend", environ=None) -> [Check(name, status, detail, remedy)]
+    run_checks("cpu" | "ascend-sim" | "ascend" | "local", environ=None) -> [Check(name, status, detail, remedy)]
+
+"local" is not a backend but the local model (`--model local:NAME`, docs/local-model.md): llama-cpp-python,
+the registry models fetched and verified, the managed servers running and healthy.
 
 status is "ok", "warn" (works, with less: e.g. the rlimits sandbox instead of bubblewrap, no msprof) or
 "FAIL" (the backend cannot run; `remedy` says what to do in one line). The CLI (`evokernel doctor`) prints
@@ -23,7 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-BACKENDS = ("cpu", "ascend-sim", "ascend")
+BACKENDS = ("cpu", "ascend-sim", "ascend", "local")
 OK, WARN, FAIL = "ok", "warn", "FAIL"
 MIN_PYTHON = (3, 11)
 SOC_ENV = "EVOKERNEL_ASCEND_SOC"
@@ -401,6 +404,66 @@ def _ascend_checks(env: dict[str, str]) -> list[Check]:
     return checks
 
 
+# ---------------------------------------------------------------------------------------------------------
+# the local model (llama.cpp server for --model local:NAME)
+# ---------------------------------------------------------------------------------------------------------
+LLAMA_SERVER_MODULES = ("uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
+
+
+def check_local_model(cache_dir: Path | None = None) -> Check:
+    """llama-cpp-python (importable, version, its server's packages), the registry models fetched and verified
+    (from the hash cache: never hashes here), and the managed servers recorded in the cache (alive, healthy)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from evokernel.local_model import model_states
+    from evokernel.local_server import running_servers
+
+    status, remedy, parts = OK, "", []
+    try:
+        llama_version = version("llama_cpp_python")
+    except PackageNotFoundError:
+        llama_version = None
+    import_error = None
+    if importlib.util.find_spec("llama_cpp") is None:
+        import_error = "not installed"
+    else:
+        try:
+            import llama_cpp  # noqa: F401  (loads libllama: a broken build fails here)
+        except Exception as exc:  # noqa: BLE001
+            import_error = f"import llama_cpp failed: {type(exc).__name__}: {exc}"
+    missing = [m for m in LLAMA_SERVER_MODULES if importlib.util.find_spec(m) is None]
+    if import_error:
+        status, remedy = FAIL, "pip install 'evokernel[local]' (builds llama.cpp: about 5 minutes on 2 cores)"
+        parts.append(f"llama-cpp-python {import_error}")
+    elif missing:
+        status, remedy = FAIL, "pip install 'llama-cpp-python[server]' (the server's packages)"
+        parts.append(f"llama-cpp-python {llama_version}, but its server lacks {', '.join(missing)}")
+    else:
+        parts.append(f"llama-cpp-python {llama_version} with its server")
+    models = model_states(cache_dir)
+    shown = []
+    for m in models:
+        shown.append(f"{m['name']}: " + ("verified" if m["verified"] else "present, not verified yet" if m["present"]
+                                         else "not fetched"))
+    parts.append("; ".join(shown))
+    if not any(m["present"] for m in models) and status == OK:
+        status, remedy = WARN, "evokernel model fetch qwen2.5-coder-1.5b (or use --model local:/path/to/file.gguf)"
+    servers = running_servers(cache_dir)
+    for s in servers:
+        where = f"{s.get('alias')} on 127.0.0.1:{s.get('port')} (pid {s.get('pid')})"
+        if s["healthy"]:
+            parts.append(f"server {where}: healthy")
+        elif s["alive"]:
+            parts.append(f"server {where}: running, not answering GET /v1/models in 2 s (busy?)")
+        else:
+            parts.append(f"server {where}: dead (stale state file {s['state_file']})")
+            if status == OK:
+                status, remedy = WARN, "evokernel model stop (removes stale state; the next run starts a new server)"
+    if not servers:
+        parts.append("no managed server running")
+    return Check("local model", status, "; ".join(parts), remedy)
+
+
 def _guard(name: str, fn: Callable[[], Check]) -> Check:
     return _guard_many(name, lambda: [fn()])[0]
 
@@ -419,6 +482,8 @@ def run_checks(backend: str, environ: dict[str, str] | None = None) -> list[Chec
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     env = dict(os.environ if environ is None else environ)
+    if backend == "local":
+        return [_guard("python", check_python), _guard("local model", check_local_model)]
     checks = [_guard("python", check_python), _guard("torch", check_torch), _guard("bubblewrap", lambda: check_bwrap(env))]
     if backend in ("cpu", "ascend-sim"):
         checks.append(_guard("g++", lambda: check_cxx(env)))
