@@ -146,3 +146,85 @@ def stop(name: Annotated[Optional[str], typer.Argument(help="only this model's s
         print(f"stopped {s.get('alias')} (pid {s.get('pid')}, port {s.get('port')})")
     if not stopped:
         print("no running managed server" + (f" for {name}" if name else ""))
+
+
+def _rss_mib(pid: int) -> tuple[float | None, float | None]:
+    """(VmRSS, VmHWM) of a process in MiB, from /proc (None where there is none)."""
+    found: dict[str, float] = {}
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                found[key] = int(value.split()[0]) / 1024
+    except (OSError, ValueError):
+        pass
+    return found.get("VmRSS"), found.get("VmHWM")
+
+
+@app.command()
+def bench(model: Annotated[str, typer.Argument(help="a registry model name or a path to a .gguf file")],
+          cache: CacheOpt = None,
+          max_tokens: Annotated[int, typer.Option(help="tokens to generate in the generation request")] = 256,
+          n_ctx: Annotated[int, typer.Option(help="the server's context size")] = 8192,
+          as_json: Annotated[bool, typer.Option("--json", help="one JSON object")] = False) -> None:
+    """Start a PRIVATE server for MODEL (never a running one) and measure: start-up, prompt tokens/s on a real
+    EvoKernel draft prompt (cpu-l1/01_relu, 1 token generated), generated tokens/s (a short prompt, MAX_TOKENS
+    tokens at temperature 0), the server's RSS. Stops it at the end."""
+    import tempfile
+    import time
+
+    import httpx
+
+    from evokernel.generators.base import GenerationRequest
+    from evokernel.local_model import LocalModelError, resolve_model
+    from evokernel.local_server import ManagedServer
+    from evokernel.prompts.render import render_messages
+    from evokernel.tasks import load_task
+
+    try:
+        found = resolve_model(model, cache)
+    except LocalModelError as exc:
+        _fail(str(exc))
+    relu = Path(__file__).resolve().parent / "suites" / "cpu_l1" / "01_relu.py"
+    draft = [{"role": {"system": "system", "human": "user"}.get(m.type, "assistant"), "content": m.content}
+             for m in render_messages(GenerationRequest(task=load_task(relu), stage="draft"))]
+    short = [{"role": "user", "content": "Write a C++ function that applies ReLU to a float array in place, "
+                                         "vectorised with AVX2. Only the code."}]
+    with tempfile.TemporaryDirectory(prefix="evokernel-bench-") as state:
+        server = ManagedServer(found, Path(state), n_ctx=n_ctx)  # private state and log: a fresh start
+        started = time.monotonic()
+        server.ensure()
+        startup = time.monotonic() - started
+        result: dict = {"model": str(found.path), "alias": found.alias, "n_ctx": n_ctx, "threads": server.threads,
+                        "startup_s": round(startup, 2)}
+        result["rss_after_start_mib"] = _rss_mib(server.pid)[0]
+        try:
+            with httpx.Client(base_url=server.base_url, timeout=1800, trust_env=False) as client:
+                def ask(messages: list, limit: int) -> tuple[dict, float]:
+                    t0 = time.monotonic()
+                    r = client.post("/chat/completions", json={"model": found.alias, "messages": messages,
+                                                               "max_tokens": limit, "temperature": 0})
+                    r.raise_for_status()
+                    return r.json(), time.monotonic() - t0
+
+                ask([{"role": "user", "content": "Say OK."}], 1)  # warm-up: first-call allocations
+                reply, prompt_s = ask(draft, 1)
+                prompt = reply["usage"]["prompt_tokens"]
+                result.update(prompt_tokens=prompt, prompt_s=round(prompt_s, 2),
+                              prompt_tok_per_s=round(prompt / prompt_s, 1))
+                reply, seconds = ask(short, max_tokens)
+                usage = reply["usage"]
+                # the short prompt's own evaluation, at the rate just measured, is not generation
+                gen_s = max(seconds - usage["prompt_tokens"] * prompt_s / prompt, 1e-6)
+                result.update(gen_prompt_tokens=usage["prompt_tokens"], gen_tokens=usage["completion_tokens"],
+                              gen_s=round(seconds, 2), gen_tok_per_s=round(usage["completion_tokens"] / gen_s, 1),
+                              finish_reason=reply["choices"][0].get("finish_reason"))
+            rss, hwm = _rss_mib(server.pid)
+            result.update(rss_mib=rss, peak_rss_mib=hwm)
+        finally:
+            server.release()
+    if as_json:
+        print(json.dumps(result, indent=1))
+        return
+    for key, value in result.items():
+        print(f"{key:22s} {value}")

@@ -189,6 +189,7 @@ class ManagedServer:
         self.state_path = servers_dir(self.cache_dir) / f"{model.key}.json"
         self._lock = threading.RLock()
         self._atexit = False
+        self._process = os.getpid()  # a forked child inherits this object but neither the child process nor the lease
 
     # -- state file -------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -316,8 +317,9 @@ class ManagedServer:
         return ""
 
     def alive(self) -> bool:
-        if self.proc is not None and self.proc.pid == self.pid:  # a killed multi-threaded process is a zombie
-            return self.proc.poll() is None and _pid_alive(self.pid)  # before waitpid sees it exit
+        if self.proc is not None and self.proc.pid == self.pid and os.getpid() == self._process:
+            # a killed multi-threaded process shows as a zombie before waitpid sees it exit
+            return self.proc.poll() is None and _pid_alive(self.pid)
         return self.pid is not None and _pid_alive(self.pid)
 
     def check(self) -> int:
@@ -360,7 +362,7 @@ class ManagedServer:
 
     def release(self) -> None:
         """At exit: leave the server; the last client stops it (an unused server would hold its RAM)."""
-        if self.pid is None:
+        if self.pid is None or os.getpid() != self._process:
             return
         with self._locked():
             state = self._read_state()

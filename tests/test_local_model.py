@@ -529,6 +529,21 @@ def test_status_stop_and_doctor(cache, fake_cmd, user_model):
     assert r.exit_code == 2 and "unknown model 'no-such-model'" in r.output
 
 
+def test_bench_measures_a_private_server(cache, fake_cmd, user_model, monkeypatch):
+    from typer.testing import CliRunner
+
+    from evokernel.cli import app
+
+    monkeypatch.setenv(ls.CMD_ENV, f"{{python}} {fake_cmd.script} --model {{model}} --host {{host}} --port {{port}} "
+                                   "--model_alias {alias}")
+    r = CliRunner().invoke(app, ["model", "bench", str(user_model.path), "--json", "--max-tokens", "8"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["prompt_tokens"] > 500 and out["prompt_tok_per_s"] > 0 and out["gen_tokens"] > 0
+    assert out["startup_s"] > 0 and out["rss_mib"] > 0 and out["finish_reason"] == "stop"
+    assert ls.running_servers() == []  # private state, stopped at the end
+
+
 def test_doctor_without_llama_cpp_says_how_to_install(cache, monkeypatch):
     import importlib.util
 
