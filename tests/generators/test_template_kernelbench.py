@@ -277,3 +277,35 @@ def test_draft_algorithm_follows_the_shapes(rel, want):
     # a failed first draft is retried in the plainest form
     retry = gen.generate(GenerationRequest(task=task, stage="draft", seed=1, iteration=1, last_feedback="compile: x"))
     assert retry.schedule.get("gemm_algo", "ikj") == "ikj" and retry.schedule.get("conv_algo", "direct") == "direct"
+
+
+@pytest.mark.parametrize("stats", ["two_pass", "one_pass"])
+def test_batch_norm_of_a_linear_output_is_computed_row_by_row(verifier, tmp_path, stats):
+    """BatchNorm1d on (N, C) with batch statistics (level2 41's shape; KernelBench's models run in
+    training mode): per-column statistics accumulated over contiguous rows, then the epilogue per row."""
+    from evokernel.generators.template.codegen import render_candidate
+
+    task = _task_file(tmp_path, """
+        import torch
+        import torch.nn as nn
+
+        class Model(nn.Module):
+            def __init__(self, i, o):
+                super(Model, self).__init__()
+                self.fc = nn.Linear(i, o)
+                self.bn = nn.BatchNorm1d(o)
+
+            def forward(self, x):
+                return torch.relu(self.bn(self.fc(x)) * 2.0)
+
+        def get_inputs():
+            return [torch.randn(96, 40) * 3.0 + 1.0]
+
+        def get_init_inputs():
+            return [40, 24]
+        """)
+    plan = plan_for(task)
+    src = render_candidate(plan, {"gn_stats": stats, "vec": 8, "gemm_algo": "packed"}, "test")
+    assert "row by row" in src or "s1[c] +=" in src  # the (N, C) form, not per-column strided loops
+    v = verifier.verify(task, src)
+    assert v.feasible, v.feedback[:800]

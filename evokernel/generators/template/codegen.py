@@ -1319,11 +1319,69 @@ class Codegen:
     }}
   }}
 """
+        if len(shape) == 2:
+            body = self._batchnorm_rows(kn, self.epi_call(k, st, epi_ptrs, "n", "0", "CC", fnames[:-1] + ["FN"]))
         cpp = epi_fn + f'extern "C" void stage{k}({", ".join(params)}) {{\n' + body + "}\n"
         call = [f"p{x}", f"p{w}", f"p{b}", f"p{rm}", f"p{rv}", "out"] + [f"p{e}" for e in epi_ext] + \
             [str(NB), str(C), str(HW), repr(float(a["eps"])), "1" if a["affine"] else "0",
              "1" if a["batch_stats"] else "0"] + [str(d) for d in frame]
         return StageCode(f"stage{k}", cpp, call)
+
+
+    @staticmethod
+    def _batchnorm_rows(kn: dict[str, Any], ecall: str) -> str:
+        """Batch norm of an (N, C) tensor (BatchNorm1d after a Linear): per-column statistics accumulated
+        row by row in double (contiguous, vectorised over the columns; per column the reads would be
+        strided by C), then each row normalised and its epilogue applied over the whole row."""
+        if kn.get("gn_stats", "two_pass") == "two_pass":
+            stats = """    for (int64_t n = 0; n < NB; ++n) {
+      const float* xr = X + n * CC;
+      #pragma omp simd
+      for (int64_t c = 0; c < CC; ++c) s1[c] += (double)xr[c];
+    }
+    for (int64_t c = 0; c < CC; ++c) mu[c] = s1[c] / (double)NB;
+    for (int64_t n = 0; n < NB; ++n) {
+      const float* xr = X + n * CC;
+      #pragma omp simd
+      for (int64_t c = 0; c < CC; ++c) { const double d = (double)xr[c] - mu[c]; s2[c] += d * d; }
+    }
+    for (int64_t c = 0; c < CC; ++c) va[c] = s2[c] / (double)NB;"""
+        else:
+            stats = """    for (int64_t n = 0; n < NB; ++n) {
+      const float* xr = X + n * CC;
+      #pragma omp simd
+      for (int64_t c = 0; c < CC; ++c) { const double t = xr[c]; s1[c] += t; s2[c] += t * t; }
+    }
+    for (int64_t c = 0; c < CC; ++c) {
+      mu[c] = s1[c] / (double)NB;
+      va[c] = std::max(0.0, s2[c] / (double)NB - mu[c] * mu[c]);
+    }"""
+        return f"""  (void)HW;
+  double* s1 = (double*)std::calloc((size_t)CC * 4, sizeof(double));
+  double *s2 = s1 + CC, *mu = s2 + CC, *va = mu + CC;
+  float* sc = (float*)std::malloc(sizeof(float) * (size_t)CC * 2);
+  float* sh = sc + CC;
+  if (BATCH_STATS) {{
+{stats}
+  }} else {{
+    for (int64_t c = 0; c < CC; ++c) {{ mu[c] = RM[c]; va[c] = RV[c]; }}
+  }}
+  for (int64_t c = 0; c < CC; ++c) {{
+    const float mean = (float)mu[c], inv = 1.0f / sqrtf((float)va[c] + EPS);
+    sc[c] = AFFINE ? inv * Wt[c] : inv;
+    sh[c] = AFFINE ? Bs[c] - mean * sc[c] : -mean * sc[c];
+  }}
+  {_omp(kn)}
+  for (int64_t n = 0; n < NB; ++n) {{
+    const float* src = X + n * CC;
+    float* dst = C + n * CC;
+    #pragma omp simd
+    for (int64_t c = 0; c < CC; ++c) dst[c] = src[c] * sc[c] + sh[c];
+    {ecall}
+  }}
+  std::free(s1);
+  std::free(sc);
+"""
 
 
 # ----------------------------------------------------------------------------------- candidate
