@@ -147,6 +147,17 @@ def test_memory_guided_draft(gen, suite_task):
         assert (g.schedule["vec"], g.schedule["unroll"], g.schedule["math"]) == (8, 4, "fast")
 
 
+def test_a_failed_memory_draft_is_retried_without_the_risky_knob(gen, suite_task):
+    """Another task's fastest schedule (tail = none) broke here: the retry keeps it but with a safe tail."""
+    task = suite_task("cpu_l1/13_layer_norm.py")
+    risky = S.make_schedule("row", ["row"], {**S.CONSERVATIVE, "vec": 16, "unroll": 4, "tail": "none"}, "x")
+    ctx = [_trace("b", risky, latency=3.0)]
+    first = gen.generate(_req(task, context=ctx)).schedule
+    assert first["transform"] == "memory" and first["tail"] == "none"
+    retry = gen.generate(_req(task, context=ctx, iteration=1, last_feedback="runtime: out of bounds")).schedule
+    assert retry["transform"] == "memory" and retry["tail"] == "safe" and (retry["vec"], retry["unroll"]) == (16, 4)
+
+
 def test_experiences_count_as_evidence_once_per_attempt(gen, suite_task):
     """An experience carries its attempt's schedule and outcome like the trace does; when both of
     one attempt are retrieved, the evidence counts once."""

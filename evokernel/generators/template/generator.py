@@ -131,13 +131,15 @@ class TemplateGenerator:
         # the algorithm comes from this task's shapes (a remembered schedule of another task's gemm or
         # conv says which tiles and vector widths paid off, not which algorithm suits these shapes)
         by_shape = S.shape_knobs(_anchors(plan))
+        retry_after_failure = request.iteration > 0 and bool(request.last_feedback)
         remembered, source_id = S.memory_draft_knobs(request.context, family)
         if remembered is not None:
+            if retry_after_failure:  # another task's schedule failed here: keep it, minus the risky knobs
+                remembered = {**remembered, **{k: S.CONSERVATIVE[k] for k in S.RISKY}}
             sched = S.make_schedule(family, families, {**S.CONSERVATIVE, **remembered, **by_shape}, "memory")
             sched["from"] = source_id
             return sched
         rng = self._rng(request, "draft")
-        retry_after_failure = request.iteration > 0 and bool(request.last_feedback)
         if not retry_after_failure and rng.random() < self.explore_prob:
             allow_risky = not S.risky_failed(request.context, family)
             return S.make_schedule(family, families, S.explore_knobs(families, rng, allow_risky), "explore")
