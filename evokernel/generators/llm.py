@@ -19,7 +19,7 @@ from typing import Any
 
 import openai
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from tenacity import (
     Retrying,
     retry_if_exception,
@@ -194,17 +194,22 @@ def _model_name(chat_model: BaseChatModel) -> str:
 class LLMGenerator:
     """A :class:`Generator` over a LangChain chat model.
 
-    ``max_attempts`` bounds endpoint calls per generation (retries included). ``before_call`` (e.g.
+    ``max_attempts`` bounds endpoint calls per request (retries included); ``repairs`` bounds the extra
+    requests made when a reply holds no usable candidate (each shows the model its reply and the
+    extraction's error; small models often fix the shape when shown it). ``before_call`` (e.g.
     ``ledger.check``) runs before every call, so a budget cap can stop a run between retries by
     raising :class:`BudgetExceeded`. After each :meth:`generate`, :attr:`last_call` holds details
-    (``calls``, ``tokens_estimated``, ``prices_known``, ``response_model``, ``seconds``).
+    (``calls``, ``tokens_estimated``, ``prices_known``, ``response_model``, ``seconds``, ``repairs``).
     """
 
     def __init__(self, chat_model: BaseChatModel, name: str | None = None, prices: Prices | None = None,
                  max_attempts: int = 4, *, backoff_initial_s: float = 1.0, backoff_max_s: float = 30.0,
-                 prompt_options: Any = None, before_call: Callable[[], None] | None = None):
+                 prompt_options: Any = None, before_call: Callable[[], None] | None = None, repairs: int = 1):
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
+        if repairs < 0:
+            raise ValueError("repairs must be at least 0")
+        self.repairs = repairs
         self.chat_model = chat_model
         self.model = _model_name(chat_model)
         self.name = name or f"chat:{self.model}"
@@ -253,10 +258,8 @@ class LLMGenerator:
             raise LLMEndpointError(msg, status=status, retryable=retryable, calls=calls) from exc
         return reply, calls
 
-    def generate(self, request: GenerationRequest) -> Generation:
-        from evokernel.prompts.render import render_messages
-
-        messages = render_messages(request, self.prompt_options)
+    def _ask(self, messages: list[BaseMessage]) -> tuple[str, int, int, float, dict[str, Any]]:
+        """One answered request: (text, tokens in, tokens out, cost, details)."""
         started = time.monotonic()
         reply_msg, calls = self._invoke(messages)
         text = _content_text(reply_msg)
@@ -273,19 +276,43 @@ class LLMGenerator:
         cost, known = self.prices.cost(self.model, tokens_in, tokens_out)
         if not known and response_model != self.model:
             cost, known = self.prices.cost(response_model, tokens_in, tokens_out)
-        self.last_call = {"calls": calls, "tokens_estimated": estimated, "prices_known": known,
-                          "response_model": response_model, "seconds": time.monotonic() - started,
-                          "finish_reason": (reply_msg.response_metadata or {}).get("finish_reason")}
-        try:
-            source = extract_candidate(text)
-        except GenerationError as exc:
-            message = str(exc)
-            if self.last_call["finish_reason"] == "length":
-                message += " [the reply hit the output token limit]"
-            raise GenerationError(message, reply=text, tokens_in=tokens_in, tokens_out=tokens_out,
-                                  cost_usd=cost) from None
+        return text, tokens_in, tokens_out, cost, {
+            "calls": calls, "tokens_estimated": estimated, "prices_known": known, "response_model": response_model,
+            "seconds": time.monotonic() - started, "finish_reason": (reply_msg.response_metadata or {}).get("finish_reason")}
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        """One candidate for ``request``. A reply with no usable candidate gets ``repairs`` more requests
+        (default 1) that show the model its own reply and what was wrong with it; tokens and cost of
+        every request are summed into the attempt. Raises GenerationError when none yields a candidate."""
+        from evokernel.prompts.render import render_messages
+
+        messages = render_messages(request, self.prompt_options)
+        total_in = total_out = calls = 0
+        total_cost, seconds = 0.0, 0.0
+        for round_ in range(self.repairs + 1):
+            text, tokens_in, tokens_out, cost, info = self._ask(messages)
+            total_in, total_out, total_cost = total_in + tokens_in, total_out + tokens_out, total_cost + cost
+            calls, seconds = calls + info["calls"], seconds + info["seconds"]
+            self.last_call = dict(info, calls=calls, seconds=seconds, repairs=round_)
+            try:
+                source = extract_candidate(text)
+                break
+            except GenerationError as exc:
+                message = str(exc)
+                if info["finish_reason"] == "length":
+                    message += " [the reply hit the output token limit]"
+                if round_ == self.repairs:
+                    if round_:
+                        message += f" (still, after {round_} repair request{'s' if round_ > 1 else ''})"
+                    raise GenerationError(message, reply=text, tokens_in=total_in, tokens_out=total_out,
+                                          cost_usd=total_cost) from None
+                messages = messages + [AIMessage(content=text), HumanMessage(content=REPAIR_REQUEST.format(error=message))]
         return Generation(source=source, reply=text, summary=extract_summary(text, source),
-                          tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost, model=self.name, calls=calls)
+                          tokens_in=total_in, tokens_out=total_out, cost_usd=total_cost, model=self.name, calls=calls)
+
+
+REPAIR_REQUEST = ("Your reply above cannot be used: {error}\n\nReply again with the whole candidate file in one "
+                  "```python block (nothing else inside the block; a one-line `Summary:` may follow it).")
 
 
 # -- building generators from specs -------------------------------------------------------------

@@ -124,7 +124,7 @@ def test_connection_refused_is_retried_then_reported(request_draft):
 def test_reply_without_code_is_a_generation_error_with_tokens(request_draft):
     with FakeOpenAI(["I am sorry, I cannot write that kernel."]) as server:
         with pytest.raises(GenerationError, match="ModelNew") as info:
-            generator(server).generate(request_draft)
+            generator(server, repairs=0).generate(request_draft)
         usage = server.responses[0]["usage"]
     err = info.value
     assert err.reply.startswith("I am sorry")
@@ -132,11 +132,36 @@ def test_reply_without_code_is_a_generation_error_with_tokens(request_draft):
     assert err.cost_usd > 0
 
 
+def test_an_unusable_reply_gets_one_repair_request_showing_it_and_the_error(request_draft):
+    broken = "Summary: relu\n" + RELU_CANDIDATE.replace("def forward(self, x):", "def forward(self, x)")
+    with FakeOpenAI([f"```python\n{broken}```", REPLY]) as server:
+        g = generator(server)
+        gen = g.generate(request_draft)
+        first, second = server.messages
+        usage = [r["usage"] for r in server.responses]
+    assert gen.source.strip() == RELU_CANDIDATE.strip() and g.last_call["repairs"] == 1 and gen.calls == 2
+    # the repair request is the first conversation, the model's own reply, and what was wrong with it
+    assert second[: len(first)] == first and second[len(first)]["role"] == "assistant"
+    assert "def forward(self, x)" in second[len(first)]["content"]
+    assert second[-1]["role"] == "user" and "does not parse as Python" in second[-1]["content"]
+    assert gen.tokens_in == sum(u["prompt_tokens"] for u in usage)
+    assert gen.tokens_out == sum(u["completion_tokens"] for u in usage)
+
+
+def test_a_reply_still_unusable_after_the_repair_says_so_with_all_tokens(request_draft):
+    with FakeOpenAI(["No code, sorry.", "Still no code."]) as server:
+        with pytest.raises(GenerationError, match=r"ModelNew.*after 1 repair request") as info:
+            generator(server).generate(request_draft)
+        usage = [r["usage"] for r in server.responses]
+    assert info.value.reply == "Still no code."
+    assert info.value.tokens_in == sum(u["prompt_tokens"] for u in usage)
+
+
 def test_cut_off_reply_mentions_the_token_limit(request_draft):
     cut = "```python\n" + RELU_CANDIDATE[: len(RELU_CANDIDATE) // 2]
     with FakeOpenAI([{"content": cut, "finish_reason": "length"}]) as server:
         with pytest.raises(GenerationError, match="output token limit"):
-            generator(server).generate(request_draft)
+            generator(server, repairs=0).generate(request_draft)
 
 
 def test_missing_usage_is_estimated_and_flagged(request_draft):

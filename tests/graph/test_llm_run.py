@@ -16,7 +16,8 @@ def _fenced(code: str) -> str:
 
 
 def test_llm_generator_through_http(tmp_path, monkeypatch, wired):
-    replies = ["I would write a kernel, but here is only prose.",  # no code: a failed attempt
+    replies = ["I would write a kernel, but here is only prose.",  # no code
+               "Still only prose.",  # nor after the repair request: a failed attempt
                (500, "upstream hiccup"),  # retried by the generator, not an attempt
                _fenced(RELU_KERNEL), _fenced(RELU_KERNEL)]
     with FakeOpenAI(replies) as server:
@@ -32,12 +33,14 @@ def test_llm_generator_through_http(tmp_path, monkeypatch, wired):
             durability="sync")
         conn.close()
         requests = list(server.requests)
-    assert len(requests) == 4  # 3 attempts + 1 retry
+    assert len(requests) == 5  # 3 attempts + 1 repair request + 1 retry
+    repair = requests[1]["json"]["messages"]
+    assert repair[-2]["role"] == "assistant" and repair[-2]["content"].startswith("I would write")
     prompt = "\n".join(m["content"] if isinstance(m["content"], str) else str(m["content"])
-                       for m in requests[1]["json"]["messages"])
+                       for m in requests[2]["json"]["messages"])
     assert "torch.relu" in prompt  # the task's reference is shown
     assert "ModelNew" in prompt  # the candidate format is taught
-    refine_prompt = "\n".join(str(m["content"]) for m in requests[3]["json"]["messages"])
+    refine_prompt = "\n".join(str(m["content"]) for m in requests[4]["json"]["messages"])
     assert "relu_forward" in refine_prompt  # the start point's code is shown when refining
 
     lines = [json.loads(x) for x in (run_dir / "attempts.jsonl").read_text().splitlines()]
