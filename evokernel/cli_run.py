@@ -57,7 +57,7 @@ def run(
     method: Annotated[str, typer.Option(help="evokernel (the paper's system), passk (T independent samples, one demonstration, no memory) or refinement (repair, then hill-climb; no shared memory)")] = "evokernel",
     backend: Annotated[str, typer.Option(help="target backend: cpu (C++ kernels, measured latency), ascend-sim (Ascend C operator projects on the CPU emulator, latency ESTIMATED by a model of Ascend 910B) or ascend (the same projects built with CANN and measured on a real NPU; see docs/ascend.md and `evokernel doctor --backend ascend`)")] = "cpu",
     generator: Annotated[str, typer.Option(help="template (offline, deterministic) or llm")] = "template",
-    model: Annotated[Optional[str], typer.Option(help="LLM spec for --generator llm: openai:MODEL, deepseek:MODEL, ollama:MODEL or MODEL (uses OPENAI_API_KEY / OPENAI_BASE_URL)")] = None,
+    model: Annotated[Optional[str], typer.Option(help="LLM spec for --generator llm: openai:MODEL, deepseek:MODEL, ollama:MODEL, local:NAME or local:PATH.gguf (a managed llama.cpp server), hybrid:SPEC (the template drafts, SPEC refines) or MODEL (uses OPENAI_API_KEY / OPENAI_BASE_URL)")] = None,
     budget: Annotated[int, typer.Option("--budget", "-T", min=1, help="attempts per task, drafting and refining together")] = 30,
     memory: Annotated[Optional[Path], typer.Option(help="memory directory, shared across runs [default: $EVOKERNEL_MEMORY or ./evokernel-memory]")] = None,
     memory_url: Annotated[Optional[str], typer.Option(help="Chroma server URL (chroma run) for a memory shared by several processes [env: EVOKERNEL_CHROMA_URL]")] = None,

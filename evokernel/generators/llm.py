@@ -374,6 +374,8 @@ def make_generator(spec: str | BaseChatModel | Generator, *, temperature: float 
     * ``"vllm:MODEL"``: http://127.0.0.1:8000/v1 (``VLLM_BASE_URL``), no key;
     * ``"local:NAME"`` or ``"local:/path/model.gguf"``: a managed llama.cpp server on 127.0.0.1, price 0
       (:mod:`evokernel.local_server`, docs/local-model.md);
+    * ``"hybrid:<spec>"``: the template generator drafts, the LLM of ``<spec>`` refines
+      (:mod:`evokernel.generators.hybrid`);
     * a LangChain ``BaseChatModel``: wrapped as is; an object with ``generate``: returned as is.
 
     A missing key for a remote provider raises ``ValueError`` naming the environment variable.
@@ -396,6 +398,15 @@ def make_generator(spec: str | BaseChatModel | Generator, *, temperature: float 
     if not sep:
         provider, model = "openai", text
     provider = provider.lower()
+    if provider == "hybrid":  # the template drafts, the LLM of the rest of the spec refines
+        from evokernel.generators.hybrid import HybridGenerator
+        from evokernel.generators.template import TemplateGenerator
+
+        if not model.strip():
+            raise ValueError(f"generator spec {spec!r} names no LLM (e.g. hybrid:openai:gpt-4o-mini)")
+        return HybridGenerator(TemplateGenerator(), make_generator(
+            model.strip(), temperature=temperature, timeout=timeout, base_url=base_url, api_key=api_key,
+            max_tokens=max_tokens, prices=prices, max_attempts=max_attempts, name=name, **kw))
     if provider == "local" and model.strip():  # a llama.cpp server on 127.0.0.1, started or reused here
         from evokernel.local_server import local_chat_model
 
@@ -405,7 +416,7 @@ def make_generator(spec: str | BaseChatModel | Generator, *, temperature: float 
                             max_attempts=max_attempts, **kw)
     if provider not in PROVIDERS:
         raise ValueError(f"unknown provider {provider!r} in generator spec {spec!r} "
-                         f"(known: template, {', '.join(f'{p}:MODEL' for p in PROVIDERS)}, local:MODEL; a model name "
+                         f"(known: template, {', '.join(f'{p}:MODEL' for p in PROVIDERS)}, local:MODEL, hybrid:SPEC; a model name "
                          "with a colon needs its provider first, e.g. ollama:qwen2.5-coder:7b)")
     if not model.strip():
         raise ValueError(f"generator spec {spec!r} names no model (e.g. {provider}:MODEL)")

@@ -319,3 +319,32 @@ def test_spec_template_is_imported_lazily(monkeypatch):
     monkeypatch.setitem(sys.modules, "evokernel.generators.template", stub)
     g = make_generator("template", seed_knobs=3)
     assert isinstance(g, StubTemplateGenerator) and made == [{"seed_knobs": 3}]
+
+
+def test_hybrid_spec_drafts_with_the_template_and_refines_with_the_llm(request_draft, tmp_path):
+    from evokernel.generators.base import GenerationRequest
+    from evokernel.generators.hybrid import HybridGenerator
+    from evokernel.generators.llm import make_generator
+
+    with FakeOpenAI([REPLY]) as server:
+        gen = make_generator("hybrid:openai:gpt-4o-mini", base_url=server.base_url, api_key="sk-test",
+                             backoff_initial_s=0.01)
+        assert isinstance(gen, HybridGenerator) and gen.name == "hybrid:openai:gpt-4o-mini"
+        draft = gen.generate(request_draft)
+        assert draft.model == "template" and not server.requests  # no LLM call to draft
+        refine = GenerationRequest(task=request_draft.task, stage="refine", start_point=None)
+        out = gen.generate(refine)
+        assert out.model == "openai:gpt-4o-mini" and len(server.requests) == 1 and gen.last_route == "llm"
+    # an operator the template cannot lower is drafted by the LLM, and the route says why
+    task = tmp_path / "t.py"
+    task.write_text("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+                    "        return torch.fft.fft(x).real\n\ndef get_inputs():\n    return [torch.randn(4, 8)]\n\n"
+                    "def get_init_inputs():\n    return []\n")
+    from evokernel.tasks import load_task
+
+    with FakeOpenAI([REPLY]) as server:
+        gen = make_generator("hybrid:openai:gpt-4o-mini", base_url=server.base_url, api_key="sk-test")
+        out = gen.generate(GenerationRequest(task=load_task(task), stage="draft"))
+        assert out.model == "openai:gpt-4o-mini" and gen.last_route.startswith("llm (template: ")
+    with pytest.raises(ValueError, match="names no LLM"):
+        make_generator("hybrid:")
