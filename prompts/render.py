@@ -233,7 +233,8 @@ def _fit(items: Iterable[ContextItem], render, budget: _Budget) -> tuple[list[st
     return shown, omitted
 
 
-def _context_sections(request: GenerationRequest, opts: PromptOptions, budget: _Budget) -> str:
+def _context_sections(request: GenerationRequest, opts: PromptOptions, budget: _Budget) -> tuple[str, str]:
+    """(the API knowledge section, the retrieved-context section)."""
     groups: dict[str, list[ContextItem]] = {k: [] for k in KIND_TITLES}
     groups["knowledge"].extend(request.knowledge)
     other: list[ContextItem] = []
@@ -249,13 +250,14 @@ def _context_sections(request: GenerationRequest, opts: PromptOptions, budget: _
     counter = iter(range(1, 10_000))
     rendered["trace"] = _fit(groups["trace"],
                              lambda it: _render_code_item(it, f"#### Trace {next(counter)}", opts), budget)
-    parts = [_section(KIND_TITLES[k], *rendered[k]) for k in KIND_TITLES]
+    parts = [_section(KIND_TITLES[k], *rendered[k]) for k in KIND_TITLES if k != "knowledge"]
     parts.append(_section("Other notes", *rendered["other"]))
     body = "\n".join(p for p in parts if p)
+    knowledge = _section(KIND_TITLES["knowledge"], *rendered["knowledge"], "##")
     if not body:
-        return ""
-    return ("\n## Retrieved context\n\nFrom the memory of earlier work (on this and similar tasks); "
-            "use what helps.\n\n" + body)
+        return knowledge, ""
+    return knowledge, ("\n## Retrieved context\n\nFrom the memory of earlier work (on this and similar tasks); "
+                       "use what helps.\n\n" + body)
 
 
 def _task_line(request: GenerationRequest) -> str:
@@ -292,7 +294,7 @@ def render_prompt(request: GenerationRequest, options: PromptOptions | None = No
             children_text = children_text.replace(
                 "outcomes\n\n", "outcomes\n\nVariants already tried from this same start point; "
                 "do not repeat them.\n\n", 1)
-    context = _context_sections(request, opts, budget)
+    knowledge, context = _context_sections(request, opts, budget)
 
     feedback = ""
     if request.last_feedback:
@@ -325,6 +327,11 @@ def render_prompt(request: GenerationRequest, options: PromptOptions | None = No
             children=children_text,
         )
     human = load_template(backend, "refine" if refining else "draft").substitute(values)
+    # API knowledge first: the backend's core items (the candidate format) are the same for every task,
+    # so the system prompt plus this section is a prefix a local server's prompt cache reuses across
+    # tasks and attempts; what varies (the task, retrieved context, feedback) comes after it
+    if knowledge:
+        human = knowledge + "\n" + human
     return system, human
 
 

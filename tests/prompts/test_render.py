@@ -1,4 +1,5 @@
 """Prompt templates (package data) and their rendering for drafting and refining, within bounds."""
+import os
 import re
 from importlib import resources
 from pathlib import Path
@@ -73,7 +74,10 @@ def test_draft_prompt_shows_task_and_context_by_kind(task):
     human = messages[1].content
     assert "# Task: 01_relu" in human and "sizes overridden: batch_size=8" in human
     assert "batch_size = 8" in human and "return torch.relu(x)" in human  # the reference, overrides applied
-    assert "### API knowledge" in human and "**load_cpp**:" in human
+    # API knowledge opens the message, before the task: with the system prompt it is a prefix shared by
+    # every task, which a local server's prompt cache reuses
+    assert human.startswith("## API knowledge\n") and "**load_cpp**:" in human
+    assert human.index("**load_cpp**:") < human.index("# Task: 01_relu") < human.index("### Reference notes")
     assert "### Reference notes" in human and "**OpenMP**:" in human
     assert "### Best practices" in human and ".contiguous() on every input" in human
     assert "[task l2_01_gemm_bias_relu; passed, 3.25 ms] Fusing the bias" in human
@@ -231,7 +235,7 @@ def test_ascend_draft_and_refine_prompts(npu_task):
     draft = render_prompt(GenerationRequest(task=npu_task, stage="draft", backend="ascend-sim",
                                             knowledge=knowledge, last_feedback="[error] datacopy_tail_dropped"))[1]
     assert "# Task: 02_leaky_relu" in draft and "F.leaky_relu" in draft and "drafting" in draft
-    assert "### API knowledge" in draft and "Hardware rules the verifier enforces" in draft
+    assert draft.startswith("## API knowledge") and "Hardware rules the verifier enforces" in draft
     assert "datacopy_tail_dropped" in draft and no_placeholders(draft)
     start = ContextItem("p", "trace", "project_json_src = '...'", {"latency_ms": 0.0123, "feasible": True})
     refine = render_prompt(GenerationRequest(task=npu_task, stage="refine", backend="ascend-sim", start_point=start,
@@ -246,3 +250,17 @@ def load_seed_items(backend):
     from evokernel.memory.seed import load_seed
 
     return load_seed(backend)
+
+
+def test_prompts_of_two_tasks_share_the_system_prompt_and_the_knowledge_as_a_prefix(task):
+    """The llama.cpp server reuses the longest common token prefix of consecutive prompts."""
+    from evokernel.tasks import load_task
+
+    other = load_task(Path(task.path).parent / "11_softmax.py")
+    core = [ContextItem("k1", "knowledge", "load_cpp(src) returns lib with the extern C functions.",
+                        {"title": "load_cpp"})]
+    a = render_messages(GenerationRequest(task=task, stage="draft", knowledge=core, context=context_items()))
+    b = render_messages(GenerationRequest(task=other, stage="draft", knowledge=core))
+    assert a[0].content == b[0].content
+    prefix = os.path.commonprefix([a[1].content, b[1].content])
+    assert "**load_cpp**:" in prefix and prefix.endswith("# Task: ")  # they differ from the task on
