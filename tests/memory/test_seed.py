@@ -78,3 +78,44 @@ def test_seed_code_passes_the_static_rules():
             assert cpp is None or check_native(cpp.group(1)) == [], it.id
         for code in re.findall(r"```cpp\n(.*?)```", it.text, re.S):
             assert check_native(code) == [], it.id
+
+
+def _cpu_seed_cpp_blocks() -> list[tuple[str, str]]:
+    """(label, code) of every ```cpp block and every r\"\"\"...\"\"\" C++ string in a ```python block."""
+    blocks = []
+    for it in load_seed("cpu"):
+        for k, code in enumerate(re.findall(r"```cpp\n(.*?)```", it.text, re.S)):
+            blocks.append((f"{it.id} cpp block {k}", code))
+        for k, code in enumerate(re.findall(r"```python\n(.*?)```", it.text, re.S)):
+            for cpp in re.findall(r'r"""(.*?)"""', code, re.S):
+                blocks.append((f"{it.id} python block {k}", cpp))
+    return blocks
+
+
+def test_cpu_seed_cpp_compiles_as_shown(tmp_path):
+    """A weak model copies seed snippets literally: every C++ snippet must be a complete translation unit
+    (its own #includes, every name defined), so it compiles exactly as shown."""
+    import shutil
+    import subprocess
+    from concurrent.futures import ThreadPoolExecutor
+
+    gxx = shutil.which("g++")
+    if gxx is None:
+        pytest.skip("g++ not found")
+    blocks = _cpu_seed_cpp_blocks()
+    assert len(blocks) >= 9
+
+    def compile_one(k: int) -> str | None:
+        label, code = blocks[k]
+        src = tmp_path / f"block{k}.cpp"
+        src.write_text(code)
+        r = subprocess.run([gxx, "-std=c++17", "-fopenmp", "-march=native", "-fsyntax-only", str(src)],
+                           capture_output=True, text=True, timeout=60)
+        if r.returncode == 0:
+            return None
+        first = next((ln for ln in r.stderr.splitlines() if "error" in ln), r.stderr.strip()[:300])
+        return f"{label}: {first.replace(str(src), 'snippet')}"
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        failures = [f for f in pool.map(compile_one, range(len(blocks))) if f]
+    assert failures == [], "seed C++ snippets that do not compile as shown:\n" + "\n".join(failures)
