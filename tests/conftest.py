@@ -5,6 +5,9 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# CLI output is checked as text: rich wraps at 80 columns when there is no terminal, and a long temporary
+# path (pytest-xdist adds "popen-gwN/") can then split the words a test looks for
+os.environ.setdefault("COLUMNS", "200")
 # test helpers (fake_openai, ...) importable from tests in every subfolder
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 ROOT = Path(__file__).resolve().parent.parent

@@ -26,7 +26,9 @@ runner = CliRunner()
 
 
 def run(*args, env=None):
-    return runner.invoke(root, ["memory", *map(str, args)], env=env)
+    # a wide terminal: rich wraps lines at 80 columns, and a long temporary path (pytest-xdist workers
+    # add "popen-gwN/") then splits the text under test
+    return runner.invoke(root, ["memory", *map(str, args)], env={"COLUMNS": "200", **(env or {})})
 
 
 @pytest.fixture
