@@ -46,6 +46,7 @@ READY_TIMEOUT_ENV = "EVOKERNEL_LOCAL_READY_TIMEOUT"
 DEFAULT_CTX = 8192
 DEFAULT_MAX_TOKENS = 2048  # a small model may not stop by itself; the server's default is "until n_ctx"
 DEFAULT_READY_TIMEOUT_S = 180.0
+MIN_TIMEOUT_S = 1800.0  # per call
 MAX_RESTARTS = 3
 
 
@@ -469,8 +470,10 @@ def local_chat_model(name_or_path: str, *, temperature: float | None = None, tim
                               "http_client": httpx.Client(transport=ManagedTransport(server), trust_env=False)}
     if temperature is not None:
         kwargs["temperature"] = temperature
-    if timeout is not None:
-        kwargs["timeout"] = timeout
+    # llama_cpp.server finishes a completion whose client gave up, so a timed-out call retried would queue
+    # behind it: wait long (one 2048-token reply of the 1.5B model took 2.3 min here; a loaded machine or a
+    # larger model takes longer)
+    kwargs["timeout"] = max(timeout or 0.0, MIN_TIMEOUT_S)
     chat = ChatOpenAI(**kwargs)
     chat._evokernel_server = server  # type: ignore[attr-defined]  # keeps it reachable (tests, status)
     table = dict((prices or Prices()).table)

@@ -450,6 +450,7 @@ def test_make_generator_local_goes_through_llmgenerator_with_cost_0(cache, fake_
     try:
         assert isinstance(gen, LLMGenerator) and gen.name == f"local:{user_model.path}" and gen.model == "tiny-user"
         assert gen.prices_known and gen.chat_model.openai_api_base == f"http://127.0.0.1:{server.port}/v1"
+        assert gen.chat_model.request_timeout == ls.MIN_TIMEOUT_S  # not the endpoints' 300 s
         out = gen.generate(llm_request())
         assert out.source.strip() == RELU_CANDIDATE.strip() and out.cost_usd == 0.0
         assert out.tokens_in > 0 and out.tokens_out > 0 and not gen.last_call["tokens_estimated"]
