@@ -223,8 +223,16 @@ def bench(model: Annotated[str, typer.Argument(help="a registry model name or a 
             result.update(rss_mib=rss, peak_rss_mib=hwm)
         finally:
             server.release()
+            # llama.cpp's own counters, per request (llama_cpp.server logs them; other servers may not)
+            log = server.log_path.read_text(errors="replace") if server.log_path.exists() else ""
+            result["server_perf"] = [" ".join(line.split(":", 1)[1].split()) for line in log.splitlines()
+                                     if line.startswith("llama_perf_context_print:") and "eval time" in line]
     if as_json:
         print(json.dumps(result, indent=1))
         return
     for key, value in result.items():
-        print(f"{key:22s} {value}")
+        if key == "server_perf":
+            for line in value:
+                print(f"{'server_perf':22s} {line}")
+        else:
+            print(f"{key:22s} {value}")
