@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sqlite3
+import sys
 import time
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -193,6 +194,10 @@ def run(
                             status = f"stopped: {update['stop']}"
         except KeyboardInterrupt:
             status = "interrupted"
+            # a local model's generation in flight would hold the exit for minutes: stop its server, so the
+            # call fails at once (the attempt is redone on --resume)
+            if "evokernel.local_server" in sys.modules:
+                sys.modules["evokernel.local_server"].shutdown_all()
         except Exception as exc:  # an endpoint that keeps failing, a sandbox that cannot start, ...
             status = f"interrupted by an error: {type(exc).__name__}: {exc}"
     summary = resources.run_dir(ctx).write_summary()

@@ -183,6 +183,7 @@ class ManagedServer:
         self.ready_timeout = ready_timeout or float(os.environ.get(READY_TIMEOUT_ENV) or DEFAULT_READY_TIMEOUT_S)
         self.max_restarts = max_restarts
         self.restarts = 0
+        self.closing = False  # set by shutdown(): no (re)start from now on
         self.port: int | None = None
         self.pid: int | None = None
         self.cmd: list[str] = []
@@ -330,6 +331,8 @@ class ManagedServer:
     def check(self) -> int:
         """Before a request: the port to use, restarting a dead server (a cheap pid check, no request)."""
         with self._lock:
+            if self.closing:
+                raise ServerError("the run is stopping: this process released the local model server")
             if self.port is None:
                 self.ensure()
             elif not self.alive():
@@ -339,6 +342,8 @@ class ManagedServer:
 
     def recover(self, exc: BaseException) -> bool:
         """After a failed request: restart a dead server (True: retry the request) or leave a live one (False)."""
+        if self.closing:  # released on purpose (Ctrl-C): the failed request is the point, no restart
+            return False
         with self._lock:
             deadline = time.monotonic() + 1.0  # a server that just crashed may still be exiting
             while self.alive() and time.monotonic() < deadline:
@@ -389,6 +394,12 @@ class ManagedServer:
         self.pid = self.port = None
 
     stop = release
+
+    def shutdown(self) -> None:
+        """Release the server for good (an interrupted run): a request in flight fails at once instead of
+        waiting for a generation that can take minutes, and nothing restarts it."""
+        self.closing = True
+        self.release()
 
 
 def _terminate(pid: int, proc: subprocess.Popen | None = None, grace: float = 10.0) -> None:
@@ -446,6 +457,15 @@ def shared_server(model: LocalModel, cache_dir: Path | None = None) -> ManagedSe
         if key not in _SHARED:
             _SHARED[key] = ManagedServer(model, cache_dir)
         return _SHARED[key]
+
+
+def shutdown_all() -> None:
+    """:meth:`ManagedServer.shutdown` for every server this process uses (Ctrl-C of a run)."""
+    with _SHARED_LOCK:
+        servers = list(_SHARED.values())
+    for server in servers:
+        with contextlib.suppress(Exception):
+            server.shutdown()
 
 
 def local_chat_model(name_or_path: str, *, temperature: float | None = None, timeout: float | None = None,

@@ -285,6 +285,7 @@ FAKE_SERVER = textwrap.dedent('''\
     ap.add_argument("--model_alias", default="fake"); ap.add_argument("--delay", type=float, default=0)
     ap.add_argument("--exit", type=int); ap.add_argument("--never-ready", action="store_true")
     ap.add_argument("--bind"); ap.add_argument("--crash-once"); ap.add_argument("--requests")
+    ap.add_argument("--reply-delay", type=float, default=0)
     a, _ = ap.parse_known_args()
     print("fake llama server: loading", a.model, flush=True)
     if a.exit is not None:
@@ -304,6 +305,7 @@ FAKE_SERVER = textwrap.dedent('''\
         if a.requests:
             with open(a.requests, "a") as f:
                 f.write(json.dumps({{"pid": os.getpid(), "json": body}}) + "\\n")
+        time.sleep(a.reply_delay)  # a slow generation
         if a.crash_once and not os.path.exists(a.crash_once):
             open(a.crash_once, "w").close()
             os._exit(1)  # dies in the middle of the request
@@ -597,3 +599,36 @@ def test_real_llama_server_answers_a_chat_completion(tmp_path):
         pid = server.pid
         server.release()
     assert dead(pid)
+
+
+def test_shutdown_ends_a_call_in_flight_at_once_and_nothing_restarts(cache, fake_cmd, user_model):
+    """Ctrl-C of a run (cli_run calls shutdown_all): a generation in flight fails within seconds instead of
+    holding the exit until it completes, and the server is neither left running nor restarted."""
+    import threading
+
+    from evokernel.generators.llm import make_generator
+
+    server = ls.ManagedServer(user_model, command=fake_cmd("--reply-delay", "120"))
+    chat, prices = ls.local_chat_model(str(user_model.path), server=server, timeout=300)
+    gen = make_generator(chat, prices=prices, max_attempts=2, repairs=0, backoff_initial_s=0.01, backoff_max_s=0.05)
+    box: dict = {}
+
+    def call():
+        try:
+            gen.generate(llm_request())
+        except Exception as exc:  # noqa: BLE001 - what the generate node would see
+            box["exc"] = exc
+
+    t = threading.Thread(target=call, daemon=True)
+    t.start()
+    deadline = time.monotonic() + 20
+    while server.pid is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)  # the request is in flight
+    pid, t0 = server.pid, time.monotonic()
+    server.shutdown()
+    t.join(30)
+    assert not t.is_alive() and time.monotonic() - t0 < 20 and "exc" in box
+    assert dead(pid) and server.restarts == 0 and server.pid is None
+    with pytest.raises(ls.ServerError, match="the run is stopping"):
+        server.check()
