@@ -1256,13 +1256,27 @@ class Codegen:
         frame = shape
         epi_fn, epi_ext, epi_ptrs = self.epilogue(k, st, frame)
         fnames = [f"F{d}" for d in range(len(frame))]
-        if len(shape) == 2:  # (N, C): row n, one column c at a time
-            inner_rows = 1
-            ecall = self.epi_call(k, st, epi_ptrs, "n", "c", "c + 1", fnames[:-1] + ["FN"])
-        else:  # (N, C, ...): rows of the last dim
-            inner_rows = _prod(frame[2:-1])
-            ecall = self.epi_call(k, st, epi_ptrs, f"(n * CC + c) * {inner_rows} + h", "0", "FN",
-                                  fnames[:-1] + ["FN"])
+        params = ["const float* __restrict X", "const float* __restrict Wt", "const float* __restrict Bs",
+                  "const float* __restrict RM", "const float* __restrict RV", "float* __restrict C"] + \
+            [self.ptype(e) for e in epi_ext] + \
+            ["int64_t NB", "int64_t CC", "int64_t HW", "float EPS", "int64_t AFFINE", "int64_t BATCH_STATS"] + \
+            [f"int64_t {f}" for f in fnames[:-1]] + ["int64_t FN"]
+        if len(shape) == 2:  # (N, C): contiguous rows of C columns
+            body = self._batchnorm_rows(kn, self.epi_call(k, st, epi_ptrs, "n", "0", "CC", fnames[:-1] + ["FN"]))
+        else:  # (N, C, ...): per channel, N contiguous planes of rows of the last dim
+            rows = _prod(frame[2:-1])
+            ecall = self.epi_call(k, st, epi_ptrs, f"(n * CC + c) * {rows} + h", "0", "FN", fnames[:-1] + ["FN"])
+            body = self._batchnorm_planes(kn, ecall, rows)
+        cpp = epi_fn + f'extern "C" void stage{k}({", ".join(params)}) {{\n' + body + "}\n"
+        call = [f"p{x}", f"p{w}", f"p{b}", f"p{rm}", f"p{rv}", "out"] + [f"p{e}" for e in epi_ext] + \
+            [str(NB), str(C), str(HW), repr(float(a["eps"])), "1" if a["affine"] else "0",
+             "1" if a["batch_stats"] else "0"] + [str(d) for d in frame]
+        return StageCode(f"stage{k}", cpp, call)
+
+    @staticmethod
+    def _batchnorm_planes(kn: dict[str, Any], ecall: str, inner_rows: int) -> str:
+        """Batch norm of an (N, C, ...) tensor: per channel, statistics over its N planes (each contiguous),
+        then each plane normalised and its epilogue applied row by row."""
         if kn.get("gn_stats", "two_pass") == "two_pass":
             stats = """      double s = 0.0;
       for (int64_t n = 0; n < NB; ++n) {
@@ -1291,12 +1305,7 @@ class Codegen:
       const double m = s / (double)(NB * HW);
       mean = (float)m;
       var = (float)std::max(0.0, q / (double)(NB * HW) - m * m);"""
-        params = ["const float* __restrict X", "const float* __restrict Wt", "const float* __restrict Bs",
-                  "const float* __restrict RM", "const float* __restrict RV", "float* __restrict C"] + \
-            [self.ptype(e) for e in epi_ext] + \
-            ["int64_t NB", "int64_t CC", "int64_t HW", "float EPS", "int64_t AFFINE", "int64_t BATCH_STATS"] + \
-            [f"int64_t {f}" for f in fnames[:-1]] + ["int64_t FN"]
-        body = f"""  {_omp(kn)}
+        return f"""  {_omp(kn)}
   for (int64_t c = 0; c < CC; ++c) {{
     float mean, var;
     if (BATCH_STATS) {{
@@ -1319,14 +1328,6 @@ class Codegen:
     }}
   }}
 """
-        if len(shape) == 2:
-            body = self._batchnorm_rows(kn, self.epi_call(k, st, epi_ptrs, "n", "0", "CC", fnames[:-1] + ["FN"]))
-        cpp = epi_fn + f'extern "C" void stage{k}({", ".join(params)}) {{\n' + body + "}\n"
-        call = [f"p{x}", f"p{w}", f"p{b}", f"p{rm}", f"p{rv}", "out"] + [f"p{e}" for e in epi_ext] + \
-            [str(NB), str(C), str(HW), repr(float(a["eps"])), "1" if a["affine"] else "0",
-             "1" if a["batch_stats"] else "0"] + [str(d) for d in frame]
-        return StageCode(f"stage{k}", cpp, call)
-
 
     @staticmethod
     def _batchnorm_rows(kn: dict[str, Any], ecall: str) -> str:
