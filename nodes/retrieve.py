@@ -88,9 +88,9 @@ def retrieve(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]
         if got:
             key += f" | {got[0].meta.get('summary', '')} | {got[0].meta.get('profile', '')}"
             bound = str(got[0].meta.get("bound") or "")
-    extra = k if bound else 0  # a wider look, so that bottleneck-matched traces can come forward
-    if stage != "refine":
-        extra = k  # a wider look: failed traces are left out below
+    # a wider look: refining, so that bottleneck-matched traces can come forward; drafting, because failed
+    # traces are left out below
+    extra = k if bound or stage != "refine" else 0
     hits = store.query_ids(key, k + extra + len(exclude), kinds=REFINE_KINDS if stage == "refine" else DRAFT_KINDS,
                            backend=ctx.backend)
     pool = [{"id": item_id, "similarity": float(sim)} for item_id, sim in hits if item_id not in exclude]
@@ -105,9 +105,9 @@ def feasible_traces_only(store: Any, pool: list[dict[str, Any]]) -> list[dict[st
     """Drafting shows code only of kernels that passed: a failed trace of another operator is an example
     a weak model copies (measured: three broken gelu traces in sigmoid's prompt, copied word for word).
     What went wrong reaches drafting through the experiences."""
-    metas = {it.id: (it.kind, it.meta) for it in store.get([p["id"] for p in pool])}
-    return [p for p in pool if not (metas.get(p["id"], ("", {}))[0] == "trace"
-                                    and (metas[p["id"]][1] or {}).get("feasible") is False)]
+    failed = {it.id for it in store.get([p["id"] for p in pool])
+              if it.kind == "trace" and (it.meta or {}).get("feasible") is False}
+    return [p for p in pool if p["id"] not in failed]
 
 
 def bottleneck_first(store: Any, pool: list[dict[str, Any]], bound: str) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ Backends: ``cpu`` (C++ through ``load_cpp``: :mod:`.codegen`, :mod:`.schedules`)
 from __future__ import annotations
 
 import json
+import math
 import random
 import zlib
 from typing import Any
@@ -62,10 +63,7 @@ def _anchors(plan: Plan) -> list[tuple[str, dict[str, Any], dict[str, int]]]:
             out.append(("gemm", node.attrs, {d: int(node.attrs[d]) for d in ("m", "n", "k")}))
         elif node.op in ("conv2d", "convnd"):
             x, w = g.nodes[node.args[0]], g.nodes[node.args[1]]
-            kvol = 1
-            for d in w.shape[2:]:
-                kvol *= int(d)
-            out.append((node.op, node.attrs, {"ci": int(x.shape[1]), "kvol": kvol}))
+            out.append((node.op, node.attrs, {"ci": int(x.shape[1]), "kvol": math.prod(int(d) for d in w.shape[2:])}))
     return out
 
 
