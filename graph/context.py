@@ -12,6 +12,9 @@ from dataclasses import dataclass, field, fields
 from evokernel.memory.retrieval import DEFAULT_EPSILON, DEFAULT_LAMBDA, POLICIES, LinearSchedule
 
 
+SEED_KNOWLEDGE = ("all", "format")
+
+
 def _f(default, description: str):
     return field(default=default, metadata={"description": description})
 
@@ -34,6 +37,9 @@ class Context:
     epsilon_end: float = _f(DEFAULT_EPSILON.end, "ε after epsilon_steps attempts")
     epsilon_steps: int = _f(DEFAULT_EPSILON.steps, "attempts over which ε moves linearly from start to end")
     policy: str = _f("value", "retrieval policy: value (paper), similarity, random or none")
+    seed_knowledge: str = _f("all", "seed API knowledge in the prompt: all (the candidate format, then items "
+                                    "matching the chosen code's APIs and the task's category) or format (the "
+                                    "candidate-format item only: a run with no memory at all)")
     seed: int = _f(0, "seed of every random choice of the run (ε-greedy, template generator)")
     memory_dir: str = _f("", "memory directory (Chroma + value ledger); default $EVOKERNEL_MEMORY or ./evokernel-memory")
     memory_url: str = _f("", "Chroma server URL (chroma run) shared by several processes; default $EVOKERNEL_CHROMA_URL")
@@ -51,6 +57,8 @@ class Context:
         check(self.method)
         if self.policy not in POLICIES:
             raise ValueError(f"unknown retrieval policy {self.policy!r} (one of {', '.join(POLICIES)})")
+        if self.seed_knowledge not in SEED_KNOWLEDGE:
+            raise ValueError(f"unknown seed_knowledge {self.seed_knowledge!r} (one of {', '.join(SEED_KNOWLEDGE)})")
         if self.budget < 1:
             raise ValueError(f"budget must be >= 1, got {self.budget}")
         if self.n_context < 0:

@@ -41,9 +41,9 @@ def q_filter(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]
     chosen = select(pool, ctx.n_context, ctx.policy, epsilon=ctx.epsilon(iteration), rng=rng)
     context = [c.item_id for c in chosen]
     items = store.get(context)
-    if shares_memory(ctx.method):
+    if shares_memory(ctx.method) and ctx.seed_knowledge == "all":
         knowledge = store.knowledge(ctx.backend, apis=api_names([i.text for i in items if i.kind == "trace"]),
                                     category=task.category, limit=KNOWLEDGE_LIMIT)
-    else:  # the baselines' one demonstration: the backend's candidate-format item
+    else:  # the baselines' one demonstration (and a run with no memory): the backend's candidate-format item
         knowledge = store.knowledge(ctx.backend, limit=1)
     return {"context": context, "knowledge": [k.id for k in knowledge]}

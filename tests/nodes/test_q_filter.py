@@ -45,3 +45,12 @@ def test_seed_knowledge_comes_by_its_own_path(env):
     assert items and all(i.kind == "seed" for i in items)
     assert any("load_cpp" in i.text for i in items)  # the candidate-format template
     assert "#pragma omp parallel" in api_names(["#pragma omp parallel for\nfor (int i=0;;)"])
+
+
+def test_no_memory_keeps_only_the_candidate_format(env):
+    # --seed-knowledge format (the eval's memory mode none): the one demonstration, no API or category notes
+    env.store.ensure_seed("cpu")
+    full = env.store.get(q_filter(env.state(RELU, pool=[]), env.runtime(policy="none"))["knowledge"])
+    bare = env.store.get(q_filter(env.state(RELU, pool=[]), env.runtime(policy="none", seed_knowledge="format"))["knowledge"])
+    assert len(full) > 1
+    assert [i.id for i in bare] == [full[0].id] and "load_cpp" in bare[0].text
