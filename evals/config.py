@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from evokernel.graph.methods import METHODS
 from evokernel.memory.retrieval import POLICIES
 
-MEMORY_MODES = ("shared", "ordered", "fresh", "per-task", "exported")
+MEMORY_MODES = ("shared", "ordered", "fresh", "per-task", "exported", "none")
 MEMORY_HELP = {
     "shared": "one memory per arm, grown over the whole task stream (the paper's default)",
     "ordered": "one memory per arm, the stream run suite by suite in the listed order (L1 then L2: "
@@ -36,6 +36,8 @@ MEMORY_HELP = {
     "per-task": "every task starts from a new memory holding only the seed knowledge (no sharing)",
     "exported": "start from the export file `memory_from` with the items of the evaluated tasks removed "
                 "(backbone transfer), then share it over the stream",
+    "none": "no memory at all: nothing retrieved, and of the seed knowledge only the candidate-format item "
+            "(the one demonstration the baselines get); goes with policy none",
 }
 
 
@@ -70,6 +72,7 @@ class EvalConfig(BaseModel):
     methods: list[str] = Field(default_factory=lambda: ["evokernel"], description=f"any of {', '.join(METHODS)}")
     policies: list[str] = Field(default_factory=lambda: ["value"], description=f"retrieval policies of evokernel: any of {', '.join(POLICIES)}")
     memory: list[str] = Field(default_factory=lambda: ["shared"], description=f"memory modes of evokernel: any of {', '.join(MEMORY_MODES)}")
+    variants: list[str] = Field(default_factory=list, description="POLICY/MEMORY pairs of evokernel to run instead of the full policies × memory product, e.g. [\"none/none\", \"value/exported\"]")
     memory_from: str = Field("", description="export file (evokernel memory export) for memory mode `exported`")
     workers: int = Field(1, ge=1, description="runs (or task shards) executed at the same time, each its own process")
     memory_server: bool = Field(False, description="with workers > 1, also split shared-memory streams into parallel shards served by one Chroma server per arm")
@@ -91,7 +94,7 @@ class EvalConfig(BaseModel):
             return list(range(v))
         return v
 
-    @field_validator("tasks", "methods", "policies", "memory", "models", "trajectories", mode="before")
+    @field_validator("tasks", "methods", "policies", "memory", "models", "trajectories", "variants", mode="before")
     @classmethod
     def _listify(cls, v: Any) -> Any:
         return [v] if isinstance(v, str) else v
@@ -101,6 +104,19 @@ class EvalConfig(BaseModel):
     def _choices(cls, v: list[str], info: ValidationInfo) -> list[str]:
         allowed, what = _CHOICES[info.field_name]
         return _members(v, allowed, what)
+
+    @field_validator("variants")
+    @classmethod
+    def _variants(cls, v: list[str]) -> list[str]:
+        for pair in v:
+            policy, sep, memory = pair.partition("/")
+            if not sep:
+                raise ValueError(f"variant {pair!r} is not POLICY/MEMORY (e.g. value/exported)")
+            _members([policy], POLICIES, "policy")
+            _members([memory], MEMORY_MODES, "memory mode")
+        if len(set(v)) != len(v):
+            raise ValueError(f"variant listed twice: {v}")
+        return v
 
     @field_validator("seeds")
     @classmethod
@@ -119,7 +135,10 @@ class EvalConfig(BaseModel):
             raise ValueError("generator llm needs models (e.g. models = [\"openai:gpt-4o-mini\"])")
         if self.generator == "template" and self.models:
             raise ValueError("models are for generator llm; the template generator takes none")
-        if "exported" in self.memory and "evokernel" in self.methods and not self.memory_from:
+        for policy, memory in self.evokernel_variants():
+            if memory == "none" and policy != "none":
+                raise ValueError(f"memory mode none retrieves nothing: pair it with policy none, not {policy!r}")
+        if "exported" in {m for _, m in self.evokernel_variants()} and "evokernel" in self.methods and not self.memory_from:
             raise ValueError("memory mode exported needs memory_from (a file written by `evokernel memory export`)")
         return self
 
@@ -128,6 +147,12 @@ class EvalConfig(BaseModel):
     @property
     def output_dir(self) -> Path:
         return Path(self.out) if self.out else Path("eval-runs") / self.name
+
+    def evokernel_variants(self) -> list[tuple[str, str]]:
+        """(policy, memory mode) pairs evokernel runs: ``variants`` if given, else policies × memory."""
+        if self.variants:
+            return [tuple(v.split("/", 1)) for v in self.variants]  # type: ignore[misc]
+        return [(p, m) for p in self.policies for m in self.memory]
 
     def model_list(self) -> list[str]:
         return self.models if self.generator == "llm" else ["template"]

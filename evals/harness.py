@@ -9,6 +9,8 @@ its own run directory. How an arm splits into units follows its memory mode:
 shared         one unit over the whole stream (with ``memory_server`` and workers > 1: one
                shard per worker, all on one Chroma server the harness starts for the arm)
 exported       as shared, after importing ``memory_from`` minus the evaluated tasks' items
+none           as shared, but nothing is retrieved and the prompt's seed knowledge is the
+               candidate-format item only (policy none, ``--seed-knowledge format``)
 ordered        one unit per stage (suite), each waiting for the previous, on one memory
 fresh          one unit per stage, each with a new memory
 per-task       one unit per task, each with a new memory
@@ -55,7 +57,7 @@ from evokernel.run import safe_name
 
 EVAL_JSON = "eval.json"
 PROGRESS_JSON = "progress.json"
-SHARED_MODES = ("shared", "exported")
+SHARED_MODES = ("shared", "exported", "none")
 
 
 # ---------------------------------------------------------------- plan
@@ -123,13 +125,15 @@ def groups_of(cfg: EvalConfig) -> list[dict[str, Any]]:
     out = []
     for model in models:
         for method in cfg.methods:
-            combos = [(p, m) for p in cfg.policies for m in cfg.memory] if method == "evokernel" else [(None, None)]
+            combos = cfg.evokernel_variants() if method == "evokernel" else [(None, None)]
+            policies = {p for p, _ in combos}
+            memories = {m for _, m in combos}
             for policy, memory in combos:
                 parts = [method]
                 if method == "evokernel":
-                    if len(cfg.policies) > 1 or policy != "value":
+                    if len(policies) > 1 or policy != "value":
                         parts.append(policy)
-                    if len(cfg.memory) > 1 or memory != "shared":
+                    if len(memories) > 1 or memory != "shared":
                         parts.append(memory)
                 if len(models) > 1:
                     parts.insert(0, model)
@@ -317,6 +321,8 @@ def unit_command(cfg: EvalConfig, group: dict[str, Any], seed: int, u: Unit, out
         "--policy", group["policy"] or "value", "--budget", str(cfg.budget), "--seed", str(seed),
         "--n-context", str(cfg.n_context), "--alpha", str(cfg.alpha), "--temperature", str(cfg.temperature),
         "--max-tokens", str(cfg.max_tokens), "--max-cost", str(cfg.max_cost)]
+    if group["memory"] == "none":
+        cmd += ["--seed-knowledge", "format"]
     if group["model"] == "template":
         cmd += ["--generator", "template"]
     else:

@@ -116,6 +116,29 @@ def test_groups_cross_methods_policies_and_memory_modes():
     assert [g["name"] for g in p["groups"]] == ["openai__a-passk", "ollama__b-passk"]
 
 
+def test_variants_pick_policy_memory_pairs_instead_of_the_product(tmp_path):
+    # the weak-backbone experiment: no memory, seed knowledge only, a transferred memory by value and by similarity
+    cfg, p = plan_of(variants=["none/none", "none/per-task", "value/exported", "similarity/exported"],
+                     memory_from="m.jsonl")
+    assert [(g["name"], g["policy"], g["memory"]) for g in p["groups"]] == [
+        ("evokernel-none-none", "none", "none"), ("evokernel-none-per-task", "none", "per-task"),
+        ("evokernel-value-exported", "value", "exported"), ("evokernel-similarity-exported", "similarity", "exported")]
+    [u] = units_of(p, "evokernel-none-none/seed-0")  # no memory: one unit, like shared
+    cmd = " ".join(harness.unit_command(cfg, p["groups"][0], 0, harness.Unit(**u), tmp_path, False, None))
+    assert "--policy none" in cmd and "--seed-knowledge format" in cmd
+    u2 = units_of(p, "evokernel-value-exported/seed-0")[0]
+    cmd = " ".join(harness.unit_command(cfg, p["groups"][2], 0, harness.Unit(**u2), tmp_path, False, None))
+    assert "--seed-knowledge" not in cmd and "--policy value" in cmd
+    with pytest.raises(ConfigError, match="policy none"):
+        plan_of(variants=["value/none"])
+    with pytest.raises(ConfigError, match="POLICY/MEMORY"):
+        plan_of(variants=["value"])
+    with pytest.raises(ConfigError, match="unknown memory mode"):
+        plan_of(variants=["value/everything"])
+    with pytest.raises(ConfigError, match="memory_from"):
+        plan_of(variants=["value/exported"])
+
+
 def test_units_follow_the_memory_mode():
     _, p = plan_of(memory=["shared"])
     [u] = units_of(p, "evokernel/seed-0")
