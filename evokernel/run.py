@@ -5,6 +5,8 @@
     RUN_DIR/summary.json     per-task results plus the paper's compile rate and correctness
     RUN_DIR/best/<task>.py   the fastest feasible kernel per task, a candidate `evokernel verify` accepts
     RUN_DIR/tokens.jsonl     LLM token and cost ledger (LLM generators only)
+    RUN_DIR/replies.jsonl    each attempt's raw model reply (LLM generators only): what to read when a
+                             weak model fails; a line repeated after a crash is the same reply
     RUN_DIR/checkpoints.sqlite  LangGraph checkpoints (resume)
 
 Appends are idempotent by attempt id, so a resumed run that re-executes the last node of an
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 ATTEMPTS = "attempts.jsonl"
+REPLIES = "replies.jsonl"
 SUMMARY = "summary.json"
 
 
@@ -98,6 +101,31 @@ class RunDir:
             self._ids.add(record["attempt_id"])
             self._records.append(record)
             return True
+
+    def append_reply(self, attempt_id: str, task: str, iteration: int, reply: str) -> bool:
+        """Keep a model's raw reply (before the attempt's own line is appended); False if that attempt is
+        already logged (a resumed run re-executing its last node)."""
+        with self._lock:
+            if attempt_id in self._ids:
+                return False
+            with (self.path / REPLIES).open("a") as f:
+                f.write(json.dumps({"attempt_id": attempt_id, "task": task, "iteration": iteration,
+                                    "reply": reply}) + "\n")
+            return True
+
+    def replies(self) -> dict[str, dict[str, Any]]:
+        """attempt id -> its reply record (torn lines skipped, a repeated id keeps the last)."""
+        p = self.path / REPLIES
+        out: dict[str, dict[str, Any]] = {}
+        if p.exists():
+            for raw in p.read_bytes().split(b"\n"):
+                try:
+                    rec = json.loads(raw)
+                except (json.JSONDecodeError, UnicodeDecodeError):
+                    continue
+                if isinstance(rec, dict) and "attempt_id" in rec:
+                    out[rec["attempt_id"]] = rec
+        return out
 
     def attempts(self, task: str | None = None) -> list[dict[str, Any]]:
         return [r for r in self._records if task is None or r["task"] == task]

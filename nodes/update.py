@@ -172,12 +172,16 @@ def update(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
               # only with --compile-baseline: torch.compile of the reference, timed in the same rounds
               "compile_ms": verdict.get("compile_baseline_ms") if feasible else None,
               "speedup_vs_compile": verdict.get("speedup_vs_compile") if feasible else None,
-              "reward": reward, "reward_normalized": r_hat, "summary": summary, "model": cand.get("model", ""),
+              "reward": reward, "reward_normalized": r_hat, "summary": summary,
+              "feedback": None if feasible else _first_lines(verdict.get("feedback") or cand.get("error") or "", 6)[:600],
+              "model": cand.get("model", ""),
               "tokens_in": cand.get("tokens_in", 0), "tokens_out": cand.get("tokens_out", 0),
               "cost_usd": cand.get("cost_usd", 0.0), "trace_id": trace_id, "time": time.time()}
     if cand.get("tokens_in") or cand.get("tokens_out"):  # the token ledger is idempotent by attempt id too
         resources.tokens(ctx).record(aid, cand.get("model", ""), cand.get("tokens_in", 0), cand.get("tokens_out", 0),
                                      cand.get("cost_usd", 0.0), 1)
+    if cand.get("reply"):
+        run.append_reply(aid, tid, iteration, cand["reply"])
     run.append(record)
     if improved:
         run.write_best(tid, cand["source"], float(latency), str(task.path), estimated, ctx.backend)

@@ -38,6 +38,7 @@ def test_failed_draft_updates_q1_stores_trace_and_experience_and_logs(env):
     (rec,) = lines(env)
     assert rec["reward"] == -1.0 and rec["context"] == ["a", "b"] and rec["failed_gate"] == "correctness"
     assert rec["compiled"] and rec["stage"] == "draft"
+    assert rec["feedback"] == "mismatch at [0, 3] / max abs err 2.0"  # why it failed, in the run log itself
     assert env.events[-1]["event"] == "attempt"
 
 
@@ -81,6 +82,24 @@ def test_update_is_idempotent_when_rerun_after_a_crash(env):
     update(st, env.runtime())
     assert env.store.count() == n_items and len(env.store.values.state.attempts) == n_ledger == 1
     assert len(lines(env)) == 1 and env.store.values.q("a", "draft") == pytest.approx(-0.1)
+
+
+def test_an_llm_reply_is_kept_once_beside_its_attempt(env):
+    from evokernel.run import RunDir
+
+    cand = {"source": "SRC", "code_hash": "h", "reply": "Here is the kernel:\n```python\nSRC\n```", "tokens_in": 9}
+    st = env.state(RELU, context=[], candidate=cand, verdict=FAIL)
+    update(st, env.runtime())
+    update(st, env.runtime())  # re-executed after a crash: one reply line, like one attempt line
+    (rec,) = lines(env)
+    replies = RunDir(env.ctx.run_dir).replies()
+    assert list(replies) == [rec["attempt_id"]] and replies[rec["attempt_id"]]["reply"].startswith("Here is")
+    assert (Path(env.ctx.run_dir) / "replies.jsonl").read_text().count("\n") == 1
+    # the template generator has no reply: no file
+    env2 = env  # same run dir; a feasible attempt of another iteration without a reply adds nothing
+    update(env2.state(RELU, context=[], candidate={"source": "S2", "code_hash": "h2"}, verdict=ok(1.0), iteration=1),
+           env2.runtime())
+    assert len(RunDir(env.ctx.run_dir).replies()) == 1
 
 
 def test_stop_skips_everything(env):
