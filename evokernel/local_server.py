@@ -44,7 +44,15 @@ CTX_ENV = "EVOKERNEL_LOCAL_CTX"
 THREADS_ENV = "EVOKERNEL_LOCAL_THREADS"
 READY_TIMEOUT_ENV = "EVOKERNEL_LOCAL_READY_TIMEOUT"
 DEFAULT_CTX = 8192
-DEFAULT_MAX_TOKENS = 2048  # a small model may not stop by itself; the server's default is "until n_ctx"
+# A small model may not stop by itself (the server's default is "until n_ctx"). 1024 tokens hold a cpu-l1
+# kernel with room to spare; the 1,510-token reply seen in a real run was a kernel plus a long essay, and
+# on 2 cores every output token costs ~40 ms.
+DEFAULT_MAX_TOKENS = 1024
+# What the prompt may spend on retrieved context (PromptOptions.max_context_chars; 24,000 for remote
+# models): measured, a weak model's first prompt with four template traces was 5,523 tokens, 68 s of
+# prompt evaluation at 81 tok/s on 2 cores, and near the 8,192-token window of the server. 6,000
+# characters (~1,700 tokens) keep one or two traces plus the notes.
+LOCAL_CONTEXT_CHARS = 6_000
 DEFAULT_READY_TIMEOUT_S = 180.0
 MIN_TIMEOUT_S = 1800.0  # per call
 MAX_RESTARTS = 3

@@ -443,6 +443,7 @@ def llm_request():
 def test_make_generator_local_goes_through_llmgenerator_with_cost_0(cache, fake_cmd, user_model, tmp_path,
                                                                     monkeypatch):
     from evokernel.generators.llm import LLMGenerator, make_generator
+    from evokernel.prompts.render import PromptOptions
 
     log = tmp_path / "requests.jsonl"
     monkeypatch.setenv(ls.CMD_ENV, f"{{python}} {fake_cmd.script} --model {{model}} --host {{host}} --port {{port}} "
@@ -453,6 +454,8 @@ def test_make_generator_local_goes_through_llmgenerator_with_cost_0(cache, fake_
         assert isinstance(gen, LLMGenerator) and gen.name == f"local:{user_model.path}" and gen.model == "tiny-user"
         assert gen.prices_known and gen.chat_model.openai_api_base == f"http://127.0.0.1:{server.port}/v1"
         assert gen.chat_model.request_timeout == ls.MIN_TIMEOUT_S  # not the endpoints' 300 s
+        # a small local model gets a small context budget (prompt evaluation speed, the server's window)
+        assert gen.prompt_options.max_context_chars == ls.LOCAL_CONTEXT_CHARS < PromptOptions().max_context_chars
         out = gen.generate(llm_request())
         assert out.source.strip() == RELU_CANDIDATE.strip() and out.cost_usd == 0.0
         assert out.tokens_in > 0 and out.tokens_out > 0 and not gen.last_call["tokens_estimated"]

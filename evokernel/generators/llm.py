@@ -11,6 +11,7 @@ and docs/generators.md.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -408,10 +409,15 @@ def make_generator(spec: str | BaseChatModel | Generator, *, temperature: float 
             model.strip(), temperature=temperature, timeout=timeout, base_url=base_url, api_key=api_key,
             max_tokens=max_tokens, prices=prices, max_attempts=max_attempts, name=name, **kw))
     if provider == "local" and model.strip():  # a llama.cpp server on 127.0.0.1, started or reused here
-        from evokernel.local_server import local_chat_model
+        from evokernel.local_server import LOCAL_CONTEXT_CHARS, local_chat_model
+        from evokernel.prompts.render import PromptOptions
 
         chat, prices = local_chat_model(model.strip(), temperature=temperature, timeout=timeout,
                                         max_tokens=max_tokens, prices=prices)
+        # a small model on a few cores: a prompt that fits its window and its prompt-evaluation speed
+        options = kw.get("prompt_options") or PromptOptions()
+        chars = int(os.environ.get("EVOKERNEL_LOCAL_CONTEXT_CHARS") or LOCAL_CONTEXT_CHARS)
+        kw["prompt_options"] = dataclasses.replace(options, max_context_chars=min(options.max_context_chars, chars))
         return LLMGenerator(chat, name=name or f"local:{model.strip()}", prices=prices,
                             max_attempts=max_attempts, **kw)
     if provider not in PROVIDERS:
