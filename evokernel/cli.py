@@ -17,7 +17,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
@@ -67,6 +67,11 @@ def _print_verdict(result: object, as_json: bool, task_fit: dict | None = None) 
         print(f"profile ({kind}):\n  " + result.details["profile"].replace("\n", "\n  "))
     for w in result.details.get("emulator_warnings") or []:
         print(f"warning: {w}")
+    judge = result.details.get("llm_judge")
+    if judge and result.feasible:
+        said = {True: "flagged it", False: "found it honest", None: f"gave no verdict ({judge.get('error')})"}
+        print(f"LLM judge ({judge.get('model')}): {said[judge.get('flagged')]}"
+              + (f": {judge.get('reason')}" if judge.get("reason") else ""))
 
 
 def _sandbox_warning(sandbox: str) -> None:
@@ -95,6 +100,7 @@ def verify(
     no_server: Annotated[bool, typer.Option("--no-server", help="verify in this process even when a warm verifier is running")] = False,
     idle_timeout: Annotated[Optional[float], typer.Option(help="with --serve: stop after this many seconds without a request")] = None,
     socket_file: Annotated[Optional[Path], typer.Option("--socket", help="the warm verifier's socket (default: one per user, backend, threads, sandbox mode and build cache)")] = None,
+    llm_judge: Annotated[Optional[str], typer.Option(help="second tier of the hack gate: a chat model (e.g. local:qwen2.5-coder-1.5b, openai:MODEL) reads a feasible candidate beside its reference and may flag semantic cheating (off by default; docs/verifier.md)")] = None,
 ) -> None:
     """Judge CANDIDATE_FILE against TASK_FILE: anti-hack, compile, correctness and latency gates.
 
@@ -147,7 +153,7 @@ def verify(
             if reply.get("ok"):
                 from evokernel.verifier.verdict import Verdict
 
-                result = Verdict(**reply["verdict"])
+                result = _judged(Verdict(**reply["verdict"]), task, source, llm_judge)
                 _sandbox_warning(str(reply.get("sandbox")))
                 _print_verdict(result, as_json, task.fit)
                 raise typer.Exit(0 if result.feasible else 1)
@@ -157,12 +163,27 @@ def verify(
             err.print(f"note: the warm verifier cannot serve this request ({reply['incompatible']}); "
                       "verifying in this process")
     _verify_here(task, source, candidate_file, backend, strict, trials, threads, timing, compile_baseline, seed,
-                 timeout, as_json)
+                 timeout, as_json, llm_judge)
+
+
+def _judged(result: Any, task: Any, source: str, spec: Optional[str]) -> Any:
+    """The verdict after the optional LLM judge (only a feasible verdict is read)."""
+    if not spec or not result.feasible:
+        return result
+    from evokernel.verifier.trusted import llm_judge
+
+    try:
+        judge = llm_judge.LLMJudge(spec)
+    except Exception as exc:  # noqa: BLE001 - a bad spec, a missing key, a model that will not start
+        err.print(f"error: --llm-judge {spec}: {exc}")
+        raise typer.Exit(2)
+    with err.status(f"the LLM judge ({judge.name}) reads the candidate..."):
+        return llm_judge.apply(result, judge.review(task.source, source))
 
 
 def _verify_here(task: object, source: str, candidate_file: Path, backend: str, strict: bool, trials: int,
                  threads: int, timing: bool, compile_baseline: bool, seed: Optional[int], timeout: float,
-                 as_json: bool) -> None:
+                 as_json: bool, llm_judge: Optional[str] = None) -> None:
     from evokernel.verifier.trusted.correctness import DEFAULT_TOL, STRICT_TOL
     from evokernel.verifier.trusted.launcher import SandboxError
     from evokernel.verifier.trusted.verifier import Verifier, VerifyConfig
@@ -185,6 +206,7 @@ def _verify_here(task: object, source: str, candidate_file: Path, backend: str, 
     except SandboxError as exc:  # an environment problem, not a verdict
         err.print(f"error: {exc}")
         raise typer.Exit(2)
+    result = _judged(result, task, source, llm_judge)
     _print_verdict(result, as_json, getattr(task, "fit", None))
     raise typer.Exit(0 if result.feasible else 1)
 

@@ -48,6 +48,8 @@ class Context:
     strict: bool = _f(False, "strict correctness tolerance (1e-4 instead of the paper's 1e-2)")
     compile_baseline: bool = _f(False, "also time torch.compile of the reference in the same rounds as eager "
                                        "(speedup vs torch.compile; slow: +8-20 s per feasible verdict)")
+    llm_judge: str = _f("", "second tier of the hack gate: an LLM spec whose model reads every feasible "
+                            "candidate beside its reference and may flag semantic cheating ('' : off)")
     max_tokens: int = _f(0, "stop the run cleanly once the LLM used this many tokens (0: no cap)")
     max_cost_usd: float = _f(0.0, "stop the run cleanly once the LLM cost this much (0: no cap)")
 

@@ -70,12 +70,12 @@ def install(**objects: Any) -> None:
     """Use these objects instead of building them from the context.
 
     Keys: ``verifier`` (a started Verifier or VerifierService), ``store`` (a MemoryStore),
-    ``generator`` (any Generator). ``install(generator=None)`` removes an installed object.
+    ``generator`` (any Generator), ``judge`` (an LLMJudge, used when the context's ``llm_judge`` is set). ``install(generator=None)`` removes an installed object.
     """
     with _lock:
         for name, obj in objects.items():
-            if name not in ("verifier", "store", "generator"):
-                raise ValueError(f"cannot install {name!r}: one of verifier, store, generator")
+            if name not in ("verifier", "store", "generator", "judge"):
+                raise ValueError(f"cannot install {name!r}: one of verifier, store, generator, judge")
             if obj is None:
                 _installed.pop(name, None)
             else:
@@ -95,6 +95,17 @@ def verifier(ctx: Context) -> VerifierService:
         return _installed["verifier"]
     return _get(("verifier", ctx.backend, ctx.strict, ctx.compile_baseline),
                 lambda: VerifierService(ctx.backend, ctx.strict, compile_baseline=ctx.compile_baseline))
+
+
+def judge(ctx: Context) -> Any:
+    """The LLM judge of ``ctx.llm_judge`` (one per spec and process), or None when it is off."""
+    if not ctx.llm_judge:
+        return None
+    if "judge" in _installed:
+        return _installed["judge"]
+    from evokernel.verifier.trusted.llm_judge import LLMJudge
+
+    return _get(("judge", ctx.llm_judge), lambda: LLMJudge(ctx.llm_judge))
 
 
 def store(ctx: Context) -> Any:

@@ -37,11 +37,16 @@ def verify(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
                                         f"{str(exc)[:500]}",
                             "gates": {"hack": None, "compile": None, "correctness": None},
                             "latency_ms": None, "reference_ms": None, "speedup": None}}
+    judge = resources.judge(ctx)
+    if judge is not None and verdict.feasible:  # the hack gate's second tier (paper §3.5), opt-in
+        from evokernel.verifier.trusted.llm_judge import apply
+
+        verdict = apply(verdict, judge.review(task.source, cand["source"]))
     data = verdict.to_json()
     # details are large and mostly for debugging; the update node needs the profile (the refining stage
     # reads it) and the bottleneck the profiler or latency model named (stored with the trace)
     details = data.pop("details", None) or {}
-    kept = {k: details[k] for k in ("profile", "diagnosis") if k in details}
+    kept = {k: details[k] for k in ("profile", "diagnosis", "llm_judge") if k in details}
     if isinstance(details.get("estimate"), dict):
         kept["estimate"] = {"kernels": [{"bound": k.get("bound")} for k in details["estimate"].get("kernels") or []
                                         if isinstance(k, dict)]}

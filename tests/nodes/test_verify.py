@@ -50,3 +50,24 @@ def test_a_broken_task_or_a_missing_sandbox_is_not_a_verdict(env):
         resources.install(verifier=resources.VerifierService("cpu", verifier=_Exploding(exc)))
         with pytest.raises(type(exc)):
             verify(env.state(RELU, candidate={"source": "SRC", "code_hash": "h"}), env.runtime())
+
+
+def test_verify_node_applies_the_judge_only_when_asked(env):
+    from evokernel.graph import resources
+    from evokernel.nodes.verify import verify
+
+    st = env.state(RELU, candidate={"source": "SRC", "code_hash": "h"})
+    assert verify(st, env.runtime())["verdict"]["feasible"]  # off by default: no judge is built
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    from evokernel.generators.llm import LLMGenerator
+    from evokernel.verifier.trusted.llm_judge import LLMJudge
+
+    reply = "VERDICT: CHEATING\nKIND: approximation\nREASON: samples rows"
+    resources.install(judge=LLMJudge(LLMGenerator(FakeListChatModel(responses=[reply]), name="fake:judge")))
+    try:
+        v = verify(st, env.runtime(llm_judge="fake:judge"))["verdict"]
+        assert not v["feasible"] and v["failed_gate"] == "hack" and "samples rows" in v["feedback"]
+        assert v["details"]["llm_judge"]["kind"] == "approximation"  # kept for the run log and Studio
+    finally:
+        resources.install(judge=None)
