@@ -1,5 +1,5 @@
 # EvoKernel developer entry points. Each target creates or reuses .venv at the repo root.
-.PHONY: setup run demo demo-ascend test bench clean
+.PHONY: setup run demo demo-ascend test test-llm bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -15,6 +15,11 @@ demo-ascend: setup  ## verify a shipped Ascend C operator project on the ascend-
 
 test: setup  ## the whole test suite
 	@HF_HUB_OFFLINE=1 .venv/bin/python -m pytest -q -n auto --maxprocesses 4 --durations=25 tests
+
+test-llm: setup  ## the tests that drive a real local model: installs the [local] extra (builds llama.cpp once, ~5 min) and the 0.5B model (0.5 GB once)
+	@CMAKE_BUILD_PARALLEL_LEVEL=2 .venv/bin/python -m pip install -q -e '.[local]'
+	@.venv/bin/evokernel model fetch qwen2.5-coder-0.5b
+	@HF_HUB_OFFLINE=1 .venv/bin/python -m pytest -q -m llm tests
 
 bench: setup  ## seconds per verdict and timing noise (prints a table)
 	@HF_HUB_OFFLINE=1 .venv/bin/python -m evokernel.evals.bench_verifier

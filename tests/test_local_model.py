@@ -635,3 +635,30 @@ def test_shutdown_ends_a_call_in_flight_at_once_and_nothing_restarts(cache, fake
     assert dead(pid) and server.restarts == 0 and server.pid is None
     with pytest.raises(ls.ServerError, match="the run is stopping"):
         server.check()
+
+
+@pytest.mark.slow
+@pytest.mark.llm
+@pytest.mark.skipif(REAL_MODEL is None, reason="needs llama-cpp-python (pip install 'evokernel[local]') and a fetched "
+                                               "model (evokernel model fetch qwen2.5-coder-0.5b); make test-llm")
+def test_one_real_attempt_end_to_end_through_the_cli(tmp_path):
+    """A newcomer's first LLM run: `evokernel run` with a real local model, one attempt. Whatever the weak
+    model writes, the attempt must end recorded: a reply kept, a verdict with its gate and a reason."""
+    import subprocess
+    import sys
+
+    run = tmp_path / "run"
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    r = subprocess.run([sys.executable, "-m", "evokernel", "run", str(ROOT / "evokernel" / "suites" / "cpu_l1" / "01_relu.py"),
+                        "-T", "1", "--generator", "llm", "--model", f"local:{REAL_MODEL}", "--temperature", "0",
+                        "--set", "batch_size=16", "--set", "dim=4096", "--memory", str(tmp_path / "mem"),
+                        "--run-dir", str(run)], capture_output=True, text=True, env=env, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    (rec,) = [json.loads(x) for x in (run / "attempts.jsonl").read_text().splitlines()]
+    assert rec["tokens_in"] > 0 and rec["tokens_out"] > 0 and rec["model"] == f"local:{REAL_MODEL}"
+    if not rec["feasible"]:  # extracted and rejected, or not extracted: either way with a reason
+        assert rec["failed_gate"] in ("generate", "hack", "compile", "correctness", "runtime", "timeout")
+        assert rec["feedback"]
+    (reply,) = [json.loads(x) for x in (run / "replies.jsonl").read_text().splitlines()]
+    assert reply["attempt_id"] == rec["attempt_id"] and reply["reply"].strip()
+    assert "1/1" in r.stdout + r.stderr  # the progress line of the attempt
