@@ -496,12 +496,26 @@ def _group_summary(data: EvalData, group: Mapping[str, Any]) -> dict[str, Any]:
         row["cumulative_success"] = mean_curve([s["cumulative_success"] for s in ss])
         out["per_stage"][stage] = row
     out["cumulative_success"] = mean_curve([s["cumulative_success"] for s in seeds])
+    out["outcomes"] = outcomes([r for a in arms for r in M.within_budget(a.records, data.budget)
+                                if r.get("task") in set(data.tasks)])
     out["seeds"] = [a.seed for a in arms]
     out["n_seeds"] = len(arms)
     out["missing_seeds"] = [a.seed for a in data.arms if a.group == group["name"] and not a.present]
     for k in ("method", "policy", "memory", "model"):
         out[k] = group.get(k)
     return out
+
+
+OUTCOME_ORDER = ("feasible", "generate", "hack", "compile", "correctness", "runtime", "timeout", "verifier")
+
+
+def outcomes(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """Attempts by outcome: feasible, or the gate that failed (``generate``: no candidate in the reply)."""
+    counts = {k: 0 for k in OUTCOME_ORDER}
+    for r in records:
+        key = "feasible" if r.get("feasible") else str(r.get("failed_gate") or "unknown")
+        counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
 def _paired(data: EvalData) -> dict[str, dict[str, Any]]:
@@ -928,6 +942,19 @@ def render_markdown(summary: Mapping[str, Any], figures: Mapping[str, Any] | Non
         L += _table(["group", "geomean vs torch.compile"],
                     [[g, _with_sd(m["spread"].get("geomean_speedup_vs_compile"), "x", m["n_seeds"])]
                      for g, m in methods.items()])
+
+    # outcomes of the attempts
+    if any(sum((m.get("outcomes") or {}).values()) for m in methods.values()):
+        keys = list(dict.fromkeys(k for m in methods.values() for k, v in (m.get("outcomes") or {}).items()
+                                  if v or k in ("feasible", "generate")))
+        L += ["### Attempts by outcome", "", ("Every attempt on record (all seeds), feasible or the gate that "
+              "rejected it; `generate` means the reply held no usable candidate (nothing was verified)."), ""]
+        rows = []
+        for g, m in methods.items():
+            oc = m.get("outcomes") or {}
+            total = sum(oc.values())
+            rows.append([g, total, *[f"{oc.get(k, 0)} ({oc.get(k, 0) / total:.0%})" if total else "—" for k in keys]])
+        L += _table(["group", "attempts", *keys], rows)
 
     # fast_p
     pkeys = list(dict.fromkeys(p for m in methods.values() for p in m["fast_p"]))

@@ -199,6 +199,8 @@ def test_report_markdown(full):
     assert "| Activation | 1 | 100.0% | 3.25× | 100.0% | 1.50× |" in md  # A: evo at 2.0x and 4.5x, base at 1.0x and 2.0x
     assert "| evo | cpu-l1 | 2 |" in md and "| base | cpu-l2 | 1 |" in md
     assert "| solved within T (1/0) | 6 | -16.7 pp | +0.0 pp | 1 | 2 | 3 | 0 | 0 |" in md
+    # attempts by outcome, over both seeds: evo 7 feasible, 3 not built, 8 wrong; no reply lacked a candidate
+    assert "| evo | 18 | 7 (39%) | 0 (0%) | 8 (44%) | 3 (17%) |" in md
     assert "positive difference means the group did better" in md
     for name in ("tiers", "cumulative_success", "trajectories", "q_values", "comparison"):
         assert f"](figures/{name}.png)" in md
