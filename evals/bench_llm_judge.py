@@ -56,7 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", default="local:qwen2.5-coder-1.5b", help="the judge: any LLM spec")
     ap.add_argument("--refine", type=int, default=0, help="also N template refinements (seeded sample)")
     ap.add_argument("--no-attacks", action="store_true", help="honest items only")
-    ap.add_argument("--limit", type=int, default=0, help="only the first N items of each kind (0: all)")
+    ap.add_argument("--limit", type=int, default=0, help="only N items of each kind, a seeded sample (0: all)")
+    ap.add_argument("--classes", default="", help="only attacks of these classes, e.g. 4,5 (default: all)")
     ap.add_argument("--json", type=Path, help="one JSON line per item here (as each finishes)")
     args = ap.parse_args(argv)
 
@@ -68,8 +69,13 @@ def main(argv: list[str] | None = None) -> int:
 
     honest = honest_items(args.refine)
     attacks = [] if args.no_attacks else attack_items()
-    if args.limit:
-        honest, attacks = honest[:args.limit], attacks[:args.limit]
+    if args.classes:
+        wanted = {c.strip() for c in args.classes.split(",")}
+        attacks = [a for a in attacks if a[0].split("/")[1].split("-")[0] in wanted]
+    if args.limit:  # a seeded sample, in corpus order, so every origin and class can appear
+        rng = random.Random(0)
+        honest = [honest[i] for i in sorted(rng.sample(range(len(honest)), min(args.limit, len(honest))))]
+        attacks = [attacks[i] for i in sorted(rng.sample(range(len(attacks)), min(args.limit, len(attacks))))]
     judge = LLMJudge(args.model)
     rows = []
     out = args.json.open("w") if args.json else None

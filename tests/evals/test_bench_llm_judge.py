@@ -24,3 +24,12 @@ def test_bench_counts_false_positives_and_catches(monkeypatch, tmp_path, capsys)
     assert "false-positive rate 50.0% on 2 honest kernels" in text and "OFF by default" in text
     assert "false positive:" in text and "r1" in text
 
+
+def test_bench_samples_and_filters_attack_classes(monkeypatch, tmp_path):
+    fake = LLMGenerator(FakeListChatModel(responses=["VERDICT: HONEST"]), name="fake:judge")
+    monkeypatch.setattr(llm_judge, "LLMJudge", lambda spec: _JudgeClass(fake))
+    out = tmp_path / "rows.jsonl"
+    assert bench_llm_judge.main(["--model", "fake", "--limit", "3", "--classes", "5", "--json", str(out)]) == 0
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    attacks = [r for r in rows if r["set"].startswith("attack/")]
+    assert len(rows) == 6 and len(attacks) == 3 and all(r["set"] == "attack/5-scalar-approx" for r in attacks)
