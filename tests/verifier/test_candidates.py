@@ -30,3 +30,34 @@ def test_candidate_is_rejected(verifier, name):
     assert not verdict.feasible, f"{name} passed: {entry['why']}"
     assert verdict.failed_gate == entry["expect_gate"], (name, entry["why"], verdict.feedback)
     assert verdict.feedback.strip()
+
+
+def test_an_output_far_larger_than_the_references_names_the_expected_shape(verifier):
+    # a real 1.5B reply to sum over dim 1: `out = torch.empty_like(x)`, 1024x the reference's output
+    from evokernel.tasks import load_task
+
+    task = load_task(ROOT / "evokernel" / "suites" / "cpu_l1" / "08_sum_dim.py", {"batch_size": 4})
+    src = '''
+import torch
+import torch.nn as nn
+from evokernel.cpu import load_cpp
+
+lib = load_cpp(r"""
+#include <cstdint>
+extern "C" void fill(float* y, int64_t n) { for (int64_t i = 0; i < n; ++i) y[i] = 0.0f; }
+""")
+
+
+class ModelNew(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        out = torch.empty_like(x)
+        lib.fill(out, out.numel())
+        return out
+'''
+    verdict = verifier.verify(task, src)
+    assert not verdict.feasible and "larger than the space reserved" in verdict.feedback
+    assert "the reference returns shape (4, 1024)" in verdict.feedback

@@ -27,6 +27,7 @@ derived from torch.nn itself (`nn_vocabulary.py`).
 from __future__ import annotations
 
 import ast
+import builtins
 from dataclasses import dataclass, field
 
 from evokernel.verifier.trusted import nn_vocabulary as vocab
@@ -190,7 +191,8 @@ class GlueChecker:
         if cls.decorator_list or cls.keywords:
             self.refuse(cls, "glue-structure", "decorators or class keywords on ModelNew", "remove them")
         if not any(self.base_is_module(b) for b in cls.bases) or len(cls.bases) != 1:
-            self.findings.append(Finding("structure", cls.lineno, "ModelNew must derive from nn.Module (only)"))
+            self.findings.append(Finding("structure", cls.lineno, "ModelNew must derive from nn.Module (only)"
+                                         + self.unbound_base(cls.bases)))
         methods = {}
         for st in cls.body:
             if isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant):
@@ -207,6 +209,18 @@ class GlueChecker:
             self.check_function(methods["forward"], "forward")
         else:
             self.findings.append(Finding("structure", cls.lineno, "ModelNew must define forward"))
+
+    def unbound_base(self, bases: list[ast.expr]) -> str:
+        """What to add when the base names a module the candidate never imported (seen in real replies:
+        `class ModelNew(nn.Module)` with `import torch` only)."""
+        for b in bases:
+            root = b
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and self.module.get(root.id) is None and not hasattr(builtins, root.id):
+                hint = "import torch.nn as nn" if root.id == "nn" else f"import {root.id}"
+                return f": the name '{root.id}' is not defined; add `{hint}` at the top"
+        return ""
 
     def base_is_module(self, base: ast.expr) -> bool:
         if isinstance(base, ast.Name):

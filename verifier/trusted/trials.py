@@ -192,8 +192,11 @@ class WorkerJudge:
         if not reply.get("ok"):
             gate = "correctness" if reply.get("phase") == "output" else "runtime"
             extra = {"emulator": sim_summary(reports)} if isinstance(reports, list) and reports else {}
-            raise Fail(gate, f"{label}: forward failed: {reply.get('error')}\n{reply.get('detail', '')}".strip(),
-                       **extra)
+            error = str(reply.get("error"))
+            if "larger than the space reserved" in error:  # e.g. torch.empty_like(x) for a reduction's output
+                shapes = ", ".join(str(tuple(t.shape)) for t in expected)
+                error += f"; the reference returns {'shapes' if len(expected) > 1 else 'shape'} {shapes}"
+            raise Fail(gate, f"{label}: forward failed: {error}\n{reply.get('detail', '')}".strip(), **extra)
         if isinstance(reports, list) and reports:
             # the worker raises on a broken rule; the parent judges the reports again all the same
             from evokernel.verifier.backends.ascend_sim.report import judge_report

@@ -324,3 +324,13 @@ def test_missing_modelnew_and_syntax_error():
     assert rules("import torch\n") == ["structure"]
     with pytest.raises(SyntaxError):
         check_glue("def f(:\n")
+
+
+def test_a_base_never_imported_is_named_in_the_structure_message():
+    # a real 1.5B reply: `import torch` only, then `class ModelNew(nn.Module)`
+    src = OK.replace("import torch.nn as nn\n", "")
+    (f,) = [f for f in check_glue(src) if f.rule == "structure"]
+    assert "the name 'nn' is not defined; add `import torch.nn as nn`" in f.message
+    src2 = OK.replace("class ModelNew(nn.Module)", "class ModelNew(object)")
+    (f2,) = [f for f in check_glue(src2) if f.rule == "structure"]
+    assert f2.message == "ModelNew must derive from nn.Module (only)"  # object is bound: no import hint
