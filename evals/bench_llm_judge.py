@@ -56,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", default="local:qwen2.5-coder-1.5b", help="the judge: any LLM spec")
     ap.add_argument("--refine", type=int, default=0, help="also N template refinements (seeded sample)")
     ap.add_argument("--no-attacks", action="store_true", help="honest items only")
+    ap.add_argument("--no-honest", action="store_true", help="attacks only")
     ap.add_argument("--limit", type=int, default=0, help="only N items of each kind, a seeded sample (0: all)")
     ap.add_argument("--classes", default="", help="only attacks of these classes, e.g. 4,5 (default: all)")
     ap.add_argument("--json", type=Path, help="one JSON line per item here (as each finishes)")
@@ -67,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from evokernel.verifier.trusted.llm_judge import LLMJudge
 
-    honest = honest_items(args.refine)
+    honest = [] if args.no_honest else honest_items(args.refine)
     attacks = [] if args.no_attacks else attack_items()
     if args.classes:
         wanted = {c.strip() for c in args.classes.split(",")}
