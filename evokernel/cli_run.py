@@ -66,6 +66,7 @@ def run(
     resume: Annotated[bool, typer.Option(help="continue the interrupted run in --run-dir with its saved settings")] = False,
     seed: Annotated[int, typer.Option(help="seed of every random choice (ε-greedy, template generator)")] = 0,
     policy: Annotated[str, typer.Option(help="retrieval policy: value (paper), similarity, random, none")] = "value",
+    relevance_margin: Annotated[float, typer.Option(min=0.0, help="drafting context: only items whose similarity is within this margin of the best hit (0: off, the paper's top-K; 0.1 measured to drop unrelated operators)")] = 0.0,
     seed_knowledge: Annotated[str, typer.Option(help="seed API knowledge in the prompt: all (the candidate format, then items matching the APIs and category) or format (the candidate-format item only; with --policy none: no memory at all)")] = "all",
     n_context: Annotated[int, typer.Option(min=0, help="N: memory items in the generator's context")] = 4,
     alpha: Annotated[float, typer.Option(help="value step size α")] = 0.1,
@@ -140,7 +141,7 @@ def run(
         try:
             ctx = Context(method=method, backend=backend, generator=model if generator == "llm" else "template", budget=budget,
                           memory_dir=str(memory or ""), memory_url=memory_url or "", run_dir=str(run_dir), run_id=run_id,
-                          seed=seed, policy=policy, seed_knowledge=seed_knowledge, n_context=n_context, alpha=alpha, temperature=temperature,
+                          seed=seed, policy=policy, seed_knowledge=seed_knowledge, relevance_margin=relevance_margin, n_context=n_context, alpha=alpha, temperature=temperature,
                           max_tokens=max_tokens, max_cost_usd=max_cost, strict=strict,
                           compile_baseline=compile_baseline, llm_judge=llm_judge or "")
         except ValueError as exc:

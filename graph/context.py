@@ -37,6 +37,9 @@ class Context:
     epsilon_end: float = _f(DEFAULT_EPSILON.end, "ε after epsilon_steps attempts")
     epsilon_steps: int = _f(DEFAULT_EPSILON.steps, "attempts over which ε moves linearly from start to end")
     policy: str = _f("value", "retrieval policy: value (paper), similarity, random or none")
+    relevance_margin: float = _f(0.0, "drafting retrieves only items whose similarity is within this margin of "
+                                      "the best hit (0: off, the paper's top-K); e.g. 0.1 keeps avg_pool2d for "
+                                      "max_pool2d but drops conv2d")
     seed_knowledge: str = _f("all", "seed API knowledge in the prompt: all (the candidate format, then items "
                                     "matching the chosen code's APIs and the task's category) or format (the "
                                     "candidate-format item only: a run with no memory at all)")
@@ -61,6 +64,8 @@ class Context:
             raise ValueError(f"unknown retrieval policy {self.policy!r} (one of {', '.join(POLICIES)})")
         if self.seed_knowledge not in SEED_KNOWLEDGE:
             raise ValueError(f"unknown seed_knowledge {self.seed_knowledge!r} (one of {', '.join(SEED_KNOWLEDGE)})")
+        if not 0 <= self.relevance_margin <= 2:
+            raise ValueError(f"relevance_margin must be in [0, 2] (cosine similarities), got {self.relevance_margin}")
         if self.budget < 1:
             raise ValueError(f"budget must be >= 1, got {self.budget}")
         if self.n_context < 0:

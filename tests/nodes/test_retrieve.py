@@ -60,3 +60,25 @@ def test_refine_pool_puts_bottleneck_matched_traces_first(env):
     env.store.add([env.trace("sp2")])  # no bound recorded (cpu): similarity order only
     st2 = env.state(RELU, feasible=True, start_point="sp2", start_points=[{"id": "sp2", "latency_ms": 1.0, "iteration": 0}])
     assert not any(p.get("bottleneck") for p in retrieve(st2, env.runtime())["pool"])
+
+
+def test_a_relevance_margin_keeps_only_hits_close_to_the_best():
+    from evokernel.nodes.retrieve import relevant_only
+
+    pool = [{"id": "avg_pool", "similarity": 0.78}, {"id": "conv", "similarity": 0.62},
+            {"id": "add", "similarity": 0.46}]
+    assert relevant_only(pool, 0.0) == pool  # off: the paper's top-K
+    assert [p["id"] for p in relevant_only(pool, 0.1)] == ["avg_pool"]
+    assert [p["id"] for p in relevant_only(pool, 0.2)] == ["avg_pool", "conv"]
+    assert relevant_only([], 0.1) == []
+
+
+def test_drafting_applies_the_margin_and_refining_does_not(env):
+    env.store.add([env.trace(w) for w in ("relu", "gemm", "pooling", "softmax", "layer", "conv")])
+    full = retrieve(env.state(RELU), env.runtime())["pool"]
+    near = retrieve(env.state(RELU), env.runtime(relevance_margin=1e-9))["pool"]
+    best = max(p["similarity"] for p in full)
+    assert near and len(near) < len(full) and all(p["similarity"] >= best - 1e-9 for p in near)
+    env.store.add([env.trace("sp")])
+    st = env.state(RELU, feasible=True, start_point="sp", start_points=[{"id": "sp", "latency_ms": 1.0, "iteration": 0}])
+    assert len(retrieve(st, env.runtime(relevance_margin=1e-9))["pool"]) == len(retrieve(st, env.runtime())["pool"])
