@@ -78,6 +78,7 @@ class EvalConfig(BaseModel):
     memory_server: bool = Field(False, description="with workers > 1, also split shared-memory streams into parallel shards served by one Chroma server per arm")
     n_context: int = Field(4, ge=0, description="N: memory items in the generator's context")
     alpha: float = Field(0.1, gt=0, le=1, description="value step size α")
+    relevance_margin: float = Field(0.0, ge=0, le=2, description="drafting context within this similarity margin of the best hit (0: off)")
     temperature: float = Field(0.7, ge=0, description="LLM sampling temperature")
     max_tokens: int = Field(0, ge=0, description="token cap per arm (0: none)")
     max_cost: float = Field(0.0, ge=0, description="USD cap per arm (0: none)")

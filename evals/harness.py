@@ -258,6 +258,11 @@ def prepare(cfg: EvalConfig, command: str, out: Path | None = None) -> tuple[Eva
             if isinstance(meta.get("config"), dict):
                 meta["config"].setdefault("fit", "none")
         new = json.loads(json.dumps(cfg.plan_key()))
+        if isinstance(old, dict):  # a setting added since the eval was made: it ran with that setting's default
+            defaults = json.loads(json.dumps(EvalConfig.model_construct().model_dump()))
+            for k in set(new) - set(old):
+                if new[k] == defaults.get(k):
+                    old[k] = new[k]
         if old != new:
             diff = sorted(k for k in set(old or {}) | set(new) if (old or {}).get(k) != new.get(k))
             raise ConfigError(f"{ed.path} holds an eval with other settings ({', '.join(diff)} differ): "
@@ -323,6 +328,8 @@ def unit_command(cfg: EvalConfig, group: dict[str, Any], seed: int, u: Unit, out
         "--max-tokens", str(cfg.max_tokens), "--max-cost", str(cfg.max_cost)]
     if group["memory"] == "none":
         cmd += ["--seed-knowledge", "format"]
+    if cfg.relevance_margin:
+        cmd += ["--relevance-margin", str(cfg.relevance_margin)]
     if group["model"] == "template":
         cmd += ["--generator", "template"]
     else:

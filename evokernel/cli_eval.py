@@ -76,6 +76,7 @@ def eval_cmd(
     memory_server: Annotated[Optional[bool], typer.Option("--memory-server/--no-memory-server", help="with workers > 1, also shard shared-memory streams over one Chroma server per arm")] = None,
     n_context: Annotated[Optional[int], typer.Option(min=0, help="N: memory items in the context")] = None,
     alpha: Annotated[Optional[float], typer.Option(help="value step size α")] = None,
+    relevance_margin: Annotated[Optional[float], typer.Option(min=0.0, help="drafting context within this similarity margin of the best hit (0: off)")] = None,
     temperature: Annotated[Optional[float], typer.Option(help="LLM sampling temperature")] = None,
     max_tokens: Annotated[Optional[int], typer.Option(min=0, help="token cap per run (0: none)")] = None,
     max_cost: Annotated[Optional[float], typer.Option(min=0, help="USD cap per run (0: none)")] = None,
@@ -98,7 +99,7 @@ def eval_cmd(
                  "backend": backend, "generator": generator,
                  "models": model, "budget": budget, "seeds": _seeds(seeds), "methods": method, "policies": policy,
                  "memory": memory, "memory_from": str(memory_from) if memory_from else None, "workers": workers,
-                 "memory_server": memory_server, "n_context": n_context, "alpha": alpha,
+                 "memory_server": memory_server, "n_context": n_context, "alpha": alpha, "relevance_margin": relevance_margin,
                  "temperature": temperature, "max_tokens": max_tokens, "max_cost": max_cost, "strict": strict,
                  "compile_baseline": compile_baseline, "trajectories": trajectory}
         if config is None:

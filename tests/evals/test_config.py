@@ -128,7 +128,10 @@ def test_variants_pick_policy_memory_pairs_instead_of_the_product(tmp_path):
     assert "--policy none" in cmd and "--seed-knowledge format" in cmd
     u2 = units_of(p, "evokernel-value-exported/seed-0")[0]
     cmd = " ".join(harness.unit_command(cfg, p["groups"][2], 0, harness.Unit(**u2), tmp_path, False, None))
-    assert "--seed-knowledge" not in cmd and "--policy value" in cmd
+    assert "--seed-knowledge" not in cmd and "--policy value" in cmd and "--relevance-margin" not in cmd
+    cfg2, p2 = plan_of(relevance_margin=0.1)
+    cmd = " ".join(harness.unit_command(cfg2, p2["groups"][0], 0, harness.Unit(**p2["units"][0]), tmp_path, False, None))
+    assert "--relevance-margin 0.1" in cmd
     with pytest.raises(ConfigError, match="policy none"):
         plan_of(variants=["value/none"])
     with pytest.raises(ConfigError, match="POLICY/MEMORY"):
@@ -196,6 +199,16 @@ def test_an_existing_output_dir_is_continued_only_with_the_same_plan(tmp_path):
     assert meta2["config"]["workers"] == 2 and len(meta2["invocations"]) == 1
     with pytest.raises(ConfigError, match="budget"):
         harness.prepare(cfg.model_copy(update={"budget": 3}), "evokernel eval x.toml -T 3")
+    # an eval made before a setting existed ran with its default: it continues; another value is refused
+    meta = json.loads((tmp_path / "e" / "eval.json").read_text())
+    del meta["plan_key"]["relevance_margin"], meta["plan_key"]["variants"]
+    (tmp_path / "e" / "eval.json").write_text(json.dumps(meta))
+    harness.prepare(cfg, "evokernel eval x.toml")
+    meta = json.loads((tmp_path / "e" / "eval.json").read_text())
+    del meta["plan_key"]["relevance_margin"]
+    (tmp_path / "e" / "eval.json").write_text(json.dumps(meta))
+    with pytest.raises(ConfigError, match="relevance_margin"):
+        harness.prepare(cfg.model_copy(update={"relevance_margin": 0.1}), "evokernel eval x.toml")
 
 
 def test_fit_is_a_setting_recorded_per_task_and_passed_to_every_unit(tmp_path, monkeypatch):
