@@ -20,6 +20,17 @@ INIT_TENSOR_METHODS = TENSOR_VIEW_METHODS | TENSOR_VALUE_METHODS | {
     "half", "to", "t_", "requires_grad_", "abs", "sqrt", "exp", "log", "sum", "mean", "norm", "transpose_", "sign",
     "neg", "reciprocal", "pow", "mul", "add", "sub", "div", "clamp", "item"}
 
+# Tensor methods real model replies use for plumbing, with what to write instead (the generic message,
+# "PyTorch compute in forward", misled a 1.5B model that only wanted a pointer)
+TENSOR_METHOD_HINTS = {
+    "data_ptr": "Tensor.data_ptr is not needed and not allowed: pass the tensor itself (lib.f(x, out, n)); "
+                "the native library receives its data pointer",
+    "numpy": "Tensor.numpy is not allowed (no NumPy in forward): pass the tensor itself to the native library",
+    "tolist": "Tensor.tolist is not allowed: pass the tensor itself to the native library",
+    "item": "Tensor.item is not allowed in forward: read sizes with .shape / .numel() and pass tensors to the "
+            "native library",
+}
+
 
 def attribute(c: GlueChecker, node: ast.Attribute, env: Env) -> str:
     """The kind of ``<value>.<attr>`` read (not called)."""
@@ -77,6 +88,9 @@ def attribute(c: GlueChecker, node: ast.Attribute, env: Env) -> str:
         if name in TENSOR_VIEW_METHODS | TENSOR_VALUE_METHODS | TENSOR_MULTI_METHODS or (
                 c.context == "init" and name in INIT_TENSOR_METHODS):
             return f"method:{name}"
+        hint = TENSOR_METHOD_HINTS.get(name)
+        if hint:  # not compute, but a habit of models the candidate format has no use for: say what to do
+            return c.refuse(node, "glue-compute", f"`{c.src(node)}`", hint)
         return c.refuse(node, "glue-compute", f"`{c.src(node)}`",
                         f"Tensor.{name} is not a view, a size or an allocation: " + COMPUTE_HINT)
     if base == NATIVE:

@@ -88,6 +88,20 @@ def cpp_command(src: Path, out: Path, flags: tuple[str, ...]) -> list[str]:
 
 _DIAG = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:(?P<col>\d+):)? (?:fatal )?error: (?P<msg>.*)$")
 _UNDEF = re.compile(r"undefined reference to [`'](?P<sym>[^'`]+)'")
+_NOT_IN_STD = re.compile(r"[‘'](?P<name>\w+)[’'] is not a member of [‘']std[’']")
+_NOTE_HEADER = re.compile(r"note: .*(?:is defined in header|probably fixable by adding).*")
+# the header of std names small models use without including it (measured: std::accumulate and
+# std::numeric_limits in real 1.5B replies; g++ 12 names the header for some names only)
+STD_HEADERS = {
+    **dict.fromkeys(("accumulate", "iota", "inner_product", "partial_sum", "reduce"), "<numeric>"),
+    **dict.fromkeys(("max", "min", "fill", "sort", "copy", "min_element", "max_element", "clamp", "swap",
+                     "transform", "fill_n", "copy_n"), "<algorithm>"),
+    "numeric_limits": "<limits>",
+    **dict.fromkeys(("sqrt", "exp", "log", "tanh", "erf", "pow", "fabs", "fmax", "fmin", "expf", "logf", "sqrtf",
+                     "tanhf", "erff", "isnan", "isinf", "floor", "ceil", "log1p", "expm1"), "<cmath>"),
+    **dict.fromkeys(("memcpy", "memset"), "<cstring>"),
+    "vector": "<vector>", "array": "<array>", "unique_ptr": "<memory>", "abs": "<cmath> (or <cstdlib>)",
+}
 
 
 def reduce_diagnostics(log: str, limit: int = 12) -> str:
@@ -110,6 +124,14 @@ def reduce_diagnostics(log: str, limit: int = 12) -> str:
             lines.append(line)
         if len(lines) >= limit:
             break
+    hints = []
+    for raw in log.splitlines():
+        if (n := _NOTE_HEADER.search(raw)) is not None:
+            hints.append(n.group(0).strip())
+        elif (m := _NOT_IN_STD.search(raw)) is not None and m["name"] in STD_HEADERS:
+            hints.append(f"note: std::{m['name']} is declared in {STD_HEADERS[m['name']]}: add "
+                         f"#include {STD_HEADERS[m['name']].split(' ')[0]} at the top of the C++ source")
+    lines += [h for h in dict.fromkeys(hints) if h not in seen][:4]
     if not lines:
         tail = [ln for ln in log.strip().splitlines() if ln.strip()][-8:]
         lines = tail or ["build failed without diagnostics"]

@@ -334,3 +334,12 @@ def test_a_base_never_imported_is_named_in_the_structure_message():
     src2 = OK.replace("class ModelNew(nn.Module)", "class ModelNew(object)")
     (f2,) = [f for f in check_glue(src2) if f.rule == "structure"]
     assert f2.message == "ModelNew must derive from nn.Module (only)"  # object is bound: no import hint
+
+
+def test_pointer_plumbing_is_refused_with_what_to_write_instead():
+    # real 1.5B replies: lib.f(x.data_ptr(), out.data_ptr(), n) and a.numpy()
+    src = OK.replace("lib.f(x.contiguous().view(-1), y, x.numel())", "lib.f(x.data_ptr(), y.data_ptr(), x.numel())")
+    msgs = [f.message for f in check_glue(src) if "data_ptr" in f.message]
+    assert len(msgs) == 2 and all("pass the tensor itself" in m and "PyTorch compute" not in m for m in msgs)
+    src = OK.replace("lib.f(x.contiguous().view(-1), y, x.numel())", "lib.f(x.numpy(), y, x.numel())")
+    assert any("no NumPy" in f.message for f in check_glue(src))
