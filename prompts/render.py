@@ -49,7 +49,7 @@ class PromptOptions:
     """Bounds and knobs of rendering (characters, not tokens: ~4 characters per token)."""
 
     max_context_chars: int = 24_000  # retrieved context + knowledge + children, all together
-    max_item_chars: int = 4_000  # one context item, child or trace (code included)
+    max_item_chars: int = 6_000  # one context item, child or trace (code included); a median template draft is 4.4k
     max_code_chars: int = 24_000  # the reference source and the start point's source, each
     max_feedback_chars: int = 3_000  # last feedback, profile text, a trace's feedback
     tolerance: float = 1e-2  # shown in the system prompt (the verifier's atol = rtol)

@@ -280,3 +280,19 @@ def test_shape_prior_picks_the_algorithm():
     assert shape_knobs([shallow]) == {"conv_algo": "rowvec"}
     assert shape_knobs([depthwise]) == {"conv_algo": "rowvec"}
     assert shape_knobs([depthwise, dense]) == {"conv_algo": "rowvec"}  # one knob for both convs
+
+
+def test_a_generated_kernel_carries_only_the_helpers_it_uses():
+    """Traces of template kernels are prompt examples: the whole prelude (~9 kB of helpers) pushed the
+    kernel itself past the 4 kB a prompt item had, in a real 1.5B run."""
+    from evokernel.generators.template.prelude import PRELUDE, prelude
+
+    relu = TemplateGenerator().generate(GenerationRequest(task=load_tasks("cpu-l1")[0], stage="draft"))
+    assert len(relu.source) < 2500 < len(PRELUDE) and "ek_exp_poly" not in relu.source
+    # what a helper needs comes with it, transitively, in prelude order; the includes always
+    text = prelude(True, uses="v8f y = ek_gelu(x);")
+    for name in ("ek_gelu", "ek_erf", "ek_exp_poly", "ek_ivec", "sp", "typedef float v8f", "#include <cmath>"):
+        assert name in text, name
+    assert "ek_log_poly" not in text and "ek_mish" not in text
+    assert text.index("ek_exp_poly") < text.index("ek_erf") < text.index("ek_gelu")
+    assert prelude(False) == PRELUDE.replace("__EK_FAST__", "0")  # without `uses`: all of it

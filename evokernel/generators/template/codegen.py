@@ -1398,7 +1398,8 @@ def render_candidate(plan: Plan, knobs: dict[str, Any], header: str) -> str:
     uses = any(g.nodes[i].op == "unary" and g.nodes[i].attrs["fn"] in transcendental
                for st in plan.stages for i in st.nodes)
     fast = knobs.get("math", "libm") == "fast" and int(knobs.get("vec", 1)) > 1 and uses
-    cpp = prelude(fast) + "\n" + "\n".join(c.cpp for c in codes)
+    body = "\n".join(c.cpp for c in codes)
+    cpp = prelude(fast, uses=body) + "\n" + body  # only the helpers the kernel uses: a trace a prompt can show whole
     # forward
     lines: list[str] = []
     var: dict[int, str] = {}

@@ -6,6 +6,8 @@ around 1e-7); otherwise vector lanes call libm one at a time (exact, slow). Scal
 """
 from __future__ import annotations
 
+import re
+
 PRELUDE = r"""
 #include <cstdint>
 #include <cmath>
@@ -169,5 +171,60 @@ template <class V> static inline V ek_logsigmoid(V x) { return -ek_softplus(-x, 
 """
 
 
-def prelude(fast_math: bool) -> str:
-    return PRELUDE.replace("__EK_FAST__", "1" if fast_math else "0")
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+_TEMPLATE_HEAD = re.compile(r"^\s*template\s*<[^>]*>\s*")
+
+
+def _chunks(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """(the head: includes and defines, [(defined name, text)]) of the prelude's top-level declarations;
+    a comment line belongs to the declaration after it."""
+    head, chunks, cur, depth, pending = [], [], [], 0, []
+    for line in text.splitlines():
+        if not chunks and not cur and (line.startswith("#") or not line.strip()):
+            head.append(line)
+            continue
+        if not cur and line.lstrip().startswith("//"):
+            pending.append(line)
+            continue
+        if not cur and not line.strip():
+            continue
+        cur.append(line)
+        depth += line.count("{") - line.count("}")
+        if depth == 0 and line.rstrip().endswith(("}", ";")):
+            body = "\n".join(cur)
+            chunks.append((_defined_name(body), "\n".join(pending + cur)))
+            cur, pending = [], []
+    if cur:  # pragma: no cover - the prelude is well formed
+        raise ValueError("unbalanced prelude")
+    return "\n".join(head), chunks
+
+
+def _defined_name(decl: str) -> str:
+    if decl.startswith("typedef"):
+        m = re.search(r"(\w+)\s*(?:__attribute__|;)", decl)
+    elif (m := re.search(r"\bstruct\s+(\w+)", decl)) is None:
+        m = re.search(r"\b(\w+)\s*\(", _TEMPLATE_HEAD.sub("", decl))
+    if m is None:  # pragma: no cover - the prelude is well formed
+        raise ValueError(f"cannot tell what this declares: {decl[:80]}")
+    return m.group(1)
+
+
+def prelude(fast_math: bool, uses: str | None = None) -> str:
+    """The prelude; with ``uses`` (the code that follows it), only the declarations that code needs,
+    directly or through other helpers. A generated kernel is then a complete file holding what it uses:
+    a trace of it in a prompt is short enough to be shown whole (the full prelude is ~9 kB, and a real
+    1.5B run saw traces cut after 4 kB of helpers, before the kernel they were meant to show)."""
+    text = PRELUDE.replace("__EK_FAST__", "1" if fast_math else "0")
+    if uses is None:
+        return text
+    head, chunks = _chunks(text)
+    needed = set(_IDENT.findall(uses))
+    keep = [False] * len(chunks)
+    changed = True
+    while changed:
+        changed = False
+        for i, (name, body) in enumerate(chunks):
+            if not keep[i] and name in needed:
+                keep[i] = changed = True
+                needed |= set(_IDENT.findall(body))
+    return head + "\n" + "\n".join(body for (_, body), k in zip(chunks, keep) if k) + "\n"
