@@ -71,6 +71,7 @@ def eval_cmd(
     method: Annotated[Optional[list[str]], typer.Option("--method", help="evokernel, passk or refinement (repeatable)")] = None,
     policy: Annotated[Optional[list[str]], typer.Option("--policy", help="value, similarity, random or none (repeatable: the retrieval ablation)")] = None,
     memory: Annotated[Optional[list[str]], typer.Option("--memory", help="shared, ordered, fresh, per-task or exported (repeatable)")] = None,
+    variant: Annotated[Optional[list[str]], typer.Option("--variant", help="POLICY/MEMORY pair of evokernel instead of the policies × memory product (repeatable), e.g. value/exported")] = None,
     memory_from: Annotated[Optional[Path], typer.Option(help="export file for memory mode exported")] = None,
     workers: Annotated[Optional[int], typer.Option(min=1, help="units run at the same time, each its own process")] = None,
     memory_server: Annotated[Optional[bool], typer.Option("--memory-server/--no-memory-server", help="with workers > 1, also shard shared-memory streams over one Chroma server per arm")] = None,
@@ -98,7 +99,7 @@ def eval_cmd(
                  "set": _overrides(set_) if set_ else None, "fit": _fit_mode(fit) if fit is not None else None,
                  "backend": backend, "generator": generator,
                  "models": model, "budget": budget, "seeds": _seeds(seeds), "methods": method, "policies": policy,
-                 "memory": memory, "memory_from": str(memory_from) if memory_from else None, "workers": workers,
+                 "memory": memory, "variants": variant, "memory_from": str(memory_from) if memory_from else None, "workers": workers,
                  "memory_server": memory_server, "n_context": n_context, "alpha": alpha, "relevance_margin": relevance_margin,
                  "temperature": temperature, "max_tokens": max_tokens, "max_cost": max_cost, "strict": strict,
                  "compile_baseline": compile_baseline, "trajectories": trajectory}
