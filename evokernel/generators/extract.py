@@ -348,8 +348,9 @@ def extract_candidate(reply: str) -> str:
             raise _error("the reply has no fenced code block and its text does not parse as Python"
                          f"{line}; put the whole candidate file in one ```python block", reply)
     n = len(blocks)
-    what = f"the reply has {n} code block{'s' if n != 1 else ''} but none" if n else "the reply has no code and"
-    raise _error(f"no candidate: {what} defines `class ModelNew(nn.Module)`; reply with one ```python block "
+    what = (f"the reply has {n} code block{'s' if n != 1 else ''} but none defines" if n else
+            "the reply has no code block and its text does not define")
+    raise _error(f"no candidate: {what} `class ModelNew(nn.Module)`; reply with one ```python block "
                  "holding the whole candidate file (as the system prompt describes it: for the cpu backend imports, the C++ source, load_cpp and class ModelNew; for Ascend C the six strings project_json_src ... model_src)", reply)
 
 
