@@ -462,6 +462,12 @@ def test_make_generator_local_goes_through_llmgenerator_with_cost_0(cache, fake_
         sent = [json.loads(line) for line in log.read_text().splitlines()]
         assert len(sent) == 1 and sent[0]["pid"] == server.pid and sent[0]["json"]["model"] == "tiny-user"
         assert sent[0]["json"]["max_tokens"] == ls.DEFAULT_MAX_TOKENS and sent[0]["json"]["temperature"] == 0.2
+        # the attempt's seed is the sampling seed: another attempt (or run seed) samples another reply
+        assert sent[0]["json"]["seed"] == llm_request().seed
+        import dataclasses
+
+        gen.generate(dataclasses.replace(llm_request(), seed=12345))
+        assert json.loads(log.read_text().splitlines()[-1])["json"]["seed"] == 12345
 
         # killed between calls: the health check before the next request restarts it
         old = server.pid
