@@ -496,8 +496,9 @@ def _group_summary(data: EvalData, group: Mapping[str, Any]) -> dict[str, Any]:
         row["cumulative_success"] = mean_curve([s["cumulative_success"] for s in ss])
         out["per_stage"][stage] = row
     out["cumulative_success"] = mean_curve([s["cumulative_success"] for s in seeds])
+    listed = set(data.tasks)
     out["outcomes"] = outcomes([r for a in arms for r in M.within_budget(a.records, data.budget)
-                                if r.get("task") in set(data.tasks)])
+                                if r.get("task") in listed])
     out["seeds"] = [a.seed for a in arms]
     out["n_seeds"] = len(arms)
     out["missing_seeds"] = [a.seed for a in data.arms if a.group == group["name"] and not a.present]

@@ -7,6 +7,7 @@ around 1e-7); otherwise vector lanes call libm one at a time (exact, slow). Scal
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 PRELUDE = r"""
 #include <cstdint>
@@ -175,7 +176,8 @@ _IDENT = re.compile(r"[A-Za-z_]\w*")
 _TEMPLATE_HEAD = re.compile(r"^\s*template\s*<[^>]*>\s*")
 
 
-def _chunks(text: str) -> tuple[str, list[tuple[str, str]]]:
+@lru_cache(maxsize=2)  # one text per fast_math value; every generated kernel asks again
+def _chunks(text: str) -> tuple[str, tuple[tuple[str, str], ...]]:
     """(the head: includes and defines, [(defined name, text)]) of the prelude's top-level declarations;
     a comment line belongs to the declaration after it."""
     head, chunks, cur, depth, pending = [], [], [], 0, []
@@ -196,7 +198,7 @@ def _chunks(text: str) -> tuple[str, list[tuple[str, str]]]:
             cur, pending = [], []
     if cur:  # pragma: no cover - the prelude is well formed
         raise ValueError("unbalanced prelude")
-    return "\n".join(head), chunks
+    return "\n".join(head), tuple(chunks)
 
 
 def _defined_name(decl: str) -> str:
