@@ -28,7 +28,9 @@ passk / refinement  tasks are independent (private memory): one shard per worker
 
 **Resume.** Running the same eval again continues it: finished units are skipped, interrupted ones
 continue from their LangGraph checkpoints (``evokernel run --resume``); the plan in eval.json is
-reused, so changing ``workers`` between invocations is fine but changing what is run is refused.
+reused, so changing ``workers`` between invocations is fine but changing what is run is refused, with
+one exception: more seeds (``--seeds 0,1`` on an eval of seed 0) extend it; the seeds already run keep
+their units and results, the new ones are appended (eval.json records when).
 
 **Isolation and stopping.** Each unit is its own process (its own verifier sandboxes, its own
 Chroma owner); a crash fails that unit only. Ctrl-C forwards one SIGINT to every running unit
@@ -263,9 +265,20 @@ def prepare(cfg: EvalConfig, command: str, out: Path | None = None) -> tuple[Eva
             for k in set(new) - set(old):
                 if new[k] == defaults.get(k):
                     old[k] = new[k]
-        if old != new:
-            diff = sorted(k for k in set(old or {}) | set(new) if (old or {}).get(k) != new.get(k))
-            raise ConfigError(f"{ed.path} holds an eval with other settings ({', '.join(diff)} differ): "
+        diff = sorted(k for k in set(old or {}) | set(new) if (old or {}).get(k) != new.get(k))
+        if diff == ["seeds"] and set(old["seeds"]) < set(new["seeds"]):
+            # more seeds of the same plan: the seeds already run keep their units (same keys), the new ones
+            # are added after them (seed-major, as a new eval would order them)
+            added = [s for s in new["seeds"] if s not in old["seeds"]]
+            cfg = cfg.model_copy(update={"seeds": list(old["seeds"]) + added})
+            meta["plan_key"] = json.loads(json.dumps(cfg.plan_key()))
+            meta["config"]["seeds"] = cfg.seeds
+            meta.update(plan(cfg, tasks))
+            meta.setdefault("conditions", {})["seeds"] = ", ".join(map(str, cfg.seeds))
+            meta.setdefault("seeds_added", []).append({"seeds": added, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+        elif diff:
+            more = (" (seeds may only be added: every seed already in it must stay)" if diff == ["seeds"] else "")
+            raise ConfigError(f"{ed.path} holds an eval with other settings ({', '.join(diff)} differ{more}): "
                               "continue it with its own settings (evokernel eval --out DIR) or pick another --out")
         meta["config"]["workers"] = cfg.workers  # parallelism may change between invocations
         meta["config"]["memory_server"] = cfg.memory_server

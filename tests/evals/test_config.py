@@ -211,6 +211,25 @@ def test_an_existing_output_dir_is_continued_only_with_the_same_plan(tmp_path):
         harness.prepare(cfg.model_copy(update={"relevance_margin": 0.1}), "evokernel eval x.toml")
 
 
+
+def test_an_eval_gains_seeds_but_keeps_the_ones_it_ran(tmp_path):
+    cfg = make_config({"tasks": ["cpu-l1"], "limit": 1, "budget": 2, "seeds": [0], "out": str(tmp_path / "e")})
+    _, meta = harness.prepare(cfg, "evokernel eval x.toml --seeds 0,")
+    first = [u["key"] for u in meta["units"]]
+    _, meta = harness.prepare(cfg.model_copy(update={"seeds": [1, 0]}), "evokernel eval x.toml")
+    keys = [u["key"] for u in meta["units"]]
+    assert keys[:len(first)] == first and keys[len(first):] == [k.replace("seed-0", "seed-1") for k in first]
+    assert [a["seed"] for a in meta["arms"]] == [0, 1]
+    saved = json.loads((tmp_path / "e" / "eval.json").read_text())
+    assert saved["plan_key"]["seeds"] == [0, 1] and saved["config"]["seeds"] == [0, 1]
+    assert saved["conditions"]["seeds"] == "0, 1" and saved["seeds_added"][0]["seeds"] == [1]
+    assert harness.config_of(saved).seeds == [0, 1]  # `evokernel eval --out DIR` continues with both
+    # dropping a seed that ran, or changing a seed together with another setting, is refused
+    with pytest.raises(ConfigError, match="seeds may only be added"):
+        harness.prepare(cfg.model_copy(update={"seeds": [1, 2]}), "evokernel eval x.toml")
+    with pytest.raises(ConfigError, match="budget, seeds"):
+        harness.prepare(cfg.model_copy(update={"seeds": [0, 1, 2], "budget": 3}), "evokernel eval x.toml")
+
 def test_fit_is_a_setting_recorded_per_task_and_passed_to_every_unit(tmp_path, monkeypatch):
     monkeypatch.setenv("EVOKERNEL_CACHE", str(tmp_path / "cache"))
     with pytest.raises(ConfigError, match="fit"):
