@@ -18,7 +18,16 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from evokernel import stop_request
+
 err = Console(stderr=True, soft_wrap=True)
+
+
+def _release_local_servers() -> None:
+    """On Ctrl-C: a local model's generation in flight would hold the stop for minutes; releasing this
+    process's servers makes the call fail at once (the cut attempt is redone on --resume)."""
+    if "evokernel.local_server" in sys.modules:
+        sys.modules["evokernel.local_server"].shutdown_all()
 
 
 def _console() -> Console:
@@ -178,29 +187,26 @@ def run(
         stream = [] if finished else app.stream(inputs, cfg, context=ctx, stream_mode=["custom", "updates"],
                                                 subgraphs=True, durability="sync")
         try:
-            for _ns, mode, chunk in stream:
-                if mode == "custom" and chunk.get("event") == "attempt":
-                    mark = "ok " if chunk["feasible"] else (chunk["failed_gate"] or "x")
-                    est = bool(chunk.get("estimated"))
+            with stop_request.sigint_requests_stop(on_stop=_release_local_servers):
+                for _ns, mode, chunk in stream:
+                    if mode == "custom" and chunk.get("event") == "attempt":
+                        mark = "ok " if chunk["feasible"] else (chunk["failed_gate"] or "x")
+                        est = bool(chunk.get("estimated"))
 
-                    def show(ms: float) -> str:  # modelled NPU kernels take microseconds
-                        return f"est {ms * 1e3:.2f} us" if est else f"{ms:.3f} ms"
+                        def show(ms: float) -> str:  # modelled NPU kernels take microseconds
+                            return f"est {ms * 1e3:.2f} us" if est else f"{ms:.3f} ms"
 
-                    lat = show(chunk["latency_ms"]) if chunk["latency_ms"] else ""
-                    best = f"best {show(chunk['best_latency_ms'])}" if chunk.get("best_latency_ms") else ""
-                    progress.update(bar, advance=1, description=f"{chunk['task']} #{chunk['iteration'] + 1} {chunk['stage']}")
-                    progress.console.print(f"  {chunk['task']:<26} {chunk['iteration'] + 1:>3}/{chunk['budget']} "
-                                           f"{chunk['stage']:<6} {mark:<11} {lat:>11}  {best}", soft_wrap=True)
-                elif mode == "updates" and isinstance(chunk, dict):
-                    for update in chunk.values():
-                        if isinstance(update, dict) and update.get("stop"):
-                            status = f"stopped: {update['stop']}"
-        except KeyboardInterrupt:
+                        lat = show(chunk["latency_ms"]) if chunk["latency_ms"] else ""
+                        best = f"best {show(chunk['best_latency_ms'])}" if chunk.get("best_latency_ms") else ""
+                        progress.update(bar, advance=1, description=f"{chunk['task']} #{chunk['iteration'] + 1} {chunk['stage']}")
+                        progress.console.print(f"  {chunk['task']:<26} {chunk['iteration'] + 1:>3}/{chunk['budget']} "
+                                               f"{chunk['stage']:<6} {mark:<11} {lat:>11}  {best}", soft_wrap=True)
+                    elif mode == "updates" and isinstance(chunk, dict):
+                        for update in chunk.values():
+                            if isinstance(update, dict) and update.get("stop"):
+                                status = f"stopped: {update['stop']}"
+        except KeyboardInterrupt:  # the nodes stopped before their next generation (evokernel.stop_request)
             status = "interrupted"
-            # a local model's generation in flight would hold the exit for minutes: stop its server, so the
-            # call fails at once (the attempt is redone on --resume)
-            if "evokernel.local_server" in sys.modules:
-                sys.modules["evokernel.local_server"].shutdown_all()
         except Exception as exc:  # an endpoint that keeps failing, a sandbox that cannot start, ...
             status = f"interrupted by an error: {type(exc).__name__}: {exc}"
     summary = resources.run_dir(ctx).write_summary()

@@ -13,6 +13,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from evokernel import stop_request
 from evokernel.generators.base import (BudgetExceeded, ContextItem, GenerationError, GenerationRequest)
 from evokernel.graph import resources
 from evokernel.graph.context import Context
@@ -56,11 +57,13 @@ def generate(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]
         ledger.check()
     except BudgetExceeded as exc:
         return {"stop": str(exc)}
+    stop_request.check("the next generation")  # Ctrl-C: stop between attempts, not after the stage
     gen = resources.generator(ctx)
     request = build_request(state, ctx)
     try:
         out = gen.generate(request)
     except GenerationError as exc:
+        stop_request.check("recording a generation cut by the stop")  # not the model's failure
         return {"candidate": {"error": str(exc), "reply": exc.reply, "model": getattr(gen, "name", ""),
                               "tokens_in": exc.tokens_in, "tokens_out": exc.tokens_out, "cost_usd": exc.cost_usd,
                               "code_hash": ""}}

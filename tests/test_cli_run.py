@@ -203,3 +203,43 @@ def test_prepare_fits_the_queue_and_carries_fitted_sizes_as_overrides(tmp_path, 
     assert plain["overrides"] == {} and plain["fit"] == {"mode": "none", "changed": {}}
     [old] = prepare({"tasks": [str(big)]}, runtime)["queue"]  # inputs without "fit": sizes as written
     assert old["overrides"] == {} and old["fit"] is None
+
+
+def test_sigint_stops_an_llm_run_between_attempts_even_when_started_in_the_background(tmp_path):
+    """An eval starts its units from a script, where the shell sets SIGINT to ignored; the harness stops them
+    with one SIGINT. The drafting subgraph runs on a LangGraph worker thread, so the KeyboardInterrupt of the
+    main thread alone only waited for it while it went on attempt after attempt (found with a real model:
+    3 minutes of further attempts). Now at most the attempt in flight finishes, and --resume completes the run
+    with no attempt done twice."""
+    from fake_openai import FakeOpenAI
+
+    wrong = "```python\nimport torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return x\n```\n"
+    mem, run = tmp_path / "mem", tmp_path / "run"
+    with FakeOpenAI(default={"content": wrong, "delay_s": 1.0}) as server:
+        env = dict(os.environ, HF_HUB_OFFLINE="1", OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="test")
+        args = [sys.executable, "-m", "evokernel", "run", str(RELU), "--budget", "8", *SMALL, "--generator", "llm",
+                "--model", "openai:fake-model", "--memory", str(mem), "--run-dir", str(run)]
+        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+        log = run / "attempts.jsonl"
+        deadline = time.monotonic() + 300
+        while not (log.exists() and len(log.read_text().splitlines()) >= 2):
+            assert proc.poll() is None, proc.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, "no attempts logged"
+            time.sleep(0.1)
+        at_signal = len(lines(log))
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=120)
+        assert proc.returncode == 130, stderr[-3000:]
+        assert "resume with: evokernel run --resume" in stderr
+        before = lines(log)
+        assert at_signal <= len(before) <= at_signal + 1 < 8  # the attempt in flight, no more
+        requests_before = len(server.requests)
+        assert requests_before <= len(before) + 1
+
+        r = subprocess.run([sys.executable, "-m", "evokernel", "run", "--resume", "--run-dir", str(run)],
+                           capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    after = lines(log)
+    assert [a["iteration"] for a in after] == list(range(8)) and after[:len(before)] == before
+    assert all(a["failed_gate"] for a in after)  # the identity is not a ReLU

@@ -35,6 +35,7 @@ from evokernel.generators.base import (
     GenerationRequest,
     Generator,
 )
+from evokernel import stop_request
 from evokernel.generators.extract import extract_candidate, extract_summary
 
 __all__ = [
@@ -237,6 +238,7 @@ class LLMGenerator:
 
         def call() -> AIMessage:
             nonlocal calls
+            stop_request.check("a model call")  # e.g. the repair request after a reply that did not parse
             if self.before_call is not None:
                 self.before_call()
             calls += 1
@@ -247,12 +249,13 @@ class LLMGenerator:
             # initial * 2^n capped at max, plus up to `initial` of random jitter
             wait=wait_exponential(multiplier=self.backoff_initial_s, max=self.backoff_max_s)
             + wait_random(0, self.backoff_initial_s),
-            retry=retry_if_exception(is_retryable),
+            retry=retry_if_exception(lambda e: is_retryable(e) and not stop_request.requested()),
             reraise=True,
         )
         try:
             reply = retrying(call)
         except Exception as exc:
+            stop_request.check("retrying a call cut by the stop")  # the stop released the server: not its failure
             if not isinstance(exc, (openai.OpenAIError, ConnectionError, TimeoutError)) and not is_retryable(exc):
                 raise
             what, status = _describe(exc)

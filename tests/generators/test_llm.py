@@ -103,6 +103,27 @@ def test_retries_exhausted_is_an_endpoint_error(request_draft):
     assert info.value.retryable and info.value.status == 500 and info.value.calls == 3
 
 
+
+def test_a_stop_request_ends_retrying_and_is_not_an_endpoint_failure(request_draft):
+    """Ctrl-C releases a local model's server, so the call in flight fails: that is the stop, not a failing
+    endpoint to retry (nor a generate failure to record against the model)."""
+    from evokernel import stop_request
+
+    def fail_after_stop(_request):
+        stop_request.request()
+        return (500, "server going away")
+
+    try:
+        with FakeOpenAI([fail_after_stop, REPLY]) as server:
+            with pytest.raises(stop_request.StopRequested, match="retrying"):
+                generator(server, max_attempts=3).generate(request_draft)
+            assert server.calls == 1
+            with pytest.raises(stop_request.StopRequested, match="a model call"):  # no new call either
+                generator(server).generate(request_draft)
+            assert server.calls == 1
+    finally:
+        stop_request.clear()
+
 @pytest.mark.parametrize("status,hint", [(401, "API key"), (400, "rejected"), (404, "model name")])
 def test_no_retry_on_client_errors(request_draft, status, hint):
     with FakeOpenAI([(status, "nope"), REPLY]) as server:
