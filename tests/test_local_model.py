@@ -468,6 +468,15 @@ def test_make_generator_local_goes_through_llmgenerator_with_cost_0(cache, fake_
 
         gen.generate(dataclasses.replace(llm_request(), seed=12345))
         assert json.loads(log.read_text().splitlines()[-1])["json"]["seed"] == 12345
+        # the reply's skeleton is a grammar llama.cpp enforces (evokernel.generators.grammar); opt-out by env
+        from evokernel.generators.grammar import CPU_CANDIDATE
+
+        assert sent[0]["json"]["grammar"] == CPU_CANDIDATE
+        monkeypatch.setenv("EVOKERNEL_LOCAL_GRAMMAR", "0")
+        plain = make_generator(f"local:{user_model.path}", max_attempts=1)
+        plain.generate(llm_request())
+        assert "grammar" not in json.loads(log.read_text().splitlines()[-1])["json"]
+        monkeypatch.delenv("EVOKERNEL_LOCAL_GRAMMAR")
 
         # killed between calls: the health check before the next request restarts it
         old = server.pid

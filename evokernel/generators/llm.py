@@ -207,7 +207,7 @@ class LLMGenerator:
     def __init__(self, chat_model: BaseChatModel, name: str | None = None, prices: Prices | None = None,
                  max_attempts: int = 4, *, backoff_initial_s: float = 1.0, backoff_max_s: float = 30.0,
                  prompt_options: Any = None, before_call: Callable[[], None] | None = None, repairs: int = 1,
-                 send_seed: bool = False):
+                 send_seed: bool = False, grammar: Callable[[str], str | None] | None = None):
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
         if repairs < 0:
@@ -216,6 +216,9 @@ class LLMGenerator:
         # the attempt's seed as the sampling seed of the request (llama.cpp honours it; without it the local
         # server sampled the same reply for the same prompt in every run, so run seeds changed nothing)
         self.send_seed = send_seed
+        # backend -> a GBNF grammar of the reply, sent as the request's "grammar" (llama.cpp servers only;
+        # evokernel.generators.grammar)
+        self.grammar = grammar
         self.chat_model = chat_model
         self.model = _model_name(chat_model)
         self.name = name or f"chat:{self.model}"
@@ -232,9 +235,12 @@ class LLMGenerator:
         """Whether the price table knows this generator's model (else costs are reported as 0)."""
         return self.prices.lookup(self.model) is not None
 
-    def _invoke(self, messages: list[BaseMessage], seed: int | None = None) -> tuple[AIMessage, int]:
+    def _invoke(self, messages: list[BaseMessage], seed: int | None = None,
+                grammar: str | None = None) -> tuple[AIMessage, int]:
         calls = 0
         extra: dict[str, Any] = {"seed": seed} if seed is not None else {}
+        if grammar:  # merged into the model's own extra body (a local model's max_tokens is there)
+            extra["extra_body"] = {**(getattr(self.chat_model, "extra_body", None) or {}), "grammar": grammar}
 
         def call() -> AIMessage:
             nonlocal calls
@@ -267,10 +273,11 @@ class LLMGenerator:
             raise LLMEndpointError(msg, status=status, retryable=retryable, calls=calls) from exc
         return reply, calls
 
-    def _ask(self, messages: list[BaseMessage], seed: int | None = None) -> tuple[str, int, int, float, dict[str, Any]]:
+    def _ask(self, messages: list[BaseMessage], seed: int | None = None,
+             grammar: str | None = None) -> tuple[str, int, int, float, dict[str, Any]]:
         """One answered request: (text, tokens in, tokens out, cost, details)."""
         started = time.monotonic()
-        reply_msg, calls = self._invoke(messages, seed)
+        reply_msg, calls = self._invoke(messages, seed, grammar)
         text = _content_text(reply_msg)
         usage = getattr(reply_msg, "usage_metadata", None) or {}
         response_model = (reply_msg.response_metadata or {}).get("model_name") or self.model
@@ -298,9 +305,10 @@ class LLMGenerator:
         messages = render_messages(request, self.prompt_options)
         total_in = total_out = calls = 0
         total_cost, seconds = 0.0, 0.0
+        grammar = self.grammar(request.backend) if self.grammar is not None else None
         for round_ in range(self.repairs + 1):
             seed = (request.seed + round_) % 2**31 if self.send_seed else None
-            text, tokens_in, tokens_out, cost, info = self._ask(messages, seed)
+            text, tokens_in, tokens_out, cost, info = self._ask(messages, seed, grammar)
             total_in, total_out, total_cost = total_in + tokens_in, total_out + tokens_out, total_cost + cost
             calls, seconds = calls + info["calls"], seconds + info["seconds"]
             self.last_call = dict(info, calls=calls, seconds=seconds, repairs=round_)
@@ -428,6 +436,10 @@ def make_generator(spec: str | BaseChatModel | Generator, *, temperature: float 
         chars = int(os.environ.get("EVOKERNEL_LOCAL_CONTEXT_CHARS") or LOCAL_CONTEXT_CHARS)
         kw["prompt_options"] = dataclasses.replace(options, max_context_chars=min(options.max_context_chars, chars))
         kw.setdefault("send_seed", True)
+        if os.environ.get("EVOKERNEL_LOCAL_GRAMMAR", "1").strip().lower() not in ("0", "false", "no", "off"):
+            from evokernel.generators.grammar import grammar_for
+
+            kw.setdefault("grammar", grammar_for)
         return LLMGenerator(chat, name=name or f"local:{model.strip()}", prices=prices,
                             max_attempts=max_attempts, **kw)
     if provider not in PROVIDERS:

@@ -104,6 +104,29 @@ def test_retries_exhausted_is_an_endpoint_error(request_draft):
 
 
 
+def test_a_grammar_per_backend_goes_in_the_request_body_next_to_the_models_own_extra_body(request_draft):
+    import dataclasses
+
+    backends = []
+
+    def grammar(backend):
+        backends.append(backend)
+        return f'root ::= "{backend}"'
+
+    with FakeOpenAI([REPLY, REPLY]) as server:
+        chat = ChatOpenAI(model="m", base_url=server.base_url, api_key="sk-test", max_retries=0, timeout=10,
+                          use_responses_api=False, extra_body={"max_tokens": 77})
+        g = LLMGenerator(chat, grammar=grammar, backoff_initial_s=0.01)
+        g.generate(request_draft)
+        g.generate(dataclasses.replace(request_draft, backend="ascend-sim"))
+        sent = [r["json"] for r in server.requests]
+    assert backends == ["cpu", "ascend-sim"]
+    assert [s["grammar"] for s in sent] == ['root ::= "cpu"', 'root ::= "ascend-sim"']
+    assert all(s["max_tokens"] == 77 for s in sent)
+    with FakeOpenAI([REPLY]) as server:  # no grammar: nothing extra in the body
+        generator(server).generate(request_draft)
+        assert "grammar" not in server.requests[0]["json"]
+
 def test_a_stop_request_ends_retrying_and_is_not_an_endpoint_failure(request_draft):
     """Ctrl-C releases a local model's server, so the call in flight fails: that is the stop, not a failing
     endpoint to retry (nor a generate failure to record against the model)."""
