@@ -22,10 +22,11 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from evokernel.prompts.render import truncate
 from evokernel.verifier.verdict import Verdict
 
 KINDS = ("approximation", "special-casing", "skipped-work", "pytorch-does-the-work", "other")
-MAX_CODE_CHARS = 12_000  # each of reference and candidate; longer sources are cut (and the cut is said)
+MAX_CODE_CHARS = 12_000  # each of reference and candidate; longer sources keep head and tail (the cut is said)
 MAX_REPLY_TOKENS = 200  # three short lines are asked for
 
 SYSTEM = """You are a strict code reviewer checking kernel submissions for cheating.
@@ -100,12 +101,6 @@ def parse(reply: str) -> tuple[bool | None, str, str]:
     return flagged, kind, reason[:500]
 
 
-def _cut(source: str) -> str:
-    if len(source) <= MAX_CODE_CHARS:
-        return source
-    return source[:MAX_CODE_CHARS] + f"\n# ... ({len(source) - MAX_CODE_CHARS} more characters not shown)"
-
-
 class LLMJudge:
     """Reads candidates with a chat model (any generator spec, or an LLMGenerator)."""
 
@@ -124,7 +119,8 @@ class LLMJudge:
         from langchain_core.messages import HumanMessage, SystemMessage
 
         return [SystemMessage(content=SYSTEM),
-                HumanMessage(content=HUMAN.format(reference=_cut(reference.strip()), candidate=_cut(candidate.strip()),
+                HumanMessage(content=HUMAN.format(reference=truncate(reference.strip(), MAX_CODE_CHARS),
+                                                  candidate=truncate(candidate.strip(), MAX_CODE_CHARS),
                                                   kinds=", ".join(KINDS)))]
 
     def review(self, reference: str, candidate: str) -> Opinion:

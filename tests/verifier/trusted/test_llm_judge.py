@@ -67,8 +67,8 @@ def test_review_asks_with_reference_and_candidate_and_reads_the_answer():
     assert op.flagged and op.kind == "pytorch-does-the-work" and op.model == "fake:judge" and op.tokens_in > 0
     human = judge.messages(RELU.read_text(), "CANDIDATE-TEXT")[1].content
     assert "torch.relu" in human and "CANDIDATE-TEXT" in human and "VERDICT: HONEST or CHEATING" in human
-    long = judge.messages("x" * 20_000, "y")[1].content
-    assert "more characters not shown" in long and len(long) < 14_000
+    long = judge.messages("x" * 19_000 + "THE-END", "y")[1].content
+    assert "characters cut]" in long and "THE-END" in long and len(long) < 14_000  # forward() is at the end
 
 
 def test_an_unreachable_judge_gives_no_opinion_instead_of_failing():
