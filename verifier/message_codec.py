@@ -226,7 +226,9 @@ def _show(value: Any) -> str:
 META = Obj({"dtype": Str(16, choices=frozenset(DTYPES)), "shape": List(Int(0, 2**40), 16),
             "offset": Int(0, 2**50), "nbytes": Int(0, 2**50)}, required=("dtype", "shape", "offset", "nbytes"))
 _FAILED = {"ok": Bool(), "phase": Str(64, truncate=True), "error": Str(MAX_TEXT, truncate=True),
-           "detail": Str(MAX_TEXT, truncate=True), "native_reports": List(Json(), 4096)}
+           "detail": Str(MAX_TEXT, truncate=True), "native_reports": List(Json(), 4096),
+           # a failure the parent explains further (trials.py), named rather than matched in the error text
+           "reason": Str(64, choices=frozenset({"output_too_large"}))}
 _OK_FIELDS = {
     "load": {}, "init": {"init_args": List(Json(), 256)}, "set_inputs": {}, "ping": {}, "compile": {},
     "make_inputs": {"inputs": List(META, 256), "need": Int(0, 2**50)},

@@ -84,7 +84,7 @@ class Worker:
             nbytes = t.numel() * t.element_size()
             if offset + nbytes > self.capacity:
                 raise _Fail("run", f"output of shape {tuple(t.shape)} ({nbytes} bytes) is larger than the "
-                            "space reserved for it (expected output size x4)")
+                            "space reserved for it (expected output size x4)", reason="output_too_large")
             meta = TensorMeta(name, tuple(t.shape), offset, nbytes)
             if nbytes:
                 self._view(meta).copy_(t)

@@ -193,7 +193,7 @@ class WorkerJudge:
             gate = "correctness" if reply.get("phase") == "output" else "runtime"
             extra = {"emulator": sim_summary(reports)} if isinstance(reports, list) and reports else {}
             error = str(reply.get("error"))
-            if "larger than the space reserved" in error:  # e.g. torch.empty_like(x) for a reduction's output
+            if reply.get("reason") == "output_too_large":  # e.g. torch.empty_like(x) for a reduction's output
                 shapes = ", ".join(str(tuple(t.shape)) for t in expected)
                 error += f"; the reference returns {'shapes' if len(expected) > 1 else 'shape'} {shapes}"
             raise Fail(gate, f"{label}: forward failed: {error}\n{reply.get('detail', '')}".strip(), **extra)
