@@ -75,6 +75,7 @@ class EvalConfig(BaseModel):
     variants: list[str] = Field(default_factory=list, description="POLICY/MEMORY pairs of evokernel to run instead of the full policies × memory product, e.g. [\"none/none\", \"value/exported\"]")
     memory_from: str = Field("", description="export file (evokernel memory export) for memory mode `exported`")
     workers: int = Field(1, ge=1, description="runs (or task shards) executed at the same time, each its own process")
+    ray: str = Field("auto", min_length=1, description="Ray to run the units on: auto (the cluster in RAY_ADDRESS, else a local Ray), local, or a cluster address HOST:PORT")
     memory_server: bool = Field(False, description="with workers > 1, also split shared-memory streams into parallel shards served by one Chroma server per arm")
     n_context: int = Field(4, ge=0, description="N: memory items in the generator's context")
     alpha: float = Field(0.1, gt=0, le=1, description="value step size α")
@@ -161,7 +162,7 @@ class EvalConfig(BaseModel):
     def plan_key(self) -> dict[str, Any]:
         """The settings that decide what is run (all but parallelism and the output/report options):
         an existing output directory is continued only with the same plan."""
-        return self.model_dump(exclude={"workers", "memory_server", "out", "trajectories", "name"})
+        return self.model_dump(exclude={"workers", "memory_server", "out", "trajectories", "name", "ray"})
 
 
 def _members(values: list[str], allowed: tuple[str, ...], what: str) -> list[str]:

@@ -39,7 +39,6 @@ Chroma owner); a crash fails that unit only. Ctrl-C forwards one SIGINT to every
 """
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import shlex
@@ -55,11 +54,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 from evokernel.evals.config import ConfigError, EvalConfig
+from evokernel.evals.engine import UnitLost, die_with_parent, unit_resources
 from evokernel.run import safe_name
 
 EVAL_JSON = "eval.json"
 PROGRESS_JSON = "progress.json"
 SHARED_MODES = ("shared", "exported", "none")
+MAX_LOST = 3  # a unit whose node or actor dies is run again (resumed) at most this many times
 
 
 # ---------------------------------------------------------------- plan
@@ -280,7 +281,8 @@ def prepare(cfg: EvalConfig, command: str, out: Path | None = None) -> tuple[Eva
             more = (" (seeds may only be added: every seed already in it must stay)" if diff == ["seeds"] else "")
             raise ConfigError(f"{ed.path} holds an eval with other settings ({', '.join(diff)} differ{more}): "
                               "continue it with its own settings (evokernel eval --out DIR) or pick another --out")
-        meta["config"]["workers"] = cfg.workers  # parallelism may change between invocations
+        meta["config"]["workers"] = cfg.workers  # parallelism and placement may change between invocations
+        meta["config"]["ray"] = cfg.ray
         meta["config"]["memory_server"] = cfg.memory_server
         meta["config"]["trajectories"] = cfg.trajectories
         meta.setdefault("invocations", []).append({"command": command, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
@@ -310,17 +312,6 @@ def config_of(meta: dict[str, Any]) -> EvalConfig:
 
 
 # ---------------------------------------------------------------- running units
-
-
-def _die_with_parent() -> None:
-    """Child side of Popen: receive SIGTERM when the harness dies (Linux prctl PR_SET_PDEATHSIG), and
-    take SIGINT again even if the harness was started with it ignored (nohup, `cmd &` in a script):
-    the harness stops units with one SIGINT."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
-    except OSError:
-        pass
 
 
 def _interrupt(signum: int, frame: Any) -> None:
@@ -380,7 +371,7 @@ class ChromaServer:
         env = dict(os.environ, ANONYMIZED_TELEMETRY="False")
         self.proc = subprocess.Popen([exe_s, "run", "--path", str(path / "chroma"), "--host", "127.0.0.1",
                                       "--port", str(self.port)], stdout=self._log, stderr=subprocess.STDOUT,
-                                     env=env, start_new_session=True, preexec_fn=_die_with_parent)
+                                     env=env, start_new_session=True, preexec_fn=die_with_parent)
         deadline = time.monotonic() + 90
         while True:
             if self.proc.poll() is not None:
@@ -408,8 +399,8 @@ class ChromaServer:
 @dataclass
 class _Running:
     unit: Unit
-    proc: subprocess.Popen
-    log: Any
+    actor: Any  # the unit's engine.UnitProcess actor
+    ref: Any  # ObjectRef of its run result
     started: float
 
 
@@ -417,10 +408,13 @@ class Runner:
     """Executes the units of an eval directory, ``workers`` at a time (see the module docstring)."""
 
     def __init__(self, ed: EvalDir, meta: dict[str, Any], workers: int | None = None,
-                 on_event: Callable[[str, dict[str, Any]], None] | None = None, poll_s: float = 0.5):
+                 on_event: Callable[[str, dict[str, Any]], None] | None = None, poll_s: float = 0.5,
+                 engine: Any = None, ray: str | None = None):
         self.ed, self.meta = ed, meta
         self.cfg = config_of(meta)
         self.workers = workers or self.cfg.workers
+        self.engine = engine  # evals.engine.RayEngine; started by run() when not given
+        self.ray_address = ray or self.cfg.ray
         self.units = [Unit(**u) for u in meta["units"]]
         self.groups = {g["name"]: g for g in meta["groups"]}
         # a new invocation retries what did not finish (failed or interrupted units resume)
@@ -497,31 +491,42 @@ class Runner:
                                                    self.ed.path / "logs" / f"{safe_name(u.arm)}__chroma.log")
             url = self.servers[u.arm].url
         resume = (self.ed.path / u.run_dir / "run.json").exists()
-        cmd = unit_command(self.cfg, group, seed, u, self.ed.path, resume, url)
+        # absolute paths: the unit may run on another node (which sees the eval directory at the same path)
+        cmd = unit_command(self.cfg, group, seed, u, self.ed.path.resolve(), resume, url)
         logp = self.ed.path / "logs" / f"{safe_name(u.key.replace('/', '__'))}.log"
-        log = logp.open("ab")
-        log.write(f"\n$ {shlex.join(cmd)}\n".encode())
-        log.flush()
-        env = dict(os.environ, HF_HUB_OFFLINE=os.environ.get("HF_HUB_OFFLINE", "1"), PYTHONUNBUFFERED="1")
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                start_new_session=True, preexec_fn=_die_with_parent)
-        self.running[u.key] = _Running(u, proc, log, time.monotonic())
+        with logp.open("ab") as log:
+            log.write(f"\n$ {shlex.join(cmd)}\n".encode())
+        actor, ref = self.engine.submit(cmd, os.getcwd(), str(logp.resolve()), unit_resources(self.cfg.backend))
+        self.running[u.key] = _Running(u, actor, ref, time.monotonic())
         self._set(u, status="running", log=str(logp.relative_to(self.ed.path)), resumed=resume)
         self.on_event("start", {"unit": u.key, "resume": resume, "log": str(logp)})
 
     def _reap(self) -> None:
+        done = set(map(id, self.engine.finished([r.ref for r in self.running.values()])))
         for key, r in list(self.running.items()):
-            rc = r.proc.poll()
-            if rc is None:
+            if id(r.ref) not in done:
                 continue
-            r.log.close()
             del self.running[key]
             wall = time.monotonic() - r.started
             prev = self.progress.get(key, {}).get("wall_s", 0.0)
-            status = "done" if rc == 0 else ("interrupted" if rc == 130 else "failed")
             n = self.attempts(r.unit)
-            self._set(r.unit, status=status, rc=rc, wall_s=prev + wall, attempts=n)
-            self.on_event(status, {"unit": key, "rc": rc, "wall_s": wall, "attempts": n,
+            try:
+                res = self.engine.result(r.ref)
+            except UnitLost as exc:  # its node or actor died: run it again (resumed), up to MAX_LOST times
+                lost = self.progress.get(key, {}).get("lost", 0) + 1
+                status = "interrupted" if lost <= MAX_LOST else "failed"
+                self._set(r.unit, status=status, rc=None, wall_s=prev + wall, attempts=n, lost=lost,
+                          error=f"lost its node or actor ({exc})")
+                self.on_event("lost", {"unit": key, "error": str(exc), "attempts": n, "lost": lost,
+                                       "log": self.progress[key].get("log")})
+                if status == "failed":
+                    self.on_event("failed", {"unit": key, "rc": None, "error": f"lost {lost} times: {exc}"})
+                continue
+            rc = res["rc"]
+            status = "done" if rc == 0 else ("interrupted" if rc == 130 else "failed")
+            self._set(r.unit, status=status, rc=rc, wall_s=prev + wall, attempts=n, host=res.get("host"),
+                      node=res.get("node"))
+            self.on_event(status, {"unit": key, "rc": rc, "wall_s": wall, "attempts": n, "host": res.get("host"),
                                    "log": self.progress[key].get("log")})
         for arm, server in list(self.servers.items()):
             if not any(u.server and u.arm == arm and self.status(u) not in ("done", "failed") for u in self.units):
@@ -535,7 +540,14 @@ class Runner:
         # SIGTERM (a job scheduler, `kill`) stops as cleanly as Ctrl-C
         main = threading.current_thread() is threading.main_thread()
         previous = signal.signal(signal.SIGTERM, _interrupt) if main else None
+        own_engine = self.engine is None
         try:
+            if own_engine:
+                from evokernel.evals.engine import RayEngine
+
+                self.engine = RayEngine(self.ray_address)
+                self.on_event("engine", {"address": self.ray_address, "started_here": self.engine.started_here,
+                                         "resources": self.engine.resources(), "nodes": len(self.engine.nodes())})
             while True:
                 self._reap()
                 for u in self.units:
@@ -564,6 +576,9 @@ class Runner:
             for server in self.servers.values():
                 server.stop()
             self.servers.clear()
+            if own_engine and self.engine is not None:
+                self.engine.shutdown()
+                self.engine = None
             if main:
                 signal.signal(signal.SIGTERM, previous)
         return "finished" if all(self.status(u) == "done" for u in self.units) else "failed"
@@ -571,10 +586,7 @@ class Runner:
     def stop(self, grace_s: float = 120.0) -> None:
         """One SIGINT to every running unit, then wait (a second Ctrl-C or the grace period: kill)."""
         for r in self.running.values():
-            try:
-                r.proc.send_signal(signal.SIGINT)
-            except ProcessLookupError:
-                pass
+            self.engine.interrupt(r.actor)
         deadline = time.monotonic() + grace_s
         try:
             while self.running and time.monotonic() < deadline:
@@ -584,12 +596,8 @@ class Runner:
             pass
         killed = list(self.running)
         for r in list(self.running.values()):
-            try:
-                os.killpg(r.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            r.proc.wait()
-        self._reap()
+            self.engine.kill(r.actor)
+        self.running.clear()
         for key, p in self.progress.items():
             if p.get("status") == "running" or key in killed:
                 p["status"] = "interrupted"

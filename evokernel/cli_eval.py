@@ -74,6 +74,7 @@ def eval_cmd(
     variant: Annotated[Optional[list[str]], typer.Option("--variant", help="POLICY/MEMORY pair of evokernel instead of the policies × memory product (repeatable), e.g. value/exported")] = None,
     memory_from: Annotated[Optional[Path], typer.Option(help="export file for memory mode exported")] = None,
     workers: Annotated[Optional[int], typer.Option(min=1, help="units run at the same time, each its own process")] = None,
+    ray: Annotated[Optional[str], typer.Option("--ray", help="where units run: auto (the cluster in RAY_ADDRESS, else a local Ray), local, or a cluster address HOST:PORT (docs/scale-out.md)")] = None,
     memory_server: Annotated[Optional[bool], typer.Option("--memory-server/--no-memory-server", help="with workers > 1, also shard shared-memory streams over one Chroma server per arm")] = None,
     n_context: Annotated[Optional[int], typer.Option(min=0, help="N: memory items in the context")] = None,
     alpha: Annotated[Optional[float], typer.Option(help="value step size α")] = None,
@@ -99,7 +100,7 @@ def eval_cmd(
                  "set": _overrides(set_) if set_ else None, "fit": _fit_mode(fit) if fit is not None else None,
                  "backend": backend, "generator": generator,
                  "models": model, "budget": budget, "seeds": _seeds(seeds), "methods": method, "policies": policy,
-                 "memory": memory, "variants": variant, "memory_from": str(memory_from) if memory_from else None, "workers": workers,
+                 "memory": memory, "variants": variant, "memory_from": str(memory_from) if memory_from else None, "workers": workers, "ray": ray,
                  "memory_server": memory_server, "n_context": n_context, "alpha": alpha, "relevance_margin": relevance_margin,
                  "temperature": temperature, "max_tokens": max_tokens, "max_cost": max_cost, "strict": strict,
                  "compile_baseline": compile_baseline, "trajectories": trajectory}
@@ -145,6 +146,14 @@ def eval_cmd(
                 progress.update(total_bar, completed=sum(counts.values()))
             elif kind == "start":
                 progress.console.print(f"  {'resume' if data['resume'] else 'start '} {data['unit']}")
+            elif kind == "engine":
+                res = data["resources"]
+                what = "a local Ray (127.0.0.1)" if data["started_here"] else f"the Ray cluster at {data['address']}"
+                shown = ", ".join(f"{k} {res[k]:g}" for k in ("CPU", "NPU", "GPU") if k in res)
+                progress.console.print(f"  ray    {what}: {data['nodes']} node(s), {shown}")
+            elif kind == "lost":
+                progress.console.print(f"  lost   {data['unit']} ({data['error']}; {data['attempts']} attempts kept, "
+                                       f"runs again with --resume)")
             else:
                 extra = f", {data['attempts']} attempts, {data['wall_s']:.0f} s" if "wall_s" in data else ""
                 why = f": {data['error']}" if data.get("error") else ""

@@ -1,0 +1,187 @@
+"""Ray as the execution engine of `evokernel eval`: each unit's `evokernel run` process runs inside a Ray actor.
+
+The harness (:mod:`evokernel.evals.harness`) plans units and keeps their progress; this module only places
+and runs them. A unit is one :class:`_UnitProcess` actor that starts the unit's command on its node, waits
+for it and reports the exit code; the actor is threaded, so an interrupt (Ctrl-C of the eval: one SIGINT,
+then SIGKILL after the grace period) reaches the process while ``run`` waits. Ray places the actor where its
+resources are free (``unit_resources``: one CPU by default, ``{"NPU": 1}`` more for the ascend backend), so
+on a cluster the units spread over the nodes, and a node that dies takes its actors with it: the harness
+sees ``RayActorError`` for those units and runs them again elsewhere with ``--resume`` (their checkpoints and
+attempt logs are in the eval directory, which every node must see at the same path).
+
+``--ray``: ``auto`` (default) joins the cluster named by ``RAY_ADDRESS`` when it is set, else starts a private
+local Ray; ``local`` always starts a private one; anything else is a cluster address (``HOST:PORT`` of
+``ray start --head``). (Ray's own "auto" would also join any cluster it finds running on this machine, so
+two evals, or a test next to a `ray start`, would share one by accident.) A local Ray uses 127.0.0.1 as its
+node address (:func:`loopback_only`) and starts no dashboard. Start-up on this 2-core machine: ~4 s (docs/scale-out.md).
+"""
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from typing import Any
+
+__all__ = ["ENV_PREFIXES", "RayEngine", "UnitLost", "die_with_parent", "forwarded_env", "loopback_only", "unit_resources"]
+
+# environment the units need from the harness's process (model endpoints, keys, local-model knobs)
+ENV_PREFIXES = ("EVOKERNEL_", "HF_", "OPENAI_", "DEEPSEEK_", "OLLAMA_", "VLLM_", "TRANSFORMERS_", "ASCEND_")
+
+
+class UnitLost(RuntimeError):
+    """The unit's actor died (its node went away, or it was killed): the machine failed, not the unit."""
+
+
+def forwarded_env() -> dict[str, str]:
+    """The harness's settings a unit needs wherever it runs (offline by default, unbuffered logs)."""
+    env = {"HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
+    env.update({k: v for k, v in os.environ.items() if k.startswith(ENV_PREFIXES)})
+    return env
+
+
+def unit_resources(backend: str) -> dict[str, float]:
+    """What one unit holds while it runs: a CPU (its process; cpu timing is single-threaded), and an NPU
+    for the ascend backend (a custom resource the hosts declare: ``ray start --resources '{"NPU": 8}'``)."""
+    res: dict[str, float] = {"CPU": 1.0}
+    if backend == "ascend":
+        res["NPU"] = 1.0
+    return res
+
+
+def die_with_parent() -> None:
+    """Child side of Popen: SIGTERM when the actor's process dies; SIGINT handled even if inherited ignored or
+    blocked (Ray's worker threads block signals, and a blocked mask survives exec: the unit never saw the
+    harness's interrupt until this unblocked it)."""
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    with contextlib.suppress(OSError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
+
+
+class _UnitProcess:
+    """A unit's process on whichever node Ray placed this actor (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen | None = None
+        self.interrupted = False
+
+    def where(self) -> dict[str, Any]:
+        import ray
+
+        return {"node": ray.get_runtime_context().get_node_id(), "host": socket.gethostname(),
+                "pid": self.proc.pid if self.proc else None}
+
+    def run(self, cmd: list[str], cwd: str, log_path: str, env: dict[str, str]) -> dict[str, Any]:
+        """Start ``cmd`` (its first element, the Python, replaced by this node's) and wait for it."""
+        argv = [sys.executable, *cmd[1:]]
+        full_env = dict(os.environ, **env)
+        started = time.monotonic()
+        with open(log_path, "ab") as log:
+            where = self.where()
+            log.write(f"# ray node {where['node']} (host {where['host']})\n".encode())
+            log.flush()
+            self.proc = subprocess.Popen(argv, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         env=full_env, start_new_session=True, preexec_fn=die_with_parent)
+            rc = self.proc.wait()
+        return {"rc": rc, "seconds": time.monotonic() - started, **self.where()}
+
+    def interrupt(self) -> bool:
+        if self.proc is None or self.proc.poll() is not None:
+            return False
+        self.interrupted = True
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.send_signal(signal.SIGINT)
+        return True
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+
+
+def loopback_only() -> None:
+    """Make Ray on this machine use 127.0.0.1 as its node address. Ray replaces a loopback ``--node-ip-address``
+    by the host's routable IP (``services.resolve_ip_for_localhost``), so a "local" Ray talked to itself over
+    the machine's network address; Ray keeps to loopback only where clusters are off
+    (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, read when ray is imported: set for the processes Ray starts, and
+    in this process's constant if ray is imported already). For a private Ray and for test clusters on one
+    machine; never on a real cluster, whose nodes must reach each other."""
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    if "ray" in sys.modules:
+        from ray._private import ray_constants
+
+        ray_constants.ENABLE_RAY_CLUSTER = False
+
+
+class RayEngine:
+    """Connects to (or starts) Ray and runs units as :class:`_UnitProcess` actors."""
+
+    def __init__(self, address: str = "auto", num_cpus: int | None = None, resources: dict[str, float] | None = None):
+        target = (os.environ.get("RAY_ADDRESS") or "local") if address == "auto" else address
+        if target == "local":
+            loopback_only()
+        import ray
+
+        self.ray = ray
+        self.started_here = False
+        self.address = address
+        if not ray.is_initialized():
+            kw: dict[str, Any] = {"log_to_driver": False, "configure_logging": False}
+            if target == "local":
+                kw.update(address="local", include_dashboard=False, _node_ip_address="127.0.0.1",
+                          num_cpus=num_cpus or os.cpu_count() or 1)
+                if resources:
+                    kw["resources"] = resources
+                self.started_here = True
+            else:
+                kw["address"] = target
+            ray.init(**kw)
+        self.actor_class = ray.remote(max_concurrency=4, max_restarts=0)(_UnitProcess)
+
+    def resources(self) -> dict[str, float]:
+        return dict(self.ray.cluster_resources())
+
+    def nodes(self) -> list[dict[str, Any]]:
+        return [n for n in self.ray.nodes() if n.get("Alive")]
+
+    def submit(self, cmd: list[str], cwd: str, log_path: str, resources: dict[str, float]) -> tuple[Any, Any]:
+        """(actor, ObjectRef of its run result); the run starts once Ray has the resources."""
+        res = dict(resources)
+        cpus = res.pop("CPU", 1.0)
+        actor = self.actor_class.options(num_cpus=cpus, resources=res or None,
+                                         scheduling_strategy="SPREAD").remote()
+        return actor, actor.run.remote(cmd, cwd, log_path, forwarded_env())
+
+    def finished(self, refs: list[Any]) -> list[Any]:
+        if not refs:
+            return []
+        done, _ = self.ray.wait(refs, num_returns=len(refs), timeout=0)
+        return done
+
+    def result(self, ref: Any) -> dict[str, Any]:
+        """The run's result; :class:`UnitLost` if its actor or node died."""
+        from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError, WorkerCrashedError
+
+        try:
+            return self.ray.get(ref)
+        except (RayActorError, ActorDiedError, ActorUnavailableError, WorkerCrashedError) as exc:
+            raise UnitLost(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
+
+    def interrupt(self, actor: Any) -> None:
+        with contextlib.suppress(Exception):
+            actor.interrupt.remote()
+
+    def kill(self, actor: Any) -> None:
+        with contextlib.suppress(Exception):
+            self.ray.get(actor.kill.remote(), timeout=10)
+        with contextlib.suppress(Exception):
+            self.ray.kill(actor)
+
+    def shutdown(self) -> None:
+        if self.started_here and self.ray.is_initialized():
+            self.ray.shutdown()
