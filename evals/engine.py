@@ -30,6 +30,7 @@ from typing import Any
 __all__ = ["ENV_PREFIXES", "RayEngine", "UnitLost", "die_with_parent", "forwarded_env", "loopback_only", "unit_resources"]
 
 # environment the units need from the harness's process (model endpoints, keys, local-model knobs)
+OBJECT_STORE_BYTES = 100 * 1024 * 1024  # Ray's floor is 75 MiB
 ENV_PREFIXES = ("EVOKERNEL_", "HF_", "OPENAI_", "DEEPSEEK_", "OLLAMA_", "VLLM_", "TRANSFORMERS_", "ASCEND_")
 
 
@@ -133,8 +134,10 @@ class RayEngine:
         if not ray.is_initialized():
             kw: dict[str, Any] = {"log_to_driver": False, "configure_logging": False}
             if target == "local":
+                # units exchange nothing through Ray's object store (their results are a few numbers; runs
+                # write to the eval directory): its minimum, not 30% of the machine's memory
                 kw.update(address="local", include_dashboard=False, _node_ip_address="127.0.0.1",
-                          num_cpus=num_cpus or os.cpu_count() or 1)
+                          num_cpus=num_cpus or os.cpu_count() or 1, object_store_memory=OBJECT_STORE_BYTES)
                 if resources:
                     kw["resources"] = resources
                 self.started_here = True
