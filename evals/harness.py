@@ -43,18 +43,17 @@ import json
 import os
 import shlex
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from evokernel.evals.config import ConfigError, EvalConfig
-from evokernel.evals.engine import UnitLost, die_with_parent, unit_resources
+from evokernel.evals.engine import UnitLost, unit_resources
+from evokernel.evals.memory_server import ChromaServer
 from evokernel.run import safe_name
 
 EVAL_JSON = "eval.json"
@@ -356,46 +355,6 @@ def count_attempts(run_dir: Path) -> int:
         return 0
 
 
-class ChromaServer:
-    """A `chroma run` serving one arm's memory to its shards, on a free port of 127.0.0.1."""
-
-    def __init__(self, path: Path, log: Path):
-        exe = Path(sys.executable).with_name("chroma")
-        exe_s = str(exe) if exe.exists() else "chroma"
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        path.mkdir(parents=True, exist_ok=True)
-        self._log = log.open("ab")
-        env = dict(os.environ, ANONYMIZED_TELEMETRY="False")
-        self.proc = subprocess.Popen([exe_s, "run", "--path", str(path / "chroma"), "--host", "127.0.0.1",
-                                      "--port", str(self.port)], stdout=self._log, stderr=subprocess.STDOUT,
-                                     env=env, start_new_session=True, preexec_fn=die_with_parent)
-        deadline = time.monotonic() + 90
-        while True:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the Chroma server exited with {self.proc.returncode} (log: {log})")
-            try:
-                with urllib.request.urlopen(f"{self.url}/api/v2/heartbeat", timeout=2):
-                    return
-            except OSError:
-                if time.monotonic() > deadline:
-                    self.stop()
-                    raise RuntimeError(f"the Chroma server did not answer within 90 s (log: {log})")
-                time.sleep(0.5)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._log.close()
-
-
 @dataclass
 class _Running:
     unit: Unit
@@ -502,9 +461,9 @@ class Runner:
         self.on_event("start", {"unit": u.key, "resume": resume, "log": str(logp)})
 
     def _reap(self) -> None:
-        done = set(map(id, self.engine.finished([r.ref for r in self.running.values()])))
+        done = set(self.engine.finished([r.ref for r in self.running.values()]))  # ObjectRefs hash by their id
         for key, r in list(self.running.items()):
-            if id(r.ref) not in done:
+            if r.ref not in done:
                 continue
             del self.running[key]
             wall = time.monotonic() - r.started
