@@ -6,8 +6,10 @@
 1. **overhead**: a local Ray's start-up and stop, and the round trip of a trivial actor call (medians).
 2. **eval**: the same small eval (2 methods × 2 seeds, T = 4, template generator, two cpu-l1 operators at small
    sizes, 2 workers) run by the harness on a local Ray, and its units run by a plain pool of 2 subprocess
-   slots (what the harness did before Ray: the same `evokernel run` commands, 2 at a time). Alternating
-   order, ``--repeats`` times; the ratio Ray / pool per repeat and its median (target: <= 1.15).
+   slots (what the harness did before Ray: the same `evokernel run` commands, 2 at a time), with the thread
+   setting Ray gives a 1-CPU actor (``OMP_NUM_THREADS=1``; without it the pool's two units each ran torch on
+   both cores and the pool came out ~20% slower than Ray). Alternating order, ``--repeats`` times; the ratio
+   Ray / pool per repeat and its median (target: <= 1.15).
 3. **cluster**: the same eval with 4 seeds (4 independent units) on a local cluster of 1 and of 2 nodes of
    one CPU each (`ray start` on 127.0.0.2/3): units per minute against the CPUs declared.
 
@@ -17,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import statistics
 import subprocess
@@ -28,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import yaml
 from rich.console import Console
 from rich.table import Table
 
@@ -64,8 +66,8 @@ def overhead(repeats: int) -> dict[str, float]:
 
 
 def _run_harness(cfg: dict[str, Any], ray: str = "local", env: dict[str, str] | None = None) -> float:
-    path = Path(cfg["out"]).with_suffix(".json")
-    path.write_text(json.dumps({k: v for k, v in cfg.items()}))
+    path = Path(cfg["out"]).with_suffix(".yaml")
+    path.write_text(yaml.safe_dump(cfg))
     t0 = time.perf_counter()
     r = subprocess.run([sys.executable, "-m", "evokernel", "eval", str(path), "--ray", ray], capture_output=True,
                        text=True, env=env or dict(os.environ, HF_HUB_OFFLINE="1"))
@@ -74,7 +76,7 @@ def _run_harness(cfg: dict[str, Any], ray: str = "local", env: dict[str, str] | 
     return time.perf_counter() - t0
 
 
-def _run_pool(cfg: dict[str, Any]) -> float:
+def _run_pool(cfg: dict[str, Any], same_threads: bool = True) -> float:
     """The units of the same plan, run as plain subprocesses 2 at a time (the pre-Ray harness), plus the report."""
     from evokernel.evals import harness
     from evokernel.evals.config import make_config
@@ -85,6 +87,8 @@ def _run_pool(cfg: dict[str, Any]) -> float:
     groups = {g["name"]: g for g in meta["groups"]}
     units = [harness.Unit(**u) for u in meta["units"]]
     env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")
+    if same_threads:  # what Ray gives a 1-CPU actor's processes (OMP_NUM_THREADS = its CPUs)
+        env["OMP_NUM_THREADS"] = "1"
 
     def one(u: harness.Unit) -> int:
         group, seed = u.arm.rsplit("/seed-", 1)
