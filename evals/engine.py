@@ -27,11 +27,15 @@ import sys
 import time
 from typing import Any
 
-__all__ = ["ENV_PREFIXES", "RayEngine", "UnitLost", "die_with_parent", "forwarded_env", "loopback_only", "unit_resources"]
+__all__ = ["ENV_PREFIXES", "EngineError", "RayEngine", "UnitLost", "die_with_parent", "forwarded_env", "loopback_only", "unit_resources"]
 
 # environment the units need from the harness's process (model endpoints, keys, local-model knobs)
 OBJECT_STORE_BYTES = 100 * 1024 * 1024  # Ray's floor is 75 MiB
 ENV_PREFIXES = ("EVOKERNEL_", "HF_", "OPENAI_", "DEEPSEEK_", "OLLAMA_", "VLLM_", "TRANSFORMERS_", "ASCEND_")
+
+
+class EngineError(RuntimeError):
+    """Ray could not be started or reached (the message says which and how to fix it)."""
 
 
 class UnitLost(RuntimeError):
@@ -105,6 +109,20 @@ class _UnitProcess:
                 os.killpg(self.proc.pid, signal.SIGKILL)
 
 
+def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """Fail fast on a cluster address nothing listens at (ray.init would retry for minutes)."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        raise EngineError(f"--ray {address!r}: give auto, local or a cluster address HOST:PORT "
+                          "(what `ray start --head` printed)")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        raise EngineError(f"no Ray cluster answers at {address} ({exc.strerror or exc}); start one with "
+                          f"`ray start --head --port {port}` on {host}, or run without --ray for a local Ray") from None
+
+
 def loopback_only() -> None:
     """Make Ray on this machine use 127.0.0.1 as its node address. Ray replaces a loopback ``--node-ip-address``
     by the host's routable IP (``services.resolve_ip_for_localhost``), so a "local" Ray talked to itself over
@@ -142,8 +160,13 @@ class RayEngine:
                     kw["resources"] = resources
                 self.started_here = True
             else:
+                _check_reachable(target)
                 kw["address"] = target
-            ray.init(**kw)
+            try:
+                ray.init(**kw)
+            except Exception as exc:  # noqa: BLE001 - Ray raises several kinds; the user needs one sentence
+                where = "start a local Ray" if target == "local" else f"join the Ray cluster at {target}"
+                raise EngineError(f"could not {where}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
         self.actor_class = ray.remote(max_concurrency=4, max_restarts=0)(_UnitProcess)
 
     def resources(self) -> dict[str, float]:

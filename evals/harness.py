@@ -33,7 +33,8 @@ one exception: more seeds (``--seeds 0,1`` on an eval of seed 0) extend it; the 
 their units and results, the new ones are appended (eval.json records when).
 
 **Isolation and stopping.** Each unit is its own process (its own verifier sandboxes, its own
-Chroma owner); a crash fails that unit only. Ctrl-C forwards one SIGINT to every running unit
+Chroma owner), run inside a Ray actor on whichever node has its resources (:mod:`evokernel.evals.engine`);
+a crash fails that unit only, a lost node or actor runs it again with ``--resume``. Ctrl-C forwards one SIGINT to every running unit
 (they stop after logging finished attempts), waits for them, writes the partial report and exits
 130; unit processes also die with the harness if it is killed outright.
 """
@@ -358,7 +359,7 @@ def count_attempts(run_dir: Path) -> int:
 @dataclass
 class _Running:
     unit: Unit
-    actor: Any  # the unit's engine.UnitProcess actor
+    actor: Any  # the unit's engine._UnitProcess actor
     ref: Any  # ObjectRef of its run result
     started: float
 

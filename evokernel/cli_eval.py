@@ -92,6 +92,7 @@ def eval_cmd(
     from evokernel.cli import _fit_mode, _overrides
     from evokernel.evals import harness
     from evokernel.evals.config import ConfigError, load_config, make_config
+    from evokernel.evals.engine import EngineError
     from evokernel.tasks import TaskError
 
     command = shlex.join(["evokernel", "eval", *sys.argv[2:]]) if len(sys.argv) > 1 else "evokernel eval"
@@ -161,7 +162,11 @@ def eval_cmd(
                                        + (f"  log: {ed.path / data['log']}" if kind != "done" and data.get("log") else ""))
 
         runner.on_event = on_event
-        status = runner.run()
+        try:
+            status = runner.run()
+        except EngineError as e:
+            err.print(f"error: {e}")
+            raise typer.Exit(2)
     err.print(f"{status} after {time.perf_counter() - t0:.0f} s")
     _report(ed.path)
     if status == "interrupted":

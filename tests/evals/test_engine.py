@@ -86,3 +86,17 @@ def test_a_unit_whose_actor_dies_is_resumed_with_no_attempt_redone(engine, tmp_p
     assert [a["attempt_id"] for a in after[:len(before)]] == [a["attempt_id"] for a in before]
     progress = json.loads((tmp_path / "e" / "progress.json").read_text())
     assert progress["evokernel/seed-0/all"]["status"] == "done" and progress["evokernel/seed-0/all"]["lost"] == 1
+
+
+@pytest.mark.parametrize("address, message", [("127.0.0.2:1", "no Ray cluster answers at 127.0.0.2:1"),
+                                              ("somewhere", "give auto, local or a cluster address HOST:PORT")])
+def test_an_unreachable_or_malformed_cluster_address_is_a_clear_error_at_once(tmp_path, address, message):
+    import subprocess
+
+    cfg = tmp_path / "eval.toml"
+    cfg.write_text(f'name = "x"\nout = "{tmp_path / "out"}"\ntasks = ["cpu-l1/01_relu"]\nbudget = 1\n')
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "evokernel", "eval", str(cfg), "--ray", address], capture_output=True,
+                       text=True, env=dict(os.environ, HF_HUB_OFFLINE="1"), timeout=120)
+    assert r.returncode == 2 and message in r.stderr, r.stderr[-2000:]
+    assert time.monotonic() - t0 < 60  # ray.init alone would retry an unreachable address for minutes
