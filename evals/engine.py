@@ -73,7 +73,6 @@ class _UnitProcess:
 
     def __init__(self) -> None:
         self.proc: subprocess.Popen | None = None
-        self.interrupted = False
 
     def where(self) -> dict[str, Any]:
         import ray
@@ -98,7 +97,6 @@ class _UnitProcess:
     def interrupt(self) -> bool:
         if self.proc is None or self.proc.poll() is not None:
             return False
-        self.interrupted = True
         with contextlib.suppress(ProcessLookupError):
             self.proc.send_signal(signal.SIGINT)
         return True
