@@ -29,13 +29,13 @@ from tenacity import (
     wait_random,
 )
 
+from evokernel import stop_request
 from evokernel.generators.base import (
     Generation,
     GenerationError,
     GenerationRequest,
     Generator,
 )
-from evokernel import stop_request
 from evokernel.generators.extract import extract_candidate, extract_summary
 
 __all__ = [
