@@ -268,9 +268,15 @@ def load_eval_dir(path: str | Path) -> EvalData:
         conditions = {}
     if not isinstance(conditions, dict):
         raise ReportError(f"{ej}: 'conditions' must be an object, got {type(conditions).__name__}")
+    command = meta.get("command")
+    for added in meta.get("seeds_added") or []:  # an eval that gained seeds: how they came
+        when = added.get("time", "") if isinstance(added, dict) else ""
+        later = [i.get("command") for i in meta.get("invocations") or [] if isinstance(i, dict) and i.get("time", "") >= when]
+        if command and later and later[0]:
+            command += f"\n# then seed(s) {', '.join(map(str, added.get('seeds', [])))} added ({when}):\n{later[0]}"
     return EvalData(
         kind="eval", path=root, name=str(meta.get("name") or root.name), created=meta.get("created"),
-        command=meta.get("command"), config=config, tasks=tasks, categories=cats or None,
+        command=command, config=config, tasks=tasks, categories=cats or None,
         stage_of=stage_of, stages=stages, groups=groups, arms=arms, conditions=conditions,
         budget=budget, seeds=seeds, sizes=sizes or None)
 

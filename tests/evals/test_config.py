@@ -224,6 +224,11 @@ def test_an_eval_gains_seeds_but_keeps_the_ones_it_ran(tmp_path):
     assert saved["plan_key"]["seeds"] == [0, 1] and saved["config"]["seeds"] == [0, 1]
     assert saved["conditions"]["seeds"] == "0, 1" and saved["seeds_added"][0]["seeds"] == [1]
     assert harness.config_of(saved).seeds == [0, 1]  # `evokernel eval --out DIR` continues with both
+    from evokernel.evals.report import build_report
+
+    command = build_report(tmp_path / "e")["command"]  # the report says how the seeds came
+    assert command.splitlines() == ["evokernel eval x.toml --seeds 0,", f"# then seed(s) 1 added ({saved['seeds_added'][0]['time']}):",
+                                    "evokernel eval x.toml"]
     # dropping a seed that ran, or changing a seed together with another setting, is refused
     with pytest.raises(ConfigError, match="seeds may only be added"):
         harness.prepare(cfg.model_copy(update={"seeds": [1, 2]}), "evokernel eval x.toml")
