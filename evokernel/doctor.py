@@ -464,6 +464,30 @@ def check_local_model(cache_dir: Path | None = None) -> Check:
     return Check("local model", status, "; ".join(parts), remedy)
 
 
+def check_ray(env: dict[str, str]) -> Check:
+    """Ray, the engine `evokernel eval` runs its units on: importable, and the cluster in RAY_ADDRESS reachable
+    when one is named (otherwise each eval starts a private local Ray)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        ray_version = version("ray")
+    except PackageNotFoundError:
+        return Check("ray", FAIL, "not installed: `evokernel eval` runs its units on Ray",
+                     "pip install -e . (ray is a dependency) or pip install 'ray>=2.40,<3'")
+    address = env.get("RAY_ADDRESS", "").strip()
+    if not address or address in ("local", "auto"):
+        return Check("ray", OK, f"ray {ray_version}; evals start a private local Ray (set RAY_ADDRESS or pass "
+                                f"--ray HOST:PORT to use a cluster)")
+    from evokernel.evals.engine import EngineError, _check_reachable
+
+    try:
+        _check_reachable(address, timeout_s=3.0)
+    except EngineError as exc:
+        return Check("ray", WARN, f"ray {ray_version}; RAY_ADDRESS={address}: {exc}",
+                     f"start the cluster (ray start --head) or unset RAY_ADDRESS")
+    return Check("ray", OK, f"ray {ray_version}; evals join the cluster at RAY_ADDRESS={address} (it answers)")
+
+
 def _guard(name: str, fn: Callable[[], Check]) -> Check:
     return _guard_many(name, lambda: [fn()])[0]
 
@@ -491,6 +515,7 @@ def run_checks(backend: str, environ: dict[str, str] | None = None) -> list[Chec
         checks.append(_guard("ascend-sim emulator", check_emulator))
     if backend == "ascend":
         checks.extend(_ascend_checks(env))
+    checks.append(_guard("ray", lambda: check_ray(env)))
     return checks
 
 

@@ -84,13 +84,24 @@ def ascend_env(tmp_path: Path, torch_npu: Path | None = FAKE_TORCH_NPU, helper: 
 def test_cpu_backend_rows():
     checks = run_checks("cpu")
     names = [c.name for c in checks]
-    assert names == ["python", "torch", "bubblewrap", "g++"]
+    assert names == ["python", "torch", "bubblewrap", "g++", "ray"]
     rows = by_name(checks)
     assert rows["python"].status == OK
     assert rows["torch"].status in (OK, WARN) and "torch 2." in rows["torch"].detail
     assert rows["g++"].status == OK and "g++" in rows["g++"].detail
     assert rows["bubblewrap"].status in (OK, WARN) or rows["bubblewrap"].remedy  # FAIL: a broken bwrap here
     assert all(c.status in (OK, WARN, FAIL) for c in checks)
+
+
+
+def test_ray_row_names_the_cluster_or_the_local_default():
+    from evokernel.doctor import check_ray
+
+    local = check_ray({})
+    assert local.status == OK and "private local Ray" in local.detail
+    unreachable = check_ray({"RAY_ADDRESS": "127.0.0.2:1"})
+    assert unreachable.status == WARN and "no Ray cluster answers at 127.0.0.2:1" in unreachable.detail
+    assert "ray start --head" in unreachable.remedy
 
 
 def test_missing_bwrap_warns_and_missing_gxx_fails(tmp_path):
@@ -126,7 +137,7 @@ def test_unknown_backend():
 def test_cli_json_parses():
     r = CliRunner().invoke(app, ["doctor", "--backend", "cpu", "--json"])
     data = json.loads(r.stdout)
-    assert data["backend"] == "cpu" and [c["name"] for c in data["checks"]] == ["python", "torch", "bubblewrap", "g++"]
+    assert data["backend"] == "cpu" and [c["name"] for c in data["checks"]] == ["python", "torch", "bubblewrap", "g++", "ray"]
     assert set(data["checks"][0]) == {"name", "status", "detail", "remedy"}
     assert r.exit_code == (0 if data["ok"] else 1) and data["ok"] == (data["counts"]["FAIL"] == 0)
 
