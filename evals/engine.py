@@ -27,11 +27,17 @@ import sys
 import time
 from typing import Any
 
-__all__ = ["ENV_PREFIXES", "EngineError", "RayEngine", "UnitLost", "die_with_parent", "forwarded_env", "loopback_only", "unit_resources"]
+__all__ = ["ENV_PREFIXES", "EngineError", "RayEngine", "UnitLost", "check_reachable", "die_with_parent", "forwarded_env", "loopback_only", "unit_resources"]
 
-# environment the units need from the harness's process (model endpoints, keys, local-model knobs)
 OBJECT_STORE_BYTES = 100 * 1024 * 1024  # Ray's floor is 75 MiB
+# environment the units need from the harness's process (model endpoints, keys, local-model knobs)
 ENV_PREFIXES = ("EVOKERNEL_", "HF_", "OPENAI_", "DEEPSEEK_", "OLLAMA_", "VLLM_", "TRANSFORMERS_", "ASCEND_")
+
+
+def _said(exc: BaseException) -> str:
+    """``Type: first line of the message`` (Ray's messages run to pages)."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
 
 
 class EngineError(RuntimeError):
@@ -107,7 +113,7 @@ class _UnitProcess:
                 os.killpg(self.proc.pid, signal.SIGKILL)
 
 
-def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
+def check_reachable(address: str, timeout_s: float = 5.0) -> None:
     """Fail fast on a cluster address nothing listens at (ray.init would retry for minutes)."""
     host, sep, port = address.removeprefix("ray://").rpartition(":")
     if not sep or not port.isdigit():
@@ -158,13 +164,13 @@ class RayEngine:
                     kw["resources"] = resources
                 self.started_here = True
             else:
-                _check_reachable(target)
+                check_reachable(target)
                 kw["address"] = target
             try:
                 ray.init(**kw)
             except Exception as exc:  # noqa: BLE001 - Ray raises several kinds; the user needs one sentence
                 where = "start a local Ray" if target == "local" else f"join the Ray cluster at {target}"
-                raise EngineError(f"could not {where}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
+                raise EngineError(f"could not {where}: {_said(exc)}") from None
         self.actor_class = ray.remote(max_concurrency=4, max_restarts=0)(_UnitProcess)
 
     def resources(self) -> dict[str, float]:
@@ -194,7 +200,7 @@ class RayEngine:
         try:
             return self.ray.get(ref)
         except (RayActorError, ActorDiedError, ActorUnavailableError, WorkerCrashedError) as exc:
-            raise UnitLost(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
+            raise UnitLost(_said(exc)) from None
 
     def interrupt(self, actor: Any) -> None:
         with contextlib.suppress(Exception):

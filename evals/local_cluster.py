@@ -69,15 +69,12 @@ class LocalCluster:
         active = r.stdout.split("Active:", 1)[1].split("Pending:", 1)[0]
         return len(re.findall(r"^\s*\d+\s+node_", active, re.M))
 
-    def _status_ok(self) -> bool:
-        return self.alive_nodes() > 0
-
     def __enter__(self) -> LocalCluster:
         self.tmp = tempfile.mkdtemp(prefix="rk", dir="/tmp")  # short: Ray's socket paths have a length limit
         try:
             deadline = time.monotonic() + self.timeout
             self._start(0)
-            while not self._status_ok():
+            while not self.alive_nodes():
                 if self.procs[0].poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError("the head node did not start")
                 time.sleep(0.5)

@@ -478,13 +478,13 @@ def check_ray(env: dict[str, str]) -> Check:
     if not address or address in ("local", "auto"):
         return Check("ray", OK, f"ray {ray_version}; evals start a private local Ray (set RAY_ADDRESS or pass "
                                 f"--ray HOST:PORT to use a cluster)")
-    from evokernel.evals.engine import EngineError, _check_reachable
+    from evokernel.evals.engine import EngineError, check_reachable
 
     try:
-        _check_reachable(address, timeout_s=3.0)
+        check_reachable(address, timeout_s=3.0)
     except EngineError as exc:
         return Check("ray", WARN, f"ray {ray_version}; RAY_ADDRESS={address}: {exc}",
-                     f"start the cluster (ray start --head) or unset RAY_ADDRESS")
+                     "start the cluster (ray start --head) or unset RAY_ADDRESS")
     return Check("ray", OK, f"ray {ray_version}; evals join the cluster at RAY_ADDRESS={address} (it answers)")
 
 
