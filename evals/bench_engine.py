@@ -76,7 +76,7 @@ def _run_harness(cfg: dict[str, Any], ray: str = "local", env: dict[str, str] | 
     return time.perf_counter() - t0
 
 
-def _run_pool(cfg: dict[str, Any], same_threads: bool = True) -> float:
+def _run_pool(cfg: dict[str, Any]) -> float:
     """The units of the same plan, run as plain subprocesses 2 at a time (the pre-Ray harness), plus the report."""
     from evokernel.evals import harness
     from evokernel.evals.config import make_config
@@ -86,9 +86,8 @@ def _run_pool(cfg: dict[str, Any], same_threads: bool = True) -> float:
     ed, meta = harness.prepare(c, "bench")
     groups = {g["name"]: g for g in meta["groups"]}
     units = [harness.Unit(**u) for u in meta["units"]]
-    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")
-    if same_threads:  # what Ray gives a 1-CPU actor's processes (OMP_NUM_THREADS = its CPUs)
-        env["OMP_NUM_THREADS"] = "1"
+    # OMP_NUM_THREADS=1: what Ray gives a 1-CPU actor's processes (the units' own torch threads)
+    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
 
     def one(u: harness.Unit) -> int:
         group, seed = u.arm.rsplit("/seed-", 1)

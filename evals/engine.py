@@ -144,7 +144,7 @@ def loopback_only() -> None:
 class RayEngine:
     """Connects to (or starts) Ray and runs units as :class:`_UnitProcess` actors."""
 
-    def __init__(self, address: str = "auto", num_cpus: int | None = None, resources: dict[str, float] | None = None):
+    def __init__(self, address: str = "auto", num_cpus: int | None = None):
         target = (os.environ.get("RAY_ADDRESS") or "local") if address == "auto" else address
         if target == "local":
             loopback_only()
@@ -160,8 +160,6 @@ class RayEngine:
                 # write to the eval directory): its minimum, not 30% of the machine's memory
                 kw.update(address="local", include_dashboard=False, _node_ip_address="127.0.0.1",
                           num_cpus=num_cpus or os.cpu_count() or 1, object_store_memory=OBJECT_STORE_BYTES)
-                if resources:
-                    kw["resources"] = resources
                 self.started_here = True
             else:
                 check_reachable(target)
