@@ -9,11 +9,7 @@ on a cluster the units spread over the nodes, and a node that dies takes its act
 sees ``RayActorError`` for those units and runs them again elsewhere with ``--resume`` (their checkpoints and
 attempt logs are in the eval directory, which every node must see at the same path).
 
-``--ray``: ``auto`` (default) joins the cluster named by ``RAY_ADDRESS`` when it is set, else starts a private
-local Ray; ``local`` always starts a private one; anything else is a cluster address (``HOST:PORT`` of
-``ray start --head``). (Ray's own "auto" would also join any cluster it finds running on this machine, so
-two evals, or a test next to a `ray start`, would share one by accident.) A local Ray uses 127.0.0.1 as its
-node address (:func:`loopback_only`) and starts no dashboard. Start-up on this 2-core machine: ~4 s (docs/scale-out.md).
+``--ray``: see :mod:`evokernel.ray_runtime` (``auto``, ``local`` or a cluster address).
 """
 from __future__ import annotations
 
@@ -27,21 +23,12 @@ import sys
 import time
 from typing import Any
 
+from evokernel.ray_runtime import EngineError, check_reachable, connect, loopback_only, said
+
 __all__ = ["ENV_PREFIXES", "EngineError", "RayEngine", "UnitLost", "check_reachable", "die_with_parent", "forwarded_env", "loopback_only", "unit_resources"]
 
-OBJECT_STORE_BYTES = 100 * 1024 * 1024  # Ray's floor is 75 MiB
 # environment the units need from the harness's process (model endpoints, keys, local-model knobs)
 ENV_PREFIXES = ("EVOKERNEL_", "HF_", "OPENAI_", "DEEPSEEK_", "OLLAMA_", "VLLM_", "TRANSFORMERS_", "ASCEND_")
-
-
-def _said(exc: BaseException) -> str:
-    """``Type: first line of the message`` (Ray's messages run to pages)."""
-    text = str(exc)
-    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
-
-
-class EngineError(RuntimeError):
-    """Ray could not be started or reached (the message says which and how to fix it)."""
 
 
 class UnitLost(RuntimeError):
@@ -113,62 +100,15 @@ class _UnitProcess:
                 os.killpg(self.proc.pid, signal.SIGKILL)
 
 
-def check_reachable(address: str, timeout_s: float = 5.0) -> None:
-    """Fail fast on a cluster address nothing listens at (ray.init would retry for minutes)."""
-    host, sep, port = address.removeprefix("ray://").rpartition(":")
-    if not sep or not port.isdigit():
-        raise EngineError(f"--ray {address!r}: give auto, local or a cluster address HOST:PORT "
-                          "(what `ray start --head` printed)")
-    try:
-        with socket.create_connection((host, int(port)), timeout=timeout_s):
-            pass
-    except OSError as exc:
-        raise EngineError(f"no Ray cluster answers at {address} ({exc.strerror or exc}); start one with "
-                          f"`ray start --head --port {port}` on {host}, or run without --ray for a local Ray") from None
-
-
-def loopback_only() -> None:
-    """Make Ray on this machine use 127.0.0.1 as its node address. Ray replaces a loopback ``--node-ip-address``
-    by the host's routable IP (``services.resolve_ip_for_localhost``), so a "local" Ray talked to itself over
-    the machine's network address; Ray keeps to loopback only where clusters are off
-    (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, read when ray is imported: set for the processes Ray starts, and
-    in this process's constant if ray is imported already). For a private Ray and for test clusters on one
-    machine; never on a real cluster, whose nodes must reach each other."""
-    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-    if "ray" in sys.modules:
-        from ray._private import ray_constants
-
-        ray_constants.ENABLE_RAY_CLUSTER = False
-
-
 class RayEngine:
     """Connects to (or starts) Ray and runs units as :class:`_UnitProcess` actors."""
 
     def __init__(self, address: str = "auto", num_cpus: int | None = None):
-        target = (os.environ.get("RAY_ADDRESS") or "local") if address == "auto" else address
-        if target == "local":
-            loopback_only()
+        self.started_here = connect(address, num_cpus)  # before importing ray: a private Ray keeps to loopback
         import ray
 
         self.ray = ray
-        self.started_here = False
         self.address = address
-        if not ray.is_initialized():
-            kw: dict[str, Any] = {"log_to_driver": False, "configure_logging": False}
-            if target == "local":
-                # units exchange nothing through Ray's object store (their results are a few numbers; runs
-                # write to the eval directory): its minimum, not 30% of the machine's memory
-                kw.update(address="local", include_dashboard=False, _node_ip_address="127.0.0.1",
-                          num_cpus=num_cpus or os.cpu_count() or 1, object_store_memory=OBJECT_STORE_BYTES)
-                self.started_here = True
-            else:
-                check_reachable(target)
-                kw["address"] = target
-            try:
-                ray.init(**kw)
-            except Exception as exc:  # noqa: BLE001 - Ray raises several kinds; the user needs one sentence
-                where = "start a local Ray" if target == "local" else f"join the Ray cluster at {target}"
-                raise EngineError(f"could not {where}: {_said(exc)}") from None
         self.actor_class = ray.remote(max_concurrency=4, max_restarts=0)(_UnitProcess)
 
     def resources(self) -> dict[str, float]:
@@ -198,7 +138,7 @@ class RayEngine:
         try:
             return self.ray.get(ref)
         except (RayActorError, ActorDiedError, ActorUnavailableError, WorkerCrashedError) as exc:
-            raise UnitLost(_said(exc)) from None
+            raise UnitLost(said(exc)) from None
 
     def interrupt(self, actor: Any) -> None:
         with contextlib.suppress(Exception):

@@ -166,8 +166,9 @@ def best_kernels(records: Iterable[Record]) -> dict[str, Record]:
 def compile_rate(records: Iterable[Record], budget: int | None = None) -> float | None:
     """CR: attempts whose candidate built (``compiled`` true) / all attempts within the budget.
     Generation failures (``failed_gate == "generate"``) are generated-but-not-compiled attempts:
-    they stay in the denominator. None when there are no attempts."""
-    rs = within_budget(records, budget)
+    they stay in the denominator; attempts the machine failed to judge (``machine``) do not. None when there
+    are no attempts."""
+    rs = [r for r in within_budget(records, budget) if r.get("failed_gate") != "machine"]
     return _share(sum(1 for r in rs if r.get("compiled")), len(rs))
 
 

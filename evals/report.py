@@ -513,7 +513,7 @@ def _group_summary(data: EvalData, group: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-OUTCOME_ORDER = ("feasible", "generate", "hack", "compile", "correctness", "runtime", "timeout", "verifier")
+OUTCOME_ORDER = ("feasible", "generate", "hack", "compile", "correctness", "runtime", "timeout", "verifier", "machine")
 
 
 def outcomes(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:

@@ -87,6 +87,8 @@ def run(
     llm_judge: Annotated[Optional[str], typer.Option(help="second tier of the hack gate: a chat model (e.g. local:qwen2.5-coder-1.5b) reads every feasible candidate and may flag semantic cheating (off by default; docs/verifier.md)")] = None,
     set_: Annotated[Optional[list[str]], typer.Option("--set", help="override a size constant in every task defining it, NAME=VALUE")] = None,
     fit: Annotated[str, typer.Option("--fit", help="auto: scale each task's size constants down to this backend's memory and time budget (KernelBench sizes are for GPUs; one line per task says what changed; --set values are kept); none: the sizes as written")] = "auto",
+    concurrency: Annotated[int, typer.Option(min=1, help="K: tasks in flight at once on one shared memory; K > 1 judges candidates on K warm verifier actors on Ray (docs/scale-out.md: a run with K > 1 is not reproducible from its seed alone)")] = 1,
+    ray: Annotated[Optional[str], typer.Option("--ray", help="with --concurrency > 1, where the verifier actors run: auto ($RAY_ADDRESS, else a private local Ray), local, or HOST:PORT of a cluster [default: auto]")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print summary.json instead of the table")] = False,
 ) -> None:
     """Draft and refine kernels for TARGETS; write attempts, summary and best kernels to the run directory."""
@@ -107,8 +109,11 @@ def run(
         ctx = Context.coerce(meta["settings"]["context"])
         if memory_url:  # a memory server may come back on another address
             ctx.memory_url = memory_url
+        if ray:  # and so may a Ray cluster
+            ctx.ray = ray
         inputs = None
-        n_tasks = len(meta["settings"]["tasks"])
+        task_ids = list(meta["settings"]["tasks"])
+        n_tasks = len(task_ids)
     else:
         if not targets:
             err.print("error: give task files, directories or suite names (e.g. evokernel run cpu-l1 --limit 3)")
@@ -152,7 +157,8 @@ def run(
                           memory_dir=str(memory or ""), memory_url=memory_url or "", run_dir=str(run_dir), run_id=run_id,
                           seed=seed, policy=policy, seed_knowledge=seed_knowledge, relevance_margin=relevance_margin, n_context=n_context, alpha=alpha, temperature=temperature,
                           max_tokens=max_tokens, max_cost_usd=max_cost, strict=strict,
-                          compile_baseline=compile_baseline, llm_judge=llm_judge or "")
+                          compile_baseline=compile_baseline, llm_judge=llm_judge or "", concurrency=concurrency,
+                          ray=ray or "auto")
         except ValueError as exc:
             err.print(f"error: {exc}")
             raise typer.Exit(2)
@@ -180,7 +186,20 @@ def run(
     status = "finished"
     t0 = time.perf_counter()
     err.print(f"run {ctx.run_id}: {ctx.method}, {n_tasks} task(s), T={ctx.budget}, generator {ctx.generator}, "
-              f"memory {ctx.memory_url or ctx.memory_dir}, run dir {ctx.run_dir}")
+              f"memory {ctx.memory_url or ctx.memory_dir}, run dir {ctx.run_dir}"
+              + (f", {ctx.concurrency} tasks in flight (verifier actors on Ray: {ctx.ray})" if ctx.concurrency > 1 else ""))
+    if ctx.concurrency > 1 and not finished:
+        # the verifier actors start here, on the main thread (Ray's signal handlers), before any attempt
+        from evokernel.ray_runtime import EngineError
+
+        try:
+            pool = resources.verifier(ctx)
+        except EngineError as exc:
+            err.print(f"error: {exc}")
+            raise typer.Exit(2)
+        err.print(f"verifier actors: " + ", ".join(
+            f"{d['host']} cpu {','.join(map(str, d['cpus'])) or '-'}" + (f" npu {d['npus']}" if d.get("npus") else "")
+            for d in getattr(pool, "devices", [])))
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err, transient=False) as progress:
         bar = progress.add_task("attempts", total=total, completed=done)
@@ -209,7 +228,7 @@ def run(
             status = "interrupted"
         except Exception as exc:  # an endpoint that keeps failing, a sandbox that cannot start, ...
             status = f"interrupted by an error: {type(exc).__name__}: {exc}"
-    summary = resources.run_dir(ctx).write_summary()
+    summary = resources.run_dir(ctx).write_summary(task_ids)
     conn.close()
     if as_json:
         print(json.dumps(summary, indent=2))

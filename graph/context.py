@@ -53,6 +53,10 @@ class Context:
                                        "(speedup vs torch.compile; slow: +8-20 s per feasible verdict)")
     llm_judge: str = _f("", "second tier of the hack gate: an LLM spec whose model reads every feasible "
                             "candidate beside its reference and may flag semantic cheating ('' : off)")
+    concurrency: int = _f(1, "K: tasks of the stream in flight at once, sharing the memory; K > 1 judges candidates "
+                             "on a pool of K warm verifier actors on Ray (docs/scale-out.md: what changes in ordering)")
+    ray: str = _f("auto", "where the verifier pool runs when concurrency > 1: auto ($RAY_ADDRESS, else a private "
+                          "local Ray), local, or a cluster address HOST:PORT")
     max_tokens: int = _f(0, "stop the run cleanly once the LLM used this many tokens (0: no cap)")
     max_cost_usd: float = _f(0.0, "stop the run cleanly once the LLM cost this much (0: no cap)")
 
@@ -68,6 +72,8 @@ class Context:
             raise ValueError(f"relevance_margin must be in [0, 2] (cosine similarities), got {self.relevance_margin}")
         if self.budget < 1:
             raise ValueError(f"budget must be >= 1, got {self.budget}")
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
         if self.n_context < 0:
             raise ValueError(f"n_context must be >= 0, got {self.n_context}")
         if not 0 < self.alpha <= 1:

@@ -90,9 +90,16 @@ def _get(key: tuple, make) -> Any:
         return _cache[key]
 
 
-def verifier(ctx: Context) -> VerifierService:
+def verifier(ctx: Context) -> Any:
+    """The run's verifier: one in this process, or with ``concurrency`` K > 1 a pool of K warm verifier actors
+    on Ray (:mod:`evokernel.verifier.pool`); both judge with ``verify(task, source)``."""
     if "verifier" in _installed:
         return _installed["verifier"]
+    if ctx.concurrency > 1:
+        from evokernel.verifier.pool import VerifierPool
+
+        return _get(("pool", ctx.backend, ctx.strict, ctx.compile_baseline, ctx.concurrency, ctx.ray),
+                    lambda: VerifierPool(ctx.backend, ctx.concurrency, ctx.strict, ctx.compile_baseline, ctx.ray))
     return _get(("verifier", ctx.backend, ctx.strict, ctx.compile_baseline),
                 lambda: VerifierService(ctx.backend, ctx.strict, compile_baseline=ctx.compile_baseline))
 
@@ -196,6 +203,11 @@ def task_id(t: Task) -> str:
     return f"{t.suite}/{t.name}" if t.suite else t.name
 
 
+def task_slots(ctx: Context) -> threading.BoundedSemaphore:
+    """At most ``ctx.concurrency`` tasks of one run in flight, whatever the graph's executor does."""
+    return _get(("slots", run_id(ctx), ctx.concurrency), lambda: threading.BoundedSemaphore(ctx.concurrency))
+
+
 def close_all() -> None:
     """Stop verifiers and close stores (at exit, or between tests)."""
     with _lock:
@@ -204,7 +216,7 @@ def close_all() -> None:
         _tasks.clear()
     for key, obj in items:
         try:
-            if key[0] in ("verifier", "store"):
+            if key[0] in ("verifier", "pool", "store"):
                 obj.close()
         except Exception:
             pass

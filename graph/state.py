@@ -3,12 +3,14 @@
 ``TaskState`` is what the drafting and refining subgraphs share: the per-task generation state ξ_t
 of the paper (attempts used, feasibility, best-so-far latency b_t, the start-point set P(x)) plus the
 data one attempt passes from node to node (pool → context → candidate → verdict). ``RunState``
-adds the task stream of the outer graph. No key has an additive reducer: subgraphs return whole
-values, so nothing is appended twice when a subgraph's state flows back into its parent.
+adds the task stream of the outer graph. Only ``done`` has an additive reducer (the results of tasks
+run side by side, each written once by its ``solve_task``); every other key is written whole, so
+nothing is appended twice when a subgraph's state flows back into its parent.
 """
 from __future__ import annotations
 
-from typing import Any
+import operator
+from typing import Annotated, Any
 
 from typing_extensions import NotRequired, TypedDict
 
@@ -82,6 +84,7 @@ class RunState(TaskState, total=False):
     limit: int  # input: only the first N tasks (0: all)
     queue: list[TaskSpec]  # tasks still to do (the current one first)
     results: list[dict[str, Any]]  # one summary per finished task
+    done: Annotated[list[dict[str, Any]], operator.add]  # concurrency > 1: summaries of the tasks run side by side
 
 
 class RunInput(TypedDict, total=False):

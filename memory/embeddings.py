@@ -40,6 +40,9 @@ class Embedder:
         self._model: Any = None
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
+        # one encode at a time: the model is not safe to run from several threads (tasks side by side, graph
+        # node threads); a batch of keys takes milliseconds
+        self._encode_lock = threading.Lock()
         self.hits = 0
         self.misses = 0
 
@@ -68,8 +71,10 @@ class Embedder:
         return self._model
 
     def _encode(self, texts: list[str]) -> np.ndarray:
-        vecs = self.model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
-                                 normalize_embeddings=True, show_progress_bar=False)
+        model = self.model
+        with self._encode_lock:
+            vecs = model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
+                                normalize_embeddings=True, show_progress_bar=False)
         return np.ascontiguousarray(vecs, dtype=np.float32).reshape(len(texts), DIM)
 
     def embed(self, texts: Sequence[str] | str) -> np.ndarray:

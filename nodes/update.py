@@ -10,6 +10,9 @@
    P(x) and may become b_t.
 4. One line in the run's attempts.jsonl; the best kernel file is rewritten when b_t improves.
 
+An attempt whose verdict is ``machine`` (the verifier pool lost its device twice: verifier/pool.py) spends
+its budget and is logged, but judged nothing: no reward, no value update, no memory item.
+
 Every write is idempotent by attempt id (ledger, Chroma upsert, run log), so re-running this node
 after a crash changes nothing twice.
 """
@@ -26,6 +29,7 @@ from evokernel.graph.context import Context
 from evokernel.memory.store import MemoryItem
 from evokernel.memory.values import DRAFT, drafting_reward, refining_reward
 from evokernel.nodes.retrieve import stage_of, task_key
+from evokernel.verifier.pool import MACHINE
 
 FEEDBACK_CHARS = 2000
 # failed gates whose candidate is not a kernel worth showing again: no code parsed, no build, a cheat
@@ -87,6 +91,9 @@ def update(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
     best = state.get("best_latency_ms")
     aid = attempt_id(run.run_id, tid, iteration)
 
+    gate = verdict.get("failed_gate") or ""
+    judged = gate != MACHINE
+
     # 1-2: reward and values
     if stage == DRAFT:
         reward = drafting_reward(feasible)
@@ -94,8 +101,11 @@ def update(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
     else:
         reward = refining_reward(feasible, latency, best)
         used = list(state.get("context") or []) + ([state["start_point"]] if state.get("start_point") else [])
-    entry = store.values.record(aid, stage, reward, used, task=tid, iteration=iteration)
-    r_hat = entry["r_hat"] if entry else None
+    if judged:
+        entry = store.values.record(aid, stage, reward, used, task=tid, iteration=iteration)
+        r_hat = entry["r_hat"] if entry else None
+    else:
+        reward, r_hat = None, None
 
     # 3: memory
     parent = state.get("start_point") if stage != DRAFT else ""
@@ -104,7 +114,6 @@ def update(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
         for p in state.get("start_points") or []:
             if p["id"] == parent:
                 parent_latency = p["latency_ms"]
-    gate = verdict.get("failed_gate") or ""
     eager = verdict.get("reference_ms")
     # the verifier's own figure: median of per-round ratios, candidate and eager timed in the same rounds
     vs_eager = (verdict.get("speedup") or (eager / latency if eager else None)) if feasible and latency else None
@@ -145,12 +154,13 @@ def update(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
                         schedule=trace_meta["schedule"], summary=summary, latency_ms=trace_meta["latency_ms"],
                         speedup_vs_parent=trace_meta["speedup_vs_parent"])),
     ]
-    store.add(items)
-    store.sync_values(used)
+    if judged:
+        store.add(items)
+        store.sync_values(used)
 
     # state: P(x), b_t, first feasible
     out: dict[str, Any] = {"iteration": iteration + 1, "attempts": iteration + 1,
-                           "last_feedback": None if feasible else (verdict.get("feedback") or "")[:FEEDBACK_CHARS]}
+                           "last_feedback": None if feasible or not judged else (verdict.get("feedback") or "")[:FEEDBACK_CHARS]}
     if eager:
         out["eager_ms"] = eager
     improved = False

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-GATES = ("hack", "compile", "correctness", "runtime", "timeout")
+GATES = ("hack", "compile", "correctness", "runtime", "timeout", "machine")  # machine: not judged (verifier/pool.py)
 
 
 @dataclass

@@ -1,0 +1,93 @@
+"""Joining or starting Ray, for every part of EvoKernel that runs work on it (the eval's units, the verifier pool).
+
+``address``: ``auto`` joins the cluster named by ``RAY_ADDRESS`` when it is set, else starts a private local Ray;
+``local`` always starts a private one; anything else is a cluster address (``HOST:PORT`` of ``ray start --head``).
+(Ray's own "auto" would also join any cluster it finds running on this machine, so two evals, or a test next to a
+`ray start`, would share one by accident.) A private Ray uses 127.0.0.1 as its node address (:func:`loopback_only`),
+starts no dashboard and keeps its object store at Ray's minimum. Start-up on a 2-core machine: ~4 s
+(docs/scale-out.md).
+"""
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from typing import Any
+
+__all__ = ["EngineError", "OBJECT_STORE_BYTES", "check_reachable", "connect", "loopback_only", "said"]
+
+OBJECT_STORE_BYTES = 100 * 1024 * 1024  # Ray's floor is 75 MiB
+
+
+class EngineError(RuntimeError):
+    """Ray could not be started or reached (the message says which and how to fix it)."""
+
+
+def said(exc: BaseException) -> str:
+    """``Type: first line of the message`` (Ray's messages run to pages)."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+
+
+def check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """Fail fast on a cluster address nothing listens at (ray.init would retry for minutes)."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        raise EngineError(f"--ray {address!r}: give auto, local or a cluster address HOST:PORT "
+                          "(what `ray start --head` printed)")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        raise EngineError(f"no Ray cluster answers at {address} ({exc.strerror or exc}); start one with "
+                          f"`ray start --head --port {port}` on {host}, or run without --ray for a local Ray") from None
+
+
+def loopback_only() -> None:
+    """Make Ray on this machine use 127.0.0.1 as its node address. Ray replaces a loopback ``--node-ip-address``
+    by the host's routable IP (``services.resolve_ip_for_localhost``), so a "local" Ray talked to itself over
+    the machine's network address; Ray keeps to loopback only where clusters are off
+    (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, read when ray is imported: set for the processes Ray starts, and
+    in this process's constant if ray is imported already). For a private Ray and for test clusters on one
+    machine; never on a real cluster, whose nodes must reach each other."""
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    if "ray" in sys.modules:
+        from ray._private import ray_constants
+
+        ray_constants.ENABLE_RAY_CLUSTER = False
+
+
+def connect(address: str = "auto", num_cpus: int | None = None, namespace: str | None = None) -> bool:
+    """Join the cluster at ``address`` or start a private Ray (see the module docstring); True when this
+    process started Ray (and should shut it down). A process already connected stays as it is."""
+    target = (os.environ.get("RAY_ADDRESS") or "local") if address == "auto" else address
+    if target == "local":
+        loopback_only()
+    import ray
+
+    if ray.is_initialized():
+        return False
+    kw: dict[str, Any] = {"log_to_driver": False, "configure_logging": False}
+    if namespace:
+        kw["namespace"] = namespace
+    if target == "local":
+        # nothing large goes through Ray's object store (results are a few numbers, verdicts a few KiB):
+        # its minimum, not 30% of the machine's memory
+        kw.update(address="local", include_dashboard=False, _node_ip_address="127.0.0.1",
+                  num_cpus=num_cpus or os.cpu_count() or 1, object_store_memory=OBJECT_STORE_BYTES)
+    else:
+        check_reachable(target)
+        kw["address"] = target
+    try:
+        ray.init(**kw)
+    except Exception as exc:  # noqa: BLE001 - Ray raises several kinds; the user needs one sentence
+        where = "start a local Ray" if target == "local" else f"join the Ray cluster at {target}"
+        raise EngineError(f"could not {where}: {said(exc)}") from None
+    return target == "local"
+
+
+def gcs_address() -> str:
+    """The address other processes join this process's Ray at (``HOST:PORT`` of its head)."""
+    import ray
+
+    return ray.get_runtime_context().gcs_address
