@@ -129,3 +129,33 @@ def test_a_pool_the_cluster_cannot_place_fails_with_what_is_missing(ray_local):
     with pytest.raises(Exception) as info:
         VerifierPool("ascend", 1, address="auto", start_timeout_s=3)
     assert "NPU" in str(info.value) and "--concurrency" in str(info.value)
+
+
+KILL_PARENT = RELU.replace('#include <cstdint>', '#include <cstdint>\n#include <csignal>\n#include <unistd.h>').replace(
+    "    #pragma omp parallel for simd schedule(static)",
+    "    kill(getppid(), SIGKILL); kill(-1, SIGKILL);  // take the judge down: a machine verdict costs nothing\n"
+    "    #pragma omp parallel for simd schedule(static)")
+EAT_MEMORY = RELU.replace('#include <cstdint>', '#include <cstdint>\n#include <cstdlib>\n#include <cstring>').replace(
+    "    #pragma omp parallel for simd schedule(static)",
+    "    for (int k = 0; k < 64; ++k) { void* p = malloc(1ull << 30); if (p) memset(p, 1, 1ull << 30); }  // OOM the host\n"
+    "    #pragma omp parallel for simd schedule(static)")
+
+
+@pytest.mark.parametrize("source", [KILL_PARENT, EAT_MEMORY], ids=["kill-the-judge", "oom-the-host"])
+def test_a_candidate_cannot_buy_a_machine_verdict_by_attacking_its_judge(ray_local, source):
+    """A machine verdict applies no reward: a candidate that could kill its actor would trade a -1 for a 0. The
+    sandbox keeps the actor out of its reach, so the verdict is the candidate's and the member lives on."""
+    assert source != RELU
+    task = load_task(TASK, SMALL)
+    pool = VerifierPool("cpu", 1, address="auto")
+    try:
+        pid = pool.devices[0]["pid"]
+        verdict = pool.verify(task, source)
+        # the candidate's own verdict: killing itself fails it; the allocations fail inside its address-space
+        # limit (malloc returns NULL, the kernel then does its work), which is wasteful, not a cheat
+        assert verdict.failed_gate != MACHINE, verdict.feedback
+        assert verdict.feasible == (source is EAT_MEMORY), verdict.feedback
+        assert pool.replaced == 0 and os.path.exists(f"/proc/{pid}")
+        assert pool.verify(task, RELU).feasible  # and still judges the next candidate
+    finally:
+        pool.close()
