@@ -63,6 +63,9 @@ def connect(address: str = "auto", num_cpus: int | None = None, namespace: str |
     target = (os.environ.get("RAY_ADDRESS") or "local") if address == "auto" else address
     if target == "local":
         loopback_only()
+        # token authentication, what Ray 2.60 picks for a new local cluster anyway, asked for explicitly: Ray
+        # then creates the token if needed and does not print a notice about the default on every start
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
     import ray
 
     if ray.is_initialized():
