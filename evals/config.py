@@ -76,6 +76,7 @@ class EvalConfig(BaseModel):
     memory_from: str = Field("", description="export file (evokernel memory export) for memory mode `exported`")
     workers: int = Field(1, ge=1, description="runs (or task shards) executed at the same time, each its own process")
     ray: str = Field("auto", min_length=1, description="Ray to run the units on: auto (the cluster in RAY_ADDRESS, else a local Ray), local, or a cluster address HOST:PORT")
+    concurrency: int = Field(1, ge=1, description="K: tasks of a unit's stream in flight at once, their candidates judged by K verifier actors on the eval's Ray (evokernel run --concurrency; a unit with K > 1 is not reproducible from its seed alone)")
     memory_server: bool = Field(False, description="with workers > 1, also split shared-memory streams into parallel shards served by one Chroma server per arm")
     n_context: int = Field(4, ge=0, description="N: memory items in the generator's context")
     alpha: float = Field(0.1, gt=0, le=1, description="value step size α")

@@ -42,9 +42,13 @@ def forwarded_env() -> dict[str, str]:
     return env
 
 
-def unit_resources(backend: str) -> dict[str, float]:
+def unit_resources(backend: str, concurrency: int = 1) -> dict[str, float]:
     """What one unit holds while it runs: a CPU (its process; cpu timing is single-threaded), and an NPU
-    for the ascend backend (a custom resource the hosts declare: ``ray start --resources '{"NPU": 8}'``)."""
+    for the ascend backend (a custom resource the hosts declare: ``ray start --resources '{"NPU": 8}'``).
+    A unit with ``concurrency`` > 1 judges nothing itself: its K verifier actors hold the devices
+    (verifier/pool.py), so the unit's process holds none (it generates, retrieves and waits)."""
+    if concurrency > 1:
+        return {"CPU": 0.0}
     res: dict[str, float] = {"CPU": 1.0}
     if backend == "ascend":
         res["NPU"] = 1.0
@@ -113,6 +117,10 @@ class RayEngine:
 
     def resources(self) -> dict[str, float]:
         return dict(self.ray.cluster_resources())
+
+    def unit_address(self) -> str:
+        """Where a unit's process joins this Ray (its verifier actors): the head's ``HOST:PORT``."""
+        return self.ray.get_runtime_context().gcs_address
 
     def nodes(self) -> list[dict[str, Any]]:
         return [n for n in self.ray.nodes() if n.get("Alive")]

@@ -54,7 +54,7 @@ from typing import Any, Callable
 
 from evokernel.evals.config import ConfigError, EvalConfig
 from evokernel.evals.engine import UnitLost, unit_resources
-from evokernel.evals.memory_server import ChromaServer
+from evokernel.evals.memory_server import LOOPBACK, ChromaServer, server_host
 from evokernel.run import safe_name
 
 EVAL_JSON = "eval.json"
@@ -319,10 +319,12 @@ def _interrupt(signum: int, frame: Any) -> None:
 
 
 def unit_command(cfg: EvalConfig, group: dict[str, Any], seed: int, u: Unit, out: Path, resume: bool,
-                 memory_url: str | None) -> list[str]:
+                 memory_url: str | None, ray_address: str | None = None) -> list[str]:
     base = [sys.executable, "-m", "evokernel", "run"]
     rd = str(out / u.run_dir)
     url = ["--memory-url", memory_url] if memory_url else []
+    if cfg.concurrency > 1 and ray_address:  # the unit's verifier actors join the eval's Ray
+        url += ["--ray", ray_address]
     if resume:
         return base + ["--resume", "--run-dir", rd] + url
     cmd = base + list(u.targets) + [
@@ -330,6 +332,8 @@ def unit_command(cfg: EvalConfig, group: dict[str, Any], seed: int, u: Unit, out
         "--policy", group["policy"] or "value", "--budget", str(cfg.budget), "--seed", str(seed),
         "--n-context", str(cfg.n_context), "--alpha", str(cfg.alpha), "--temperature", str(cfg.temperature),
         "--max-tokens", str(cfg.max_tokens), "--max-cost", str(cfg.max_cost)]
+    if cfg.concurrency > 1:
+        cmd += ["--concurrency", str(cfg.concurrency)]
     if group["memory"] == "none":
         cmd += ["--seed-knowledge", "format"]
     if cfg.relevance_margin:
@@ -384,6 +388,9 @@ class Runner:
         self.poll_s = poll_s
         self.running: dict[str, _Running] = {}
         self.servers: dict[str, ChromaServer] = {}
+        self.memory_host = LOOPBACK  # where the arms' Chroma servers listen (the node's address on a cluster)
+        self.ledger_owner: Any = None  # memory.value_service.OwnerHandle on a cluster
+        self._env_before: dict[str, str | None] = {}
         (ed.path / "logs").mkdir(parents=True, exist_ok=True)
 
     # -- bookkeeping
@@ -448,15 +455,17 @@ class Runner:
         if u.server:
             if u.arm not in self.servers:
                 self.servers[u.arm] = ChromaServer(self.ed.path / u.memory,
-                                                   self.ed.path / "logs" / f"{safe_name(u.arm)}__chroma.log")
+                                                   self.ed.path / "logs" / f"{safe_name(u.arm)}__chroma.log",
+                                                   host=self.memory_host)
             url = self.servers[u.arm].url
         resume = (self.ed.path / u.run_dir / "run.json").exists()
         # absolute paths: the unit may run on another node (which sees the eval directory at the same path)
-        cmd = unit_command(self.cfg, group, seed, u, self.ed.path.resolve(), resume, url)
+        address = self.engine.unit_address() if self.cfg.concurrency > 1 else None
+        cmd = unit_command(self.cfg, group, seed, u, self.ed.path.resolve(), resume, url, address)
         logp = self.ed.path / "logs" / f"{safe_name(u.key.replace('/', '__'))}.log"
         with logp.open("ab") as log:
             log.write(f"\n$ {shlex.join(cmd)}\n".encode())
-        actor, ref = self.engine.submit(cmd, os.getcwd(), str(logp.resolve()), unit_resources(self.cfg.backend))
+        actor, ref = self.engine.submit(cmd, os.getcwd(), str(logp.resolve()), unit_resources(self.cfg.backend, self.cfg.concurrency))
         self.running[u.key] = _Running(u, actor, ref, time.monotonic())
         self._set(u, status="running", log=str(logp.relative_to(self.ed.path)), resumed=resume)
         self.on_event("start", {"unit": u.key, "resume": resume, "log": str(logp)})
@@ -506,8 +515,12 @@ class Runner:
                 from evokernel.evals.engine import RayEngine
 
                 self.engine = RayEngine(self.ray_address)
+            self._open_cluster_memory()
+            if own_engine:
                 self.on_event("engine", {"address": self.ray_address, "started_here": self.engine.started_here,
-                                         "resources": self.engine.resources(), "nodes": len(self.engine.nodes())})
+                                         "resources": self.engine.resources(), "nodes": len(self.engine.nodes()),
+                                         "memory_host": self.memory_host,
+                                         "ledger_owner": self.ledger_owner.setting if self.ledger_owner else ""})
             while True:
                 self._reap()
                 for u in self.units:
@@ -536,12 +549,39 @@ class Runner:
             for server in self.servers.values():
                 server.stop()
             self.servers.clear()
+            self._close_cluster_memory()
             if own_engine and self.engine is not None:
                 self.engine.shutdown()
                 self.engine = None
             if main:
                 signal.signal(signal.SIGTERM, previous)
         return "finished" if all(self.status(u) == "done" for u in self.units) else "failed"
+
+    def _open_cluster_memory(self) -> None:
+        """On a cluster (the engine joined one): the arms' Chroma servers listen on this node's address, and one
+        owner actor (on this node) writes every value ledger of the eval, which units and imports reach through
+        EVOKERNEL_VALUE_LEDGER (memory/value_service.py); flock over the shared filesystem is no guarantee across
+        hosts. A private local Ray keeps loopback and flock (one host, a local filesystem: no actor to run)."""
+        self.memory_host = server_host(self.engine)
+        if getattr(self.engine, "started_here", True):
+            return
+        from evokernel.memory.value_service import start_owner
+
+        self.ledger_owner = start_owner(self.ed.path.resolve())
+        env = self.ledger_owner.env()  # forwarded to every unit (EVOKERNEL_*), inherited by imports
+        self._env_before = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+
+    def _close_cluster_memory(self) -> None:
+        for k, v in self._env_before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        self._env_before = {}
+        if self.ledger_owner is not None:
+            self.ledger_owner.stop()
+            self.ledger_owner = None
 
     def stop(self, grace_s: float = 120.0) -> None:
         """One SIGINT to every running unit, then wait (a second Ctrl-C or the grace period: kill)."""

@@ -75,6 +75,7 @@ def eval_cmd(
     memory_from: Annotated[Optional[Path], typer.Option(help="export file for memory mode exported")] = None,
     workers: Annotated[Optional[int], typer.Option(min=1, help="units run at the same time, each its own process")] = None,
     ray: Annotated[Optional[str], typer.Option("--ray", help="where units run: auto (the cluster in RAY_ADDRESS, else a local Ray), local, or a cluster address HOST:PORT (docs/scale-out.md)")] = None,
+    concurrency: Annotated[Optional[int], typer.Option(min=1, help="K: tasks of each unit in flight at once, judged by K verifier actors on the eval's Ray (docs/scale-out.md)")] = None,
     memory_server: Annotated[Optional[bool], typer.Option("--memory-server/--no-memory-server", help="with workers > 1, also shard shared-memory streams over one Chroma server per arm")] = None,
     n_context: Annotated[Optional[int], typer.Option(min=0, help="N: memory items in the context")] = None,
     alpha: Annotated[Optional[float], typer.Option(help="value step size α")] = None,
@@ -101,7 +102,7 @@ def eval_cmd(
                  "set": _overrides(set_) if set_ else None, "fit": _fit_mode(fit) if fit is not None else None,
                  "backend": backend, "generator": generator,
                  "models": model, "budget": budget, "seeds": _seeds(seeds), "methods": method, "policies": policy,
-                 "memory": memory, "variants": variant, "memory_from": str(memory_from) if memory_from else None, "workers": workers, "ray": ray,
+                 "memory": memory, "variants": variant, "memory_from": str(memory_from) if memory_from else None, "workers": workers, "ray": ray, "concurrency": concurrency,
                  "memory_server": memory_server, "n_context": n_context, "alpha": alpha, "relevance_margin": relevance_margin,
                  "temperature": temperature, "max_tokens": max_tokens, "max_cost": max_cost, "strict": strict,
                  "compile_baseline": compile_baseline, "trajectories": trajectory}

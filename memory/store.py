@@ -49,7 +49,7 @@ from urllib.parse import urlparse
 import numpy as np
 
 from .embeddings import DIM, Embedder, get_embedder
-from .values import ValueLedger
+from .value_service import LedgerOwnerError, open_ledger
 
 KINDS = ("seed", "experience", "trace", "best_practice")
 VALUE_KEYS = ("q1", "q2", "n1", "n2", "last_r1", "last_r2")
@@ -298,7 +298,12 @@ class MemoryStore:
         except Exception as e:
             self._release()
             raise MemoryStoreError(f"cannot open collection {collection!r}: {e}") from None
-        self.values = ValueLedger(self.path / "values.jsonl", alpha=alpha)
+        try:
+            # the file under flock, or through its owner on a Ray cluster (EVOKERNEL_VALUE_LEDGER)
+            self.values = open_ledger(self.path / "values.jsonl", alpha=alpha)
+        except (LedgerOwnerError, ValueError) as e:  # no owner reachable; a directory the owner does not serve
+            self._release()
+            raise MemoryStoreError(str(e)) from None
 
         # the mirror (loaded on first use)
         self._loaded = False

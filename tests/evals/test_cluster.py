@@ -66,3 +66,10 @@ def test_units_spread_over_two_nodes_and_a_killed_nodes_unit_resumes_on_the_othe
         ledger = [json.loads(x) for x in (out / "arms" / u.rsplit("/", 1)[0] / "memory/values.jsonl").read_text().splitlines()]
         ids = [e["attempt_id"] for e in ledger if not e["attempt_id"].startswith(("import:", "seed:"))]
         assert sorted(ids) == sorted(a["attempt_id"] for a in after)
+        # written through the eval's ledger owner (units on both nodes): every q_before is the fold's at its line
+        q = {}
+        for e in ledger:
+            for upd in e.get("updates", []):
+                key = (upd["item"], e["stage"])
+                assert upd["q_before"] == q.get(key, 0.0), (e["attempt_id"], upd)
+                q[key] = upd["q_after"]

@@ -1,6 +1,7 @@
 """Ray as the eval's engine: units as actors, a lost actor's unit resumed, the interrupt reaching the unit."""
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -55,6 +56,27 @@ def test_units_carry_the_harness_settings_and_resources(monkeypatch):
     assert env["EVOKERNEL_LOCAL_GRAMMAR"] == "0" and env["OPENAI_BASE_URL"].startswith("http://127.0.0.1")
     assert "UNRELATED_SECRET" not in env and env["PYTHONUNBUFFERED"] == "1"
     assert unit_resources("cpu") == {"CPU": 1.0} and unit_resources("ascend") == {"CPU": 1.0, "NPU": 1.0}
+    # with K verifier actors the unit judges nothing itself: the actors hold the cores and NPUs
+    assert unit_resources("cpu", 2) == {"CPU": 0.0} and unit_resources("ascend", 4) == {"CPU": 0.0}
+
+
+def test_a_unit_with_concurrency_judges_on_verifier_actors_of_the_evals_ray(engine, tmp_path):
+    """``concurrency = 2``: the unit joins the eval's Ray (the harness passes its address) and its two tasks run
+    side by side, judged by two verifier actors on the two cores of the cluster."""
+    cfg = make_config({"tasks": ["cpu-l1/01_relu", "cpu-l1/02_leaky_relu"], "budget": 2, "out": str(tmp_path / "e"),
+                       "set": SMALL, "concurrency": 2})
+    ed, meta = harness.prepare(cfg, "test")
+    events = []
+    runner = harness.Runner(ed, meta, engine=engine, on_event=lambda k, d: events.append((k, d)), poll_s=0.1)
+    assert runner.run() == "finished", events
+    log = (tmp_path / "e" / "logs" / "evokernel__seed-0__all.log").read_text()
+    assert f"--concurrency 2 --ray {engine.unit_address()}" in log or (
+        "--concurrency 2" in log and f"--ray {engine.unit_address()}" in log)
+    cores = re.search(r"verifier actors: (.*)", log).group(1)
+    assert len(set(re.findall(r"cpu (\d+)", cores))) == 2, log[-2000:]
+    after = load_attempts(tmp_path / "e" / "arms/evokernel/seed-0/runs/all/attempts.jsonl")
+    assert sorted((a["task"], a["iteration"]) for a in after) == [
+        (t, i) for t in ("cpu-l1/01_relu", "cpu-l1/02_leaky_relu") for i in range(2)]
 
 
 def test_a_unit_whose_actor_dies_is_resumed_with_no_attempt_redone(engine, tmp_path):
