@@ -230,6 +230,8 @@ def run(
             status = f"interrupted by an error: {type(exc).__name__}: {exc}"
     summary = resources.run_dir(ctx).write_summary(task_ids)
     conn.close()
+    # verifier actors release their cores now, while Ray is still connected (at exit Ray may go first)
+    resources.close_all()
     if as_json:
         print(json.dumps(summary, indent=2))
     else:

@@ -14,7 +14,7 @@ import socket
 import sys
 from typing import Any
 
-__all__ = ["EngineError", "OBJECT_STORE_BYTES", "check_reachable", "connect", "loopback_only", "said"]
+__all__ = ["EngineError", "OBJECT_STORE_BYTES", "check_reachable", "cluster_mode", "connect", "loopback_only", "said"]
 
 OBJECT_STORE_BYTES = 100 * 1024 * 1024  # Ray's floor is 75 MiB
 
@@ -57,6 +57,17 @@ def loopback_only() -> None:
         ray_constants.ENABLE_RAY_CLUSTER = False
 
 
+def cluster_mode() -> None:
+    """Undo :func:`loopback_only` in this process (Ray's default: find the node address as a cluster member),
+    for a process that ran a private Ray and now joins a cluster: with loopback only, Ray looks for its node at
+    127.0.0.1 and finds no raylet of the cluster there ("Failed to connect to Ray cluster")."""
+    os.environ.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
+    if "ray" in sys.modules:
+        from ray._private import ray_constants
+
+        ray_constants.ENABLE_RAY_CLUSTER = not ray_constants.IS_WINDOWS_OR_OSX
+
+
 def connect(address: str = "auto", num_cpus: int | None = None, namespace: str | None = None) -> bool:
     """Join the cluster at ``address`` or start a private Ray (see the module docstring); True when this
     process started Ray (and should shut it down). A process already connected stays as it is."""
@@ -66,6 +77,9 @@ def connect(address: str = "auto", num_cpus: int | None = None, namespace: str |
         # token authentication, what Ray 2.60 picks for a new local cluster anyway, asked for explicitly: Ray
         # then creates the token if needed and does not print a notice about the default on every start
         os.environ.setdefault("RAY_AUTH_MODE", "token")
+        # Ray waits 30 s for a new head's GCS to publish its port; on a loaded 2-core machine (an eval beside a
+        # local LLM, a test suite) that was measured to run out ("Failed to start GCS")
+        os.environ.setdefault("RAY_gcs_server_port_wait_time_s", "120")
     import ray
 
     if ray.is_initialized():
@@ -80,6 +94,10 @@ def connect(address: str = "auto", num_cpus: int | None = None, namespace: str |
                   num_cpus=num_cpus or os.cpu_count() or 1, object_store_memory=OBJECT_STORE_BYTES)
     else:
         check_reachable(target)
+        if target.removeprefix("ray://").rpartition(":")[0] in ("127.0.0.1", "localhost"):
+            loopback_only()  # a private Ray of this machine (an eval's, joined by its units): keep to loopback
+        else:
+            cluster_mode()  # a cluster member, whatever a private Ray of this process set before
         kw["address"] = target
     try:
         ray.init(**kw)

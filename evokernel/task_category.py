@@ -59,10 +59,11 @@ from __future__ import annotations
 
 import builtins
 import re
-import threading
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
+
+from evokernel.torch_trace import FX_LOCK as _lock  # one lock for every fx trace of the process
 
 UNCATEGORIZED = "uncategorized"
 CATEGORIES = ("matmul", "convolution", "attention", "fusion", "normalization", "pooling", "softmax", "reduction",
@@ -415,7 +416,6 @@ def _torch_modes() -> tuple[type, type]:
 
 
 _MODES: tuple[type, type] | None = None
-_lock = threading.Lock()
 
 
 def _modes() -> tuple[type, type]:

@@ -40,9 +40,11 @@ class Embedder:
         self._model: Any = None
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
-        # one encode at a time: the model is not safe to run from several threads (tasks side by side, graph
-        # node threads); a batch of keys takes milliseconds
-        self._encode_lock = threading.Lock()
+        # one encode at a time, and never while torch.fx traces in another thread (it patches nn.Module calls
+        # process-wide: evokernel/torch_trace.py); a batch of keys takes milliseconds
+        from evokernel.torch_trace import FX_LOCK
+
+        self._encode_lock = FX_LOCK
         self.hits = 0
         self.misses = 0
 

@@ -30,6 +30,7 @@ import queue
 import socket
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -50,11 +51,16 @@ def device_resources(backend: str) -> dict[str, float]:
     return res
 
 
+SLOTS_ENV = "EVOKERNEL_CPU_SLOTS"  # a directory of core locks other than the host's (tests, separate tenants)
+CLAIM_WAIT_S = 30.0  # a member of a pool that just closed may hold its core a moment longer (Ray kills lazily)
+
+
 def _slot_dir() -> Path:
     """Node-local (never the shared cache): the core locks of this host's verifier actors."""
+    explicit = os.environ.get(SLOTS_ENV)
     base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
-    d = Path(base) / f"evokernel-cpu-slots-{os.getuid()}"
-    d.mkdir(mode=0o700, exist_ok=True)
+    d = Path(explicit) if explicit else Path(base) / f"evokernel-cpu-slots-{os.getuid()}"
+    d.mkdir(mode=0o700, parents=True, exist_ok=True)
     return d
 
 
@@ -92,7 +98,11 @@ class VerifierActor:
         self.cpus: list[int] = []
         self._locks: list[Any] = []
         if backend != "ascend":
+            deadline = time.monotonic() + CLAIM_WAIT_S
             self.cpus, self._locks = claim_cpus(1)
+            while not self.cpus and time.monotonic() < deadline:
+                time.sleep(0.5)
+                self.cpus, self._locks = claim_cpus(1)
             if self.cpus:
                 # this thread's affinity is inherited by the service thread and the sandboxes it starts
                 os.sched_setaffinity(0, self.cpus)

@@ -18,10 +18,13 @@ SMALL = {"batch_size": 16, "dim": 1024}
 
 
 @pytest.fixture(scope="module")
-def engine():
+def engine(tmp_path_factory):
+    # verifier actors of this module's units claim cores among themselves (other modules may run pools beside them)
+    os.environ["EVOKERNEL_CPU_SLOTS"] = str(tmp_path_factory.mktemp("cpu-slots"))
     e = RayEngine("local", num_cpus=2)
     yield e
     e.shutdown()
+    os.environ.pop("EVOKERNEL_CPU_SLOTS", None)
 
 
 def test_a_unit_runs_on_a_node_and_an_interrupt_reaches_it(engine, tmp_path):

@@ -118,7 +118,7 @@ ATTEMPT = re.compile(r"^\s+(cpu-l1/\S+)\s+(\d+)/\d+\s")
 def test_cli_concurrency_on_ray_interrupted_and_resumed_redoes_no_attempt(tmp_path):
     """Through the CLI: K = 2 verifier actors on a private Ray, each on its own core; SIGINT mid-run; --resume
     finishes the stream without judging any attempt twice and with one ledger line per attempt."""
-    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    env = dict(os.environ, HF_HUB_OFFLINE="1", EVOKERNEL_CPU_SLOTS=str(tmp_path / "cpu-slots"))
     exe = [sys.executable, "-m", "evokernel", "run"]
     common = ["--memory", str(tmp_path / "mem"), "--run-dir", str(tmp_path / "run")]
     proc = subprocess.Popen(exe + ["cpu-l1", "--limit", "4", "-T", "3", "--concurrency", "2", *common],

@@ -17,9 +17,11 @@ SMALL = {"batch_size": 8, "dim": 4096}
 
 
 @pytest.fixture(scope="module")
-def ray_local():
+def ray_local(tmp_path_factory):
     from evokernel.ray_runtime import connect
 
+    # this module's members claim cores among themselves: tests of other modules may run pools beside them
+    os.environ["EVOKERNEL_CPU_SLOTS"] = str(tmp_path_factory.mktemp("cpu-slots"))
     started = connect("local", num_cpus=2)
     import sys
 
@@ -31,6 +33,7 @@ def ray_local():
     yield ray
     if started:
         ray.shutdown()
+    os.environ.pop("EVOKERNEL_CPU_SLOTS", None)
 
 
 def test_cores_are_claimed_once_per_host(tmp_path):

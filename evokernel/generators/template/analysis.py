@@ -236,15 +236,18 @@ def analyze(task: Any, allow_half: bool = False) -> Graph:
         if x.dtype not in (torch.float16 if half else torch.float32, torch.int64):
             raise AnalysisError(f"input {i} has dtype {x.dtype}; only float32 (and int64 indices) are supported"
                                 + (" (or float16 throughout)" if allow_half else ""))
-    try:
-        gm = fx.symbolic_trace(model)
-    except Exception as exc:  # noqa: BLE001
-        raise AnalysisError(f"torch.fx cannot trace Model.forward: {type(exc).__name__}: {exc}") from None
-    rec = _Recorder(gm)
-    try:
-        rec.run(*inputs)
-    except Exception as exc:  # noqa: BLE001
-        raise AnalysisError(f"shape propagation failed: {type(exc).__name__}: {exc}") from None
+    from evokernel.torch_trace import FX_LOCK
+
+    with FX_LOCK:  # fx patches nn.Module.__call__ process-wide while it traces
+        try:
+            gm = fx.symbolic_trace(model)
+        except Exception as exc:  # noqa: BLE001
+            raise AnalysisError(f"torch.fx cannot trace Model.forward: {type(exc).__name__}: {exc}") from None
+        rec = _Recorder(gm)
+        try:
+            rec.run(*inputs)
+        except Exception as exc:  # noqa: BLE001
+            raise AnalysisError(f"shape propagation failed: {type(exc).__name__}: {exc}") from None
     graph = _Normaliser(gm, rec.values, model, half).run()
     out_arg = list(gm.graph.nodes)[-1].args[0] if half else None
     out_val = rec.values.get(out_arg.name) if isinstance(out_arg, fx.Node) else None
