@@ -40,7 +40,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from .values import ItemValue, ValueFold, ValueLedger, ValueState, check_update, clean_values, import_id
+from .values import FoldReader, ItemValue, ValueFold, ValueLedger, ValueState, check_update, clean_values, import_id
 
 __all__ = ["ADDRESS_ENV", "LedgerOwnerError", "NAMESPACE", "OwnerHandle", "RemoteValueLedger", "SETTING_ENV",
            "ValueLedgerOwner", "connect_owner", "open_ledger", "parse_setting", "start_owner"]
@@ -247,7 +247,7 @@ def open_ledger(path: str | Path, alpha: float = 0.1) -> ValueLedger | RemoteVal
     return RemoteValueLedger(path, connect_owner(setting), alpha=alpha)
 
 
-class RemoteValueLedger:
+class RemoteValueLedger(FoldReader):
     """A value ledger written through its owner (see the module docstring); the interface of
     :class:`ValueLedger`. Thread-safe: one call to the owner at a time per ledger."""
 
@@ -349,14 +349,6 @@ class RemoteValueLedger:
             self._absorb(reply)
             return reply["entry"]
 
-    def get(self, item_id: str) -> ItemValue | None:
-        return self.fold.get(item_id)
-
-    def q(self, item_id: str, stage: str) -> float:
-        return self.fold.q(item_id, stage)
-
-    def values(self) -> dict[str, dict[str, Any]]:
-        return self.fold.values()
 
 
 def _said(exc: BaseException) -> str:

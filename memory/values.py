@@ -290,7 +290,24 @@ class ValueFold:
         return {k: asdict(v) for k, v in self.state.items.items()}
 
 
-class ValueLedger:
+class FoldReader:
+    """Reading a ledger's values from its fold (``self.fold``): shared by the file's ledger and the remote one."""
+
+    fold: ValueFold
+
+    def get(self, item_id: str) -> ItemValue | None:
+        """The item's values (as of the last read), or None if no attempt has touched it."""
+        return self.fold.get(item_id)
+
+    def q(self, item_id: str, stage: str) -> float:
+        """Q of the item for ``stage`` (0 for an item never used)."""
+        return self.fold.q(item_id, stage)
+
+    def values(self) -> dict[str, dict[str, Any]]:
+        return self.fold.values()
+
+
+class ValueLedger(FoldReader):
     """Append-only record of value updates, one JSON line per attempt; see the module docstring."""
 
     def __init__(self, path: str | Path, alpha: float = 0.1, normalizer: RewardNormalizer | None = None):
@@ -463,16 +480,6 @@ class ValueLedger:
             self.fold.apply(entry)
             return entry
 
-    def get(self, item_id: str) -> ItemValue | None:
-        """The item's values (as of the last read), or None if no attempt has touched it."""
-        return self.fold.get(item_id)
-
-    def q(self, item_id: str, stage: str) -> float:
-        """Q of the item for ``stage`` (0 for an item never used)."""
-        return self.fold.q(item_id, stage)
-
-    def values(self) -> dict[str, dict[str, Any]]:
-        return self.fold.values()
 
 
 def _parse(raw: bytes) -> dict[str, Any] | None:
