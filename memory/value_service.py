@@ -40,7 +40,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from .values import FoldReader, ItemValue, ValueFold, ValueLedger, ValueState, check_update, clean_values, import_id
+from .values import FoldReader, ValueFold, ValueLedger, ValueState, check_update, clean_values, import_id
 
 __all__ = ["ADDRESS_ENV", "LedgerOwnerError", "NAMESPACE", "OwnerHandle", "RemoteValueLedger", "SETTING_ENV",
            "ValueLedgerOwner", "connect_owner", "open_ledger", "parse_setting", "start_owner"]
