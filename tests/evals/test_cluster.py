@@ -12,6 +12,8 @@ import pytest
 from evokernel.evals.local_cluster import LocalCluster
 from evokernel.evals.metrics import load_attempts
 
+pytestmark = pytest.mark.ray  # starts or joins Ray: its own process in make test (pyproject's markers)
+
 TASKS = ["cpu-l1/01_relu", "cpu-l1/11_softmax"]
 NODE_RE = re.compile(r"^# ray node (\w+)", re.M)
 

@@ -21,7 +21,7 @@ from evokernel.memory.value_service import (LedgerOwnerError, RemoteValueLedger,
                                             start_owner)
 from evokernel.memory.values import DRAFT, REFINE, RewardNormalizer, ValueLedger
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.ray]  # ray: see pyproject's markers
 HEAD, SECOND = {"head_slot": 0.01}, {"second_slot": 0.01}  # pins an actor to a node (and holds no CPU)
 
 

@@ -14,6 +14,8 @@ from evokernel.evals.config import make_config
 from evokernel.evals.engine import RayEngine, UnitLost, forwarded_env, unit_resources
 from evokernel.evals.metrics import load_attempts
 
+pytestmark = pytest.mark.ray  # starts or joins Ray: its own process in make test (pyproject's markers)
+
 SMALL = {"batch_size": 16, "dim": 1024}
 
 

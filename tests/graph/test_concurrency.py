@@ -18,6 +18,8 @@ from graph_helpers import RELU, RELU_KERNEL, SMALL, Scripted
 from evokernel.graph import build_graph, resources
 from evokernel.graph.context import Context
 
+pytestmark = pytest.mark.ray  # starts or joins Ray: its own process in make test (pyproject's markers)
+
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "evokernel" / "suites" / "cpu_l1"
 TASKS = [str(SUITE / n) for n in ("01_relu.py", "02_leaky_relu.py", "04_sigmoid.py")]

@@ -10,6 +10,8 @@ import pytest
 from evokernel.tasks import load_task
 from evokernel.verifier.pool import MACHINE, VerifierActor, VerifierPool, claim_cpus, device_resources
 
+pytestmark = pytest.mark.ray  # starts or joins Ray: its own process in make test (pyproject's markers)
+
 ROOT = Path(__file__).resolve().parents[2]
 TASK = ROOT / "evokernel" / "suites" / "cpu_l1" / "01_relu.py"
 RELU = (ROOT / "evokernel" / "examples" / "cpu" / "01_relu.py").read_text()
