@@ -35,11 +35,9 @@ class LocalCluster:
             raise ValueError("a cluster needs at least its head node")
         self.specs = nodes
         self.timeout = start_timeout_s
-        # Ray's GCS start-up and connect windows (30 s / 20 s) run out on a loaded 2-core machine: 120 s, for the
-        # nodes and for this process's own client
-        os.environ.setdefault("RAY_gcs_server_port_wait_time_s", "120")
-        from evokernel.ray_runtime import cluster_mode
+        from evokernel.ray_runtime import cluster_mode, patient_gcs
 
+        patient_gcs()  # for the nodes (self.env below copies it) and for this process's own client
         cluster_mode()  # this process may have run a private (loopback-only) Ray before: its clients join as members
         self.env = dict(os.environ, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(16))
         for var in ("RAY_ADDRESS", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"):

@@ -14,7 +14,7 @@ import socket
 import sys
 from typing import Any
 
-__all__ = ["EngineError", "OBJECT_STORE_BYTES", "check_reachable", "cluster_mode", "connect", "loopback_only", "said"]
+__all__ = ["EngineError", "OBJECT_STORE_BYTES", "check_reachable", "cluster_mode", "connect", "loopback_only", "patient_gcs", "said"]
 
 OBJECT_STORE_BYTES = 100 * 1024 * 1024  # Ray's floor is 75 MiB
 
@@ -68,6 +68,13 @@ def cluster_mode() -> None:
         ray_constants.ENABLE_RAY_CLUSTER = not ray_constants.IS_WINDOWS_OR_OSX
 
 
+def patient_gcs() -> None:
+    """Give Ray's GCS 120 s to start (a new head publishing its port) and to answer (a client connecting), not
+    30 s and 20 s: on a loaded 2-core machine (an eval beside a local LLM, a test suite) those were measured to
+    run out ("Failed to start GCS"). For the heads this process starts and the processes it starts."""
+    os.environ.setdefault("RAY_gcs_server_port_wait_time_s", "120")
+
+
 def connect(address: str = "auto", num_cpus: int | None = None, namespace: str | None = None) -> bool:
     """Join the cluster at ``address`` or start a private Ray (see the module docstring); True when this
     process started Ray (and should shut it down). A process already connected stays as it is."""
@@ -77,9 +84,7 @@ def connect(address: str = "auto", num_cpus: int | None = None, namespace: str |
         # token authentication, what Ray 2.60 picks for a new local cluster anyway, asked for explicitly: Ray
         # then creates the token if needed and does not print a notice about the default on every start
         os.environ.setdefault("RAY_AUTH_MODE", "token")
-        # Ray waits 30 s for a new head's GCS to publish its port; on a loaded 2-core machine (an eval beside a
-        # local LLM, a test suite) that was measured to run out ("Failed to start GCS")
-        os.environ.setdefault("RAY_gcs_server_port_wait_time_s", "120")
+        patient_gcs()
     import ray
 
     if ray.is_initialized():

@@ -116,8 +116,8 @@ class VerifierActor:
         return {"node": ray.get_runtime_context().get_node_id(), "host": socket.gethostname(), "pid": os.getpid(),
                 "cpus": self.cpus, "npus": os.environ.get("ASCEND_RT_VISIBLE_DEVICES") if self.backend == "ascend" else None}
 
-    def verify(self, task: Any, source: str) -> dict[str, Any]:
-        return self.service.verify(task, source).to_json()
+    def verify(self, task: Any, source: str) -> Verdict:
+        return self.service.verify(task, source)
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -229,8 +229,7 @@ class VerifierPool:
         try:
             for _ in range(2):  # the candidate is judged again once on a fresh actor
                 try:
-                    data = self.ray.get(actor.verify.remote(task, source), timeout=self._call_timeout)
-                    return Verdict(**{**data, "speedup_ci": tuple(data["speedup_ci"]) if data.get("speedup_ci") else None})
+                    return self.ray.get(actor.verify.remote(task, source), timeout=self._call_timeout)
                 except lost as exc:
                     failures.append(said(exc))
                     try:

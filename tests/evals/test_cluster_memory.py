@@ -19,7 +19,8 @@ import pytest
 from evokernel.evals.local_cluster import LocalCluster
 from evokernel.memory.value_service import (LedgerOwnerError, RemoteValueLedger, ValueLedgerOwner, connect_owner,
                                             start_owner)
-from evokernel.memory.values import DRAFT, REFINE, RewardNormalizer, ValueLedger
+from evokernel.memory.values import DRAFT, REFINE, ValueLedger
+from ledger_replay import replay_check
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]  # ray: see pyproject's markers
 HEAD, SECOND = {"head_slot": 0.01}, {"second_slot": 0.01}  # pins an actor to a node (and holds no CPU)
@@ -106,21 +107,6 @@ def plan_of(name: str, n: int, contested: int = 0, seed: int = 0) -> list:
 
 def ids_in(path: Path) -> Counter:
     return Counter(json.loads(x)["attempt_id"] for x in path.read_text().splitlines())
-
-
-def replay_check(path: Path) -> None:
-    """Every logged r_hat, q_before and q_after is the sequential fold's at its line."""
-    q, norm = {}, RewardNormalizer()
-    for line in path.read_text().splitlines():
-        e = json.loads(line)
-        if e["stage"] == REFINE:
-            assert e["r_hat"] == norm.normalize(e["r"])
-        key = "q1" if e["stage"] == DRAFT else "q2"
-        for u in e["updates"]:
-            before = q.get((u["item"], key), 0.0)
-            assert u["q_before"] == before, (e["attempt_id"], u)
-            q[(u["item"], key)] = before + e["alpha"] * (e["r_hat"] - before)
-            assert u["q_after"] == q[(u["item"], key)]
 
 
 def fresh_fold(path: Path) -> dict:

@@ -12,6 +12,7 @@ import pytest
 from evokernel.memory.value_service import (LedgerOwnerError, RemoteValueLedger, ValueLedgerOwner,
                                             parse_setting)
 from evokernel.memory.values import DRAFT, REFINE, ValueLedger
+from ledger_replay import replay_check
 
 
 class DirectClient(RemoteValueLedger):
@@ -19,30 +20,6 @@ class DirectClient(RemoteValueLedger):
 
     def _call(self, method, *args):
         return getattr(self._owner, method)(str(self.path), self.generation, self.fold.offset, *args)
-
-
-def replay_check(path):
-    """Replay the file line by line: every logged q_before/q_after/r_hat is the sequential fold's."""
-    from evokernel.memory.values import RewardNormalizer
-
-    q, norm = {}, RewardNormalizer()
-    for line in open(path).read().splitlines():
-        e = json.loads(line)
-        if e["stage"] == "import":
-            for item, vals in e["set"].items():
-                for k in ("q1", "q2"):
-                    if k in vals:
-                        q[(item, k)] = vals[k]
-            continue
-        if e["stage"] == REFINE:
-            assert e["r_hat"] == norm.normalize(e["r"])
-        key = "q1" if e["stage"] == DRAFT else "q2"
-        for u in e["updates"]:
-            before = q.get((u["item"], key), 0.0)
-            assert u["q_before"] == before, (e["attempt_id"], u)
-            q[(u["item"], key)] = before + e["alpha"] * (e["r_hat"] - before)
-            assert u["q_after"] == q[(u["item"], key)]
-    return q
 
 
 @pytest.fixture
