@@ -25,14 +25,12 @@ Storage and retrieval (measurements in docs/memory.md):
   mode other processes write too: the mirror checks Chroma's count at most every ``refresh_interval``
   seconds (a count costs ~9 ms at 100k) and fetches rows added since (Chroma returns rows in
   insertion order); ``refresh()`` forces it.
-* A PersistentClient directory is not safe for two processes (it corrupts the HNSW files), so opening
-  one takes an ``fcntl`` lock on ``path/.lock``; a second process gets `MemoryLockedError` telling it to
-  use a Chroma server. Stores opened on the same directory in one process share the lock.
+* Opening the collection (embedded under a directory lock, or served) and riding out Chroma's
+  transient read race is `memory/chroma.py`.
 """
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import math
 import os
@@ -44,10 +42,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Sequence
-from urllib.parse import urlparse
 
 import numpy as np
 
+from .chroma import (MemoryLockedError, MemoryStoreError, dir_bump, dir_generation, dir_holders,  # noqa: F401
+                     open_collection, release_dir_lock)
 from .embeddings import DIM, Embedder, get_embedder
 from .value_service import LedgerOwnerError, open_ledger
 
@@ -62,14 +61,6 @@ COARSE_MIN = 20000
 PCA_DIM = 128
 COARSE_FACTOR = 8
 COARSE_POOL = 1024
-
-
-class MemoryStoreError(RuntimeError):
-    """The memory cannot be opened or used (bad URL, unreachable server, unwritable directory, ...)."""
-
-
-class MemoryLockedError(MemoryStoreError):
-    """Another process has the memory directory open with an embedded (PersistentClient) Chroma."""
 
 
 @dataclass
@@ -138,79 +129,6 @@ class _Codes:
         return self.index.get(name, -1)
 
 
-# --- directory locks (one per directory per process; shared by the stores of that process) --------
-
-# realpath -> [lock file, number of stores of this process on the directory, write generation]
-_DIR_LOCKS: dict[str, list[Any]] = {}
-_DIR_LOCKS_GUARD = threading.Lock()
-
-
-def _acquire_dir_lock(path: Path) -> str:
-    real = os.path.realpath(path)
-    with _DIR_LOCKS_GUARD:
-        held = _DIR_LOCKS.get(real)
-        if held is not None:
-            held[1] += 1
-            return real
-        lock_path = Path(real) / ".lock"
-        try:
-            f = open(lock_path, "a+")
-        except OSError as e:
-            raise MemoryStoreError(f"cannot create the lock file {lock_path}: {e}") from None
-        try:
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            f.seek(0)
-            owner = f.read().strip() or "?"
-            f.close()
-            raise MemoryLockedError(
-                f"memory directory {real} is already open in another process (pid {owner}). An embedded Chroma "
-                "(PersistentClient) is not safe for several processes. To share one memory, serve it: "
-                f"`chroma run --path {Path(real) / 'chroma'} --host 127.0.0.1 --port 8000`, then open it in every "
-                f"process with MemoryStore({real!r}, url='http://127.0.0.1:8000') "
-                "(CLI: --server http://127.0.0.1:8000 or EVOKERNEL_CHROMA_URL)") from None
-        f.seek(0)
-        f.truncate()
-        f.write(f"{os.getpid()}\n")
-        f.flush()
-        _DIR_LOCKS[real] = [f, 1, 0]
-        return real
-
-
-def _release_dir_lock(real: str) -> None:
-    with _DIR_LOCKS_GUARD:
-        held = _DIR_LOCKS.get(real)
-        if held is None:
-            return
-        held[1] -= 1
-        if held[1] <= 0:
-            f = held[0]
-            del _DIR_LOCKS[real]
-            try:
-                fcntl.flock(f.fileno(), fcntl.LOCK_UN)
-            finally:
-                f.close()
-
-
-def _dir_generation(real: str | None) -> int:
-    held = _DIR_LOCKS.get(real) if real else None
-    return held[2] if held else 0
-
-
-def _dir_bump(real: str | None) -> int:
-    with _DIR_LOCKS_GUARD:
-        held = _DIR_LOCKS.get(real) if real else None
-        if held is None:
-            return 0
-        held[2] += 1
-        return held[2]
-
-
-def _dir_holders(real: str | None) -> int:
-    held = _DIR_LOCKS.get(real) if real else None
-    return held[1] if held else 0
-
-
 def _blas_one_thread() -> Any:
     """A context that runs BLAS on one thread (threadpoolctl), or a no-op without threadpoolctl."""
     global _BLAS_CTL
@@ -227,17 +145,6 @@ def _blas_one_thread() -> Any:
 
 
 _BLAS_CTL: Any = None
-
-
-def _parse_url(url: str) -> tuple[str, int, bool]:
-    u = urlparse(url if "://" in url else f"http://{url}")
-    if u.scheme not in ("http", "https") or not u.hostname:
-        raise MemoryStoreError(f"bad Chroma server URL {url!r}: expected http://HOST:PORT, e.g. http://127.0.0.1:8000")
-    try:
-        port = u.port or (443 if u.scheme == "https" else 8000)
-    except ValueError:
-        raise MemoryStoreError(f"bad Chroma server URL {url!r}: the port is not a number") from None
-    return u.hostname, port, u.scheme == "https"
 
 
 class MemoryStore:
@@ -269,35 +176,8 @@ class MemoryStore:
         if not self.path.is_dir() or not os.access(self.path, os.W_OK | os.X_OK):
             raise MemoryStoreError(f"memory directory {self.path} is not a writable directory")
 
-        import chromadb
-        from chromadb.config import Settings
-
-        settings = Settings(anonymized_telemetry=False)
-        if url:
-            host, port, ssl = _parse_url(url)
-            try:
-                self._client = chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=settings)
-                self._client.heartbeat()
-            except Exception as e:  # connection refused, DNS, TLS, wrong service...
-                raise MemoryStoreError(
-                    f"cannot reach the Chroma server at {url}: {type(e).__name__}: {e}. Start one with "
-                    f"`chroma run --path {self.path / 'chroma'} --host {host} --port {port}`") from None
-        else:
-            self._lock_key = _acquire_dir_lock(self.path)
-            try:
-                self._client = chromadb.PersistentClient(path=str(self.path / "chroma"), settings=settings)
-            except Exception as e:
-                _release_dir_lock(self._lock_key)
-                self._lock_key = None
-                raise MemoryStoreError(f"cannot open the Chroma store in {self.path / 'chroma'}: {e}") from None
-        try:
-            # embedding_function=None: we embed ourselves; Chroma's default would try to download a model
-            self._col = self._client.get_or_create_collection(
-                collection, embedding_function=None, configuration={"hnsw": {"space": "cosine"}},
-                metadata={"evokernel": "memory", "embedding": "all-MiniLM-L6-v2", "dim": DIM})
-        except Exception as e:
-            self._release()
-            raise MemoryStoreError(f"cannot open collection {collection!r}: {e}") from None
+        self._client, self._col, self._lock_key = open_collection(
+            self.path, url, collection, {"evokernel": "memory", "embedding": "all-MiniLM-L6-v2", "dim": DIM})
         try:
             # the file under flock, or through its owner on a Ray cluster (EVOKERNEL_VALUE_LEDGER)
             self.values = open_ledger(self.path / "values.jsonl", alpha=alpha)
@@ -335,7 +215,7 @@ class MemoryStore:
 
     def _release(self) -> None:
         if self._lock_key is not None:
-            _release_dir_lock(self._lock_key)
+            release_dir_lock(self._lock_key)
             self._lock_key = None
 
     def close(self) -> None:
@@ -425,7 +305,7 @@ class MemoryStore:
         self._check_open()
         with self._mutex:
             if not self._loaded:
-                self._gen = _dir_generation(self._lock_key)
+                self._gen = dir_generation(self._lock_key)
                 if not self._load_snapshot():
                     self._fetch_rows(0)
                 self._synced = int(self._alive[: self._n].sum())
@@ -433,7 +313,7 @@ class MemoryStore:
                 self._loaded = True
             elif self.server_mode and time.monotonic() - self._checked >= self.refresh_interval:
                 self.refresh()
-            elif not self.server_mode and self._gen != _dir_generation(self._lock_key):
+            elif not self.server_mode and self._gen != dir_generation(self._lock_key):
                 self.refresh()  # another store of this process wrote to the same directory
 
     # --- the mirror snapshot (embedded mode) ------------------------------------------------------
@@ -476,8 +356,8 @@ class MemoryStore:
         return True
 
     def _save_snapshot(self) -> None:
-        if (self.server_mode or not self._loaded or self._closed or _dir_holders(self._lock_key) != 1
-                or self._gen != _dir_generation(self._lock_key)):
+        if (self.server_mode or not self._loaded or self._closed or dir_holders(self._lock_key) != 1
+                or self._gen != dir_generation(self._lock_key)):
             return
         if self._snapshot_path.exists() and not self._dirty:
             return
@@ -499,7 +379,7 @@ class MemoryStore:
     def _wrote(self) -> None:
         """Called after every write: bump the directory's generation; this mirror is current."""
         if not self.server_mode:
-            self._gen = _dir_bump(self._lock_key)
+            self._gen = dir_bump(self._lock_key)
 
     def refresh(self) -> int:
         """Pick up items other processes added (server mode); returns the number of new rows. Also folds
@@ -512,7 +392,7 @@ class MemoryStore:
                 return self._n
             count = self._col.count()
             self._checked = time.monotonic()
-            self._gen = _dir_generation(self._lock_key)
+            self._gen = dir_generation(self._lock_key)
             if count == self._synced:
                 return 0
             before = self._n

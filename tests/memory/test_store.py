@@ -2,11 +2,9 @@
 server mode (two processes sharing one memory through `chroma run`)."""
 import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +17,6 @@ from evokernel.memory.store import (KINDS, MemoryItem, MemoryStore, MemoryStoreE
                                     sanitize_meta)
 from evokernel.memory.values import DRAFT, REFINE  # noqa: E402
 
-CHROMA = Path(sys.executable).parent / "chroma"
 
 
 def trace(i, task, key, parent="", **meta):
@@ -192,13 +189,7 @@ def test_second_process_gets_a_clear_lock_error(tmp_path):
     assert out.stdout.strip() == "OPEN 1", out.stderr
 
 
-def _free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def test_bad_paths_and_urls(tmp_path):
+def test_bad_paths_and_urls(tmp_path, unused_port):
     with pytest.raises(MemoryStoreError):
         MemoryStore(None)
     f = tmp_path / "file"
@@ -208,7 +199,7 @@ def test_bad_paths_and_urls(tmp_path):
     with pytest.raises(MemoryStoreError, match="bad Chroma server URL"):
         MemoryStore(tmp_path / "m", url="ftp://127.0.0.1:1")
     with pytest.raises(MemoryStoreError, match="cannot reach"):
-        MemoryStore(tmp_path / "m", url=f"http://127.0.0.1:{_free_port()}")
+        MemoryStore(tmp_path / "m", url=f"http://127.0.0.1:{unused_port}")
     with pytest.raises(MemoryStoreError, match="collection"):
         MemoryStore(tmp_path / "m2", collection="x")  # chroma wants 3+ characters
     if os.geteuid() != 0:  # root can write anywhere
@@ -243,35 +234,6 @@ SERVER_CLIENT = textwrap.dedent("""
                       "shared_n1": s.values.get("shared0").n1, "other_q1": s.values.q(other + "3", DRAFT)}))
     s.close()
 """)
-
-
-@pytest.fixture
-def chroma_server(tmp_path):
-    if not CHROMA.exists():
-        pytest.skip("the chroma server binary is not installed")
-    port = _free_port()
-    log = open(tmp_path / "chroma.log", "w")
-    proc = subprocess.Popen([str(CHROMA), "run", "--path", str(tmp_path / "server"), "--host", "127.0.0.1",
-                             "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 30
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.time() > deadline:
-                    pytest.fail(f"chroma run did not start: {(tmp_path / 'chroma.log').read_text()[-2000:]}")
-                time.sleep(0.1)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 def test_two_processes_share_one_memory_through_a_server(tmp_path, chroma_server):
