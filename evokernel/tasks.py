@@ -49,6 +49,11 @@ class Task:
     fit: dict[str, Any] | None = None
 
     @property
+    def task_id(self) -> str:
+        """``suite/name`` (or the name): how runs, traces and reports name the task."""
+        return f"{self.suite}/{self.name}" if self.suite else self.name
+
+    @property
     def key(self) -> str:
         return hashlib.sha256(self.source.encode()).hexdigest()[:16]
 

@@ -200,7 +200,7 @@ def task(spec: dict[str, Any]) -> Task:
 
 
 def task_id(t: Task) -> str:
-    return f"{t.suite}/{t.name}" if t.suite else t.name
+    return t.task_id
 
 
 def task_slots(ctx: Context) -> threading.BoundedSemaphore:

@@ -18,6 +18,7 @@ code (reference, start point) is cut to ``max_code_chars`` and feedback/profile 
 from __future__ import annotations
 
 import math
+import re
 import string
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from evokernel.families import family
 from evokernel.generators.base import REFINE, ContextItem, GenerationRequest
 
-__all__ = ["PromptOptions", "backends", "load_template", "render_messages", "render_prompt", "target_notes",
+__all__ = ["PromptOptions", "adapt_foreign_code", "backends", "load_template", "render_messages", "render_prompt", "target_notes",
            "truncate"]
 
 TEMPLATE_NAMES = ("system", "draft", "refine")
@@ -166,23 +167,52 @@ def _render_note(item: ContextItem, opts: PromptOptions) -> str:
     return f"- {_label(item) if item.kind == 'experience' else ''}{head}{body}"
 
 
-def _render_code_item(item: ContextItem, heading: str, opts: PromptOptions) -> str:
-    """A trace or a child: heading with outcome, summary, verifier feedback, then the code."""
+# a template candidate's shape guard: `if tuple(x.shape) != (64, 64, 4096):` + its `raise ValueError(...)`
+_SHAPE_GUARD = re.compile(
+    r"^(?P<ind>[ \t]*)if tuple\((?P<name>\w+)\.shape\) != (?P<shape>\([0-9, ]*\)):[ \t]*\n"
+    r"(?P=ind)[ \t]+raise ValueError\('this kernel was generated for [^\n]*\n", re.M)
+
+
+def adapt_foreign_code(code: str) -> tuple[str, dict[str, str]]:
+    """A trace of another operator as a prompt shows it: without the shape guards of a template candidate
+    (a weak model copied them, and the copy failed on its own inputs), and the shapes they named."""
+    shapes: dict[str, str] = {}
+
+    def drop(m: re.Match[str]) -> str:
+        shapes[m["name"]] = m["shape"]
+        return ""
+
+    return _SHAPE_GUARD.sub(drop, code), shapes
+
+
+def _render_code_item(item: ContextItem, heading: str, opts: PromptOptions, own_task: str = "") -> str:
+    """A trace or a child: heading with outcome, summary, verifier feedback, then the code. A trace of
+    another task (``own_task`` given and different) says so, and loses its shape guards (`adapt_foreign_code`)."""
     meta = item.meta
+    code = item.text.strip()
     lines = [f"{heading}{' (' + _outcome(meta) + ')' if _outcome(meta) else ''}"]
-    if task := meta.get("task"):
-        lines.append(f"Task: {task}")
+    task = meta.get("task")
+    foreign = bool(own_task and task and task != own_task)
+    if task:
+        lines.append(f"Task: {task}" + (" (another operator: adapt what helps, do not copy it)" if foreign else ""))
+    if foreign:
+        code, shapes = adapt_foreign_code(code)
+        if shapes:
+            sizes = ", ".join(f"{name} {shape}" for name, shape in shapes.items())
+            lines.append(f"Sizes: written for that task's inputs ({sizes}); the sizes in its Python code (output "
+                         "shapes, the size arguments of `lib` calls) are those, while its C++ functions take sizes "
+                         "as parameters. Compute yours from your inputs' `.shape`.")
     if summary := meta.get("summary"):
         lines.append(f"What it tried: {truncate(str(summary).strip(), 400)}")
     if feedback := meta.get("feedback"):
         fb = truncate(str(feedback).strip(), min(opts.max_feedback_chars, opts.max_item_chars // 2))
         lines.append("Verifier feedback:\n" + _fence(fb))
-    lines.append(_fence(item.text.strip(), "python") if item.text.strip() else "(no code kept)")
+    lines.append(_fence(code, "python") if code else "(no code kept)")
     text = "\n".join(lines)
     if len(text) > opts.max_item_chars:
         # cut the code, not the outcome: re-render with a shorter code part
         overflow = len(text) - opts.max_item_chars
-        code = truncate(item.text.strip(), max(len(item.text.strip()) - overflow - 80, 200))
+        code = truncate(code, max(len(code) - overflow - 80, 200))
         text = "\n".join(lines[:-1] + [_fence(code, "python")])
     return text
 
@@ -249,7 +279,8 @@ def _context_sections(request: GenerationRequest, opts: PromptOptions, budget: _
     rendered["other"] = _fit(other, lambda it: _render_note(it, opts), notes)
     counter = iter(range(1, 10_000))
     rendered["trace"] = _fit(groups["trace"],
-                             lambda it: _render_code_item(it, f"#### Trace {next(counter)}", opts), budget)
+                             lambda it: _render_code_item(it, f"#### Trace {next(counter)}", opts,
+                                                                      request.task.task_id), budget)
     parts = [_section(KIND_TITLES[k], *rendered[k]) for k in KIND_TITLES if k != "knowledge"]
     parts.append(_section("Other notes", *rendered["other"]))
     body = "\n".join(p for p in parts if p)

@@ -15,7 +15,7 @@ from evokernel.prompts.render import (
 )
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from evokernel.generators.base import ContextItem, GenerationRequest
+from evokernel.generators.base import ContextItem, GenerationError, GenerationRequest
 from evokernel.tasks import load_task
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -264,3 +264,52 @@ def test_prompts_of_two_tasks_share_the_system_prompt_and_the_knowledge_as_a_pre
     assert a[0].content == b[0].content
     prefix = os.path.commonprefix([a[1].content, b[1].content])
     assert "**load_cpp**:" in prefix and prefix.endswith("# Task: ")  # they differ from the task on
+
+
+def _template_draft(task):
+    from evokernel.generators.template import TemplateGenerator
+
+    return TemplateGenerator().generate(GenerationRequest(task=task, stage="draft", backend="cpu")).source
+
+
+def test_a_trace_of_another_operator_is_shown_without_its_shape_guard():
+    """A 1.5B model copied a transferred template trace with its shape guard and failed on its own inputs
+    (docs/results.md, section 5): a trace of another task says so and loses the guard; the task's own
+    traces are shown as they are."""
+    from evokernel.tasks import load_tasks
+
+    tasks = {t.name: t for t in load_tasks("cpu-l1")}
+    mean, total = tasks["10_mean_dim"], tasks["08_sum_dim"]
+    code = _template_draft(mean)
+    assert "this kernel was generated for x of shape" in code
+    item = ContextItem("tr", "trace", code, {"task": mean.task_id, "feasible": True, "summary": "midreduce"})
+    _, foreign = render_prompt(GenerationRequest(task=total, stage="draft", context=[item]))
+    assert "this kernel was generated for" not in foreign
+    assert "Task: cpu-l1/10_mean_dim (another operator: adapt what helps, do not copy it)" in foreign
+    shape = re.search(r"if tuple\(x\.shape\) != (\([0-9, ]+\))", code)[1]
+    assert f"written for that task's inputs (x {shape})" in foreign
+    assert "lib.stage0(" in foreign  # the technique is still shown
+    _, own = render_prompt(GenerationRequest(task=mean, stage="draft", context=[item]))
+    assert "this kernel was generated for x of shape" in own and "another operator" not in own
+
+
+def test_every_template_draft_loses_exactly_its_guards_and_stays_python():
+    import ast
+
+    from evokernel.prompts.render import adapt_foreign_code
+    from evokernel.tasks import load_tasks
+
+    checked = 0
+    for t in load_tasks("cpu-l1") + load_tasks("cpu-l2"):
+        try:
+            code = _template_draft(t)
+        except GenerationError:
+            continue  # an operator the template generator does not handle has no template trace
+        inputs = len(re.findall(r"^        if tuple\(\w+\.shape\) != ", code, re.M))
+        adapted, shapes = adapt_foreign_code(code)
+        assert inputs >= 1 and len(shapes) == inputs, t.name
+        assert "was generated for" not in adapted and "raise ValueError" not in adapted, t.name
+        ast.parse(adapted)
+        assert len(code.splitlines()) - len(adapted.splitlines()) == 2 * inputs, t.name
+        checked += 1
+    assert checked >= 40  # 46 operators in the two suites; the template generator drafts each
