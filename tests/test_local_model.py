@@ -440,6 +440,36 @@ def llm_request():
     return GenerationRequest(task=load_task(ROOT / "evokernel" / "suites" / "cpu_l1" / "01_relu.py"), stage="draft")
 
 
+def test_a_registry_model_samples_as_its_makers_recommend(cache, fake_cmd, user_model, servers, tmp_path,
+                                                          monkeypatch):
+    """top_p/top_k/min_p/repeat_penalty of the model's spec go with every request; a user's own file and
+    EVOKERNEL_LOCAL_SAMPLING=server leave them to the server; a bad value is refused by name."""
+    import dataclasses
+
+    from langchain_core.messages import HumanMessage
+
+    log = tmp_path / "sampling.jsonl"
+    spec = lm.MODELS["qwen2.5-coder-1.5b"]
+    assert dict(spec.sampling) == {"top_p": 0.8, "top_k": 20, "min_p": 0.0, "repeat_penalty": 1.1}
+    registry_like = dataclasses.replace(user_model, spec=spec, key="registry-like")
+    sent = []
+    for model, env in ((registry_like, None), (user_model, None), (registry_like, "server")):
+        if env:
+            monkeypatch.setenv(ls.SAMPLING_ENV, env)
+        server = ls.ManagedServer(model, command=fake_cmd("--requests", str(log)))
+        servers.append(server.ensure())
+        chat, _ = ls.local_chat_model("unused", temperature=0.3, server=server)
+        chat.invoke([HumanMessage(content="hi")])
+        sent.append(json.loads(log.read_text().splitlines()[-1])["json"])
+    assert {k: sent[0][k] for k in ("top_p", "top_k", "min_p", "repeat_penalty")} == dict(spec.sampling)
+    assert sent[0]["temperature"] == 0.3 and sent[0]["max_tokens"] == ls.DEFAULT_MAX_TOKENS
+    for body in sent[1:]:
+        assert not {"top_p", "top_k", "min_p", "repeat_penalty"} & set(body) and body["temperature"] == 0.3
+    monkeypatch.setenv(ls.SAMPLING_ENV, "greedy")
+    with pytest.raises(ValueError, match="EVOKERNEL_LOCAL_SAMPLING='greedy'"):
+        ls.sampling_of(registry_like)
+
+
 def test_make_generator_local_goes_through_llmgenerator_with_cost_0(cache, fake_cmd, user_model, tmp_path,
                                                                     monkeypatch):
     from evokernel.generators.llm import LLMGenerator, make_generator
