@@ -1,10 +1,11 @@
 """retrieve: Chroma proposes the pool C(x) of K = λ·N items most similar to the task (paper §3.4).
 
 Drafting draws from experiences and feasible traces (a failed trace's code is not an example to
-follow); refining from traces, best practices and experiences,
-with the query extended by the start point's summary and profile so that bottleneck-matched
-examples come up. The start point and its own children are excluded here: refining shows them
-through their own path (select_start / generate), not as value-selected context.
+follow), with the query extended by the previous attempt's failure when there was one; refining from
+traces, best practices and experiences, with the query extended by the start point's summary and
+profile so that bottleneck-matched examples come up. The start point, its own children and their
+experiences are excluded here: refining shows them through their own path (select_start / generate),
+not as value-selected context.
 """
 from __future__ import annotations
 
@@ -82,12 +83,20 @@ def retrieve(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]
     bound = ""
     if stage == "refine" and state.get("start_point"):
         sp = state["start_point"]
-        exclude.add(sp)
-        exclude.update(c.id for c in store.find(parent=sp))
         got = store.get([sp])
+        own = got + store.find(parent=sp)
+        # the start point, its children and their experiences: the prompt shows them on their own path
+        # (start point, variants with outcomes); as retrieved context they would repeat them, and take
+        # the place of what other kernels teach
+        exclude.update(it.id for it in own)
+        exclude.update(str(it.meta.get("experience")) for it in own if it.meta.get("experience"))
         if got:
             key += f" | {got[0].meta.get('summary', '')} | {got[0].meta.get('profile', '')}"
             bound = str(got[0].meta.get("bound") or "")
+    elif stage != "refine" and state.get("last_feedback"):
+        # drafting after a failure: what went wrong joins the query, so experiences of the same failure
+        # (e.g. a build error naming the same missing header) come up, not only those of similar operators
+        key += " | " + failure_key(state["last_feedback"])
     # a wider look: refining, so that bottleneck-matched traces can come forward; drafting, because failed
     # traces are left out below
     extra = k if bound or stage != "refine" else 0
@@ -100,6 +109,12 @@ def retrieve(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]
     if bound:
         pool = bottleneck_first(store, pool, bound)
     return {"pool": pool[:k]}
+
+
+def failure_key(feedback: str, chars: int = 300) -> str:
+    """The head of a verifier feedback as query text: its first lines, whitespace folded."""
+    lines = [ln.strip() for ln in str(feedback).splitlines() if ln.strip()]
+    return " ".join(" ".join(lines[:4]).split())[:chars]
 
 
 def feasible_traces_only(store: Any, pool: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -82,3 +82,37 @@ def test_drafting_applies_the_margin_and_refining_does_not(env):
     env.store.add([env.trace("sp")])
     st = env.state(RELU, feasible=True, start_point="sp", start_points=[{"id": "sp", "latency_ms": 1.0, "iteration": 0}])
     assert len(retrieve(st, env.runtime(relevance_margin=1e-9))["pool"]) == len(retrieve(st, env.runtime())["pool"])
+
+
+def test_refine_pool_leaves_out_the_experiences_of_the_start_point_and_its_children(env):
+    """Refining shows the start point and its variants with their outcomes on their own path; their
+    experiences, retrieved as context, would say it again in place of what other kernels teach."""
+    env.store.add([env.trace("sp", experience="exp:sp"), env.trace("child", parent="sp", experience="exp:child"),
+                   env.trace("other", experience="exp:other"),
+                   env.trace("exp:sp", kind="experience", trace="sp"),
+                   env.trace("exp:child", kind="experience", trace="child"),
+                   env.trace("exp:other", kind="experience", trace="other")])
+    st = env.state(RELU, feasible=True, start_point="sp", start_points=[{"id": "sp", "latency_ms": 1.0, "iteration": 0}])
+    assert {p["id"] for p in retrieve(st, env.runtime())["pool"]} == {"other", "exp:other"}
+
+
+def test_drafting_after_a_failure_asks_the_memory_about_that_failure(env):
+    from evokernel.memory.store import MemoryItem
+
+    env.store.add([env.trace(f"e{i}", kind="experience") for i in range(12)] + [
+        MemoryItem("exp:header", "experience",
+                   "softmax | build failed: accumulate is not a member of std; include the numeric header",
+                   "drafting softmax: std::accumulate without #include <numeric> -> failed at the compile gate",
+                   {"backend": "cpu", "task": "cpu-l1/11_softmax", "feasible": False})])
+    k = pool_size(4, 2.0)
+    first = [p["id"] for p in retrieve(env.state(RELU), env.runtime())["pool"]]
+    assert len(first) == k and "exp:header" not in first  # relu's own experiences are closer
+    feedback = ("compile: error: 'accumulate' is not a member of 'std'\n  note: std::accumulate is defined in "
+                "header <numeric>; did you forget to '#include <numeric>'?")
+    after = [p["id"] for p in retrieve(env.state(RELU, last_feedback=feedback), env.runtime())["pool"]]
+    assert len(after) == k and "exp:header" in after  # same pool size: the failure pulled it up
+    # refining asks about the start point, not about a failure
+    env.store.add([env.trace("sp")])
+    st = env.state(RELU, feasible=True, start_point="sp", last_feedback=feedback,
+                   start_points=[{"id": "sp", "latency_ms": 1.0, "iteration": 0}])
+    assert "exp:header" not in [p["id"] for p in retrieve(st, env.runtime())["pool"]][:k]
