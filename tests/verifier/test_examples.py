@@ -50,6 +50,14 @@ def test_timing_fields(cache_dir, suite_task):
     assert 5 <= verdict.details["timing"]["rounds"] <= 8
     for stage in ("correctness_trials", "timed_calls", "total", "overhead"):
         assert stage in verdict.timings
+    # the roofline profile (no hardware counters here): a matmul is compute-bound, and refining reads it
+    from evokernel.nodes.update import bottleneck, profile_text
+
+    diag = verdict.details["diagnosis"]
+    assert diag["bound"] == "compute" and diag["kind"] == "roofline estimate" and diag["compute_ms"] > diag["mem_ms"]
+    assert "profile (roofline estimate):" in verdict.feedback and "bound: compute" in verdict.feedback
+    as_dict = verdict.to_json()  # as the verify node hands it to update
+    assert bottleneck(as_dict) == "compute" and "compute roof" in profile_text(as_dict)
 
 
 def test_compile_baseline(cache_dir, suite_task):

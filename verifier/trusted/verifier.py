@@ -221,9 +221,10 @@ class Verifier:
                 if status.get("stray_killed"):
                     details["stray_processes_killed"] = status["stray_killed"]
         gates["correctness"] = True
-        return self._feasible(timing, details, verdict)
+        return self._feasible(timing, details, verdict, task)
 
-    def _feasible(self, timing: latency.Timing | None, details: dict[str, Any], verdict: Any) -> Verdict:
+    def _feasible(self, timing: latency.Timing | None, details: dict[str, Any], verdict: Any,
+                  task: Task) -> Verdict:
         if timing is None:
             fb = "feasible (timing skipped)"
             if details.get("emulator_warnings"):
@@ -254,9 +255,22 @@ class Verifier:
                                  "isolation": "every side but the timed one stopped (SIGSTOP) during each call"}
             fb = (f"feasible: {timing.candidate_ms:.3f} ms vs eager {timing.reference_ms:.3f} ms "
                   f"(speedup {timing.speedup:.2f}x, noise {timing.noise:.2f})")
+            roof = self._roofline(task, timing)
+            if roof is not None:  # what bounds the kernel, for refining (no hardware counters on a cpu here)
+                details["diagnosis"], details["profile"] = roof.diagnosis(), roof.text()
+                fb += "\nprofile (roofline estimate):\n" + details["profile"]
         if details.get("emulator_warnings"):
             fb += "\nemulator warnings (allowed, but check them):\n" + "\n".join(details["emulator_warnings"][:6])
         return verdict(None, fb, **extra)
+
+    @staticmethod
+    def _roofline(task: Task, timing: latency.Timing) -> Any:
+        from evokernel.verifier.trusted.roofline import roofline
+
+        try:
+            return roofline(task, timing.candidate_ms, timing.reference_ms)
+        except Exception:  # noqa: BLE001 - a profile is advice: never the reason a verdict fails
+            return None
 
     # --- candidate workers ------------------------------------------------------------------------
     def _spawn_candidate(self) -> WorkerHandle:
