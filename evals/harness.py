@@ -331,7 +331,8 @@ def unit_command(cfg: EvalConfig, group: dict[str, Any], seed: int, u: Unit, out
         "--run-dir", rd, "--memory", str(out / u.memory), "--backend", cfg.backend, "--method", group["method"],
         "--policy", group["policy"] or "value", "--budget", str(cfg.budget), "--seed", str(seed),
         "--n-context", str(cfg.n_context), "--alpha", str(cfg.alpha), "--temperature", str(cfg.temperature),
-        "--max-tokens", str(cfg.max_tokens), "--max-cost", str(cfg.max_cost)]
+        "--max-tokens", str(cfg.max_tokens), "--max-cost", str(cfg.max_cost),
+        "--no-recall"]  # each arm measures from scratch, whatever its memory holds of the same task
     if cfg.concurrency > 1:
         cmd += ["--concurrency", str(cfg.concurrency)]
     if group["memory"] == "none":

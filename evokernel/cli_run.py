@@ -84,6 +84,7 @@ def run(
     max_cost: Annotated[float, typer.Option(min=0, help="stop cleanly after this many USD of LLM cost (0: no cap)")] = 0.0,
     strict: Annotated[bool, typer.Option(help="strict tolerance atol=rtol=1e-4 (default 1e-2, the paper's)")] = False,
     compile_baseline: Annotated[bool, typer.Option(help="also time torch.compile of the reference (speedup vs torch.compile; +8-20 s per feasible verdict)")] = False,
+    recall: Annotated[bool, typer.Option(help="a task's first attempt re-submits the fastest kernel an earlier run on this memory found for the same task and sizes (judged again, then refined); --no-recall drafts from scratch")] = True,
     llm_judge: Annotated[Optional[str], typer.Option(help="second tier of the hack gate: a chat model (e.g. local:qwen2.5-coder-1.5b) reads every feasible candidate and may flag semantic cheating (off by default; docs/verifier.md)")] = None,
     set_: Annotated[Optional[list[str]], typer.Option("--set", help="override a size constant in every task defining it, NAME=VALUE")] = None,
     fit: Annotated[str, typer.Option("--fit", help="auto: scale each task's size constants down to this backend's memory and time budget (KernelBench sizes are for GPUs; one line per task says what changed; --set values are kept); none: the sizes as written")] = "auto",
@@ -157,7 +158,7 @@ def run(
                           memory_dir=str(memory or ""), memory_url=memory_url or "", run_dir=str(run_dir), run_id=run_id,
                           seed=seed, policy=policy, seed_knowledge=seed_knowledge, relevance_margin=relevance_margin, n_context=n_context, alpha=alpha, temperature=temperature,
                           max_tokens=max_tokens, max_cost_usd=max_cost, strict=strict,
-                          compile_baseline=compile_baseline, llm_judge=llm_judge or "", concurrency=concurrency,
+                          compile_baseline=compile_baseline, llm_judge=llm_judge or "", concurrency=concurrency, recall=recall,
                           ray=ray or "auto")
         except ValueError as exc:
             err.print(f"error: {exc}")

@@ -51,6 +51,8 @@ class Context:
     strict: bool = _f(False, "strict correctness tolerance (1e-4 instead of the paper's 1e-2)")
     compile_baseline: bool = _f(False, "also time torch.compile of the reference in the same rounds as eager "
                                        "(speedup vs torch.compile; slow: +8-20 s per feasible verdict)")
+    recall: bool = _f(True, "a task's first attempt re-submits the fastest kernel an earlier run on this memory found "
+                            "for the same task and sizes (judged again; P(x) starts from it); off: draft from scratch")
     llm_judge: str = _f("", "second tier of the hack gate: an LLM spec whose model reads every feasible "
                             "candidate beside its reference and may flag semantic cheating ('' : off)")
     concurrency: int = _f(1, "K: tasks of the stream in flight at once, sharing the memory; K > 1 judges candidates "

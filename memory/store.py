@@ -656,6 +656,19 @@ class MemoryStore:
                 rows = rows[: max(limit, 0)]
             return self.get([self._ids[r] for r in rows])
 
+    def find_where(self, kind: str, *, limit: int = 1000, **fields: str | int | float | bool) -> list[MemoryItem]:
+        """Items of ``kind`` whose metadata equal every field, by one Chroma metadata query: for fields the
+        mirror does not index (``task_key``); at most ``limit``, in no particular order."""
+        self._check_open()
+        clauses = [{"kind": kind}] + [{k: v} for k, v in fields.items()]
+        where = {"$and": clauses} if len(clauses) > 1 else clauses[0]
+        with self._mutex:
+            res = self._col.get(where=where, limit=limit, include=["documents", "metadatas"])
+            items = [self._to_item(i, doc, meta) for i, doc, meta in zip(res["ids"], res["documents"], res["metadatas"])]
+            for it in items:
+                self._cache(it)
+            return items
+
     def knowledge(self, backend: str, *, apis: Iterable[str] = (), category: str | None = None,
                   limit: int = 4) -> list[MemoryItem]:
         """Seed API knowledge, looked up without learned values: first the backend's core items (their

@@ -58,6 +58,17 @@ def generate(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]
     except BudgetExceeded as exc:
         return {"stop": str(exc)}
     stop_request.check("the next generation")  # Ctrl-C: stop between attempts, not after the stage
+    from evokernel.nodes.recall import recall_for
+
+    earlier = recall_for(state, ctx)
+    if earlier is not None:  # P(x) from an earlier run: its fastest kernel, judged again (nodes/recall.py)
+        meta = earlier.meta or {}
+        return {"candidate": {
+            "source": earlier.text, "code_hash": hashlib.sha256(earlier.text.encode()).hexdigest()[:16],
+            "summary": f"recalled the fastest earlier kernel of this task ({earlier.id}, {float(meta.get('latency_ms') or 0):.4g} ms "
+                       f"in run {meta.get('run', '?')})",
+            "schedule": None, "model": "recall", "reply": "", "tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0,
+            "recalled_from": earlier.id}}
     gen = resources.generator(ctx)
     request = build_request(state, ctx)
     try:

@@ -73,6 +73,10 @@ def retrieve(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]
 
     if ctx.policy == "none" or ctx.n_context == 0 or not shares_memory(ctx.method):
         return {"pool": []}
+    from evokernel.nodes.recall import recall_for
+
+    if recall_for(state, ctx) is not None:  # the attempt re-submits an earlier kernel: no context to credit
+        return {"pool": []}
     task = resources.task(state["task"])
     store = resources.store(ctx)
     stage = stage_of(state, ctx)

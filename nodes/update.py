@@ -127,7 +127,8 @@ def update(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
             outcome += f", {parent_latency / latency:.2f}x its start point"
     else:
         outcome = f"failed at the {gate} gate: {_first_lines(verdict.get('feedback', ''))}"
-    meta_common = {"backend": ctx.backend, "task": tid, "category": task.category, "source": cand.get("model", ""),
+    meta_common = {"backend": ctx.backend, "task": tid, "task_key": task.key, "category": task.category,
+                   "source": cand.get("model", ""),
                    "run": run.run_id, "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "iteration": iteration,
                    "stage": stage, "attempt_id": aid, "feasible": feasible, "failed_gate": gate}
     trace_id, exp_id = f"trace:{aid}", f"exp:{aid}"
@@ -143,7 +144,7 @@ def update(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
                       schedule=json.dumps(cand["schedule"]) if cand.get("schedule") else "",
                       summary=summary, feedback=(verdict.get("feedback") or "")[:FEEDBACK_CHARS],
                       profile=profile_text(verdict), bound=bottleneck(verdict), experience=exp_id,
-                      code_kept=keep_code)
+                      code_kept=keep_code, recalled_from=cand.get("recalled_from") or "")
     what = "drafting" if stage == DRAFT else "refining"
     exp_text = f"{what} {tid} ({task.category}): {summary or 'candidate'} -> {outcome}"
     items = [
@@ -186,7 +187,8 @@ def update(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
               "feedback": None if feasible else _first_lines(verdict.get("feedback") or cand.get("error") or "", 6)[:600],
               "model": cand.get("model", ""),
               "tokens_in": cand.get("tokens_in", 0), "tokens_out": cand.get("tokens_out", 0),
-              "cost_usd": cand.get("cost_usd", 0.0), "trace_id": trace_id, "time": time.time()}
+              "cost_usd": cand.get("cost_usd", 0.0), "trace_id": trace_id,
+              "recalled_from": cand.get("recalled_from") or None, "time": time.time()}
     if cand.get("tokens_in") or cand.get("tokens_out"):  # the token ledger is idempotent by attempt id too
         resources.tokens(ctx).record(aid, cand.get("model", ""), cand.get("tokens_in", 0), cand.get("tokens_out", 0),
                                      cand.get("cost_usd", 0.0), 1)

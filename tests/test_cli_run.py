@@ -76,12 +76,24 @@ def test_template_run_over_three_builtin_tasks_then_a_second_run_reuses_memory(t
     stats = evokernel("memory", "stats", "--memory", mem)
     assert stats.returncode == 0 and "trace" in stats.stdout
 
-    # a second run with the same memory retrieves the first run's items
+    # a second run with the same memory starts relu from the first run's fastest kernel (named by path this
+    # time: the same task by its source), judged again, then refines it with the first run's items
     run1_id = json.loads((run1 / "run.json").read_text())["run_id"]
-    r = evokernel("run", RELU, "--budget", "2", *SMALL, "--memory", mem, "--run-dir", run2)
+    relu1 = [a for a in attempts if a["task"] == "cpu-l1/01_relu" and a["feasible"]]
+    fastest = min(relu1, key=lambda a: a["latency_ms"])["trace_id"]
+    r = evokernel("run", RELU, "--budget", "3", *SMALL, "--memory", mem, "--run-dir", run2)
     assert r.returncode == 0, r.stderr[-3000:]
-    used = [i for a in lines(run2 / "attempts.jsonl") for i in a["context"]]
+    again = lines(run2 / "attempts.jsonl")
+    assert again[0]["model"] == "recall" and again[0]["recalled_from"] == fastest and again[0]["feasible"]
+    assert again[0]["context"] == [] and again[0]["tokens_in"] == 0  # no context credited, no generator call
+    assert [a["stage"] for a in again] == ["draft", "refine", "refine"] and again[1]["start_point"] == again[0]["trace_id"]
+    used = [i for a in again for i in a["context"]]
     assert any(run1_id in i for i in used)
+    # other sizes are another task: nothing to recall; --no-recall drafts from scratch
+    for extra, run in ((["--set", "dim=2048"], tmp_path / "run3"), (["--no-recall"], tmp_path / "run4")):
+        r = evokernel("run", RELU, "--budget", "1", *SMALL, *extra, "--memory", mem, "--run-dir", run)
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert lines(run / "attempts.jsonl")[0]["model"] == "template"
 
 
 def test_resume_after_kill_redoes_no_finished_attempt(tmp_path):

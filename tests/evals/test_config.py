@@ -181,6 +181,7 @@ def test_unit_command_carries_every_setting(tmp_path):
     text = " ".join(cmd)
     for part in ["-m evokernel run cpu-l1/01_relu", "--policy similarity", "--budget 7", "--seed 5", "--strict",
                  "--n-context 2", "--alpha 0.3", "--compile-baseline", "--set dim=1024", "--generator template", "--method evokernel",
+                 "--no-recall",  # an arm measures from scratch
                  f"--memory {tmp_path}/arms/evokernel-similarity/seed-5/memory"]:
         assert part in text, part
     resume = harness.unit_command(cfg, p["groups"][0], 5, u, tmp_path, resume=True, memory_url="http://127.0.0.1:9")
