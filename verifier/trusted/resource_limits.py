@@ -81,19 +81,22 @@ class Group:
         (path / "pids.max").write_text(str(limit))
         return Group(path, limit)
 
-    def close(self) -> None:
-        """Remove the cgroup once its processes are gone (briefly waits for exiting ones)."""
+    def close(self, wait: bool = True) -> bool:
+        """Remove the cgroup once its processes are gone (``wait``: briefly waits for exiting ones);
+        whether it is gone."""
         if self.path is None or not self.path.exists():
-            return
-        for _ in range(50):
+            return True
+        for _ in range(50 if wait else 1):
             try:
                 for sub in sorted(self.path.iterdir()):
                     if sub.is_dir():
-                        Group(sub, 0).close()
+                        Group(sub, 0).close(wait)
                 self.path.rmdir()
-                return
+                return True
             except OSError:
-                time.sleep(0.02)
+                if wait:
+                    time.sleep(0.02)
+        return False
 
 
 class TaskCap:
@@ -106,7 +109,11 @@ class TaskCap:
             base = _pids_controller()
             if base is not None:
                 try:
+                    # a process killed with SIGKILL never ran its atexit: its cgroups stay, and a later
+                    # process with the same pid found its own names taken (FileExistsError in a verdict)
+                    sweep_stale(base)
                     root = base / f"evokernel-{os.getpid()}"
+                    Group(root, 0).close(wait=False)  # an earlier process's, with this pid: nothing of ours yet
                     root.mkdir(exist_ok=True)
                     self.root, self.mode = root, "cgroup"
                 except OSError:
@@ -119,8 +126,13 @@ class TaskCap:
     def group(self, name: str, limit: int) -> Group:
         if self.mode != "cgroup" or self.root is None:
             return Group(None, limit)
-        path = self.root / f"{name}-{next(_counter)}"
-        path.mkdir()
+        while True:
+            path = self.root / f"{name}-{next(_counter)}"
+            try:
+                path.mkdir()
+                break
+            except FileExistsError:  # left by an earlier process with this pid whose group is still busy
+                continue
         (path / "pids.max").write_text(str(limit))
         return Group(path, limit)
 
@@ -137,6 +149,27 @@ class TaskCap:
     def close(self) -> None:
         if self.root is not None:
             Group(self.root, 0).close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_stale(base: Path) -> int:
+    """Remove the ``evokernel-<pid>`` cgroups of processes that are gone, where no process is left in them;
+    how many were removed."""
+    removed = 0
+    for d in base.glob("evokernel-*"):
+        pid = d.name.split("-", 1)[1]
+        if d.is_dir() and pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            removed += Group(d, 0).close(wait=False)
+    return removed
 
 
 def _pids_controller() -> Path | None:
