@@ -278,13 +278,15 @@ def doctor(
 
 
 def _mount() -> None:
-    from evokernel import cli_eval, cli_memory, cli_model, cli_run
+    from evokernel import cli_ascend, cli_eval, cli_memory, cli_model, cli_run
 
     app.command("run")(cli_run.run)
     app.command("eval")(cli_eval.eval_cmd)
     app.command("report")(cli_eval.report_cmd)
     app.add_typer(cli_memory.app, name="memory", help="Inspect, export and import the memory (items and values).")
     app.add_typer(cli_model.app, name="model", help="Local GGUF models for --model local:NAME: fetch, verify, servers.")
+    app.add_typer(cli_ascend.app, name="ascend", help="Ascend C operator projects as others write them: import one "
+                                                      "as a candidate.")
 
 
 _mount()

@@ -105,7 +105,7 @@ class Estimate:
     aiv_scalar_ratio: float
     overlap: float                 # (MTE2 + VEC + MTE3 busy) / core_us: 1.0 = serialised, higher = overlapped
     scalar_stall_ratio: float      # share of the critical core's time the scalar issue waited for pipes/flags
-    gm_bytes: float                # burst-rounded bytes moved GM<->UB by all blocks
+    gm_bytes: float                # burst-rounded bytes moved GM<->UB by all blocks, plus scalar GM accesses
     mte2_copies: int
     mte3_copies: int
     hints: list = field(default_factory=list)
@@ -200,6 +200,9 @@ def estimate_kernel(report: dict, hw: Ascend910B = Ascend910B()) -> Estimate:
 
     core_us = hw.us(core_cycles)
     gm_bytes = sum(_timing(b)["gm_bytes"]["mte2"] + _timing(b)["gm_bytes"]["mte3"] for b in blocks)
+    # GlobalTensor GetValue/SetValue move data through GM too (the scalar unit's cost is in its pipe)
+    gm_bytes += sum(float(sc.get("gm_get_bytes", 0)) + float(sc.get("gm_set_bytes", 0))
+                    for b in blocks for sc in [b.get("counters", {}).get("scalar", {})])
     hbm_us = gm_bytes / hw.hbm_bytes_per_s * 1e6
     device_us = max(core_us, hbm_us)
     launch = hw.launch_us

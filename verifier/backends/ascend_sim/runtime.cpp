@@ -236,6 +236,7 @@ struct Counters {
     uint64_t mte3_bytes = 0, mte3_calls = 0, mte3_bursts = 0;
     uint64_t ubcopy_bytes = 0, ubcopy_calls = 0;
     uint64_t scalar[SC_COUNT] = {0, 0, 0, 0};
+    uint64_t scalar_gm_bytes[2] = {0, 0};  // bytes read / written by GlobalTensor GetValue / SetValue
     uint64_t barriers = 0, set_flags = 0, wait_flags = 0;
     uint64_t allocs = 0, enques = 0, deques = 0, frees = 0;
     uint64_t instructions = 0;
@@ -993,8 +994,10 @@ void count_vec(const char* op, const char* dtype, uint64_t elements, uint64_t re
     v.repeats = repeats;
     g_blk.c.vec.push_back(v);
 }
-void count_scalar(int kind) {
+void count_scalar(int kind, uint64_t gm_bytes) {
     if (kind >= 0 && kind < SC_COUNT) ++g_blk.c.scalar[kind];
+    if (kind == SC_GM_GET) g_blk.c.scalar_gm_bytes[0] += gm_bytes;
+    if (kind == SC_GM_SET) g_blk.c.scalar_gm_bytes[1] += gm_bytes;
     if (g_blk.tm.p.open) {
         const HwModel& h = hw();
         g_blk.tm.p.cost += kind == SC_GM_GET   ? h[HW_SCALAR_GM_READ_CYCLES]
@@ -2040,7 +2043,9 @@ void counters_json(Json& j, const Counters& c) {
     j.key("gm_get"); j.num(c.scalar[SC_GM_GET]); j.s += ",";
     j.key("gm_set"); j.num(c.scalar[SC_GM_SET]); j.s += ",";
     j.key("ub_get"); j.num(c.scalar[SC_UB_GET]); j.s += ",";
-    j.key("ub_set"); j.num(c.scalar[SC_UB_SET]); j.s += "},";
+    j.key("ub_set"); j.num(c.scalar[SC_UB_SET]); j.s += ",";
+    j.key("gm_get_bytes"); j.num(c.scalar_gm_bytes[0]); j.s += ",";
+    j.key("gm_set_bytes"); j.num(c.scalar_gm_bytes[1]); j.s += "},";
     j.key("sync"); j.s += "{";
     j.key("pipe_barrier"); j.num(c.barriers); j.s += ",";
     j.key("set_flag"); j.num(c.set_flags); j.s += ",";
@@ -2070,6 +2075,7 @@ void add_counters(Counters& t, const Counters& c) {
     t.mte3_bytes += c.mte3_bytes; t.mte3_calls += c.mte3_calls; t.mte3_bursts += c.mte3_bursts;
     t.ubcopy_bytes += c.ubcopy_bytes; t.ubcopy_calls += c.ubcopy_calls;
     for (int k = 0; k < SC_COUNT; ++k) t.scalar[k] += c.scalar[k];
+    t.scalar_gm_bytes[0] += c.scalar_gm_bytes[0]; t.scalar_gm_bytes[1] += c.scalar_gm_bytes[1];
     t.barriers += c.barriers; t.set_flags += c.set_flags; t.wait_flags += c.wait_flags;
     t.allocs += c.allocs; t.enques += c.enques; t.deques += c.deques; t.frees += c.frees;
     t.instructions += c.instructions;

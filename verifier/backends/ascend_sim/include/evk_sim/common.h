@@ -219,7 +219,7 @@ enum ScalarKind : int { SC_GM_GET = 0, SC_GM_SET, SC_UB_GET, SC_UB_SET, SC_COUNT
 void count_mte(int pipe, uint64_t bytes, uint64_t bursts);
 void count_ub_copy(uint64_t bytes);
 void count_vec(const char* op, const char* dtype, uint64_t elements, uint64_t repeats);
-void count_scalar(int kind);
+void count_scalar(int kind, uint64_t gm_bytes = 0);  // gm_bytes: a GlobalTensor Get/SetValue's element
 
 // Queues, TBufs and pipes: all state lives in the runtime, the C++ objects are handles.
 struct SlotRef {

@@ -367,33 +367,33 @@ template <typename T> class GlobalTensor {
 public:
     using PrimType = T;
     GlobalTensor() = default;
-    void SetGlobalBuffer(__gm__ T* buffer, uint64_t bufferSize) { addr_ = buffer; size_ = bufferSize; }
-    void SetGlobalBuffer(__gm__ T* buffer) { addr_ = buffer; size_ = 0; }
-    __gm__ T* GetPhyAddr() const { return addr_; }
-    __gm__ T* GetPhyAddr(const uint64_t offset) const { return addr_ + offset; }
+    void SetGlobalBuffer(__gm__ T* buffer, uint64_t bufferSize) { address_ = buffer; size_ = bufferSize; }
+    void SetGlobalBuffer(__gm__ T* buffer) { address_ = buffer; size_ = 0; }
+    __gm__ T* GetPhyAddr() const { return address_; }
+    __gm__ T* GetPhyAddr(const uint64_t offset) const { return address_ + offset; }
     uint64_t GetSize() const { return size_; }
     GlobalTensor operator[](const uint64_t offset) const {
         GlobalTensor r;
-        r.addr_ = addr_ + offset;
+        r.address_ = address_ + offset;
         r.size_ = size_ == 0 ? 0 : (offset <= size_ ? size_ - offset : 0);
         r.sized_ = sized_ || size_ != 0;
         return r;
     }
     T GetValue(const uint64_t offset, EVK_LOC) const {
         ::evk_sim::begin_instr(::evk_sim::PID_S);
-        ::evk_sim::count_scalar(::evk_sim::SC_GM_GET);
-        const T* p = addr_ + offset;
+        ::evk_sim::count_scalar(::evk_sim::SC_GM_GET, sizeof(T));
+        const T* p = address_ + offset;
         T v{};
-        if (::evk_sim::gm_access("GlobalTensor::GetValue", p, sizeof(T), false, addr_, tensor_bytes_(), loc.file,
+        if (::evk_sim::gm_access("GlobalTensor::GetValue", p, sizeof(T), false, address_, tensor_bytes_(), loc.file,
                                  loc.line))
             std::memcpy(&v, ::evk_sim::gm_host(p), sizeof(T));
         return v;
     }
     void SetValue(const uint64_t offset, const T value, EVK_LOC) const {
         ::evk_sim::begin_instr(::evk_sim::PID_S);
-        ::evk_sim::count_scalar(::evk_sim::SC_GM_SET);
-        T* p = addr_ + offset;
-        if (::evk_sim::gm_access("GlobalTensor::SetValue", p, sizeof(T), true, addr_, tensor_bytes_(), loc.file,
+        ::evk_sim::count_scalar(::evk_sim::SC_GM_SET, sizeof(T));
+        T* p = address_ + offset;
+        if (::evk_sim::gm_access("GlobalTensor::SetValue", p, sizeof(T), true, address_, tensor_bytes_(), loc.file,
                                  loc.line))
             std::memcpy(::evk_sim::gm_host(p), &value, sizeof(T));
     }
@@ -402,7 +402,7 @@ public:
     // but stays "sized" so accesses are still flagged.
     uint64_t tensor_bytes_() const { return (size_ != 0 || sized_) ? (size_ ? size_ * sizeof(T) : 1) : 0; }
 
-    T* addr_ = nullptr;
+    T* address_ = nullptr;  // public, named as in CANN's GlobalTensor (kernels read it: GreaterEqual sample)
     uint64_t size_ = 0;
     bool sized_ = false;
 };
@@ -623,20 +623,20 @@ template <typename T> inline void DataCopy(const LocalTensor<T>& dst, const Glob
     ::evk_sim::begin_instr(::evk_sim::PID_MTE2);
     evk_detail::valid(dst.buf_, "DataCopy", loc);
     evk_detail::tail_check("DataCopy GM->UB", count, sizeof(T), ::evk_sim::Ty<T>::name, loc);
-    evk_detail::gm_align_check("DataCopy GM->UB", src.addr_, sizeof(T), loc);
+    evk_detail::gm_align_check("DataCopy GM->UB", src.address_, sizeof(T), loc);
     ::evk_sim::ub_align("DataCopy GM->UB", "dst", dst.off_, 32, loc.file, loc.line);
     uint64_t n = (static_cast<uint64_t>(count) * sizeof(T)) & ~31ull;
-    evk_detail::gm_to_ub("DataCopy GM->UB", dst.buf_, dst.off_, src.addr_, n, src.addr_, src.tensor_bytes_(), loc);
+    evk_detail::gm_to_ub("DataCopy GM->UB", dst.buf_, dst.off_, src.address_, n, src.address_, src.tensor_bytes_(), loc);
     ::evk_sim::count_mte(::evk_sim::PID_MTE2, n, 1);
 }
 template <typename T> inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t count, EVK_LOC) {
     ::evk_sim::begin_instr(::evk_sim::PID_MTE3);
     evk_detail::valid(src.buf_, "DataCopy", loc);
     evk_detail::tail_check("DataCopy UB->GM", count, sizeof(T), ::evk_sim::Ty<T>::name, loc);
-    evk_detail::gm_align_check("DataCopy UB->GM", dst.addr_, sizeof(T), loc);
+    evk_detail::gm_align_check("DataCopy UB->GM", dst.address_, sizeof(T), loc);
     ::evk_sim::ub_align("DataCopy UB->GM", "src", src.off_, 32, loc.file, loc.line);
     uint64_t n = (static_cast<uint64_t>(count) * sizeof(T)) & ~31ull;
-    evk_detail::ub_to_gm("DataCopy UB->GM", src.buf_, src.off_, dst.addr_, n, dst.addr_, dst.tensor_bytes_(),
+    evk_detail::ub_to_gm("DataCopy UB->GM", src.buf_, src.off_, dst.address_, n, dst.address_, dst.tensor_bytes_(),
                          ::evk_sim::Ty<T>::kind, loc);
     ::evk_sim::count_mte(::evk_sim::PID_MTE3, n, 1);
 }
@@ -657,14 +657,14 @@ template <typename T> inline void DataCopy(const LocalTensor<T>& dst, const Glob
                                            const DataCopyParams& p, EVK_LOC) {
     ::evk_sim::begin_instr(::evk_sim::PID_MTE2);
     evk_detail::valid(dst.buf_, "DataCopy", loc);
-    evk_detail::gm_align_check("DataCopy GM->UB", src.addr_, sizeof(T), loc);
+    evk_detail::gm_align_check("DataCopy GM->UB", src.address_, sizeof(T), loc);
     ::evk_sim::ub_align("DataCopy GM->UB", "dst", dst.off_, 32, loc.file, loc.line);
     if (!evk_detail::copy_params_check("DataCopy GM->UB", p.blockCount, p.blockLen, 65535, loc)) return;
     const uint64_t n = static_cast<uint64_t>(p.blockLen) * 32;
     for (uint32_t i = 0; i < p.blockCount; ++i) {
-        const uint8_t* g = reinterpret_cast<const uint8_t*>(src.addr_) + i * (n + static_cast<uint64_t>(p.srcStride) * 32);
+        const uint8_t* g = reinterpret_cast<const uint8_t*>(src.address_) + i * (n + static_cast<uint64_t>(p.srcStride) * 32);
         int64_t u = dst.off_ + static_cast<int64_t>(i) * static_cast<int64_t>(n + static_cast<uint64_t>(p.dstStride) * 32);
-        evk_detail::gm_to_ub("DataCopy GM->UB", dst.buf_, u, g, n, src.addr_, src.tensor_bytes_(), loc);
+        evk_detail::gm_to_ub("DataCopy GM->UB", dst.buf_, u, g, n, src.address_, src.tensor_bytes_(), loc);
     }
     ::evk_sim::count_mte(::evk_sim::PID_MTE2, n * p.blockCount, p.blockCount);
 }
@@ -672,14 +672,14 @@ template <typename T> inline void DataCopy(const GlobalTensor<T>& dst, const Loc
                                            const DataCopyParams& p, EVK_LOC) {
     ::evk_sim::begin_instr(::evk_sim::PID_MTE3);
     evk_detail::valid(src.buf_, "DataCopy", loc);
-    evk_detail::gm_align_check("DataCopy UB->GM", dst.addr_, sizeof(T), loc);
+    evk_detail::gm_align_check("DataCopy UB->GM", dst.address_, sizeof(T), loc);
     ::evk_sim::ub_align("DataCopy UB->GM", "src", src.off_, 32, loc.file, loc.line);
     if (!evk_detail::copy_params_check("DataCopy UB->GM", p.blockCount, p.blockLen, 65535, loc)) return;
     const uint64_t n = static_cast<uint64_t>(p.blockLen) * 32;
     for (uint32_t i = 0; i < p.blockCount; ++i) {
-        uint8_t* g = reinterpret_cast<uint8_t*>(dst.addr_) + i * (n + static_cast<uint64_t>(p.dstStride) * 32);
+        uint8_t* g = reinterpret_cast<uint8_t*>(dst.address_) + i * (n + static_cast<uint64_t>(p.dstStride) * 32);
         int64_t u = src.off_ + static_cast<int64_t>(i) * static_cast<int64_t>(n + static_cast<uint64_t>(p.srcStride) * 32);
-        evk_detail::ub_to_gm("DataCopy UB->GM", src.buf_, u, g, n, dst.addr_, dst.tensor_bytes_(), ::evk_sim::Ty<T>::kind, loc);
+        evk_detail::ub_to_gm("DataCopy UB->GM", src.buf_, u, g, n, dst.address_, dst.tensor_bytes_(), ::evk_sim::Ty<T>::kind, loc);
     }
     ::evk_sim::count_mte(::evk_sim::PID_MTE3, n * p.blockCount, p.blockCount);
 }
@@ -710,7 +710,7 @@ inline void pad_gm_to_ub(const LocalTensor<T>& dst, const GlobalTensor<T>& src, 
     const char* op = "DataCopyPad GM->UB";
     ::evk_sim::begin_instr(::evk_sim::PID_MTE2);
     valid(dst.buf_, "DataCopyPad", loc);
-    gm_align_check(op, src.addr_, sizeof(T), loc);
+    gm_align_check(op, src.address_, sizeof(T), loc);
     ::evk_sim::ub_align(op, "dst", dst.off_, 32, loc.file, loc.line);
     if (!copy_params_check(op, blockCount, blockLen, 2097151, loc)) return;
     if (lp * sizeof(T) > 32 || rp * sizeof(T) > 32)
@@ -724,10 +724,10 @@ inline void pad_gm_to_ub(const LocalTensor<T>& dst, const GlobalTensor<T>& src, 
     const uint64_t lb = lp * sizeof(T), rb = rp * sizeof(T);
     const uint64_t row = (lb + blockLen + rb + 31) & ~31ull;
     for (uint32_t i = 0; i < blockCount; ++i) {
-        const uint8_t* g = reinterpret_cast<const uint8_t*>(src.addr_) + i * (blockLen + srcStride);
+        const uint8_t* g = reinterpret_cast<const uint8_t*>(src.address_) + i * (blockLen + srcStride);
         int64_t u = dst.off_ + static_cast<int64_t>(i) * static_cast<int64_t>(row + dstStride * 32);
         if (lb) pad_fill(op, dst.buf_, u, lb, &value, sizeof(T), isPad, loc);
-        gm_to_ub(op, dst.buf_, u + lb, g, blockLen, src.addr_, src.tensor_bytes_(), loc);
+        gm_to_ub(op, dst.buf_, u + lb, g, blockLen, src.address_, src.tensor_bytes_(), loc);
         if (row > lb + blockLen) pad_fill(op, dst.buf_, u + lb + blockLen, row - lb - blockLen, &value, sizeof(T),
                                           isPad, loc);
     }
@@ -739,14 +739,14 @@ inline void pad_ub_to_gm(const GlobalTensor<T>& dst, const LocalTensor<T>& src, 
     const char* op = "DataCopyPad UB->GM";
     ::evk_sim::begin_instr(::evk_sim::PID_MTE3);
     valid(src.buf_, "DataCopyPad", loc);
-    gm_align_check(op, dst.addr_, sizeof(T), loc);
+    gm_align_check(op, dst.address_, sizeof(T), loc);
     ::evk_sim::ub_align(op, "src", src.off_, 32, loc.file, loc.line);
     if (!copy_params_check(op, blockCount, blockLen, 2097151, loc)) return;
     const uint64_t row = (static_cast<uint64_t>(blockLen) + 31) & ~31ull;
     for (uint32_t i = 0; i < blockCount; ++i) {
-        uint8_t* g = reinterpret_cast<uint8_t*>(dst.addr_) + i * (blockLen + dstStride);
+        uint8_t* g = reinterpret_cast<uint8_t*>(dst.address_) + i * (blockLen + dstStride);
         int64_t u = src.off_ + static_cast<int64_t>(i) * static_cast<int64_t>(row + srcStride * 32);
-        ub_to_gm(op, src.buf_, u, g, blockLen, dst.addr_, dst.tensor_bytes_(), ::evk_sim::Ty<T>::kind, loc);
+        ub_to_gm(op, src.buf_, u, g, blockLen, dst.address_, dst.tensor_bytes_(), ::evk_sim::Ty<T>::kind, loc);
     }
     ::evk_sim::count_mte(::evk_sim::PID_MTE3, static_cast<uint64_t>(blockLen) * blockCount, blockCount);
 }

@@ -1,0 +1,98 @@
+"""`evokernel ascend import`: an msopgen op project becomes a candidate, its sources byte for byte."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evokernel.ascend_import import ImportError_, find_project, import_project, opdef_types
+from evokernel.verifier.backends.ascend_sim.binding import TensorInfo, plan_call
+from evokernel.verifier.backends.ascend_sim.project import parse_candidate, read_strings
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "evokernel" / "examples" / "ascend" / "add_custom.py"
+
+
+def project(tmp_path, desc_extra=None, opdef_out="", layout="sample"):
+    """An op project in msopgen's layout, its sources taken from the shipped add_custom example."""
+    strings = read_strings(EXAMPLE.read_text())
+    desc = json.loads(strings["project_json_src"])
+    desc[0].update(desc_extra or {})
+    root = tmp_path / "FrameworkLaunch"
+    op_dir = root / "AddCustom" if layout == "sample" else root
+    (op_dir / "op_host").mkdir(parents=True)
+    (op_dir / "op_kernel").mkdir()
+    (root / "AddCustom.json").write_text(json.dumps(desc, indent=4))
+    (op_dir / "op_host" / "add_custom_tiling.h").write_text(strings["host_tiling_src"])
+    host = strings["host_operator_src"]
+    if opdef_out:
+        old = 'this->Output("z").ParamType(REQUIRED).DataType({ge::DT_FLOAT, ge::DT_FLOAT16})'
+        assert old in host
+        host = host.replace(old, f'this->Output("z").ParamType(REQUIRED).DataType({{{opdef_out}}})', 1)
+    (op_dir / "op_host" / "add_custom.cpp").write_text(host)
+    (op_dir / "op_kernel" / "add_custom.cpp").write_text(strings["kernel_src"])
+    (root / "AclNNInvocation").mkdir()  # a sample's invocation folder is not the project
+    (root / "AclNNInvocation" / "other.json").write_text("[]")
+    return root, strings
+
+
+@pytest.mark.parametrize("layout", ["sample", "flat"])
+def test_the_sources_go_in_byte_for_byte_and_the_binding_plans(tmp_path, layout):
+    root, strings = project(tmp_path, layout=layout)
+    p, text = import_project(root, tmp_path / "cand.py")
+    got = read_strings((tmp_path / "cand.py").read_text())
+    for name in ("host_tiling_src", "host_operator_src", "kernel_src"):
+        assert got[name] == strings[name]
+    assert json.loads(got["project_json_src"]) == json.loads(strings["project_json_src"])
+    cand = parse_candidate(text)
+    assert cand.op_type == "AddCustom" and p.snake == "add_custom"
+    plan = plan_call(cand.bindings["add_custom"], [TensorInfo((4, 8), "float32"), TensorInfo((4, 8), "float32")])
+    assert [(o.shape, o.dtype) for o in plan.outputs] == [((4, 8), "float32")] and len(plan.inputs) == 2
+    assert "custom_ops_lib.add_custom(x, y)" in got["model_src"]
+
+
+def test_attributes_and_an_output_dtype_from_the_opdef(tmp_path):
+    attrs = [{"name": "alpha", "param_type": "optional", "type": "float", "default_value": "0.5"},
+             {"name": "steps", "param_type": "optional", "type": "int", "default_value": 3},
+             {"name": "flip", "param_type": "optional", "type": "bool", "default_value": False}]
+    root, _ = project(tmp_path, {"attr": attrs}, opdef_out="ge::DT_BOOL, ge::DT_BOOL")
+    p, text = import_project(root)
+    s = read_strings(text)
+    assert "const at::Tensor& x, const at::Tensor& y, double alpha, int64_t steps, bool flip" in s["python_bind_src"]
+    assert "EXEC_NPU_CMD(aclnnAddCustom, x, y, alpha, steps, flip, z)" in s["python_bind_src"]
+    assert "at::empty(x.sizes(), x.options().dtype(at::kBool))" in s["python_bind_src"]
+    assert "def __init__(self, alpha=0.5, steps=3, flip=False)" in s["model_src"]
+    assert "custom_ops_lib.add_custom(x, y, self.alpha, self.steps, self.flip)" in s["model_src"]
+    assert opdef_types(p.host, "Output", "z") == ["bool", "bool"] and opdef_types(p.host, "Input", "nope") is None
+    # the emulator's binding reader understands what was generated: attributes in order, a bool output
+    plan = plan_call(parse_candidate(text).bindings["add_custom"],
+                     [TensorInfo((16,), "float32"), TensorInfo((16,), "float32"), 0.5, 3, False])
+    assert plan.attrs == [0.5, 3, False] and [(o.shape, o.dtype) for o in plan.outputs] == [((16,), "bool")]
+    compile(s["model_src"], "model_src", "exec")
+
+
+@pytest.mark.parametrize("extra,message", [
+    ({"input_desc": [{"name": "x", "param_type": "optional", "type": ["float"]}]}, "optional"),
+    ({"input_desc": [{"name": "x", "param_type": "dynamic", "type": ["float"]}]}, "dynamic"),
+    ({"attr": [{"name": "axes", "type": "listInt"}]}, "listint"),
+    ({"output_desc": [{"name": "a", "type": ["float"]}, {"name": "b", "type": ["float"]}]}, "2 outputs"),
+])
+def test_what_the_generated_binding_cannot_say_is_refused_by_name(tmp_path, extra, message):
+    root, _ = project(tmp_path, extra)
+    with pytest.raises(ImportError_, match=message):
+        import_project(root)
+
+
+def test_a_folder_without_a_project_and_the_cli(tmp_path):
+    with pytest.raises(ImportError_, match="no op project found"):
+        find_project(tmp_path)
+    root, _ = project(tmp_path)
+    out = tmp_path / "c.py"
+    r = subprocess.run([sys.executable, "-m", "evokernel", "ascend", "import", str(root), "-o", str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "AddCustom (add_custom) ->" in r.stderr and "kernel_src" in r.stderr and out.exists()
+    bad = subprocess.run([sys.executable, "-m", "evokernel", "ascend", "import", str(tmp_path / "nothing")],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "not a directory" in bad.stderr
