@@ -12,6 +12,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from evokernel.graph.context import Context
+from evokernel.graph.retry import STORE_RETRY
 from evokernel.graph.state import TaskState
 from evokernel.nodes.generate import generate
 from evokernel.nodes.q_filter import q_filter
@@ -60,7 +61,8 @@ def add_attempt(g: StateGraph, route: Any, first: str) -> None:
     ``route`` decides between another attempt (back to ``first``) and END."""
     for name, node in (("retrieve", retrieve), ("q_filter", q_filter), ("generate", generate), ("verify", verify),
                        ("update", update)):
-        g.add_node(name, node)
+        # the memory's nodes run again after a connection reset or a peer restarting (graph/retry.py)
+        g.add_node(name, node, retry_policy=STORE_RETRY if name in ("retrieve", "q_filter", "update") else None)
     g.add_edge("retrieve", "q_filter")
     g.add_edge("q_filter", "generate")
     g.add_conditional_edges("generate", _after_generate, ["verify", END])

@@ -9,6 +9,7 @@ from langgraph.runtime import Runtime
 
 from evokernel.graph.context import Context
 from evokernel.graph.drafting import add_attempt, budget_left
+from evokernel.graph.retry import STORE_RETRY
 from evokernel.graph.state import TaskState
 from evokernel.nodes.select_start import select_start
 
@@ -20,7 +21,7 @@ def _next(state: dict[str, Any], runtime: Runtime[Context]) -> str:
 
 def builder() -> StateGraph:
     g = StateGraph(TaskState, context_schema=Context)
-    g.add_node("select_start", select_start)
+    g.add_node("select_start", select_start, retry_policy=STORE_RETRY)  # reads Q2 from the ledger
     g.add_conditional_edges(START, _next, ["select_start", END])
     g.add_edge("select_start", "retrieve")
     add_attempt(g, _next, "select_start")

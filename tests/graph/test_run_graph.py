@@ -9,6 +9,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from graph_helpers import RELU, RELU_BROKEN, RELU_KERNEL, RELU_SLOW, RELU_WRONG, SMALL, Scripted
 from evokernel.graph import build_graph, resources
 from evokernel.graph.context import Context
+from evokernel.memory.store import MemoryItem
 
 
 def _run(tmp_path, memory_dir, run_id, script, budget, **ctx_kw):
@@ -154,3 +155,45 @@ def test_refinement_repairs_then_hill_climbs_from_the_fastest(tmp_path, memory_d
     assert gen.requests[3].start_point.id == fastest["trace_id"]  # hill-climbing from the best so far
     assert all(not r.children and not r.context for r in gen.requests)
     assert not memory_dir.exists()
+
+
+def test_a_connection_reset_in_the_memory_is_retried_not_a_lost_run(tmp_path, memory_dir, wired):
+    """retrieve, q_filter, update and select_start run again after a transient failure of the memory (a
+    Chroma server or the ledger's owner restarting: graph/retry.py); the attempt is logged and its value
+    update applied once. Anything else stops the run."""
+    import httpx
+
+    from evokernel.graph.retry import transient
+    from evokernel.memory.embeddings import HashEmbedder
+    from evokernel.memory.store import MemoryStore
+
+    store = MemoryStore(memory_dir, embedder=HashEmbedder())
+    resources.install(store=store)
+    failures = {"query_ids": [ConnectionResetError("chroma restarting")],
+                "record": [httpx.ConnectError("owner restarting")]}
+    calls = {"query_ids": 0, "record": 0}
+
+    def flaky(obj, name):
+        real = getattr(obj, name)
+
+        def wrapper(*a, **k):
+            calls[name] += 1
+            if failures[name]:
+                raise failures[name].pop(0)
+            return real(*a, **k)
+        setattr(obj, name, wrapper)
+
+    flaky(store, "query_ids")
+    flaky(store.values, "record")
+    store.add([MemoryItem("e0", "experience", "relu activation", "relu: use simd", {"backend": "cpu", "task": "x"})])
+    gen, run_dir, final, _ = _run(tmp_path, memory_dir, "rt", [RELU_KERNEL, RELU_SLOW], budget=2)
+    lines = [json.loads(x) for x in (run_dir / "attempts.jsonl").read_text().splitlines()]
+    assert len(lines) == 2 and lines[0]["feasible"] and not failures["query_ids"] and not failures["record"]
+    assert calls["record"] == 3 and len(store.values.state.attempts) == 2  # one retry, each attempt applied once
+    assert transient(ConnectionResetError()) and transient(httpx.ReadTimeout("t"))
+    assert not transient(ValueError("bad task")) and not transient(KeyError("x"))
+    # not transient: the run stops with it
+    failures["query_ids"] = [ValueError("a broken store")]
+    with pytest.raises(ValueError, match="a broken store"):
+        _run(tmp_path, memory_dir, "rt2", [RELU_KERNEL], budget=1, recall=False)  # (a recall would not query)
+    store.close()
