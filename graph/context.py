@@ -53,6 +53,8 @@ class Context:
                                        "(speedup vs torch.compile; slow: +8-20 s per feasible verdict)")
     recall: bool = _f(True, "a task's first attempt re-submits the fastest kernel an earlier run on this memory found "
                             "for the same task and sizes (judged again; P(x) starts from it); off: draft from scratch")
+    review: bool = _f(False, "pause for a human (interrupt, shown in Studio) on a verdict too good to be true: a CPU "
+                             "kernel beyond its memory roof, or 20x over eager; resume accepts or refuses it")
     llm_judge: str = _f("", "second tier of the hack gate: an LLM spec whose model reads every feasible "
                             "candidate beside its reference and may flag semantic cheating ('' : off)")
     concurrency: int = _f(1, "K: tasks of the stream in flight at once, sharing the memory; K > 1 judges candidates "

@@ -1,4 +1,4 @@
-"""Stage 1, cold-start drafting (paper §3.5): retrieve → q_filter → generate → verify → update,
+"""Stage 1, cold-start drafting (paper §3.5): retrieve → q_filter → generate → verify → review → update,
 looping until a feasible kernel exists, the budget T is spent, or the run must stop.
 
 Also served on its own (langgraph.json "drafting") for stepping through one task in Studio:
@@ -17,6 +17,7 @@ from evokernel.graph.state import TaskState
 from evokernel.nodes.generate import generate
 from evokernel.nodes.q_filter import q_filter
 from evokernel.nodes.retrieve import retrieve
+from evokernel.nodes.review import review
 from evokernel.nodes.update import update
 from evokernel.nodes.verify import verify
 
@@ -57,16 +58,17 @@ def _after_generate(state: dict[str, Any]) -> str:
 
 
 def add_attempt(g: StateGraph, route: Any, first: str) -> None:
-    """The attempt both stages share: retrieve → q_filter → generate → verify → update, then
+    """The attempt both stages share: retrieve → q_filter → generate → verify → review → update, then
     ``route`` decides between another attempt (back to ``first``) and END."""
     for name, node in (("retrieve", retrieve), ("q_filter", q_filter), ("generate", generate), ("verify", verify),
-                       ("update", update)):
+                       ("review", review), ("update", update)):
         # the memory's nodes run again after a connection reset or a peer restarting (graph/retry.py)
         g.add_node(name, node, retry_policy=STORE_RETRY if name in ("retrieve", "q_filter", "update") else None)
     g.add_edge("retrieve", "q_filter")
     g.add_edge("q_filter", "generate")
     g.add_conditional_edges("generate", _after_generate, ["verify", END])
-    g.add_edge("verify", "update")
+    g.add_edge("verify", "review")  # review: an interrupt() for a human, only with context review on
+    g.add_edge("review", "update")
     g.add_conditional_edges("update", route, [first, END])
 
 
