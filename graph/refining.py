@@ -1,4 +1,4 @@
-"""Stage 2, continual refining (paper §3.6): select_start → retrieve → q_filter → generate → verify →
+"""Stage 2, continual refining (paper §3.6): select_start → retrieve → q_filter → generate → verify → review →
 update, until the budget T (shared with drafting) is spent or the run must stop."""
 from __future__ import annotations
 
