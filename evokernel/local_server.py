@@ -34,6 +34,7 @@ import httpx
 
 from evokernel.local_model import LocalModel, LocalModelError, resolve_model
 from evokernel.paths import default_cache_dir
+from evokernel.processes import pid_alive as _pid_alive
 
 __all__ = ["HOST", "ManagedServer", "ManagedTransport", "ServerError", "local_chat_model", "running_servers",
            "shared_server", "stop_servers"]
@@ -56,6 +57,10 @@ LOCAL_CONTEXT_CHARS = 6_000
 DEFAULT_READY_TIMEOUT_S = 180.0
 MIN_TIMEOUT_S = 1800.0  # per call
 MAX_RESTARTS = 3
+# the watchdog beside every server we start: a server whose clients all died without releasing it (killed,
+# crashed, a test runner torn down) is stopped after this grace instead of holding its RAM and CPU forever
+WATCH_ENV = "EVOKERNEL_LOCAL_WATCH"  # "INTERVAL_S,GRACE_S"
+DEFAULT_WATCH = (5.0, 30.0)
 
 
 class ServerError(LocalModelError):
@@ -97,19 +102,6 @@ def default_command(model: LocalModel, port: int, n_ctx: int, threads: int) -> l
     return [sys.executable, "-m", "llama_cpp.server", "--model", str(model.path), "--host", HOST,
             "--port", str(port), "--model_alias", model.alias, "--n_ctx", str(n_ctx), "--n_threads", str(threads),
             "--n_threads_batch", str(threads), "--logits_all", "false"]
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie is dead
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
 
 
 def _same_process(pid: int, cmd: list[str]) -> bool:
@@ -296,12 +288,20 @@ class ManagedServer:
                 raise ServerError(f"cannot start the local model server ({shlex.join(self.cmd)}): {exc}") from None
         self.pid, self.port = self.proc.pid, port
         self._wait_ready(started)
+        self._watch()
         self.startup_s = time.monotonic() - started
         bad = [a for a in listening_addresses(port) if a not in _LOOPBACK]
         if bad:
             self._terminate_own()
             raise ServerError(f"the server listened on a non-loopback address ({', '.join(bad)}) on port {port}: "
                               f"stopped it; only {HOST} is allowed (command: {shlex.join(self.cmd)})")
+
+    def _watch(self) -> None:
+        """Start the watchdog of this server (its own session: it outlives us, that is its point)."""
+        with contextlib.suppress(OSError):
+            subprocess.Popen([sys.executable, "-m", "evokernel.local_server", "watch", str(self.state_path),
+                              str(self.pid)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
 
     def _wait_ready(self, started: float) -> None:
         assert self.proc is not None
@@ -556,3 +556,68 @@ def stop_servers(cache_dir: Path | None = None, alias: str | None = None) -> lis
             stopped.append(state)
         Path(state["state_file"]).unlink(missing_ok=True)
     return stopped
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the watchdog (python -m evokernel.local_server watch STATE PID)
+# ---------------------------------------------------------------------------------------------------------
+def watch_settings() -> tuple[float, float]:
+    text = os.environ.get(WATCH_ENV, "")
+    try:
+        interval, grace = (float(x) for x in text.split(",")) if text else DEFAULT_WATCH
+    except ValueError:
+        interval, grace = DEFAULT_WATCH
+    return max(interval, 0.05), max(grace, 0.0)
+
+
+def watch(state_path: Path, pid: int, interval: float | None = None, grace: float | None = None) -> str:
+    """Stop server ``pid`` once no client recorded in ``state_path`` has lived for ``grace`` seconds; return
+    why the watch ended. Ends by itself when the server dies or the state names another server."""
+    default_interval, default_grace = watch_settings()
+    interval = default_interval if interval is None else interval
+    grace = default_grace if grace is None else grace
+    lock_path = state_path.with_suffix(".lock")
+    orphaned_since: float | None = None
+    while True:
+        try:
+            state = json.loads(state_path.read_text())
+        except (OSError, ValueError):
+            return "the state file is gone (the server was released)"
+        if state.get("pid") != pid:
+            return "the state names another server"
+        if not _pid_alive(pid):
+            return "the server is gone"
+        clients = [c for c in state.get("clients", []) if isinstance(c, int) and _pid_alive(c)]
+        if clients:
+            orphaned_since = None
+        else:
+            orphaned_since = orphaned_since or time.monotonic()
+            if time.monotonic() - orphaned_since >= grace:
+                with open(lock_path, "w") as fh:  # the clients' lock: nobody attaches while we decide
+                    fcntl.flock(fh, fcntl.LOCK_EX)
+                    try:
+                        again = json.loads(state_path.read_text())
+                    except (OSError, ValueError):
+                        return "the state file is gone (the server was released)"
+                    live = [c for c in again.get("clients", []) if isinstance(c, int) and _pid_alive(c)]
+                    if again.get("pid") != pid or live:
+                        orphaned_since = None
+                        continue
+                    # the state and the log first: once the server is gone, nothing names it and its log says why
+                    state_path.unlink(missing_ok=True)
+                    with contextlib.suppress(OSError), open(again.get("log") or os.devnull, "a") as log:
+                        log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} evokernel watchdog: no live client "
+                                  f"for {grace:g} s (clients {again.get('clients')}); stopping the server\n")
+                    if _same_process(pid, list(again.get("cmd") or [])):
+                        _terminate(pid)
+                    return "stopped: no live client"
+        time.sleep(interval)
+
+
+if __name__ == "__main__":  # the watchdog process
+    if len(sys.argv) == 4 and sys.argv[1] == "watch":
+        with contextlib.suppress(KeyboardInterrupt):
+            watch(Path(sys.argv[2]), int(sys.argv[3]))
+    else:
+        print("usage: python -m evokernel.local_server watch STATE_FILE SERVER_PID", file=sys.stderr)
+        sys.exit(2)

@@ -403,6 +403,41 @@ def test_another_process_reuses_it_and_the_last_client_stops_it(cache, fake_cmd,
     assert dead(pid) and not list((cache / "servers").glob("*.json"))
 
 
+def test_a_server_whose_clients_were_all_killed_is_stopped_by_its_watchdog(cache, fake_cmd, user_model, tmp_path,
+                                                                             monkeypatch):
+    """A client killed with SIGKILL never releases its server (seen: an orphaned llama server computing for
+    a dead test run at 100% CPU). The watchdog started beside the server stops it once no recorded client
+    has lived for the grace period; a live client keeps it."""
+    monkeypatch.setenv(ls.WATCH_ENV, "0.1,0.5")
+    code = textwrap.dedent(f'''\
+        import json, os, signal, sys
+        from evokernel import local_model as lm, local_server as ls
+        script = {str(fake_cmd.script)!r}
+        cmd = lambda m, port, n, t: [sys.executable, script, "--model", str(m.path), "--host", ls.HOST, "--port",
+                                     str(port), "--model_alias", m.alias]
+        s = ls.ManagedServer(lm.resolve_model({str(user_model.path)!r}), command=cmd).ensure()
+        print(json.dumps({{"pid": s.pid, "port": s.port}}), flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)  # no atexit, no release
+        ''')
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == -9
+    orphan = json.loads(out.stdout.strip().splitlines()[-1])
+    assert dead(orphan["pid"], within=20) and not list((cache / "servers").glob("*.json"))
+    assert "evokernel watchdog: no live client" in (cache / "logs" / "server-tiny-user.log").read_text()
+    # with a live client (this process) the watchdog leaves the server alone
+    mine = ls.ManagedServer(user_model, command=fake_cmd()).ensure()
+    try:
+        time.sleep(1.5)  # three grace periods
+        assert ls._pid_alive(mine.pid) and ls.healthy(mine.port)
+    finally:
+        pid = mine.pid
+        mine.release()
+    assert dead(pid)
+    state = cache / "servers" / "gone.json"
+    assert ls.watch(state, 123, interval=0.05, grace=0.1).startswith("the state file is gone")
+
+
 def test_a_server_that_never_gets_ready_is_a_clear_error(cache, fake_cmd, user_model):
     s = ls.ManagedServer(user_model, command=fake_cmd("--never-ready"), ready_timeout=1.0)
     with pytest.raises(ls.ServerError) as e:

@@ -34,6 +34,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from evokernel.processes import pid_alive
+
 BUILD_AS_MB = 3 * 1024
 BUILD_FILE_MB = 128
 BUILD_TMP_MB = 1024
@@ -151,23 +153,13 @@ class TaskCap:
             Group(self.root, 0).close()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def sweep_stale(base: Path) -> int:
     """Remove the ``evokernel-<pid>`` cgroups of processes that are gone, where no process is left in them;
     how many were removed."""
     removed = 0
     for d in base.glob("evokernel-*"):
         pid = d.name.split("-", 1)[1]
-        if d.is_dir() and pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+        if d.is_dir() and pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
             removed += Group(d, 0).close(wait=False)
     return removed
 
