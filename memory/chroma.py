@@ -168,7 +168,8 @@ class ChromaCollection:
                 raise MemoryStoreError(
                     f"Chroma could not read the vector index of collection {self._col.name!r} for "
                     f"{self.patience:g} s ({e}). Chroma's files for it are missing or the server lost them: "
-                    "restart the Chroma server; if it persists, rebuild the memory from a snapshot") from e
+                    "restart the Chroma server; if it persists, rebuild the memory from an export (evokernel memory "
+                    "export / import)") from e
             raise
         raise AssertionError("unreachable")  # pragma: no cover
 
