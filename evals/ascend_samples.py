@@ -66,13 +66,13 @@ SAMPLES = [
 
 
 def extract(samples: Path, path: str, dest: Path, commit: str = SAMPLES_COMMIT) -> Path:
-    """The op project ``path`` of the samples at ``commit`` under ``dest`` (from a bare mirror or a clone
-    with git history; a plain directory tree is read as it is)."""
+    """The op project ``path`` of the samples at ``commit`` under ``dest`` (from a bare mirror or a clone:
+    the pinned commit, whatever is checked out; a plain directory tree without git is read as it is)."""
     samples = Path(samples)
-    if (samples / path).is_dir() and not (samples / "HEAD").exists():
+    git_dir = samples if (samples / "HEAD").exists() else samples / ".git"
+    if not git_dir.exists():  # a plain tree (a download without history): as it is
         return samples / path
-    out = subprocess.run(["git", f"--git-dir={samples if (samples / 'HEAD').exists() else samples / '.git'}",
-                          "archive", commit, path], capture_output=True, timeout=120)
+    out = subprocess.run(["git", f"--git-dir={git_dir}", "archive", commit, path], capture_output=True, timeout=120)
     if out.returncode != 0:
         raise RuntimeError(f"git archive {commit} {path} in {samples}: {out.stderr.decode(errors='replace')[-500:]}")
     with tarfile.open(fileobj=io.BytesIO(out.stdout)) as tar:

@@ -255,6 +255,7 @@ class ManagedServer:
                     clients = [c for c in state.get("clients", []) if isinstance(c, int) and _pid_alive(c)]
                 self._start(prefer_port=int(state["port"]) if state and state.get("port") else None)
                 self._write_state(self._state(sorted(set(clients) | {os.getpid()})))
+                self._watch()  # after the state names the new server: the watchdog reads it first thing
                 self.started = True
         if not self._atexit:
             atexit.register(self.release)
@@ -288,7 +289,6 @@ class ManagedServer:
                 raise ServerError(f"cannot start the local model server ({shlex.join(self.cmd)}): {exc}") from None
         self.pid, self.port = self.proc.pid, port
         self._wait_ready(started)
-        self._watch()
         self.startup_s = time.monotonic() - started
         bad = [a for a in listening_addresses(port) if a not in _LOOPBACK]
         if bad:
