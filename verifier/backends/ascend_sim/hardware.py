@@ -89,11 +89,34 @@ class Ascend910B:
     vec_reduce_b32: float = 2.0
     vec_reduce_tail_cycles: float = 16.0  # extra for the second level of ReduceSum/Max/Min. assumption
 
-    # ---- cube unit (eager estimate of matmul/conv only; the emulator has no cube) ------------------------------
+    # ---- cube unit: the eager estimate of matmul/conv, and the emulated cube core (M pipe) -----------------------
     # derived from ref §6: 16x16x16 fp16 MACs per cycle per AI core = 8192 flop/cycle, x 20 AI cores (the 40
-    # AIV parts) x 1.8 GHz = 2.95e14 flop/s; fp32 runs at 1/4 of fp16 (ref §6).
+    # AIV parts) x 1.8 GHz = 2.95e14 flop/s; fp32 runs at 1/4 of fp16 (ref §6). The emulator's M pipe runs
+    # cube_fp16_flops_per_s / (2 x aiv_cores/2 x clock_hz) = 4096 MACs per cycle on one cube core.
     cube_fp16_flops_per_s: float = 2.95e14
     cube_fp32_ratio: float = 0.25
+    # bfloat16 relative to fp16. ref §6 (a public hardware yaml): bf16 188 vs fp16 376 TFLOPS peak.
+    cube_bf16_ratio: float = 0.5
+    # int8 relative to fp16: 16x32x16 int8 MACs per cycle vs 16x16x16 fp16 (ref §6).
+    cube_int8_ratio: float = 2.0
+    # The cube core's buffers (ref §6, Ascend910B2.ini [AICoreSpec] as quoted in public notes): L1 512 KiB,
+    # L0A/L0B 64 KiB, L0C 128 KiB, bias table 1 KiB (also in the API docs of DataCopy L1->BiasTable).
+    l1_bytes: float = 524288
+    l0a_bytes: float = 65536
+    l0b_bytes: float = 65536
+    l0c_bytes: float = 131072
+    bt_bytes: float = 1024
+    # MTE1 (L1 -> L0A/L0B/bias table). assumption: 256 B/cycle, enough to feed a 128 x 128 base block (which
+    # needs ~128 B/cycle at 4096 MACs/cycle); per-instruction set-up. assumption.
+    mte1_bytes_per_cycle: float = 256.0
+    mte1_setup_cycles: float = 32.0
+    # Per-Mmad start-up of the matrix unit (fill/drain of the systolic pipeline). assumption.
+    mmad_setup_cycles: float = 32.0
+    # FIX (L0C -> GM through the fixpipe): modelled like MTE3. assumption: the same 32 B/cycle, set-up and GM
+    # latency as MTE3's.
+    fix_bytes_per_cycle: float = 32.0
+    fix_setup_cycles: float = 64.0
+    fix_latency_cycles: float = 300.0
 
     # ------------------------------------------------------------------------------------------------------------
     def runtime_dict(self) -> dict:

@@ -26,11 +26,15 @@ from dataclasses import dataclass, field
 from .hardware import FULL_REDUCE, Ascend910B, vec_class
 
 LABEL = "estimate (modelled from the emulator's schedule and hardware.py constants, not measured)"
-PIPES = ("mte2", "vector", "mte3", "scalar")
+PIPES = ("mte2", "vector", "mte3", "scalar", "mte1", "cube", "fix")
+CUBE_PIPES = ("mte1", "cube", "fix")
 BOUND_TEXT = {
     "hbm": "HBM bandwidth (all cores' GM traffic together)",
     "mte2": "MTE2 (GM->UB copies)",
     "mte3": "MTE3 (UB->GM copies)",
+    "mte1": "MTE1 (L1->L0A/L0B loads of the cube core)",
+    "cube": "cube unit (Mmad)",
+    "fix": "FIX (L0C->GM write-out of the cube core)",
     "vector": "vector unit",
     "scalar": "scalar unit (API issue, GetValue/SetValue)",
     "latency": "latency (the pipes wait on each other or on GM: no pipe is saturated)",
@@ -108,6 +112,14 @@ class Estimate:
     gm_bytes: float                # burst-rounded bytes moved GM<->UB by all blocks, plus scalar GM accesses
     mte2_copies: int
     mte3_copies: int
+    # the cube core's pipes on the critical core (us; 0 for vector-only kernels) and their busy shares
+    mte1_us: float = 0.0
+    cube_us: float = 0.0
+    fix_us: float = 0.0
+    aic_cube_ratio: float = 0.0
+    aic_mte1_ratio: float = 0.0
+    aic_fix_ratio: float = 0.0
+    core_kind: str = "AIV"          # AIV (vector cores) or AIC (cube cores: a cube-only kernel)
     hints: list = field(default_factory=list)
     notes: list = field(default_factory=list)
     blocks_modelled: int = 0
@@ -118,13 +130,16 @@ class Estimate:
         w = "wave" if self.waves == 1 else "waves"
         lines = [
             f"estimated {self.us:.1f} us (modelled, not measured) = launch {self.launch_us:.1f} + device "
-            f"{self.device_us:.1f}; {self.block_dim} block(s) on {self.cores_used} of {self.cores} AIV cores, "
-            f"{self.waves} {w}",
+            f"{self.device_us:.1f}; {self.block_dim} block(s) on {self.cores_used} of {self.cores} "
+            f"{self.core_kind} cores, {self.waves} {w}",
             f"critical core: MTE2 {pct(self.aiv_mte2_ratio)} busy, VEC {pct(self.aiv_vec_ratio)}, "
             f"MTE3 {pct(self.aiv_mte3_ratio)}, scalar {pct(self.aiv_scalar_ratio)}; pipe overlap "
             f"{self.overlap:.2f}x (1.00 = serialised)",
             f"bound: {BOUND_TEXT.get(self.bound, self.bound)}",
         ]
+        if self.cube_us or self.mte1_us or self.fix_us:
+            lines.insert(2, f"cube core: cube (Mmad) {pct(self.aic_cube_ratio)} busy, MTE1 {pct(self.aic_mte1_ratio)}, "
+                            f"FIX {pct(self.aic_fix_ratio)}")
         lines += [f"hint: {h}" for h in self.hints]
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
@@ -159,7 +174,9 @@ def estimate_kernel(report: dict, hw: Ascend910B = Ascend910B()) -> Estimate:
     """Combine the per-block schedules of an emulator report into the kernel's modelled latency."""
     blocks = [b for b in report.get("blocks", []) if _timing(b)]
     block_dim = int(report.get("block_dim") or len(blocks))
-    cores = int(hw.aiv_cores)
+    # a cube-only kernel (KERNEL_TYPE_AIC_ONLY) runs its blocks on the cube cores: one per two vector cores
+    aic_only = bool(blocks) and all(b.get("kernel_type") == "aic" for b in blocks)
+    cores = max(1, int(hw.aiv_cores) // 2) if aic_only else int(hw.aiv_cores)
     notes: list[str] = []
     used_hw = report.get("hw_model")
     if used_hw:
@@ -195,11 +212,12 @@ def estimate_kernel(report: dict, hw: Ascend910B = Ascend910B()) -> Estimate:
     crit = max(finish, key=lambda c: finish[c])
     crit_blocks = per_core[crit]
     core_cycles = finish[crit]
-    busy = {p: sum(_timing(b)["busy_cycles"][p] for b in crit_blocks) for p in PIPES}
+    busy = {p: sum(_timing(b)["busy_cycles"].get(p, 0.0) for b in crit_blocks) for p in PIPES}
     stall = sum(_timing(b).get("scalar_stall_cycles", 0.0) for b in crit_blocks)
 
     core_us = hw.us(core_cycles)
-    gm_bytes = sum(_timing(b)["gm_bytes"]["mte2"] + _timing(b)["gm_bytes"]["mte3"] for b in blocks)
+    gm_bytes = sum(_timing(b)["gm_bytes"]["mte2"] + _timing(b)["gm_bytes"]["mte3"] + _timing(b)["gm_bytes"].get("fix", 0)
+                   for b in blocks)
     # GlobalTensor GetValue/SetValue move data through GM too (the scalar unit's cost is in its pipe)
     gm_bytes += sum(float(sc.get("gm_get_bytes", 0)) + float(sc.get("gm_set_bytes", 0))
                     for b in blocks for sc in [b.get("counters", {}).get("scalar", {})])
@@ -220,6 +238,8 @@ def estimate_kernel(report: dict, hw: Ascend910B = Ascend910B()) -> Estimate:
 
     overlap = (busy["mte2"] + busy["vector"] + busy["mte3"]) / core_cycles if core_cycles else 0.0
     ratios = {"mte2": ratio(mte2_t), "vector": ratio(vec_t), "mte3": ratio(mte3_t), "scalar": ratio(sc_t)}
+    cube_t = {p: hw.us(busy[p]) * (stretch if p == "fix" else 1.0) for p in CUBE_PIPES}
+    ratios.update({p: ratio(cube_t[p]) for p in CUBE_PIPES if busy[p] > 0})
     bound = classify_bound(device_us, launch, ratios, hbm_bound=hbm_us >= core_us)
 
     est = Estimate(
@@ -232,6 +252,9 @@ def estimate_kernel(report: dict, hw: Ascend910B = Ascend910B()) -> Estimate:
         scalar_stall_ratio=stall / core_cycles if core_cycles else 0.0, gm_bytes=gm_bytes,
         mte2_copies=sum(_timing(b)["copies"]["mte2"] for b in blocks),
         mte3_copies=sum(_timing(b)["copies"]["mte3"] for b in blocks),
+        mte1_us=hw.us(busy["mte1"]), cube_us=hw.us(busy["cube"]), fix_us=hw.us(busy["fix"]),
+        aic_cube_ratio=ratios.get("cube", 0.0), aic_mte1_ratio=ratios.get("mte1", 0.0),
+        aic_fix_ratio=ratios.get("fix", 0.0), core_kind="AIC" if aic_only else "AIV",
         notes=notes, blocks_modelled=len(blocks))
     est.hints = _kernel_hints(est, report, blocks, crit_blocks, ratios, hw)
     return est

@@ -55,7 +55,10 @@ enum HwKey : int {
     HW_GM_BURST_BYTES, HW_VEC_INSTR_CYCLES,
     HW_VEC_SIMPLE_B16, HW_VEC_SIMPLE_B32, HW_VEC_CAST_B16, HW_VEC_CAST_B32, HW_VEC_EXP_B16, HW_VEC_EXP_B32,
     HW_VEC_DIV_B16, HW_VEC_DIV_B32, HW_VEC_RECIP_B16, HW_VEC_RECIP_B32, HW_VEC_REDUCE_B16, HW_VEC_REDUCE_B32,
-    HW_VEC_REDUCE_TAIL_CYCLES, HW_CUBE_FP16_FLOPS_PER_S, HW_CUBE_FP32_RATIO, HW_COUNT
+    HW_VEC_REDUCE_TAIL_CYCLES, HW_CUBE_FP16_FLOPS_PER_S, HW_CUBE_FP32_RATIO,
+    HW_CUBE_BF16_RATIO, HW_CUBE_INT8_RATIO, HW_L1_BYTES, HW_L0A_BYTES, HW_L0B_BYTES, HW_L0C_BYTES, HW_BT_BYTES,
+    HW_MTE1_BYTES_PER_CYCLE, HW_MTE1_SETUP_CYCLES, HW_MMAD_SETUP_CYCLES, HW_FIX_BYTES_PER_CYCLE,
+    HW_FIX_SETUP_CYCLES, HW_FIX_LATENCY_CYCLES, HW_COUNT
 };
 struct HwSpec {
     const char* key;
@@ -73,6 +76,10 @@ const HwSpec kHw[HW_COUNT] = {
     {"vec_exp_b16", 4, 0}, {"vec_exp_b32", 4, 0}, {"vec_div_b16", 4, 0}, {"vec_div_b32", 4, 0},
     {"vec_recip_b16", 2, 0}, {"vec_recip_b32", 2, 0}, {"vec_reduce_b16", 2, 0}, {"vec_reduce_b32", 2, 0},
     {"vec_reduce_tail_cycles", 16, 0}, {"cube_fp16_flops_per_s", 2.95e14, 1}, {"cube_fp32_ratio", 0.25, 1e-9},
+    {"cube_bf16_ratio", 0.5, 1e-9}, {"cube_int8_ratio", 2.0, 1e-9}, {"l1_bytes", 524288, 1024},
+    {"l0a_bytes", 65536, 1024}, {"l0b_bytes", 65536, 1024}, {"l0c_bytes", 131072, 1024}, {"bt_bytes", 1024, 64},
+    {"mte1_bytes_per_cycle", 256, 1e-9}, {"mte1_setup_cycles", 32, 0}, {"mmad_setup_cycles", 32, 0},
+    {"fix_bytes_per_cycle", 32, 1e-9}, {"fix_setup_cycles", 64, 0}, {"fix_latency_cycles", 300, 0},
 };
 const char* const kHwDefaultName = "Ascend910B";
 
@@ -240,6 +247,10 @@ struct Counters {
     uint64_t barriers = 0, set_flags = 0, wait_flags = 0;
     uint64_t allocs = 0, enques = 0, deques = 0, frees = 0;
     uint64_t instructions = 0;
+    // cube core: Mmad calls and multiply-accumulates by input kind (half, bfloat16, float, int8), L1->L0/BT
+    // bytes (MTE1) and L0C->GM bytes (FIX)
+    uint64_t mmad_calls = 0, mmad_macs[4] = {0, 0, 0, 0};
+    uint64_t mte1_bytes = 0, mte1_calls = 0, fix_bytes = 0, fix_calls = 0;
     std::vector<VecCounter> vec;
 };
 
@@ -271,6 +282,7 @@ struct Queue {
 
 struct PipeRec {
     uint32_t ub_start = 0;
+    uint32_t mem_start[MEM_COUNT] = {};
     bool alive = true;
     std::vector<int> queues;
 };
@@ -303,8 +315,8 @@ struct Timing {
     double busy[PID_COUNT] = {};
     uint64_t ninstr[PID_COUNT] = {};
     double scalar_stall = 0;           // cycles the issue waited for data or flags (GetValue, X_S, PIPE_ALL)
-    double gm_bytes[2] = {};           // burst-rounded GM bytes moved by MTE2, MTE3
-    uint64_t mte_copies[2] = {};
+    double gm_bytes[3] = {};           // burst-rounded GM bytes moved by MTE2, MTE3, FIX
+    uint64_t mte_copies[3] = {};
     double flag_time[PID_COUNT][PID_COUNT][8] = {};
     std::vector<double> w_end, r_end;  // per 32-byte UB block: end of the last write / of the last read
     PendingInstr p;
@@ -314,15 +326,17 @@ struct TimingReport {
     double scalar_stall = 0;
     double busy[PID_COUNT] = {};
     uint64_t ninstr[PID_COUNT] = {};
-    double gm_bytes[2] = {};
-    uint64_t mte_copies[2] = {};
+    double gm_bytes[3] = {};
+    uint64_t mte_copies[3] = {};
 };
 
 struct Block {
     int idx = 0;
     std::vector<uint8_t> ub, init, wpipe;
     std::vector<uint64_t> wseq;
-    uint32_t ub_used = 0, ub_peak = 0;
+    uint32_t ub_used = 0, ub_peak = 0;       // the Unified Buffer (mem_used[MEM_UB] mirrors ub_used)
+    uint32_t mem_used[MEM_COUNT] = {}, mem_peak[MEM_COUNT] = {};
+    int kernel_type = 0;
     int total_buffers = 0;
     int pos_buffers[32] = {};
     std::vector<Buffer> bufs;
@@ -348,6 +362,8 @@ struct BlockReport {
     Counters c;
     TimingReport tm;
     uint32_t ub_peak = 0;
+    uint32_t mem_peak[MEM_COUNT] = {};
+    int kernel_type = 0;
     std::vector<Queue> queues;
 };
 
@@ -395,6 +411,9 @@ const char* pipe_name(int p) {
         case PID_V: return "vector (V)";
         case PID_MTE2: return "MTE2 (GM->UB copy)";
         case PID_MTE3: return "MTE3 (UB->GM copy)";
+        case PID_MTE1: return "MTE1 (L1->L0A/L0B/BT load)";
+        case PID_M: return "cube (M)";
+        case PID_FIX: return "FIX (L0C->GM write-out)";
         default: return "unknown";
     }
 }
@@ -404,6 +423,9 @@ const char* pipe_short(int p) {
         case PID_V: return "V";
         case PID_MTE2: return "MTE2";
         case PID_MTE3: return "MTE3";
+        case PID_MTE1: return "MTE1";
+        case PID_M: return "M";
+        case PID_FIX: return "FIX";
         default: return "?";
     }
 }
@@ -421,6 +443,7 @@ const char* pos_name(int pos) {
         case 6: return "C2";
         case 7: return "CO1";
         case 8: return "CO2";
+        case 13: return "TSCM";
         default: return "other";
     }
 }
@@ -518,8 +541,10 @@ void tm_reset(uint32_t ub_size) {
     }
     t.busy[PID_S] = start;
     t.scalar_stall = 0;
-    t.gm_bytes[0] = t.gm_bytes[1] = 0;
-    t.mte_copies[0] = t.mte_copies[1] = 0;
+    for (int k = 0; k < 3; ++k) {
+        t.gm_bytes[k] = 0;
+        t.mte_copies[k] = 0;
+    }
     for (auto& a : t.flag_time)
         for (auto& b : a)
             for (double& f : b) f = 0;
@@ -559,6 +584,15 @@ void tm_close() {
         latency = h[in ? HW_MTE2_LATENCY_CYCLES : HW_MTE3_LATENCY_CYCLES];
         t.gm_bytes[in ? 0 : 1] += p.gm_bytes;
         ++t.mte_copies[in ? 0 : 1];
+    } else if (p.pipe == PID_FIX) {  // L0C -> GM: a write-out like MTE3's, on its own pipe
+        cost += h[HW_FIX_SETUP_CYCLES] + p.gm_bytes / h[HW_FIX_BYTES_PER_CYCLE];
+        latency = h[HW_FIX_LATENCY_CYCLES];
+        t.gm_bytes[2] += p.gm_bytes;
+        ++t.mte_copies[2];
+    } else if (p.pipe == PID_MTE1) {
+        cost += h[HW_MTE1_SETUP_CYCLES];
+    } else if (p.pipe == PID_M) {
+        cost += h[HW_MMAD_SETUP_CYCLES];
     } else if (p.pipe == PID_V) {
         cost += h[HW_VEC_INSTR_CYCLES];
     }
@@ -584,7 +618,7 @@ void tm_close() {
     t.done[p.pipe] = std::max(t.done[p.pipe], end + latency);
     t.busy[p.pipe] += cost;
     ++t.ninstr[p.pipe];
-    // UB reads are over when the instruction leaves its pipe; GM->UB data lands after the GM latency
+    // local reads are over when the instruction leaves its pipe; GM->UB/L1 data lands after the GM latency
     const double landed = p.pipe == PID_MTE2 ? end + latency : end;
     for (int i = 0; i < p.nrd; ++i)
         for (int64_t b = p.rd[i].lo / 32; b < (p.rd[i].hi + 31) / 32 && static_cast<size_t>(b) < nb; ++b)
@@ -630,6 +664,39 @@ void host_violation(const char* rule, int sev, const char* fmt_, ...) {
 uint8_t* g_ub = nullptr;
 uint8_t* g_ub_init = nullptr;
 uint32_t g_ub_size = 196608;
+// the arena: each memory's base offset and size (set per run from the UB size and the hw model)
+uint32_t g_mem_base[MEM_COUNT] = {};
+uint32_t g_mem_size[MEM_COUNT] = {};
+uint32_t g_local_size = 196608;
+
+uint32_t mem_base(int mem) { return mem >= 0 && mem < MEM_COUNT ? g_mem_base[mem] : 0; }
+const char* mem_name(int mem) {
+    switch (mem) {
+        case MEM_UB: return "UB";
+        case MEM_L1: return "L1";
+        case MEM_L0A: return "L0A";
+        case MEM_L0B: return "L0B";
+        case MEM_L0C: return "L0C";
+        case MEM_BT: return "BT";
+        default: return "none";
+    }
+}
+
+namespace {
+// Lays the memories out one after another (each base 1024-byte aligned).
+void layout_memories(uint32_t ub_size) {
+    const HwModel& h = g_run ? g_run->opt.hw : HwModel();
+    const double sizes[MEM_COUNT] = {static_cast<double>(ub_size), h[HW_L1_BYTES], h[HW_L0A_BYTES],
+                                     h[HW_L0B_BYTES], h[HW_L0C_BYTES], h[HW_BT_BYTES]};
+    uint64_t at = 0;
+    for (int m = 0; m < MEM_COUNT; ++m) {
+        g_mem_base[m] = static_cast<uint32_t>(at);
+        g_mem_size[m] = static_cast<uint32_t>(sizes[m]);
+        at = (at + g_mem_size[m] + 1023) & ~1023ull;
+    }
+    g_local_size = static_cast<uint32_t>(at);
+}
+}  // namespace
 
 void violation(const char* rule, int severity, const char* file, int line, const char* f, ...) {
     va_list ap;
@@ -706,11 +773,15 @@ Buffer& check_range(const char* instr, int buf, int64_t off, uint64_t n, const c
                   "%s uses a tensor of %s after FreeTensor (or before AllocTensor); on the NPU the buffer may "
                   "already hold the next tile",
                   instr, buffer_origin(B, tmp));
-    if (off < 0 || static_cast<uint64_t>(off) + n > g_ub_size)
-        fatal(EVK_RULE_UB_OOB, file, line,
-              "%s touches UB bytes [%lld, %lld), outside the %u-byte Unified Buffer (tensor of %s)", instr,
-              static_cast<long long>(off), static_cast<long long>(off + static_cast<int64_t>(n)), g_ub_size,
-              buffer_origin(B, tmp));
+    {
+        const int m = mem_of_position(g_blk.queues[B.queue].pos_src);
+        const int64_t lo = m >= 0 ? g_mem_base[m] : 0, hi = m >= 0 ? lo + g_mem_size[m] : g_ub_size;
+        if (off < lo || off + static_cast<int64_t>(n) > hi)
+            fatal(EVK_RULE_UB_OOB, file, line,
+                  "%s touches %s bytes [%lld, %lld), outside the %lld-byte %s (tensor of %s)", instr, mem_name(m),
+                  static_cast<long long>(off - lo), static_cast<long long>(off - lo + static_cast<int64_t>(n)),
+                  static_cast<long long>(hi - lo), mem_name(m), buffer_origin(B, tmp));
+    }
     if (off < static_cast<int64_t>(B.off) || static_cast<uint64_t>(off) + n > static_cast<uint64_t>(B.off) + B.len) {
         int64_t past = static_cast<int64_t>(off + n) - static_cast<int64_t>(B.off + B.len);
         violation(EVK_RULE_UB_OOB, SEV_ERROR, file, line,
@@ -725,6 +796,20 @@ Buffer& check_range(const char* instr, int buf, int64_t off, uint64_t n, const c
 }  // namespace
 
 void ub_access(const char* instr, int buf, int64_t off, uint64_t n, bool write, int pipe, const char* file, int line) {
+    // vector and scalar instructions work on the Unified Buffer; DataCopy also moves GM <-> L1 and UB <-> L1
+    const int m = mem_of_buf(buf);
+    if (m != MEM_UB && m != MEM_NONE && !(m == MEM_L1 && std::strncmp(instr, "DataCopy", 8) == 0))
+        violation(EVK_RULE_TENSOR_POSITION, SEV_ERROR, file, line,
+                  "%s on a tensor in %s: this instruction works on the Unified Buffer (TPosition VECIN/VECOUT/"
+                  "VECCALC)%s",
+                  instr, mem_name(m), m == MEM_L1 ? "" : "; the cube buffers are reached by LoadData, Mmad and Fixpipe");
+    local_access(instr, buf, off, n, write, pipe, true, file, line);
+}
+
+void copy_init(int64_t dst_off, int64_t src_off, uint64_t n) { std::memmove(g_ub_init + dst_off, g_ub_init + src_off, n); }
+
+void local_access(const char* instr, int buf, int64_t off, uint64_t n, bool write, int pipe, bool check_init,
+                  const char* file, int line) {
     note_loc(file, line);
     if (n == 0) return;
     if (g_blk.tm.p.open) {
@@ -740,7 +825,7 @@ void ub_access(const char* instr, int buf, int64_t off, uint64_t n, bool write, 
         // init bytes: 0 never written, 1 written, 2 DataCopyPad filler (unspecified padding)
         uint64_t bad = 0, first = 0, pad = 0, pfirst = 0;
         const uint8_t* ini = g_ub_init + off;
-        if (std::memchr(ini, 0, n) || std::memchr(ini, 2, n)) {
+        if (check_init && (std::memchr(ini, 0, n) || std::memchr(ini, 2, n))) {
             for (uint64_t i = 0; i < n; ++i) {
                 if (ini[i] == 0) {
                     if (!bad) first = i;
@@ -753,9 +838,9 @@ void ub_access(const char* instr, int buf, int64_t off, uint64_t n, bool write, 
         }
         if (bad)
             violation(EVK_RULE_UNINIT_READ, SEV_ERROR, file, line,
-                      "%s reads %llu byte(s) of UB never written in this block (first at byte %lld of %s); on the "
+                      "%s reads %llu byte(s) of %s never written in this block (first at byte %lld of %s); on the "
                       "NPU that is stale data from another tile or kernel",
-                      instr, static_cast<unsigned long long>(bad), static_cast<long long>(off - B.off + first),
+                      instr, static_cast<unsigned long long>(bad), mem_name(mem_of_buf(buf)), static_cast<long long>(off - B.off + first),
                       buffer_origin(B, tmp));
         if (pad)
             violation(EVK_RULE_UNINIT_READ, SEV_WARNING, file, line,
@@ -770,18 +855,18 @@ void ub_access(const char* instr, int buf, int64_t off, uint64_t n, bool write, 
                 int w = g_blk.wpipe[b];
                 if (w < PID_COUNT && w != pipe && g_blk.wseq[b] > g_blk.synced[w][pipe]) {
                     violation(EVK_RULE_MISSING_SYNC, SEV_WARNING, file, line,
-                              "%s (%s pipe) reads UB data last written by the %s pipe with no %s->%s "
+                              "%s (%s pipe) reads %s data last written by the %s pipe with no %s->%s "
                               "synchronisation in between (EnQue/DeQue through a TQue, SetFlag/WaitFlag<HardEvent::"
                               "%s_%s>, or PipeBarrier<PIPE_ALL>()); on the NPU the pipes run concurrently and the "
                               "read may see stale data",
-                              instr, pipe_short(pipe), pipe_name(w), pipe_short(w), pipe_short(pipe), pipe_short(w),
-                              pipe_short(pipe));
+                              instr, pipe_short(pipe), mem_name(mem_of_buf(buf)), pipe_name(w), pipe_short(w),
+                              pipe_short(pipe), pipe_short(w), pipe_short(pipe));
                     break;
                 }
             }
         }
     } else {
-        std::memset(g_ub_init + off, 1, n);
+        if (check_init) std::memset(g_ub_init + off, 1, n);
         int64_t b0 = off / 32, b1 = (off + static_cast<int64_t>(n) - 1) / 32;
         uint8_t wp = pipe == PID_S ? static_cast<uint8_t>(PID_NONE) : static_cast<uint8_t>(pipe);
         for (int64_t b = b0; b <= b1; ++b) {
@@ -1009,10 +1094,46 @@ void vec_count_only(const char* op, const char* dtype, uint64_t elements, uint64
     count_vec(op, dtype, elements, repeats);
 }
 
+// ---- cube core ---------------------------------------------------------------------------------
+void tm_add_cost(double cycles) {
+    if (g_blk.tm.p.open) g_blk.tm.p.cost += cycles;
+}
+// Per-core multiply-accumulates per cycle: the chip's fp16 cube rate spread over its AI cores (one cube core
+// per two vector cores on the 910B), scaled by the input type's ratio.
+double cube_macs_per_cycle(int in_kind) {
+    const HwModel& h = hw();
+    const double aic = std::max(1.0, std::floor(h[HW_AIV_CORES] / 2));
+    const double fp16 = h[HW_CUBE_FP16_FLOPS_PER_S] / (2.0 * aic * h[HW_CLOCK_HZ]);
+    const double ratio = in_kind == DK_F32 ? h[HW_CUBE_FP32_RATIO]
+                       : in_kind == DK_BF16 ? h[HW_CUBE_BF16_RATIO]
+                       : in_kind == DK_I8 || in_kind == DK_U8 ? h[HW_CUBE_INT8_RATIO] : 1.0;
+    return fp16 * ratio;
+}
+double mte1_bytes_per_cycle() { return hw()[HW_MTE1_BYTES_PER_CYCLE]; }
+void count_cube(int in_kind, uint64_t macs) {
+    ++g_blk.c.mmad_calls;
+    const int k = in_kind == DK_F16 ? 0 : in_kind == DK_BF16 ? 1 : in_kind == DK_F32 ? 2 : 3;
+    g_blk.c.mmad_macs[k] += macs;
+}
+void count_mte1(uint64_t bytes) {
+    g_blk.c.mte1_bytes += bytes;
+    ++g_blk.c.mte1_calls;
+}
+void count_fix(uint64_t bytes) {
+    g_blk.c.fix_bytes += bytes;
+    ++g_blk.c.fix_calls;
+}
+void set_kernel_type(int type) { g_blk.kernel_type = type; }
+int mem_of_buf(int buf) {
+    if (buf < 0 || buf >= static_cast<int>(g_blk.bufs.size())) return MEM_NONE;
+    return mem_of_position(g_blk.queues[g_blk.bufs[buf].queue].pos_src);
+}
+
 // ---- queues ------------------------------------------------------------------------------------
 int pipe_create() {
     PipeRec p;
     p.ub_start = g_blk.ub_used;
+    for (int m = 0; m < MEM_COUNT; ++m) p.mem_start[m] = g_blk.mem_used[m];
     g_blk.pipes.push_back(p);
     return static_cast<int>(g_blk.pipes.size()) - 1;
 }
@@ -1040,6 +1161,9 @@ void release_pipe(int id, bool check_leaks, const char* file, int line) {
     p.queues.clear();
     // stack-like UB release: the pipe's allocations go back
     if (g_blk.ub_used >= p.ub_start) g_blk.ub_used = p.ub_start;
+    for (int m = 0; m < MEM_COUNT; ++m)
+        if (g_blk.mem_used[m] >= p.mem_start[m]) g_blk.mem_used[m] = p.mem_start[m];
+    g_blk.mem_used[MEM_UB] = g_blk.ub_used;
     (void)file;
     (void)line;
 }
@@ -1059,31 +1183,43 @@ int que_init(int pipe, int pos_src, int pos_dst, int depth, int num, uint64_t le
              int line) {
     if (pipe < 0 || pipe >= static_cast<int>(g_blk.pipes.size()) || !g_blk.pipes[pipe].alive)
         fatal(EVK_RULE_INVALID_TENSOR, file, line, "InitBuffer on a TPipe that no longer exists");
-    auto ub_pos = [](int p) { return p == 9 || p == 10 || p == 11; };
-    if (!ub_pos(pos_src) || !ub_pos(pos_dst))
+    // the memory the buffers live in: both ends of a bound queue must be in the same one
+    const int mem = mem_of_position(pos_src);
+    if (mem == MEM_NONE || mem_of_position(pos_dst) != mem)
         fatal(EVK_RULE_UNSUPPORTED_API, file, line,
-              "InitBuffer for TPosition %s: the emulator covers the vector core's Unified Buffer only "
-              "(VECIN/VECOUT/VECCALC); cube buffers (A1/B1/A2/B2/CO1...) and Matmul are not emulated",
-              pos_name(ub_pos(pos_src) ? pos_dst : pos_src));
+              "InitBuffer for TPosition %s%s%s: no local buffer there (VECIN/VECOUT/VECCALC are the Unified Buffer; "
+              "A1/B1/C1/TSCM L1; A2 L0A; B2 L0B; CO1 L0C; C2 the bias table; on the 910B CO2 is GM and "
+              "Fixpipe writes it)",
+              pos_name(pos_src), pos_src != pos_dst ? " -> " : "", pos_src != pos_dst ? pos_name(pos_dst) : "");
     if (len == 0)
         violation(EVK_RULE_INVALID_ARGUMENT, SEV_ERROR, file, line, "InitBuffer with a length of 0 bytes");
     if (num <= 0) {
         violation(EVK_RULE_INVALID_ARGUMENT, SEV_ERROR, file, line, "InitBuffer with num=%d buffers", num);
         num = 1;
     }
-    uint64_t len32 = (len + 31) & ~31ull;
+    // buffer granularity: UB and L1 32 B, L0A/L0B one 512-byte fractal, L0C and the bias table 64 B
+    const uint64_t gran = mem == MEM_L0A || mem == MEM_L0B ? 512 : mem == MEM_L0C || mem == MEM_BT ? 64 : 32;
+    uint64_t len32 = (len + gran - 1) / gran * gran;
     uint64_t need = len32 * static_cast<uint64_t>(num);
-    if (static_cast<uint64_t>(g_blk.ub_used) + need > g_ub_size) {
+    const uint32_t cap = g_mem_size[mem], used = mem == MEM_UB ? g_blk.ub_used : g_blk.mem_used[mem];
+    if (static_cast<uint64_t>(used) + need > cap) {
         std::string have;
         for (const Queue& q : g_blk.queues)
-            if (q.alive)
+            if (q.alive && mem_of_position(q.pos_src) == mem)
                 have += fmt("%s%s %dx%u B (%s:%d)", have.empty() ? "" : ", ", q.tbuf ? "TBuf" : pos_name(q.pos_src),
                             q.num, q.len, q.file.c_str(), q.line);
+        if (mem == MEM_UB)
+            fatal(EVK_RULE_UB_CAPACITY, file, line,
+                  "InitBuffer needs %llu bytes (%d x %llu, rounded up to 32 B) but only %u of the %u-byte Unified "
+                  "Buffer are left (allocated so far: %s); shrink the tile length or the number of buffers",
+                  static_cast<unsigned long long>(need), num, static_cast<unsigned long long>(len32), cap - used, cap,
+                  have.empty() ? "nothing" : have.c_str());
         fatal(EVK_RULE_UB_CAPACITY, file, line,
-              "InitBuffer needs %llu bytes (%d x %llu, rounded up to 32 B) but only %u of the %u-byte Unified "
-              "Buffer are left (allocated so far: %s); shrink the tile length or the number of buffers",
-              static_cast<unsigned long long>(need), num, static_cast<unsigned long long>(len32),
-              g_ub_size - g_blk.ub_used, g_ub_size, have.empty() ? "nothing" : have.c_str());
+              "InitBuffer for %s needs %llu bytes (%d x %llu, rounded up to %llu B) but only %u of the %u-byte %s "
+              "are left (allocated so far: %s); shrink the base block (baseM/baseN/baseK) or the buffer count",
+              pos_name(pos_src), static_cast<unsigned long long>(need), num, static_cast<unsigned long long>(len32),
+              static_cast<unsigned long long>(gran), cap - used, cap, mem_name(mem),
+              have.empty() ? "nothing" : have.c_str());
     }
     Queue q;
     q.pipe = pipe;
@@ -1100,14 +1236,18 @@ int que_init(int pipe, int pos_src, int pos_dst, int depth, int num, uint64_t le
         Buffer b;
         b.queue = qid;
         b.slot = i;
-        b.off = g_blk.ub_used + static_cast<uint32_t>(len32) * i;
+        b.off = g_mem_base[mem] + used + static_cast<uint32_t>(len32) * i;
         b.len = static_cast<uint32_t>(len32);
         b.state = BS_FREE;
         q.bufs.push_back(static_cast<int>(g_blk.bufs.size()));
         g_blk.bufs.push_back(b);
     }
-    g_blk.ub_used += static_cast<uint32_t>(need);
-    if (g_blk.ub_used > g_blk.ub_peak) g_blk.ub_peak = g_blk.ub_used;
+    g_blk.mem_used[mem] = used + static_cast<uint32_t>(need);
+    if (g_blk.mem_used[mem] > g_blk.mem_peak[mem]) g_blk.mem_peak[mem] = g_blk.mem_used[mem];
+    if (mem == MEM_UB) {
+        g_blk.ub_used = g_blk.mem_used[mem];
+        if (g_blk.ub_used > g_blk.ub_peak) g_blk.ub_peak = g_blk.ub_used;
+    }
     g_blk.queues.push_back(q);
     g_blk.pipes[pipe].queues.push_back(qid);
     g_blk.total_buffers += num;
@@ -1137,8 +1277,19 @@ Queue& get_queue(int qid, const char* what, const char* file, int line) {
 }
 void producers_consumers(const Queue& q, int* prod, int* cons) {
     // VECIN: GM->UB copies feed vector/scalar; VECOUT: vector feeds UB->GM copies; bound VECIN->VECOUT:
-    // MTE2 feeds MTE3.
-    if (q.pos_src == 9 && q.pos_dst == 10) {
+    // MTE2 feeds MTE3. Cube: L1 (A1/B1/C1/TSCM) is filled by MTE2 and read by MTE1; L0A/L0B (A2/B2) and the
+    // bias table (C2) are filled by MTE1 and read by the cube (M); L0C (CO1) is written by M, read by FIX.
+    const int mem = mem_of_position(q.pos_src);
+    if (mem == MEM_L1) {
+        *prod = PID_MTE2;
+        *cons = PID_MTE1;
+    } else if (mem == MEM_L0A || mem == MEM_L0B || mem == MEM_BT) {
+        *prod = PID_MTE1;
+        *cons = PID_M;
+    } else if (mem == MEM_L0C) {
+        *prod = PID_M;
+        *cons = PID_FIX;
+    } else if (q.pos_src == 9 && q.pos_dst == 10) {
         *prod = PID_MTE2;
         *cons = PID_MTE3;
     } else if (q.pos_src == 9) {
@@ -1655,14 +1806,19 @@ void ub_to_gm(const char* op, int buf, int64_t ub_off, void* gm, uint64_t n, con
     if (n == 0) return;
     tm_gm_segment(gm, n);
     ub_access(op, buf, ub_off, n, false, PID_MTE3, loc.file, loc.line);
+    gm_store(op, gm, g_ub + ub_off, n, tbase, tbytes, kind, loc);
+}
+
+void gm_store(const char* op, void* gm, const uint8_t* s, uint64_t n, const void* tbase, uint64_t tbytes, int kind,
+              ::evk_sim::SrcLoc loc) {
+    if (n == 0) return;
     if (!gm_access(op, gm, n, true, tbase, tbytes, loc.file, loc.line)) return;
     int mode = g_blk.atomic_mode;
     uint8_t* d = gm_host(gm);
     if (mode == 0) {
-        std::memcpy(d, g_ub + ub_off, n);
+        std::memcpy(d, s, n);
         return;
     }
-    const uint8_t* s = g_ub + ub_off;
     auto apply = [mode](double a, double b) { return mode == 1 ? a + b : mode == 2 ? (a > b ? a : b) : (a < b ? a : b); };
     switch (kind) {
         case DK_F32:
@@ -1695,7 +1851,7 @@ void ub_to_gm(const char* op, int buf, int64_t ub_off, void* gm, uint64_t n, con
         default:
             violation(EVK_RULE_UNSUPPORTED_DTYPE, SEV_ERROR, loc.file, loc.line,
                       "atomic accumulation of %s is not emulated (float/half/int32 only)", kind_str(kind));
-            std::memcpy(d, g_ub + ub_off, n);
+            std::memcpy(d, s, n);
     }
 }
 
@@ -2056,6 +2212,16 @@ void counters_json(Json& j, const Counters& c) {
     j.key("deque"); j.num(c.deques); j.s += ",";
     j.key("free"); j.num(c.frees); j.s += "},";
     j.key("instructions"); j.num(c.instructions); j.s += ",";
+    j.key("cube"); j.s += "{";
+    j.key("mmad_calls"); j.num(c.mmad_calls); j.s += ",";
+    j.key("macs_half"); j.num(c.mmad_macs[0]); j.s += ",";
+    j.key("macs_bfloat16"); j.num(c.mmad_macs[1]); j.s += ",";
+    j.key("macs_float"); j.num(c.mmad_macs[2]); j.s += ",";
+    j.key("macs_int8"); j.num(c.mmad_macs[3]); j.s += ",";
+    j.key("mte1_bytes"); j.num(c.mte1_bytes); j.s += ",";
+    j.key("mte1_calls"); j.num(c.mte1_calls); j.s += ",";
+    j.key("fix_bytes"); j.num(c.fix_bytes); j.s += ",";
+    j.key("fix_calls"); j.num(c.fix_calls); j.s += "},";
     j.key("vector"); j.s += "[";
     for (size_t i = 0; i < c.vec.size(); ++i) {
         const VecCounter& v = c.vec[i];
@@ -2079,6 +2245,9 @@ void add_counters(Counters& t, const Counters& c) {
     t.barriers += c.barriers; t.set_flags += c.set_flags; t.wait_flags += c.wait_flags;
     t.allocs += c.allocs; t.enques += c.enques; t.deques += c.deques; t.frees += c.frees;
     t.instructions += c.instructions;
+    t.mmad_calls += c.mmad_calls;
+    for (int k = 0; k < 4; ++k) t.mmad_macs[k] += c.mmad_macs[k];
+    t.mte1_bytes += c.mte1_bytes; t.mte1_calls += c.mte1_calls; t.fix_bytes += c.fix_bytes; t.fix_calls += c.fix_calls;
     for (const VecCounter& v : c.vec) {
         bool found = false;
         for (VecCounter& w : t.vec)
@@ -2094,7 +2263,7 @@ void add_counters(Counters& t, const Counters& c) {
 // A block's modelled schedule (an estimate, not a measurement): makespan, busy cycles per pipe, the
 // instructions each pipe executed, burst-rounded GM bytes and the number of MTE copies.
 void timing_json(Json& j, const TimingReport& t, const HwModel& h) {
-    static const char* names[PID_COUNT] = {"scalar", "vector", "mte2", "mte3"};
+    static const char* names[PID_COUNT] = {"scalar", "vector", "mte2", "mte3", "mte1", "cube", "fix"};
     j.s += "{";
     j.key("cycles"); j.dbl(t.cycles); j.s += ",";
     j.key("us"); j.dbl(t.cycles / h[HW_CLOCK_HZ] * 1e6); j.s += ",";
@@ -2113,10 +2282,12 @@ void timing_json(Json& j, const TimingReport& t, const HwModel& h) {
     j.s += "},";
     j.key("gm_bytes"); j.s += "{";
     j.key("mte2"); j.dbl(t.gm_bytes[0]); j.s += ",";
-    j.key("mte3"); j.dbl(t.gm_bytes[1]); j.s += "},";
+    j.key("mte3"); j.dbl(t.gm_bytes[1]); j.s += ",";
+    j.key("fix"); j.dbl(t.gm_bytes[2]); j.s += "},";
     j.key("copies"); j.s += "{";
     j.key("mte2"); j.num(t.mte_copies[0]); j.s += ",";
-    j.key("mte3"); j.num(t.mte_copies[1]); j.s += "}}";
+    j.key("mte3"); j.num(t.mte_copies[1]); j.s += ",";
+    j.key("fix"); j.num(t.mte_copies[2]); j.s += "}}";
 }
 
 void hw_json(Json& j, const HwModel& h) {
@@ -2235,6 +2406,13 @@ std::string report_json(const Run& r) {
         j.key("block"); j.inum(b.idx); j.s += ",";
         j.key("status"); j.str(b.status); j.s += ",";
         j.key("ub_bytes_used"); j.num(b.ub_peak); j.s += ",";
+        j.key("kernel_type"); j.str(b.kernel_type == 1 ? "aic" : b.kernel_type >= 2 ? "mix" : "aiv"); j.s += ",";
+        j.key("local_bytes_used"); j.s += "{";
+        for (int m = 0; m < MEM_COUNT; ++m) {
+            if (m) j.s += ",";
+            j.key(mem_name(m)); j.num(b.mem_peak[m]);
+        }
+        j.s += "},";
         j.key("queues"); j.s += "[";
         for (size_t k = 0; k < b.queues.size(); ++k) {
             const Queue& q = b.queues[k];
@@ -2346,12 +2524,14 @@ constexpr size_t kMaxArgs = 32;
 void reset_block(int idx) {
     Block& b = g_blk;
     b.idx = idx;
-    size_t ub = g_ub_size;
+    size_t ub = g_local_size;  // the whole arena: UB, L1, L0A, L0B, L0C, BT
     b.ub.assign(ub + 64, 0xFF);  // poison: NaN for float/half
     b.init.assign(ub + 64, 0);
     b.wpipe.assign(ub / 32 + 2, static_cast<uint8_t>(PID_NONE));
     b.wseq.assign(ub / 32 + 2, 0);
     b.ub_used = b.ub_peak = 0;
+    for (int m = 0; m < MEM_COUNT; ++m) b.mem_used[m] = b.mem_peak[m] = 0;
+    b.kernel_type = 0;
     b.total_buffers = 0;
     std::memset(b.pos_buffers, 0, sizeof(b.pos_buffers));
     b.bufs.clear();
@@ -2491,6 +2671,7 @@ bool run_blocks(Run& r, evk_kernel_fn fn, std::vector<Arg>& args) {
     static const auto table = call_table(std::make_index_sequence<kMaxArgs + 1>{});
     install_handlers();
     g_ub_size = static_cast<uint32_t>(r.opt.ub_size);
+    layout_memories(g_ub_size);
     bool ok = true;
     for (uint32_t bi = 0; bi < r.block_dim; ++bi) {
         reset_block(static_cast<int>(bi));
@@ -2542,7 +2723,7 @@ bool run_blocks(Run& r, evk_kernel_fn fn, std::vector<Arg>& args) {
                 rep.tm.busy[p] = t.busy[p];
                 rep.tm.ninstr[p] = t.ninstr[p];
             }
-            for (int k = 0; k < 2; ++k) {
+            for (int k = 0; k < 3; ++k) {
                 rep.tm.gm_bytes[k] = t.gm_bytes[k];
                 rep.tm.mte_copies[k] = t.mte_copies[k];
             }
@@ -2550,6 +2731,8 @@ bool run_blocks(Run& r, evk_kernel_fn fn, std::vector<Arg>& args) {
         g_blk.active = false;
         rep.c = g_blk.c;
         rep.ub_peak = g_blk.ub_peak;
+        for (int m = 0; m < MEM_COUNT; ++m) rep.mem_peak[m] = g_blk.mem_peak[m];
+        rep.kernel_type = g_blk.kernel_type;
         rep.queues = g_blk.queues;
         r.blocks.push_back(std::move(rep));
         if (!ok) break;

@@ -147,8 +147,30 @@ struct SrcLoc {
 
 enum Severity : int { SEV_WARNING = 0, SEV_ERROR = 1, SEV_FATAL = 2 };
 
-// The pipes whose ordering the emulator tracks (scalar, vector, GM->UB, UB->GM).
-enum PipeId : int { PID_S = 0, PID_V = 1, PID_MTE2 = 2, PID_MTE3 = 3, PID_COUNT = 4, PID_NONE = 255 };
+// The pipes whose ordering the emulator tracks: scalar, vector, GM->UB/L1 (MTE2), UB->GM (MTE3), and the cube
+// core's L1->L0A/L0B/BT loads (MTE1), matrix unit (M) and L0C->GM write-out (FIX).
+enum PipeId : int {
+    PID_S = 0, PID_V = 1, PID_MTE2 = 2, PID_MTE3 = 3, PID_MTE1 = 4, PID_M = 5, PID_FIX = 6, PID_COUNT = 7,
+    PID_NONE = 255
+};
+
+// The core's local memories. One arena holds them all (UB first, then the cube core's buffers); a LocalTensor
+// is a byte offset into it, and TPosition decides the memory (mem_of_position).
+enum MemKind : int { MEM_UB = 0, MEM_L1, MEM_L0A, MEM_L0B, MEM_L0C, MEM_BT, MEM_COUNT, MEM_NONE = -1 };
+// TPosition numbering as in kernel.h: VECIN/VECOUT/VECCALC -> UB; A1/B1/C1/TSCM -> L1; A2 -> L0A; B2 -> L0B;
+// CO1 -> L0C; C2 -> the bias table. GM, CO2 (GM on 910B), SPM and the C2PIPE positions hold no local buffer.
+constexpr int mem_of_position(int pos) {
+    return pos == 9 || pos == 10 || pos == 11 ? MEM_UB
+         : pos == 1 || pos == 3 || pos == 5 || pos == 13 ? MEM_L1
+         : pos == 2 ? MEM_L0A
+         : pos == 4 ? MEM_L0B
+         : pos == 7 ? MEM_L0C
+         : pos == 6 ? MEM_BT
+         : MEM_NONE;
+}
+const char* mem_name(int mem);
+uint32_t mem_base(int mem);  // the memory's byte offset in the arena
+int mem_of_buf(int buf);  // MEM_NONE for an invalid buffer
 
 // Stable rule ids (also listed in the README).
 #define EVK_RULE_UB_ALIGNMENT "ub_alignment"
@@ -174,6 +196,7 @@ enum PipeId : int { PID_S = 0, PID_V = 1, PID_MTE2 = 2, PID_MTE3 = 3, PID_COUNT 
 #define EVK_RULE_LOW_PRECISION "low_precision"
 #define EVK_RULE_TILING_SIZE "tiling_size"
 #define EVK_RULE_KERNEL_ASSERT "kernel_assert"
+#define EVK_RULE_TENSOR_POSITION "tensor_position"
 
 // Record a violation; severity SEV_FATAL stops the current block (throws BlockAbort).
 void violation(const char* rule, int severity, const char* file, int line, const char* fmt, ...)
@@ -183,7 +206,8 @@ void violation(const char* rule, int severity, const char* file, int line, const
 
 struct BlockAbort {};  // thrown by fatal(); caught by the runtime per block
 
-// The current block's Unified Buffer and its per-byte "written" bitmap.
+// The current block's local memory arena (the Unified Buffer at offset 0, then L1, L0A, L0B, L0C, BT) and its
+// per-byte "written" bitmap. g_ub_size is the UB's size.
 extern uint8_t* g_ub;
 extern uint8_t* g_ub_init;
 extern uint32_t g_ub_size;
@@ -201,6 +225,22 @@ void begin_instr(int pipe);
 // pipe ordering. Writes mark the bytes as initialised. Throws on fatal.
 void ub_access(const char* instr, int buf, int64_t off, uint64_t nbytes, bool write, int pipe,
                const char* file, int line);
+// ub_access for any local memory; check_init=false for pure data movement (LoadData, Nd2Nz rows), which
+// carries the written-bitmap along (copy_init) so the instruction that finally uses the bytes is judged.
+void local_access(const char* instr, int buf, int64_t off, uint64_t nbytes, bool write, int pipe, bool check_init,
+                  const char* file, int line);
+void copy_init(int64_t dst_off, int64_t src_off, uint64_t nbytes);
+// Latency model: cycles the pending instruction occupies its pipe (on top of what its kind costs).
+void tm_add_cost(double cycles);
+// Latency model: a contiguous GM segment of the pending copy moves whole bursts.
+void tm_gm_segment(const void* p, uint64_t n);
+// Cube counters: Mmad MACs by input kind, bytes moved by MTE1 (L1->L0/BT) and FIX (L0C->GM).
+void count_cube(int in_kind, uint64_t macs);
+void count_mte1(uint64_t bytes);
+void count_fix(uint64_t bytes);
+double cube_macs_per_cycle(int in_kind);  // the hw model's rate for this input type
+double mte1_bytes_per_cycle();
+void set_kernel_type(int type);  // KERNEL_TASK_TYPE_DEFAULT: AIV only (0), AIC only (1), mixed (2..4)
 // Check that a UB operand starts on an `align`-byte boundary.
 void ub_align(const char* instr, const char* operand, int64_t off, uint32_t align, const char* file,
               int line);

@@ -12,8 +12,12 @@
 
 #include "evk_sim/common.h"
 
-#define KERNEL_TASK_TYPE_DEFAULT(x)
-#define KERNEL_TASK_TYPE(key, x)
+// The kernel type (AIV only, AIC only, mixed) decides which cores run the blocks; the report carries it.
+#define KERNEL_TASK_TYPE_DEFAULT(x) ::evk_sim::set_kernel_type(static_cast<int>(x))
+#define KERNEL_TASK_TYPE(key, x) \
+    do {                         \
+        if (::evk_sim::tiling_key() == static_cast<uint64_t>(key)) ::evk_sim::set_kernel_type(static_cast<int>(x)); \
+    } while (0)
 #define TILING_KEY_IS(k) (::evk_sim::tiling_key() == static_cast<uint64_t>(k))
 #ifndef ASSERT
 #define ASSERT(cond)                                                                                      \
@@ -119,6 +123,9 @@ template <class T> inline typename Ty<T>::C rnd(typename Ty<T>::C c, uint64_t& o
 }
 }  // namespace evk_sim
 
+enum KernelType { KERNEL_TYPE_AIV_ONLY = 0, KERNEL_TYPE_AIC_ONLY, KERNEL_TYPE_MIX_AIV_1_0, KERNEL_TYPE_MIX_AIC_1_1,
+                  KERNEL_TYPE_MIX_AIC_1_2 };
+
 namespace AscendC {
 
 // ---------------------------------------------------------------------------------------------
@@ -141,8 +148,12 @@ enum class ReduceOrder : uint8_t { ORDER_VALUE_INDEX = 0, ORDER_INDEX_VALUE, ORD
 enum class MaskMode : uint8_t { NORMAL = 0, COUNTER };
 enum class AtomicDtype : uint8_t { ATOMIC_NONE = 0, ATOMIC_F32, ATOMIC_F16, ATOMIC_S16, ATOMIC_S32, ATOMIC_S8, ATOMIC_BF16 };
 enum KernelMode { AIV_MODE = 0, AIC_MODE, MIX_MODE };
-enum KernelType { KERNEL_TYPE_AIV_ONLY = 0, KERNEL_TYPE_AIC_ONLY, KERNEL_TYPE_MIX_AIV_1_0, KERNEL_TYPE_MIX_AIC_1_1,
-                  KERNEL_TYPE_MIX_AIC_1_2 };
+using ::KernelType;  // CANN declares the kernel types globally (kernels write KERNEL_TYPE_AIC_ONLY unqualified)
+using ::KERNEL_TYPE_AIV_ONLY;
+using ::KERNEL_TYPE_AIC_ONLY;
+using ::KERNEL_TYPE_MIX_AIV_1_0;
+using ::KERNEL_TYPE_MIX_AIC_1_1;
+using ::KERNEL_TYPE_MIX_AIC_1_2;
 using TEventID = int8_t;
 
 constexpr int32_t ONE_BLK_SIZE = 32;
@@ -513,6 +524,9 @@ constexpr int pipe_of(pipe_t p) {
          : p == PIPE_V ? ::evk_sim::PID_V
          : p == PIPE_MTE2 ? ::evk_sim::PID_MTE2
          : p == PIPE_MTE3 ? ::evk_sim::PID_MTE3
+         : p == PIPE_MTE1 ? ::evk_sim::PID_MTE1
+         : p == PIPE_M ? ::evk_sim::PID_M
+         : p == PIPE_FIX ? ::evk_sim::PID_FIX
          : p == PIPE_ALL ? -1 : ::evk_sim::PID_NONE;
 }
 constexpr int ev_from(HardEvent e) {
@@ -521,6 +535,15 @@ constexpr int ev_from(HardEvent e) {
         case HardEvent::V_MTE3: case HardEvent::V_MTE2: case HardEvent::V_S: case HardEvent::V_V: return ::evk_sim::PID_V;
         case HardEvent::MTE3_V: case HardEvent::MTE3_MTE2: case HardEvent::MTE3_S: return ::evk_sim::PID_MTE3;
         case HardEvent::S_V: case HardEvent::S_MTE2: case HardEvent::S_MTE3: return ::evk_sim::PID_S;
+        case HardEvent::MTE2_MTE1: case HardEvent::MTE2_M: case HardEvent::MTE2_FIX: return ::evk_sim::PID_MTE2;
+        case HardEvent::MTE1_MTE2: case HardEvent::MTE1_M: case HardEvent::MTE1_MTE3: case HardEvent::MTE1_V:
+        case HardEvent::MTE1_FIX: return ::evk_sim::PID_MTE1;
+        case HardEvent::M_MTE1: case HardEvent::M_V: case HardEvent::M_MTE2: case HardEvent::M_FIX: case HardEvent::M_S:
+            return ::evk_sim::PID_M;
+        case HardEvent::V_M: case HardEvent::V_MTE1: return ::evk_sim::PID_V;
+        case HardEvent::MTE3_MTE1: return ::evk_sim::PID_MTE3;
+        case HardEvent::FIX_M: case HardEvent::FIX_MTE2: case HardEvent::FIX_S: case HardEvent::FIX_MTE3:
+        case HardEvent::FIX_MTE1: case HardEvent::FIX_FIX: return ::evk_sim::PID_FIX;
         default: return ::evk_sim::PID_NONE;
     }
 }
@@ -530,6 +553,16 @@ constexpr int ev_to(HardEvent e) {
         case HardEvent::V_MTE3: case HardEvent::MTE2_MTE3: case HardEvent::S_MTE3: return ::evk_sim::PID_MTE3;
         case HardEvent::V_MTE2: case HardEvent::MTE3_MTE2: case HardEvent::S_MTE2: return ::evk_sim::PID_MTE2;
         case HardEvent::V_S: case HardEvent::MTE2_S: case HardEvent::MTE3_S: return ::evk_sim::PID_S;
+        case HardEvent::FIX_S: case HardEvent::M_S: return ::evk_sim::PID_S;
+        case HardEvent::MTE2_MTE1: case HardEvent::M_MTE1: case HardEvent::MTE3_MTE1: case HardEvent::V_MTE1:
+        case HardEvent::FIX_MTE1: return ::evk_sim::PID_MTE1;
+        case HardEvent::MTE1_M: case HardEvent::V_M: case HardEvent::MTE2_M: case HardEvent::FIX_M:
+            return ::evk_sim::PID_M;
+        case HardEvent::M_FIX: case HardEvent::MTE2_FIX: case HardEvent::MTE1_FIX: case HardEvent::FIX_FIX:
+            return ::evk_sim::PID_FIX;
+        case HardEvent::MTE1_MTE2: case HardEvent::M_MTE2: case HardEvent::FIX_MTE2: return ::evk_sim::PID_MTE2;
+        case HardEvent::MTE1_MTE3: case HardEvent::FIX_MTE3: return ::evk_sim::PID_MTE3;
+        case HardEvent::MTE1_V: case HardEvent::M_V: return ::evk_sim::PID_V;
         default: return ::evk_sim::PID_NONE;
     }
 }
@@ -616,6 +649,11 @@ void gm_align_check(const char* op, const void* p, uint32_t esize, ::evk_sim::Sr
 bool copy_params_check(const char* op, uint32_t blockCount, uint32_t blockLen, uint32_t maxLen, ::evk_sim::SrcLoc loc);
 void pad_fill(const char* op, int buf, int64_t off, uint64_t nbytes, const void* value, uint32_t esize, bool is_pad,
               ::evk_sim::SrcLoc loc);
+// L1 -> bias table (cube.h): a local-to-local DataCopy whose destination is in the bias table (TPosition C2)
+template <typename TD, typename TS>
+void l1_to_bt(const LocalTensor<TD>& dst, const LocalTensor<TS>& src, uint32_t blockCount, uint64_t blockBytes,
+              uint32_t srcGap, uint32_t dstGap, ::evk_sim::SrcLoc loc);
+inline bool to_bias_table(int dst_buf) { return ::evk_sim::mem_of_buf(dst_buf) == ::evk_sim::MEM_BT; }
 }  // namespace evk_detail
 
 // count form (count * sizeof(T) should be a multiple of 32 bytes; the tail is dropped otherwise)
@@ -641,6 +679,11 @@ template <typename T> inline void DataCopy(const GlobalTensor<T>& dst, const Loc
     ::evk_sim::count_mte(::evk_sim::PID_MTE3, n, 1);
 }
 template <typename T> inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t count, EVK_LOC) {
+    if (evk_detail::to_bias_table(dst.buf_)) {
+        evk_detail::tail_check("DataCopy L1->BT", count, sizeof(T), ::evk_sim::Ty<T>::name, loc);
+        evk_detail::l1_to_bt(dst, src, 1, (static_cast<uint64_t>(count) * sizeof(T)) & ~31ull, 0, 0, loc);
+        return;
+    }
     ::evk_sim::begin_instr(::evk_sim::PID_V);
     evk_detail::valid(dst.buf_, "DataCopy", loc);
     evk_detail::valid(src.buf_, "DataCopy", loc);
@@ -685,6 +728,11 @@ template <typename T> inline void DataCopy(const GlobalTensor<T>& dst, const Loc
 }
 template <typename T> inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src,
                                            const DataCopyParams& p, EVK_LOC) {
+    if (evk_detail::to_bias_table(dst.buf_)) {
+        evk_detail::l1_to_bt(dst, src, p.blockCount, static_cast<uint64_t>(p.blockLen) * 64, p.srcStride, p.dstStride,
+                             loc);
+        return;
+    }
     ::evk_sim::begin_instr(::evk_sim::PID_V);
     evk_detail::valid(dst.buf_, "DataCopy", loc);
     evk_detail::valid(src.buf_, "DataCopy", loc);
@@ -1617,5 +1665,7 @@ EVK_FULLRED(ReduceMin, evk_detail::RED_MIN)
 #undef EVK_FULLRED
 
 }  // namespace AscendC
+
+#include "evk_sim/cube.h"
 
 #endif  // EVK_SIM_KERNEL_H
