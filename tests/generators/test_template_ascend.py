@@ -20,7 +20,9 @@ BACKEND = "ascend-sim"
 
 # npu suites: what the template generator writes (the others raise GenerationError with a reason)
 # every npu-l1 task lowers since smooth_l1_loss decomposes (abs, min, square: an elementwise chain + mean)
-UNSUPPORTED_L1: dict[str, str] = {}
+# tasks of npu-l1 the template generator does not write yet (the cube unit is emulated; a matmul family of
+# templates is not written yet: examples/ascend/matmul_custom.py is the hand-written operator)
+UNSUPPORTED_L1: dict[str, str] = {"31_matmul_fp16": "no Ascend C template for the gemm family"}
 
 
 def _req(task, stage="draft", **kw):
@@ -255,7 +257,8 @@ def test_npu_suites_coverage_and_candidate_shape(gen):
     assert set(refused) == set(UNSUPPORTED_L1)
     for name, why in UNSUPPORTED_L1.items():
         assert why in refused[name], refused[name]
-    assert len(written) == 30 + 11  # all 30 of npu-l1 (float16, middle-dim and whole-tensor reductions), all of npu-l2
+    # all 30 vector tasks of npu-l1 (float16, middle-dim and whole-tensor reductions), all of npu-l2
+    assert len(written) == 30 + 11
 
 
 @pytest.mark.parametrize("path", ["cpu_l1/15_matmul.py", "cpu_l2/06_matmul_add_layernorm.py", "cpu_l1/22_cumsum.py",

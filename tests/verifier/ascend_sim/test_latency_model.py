@@ -305,6 +305,9 @@ def test_eager_matmul_uses_the_cube():
     assert h.bound == f.bound == "cube"
     assert h.device_us == pytest.approx(2 * m ** 3 / HW.cube_fp16_flops_per_s * 1e6)
     assert f.device_us == pytest.approx(h.device_us / HW.cube_fp32_ratio)
+    # bfloat16 at its own rate, the one the emulated cube core uses for a bfloat16 kernel too
+    b = estimate_eager([rec("aten.mm.default", [(m, m), (m, m)], [(m, m)], "bfloat16")]).ops[0]
+    assert b.device_us == pytest.approx(h.device_us / HW.cube_bf16_ratio)
 
 
 def test_speedup_of_an_hbm_bound_add_is_about_one(sim, add):

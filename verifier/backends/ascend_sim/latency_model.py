@@ -30,7 +30,7 @@ PIPES = ("mte2", "vector", "mte3", "scalar", "mte1", "cube", "fix")
 CUBE_PIPES = ("mte1", "cube", "fix")
 BOUND_TEXT = {
     "hbm": "HBM bandwidth (all cores' GM traffic together)",
-    "mte2": "MTE2 (GM->UB copies)",
+    "mte2": "MTE2 (GM->UB/L1 copies)",
     "mte3": "MTE3 (UB->GM copies)",
     "mte1": "MTE1 (L1->L0A/L0B loads of the cube core)",
     "cube": "cube unit (Mmad)",
@@ -58,7 +58,7 @@ def classify_bound(device_us: float, launch_us: float, ratios: dict[str, float],
     return top if ratios[top] >= SATURATED else "latency"
 
 
-def core_use_hints(block_dim: int, cores: int, bound: str) -> list[str]:
+def core_use_hints(block_dim: int, cores: int, bound: str, kind: str = "AIV") -> list[str]:
     """Hints on core use (too few blocks, a partial last wave), shared with the measured profiles."""
     hints: list[str] = []
     if block_dim <= 0 or cores <= 0:
@@ -66,8 +66,8 @@ def core_use_hints(block_dim: int, cores: int, bound: str) -> list[str]:
     waves = -(-block_dim // cores)
     used = min(block_dim, cores)
     if waves == 1 and used < cores and (bound != "launch" or used * 4 <= cores):
-        hints.append(f"only {used} of {cores} AIV cores used (block_dim {block_dim}): split the work "
-                     f"over up to {cores} blocks (GetCoreNumAiv())")
+        hints.append(f"only {used} of {cores} {kind} cores used (block_dim {block_dim}): split the work "
+                     f"over up to {cores} blocks (GetCoreNum{kind.capitalize()}())")
     if bound != "launch" and waves > 1 and block_dim % cores:
         rem = block_dim % cores
         hints.append(f"{block_dim} blocks on {cores} cores = {waves} waves, the last with {rem} block(s) "
@@ -107,7 +107,7 @@ class Estimate:
     aiv_mte2_ratio: float
     aiv_mte3_ratio: float
     aiv_scalar_ratio: float
-    overlap: float                 # (MTE2 + VEC + MTE3 busy) / core_us: 1.0 = serialised, higher = overlapped
+    overlap: float                 # (busy cycles of every pipe but S) / core cycles: 1.0 = serialised, higher = overlapped
     scalar_stall_ratio: float      # share of the critical core's time the scalar issue waited for pipes/flags
     gm_bytes: float                # burst-rounded bytes moved GM<->UB by all blocks, plus scalar GM accesses
     mte2_copies: int
@@ -236,7 +236,8 @@ def estimate_kernel(report: dict, hw: Ascend910B = Ascend910B()) -> Estimate:
     def ratio(x: float) -> float:
         return min(1.0, x / aiv) if aiv > 0 else 0.0
 
-    overlap = (busy["mte2"] + busy["vector"] + busy["mte3"]) / core_cycles if core_cycles else 0.0
+    # busy pipe-cycles per cycle of the critical core: above 1 the copies and the compute overlap
+    overlap = sum(busy[p] for p in PIPES if p != "scalar") / core_cycles if core_cycles else 0.0
     ratios = {"mte2": ratio(mte2_t), "vector": ratio(vec_t), "mte3": ratio(mte3_t), "scalar": ratio(sc_t)}
     cube_t = {p: hw.us(busy[p]) * (stretch if p == "fix" else 1.0) for p in CUBE_PIPES}
     ratios.update({p: ratio(cube_t[p]) for p in CUBE_PIPES if busy[p] > 0})
@@ -269,7 +270,7 @@ def _kernel_hints(e: Estimate, report: dict, blocks: list[dict], crit_blocks: li
     if e.bound == "hbm":
         hints.append(f"memory-bound at the HBM bandwidth ({e.gm_bytes / 1e6:.2f} MB moved in {e.hbm_us:.1f} us): "
                      "only fewer bytes help (read each input once, fuse passes, keep intermediates in UB)")
-    hints += core_use_hints(e.block_dim, e.cores, e.bound)
+    hints += core_use_hints(e.block_dim, e.cores, e.bound, e.core_kind)
     if e.bound == "launch":
         return hints
     # buffering: single-buffered queues while no pipe is saturated
@@ -498,7 +499,8 @@ def estimate_op(rec: dict, hw: Ascend910B = Ascend910B()) -> OpEstimate:
     detail = f"{nbytes / 1e6:.3f} MB"
     if base in CUBE_OPS:
         dt = _norm_dtype((ins[0] if ins else {}).get("dtype"))
-        rate = hw.cube_fp16_flops_per_s * (hw.cube_fp32_ratio if DTYPE_BYTES.get(dt, 4) >= 4 else 1.0)
+        rate = hw.cube_fp16_flops_per_s * (hw.cube_fp32_ratio if DTYPE_BYTES.get(dt, 4) >= 4
+                                           else hw.cube_bf16_ratio if dt in ("bfloat16", "bf16") else 1.0)
         flops = _cube_flops(base, ins, outs)
         terms["cube"] = flops / rate * 1e6
         detail += f", {flops / 1e9:.3f} GFLOP on the cube"
