@@ -42,7 +42,7 @@ def test_diagnosis_has_the_latency_models_shape_and_vocabulary():
     assert d["bound"] == "mte2" and d["bound"] in diagnosis.BOUNDS
     assert d["cores"] == 40 and d["cores_used"] == 8
     assert any("only 8 of 40 AIV cores" in h for h in d["hints"])
-    assert "bound: MTE2 (GM->UB copies)" in d["profile"]
+    assert "bound: MTE2 (GM->UB/L1 copies)" in d["profile"]
     assert d["profile"].startswith("measured 21.5 us")
     n = msprof.diagnose(msprof.parse(FIX / "msprof_nested"))
     assert n["bound"] == "vector" and not any("AIV cores used" in h for h in n["hints"])
