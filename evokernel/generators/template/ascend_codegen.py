@@ -161,6 +161,10 @@ def prepare(plan: Plan, task_name: str, task_source: str = "") -> AscendOp:
     st = plan.stages[0]
     if st.family == "midreduce":
         return _prepare_col(plan, task_name, task_source)
+    if st.family == "gemm":  # the cube unit: ascend_cube.py
+        from evokernel.generators.template import ascend_cube
+
+        return ascend_cube.prepare(plan, task_name, task_source)  # type: ignore[return-value]
     if st.family != "row":
         raise AnalysisError(f"no Ascend C template for the {st.family} family (supported: elementwise chains, "
                             "last-dim reductions, softmax/log_softmax, layer/RMS norm and their fusions)")
@@ -1829,6 +1833,10 @@ def _opdef(op: AscendOp) -> list[str]:
 
 def render_project(op: AscendOp, knobs: dict[str, Any]) -> tuple[dict[str, str], Consts, dict[str, int] | None]:
     """The six strings of the operator project, the buffer counts and the host's geometry."""
+    if op.family == "ascend_cube":
+        from evokernel.generators.template import ascend_cube
+
+        return ascend_cube.render_project(op, knobs)  # type: ignore[arg-type,return-value]
     tiling_cls = f"{op.op_type}TilingData"
     cls = f"Kernel{op.op_type}"
     writer: Any

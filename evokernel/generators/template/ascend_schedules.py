@@ -1,7 +1,7 @@
 """Schedules for Ascend C candidates (the ``ascend-sim`` / ``ascend`` backends).
 
 Same shape as :mod:`.schedules` for the cpu backend: a schedule is a flat JSON-able dict with
-``family`` (``ascend_elementwise`` or ``ascend_row``), ``families``, ``transform`` (``draft``,
+``family`` (``ascend_elementwise``, ``ascend_row``, ``ascend_colreduce`` or ``ascend_cube``), ``families``, ``transform`` (``draft``,
 ``explore``, ``memory`` or the transform applied to the start point) and the knob values.
 
 Knobs (the latency model of the emulator rewards overlap of the MTE2/VEC/MTE3 pipes, all 40 vector
@@ -15,7 +15,9 @@ cores, large transfers and few passes over GM):
                   (WholeReduce, Brcb-broadcast binary ops);
 * ``row_mode``    (rows with reductions) ``stream``: every reduction phase re-reads its inputs from GM
                   chunk by chunk (any row length); ``resident``: a tile of whole rows is read once and
-                  stays in UB for all phases (one pass over GM; only when a row fits).
+                  stays in UB for all phases (one pass over GM; only when a row fits);
+* ``base_m``, ``base_n``, ``base_k`` (``ascend_cube``: matmul on the cube unit) the L0C tile and the K step;
+  with ``buffer_num`` the L1/L0 buffering (schedules whose buffers overflow L1/L0 have no geometry).
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from typing import Any
 
 from evokernel.generators.template import schedules as S
 
-FAMILIES = ("ascend_elementwise", "ascend_row", "ascend_colreduce")
+FAMILIES = ("ascend_elementwise", "ascend_row", "ascend_colreduce", "ascend_cube")
 
 FAMILY_KNOBS: dict[str, dict[str, list[Any]]] = {
     "ascend_elementwise": {"tile": [1024, 2048, 4096, 8192, 16384], "buffer_num": [1, 2],
@@ -34,11 +36,14 @@ FAMILY_KNOBS: dict[str, dict[str, list[Any]]] = {
     # reductions over middle dims: vec_form count = row-by-row adds, repeat = a pairwise tree over the tile
     "ascend_colreduce": {"tile": [1024, 2048, 4096, 8192, 16384], "buffer_num": [1, 2], "blocks": ["all", "half"],
                          "vec_form": ["count", "repeat"]},
+    # matmul on the cube unit (ascend_cube.py): the L0C tile (base_m x base_n), the K step, L1/L0 buffering
+    "ascend_cube": {"base_m": [64, 128, 256], "base_n": [64, 128, 256], "base_k": [32, 64, 128, 256],
+                    "buffer_num": [1, 2]},
 }
 
 # the draft: single buffer, a moderate tile, every core, the simplest instruction forms, multi-pass rows
 CONSERVATIVE: dict[str, Any] = {"tile": 4096, "buffer_num": 1, "blocks": "all", "vec_form": "count",
-                                "row_mode": "stream"}
+                                "row_mode": "stream", "base_m": 64, "base_n": 64, "base_k": 32}
 
 
 TRANSFORMS: list[tuple[str, dict[str, Any]]] = [
@@ -56,6 +61,16 @@ TRANSFORMS: list[tuple[str, dict[str, Any]]] = [
     ("single_buffer", {"buffer_num": 1}),
     ("tile_1024", {"tile": 1024}),
     ("blocks_half", {"blocks": "half"}),
+    # cube (ascend_cube): longer K steps (fewer, longer copies and Mmads), larger L0C tiles (more reuse of
+    # each loaded fractal), and back
+    ("base_k_64", {"base_k": 64}),
+    ("base_k_128", {"base_k": 128}),
+    ("base_k_256", {"base_k": 256}),
+    ("base_mn_128", {"base_m": 128, "base_n": 128}),
+    ("base_m_256", {"base_m": 256}),
+    ("base_n_256", {"base_n": 256}),
+    ("base_mn_64", {"base_m": 64, "base_n": 64}),
+    ("base_k_32", {"base_k": 32}),
 ]
 TRANSFORM_NAMES = [t for t, _ in TRANSFORMS]
 # the search over these knobs is the cpu generator's, on this target's knobs and transforms
@@ -105,6 +120,8 @@ def prior_scores(family: str, n_cols: int, reductions: int) -> dict[str, float]:
             p["repeat_form"] = -0.03
     if family == "ascend_colreduce":
         p["repeat_form"] = 0.025  # log2(rows) whole-tile instructions instead of one per row
+    if family == "ascend_cube":  # short K steps and small tiles are copy-bound: grow them first
+        p.update({"base_k_128": 0.03, "base_mn_128": 0.025, "base_k_64": 0.015})
     return p
 
 

@@ -1,0 +1,491 @@
+"""Ascend C templates for matrix multiplication on the cube unit (the ``ascend_cube`` family).
+
+A task whose graph is one gemm (``a @ b``, ``a @ b.T``, ``nn.Linear``), optionally followed by a per-column
+bias add and/or a ReLU, becomes a cube-only operator: the output is cut into ``base_m x base_n`` tiles
+spread over the cube cores; per tile a loop over K in ``base_k`` steps copies A and B from GM into L1
+(ND -> NZ), loads them into L0A/L0B (B's fractals transposed unless B is given transposed), accumulates
+``Mmad`` results in L0C (the bias enters through the bias table at the first step), and writes the tile
+out through the Fixpipe (float -> half rounding and ReLU on the way).
+
+Knobs (``ascend_schedules.FAMILY_KNOBS["ascend_cube"]``): ``base_m``, ``base_n`` (the L0C tile), ``base_k``
+(the K step: longer copies and fewer Mmads when larger), ``buffer_num`` (two L1/L0 buffers let the next
+step's copies overlap the current Mmad). A schedule whose buffers do not fit L1 (512 KiB), L0A/L0B
+(64 KiB) or L0C (128 KiB) has no geometry (None), so the generator never proposes it.
+
+What is refused, by name: float32 with B not transposed (L1 -> L0B needs a 32-bit fractal transpose the
+emulator does not offer: LoadDataWithTranspose), N not a multiple of 16 (Fixpipe writes 16-column blocks),
+batched gemm, and epilogues other than bias and ReLU (they need the vector core after the cube: MIX
+kernels are not emulated).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from evokernel.generators.template.analysis import AnalysisError, Graph
+from evokernel.generators.template.lower import Plan
+
+L1_BYTES, L0A_BYTES, L0B_BYTES, L0C_BYTES = 512 * 1024, 64 * 1024, 64 * 1024, 128 * 1024
+CUBE_CORES = 20  # GetCoreNumAic() of the emulated 910B; the host asks the platform, this is for geometry
+
+
+@dataclass
+class CubeExt:
+    name: str    # OpDef / kernel argument name
+    pyexpr: str  # how ModelNew passes it
+    root: int
+
+
+@dataclass
+class CubeOp:
+    graph: Graph
+    snake: str
+    M: int
+    K: int
+    N: int
+    trans_b: bool
+    half: bool
+    exts: list[CubeExt]  # a, b, then the bias when there is one
+    bias: bool
+    relu: bool
+    out_shape: tuple[int, ...]
+    init_source: str = ""
+    family: str = "ascend_cube"
+    op_class: str = "matmul"
+    reduces: list[int] = field(default_factory=list)
+
+    @property
+    def rows(self) -> int:
+        return self.M
+
+    @property
+    def op_type(self) -> str:
+        return "".join(p.capitalize() for p in (self.snake + "_custom").split("_") if p)
+
+    @property
+    def kernel_name(self) -> str:
+        return self.snake + "_custom"
+
+    @property
+    def esize(self) -> int:
+        return 2 if self.half else 4
+
+
+def prepare(plan: Plan, task_name: str, task_source: str = "") -> CubeOp:
+    """A gemm stage as one cube operator, or AnalysisError naming what the template cannot do."""
+    from evokernel.generators.template import ascend_codegen as AC
+
+    g = plan.graph
+    st = plan.stages[0]
+    gemm = g.nodes[st.anchor]
+    a_id, b_id = gemm.args[0], gemm.args[1]
+    root_of = lambda nid: plan.aliases.get(nid, nid)  # noqa: E731
+    if int(gemm.attrs.get("batch", 1)) != 1 or len(gemm.shape) != 2:
+        raise AnalysisError("batched matmul has no Ascend C cube template yet (2-D a @ b only)")
+    M, N, K = int(gemm.attrs["m"]), int(gemm.attrs["n"]), int(gemm.attrs["k"])
+    trans_b = bool(gemm.attrs.get("trans_b"))
+    half = bool(getattr(g, "half", False))
+    if not half and not trans_b:
+        raise AnalysisError("a float32 matmul with B as K x N needs a 32-bit fractal transpose from L1 to L0B "
+                            "(LoadDataWithTranspose), which the emulator does not offer; float16, or B given "
+                            "transposed (a @ b.T, nn.Linear), are supported")
+    if N % 16:
+        raise AnalysisError(f"N = {N} is not a multiple of 16: the Fixpipe writes the output in 16-column blocks")
+    # epilogue: [add a per-column (N,) operand] then [relu], nothing else
+    bias_id, relu = None, False
+    cur = st.anchor
+    for nid in st.nodes:
+        n = g.nodes[nid]
+        if n.op == "binary" and n.attrs.get("fn") == "add" and cur in n.args and bias_id is None and not relu:
+            other = next(a for a in n.args if a != cur)
+            if not isinstance(other, int) or tuple(g.nodes[other].shape) not in ((N,), (1, N)):
+                raise AnalysisError(f"{n.origin}: only a per-column bias of shape ({N},) is added on the cube "
+                                    "(other epilogues need the vector core: MIX kernels are not emulated)")
+            bias_id, cur = other, nid
+        elif n.op == "unary" and n.attrs.get("fn") == "relu" and cur in n.args and not relu:
+            relu, cur = True, nid
+        else:
+            raise AnalysisError(f"{n.origin}: a {n.attrs.get('fn', n.op)} after the matmul needs the vector core "
+                                "(MIX kernels are not emulated); the cube template fuses a bias and a ReLU only")
+    if root_of(g.output) != cur:
+        raise AnalysisError("the output is not produced by the matmul kernel")
+    exts: list[CubeExt] = []
+    used: set[str] = set()
+    for nid, default in ((a_id, "a"), (b_id, "b"), (bias_id, "bias")):
+        if nid is None:
+            continue
+        root = root_of(nid)
+        rnode = g.nodes[root]
+        if rnode.op not in ("input", "param") or g.nodes[nid].dtype != "f32":
+            raise AnalysisError(f"{g.nodes[nid].origin}: matmul operands must be inputs or parameters")
+        if rnode.op == "input":
+            name, pyexpr = rnode.attrs["name"], rnode.attrs["name"]
+        else:
+            name, pyexpr = rnode.attrs["path"].replace(".", "_"), "self." + rnode.attrs["path"]
+        name = AC._ident(name)
+        while name in used or name in ("out", "workspace", "tiling"):
+            name += "_"
+        used.add(name)
+        exts.append(CubeExt(name, pyexpr, root))
+    init_source = g.init_source if (not task_source or AC.own_init(task_source)) else ""
+    return CubeOp(g, AC._snake(task_name), M, K, N, trans_b, half, exts, bias_id is not None, relu,
+                  tuple(g.nodes[g.output].shape), init_source)
+
+
+def geometry(op: CubeOp, knobs: dict[str, Any], cores: int = CUBE_CORES) -> dict[str, int] | None:
+    """The host tiling for these shapes, or None when the buffers do not fit the cube core's memories."""
+    bm, bn, bk, nb = (int(knobs[k]) for k in ("base_m", "base_n", "base_k", "buffer_num"))
+    es = op.esize
+    a_tile, b_tile = bm * bk * es, bk * bn * es
+    bias_l1 = bn * es if op.bias else 0
+    if (a_tile * nb > L0A_BYTES or b_tile * nb > L0B_BYTES or bm * bn * 4 > L0C_BYTES
+            or (a_tile + b_tile) * nb + bias_l1 > L1_BYTES or (op.bias and bn * 4 > 1024)):
+        return None
+    tiles_m, tiles_n = -(-op.M // bm), -(-op.N // bn)
+    tiles = tiles_m * tiles_n
+    return {"baseM": bm, "baseN": bn, "baseK": bk, "tilesM": tiles_m, "tilesN": tiles_n,
+            "blockDim": min(tiles, cores), "kSteps": -(-op.K // bk)}
+
+
+def render_project(op: CubeOp, knobs: dict[str, Any]) -> tuple[dict[str, str], None, dict[str, int] | None]:
+    """The six strings of the operator project and the host's geometry (None: infeasible)."""
+    from evokernel.generators.template import ascend_codegen as AC
+
+    geo = geometry(op, knobs)
+    T = "half" if op.half else "float"
+    ge_dt = "ge::DT_FLOAT16" if op.half else "ge::DT_FLOAT"
+    a, b = op.exts[0].name, op.exts[1].name
+    bias = op.exts[2].name if op.bias else None
+    tiling_cls = f"{op.op_type}TilingData"
+    fields = ["M", "N", "K", "baseM", "baseN", "baseK", "tilesM", "tilesN"]
+    tiling = "\n".join(['#include "register/tilingdata_base.h"', "", "namespace optiling {",
+                        f"BEGIN_TILING_DATA_DEF({tiling_cls})"] +
+                       [f"  TILING_DATA_FIELD_DEF(uint32_t, {f});" for f in fields] +
+                       ["END_TILING_DATA_DEF;", "", f"REGISTER_TILING_DATA_CLASS({op.op_type}, {tiling_cls})", "}"])
+    b_rows, b_cols = ("1", "0") if op.trans_b else ("0", "1")  # dims of b holding K and N
+    host = f"""#include "{op.kernel_name}_tiling.h"
+#include "register/op_def_registry.h"
+#include "tiling/platform/platform_ascendc.h"
+
+namespace optiling {{
+constexpr uint32_t BASE_M = {int(knobs["base_m"])};
+constexpr uint32_t BASE_N = {int(knobs["base_n"])};
+constexpr uint32_t BASE_K = {int(knobs["base_k"])};
+
+static ge::graphStatus TilingFunc(gert::TilingContext* context)
+{{
+    const gert::Shape& a = context->GetInputShape(0)->GetStorageShape();
+    const gert::Shape& b = context->GetInputShape(1)->GetStorageShape();
+    if (a.GetDimNum() != 2 || b.GetDimNum() != 2 || a.GetDim(1) != b.GetDim({b_rows})) {{
+        return ge::GRAPH_FAILED;
+    }}
+    uint32_t M = a.GetDim(0), K = a.GetDim(1), N = b.GetDim({b_cols});
+    if (N % 16 != 0) {{
+        return ge::GRAPH_FAILED;  // Fixpipe moves whole 16-column blocks
+    }}
+    auto platform = platform_ascendc::PlatformAscendC(context->GetPlatformInfo());
+    uint32_t cubeCores = platform.GetCoreNumAic();
+    uint32_t tilesM = (M + BASE_M - 1) / BASE_M;
+    uint32_t tilesN = (N + BASE_N - 1) / BASE_N;
+    uint32_t tiles = tilesM * tilesN;
+    {tiling_cls} tiling;
+""" + "".join(f"    tiling.set_{f}({v});\n" for f, v in
+              (("M", "M"), ("N", "N"), ("K", "K"), ("baseM", "BASE_M"), ("baseN", "BASE_N"), ("baseK", "BASE_K"),
+               ("tilesM", "tilesM"), ("tilesN", "tilesN"))) + f"""    context->SetBlockDim(tiles < cubeCores ? tiles : cubeCores);
+    tiling.SaveToBuffer(context->GetRawTilingData()->GetData(), context->GetRawTilingData()->GetCapacity());
+    context->GetRawTilingData()->SetDataSize(tiling.GetDataSize());
+    size_t* workspace = context->GetWorkspaceSizes(1);
+    workspace[0] = 0;
+    return ge::GRAPH_SUCCESS;
+}}
+}}
+
+namespace ge {{
+static ge::graphStatus InferShape(gert::InferShapeContext* context)
+{{
+    gert::Shape* y = context->GetOutputShape(0);
+    y->SetDimNum(2);
+    y->SetDim(0, context->GetInputShape(0)->GetDim(0));
+    y->SetDim(1, context->GetInputShape(1)->GetDim({b_cols}));
+    return GRAPH_SUCCESS;
+}}
+}}
+
+namespace ops {{
+class {op.op_type} : public OpDef {{
+public:
+    explicit {op.op_type}(const char* name) : OpDef(name)
+    {{
+""" + "".join(f'        this->Input("{e.name}").ParamType(REQUIRED).DataType({{{ge_dt}}}).Format({{ge::FORMAT_ND}});\n'
+              for e in op.exts) + f"""        this->Output("out").ParamType(REQUIRED).DataType({{{ge_dt}}}).Format({{ge::FORMAT_ND}});
+        this->SetInferShape(ge::InferShape);
+        this->AICore().SetTiling(optiling::TilingFunc);
+        this->AICore().AddConfig("ascend910b");
+    }}
+}};
+OP_ADD({op.op_type});
+}}"""
+    kernel = _kernel(op, knobs, T, tiling_cls)
+    ty = "float16" if op.half else "float"
+    import json
+
+    desc = [{"op": op.op_type, "language": "cpp",
+             "input_desc": [{"name": e.name, "param_type": "required", "format": ["ND"], "type": [ty]}
+                            for e in op.exts],
+             "output_desc": [{"name": "out", "param_type": "required", "format": ["ND"], "type": [ty]}]}]
+    n_expr = f"{b}.size({b_cols})"
+    params = ", ".join(f"const at::Tensor& {e.name}" for e in op.exts)
+    args = ", ".join(e.name for e in op.exts)
+    bind = "\n".join([
+        "#include <torch/library.h>",
+        "#include <torch/csrc/autograd/custom_function.h>",
+        '#include "pytorch_npu_helper.hpp"',
+        "#include <torch/extension.h>",
+        "",
+        f"at::Tensor {op.kernel_name}_impl_npu({params}) {{",
+        f"    at::Tensor result = at::empty({{{a}.size(0), {n_expr}}}, {a}.options());",
+        f"    EXEC_NPU_CMD(aclnn{op.op_type}, {args}, result);",
+        "    return result;",
+        "}",
+        "",
+        "TORCH_LIBRARY_IMPL(myops, PrivateUse1, m) {",
+        f'    m.impl("{op.kernel_name}", &{op.kernel_name}_impl_npu);',
+        "}",
+        "",
+        "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {",
+        f'    m.def("{op.kernel_name}", &{op.kernel_name}_impl_npu, "matmul on the cube unit");',
+        "}"])
+    g = op.graph
+    init = op.init_source or "def __init__(self, *args):\n    super().__init__()"
+    init = "\n".join("    " + ln for ln in init.splitlines())
+    imports = ["import torch", "import torch.nn as nn", "import torch_npu", "import custom_ops_lib"]
+    if "math." in init:
+        imports.insert(0, "import math")
+    model = "\n".join(imports + ["", "", "class ModelNew(nn.Module):", init, "",
+                                 f"    def forward(self, {', '.join(g.input_names)}):",
+                                 f"        return custom_ops_lib.{op.kernel_name}"
+                                 f"({', '.join(e.pyexpr for e in op.exts)})"])
+    parts = {"project_json_src": json.dumps(desc, indent=4), "host_tiling_src": tiling, "host_operator_src": host,
+             "kernel_src": kernel, "python_bind_src": bind, "model_src": model}
+    return parts, None, geo
+
+
+def _kernel(op: CubeOp, knobs: dict[str, Any], T: str, tiling_cls: str) -> str:
+    a, b = op.exts[0].name, op.exts[1].name
+    bias = op.exts[2].name if op.bias else None
+    k0 = 32 // op.esize
+    if op.trans_b:  # b is N x K: NZ with column blocks of k0 along K, each n (rounded to 16) rows; no transpose
+        b_copy = f"""        Nd2NzParams bParams;
+        bParams.ndNum = 1;
+        bParams.nValue = n;
+        bParams.dValue = k;
+        bParams.srcNdMatrixStride = 0;
+        bParams.srcDValue = K;
+        bParams.dstNzC0Stride = CeilDiv(n, 16) * 16;
+        bParams.dstNzNStride = 1;
+        bParams.dstNzMatrixStride = 0;
+        DataCopy(b1Local, bGm[n0 * K + k0], bParams);"""
+        b_split = """        uint32_t nBlocks = CeilDiv(n, 16), kBlocks = CeilDiv(k, C0);
+        LoadData2DParams params;
+        params.repeatTimes = nBlocks;
+        params.srcStride = 1;
+        params.ifTranspose = false;
+        for (uint32_t j = 0; j < kBlocks; ++j) {
+            LoadData(b2Local[j * nBlocks * FRACTAL], b1Local[j * CeilDiv(n, 16) * FRACTAL], params);
+        }"""
+    else:  # b is K x N: NZ with column blocks of 16 along N, each k (rounded to 16) rows; fractals transposed
+        b_copy = f"""        Nd2NzParams bParams;
+        bParams.ndNum = 1;
+        bParams.nValue = k;
+        bParams.dValue = n;
+        bParams.srcNdMatrixStride = 0;
+        bParams.srcDValue = N;
+        bParams.dstNzC0Stride = CeilDiv(k, 16) * 16;
+        bParams.dstNzNStride = 1;
+        bParams.dstNzMatrixStride = 0;
+        DataCopy(b1Local, bGm[k0 * N + n0], bParams);"""
+        b_split = """        uint32_t nBlocks = CeilDiv(n, 16), kBlocks = CeilDiv(k, 16);
+        LoadData2DParams params;
+        params.repeatTimes = nBlocks;
+        params.srcStride = kBlocks;
+        params.ifTranspose = true;
+        for (uint32_t j = 0; j < kBlocks; ++j) {
+            LoadData(b2Local[j * nBlocks * FRACTAL], b1Local[j * FRACTAL], params);
+        }"""
+    bias_members = ""
+    bias_init = ""
+    bias_load = ""
+    bias_use = "        Mmad(c1Local, a2Local, b2Local, params);"
+    bias_free = ""
+    if bias:
+        bias_members = f"""    TQue<TPosition::C1, 1> inQueueBias1;
+    TQue<TPosition::C2, 1> inQueueBias2;
+    GlobalTensor<{T}> biasGm;
+    LocalTensor<float> bias2Local;
+"""
+        bias_init = f"""        biasGm.SetGlobalBuffer((__gm__ {T}*){bias}, N);
+        pipe.InitBuffer(inQueueBias1, 1, baseN * sizeof({T}));
+        pipe.InitBuffer(inQueueBias2, 1, baseN * sizeof(float));
+"""
+        bias_load = f"""    __aicore__ inline void LoadBias(uint32_t n0, uint32_t n)
+    {{
+        // GM -> L1 (C1) -> bias table (C2), {T} -> float
+        LocalTensor<{T}> bias1Local = inQueueBias1.AllocTensor<{T}>();
+        DataCopyExtParams copy{{1, static_cast<uint32_t>(n * sizeof({T})), 0, 0, 0}};
+        DataCopyPadExtParams<{T}> pad{{false, 0, 0, 0}};
+        DataCopyPad(bias1Local, biasGm[n0], copy, pad);
+        inQueueBias1.EnQue(bias1Local);
+        bias1Local = inQueueBias1.DeQue<{T}>();
+        bias2Local = inQueueBias2.AllocTensor<float>();
+        DataCopy(bias2Local, bias1Local, DataCopyParams(1, static_cast<uint16_t>(CeilDiv(n * sizeof({T}), 64)), 0, 0));
+        inQueueBias2.EnQue(bias2Local);
+        inQueueBias1.FreeTensor(bias1Local);
+        bias2Local = inQueueBias2.DeQue<float>();
+    }}
+"""
+        bias_use = """        if (first) {
+            Mmad(c1Local, a2Local, b2Local, bias2Local, params);  // C = bias + A x B
+        } else {
+            Mmad(c1Local, a2Local, b2Local, params);
+        }"""
+        bias_free = "            inQueueBias2.FreeTensor(bias2Local);\n"
+    quant = "QuantMode_t::F322F16" if op.half else "QuantMode_t::NoQuant"
+    b_rows = "N * K" if op.trans_b else "K * N"
+    return f"""#include "kernel_operator.h"
+using namespace AscendC;
+
+constexpr int32_t BUFFER_NUM = {int(knobs["buffer_num"])};
+constexpr uint32_t C0 = {k0};              // elements of a 32-byte fractal row
+constexpr uint32_t FRACTAL = 16 * C0;      // elements of a 512-byte fractal
+
+__aicore__ inline uint32_t CeilDiv(uint32_t a, uint32_t b) {{ return (a + b - 1) / b; }}
+__aicore__ inline uint32_t Min(uint32_t a, uint32_t b) {{ return a < b ? a : b; }}
+
+class Kernel{op.op_type} {{
+public:
+    __aicore__ inline Kernel{op.op_type}() {{}}
+    __aicore__ inline void Init({", ".join(f"GM_ADDR {e.name}" for e in op.exts)}, GM_ADDR out, const {tiling_cls}& t)
+    {{
+        M = t.M; N = t.N; K = t.K;
+        baseM = t.baseM; baseN = t.baseN; baseK = t.baseK;
+        tilesM = t.tilesM; tilesN = t.tilesN;
+        aGm.SetGlobalBuffer((__gm__ {T}*){a}, M * K);
+        bGm.SetGlobalBuffer((__gm__ {T}*){b}, {b_rows});
+        cGm.SetGlobalBuffer((__gm__ {T}*)out, M * N);
+        pipe.InitBuffer(inQueueA1, BUFFER_NUM, baseM * baseK * sizeof({T}));
+        pipe.InitBuffer(inQueueB1, BUFFER_NUM, baseK * baseN * sizeof({T}));
+        pipe.InitBuffer(inQueueA2, BUFFER_NUM, baseM * baseK * sizeof({T}));
+        pipe.InitBuffer(inQueueB2, BUFFER_NUM, baseK * baseN * sizeof({T}));
+        pipe.InitBuffer(outQueueCO1, 1, baseM * baseN * sizeof(float));
+{bias_init}    }}
+    __aicore__ inline void Process()
+    {{
+        for (uint32_t tile = GetBlockIdx(); tile < tilesM * tilesN; tile += GetBlockNum()) {{
+            uint32_t m0 = (tile / tilesN) * baseM;
+            uint32_t n0 = (tile % tilesN) * baseN;
+            uint32_t m = Min(baseM, M - m0);
+            uint32_t n = Min(baseN, N - n0);
+{"            LoadBias(n0, n);" + chr(10) if bias else ""}            LocalTensor<float> c1Local = outQueueCO1.AllocTensor<float>();
+            for (uint32_t k0 = 0; k0 < K; k0 += baseK) {{
+                uint32_t k = Min(baseK, K - k0);
+                CopyIn(m0, n0, k0, m, n, k);
+                SplitA(m, k);
+                SplitB(n, k);
+                Compute(c1Local, m, n, k, k0 == 0);
+            }}
+{bias_free}            outQueueCO1.EnQue<float>(c1Local);
+            CopyOut(m0, n0, m, n);
+        }}
+    }}
+
+private:
+{bias_load}    __aicore__ inline void CopyIn(uint32_t m0, uint32_t n0, uint32_t k0, uint32_t m, uint32_t n, uint32_t k)
+    {{
+        LocalTensor<{T}> a1Local = inQueueA1.AllocTensor<{T}>();
+        LocalTensor<{T}> b1Local = inQueueB1.AllocTensor<{T}>();
+        // A tile (m x k) -> NZ: column blocks of C0 along k, each m rounded up to 16 rows
+        Nd2NzParams aParams;
+        aParams.ndNum = 1;
+        aParams.nValue = m;
+        aParams.dValue = k;
+        aParams.srcNdMatrixStride = 0;
+        aParams.srcDValue = K;
+        aParams.dstNzC0Stride = CeilDiv(m, 16) * 16;
+        aParams.dstNzNStride = 1;
+        aParams.dstNzMatrixStride = 0;
+        DataCopy(a1Local, aGm[m0 * K + k0], aParams);
+{b_copy}
+        inQueueA1.EnQue(a1Local);
+        inQueueB1.EnQue(b1Local);
+    }}
+    __aicore__ inline void SplitA(uint32_t m, uint32_t k)
+    {{
+        // NZ -> Zz: for each row block, its K fractals (one column block apart in L1)
+        LocalTensor<{T}> a1Local = inQueueA1.DeQue<{T}>();
+        LocalTensor<{T}> a2Local = inQueueA2.AllocTensor<{T}>();
+        uint32_t mBlocks = CeilDiv(m, 16), kBlocks = CeilDiv(k, C0);
+        LoadData2DParams params;
+        params.repeatTimes = kBlocks;
+        params.srcStride = mBlocks;
+        params.ifTranspose = false;
+        for (uint32_t i = 0; i < mBlocks; ++i) {{
+            LoadData(a2Local[i * kBlocks * FRACTAL], a1Local[i * FRACTAL], params);
+        }}
+        inQueueA2.EnQue<{T}>(a2Local);
+        inQueueA1.FreeTensor(a1Local);
+    }}
+    __aicore__ inline void SplitB(uint32_t n, uint32_t k)
+    {{
+        // -> Zn in L0B: fractal (k block, n block) row-major, n-major inside
+        LocalTensor<{T}> b1Local = inQueueB1.DeQue<{T}>();
+        LocalTensor<{T}> b2Local = inQueueB2.AllocTensor<{T}>();
+{b_split}
+        inQueueB2.EnQue<{T}>(b2Local);
+        inQueueB1.FreeTensor(b1Local);
+    }}
+    __aicore__ inline void Compute(LocalTensor<float>& c1Local, uint32_t m, uint32_t n, uint32_t k, bool first)
+    {{
+        LocalTensor<{T}> a2Local = inQueueA2.DeQue<{T}>();
+        LocalTensor<{T}> b2Local = inQueueB2.DeQue<{T}>();
+        MmadParams params;
+        params.m = m;
+        params.n = n;
+        params.k = k;
+        params.cmatrixInitVal = first;  // the first K step starts C afresh, the others accumulate
+{bias_use}
+        inQueueA2.FreeTensor(a2Local);
+        inQueueB2.FreeTensor(b2Local);
+    }}
+    __aicore__ inline void CopyOut(uint32_t m0, uint32_t n0, uint32_t m, uint32_t n)
+    {{
+        LocalTensor<float> c1Local = outQueueCO1.DeQue<float>();
+        FixpipeParamsV220 params;
+        params.nSize = n;
+        params.mSize = m;
+        params.srcStride = CeilDiv(m, 16) * 16;
+        params.dstStride = N;
+        params.quantPre = {quant};
+        params.reluEn = {"true" if op.relu else "false"};
+        params.ndNum = 1;
+        Fixpipe(cGm[m0 * N + n0], c1Local, params);
+        outQueueCO1.FreeTensor(c1Local);
+    }}
+
+    TPipe pipe;
+    TQue<TPosition::A1, BUFFER_NUM> inQueueA1;
+    TQue<TPosition::B1, BUFFER_NUM> inQueueB1;
+    TQue<TPosition::A2, BUFFER_NUM> inQueueA2;
+    TQue<TPosition::B2, BUFFER_NUM> inQueueB2;
+    TQue<TPosition::CO1, 1> outQueueCO1;
+{bias_members}    GlobalTensor<{T}> aGm, bGm, cGm;
+    uint32_t M = 0, N = 0, K = 0, baseM = 0, baseN = 0, baseK = 0, tilesM = 0, tilesN = 0;
+}};
+
+extern "C" __global__ __aicore__ void {op.kernel_name}({", ".join(f"GM_ADDR {e.name}" for e in op.exts)}, GM_ADDR out, GM_ADDR workspace, GM_ADDR tiling)
+{{
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);
+    GET_TILING_DATA(tiling_data, tiling);
+    Kernel{op.op_type} op;
+    op.Init({", ".join(e.name for e in op.exts)}, out, tiling_data);
+    op.Process();
+}}"""

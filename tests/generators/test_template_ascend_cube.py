@@ -1,0 +1,150 @@
+"""The template generator's cube family (``ascend_cube``): matmul tasks become cube-unit operators (ND2NZ
+copies, LoadData, Mmad, Fixpipe) whose verdicts come from the ascend-sim emulator -- a @ b in float16,
+a @ b.T in float32, nn.Linear with bias and ReLU -- plus what it refuses and why, and its schedules."""
+import shutil
+
+import pytest
+
+from evokernel.generators.base import GenerationError, GenerationRequest
+from evokernel.generators.template import TemplateGenerator
+from evokernel.generators.template import ascend_cube as CUBE
+from evokernel.generators.template import ascend_schedules as AS
+from evokernel.generators.template.generator import ascend_op_for
+from evokernel.tasks import load_task
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed by the ascend-sim emulator")
+
+TASK = '''"""{doc}"""
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self{init_args}):
+        super().__init__()
+{init_body}
+
+    def forward(self, {args}):
+        return {expr}
+
+
+def get_inputs():
+    return [{inputs}]
+
+
+def get_init_inputs():
+    return [{init_inputs}]
+'''
+
+CASES = {
+    # float32, B given transposed: no fractal transpose needed (tails in M, K; two N tiles)
+    "mm_bt_f32": dict(doc="a @ b.T in float32", init_args="", init_body="        pass", args="a, b",
+                      expr="a @ b.T", inputs="torch.randn(150, 200), torch.randn(96, 200)", init_inputs=""),
+    # nn.Linear (weight N x K, bias) + ReLU in float32: bias through the bias table, ReLU in the Fixpipe
+    "linear_relu_f32": dict(doc="relu(linear(x)) in float32", init_args="",
+                            init_body="        self.fc = nn.Linear(136, 80)", args="x",
+                            expr="torch.relu(self.fc(x))", inputs="torch.randn(70, 136)", init_inputs=""),
+    # float16 a @ b + a bias parameter: B transposed fractal by fractal on its way to L0B
+    "mm_bias_f16": dict(doc="a @ b + bias in float16", init_args="",
+                        init_body="        self.bias = nn.Parameter(torch.randn(48, dtype=torch.float16))",
+                        args="a, b", expr="a @ b + self.bias",
+                        inputs="torch.randn(40, 72, dtype=torch.float16), torch.randn(72, 48, dtype=torch.float16)",
+                        init_inputs=""),
+}
+REFUSED = {
+    "mm_f32": (dict(doc="a @ b in float32", init_args="", init_body="        pass", args="a, b", expr="a @ b",
+                    inputs="torch.randn(64, 64), torch.randn(64, 64)", init_inputs=""), "32-bit fractal transpose"),
+    "mm_n_tail": (dict(doc="N not a multiple of 16", init_args="", init_body="        pass", args="a, b",
+                       expr="a @ b", inputs="torch.randn(32, 32, dtype=torch.float16), "
+                                        "torch.randn(32, 40, dtype=torch.float16)", init_inputs=""),
+                  "not a multiple of 16"),
+    "mm_gelu": (dict(doc="gelu after the matmul", init_args="", init_body="        pass", args="a, b",
+                     expr="torch.tanh(a @ b.T)", inputs="torch.randn(32, 32), torch.randn(32, 32)", init_inputs=""),
+                "needs the vector core"),
+}
+
+
+@pytest.fixture(scope="module")
+def tasks(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cube-tasks")
+    out = {}
+    for name, spec in {**CASES, **{k: v[0] for k, v in REFUSED.items()}}.items():
+        p = d / f"{name}.py"
+        p.write_text(TASK.format(**spec))
+        out[name] = load_task(p)
+    return out
+
+
+@pytest.fixture(scope="module")
+def gen():
+    return TemplateGenerator()
+
+
+def _draft(gen, task, seed=3):
+    return gen.generate(GenerationRequest(task=task, stage="draft", backend="ascend-sim", seed=seed))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_cube_templates_are_feasible_on_the_emulator(gen, tasks, ascend_verifier, name):
+    g = _draft(gen, tasks[name])
+    assert g.schedule["family"] == "ascend_cube"
+    assert "Mmad(" in g.source and "KERNEL_TYPE_AIC_ONLY" in g.source
+    v = ascend_verifier.verify(tasks[name], g.source)
+    assert v.feasible, v.feedback
+    assert not v.details.get("emulator_warnings"), v.details.get("emulator_warnings")
+
+
+def test_the_suite_matmul_drafts_and_refines_to_feasible_variants(gen, suite_task, ascend_verifier):
+    from evokernel.generators.base import ContextItem
+
+    task = suite_task("npu_l1/31_matmul_fp16.py")
+    draft = _draft(gen, task)
+    v = ascend_verifier.verify(task, draft.source)
+    assert v.feasible, v.feedback
+    start = ContextItem(id="d", kind="trace", text=draft.source, meta={"schedule": draft.schedule, "feasible": True})
+    seen = {AS.canonical(draft.schedule)}
+    for seed in range(3):
+        r = gen.generate(GenerationRequest(task=task, stage="refine", backend="ascend-sim", seed=seed,
+                                           start_point=start, children=[]))
+        assert r.schedule["family"] == "ascend_cube" and r.schedule["transform"] in AS.TRANSFORM_NAMES
+        assert AS.canonical(r.schedule) not in seen or seed
+        seen.add(AS.canonical(r.schedule))
+        vr = ascend_verifier.verify(task, r.source)
+        assert vr.feasible, (r.schedule, vr.feedback)
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_what_the_cube_template_refuses_it_names(tasks, name):
+    with pytest.raises(GenerationError, match=REFUSED[name][1]):
+        ascend_op_for(tasks[name])
+
+
+def test_schedules_that_overflow_the_cube_buffers_have_no_geometry(tasks):
+    op = ascend_op_for(tasks["mm_bias_f16"])
+    assert CUBE.geometry(op, {"base_m": 256, "base_n": 256, "base_k": 32, "buffer_num": 1}) is None  # L0C 256 KiB
+    assert CUBE.geometry(op, {"base_m": 256, "base_n": 64, "base_k": 128, "buffer_num": 1}) is not None  # 64 KiB: fits
+    assert CUBE.geometry(op, {"base_m": 256, "base_n": 64, "base_k": 128, "buffer_num": 2}) is None  # L0A: 2 x 64 KiB
+    geo = CUBE.geometry(op, {"base_m": 64, "base_n": 64, "base_k": 64, "buffer_num": 2})
+    assert geo == {"baseM": 64, "baseN": 64, "baseK": 64, "tilesM": 1, "tilesN": 1, "blockDim": 1, "kSteps": 2}
+
+
+@pytest.mark.parametrize("name", ["mm_bias_f16", "mm_bt_f32"])
+def test_every_cube_transform_is_feasible(gen, tasks, ascend_verifier, name):
+    task = tasks[name]
+    op = ascend_op_for(task)
+    base = AS.make_schedule("ascend_cube", dict(AS.CONSERVATIVE), "draft")
+    fast = AS.make_schedule("ascend_cube", {**AS.CONSERVATIVE, "buffer_num": 2, "base_m": 128, "base_n": 128,
+                                            "base_k": 128}, "x")
+    sigs = set()
+    for start in (base, fast):
+        for t in AS.TRANSFORM_NAMES:
+            sched = AS.apply_transform(start, t)
+            if sched is None:
+                continue
+            source, sig, geo = gen.render_ascend(task, op, sched)
+            if geo is None or sig in sigs:
+                continue
+            sigs.add(sig)
+            v = ascend_verifier.verify(task, source)
+            assert v.feasible, (sched, v.feedback)
+    assert len(sigs) >= 8
