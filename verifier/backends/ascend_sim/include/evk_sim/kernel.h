@@ -1666,6 +1666,7 @@ EVK_FULLRED(ReduceMin, evk_detail::RED_MIN)
 
 }  // namespace AscendC
 
+#include "evk_sim/gather.h"
 #include "evk_sim/cube.h"
 
 #endif  // EVK_SIM_KERNEL_H
