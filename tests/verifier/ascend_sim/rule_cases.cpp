@@ -320,9 +320,18 @@ CASE(r_tiling_size, GM_ADDR a, GM_ADDR out, GM_ADDR tiling) {  // the tiling buf
     io.go.SetValue(0, static_cast<float>(t.n));
 }
 
-CASE(r_sync_all, GM_ADDR a, GM_ADDR out) {
+CASE(r_sync_all, GM_ADDR a, GM_ADDR out) {  // block 1 ends without the barrier block 0 waits at: a hang
     Io io(a, out);
-    SyncAll();  // RULE unsupported_api
+    if (GetBlockIdx() == 0) {
+        SyncAll();  // RULE sync_all
+    }
+}
+
+CASE(r_unsupported_api, GM_ADDR a, GM_ADDR out) {
+    Io io(a, out);
+    TPipe pipe;
+    TQue<TPosition::CO2, 1> q;  // CO2 is GM on the 910B: no local buffer
+    pipe.InitBuffer(q, 1, 64);  // RULE unsupported_api
 }
 
 CASE(r_fatal_in_block0_only, GM_ADDR a, GM_ADDR out) {  // block 0 stops, block 1 writes its half

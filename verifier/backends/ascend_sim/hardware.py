@@ -117,6 +117,9 @@ class Ascend910B:
     fix_bytes_per_cycle: float = 32.0
     fix_setup_cycles: float = 64.0
     fix_latency_cycles: float = 300.0
+    # SyncAll: the blocks resume this long after the last one arrived (a round of GM flag writes and polls).
+    # assumption (about a microsecond).
+    sync_all_cycles: float = 2000.0
 
     # ------------------------------------------------------------------------------------------------------------
     def runtime_dict(self) -> dict:

@@ -58,7 +58,7 @@ enum HwKey : int {
     HW_VEC_REDUCE_TAIL_CYCLES, HW_CUBE_FP16_FLOPS_PER_S, HW_CUBE_FP32_RATIO,
     HW_CUBE_BF16_RATIO, HW_CUBE_INT8_RATIO, HW_L1_BYTES, HW_L0A_BYTES, HW_L0B_BYTES, HW_L0C_BYTES, HW_BT_BYTES,
     HW_MTE1_BYTES_PER_CYCLE, HW_MTE1_SETUP_CYCLES, HW_MMAD_SETUP_CYCLES, HW_FIX_BYTES_PER_CYCLE,
-    HW_FIX_SETUP_CYCLES, HW_FIX_LATENCY_CYCLES, HW_COUNT
+    HW_FIX_SETUP_CYCLES, HW_FIX_LATENCY_CYCLES, HW_SYNC_ALL_CYCLES, HW_COUNT
 };
 struct HwSpec {
     const char* key;
@@ -80,6 +80,7 @@ const HwSpec kHw[HW_COUNT] = {
     {"l0a_bytes", 65536, 1024}, {"l0b_bytes", 65536, 1024}, {"l0c_bytes", 131072, 1024}, {"bt_bytes", 1024, 64},
     {"mte1_bytes_per_cycle", 256, 1e-9}, {"mte1_setup_cycles", 32, 0}, {"mmad_setup_cycles", 32, 0},
     {"fix_bytes_per_cycle", 32, 1e-9}, {"fix_setup_cycles", 64, 0}, {"fix_latency_cycles", 300, 0},
+    {"sync_all_cycles", 2000, 0},
 };
 const char* const kHwDefaultName = "Ascend910B";
 
@@ -315,6 +316,7 @@ struct Timing {
     double busy[PID_COUNT] = {};
     uint64_t ninstr[PID_COUNT] = {};
     double scalar_stall = 0;           // cycles the issue waited for data or flags (GetValue, X_S, PIPE_ALL)
+    double barrier_release = 0;        // SyncAll: when the last block arrived (+ the barrier's cost)
     double gm_bytes[3] = {};           // burst-rounded GM bytes moved by MTE2, MTE3, FIX
     uint64_t mte_copies[3] = {};
     double flag_time[PID_COUNT][PID_COUNT][8] = {};
@@ -541,6 +543,7 @@ void tm_reset(uint32_t ub_size) {
     }
     t.busy[PID_S] = start;
     t.scalar_stall = 0;
+    t.barrier_release = 0;
     for (int k = 0; k < 3; ++k) {
         t.gm_bytes[k] = 0;
         t.mte_copies[k] = 0;
@@ -2666,80 +2669,264 @@ void report_raw_gm_access(uint32_t bi) {
                verb, what.c_str(), describe_pc(static_cast<uintptr_t>(g_fault_pc)).c_str(), bi, near.c_str()));
 }
 
+// ---- blocks as fibers ------------------------------------------------------------------------------
+// Every block runs on its own stack (a ucontext fiber). Without SyncAll a block runs to its end before the
+// next starts, exactly as one after another. A SyncAll parks the block (its state moved aside) and the next
+// block runs; when every participating block has arrived, the parked blocks resume in index order, each at
+// the latest arrival time plus the barrier's cost. A block that ends while others wait at a barrier leaves
+// them waiting: on the NPU that hangs, here it is a fatal `sync_all` violation.
+enum FiberState { FS_NEW = 0, FS_RUNNING, FS_PARKED, FS_DONE };
+struct Fiber {
+    ucontext_t ctx;
+    void* stack = nullptr;
+    size_t stack_bytes = 0;
+    int state = FS_NEW;
+    std::unique_ptr<Block> parked;
+    sigjmp_buf jmp;
+    double arrive = 0;     // cycles: when it reached the barrier (its pipes drained)
+    int participants = 0;  // the block count its SyncAll waits for
+    std::string where;     // file:line of its SyncAll
+};
+struct Sched {
+    Run* run = nullptr;
+    evk_kernel_fn fn = nullptr;
+    std::vector<Arg>* args = nullptr;
+    std::vector<Fiber> fibers;
+    std::vector<std::unique_ptr<BlockReport>> reports;
+    ucontext_t main;
+    int cur = -1;
+    bool stop = false;  // a crash or a raw GM access: nothing more runs
+};
+Sched* g_sched = nullptr;
+constexpr size_t kFiberStack = 16u << 20;  // reserved, not committed (MAP_NORESERVE)
+
+void free_fiber_stack(Fiber& f) {
+    if (f.stack) munmap(f.stack, f.stack_bytes);
+    f.stack = nullptr;
+}
+
+// The end of a block: checks, schedule, counters into its report (g_blk is the block's state).
+void finish_block(BlockReport& rep) {
+    end_of_block_checks();
+    {
+        Timing& t = g_blk.tm;
+        rep.tm.cycles = tm_finish();
+        rep.tm.scalar_stall = t.scalar_stall;
+        for (int p = 0; p < PID_COUNT; ++p) {
+            rep.tm.busy[p] = t.busy[p];
+            rep.tm.ninstr[p] = t.ninstr[p];
+        }
+        for (int k = 0; k < 3; ++k) {
+            rep.tm.gm_bytes[k] = t.gm_bytes[k];
+            rep.tm.mte_copies[k] = t.mte_copies[k];
+        }
+    }
+    g_blk.active = false;
+    rep.c = g_blk.c;
+    rep.ub_peak = g_blk.ub_peak;
+    for (int m = 0; m < MEM_COUNT; ++m) rep.mem_peak[m] = g_blk.mem_peak[m];
+    rep.kernel_type = g_blk.kernel_type;
+    rep.queues = g_blk.queues;
+}
+
+void fiber_entry() {
+    static const auto table = call_table(std::make_index_sequence<kMaxArgs + 1>{});
+    Sched& s = *g_sched;
+    const int bi = s.cur;
+    Fiber& f = s.fibers[bi];
+    Run& r = *s.run;
+    reset_block(bi);
+    auto rep = std::make_unique<BlockReport>();
+    rep->idx = bi;
+    rep->status = "ok";
+    g_fault_gm = 0;
+    g_last_file = nullptr;
+    g_last_line = 0;
+    int sig = sigsetjmp(g_jmp, 1);
+    if (sig == 0) {
+        std::memcpy(&f.jmp, &g_jmp, sizeof(sigjmp_buf));
+        g_guarded = 1;
+        try {
+            table[s.args->size()](s.fn, s.args->data());
+        } catch (const BlockAbort&) {
+            rep->status = "aborted";
+        } catch (const std::exception& e) {
+            g_blk.aborted = true;
+            record("kernel_exception", SEV_FATAL, "", 0, fmt("C++ exception escaped the kernel: %s", e.what()));
+            rep->status = "aborted";
+        } catch (...) {
+            g_blk.aborted = true;
+            record("kernel_exception", SEV_FATAL, "", 0, "unknown C++ exception escaped the kernel");
+            rep->status = "aborted";
+        }
+        g_guarded = 0;
+    } else if (g_fault_gm) {
+        g_blk.aborted = true;
+        report_raw_gm_access(static_cast<uint32_t>(bi));
+        rep->status = "aborted";
+        r.status = "aborted";
+        s.stop = true;
+    } else {
+        g_blk.crashed = true;
+        record("kernel_crash", SEV_FATAL, "", 0,
+               fmt("the kernel crashed in block %d with %s (after %llu emulated instructions); raw pointer "
+                   "accesses are not checked by the emulator",
+                   bi, sig_name(sig), static_cast<unsigned long long>(g_blk.c.instructions)));
+        rep->status = "crashed";
+        r.status = "crashed";
+        s.stop = true;
+    }
+    finish_block(*rep);
+    s.reports[bi] = std::move(rep);
+    f.state = FS_DONE;
+    // returning switches to s.main (uc_link)
+}
+
+void run_fiber(Sched& s, int bi) {
+    Fiber& f = s.fibers[bi];
+    s.cur = bi;
+    if (f.state == FS_NEW) {
+        f.stack_bytes = kFiberStack;
+        f.stack = mmap(nullptr, f.stack_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                       -1, 0);
+        if (f.stack == MAP_FAILED) {
+            f.stack = nullptr;
+            throw std::runtime_error("cannot map a block's stack");
+        }
+        mprotect(f.stack, 4096, PROT_NONE);  // a guard page: an overflowing kernel crashes, it does not scribble
+        getcontext(&f.ctx);
+        f.ctx.uc_stack.ss_sp = f.stack;
+        f.ctx.uc_stack.ss_size = f.stack_bytes;
+        f.ctx.uc_link = &s.main;
+        makecontext(&f.ctx, fiber_entry, 0);
+        f.state = FS_RUNNING;
+    } else {  // resume a parked block: its state, its UB, its crash landing
+        g_blk = std::move(*f.parked);
+        f.parked.reset();
+        g_ub = g_blk.ub.data();
+        g_ub_init = g_blk.init.data();
+        std::memcpy(&g_jmp, &f.jmp, sizeof(sigjmp_buf));
+        f.state = FS_RUNNING;
+    }
+    swapcontext(&s.main, &f.ctx);
+    s.cur = -1;
+    if (f.state == FS_DONE) free_fiber_stack(f);
+}
+}  // namespace
+
+// SyncAll: park this block until every participating block has arrived (see "blocks as fibers").
+void sync_all(int participants, const char* file, int line) {
+    note_loc(file, line);
+    tm_api_call();
+    ++g_blk.c.barriers;
+    if (!g_sched || g_sched->cur < 0)
+        fatal(EVK_RULE_UNSUPPORTED_API, file, line, "SyncAll outside a kernel launch");
+    Sched& s = *g_sched;
+    const int n = static_cast<int>(s.fibers.size());
+    if (participants <= 0) participants = n;
+    if (participants > n)
+        fatal("sync_all", file, line,
+              "SyncAll waits for %d blocks but the kernel runs %d: on the NPU it never returns", participants, n);
+    const uint32_t cores = g_run ? g_run->opt.core_num_aiv : 40;
+    if (static_cast<uint32_t>(n) > cores)
+        fatal("sync_all", file, line,
+              "SyncAll with %d blocks on %u cores: blocks of a later wave cannot start while the first wave waits "
+              "at the barrier, so the NPU hangs (launch at most GetCoreNumAiv() blocks)",
+              n, cores);
+    Fiber& f = s.fibers[s.cur];
+    tm_close();
+    {
+        Timing& t = g_blk.tm;
+        double a = t.issue;
+        for (int p = 0; p < PID_COUNT; ++p) a = std::max(a, t.done[p]);  // a full barrier: every pipe drained
+        f.arrive = a;
+    }
+    f.participants = participants;
+    f.where = fmt("%s:%d", file ? file : "", line);
+    f.parked = std::make_unique<Block>(std::move(g_blk));
+    f.state = FS_PARKED;
+    std::memcpy(&f.jmp, &g_jmp, sizeof(sigjmp_buf));
+    swapcontext(&f.ctx, &s.main);
+    // resumed by the scheduler: the barrier is over
+    g_blk.tm.issue = std::max(g_blk.tm.issue, g_blk.tm.barrier_release);
+}
+
+namespace {
 // Runs the kernel for every block; returns false if the run stopped early (a crash or a raw GM access).
 bool run_blocks(Run& r, evk_kernel_fn fn, std::vector<Arg>& args) {
-    static const auto table = call_table(std::make_index_sequence<kMaxArgs + 1>{});
     install_handlers();
     g_ub_size = static_cast<uint32_t>(r.opt.ub_size);
     layout_memories(g_ub_size);
-    bool ok = true;
-    for (uint32_t bi = 0; bi < r.block_dim; ++bi) {
-        reset_block(static_cast<int>(bi));
-        BlockReport rep;
-        rep.idx = static_cast<int>(bi);
-        rep.status = "ok";
-        g_fault_gm = 0;
-        g_last_file = nullptr;
-        g_last_line = 0;
-        int sig = sigsetjmp(g_jmp, 1);
-        if (sig == 0) {
-            g_guarded = 1;
-            try {
-                table[args.size()](fn, args.data());
-            } catch (const BlockAbort&) {
-                rep.status = "aborted";
-            } catch (const std::exception& e) {
-                g_blk.aborted = true;
-                record("kernel_exception", SEV_FATAL, "", 0, fmt("C++ exception escaped the kernel: %s", e.what()));
-                rep.status = "aborted";
-            } catch (...) {
-                g_blk.aborted = true;
-                record("kernel_exception", SEV_FATAL, "", 0, "unknown C++ exception escaped the kernel");
-                rep.status = "aborted";
+    Sched s;
+    s.run = &r;
+    s.fn = fn;
+    s.args = &args;
+    s.fibers.resize(r.block_dim);
+    s.reports.resize(r.block_dim);
+    g_sched = &s;
+    try {
+        for (uint32_t bi = 0; bi < r.block_dim && !s.stop; ++bi) run_fiber(s, static_cast<int>(bi));
+        // barriers: release the parked blocks when all participants arrived, else they hang
+        for (;;) {
+            std::vector<int> parked;
+            for (int i = 0; i < static_cast<int>(s.fibers.size()); ++i)
+                if (s.fibers[i].state == FS_PARKED) parked.push_back(i);
+            if (parked.empty()) break;
+            int need = 0;
+            double release = 0;
+            for (int i : parked) {
+                need = std::max(need, s.fibers[i].participants);
+                release = std::max(release, s.fibers[i].arrive);
             }
-            g_guarded = 0;
-        } else if (g_fault_gm) {
-            g_blk.aborted = true;
-            report_raw_gm_access(bi);
-            rep.status = "aborted";
-            r.status = "aborted";
-            ok = false;
-        } else {
-            g_blk.crashed = true;
-            record("kernel_crash", SEV_FATAL, "", 0,
-                   fmt("the kernel crashed in block %u with %s (after %llu emulated instructions); raw pointer "
-                       "accesses are not checked by the emulator",
-                       bi, sig_name(sig), static_cast<unsigned long long>(g_blk.c.instructions)));
-            rep.status = "crashed";
-            r.status = "crashed";
-            ok = false;
+            if (s.stop || static_cast<int>(parked.size()) < need) {
+                std::string missing;
+                for (int i = 0; i < static_cast<int>(s.fibers.size()) && static_cast<int>(missing.size()) < 200; ++i)
+                    if (s.fibers[i].state == FS_DONE) missing += fmt("%s%d", missing.empty() ? "" : ", ", i);
+                for (int i : parked) {
+                    Fiber& f = s.fibers[i];
+                    g_blk = std::move(*f.parked);
+                    f.parked.reset();
+                    g_ub = g_blk.ub.data();
+                    g_ub_init = g_blk.init.data();
+                    auto rep = std::make_unique<BlockReport>();
+                    rep->idx = i;
+                    rep->status = "aborted";
+                    if (!s.stop) {
+                        g_blk.aborted = true;
+                        const size_t colon = f.where.rfind(':');
+                        record("sync_all", SEV_FATAL, f.where.substr(0, colon).c_str(),
+                               colon == std::string::npos ? 0 : std::atoi(f.where.c_str() + colon + 1),
+                               fmt("SyncAll waits for %d blocks but only %d reached it; block(s) %s ended without "
+                                   "it: on the NPU the waiting blocks hang",
+                                   need, static_cast<int>(parked.size()), missing.empty() ? "-" : missing.c_str()));
+                    }
+                    finish_block(*rep);
+                    s.reports[i] = std::move(rep);
+                    f.state = FS_DONE;
+                    free_fiber_stack(f);
+                }
+                if (!s.stop) r.status = "aborted";
+                break;
+            }
+            release += hw()[HW_SYNC_ALL_CYCLES];
+            for (int i : parked) {
+                s.fibers[i].parked->tm.barrier_release = release;
+                run_fiber(s, i);
+                if (s.stop) break;
+            }
         }
-        end_of_block_checks();
-        {
-            Timing& t = g_blk.tm;
-            rep.tm.cycles = tm_finish();
-            rep.tm.scalar_stall = t.scalar_stall;
-            for (int p = 0; p < PID_COUNT; ++p) {
-                rep.tm.busy[p] = t.busy[p];
-                rep.tm.ninstr[p] = t.ninstr[p];
-            }
-            for (int k = 0; k < 3; ++k) {
-                rep.tm.gm_bytes[k] = t.gm_bytes[k];
-                rep.tm.mte_copies[k] = t.mte_copies[k];
-            }
-        }
-        g_blk.active = false;
-        rep.c = g_blk.c;
-        rep.ub_peak = g_blk.ub_peak;
-        for (int m = 0; m < MEM_COUNT; ++m) rep.mem_peak[m] = g_blk.mem_peak[m];
-        rep.kernel_type = g_blk.kernel_type;
-        rep.queues = g_blk.queues;
-        r.blocks.push_back(std::move(rep));
-        if (!ok) break;
+    } catch (const std::exception& e) {
+        record("kernel_crash", SEV_FATAL, "", 0, fmt("the emulator could not run the blocks: %s", e.what()));
+        r.status = "crashed";
+        s.stop = true;
     }
+    for (Fiber& f : s.fibers) free_fiber_stack(f);
+    for (auto& rep : s.reports)
+        if (rep) r.blocks.push_back(std::move(*rep));
+    g_sched = nullptr;
     g_ub = nullptr;
     g_ub_init = nullptr;
-    return ok;
+    return !s.stop && r.status != "aborted";
 }
 
 bool make_options(const evk_options& o, Options& p) {

@@ -288,6 +288,8 @@ void sync_wait(int from, int to, int id, const char* file, int line);
 void sync_barrier(int pipe_kind, const char* file, int line);
 int fetch_event_id(int from, int to);
 void count_sync(int kind);  // 0 barrier
+// SyncAll: wait until `participants` blocks (0: all) arrive; blocks run as fibers (runtime.cpp).
+void sync_all(int participants, const char* file, int line);
 
 // Vector mask state (SetVectorMask / SetMaskCount / SetMaskNorm).
 struct MaskState {

@@ -153,9 +153,6 @@ inline bool init_all(int64_t off, uint64_t n) {
         if (p[i] != 1) return false;
     return true;
 }
-// Stores n bytes at GM address gm (atomic accumulation when SetAtomicAdd/Max/Min is on).
-void gm_store(const char* op, void* gm, const uint8_t* src, uint64_t n, const void* tbase, uint64_t tbytes, int kind,
-              ::evk_sim::SrcLoc loc);
 template <class T> constexpr bool cube_in_ok() {
     return ::evk_sim::is_half_t<T>::value || std::is_same<T, bfloat16_t>::value || std::is_same<T, float>::value ||
            std::is_same<T, int8_t>::value;

@@ -583,11 +583,24 @@ template <pipe_t pipe> inline void PipeBarrier(EVK_LOC) {
 }
 template <typename T> inline void DataCacheCleanAndInvalid(const GlobalTensor<T>&) {}
 template <typename T, int A = 0, int B = 0> inline void DataCacheCleanAndInvalid(const GlobalTensor<T>&) {}
-inline void SyncAll(EVK_LOC) {
-    ::evk_sim::fatal(EVK_RULE_UNSUPPORTED_API, loc.file, loc.line,
-                     "SyncAll (cross-core barrier) is not supported by the emulator: blocks run one after another");
+// Cross-core barrier. The hard form waits for every block; the soft form takes a GM workspace (32 bytes per
+// core, zeroed by the host) and a UB workspace (8 int32 per core) and waits for usedCores blocks (0: all).
+inline void SyncAll(EVK_LOC) { ::evk_sim::sync_all(0, loc.file, loc.line); }
+template <bool isAIVOnly> inline void SyncAll(EVK_LOC) { ::evk_sim::sync_all(0, loc.file, loc.line); }
+template <bool isAIVOnly = true>
+inline void SyncAll(const GlobalTensor<int32_t>& gmWorkspace, const LocalTensor<int32_t>& ubWorkspace,
+                    const int32_t usedCores = 0, EVK_LOC) {
+    ubWorkspace.valid_(loc, "SyncAll");
+    const int64_t cores = usedCores > 0 ? usedCores : ::evk_sim::block_num();
+    // the workspaces are the barrier's state: check they exist and are large enough
+    ::evk_sim::gm_access("SyncAll (GM workspace)", gmWorkspace.address_, static_cast<uint64_t>(cores) * 32, false,
+                         gmWorkspace.address_, gmWorkspace.tensor_bytes_(), loc.file, loc.line);
+    if (ubWorkspace.GetSize() < static_cast<uint32_t>(cores) * 8)
+        ::evk_sim::violation(EVK_RULE_UB_OOB, ::evk_sim::SEV_ERROR, loc.file, loc.line,
+                             "SyncAll: the UB workspace holds %u int32 but %lld cores need %lld (8 per core)",
+                             ubWorkspace.GetSize(), static_cast<long long>(cores), static_cast<long long>(cores) * 8);
+    ::evk_sim::sync_all(usedCores, loc.file, loc.line);
 }
-template <bool isAIVOnly> inline void SyncAll(EVK_LOC) { SyncAll(loc); }
 
 // Atomic accumulation of UB->GM copies.
 template <typename T> inline void SetAtomicAdd() { ::evk_sim::set_gm_atomic_mode(1, ::evk_sim::Ty<T>::name); }
@@ -654,6 +667,9 @@ template <typename TD, typename TS>
 void l1_to_bt(const LocalTensor<TD>& dst, const LocalTensor<TS>& src, uint32_t blockCount, uint64_t blockBytes,
               uint32_t srcGap, uint32_t dstGap, ::evk_sim::SrcLoc loc);
 inline bool to_bias_table(int dst_buf) { return ::evk_sim::mem_of_buf(dst_buf) == ::evk_sim::MEM_BT; }
+// Stores n bytes at GM address gm (atomic accumulation when SetAtomicAdd/Max/Min is on).
+void gm_store(const char* op, void* gm, const uint8_t* src, uint64_t n, const void* tbase, uint64_t tbytes, int kind,
+              ::evk_sim::SrcLoc loc);
 }  // namespace evk_detail
 
 // count form (count * sizeof(T) should be a multiple of 32 bytes; the tail is dropped otherwise)
@@ -693,6 +709,29 @@ template <typename T> inline void DataCopy(const LocalTensor<T>& dst, const Loca
     uint64_t n = (static_cast<uint64_t>(count) * sizeof(T)) & ~31ull;
     evk_detail::ub_to_ub("DataCopy UB->UB", dst.buf_, dst.off_, src.buf_, src.off_, n, loc);
     ::evk_sim::count_ub_copy(n);
+}
+
+// Global memory initialisation (Fill, newer CANN: InitGlobalMemory): size elements of value written to GM by
+// the vector core (modelled as one UB -> GM copy on MTE3).
+template <typename T> inline void Fill(const GlobalTensor<T>& gmWorkspaceAddr, const uint64_t size, const T value,
+                                       EVK_LOC) {
+    ::evk_sim::begin_instr(::evk_sim::PID_MTE3);
+    evk_detail::gm_align_check("Fill", gmWorkspaceAddr.address_, sizeof(T), loc);
+    uint8_t chunk[1024];
+    const uint64_t per = sizeof(chunk) / sizeof(T);
+    for (uint64_t i = 0; i < per; ++i) std::memcpy(chunk + i * sizeof(T), &value, sizeof(T));
+    for (uint64_t done = 0; done < size; done += per) {
+        const uint64_t n = (size - done < per ? size - done : per) * sizeof(T);
+        T* at = gmWorkspaceAddr.address_ + done;
+        ::evk_sim::tm_gm_segment(at, n);
+        evk_detail::gm_store("Fill", at, chunk, n, gmWorkspaceAddr.address_, gmWorkspaceAddr.tensor_bytes_(),
+                             ::evk_sim::Ty<T>::kind, loc);
+    }
+    ::evk_sim::count_mte(::evk_sim::PID_MTE3, size * sizeof(T), 1);
+}
+template <typename T> inline void InitGlobalMemory(const GlobalTensor<T>& gmWorkspaceAddr, const uint64_t size,
+                                                   const T value, EVK_LOC) {
+    Fill(gmWorkspaceAddr, size, value, loc);
 }
 
 // DataCopyParams form: blockCount blocks of blockLen 32-byte units; strides are gaps in 32-byte units.
