@@ -149,13 +149,10 @@ def geometry(op: CubeOp, knobs: dict[str, Any], cores: int = CUBE_CORES) -> dict
 
 def render_project(op: CubeOp, knobs: dict[str, Any]) -> tuple[dict[str, str], None, dict[str, int] | None]:
     """The six strings of the operator project and the host's geometry (None: infeasible)."""
-    from evokernel.generators.template import ascend_codegen as AC
-
     geo = geometry(op, knobs)
     T = "half" if op.half else "float"
     ge_dt = "ge::DT_FLOAT16" if op.half else "ge::DT_FLOAT"
     a, b = op.exts[0].name, op.exts[1].name
-    bias = op.exts[2].name if op.bias else None
     tiling_cls = f"{op.op_type}TilingData"
     fields = ["M", "N", "K", "baseM", "baseN", "baseK", "tilesM", "tilesN"]
     tiling = "\n".join(['#include "register/tilingdata_base.h"', "", "namespace optiling {",
@@ -275,7 +272,7 @@ def _kernel(op: CubeOp, knobs: dict[str, Any], T: str, tiling_cls: str) -> str:
     bias = op.exts[2].name if op.bias else None
     k0 = 32 // op.esize
     if op.trans_b:  # b is N x K: NZ with column blocks of k0 along K, each n (rounded to 16) rows; no transpose
-        b_copy = f"""        Nd2NzParams bParams;
+        b_copy = """        Nd2NzParams bParams;
         bParams.ndNum = 1;
         bParams.nValue = n;
         bParams.dValue = k;
@@ -294,7 +291,7 @@ def _kernel(op: CubeOp, knobs: dict[str, Any], T: str, tiling_cls: str) -> str:
             LoadData(b2Local[j * nBlocks * FRACTAL], b1Local[j * CeilDiv(n, 16) * FRACTAL], params);
         }"""
     else:  # b is K x N: NZ with column blocks of 16 along N, each k (rounded to 16) rows; fractals transposed
-        b_copy = f"""        Nd2NzParams bParams;
+        b_copy = """        Nd2NzParams bParams;
         bParams.ndNum = 1;
         bParams.nValue = k;
         bParams.dValue = n;

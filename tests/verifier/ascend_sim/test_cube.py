@@ -1,15 +1,14 @@
 """The emulator's cube unit: ND2NZ copies into L1, LoadData into L0A/L0B, Mmad into L0C, Fixpipe out, against
-numpy; the misuse each check exists for; the cube pipes in the latency model; and Ascend's own raw-Mmad
-samples compiled unchanged (read in place from the samples mirror, skipped without it)."""
+numpy; the misuse each check exists for; the cube pipes in the latency model. Ascend's own raw-Mmad samples
+run unchanged in tests/evals/test_ascend_launch_samples.py."""
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from ascend_sim_harness import INCLUDE, build_cases, marked_lines
+from ascend_sim_harness import build_cases, marked_lines
 
 HERE = Path(__file__).parent
 SRC = HERE / "cube_cases.cpp"
@@ -138,48 +137,3 @@ def test_cube_pipes_in_the_schedule_and_the_report(sim, cube_prog):
     assert est.core_kind == "AIC" and est.cores == 20
     assert est.cube_us > 0 and est.fix_us > 0 and est.mte1_us > 0
     assert "cube core:" in est.profile_text()
-
-
-# ---- Ascend's raw-Mmad samples, unchanged -----------------------------------------------------------------
-SAMPLES = {
-    "mmad_custom": "operator/ascendc/0_introduction/20_mmad_kernellaunch/MmadInvocation",
-    "mmad_bias_custom": "operator/ascendc/0_introduction/20_mmad_kernellaunch/MmadBiasInvocation",
-}
-
-
-def _mirror():
-    from evals.ascend_samples import default_samples
-
-    return default_samples()
-
-
-@pytest.mark.skipif(_mirror() is None, reason="no mirror of Ascend's samples here (EVOKERNEL_ASCEND_SAMPLES)")
-@pytest.mark.parametrize("name", sorted(SAMPLES))
-def test_ascends_raw_mmad_samples_compile_unchanged_and_match_numpy(sim, tmp_path, name):
-    """The sample's kernel (mmad_custom.cpp and the 910B header it includes) is compiled as published; its
-    host main() (ACL runtime) is replaced by the emulator's launcher. Sizes as in the sample: 32 x 32 x 32."""
-    from evals.ascend_samples import extract
-
-    src = extract(_mirror(), SAMPLES[name], tmp_path / "sample")
-    main = tmp_path / "launch_main.cpp"
-    main.write_text('#include "evk_sim/runtime.h"\n'
-                    'extern "C" void mmad_custom(unsigned char*, unsigned char*, unsigned char*'
-                    + (", unsigned char*" if "bias" in name else "") + ");\n"
-                    "int main(int argc, char** argv) { return evk_sim_launch_main(argc - 1, argv + 1, "
-                    "(evk_kernel_fn)&mmad_custom); }\n")
-    exe = sim.build(tmp_path, [src / "mmad_custom.cpp", main], name, extra_inc=[src])
-    rng = np.random.default_rng(7)
-    a = rng.uniform(-1, 1, (32, 32)).astype(np.float16)
-    b = rng.uniform(-1, 1, (32, 32)).astype(np.float16)
-    ins = [a, b]
-    ref = a.astype(np.float64) @ b.astype(np.float64)
-    if "bias" in name:
-        bias = rng.uniform(-1, 1, 32).astype(np.float16)
-        ins.append(bias)
-        ref = ref + bias.astype(np.float64)
-    res = sim.launch(exe, tmp_path, name, ins, [((32, 32), np.float32)])
-    assert res.rc == 0, res.stderr
-    assert res.violations == [], res.violations
-    np.testing.assert_allclose(res.outputs[0], ref, rtol=1e-5, atol=1e-5)
-    assert res.report["blocks"][0]["kernel_type"] == "aic"
-    assert res.report["blocks"][0]["counters"]["cube"]["mmad_calls"] == 1

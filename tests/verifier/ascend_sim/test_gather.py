@@ -1,7 +1,7 @@
 """Gather, Scatter, GatherMask and Transpose on the emulator, against numpy (the documented semantics: byte
 offsets relative to a base, GatherMask's built-in patterns 1-7 and tensor patterns, its normal and counter
-modes and rsvdCnt), the misuse each check exists for, and Ascend's unaligned-abs sample that relies on
-GatherMask (compiled unchanged)."""
+modes and rsvdCnt) and the misuse each check exists for. Ascend's unaligned-abs sample that relies on
+GatherMask runs unchanged in tests/evals/test_ascend_launch_samples.py."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -102,34 +102,3 @@ def test_gather_misuse_is_reported_at_its_line(sim, prog, case):
                      [((8,), np.float32)])
     hits = [v for v in res.find(rule) if v["line"] == line and Path(v["file"]).name == SRC.name]
     assert hits, f"{rule} not reported at {SRC.name}:{line}: {res.violations}"
-
-
-def _mirror():
-    from evals.ascend_samples import default_samples
-
-    return default_samples()
-
-
-@pytest.mark.skipif(_mirror() is None, reason="no mirror of Ascend's samples here (EVOKERNEL_ASCEND_SAMPLES)")
-def test_ascends_unaligned_abs_sample_with_gathermask_runs_unchanged(sim, tmp_path):
-    """Ascend's AbsGatherMaskKernelInvocation (8 blocks, rows of 18 halves): each tile copies 32 halves, takes
-    Abs, and GatherMask picks the 16-element tail. Its main() allocates 2318 input elements so the last
-    32-element copy stays inside the buffer; the copies do read past each block's declared GlobalTensor size,
-    which the emulator reports as a warning, the only finding."""
-    from evals.ascend_samples import extract
-
-    src = extract(_mirror(), "operator/ascendc/0_introduction/16_unaligned_abs_kernellaunch/"
-                             "AbsGatherMaskKernelInvocation", tmp_path / "sample")
-    main = tmp_path / "launch_main.cpp"
-    main.write_text('#include "evk_sim/runtime.h"\n'
-                    'extern "C" void abs_gather_mask_custom(unsigned char*, unsigned char*);\n'
-                    "int main(int argc, char** argv) { return evk_sim_launch_main(argc - 1, argv + 1, "
-                    "(evk_kernel_fn)&abs_gather_mask_custom); }\n")
-    exe = sim.build(tmp_path, [src / "abs_gather_mask.cpp", main], "abs_gather_mask", extra_inc=[src])
-    n = 8 * 8 * 2 * 18
-    x = np.random.default_rng(3).uniform(-1, 1, 2318).astype(np.float16)
-    res = sim.launch(exe, tmp_path, "abs_gather_mask", [x], [((n,), np.float16)], block_dim=8)
-    assert res.rc == 0, res.stderr
-    assert res.rules("error") == set(), res.violations
-    assert {(v["rule"], v["severity"]) for v in res.violations} == {("gm_out_of_bounds", "warning")}
-    np.testing.assert_array_equal(res.outputs[0], np.abs(x[:n]))
