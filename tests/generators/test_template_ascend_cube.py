@@ -2,6 +2,7 @@
 copies, LoadData, Mmad, Fixpipe) whose verdicts come from the ascend-sim emulator -- a @ b in float16,
 a @ b.T in float32, nn.Linear with bias and ReLU -- plus what it refuses and why, and its schedules."""
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -44,6 +45,16 @@ CASES = {
     "linear_relu_f32": dict(doc="relu(linear(x)) in float32", init_args="",
                             init_body="        self.fc = nn.Linear(136, 80)", args="x",
                             expr="torch.relu(self.fc(x))", inputs="torch.randn(70, 136)", init_inputs=""),
+    # MIX: the vector cores run the epilogue (KernelBench level 2, 9 and 86 in kind): (Linear - 2) * 1.5, ReLU
+    "linear_sub_mul_relu_mix": dict(doc="relu((linear(x) - 2) * 1.5)", init_args="",
+                                    init_body="        self.fc = nn.Linear(72, 48)", args="x",
+                                    expr="torch.relu((self.fc(x) - 2.0) * 1.5)", inputs="torch.randn(100, 72)",
+                                    init_inputs=""),
+    # MIX in float16 with two tiles per AI core's slot in turn: tanh-GELU of a @ b, then / 2
+    "mm_gelu_f16_mix": dict(doc="gelu_tanh(a @ b) / 2 in float16", init_args="", init_body="        pass",
+                            args="a, b", expr="torch.nn.functional.gelu(a @ b, approximate='tanh') / 2.0",
+                            inputs="torch.randn(300, 64, dtype=torch.float16), torch.randn(64, 320, "
+                                   "dtype=torch.float16)", init_inputs=""),
     # float16 a @ b + a bias parameter: B transposed fractal by fractal on its way to L0B
     "mm_bias_f16": dict(doc="a @ b + bias in float16", init_args="",
                         init_body="        self.bias = nn.Parameter(torch.randn(48, dtype=torch.float16))",
@@ -58,9 +69,9 @@ REFUSED = {
                        expr="a @ b", inputs="torch.randn(32, 32, dtype=torch.float16), "
                                         "torch.randn(32, 40, dtype=torch.float16)", init_inputs=""),
                   "not a multiple of 16"),
-    "mm_gelu": (dict(doc="gelu after the matmul", init_args="", init_body="        pass", args="a, b",
-                     expr="torch.tanh(a @ b.T)", inputs="torch.randn(32, 32), torch.randn(32, 32)", init_inputs=""),
-                "needs the vector core"),
+    "mm_swish": (dict(doc="swish after the matmul: the matmul's output is read twice", init_args="",
+                      init_body="        pass", args="a, b", expr="(a @ b.T) * torch.sigmoid(a @ b.T)",
+                      inputs="torch.randn(32, 32), torch.randn(32, 32)", init_inputs=""), "2 kernels"),
 }
 
 
@@ -88,7 +99,10 @@ def _draft(gen, task, seed=3):
 def test_cube_templates_are_feasible_on_the_emulator(gen, tasks, ascend_verifier, name):
     g = _draft(gen, tasks[name])
     assert g.schedule["family"] == "ascend_cube"
-    assert "Mmad(" in g.source and "KERNEL_TYPE_AIC_ONLY" in g.source
+    mix = name.endswith("_mix")
+    assert "Mmad(" in g.source and ("KERNEL_TYPE_MIX_AIC_1_2" if mix else "KERNEL_TYPE_AIC_ONLY") in g.source
+    if mix:
+        assert "CrossCoreSetFlag<2, PIPE_FIX>(0)" in g.source and "CrossCoreWaitFlag(1)" in g.source
     v = ascend_verifier.verify(tasks[name], g.source)
     assert v.feasible, v.feedback
     assert not v.details.get("emulator_warnings"), v.details.get("emulator_warnings")
@@ -128,7 +142,7 @@ def test_schedules_that_overflow_the_cube_buffers_have_no_geometry(tasks):
     assert geo == {"baseM": 64, "baseN": 64, "baseK": 64, "tilesM": 1, "tilesN": 1, "blockDim": 1, "kSteps": 2}
 
 
-@pytest.mark.parametrize("name", ["mm_bias_f16", "mm_bt_f32"])
+@pytest.mark.parametrize("name", ["mm_bias_f16", "mm_bt_f32", "mm_gelu_f16_mix"])
 def test_every_cube_transform_is_feasible(gen, tasks, ascend_verifier, name):
     task = tasks[name]
     op = ascend_op_for(task)
@@ -148,3 +162,19 @@ def test_every_cube_transform_is_feasible(gen, tasks, ascend_verifier, name):
             v = ascend_verifier.verify(task, source)
             assert v.feasible, (sched, v.feedback)
     assert len(sigs) >= 8
+
+
+KERNELBENCH = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks" / "kernelbench" / "level2"
+
+
+@pytest.mark.skipif(not KERNELBENCH.is_dir(), reason="KernelBench's files are not here (../shared/benchmarks)")
+@pytest.mark.parametrize("name", ["9_Matmul_Subtract_Multiply_ReLU", "86_Matmul_Divide_GELU"])
+def test_kernelbench_matmul_fusions_as_mix_kernels(gen, ascend_verifier, name):
+    """KernelBench's own level-2 files (read in place, fitted to the emulator): Linear, then an elementwise chain
+    on the vector cores of a MIX kernel."""
+    task = load_task(KERNELBENCH / f"{name}.py", fit="auto", backend="ascend-sim")
+    g = _draft(gen, task)
+    assert "KERNEL_TYPE_MIX_AIC_1_2" in g.source
+    v = ascend_verifier.verify(task, g.source)
+    assert v.feasible, v.feedback
+    assert not v.details.get("emulator_warnings"), v.details.get("emulator_warnings")

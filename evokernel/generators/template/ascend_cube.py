@@ -12,10 +12,14 @@ Knobs (``ascend_schedules.FAMILY_KNOBS["ascend_cube"]``): ``base_m``, ``base_n``
 step's copies overlap the current Mmad). A schedule whose buffers do not fit L1 (512 KiB), L0A/L0B
 (64 KiB) or L0C (128 KiB) has no geometry (None), so the generator never proposes it.
 
+An epilogue beyond bias and ReLU (a chain of elementwise functions and scalar operations) makes it a MIX
+kernel: the cube core writes each float tile to its AI core's workspace slot and flags (CrossCoreSetFlag
+mode 2) its two vector cores, which run the chain on half the rows each, write the output and flag back
+before the slot takes the next tile.
+
 What is refused, by name: float32 with B not transposed (L1 -> L0B needs a 32-bit fractal transpose the
 emulator does not offer: LoadDataWithTranspose), N not a multiple of 16 (Fixpipe writes 16-column blocks),
-batched gemm, and epilogues other than bias and ReLU (they need the vector core after the cube: MIX
-kernels are not emulated).
+batched gemm, and epilogues that read the matmul's output twice or take full-tensor operands.
 """
 from __future__ import annotations
 
@@ -50,6 +54,7 @@ class CubeOp:
     relu: bool
     out_shape: tuple[int, ...]
     init_source: str = ""
+    epilogue: list = field(default_factory=list)  # elementwise steps on the vector cores (a MIX kernel)
     family: str = "ascend_cube"
     op_class: str = "matmul"
     reduces: list[int] = field(default_factory=list)
@@ -69,6 +74,10 @@ class CubeOp:
     @property
     def esize(self) -> int:
         return 2 if self.half else 4
+
+    @property
+    def mix(self) -> bool:
+        return bool(self.epilogue)
 
 
 def prepare(plan: Plan, task_name: str, task_source: str = "") -> CubeOp:
@@ -91,22 +100,35 @@ def prepare(plan: Plan, task_name: str, task_source: str = "") -> CubeOp:
                             "transposed (a @ b.T, nn.Linear), are supported")
     if N % 16:
         raise AnalysisError(f"N = {N} is not a multiple of 16: the Fixpipe writes the output in 16-column blocks")
-    # epilogue: [add a per-column (N,) operand] then [relu], nothing else
-    bias_id, relu = None, False
+    # epilogue: [add a per-column (N,) operand: the cube's bias table], then a chain of elementwise functions
+    # and scalar operations; a lone ReLU is the Fixpipe's, anything else runs on the vector cores (MIX)
+    from evokernel.generators.template.analysis import Const
+
+    bias_id, chain = None, []
     cur = st.anchor
     for nid in st.nodes:
         n = g.nodes[nid]
-        if n.op == "binary" and n.attrs.get("fn") == "add" and cur in n.args and bias_id is None and not relu:
+        if n.op == "binary" and cur in n.args and not chain and bias_id is None and n.attrs.get("fn") == "add" and \
+                all(isinstance(a, int) for a in n.args):
             other = next(a for a in n.args if a != cur)
-            if not isinstance(other, int) or tuple(g.nodes[other].shape) not in ((N,), (1, N)):
-                raise AnalysisError(f"{n.origin}: only a per-column bias of shape ({N},) is added on the cube "
-                                    "(other epilogues need the vector core: MIX kernels are not emulated)")
+            if tuple(g.nodes[other].shape) not in ((N,), (1, N)):
+                raise AnalysisError(f"{n.origin}: only a per-column bias of shape ({N},) is added to the matmul "
+                                    "(a full tensor operand of the epilogue is not templated)")
             bias_id, cur = other, nid
-        elif n.op == "unary" and n.attrs.get("fn") == "relu" and cur in n.args and not relu:
-            relu, cur = True, nid
+        elif n.op == "unary" and cur in n.args:
+            AC.unary_code(n.attrs["fn"], n.attrs, "d", "x", ["t0", "t1"], "n")  # raises for an unknown function
+            chain.append(("unary", n.attrs["fn"], dict(n.attrs)))
+            cur = nid
+        elif n.op == "binary" and cur in n.args and n.attrs.get("fn") in AC.BIN_OP and \
+                any(isinstance(a, Const) for a in n.args):
+            const = next(a for a in n.args if isinstance(a, Const))
+            chain.append(("binary", n.attrs["fn"], float(const.value), n.args[0] is const))
+            cur = nid
         else:
-            raise AnalysisError(f"{n.origin}: a {n.attrs.get('fn', n.op)} after the matmul needs the vector core "
-                                "(MIX kernels are not emulated); the cube template fuses a bias and a ReLU only")
+            raise AnalysisError(f"{n.origin}: a {n.attrs.get('fn', n.op)} after the matmul is not templated (the "
+                                "cube template fuses a bias, then elementwise functions and scalar operations)")
+    relu = chain == [("unary", "relu", {"fn": "relu"})] or (len(chain) == 1 and chain[0][:2] == ("unary", "relu"))
+    epilogue = [] if relu else chain
     if root_of(g.output) != cur:
         raise AnalysisError("the output is not produced by the matmul kernel")
     exts: list[CubeExt] = []
@@ -129,7 +151,7 @@ def prepare(plan: Plan, task_name: str, task_source: str = "") -> CubeOp:
         exts.append(CubeExt(name, pyexpr, root))
     init_source = g.init_source if (not task_source or AC.own_init(task_source)) else ""
     return CubeOp(g, AC._snake(task_name), M, K, N, trans_b, half, exts, bias_id is not None, relu,
-                  tuple(g.nodes[g.output].shape), init_source)
+                  tuple(g.nodes[g.output].shape), init_source, epilogue=epilogue)
 
 
 def geometry(op: CubeOp, knobs: dict[str, Any], cores: int = CUBE_CORES) -> dict[str, int] | None:
@@ -192,7 +214,7 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     tiling.SaveToBuffer(context->GetRawTilingData()->GetData(), context->GetRawTilingData()->GetCapacity());
     context->GetRawTilingData()->SetDataSize(tiling.GetDataSize());
     size_t* workspace = context->GetWorkspaceSizes(1);
-    workspace[0] = 0;
+    workspace[0] = {"static_cast<size_t>(tiles < cubeCores ? tiles : cubeCores) * BASE_M * BASE_N * sizeof(float)" if op.mix else "0"};  // MIX: one float tile per AI core
     return ge::GRAPH_SUCCESS;
 }}
 }}
@@ -348,7 +370,7 @@ def _kernel(op: CubeOp, knobs: dict[str, Any], T: str, tiling_cls: str) -> str:
         bias_free = "            inQueueBias2.FreeTensor(bias2Local);\n"
     quant = "QuantMode_t::F322F16" if op.half else "QuantMode_t::NoQuant"
     b_rows = "N * K" if op.trans_b else "K * N"
-    return f"""#include "kernel_operator.h"
+    text = f"""#include "kernel_operator.h"
 using namespace AscendC;
 
 constexpr int32_t BUFFER_NUM = {int(knobs["buffer_num"])};
@@ -486,3 +508,154 @@ extern "C" __global__ __aicore__ void {op.kernel_name}({", ".join(f"GM_ADDR {e.n
     op.Init({", ".join(e.name for e in op.exts)}, out, tiling_data);
     op.Process();
 }}"""
+    return _mixed(op, text, T, tiling_cls) if op.mix else text
+
+
+def _epilogue_code(op: CubeOp) -> list[str]:
+    """The vector cores' chain over `count` floats from x, ping-ponging between w0 and w1; the result's name last."""
+    from evokernel.generators.template import ascend_codegen as AC
+
+    lines: list[str] = []
+    src, bufs = "x", ["w0", "w1"]
+    for k, step in enumerate(op.epilogue):
+        dst = bufs[k % 2]
+        if step[0] == "unary":
+            lines += AC.unary_code(step[1], step[2], dst, src, ["t0", "t1"], "count")
+        else:
+            _, fn, value, const_left = step
+            c = AC.Scalar(AC.flit(value), value)
+            lines += AC.binary_code(fn, dst, c, src, "count") if const_left else AC.binary_code(fn, dst, src, c, "count")
+        src = dst
+    return lines + [src]
+
+
+def _mixed(op: CubeOp, text: str, T: str, tiling_cls: str) -> str:
+    """The MIX kernel: the cube core's class writes each tile (float) to its AI core's workspace slot and flags
+    its vector cores (CrossCoreSetFlag mode 2, flag 0); each vector core runs the epilogue on half the tile's
+    rows and writes the output, then flags back (flag 1) so the slot can take the next tile."""
+    cls = f"Kernel{op.op_type}"
+    exts = ", ".join(f"GM_ADDR {e.name}" for e in op.exts)
+
+    def sub(old: str, new: str) -> None:
+        nonlocal text
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+
+    sub(f"GM_ADDR out, const {tiling_cls}& t)", f"GM_ADDR out, GM_ADDR workspace, const {tiling_cls}& t)")
+    sub(f"        cGm.SetGlobalBuffer((__gm__ {T}*)out, M * N);\n",
+        f"        cGm.SetGlobalBuffer((__gm__ {T}*)out, M * N);\n"
+        "        wsGm.SetGlobalBuffer((__gm__ float*)workspace + GetBlockIdx() * baseM * baseN, baseM * baseN);\n")
+    sub("            CopyOut(m0, n0, m, n);\n        }\n    }\n",
+        "            CopyOut(m0, n0, m, n);\n        }\n"
+        "        if (tilesDone > 0) {\n            CrossCoreWaitFlag(1);  // the vector cores are done with the last tile\n"
+        "        }\n    }\n")
+    i = text.index("    __aicore__ inline void CopyOut(")
+    j = text.index("    TPipe pipe;", i)
+    text = text[:i] + """    __aicore__ inline void CopyOut(uint32_t m0, uint32_t n0, uint32_t m, uint32_t n)
+    {
+        LocalTensor<float> c1Local = outQueueCO1.DeQue<float>();
+        if (tilesDone++ > 0) {
+            CrossCoreWaitFlag(1);  // the vector cores have read the previous tile from the slot
+        }
+        FixpipeParamsV220 params;  // the float tile into this AI core's workspace slot, rows of baseN
+        params.nSize = n;
+        params.mSize = m;
+        params.srcStride = CeilDiv(m, 16) * 16;
+        params.dstStride = baseN;
+        params.ndNum = 1;
+        Fixpipe(wsGm, c1Local, params);
+        outQueueCO1.FreeTensor(c1Local);
+        CrossCoreSetFlag<2, PIPE_FIX>(0);  // the tile is in GM: the vector cores may read it
+    }
+
+""" + text[j:]
+    sub("    uint32_t M = 0, N = 0, K = 0, baseM = 0, baseN = 0, baseK = 0, tilesM = 0, tilesN = 0;\n};",
+        "    uint32_t M = 0, N = 0, K = 0, baseM = 0, baseN = 0, baseK = 0, tilesM = 0, tilesN = 0;\n"
+        "    GlobalTensor<float> wsGm;\n    uint32_t tilesDone = 0;\n};")
+    code = _epilogue_code(op)
+    result, steps = code[-1], code[:-1]
+    body = "\n".join("                " + ln for ln in steps)
+    if op.half:
+        finish = f"                Cast(y, {result}, RoundMode::CAST_RINT, count);"
+    else:
+        finish = f"                DataCopy(y, {result}, count);"
+    epi = f"""
+// The vector cores: the epilogue on their half of each tile's rows.
+class {cls}Epilogue {{
+public:
+    __aicore__ inline {cls}Epilogue() {{}}
+    __aicore__ inline void Init(GM_ADDR out, GM_ADDR workspace, const {tiling_cls}& t)
+    {{
+        M = t.M; N = t.N; baseM = t.baseM; baseN = t.baseN; tilesM = t.tilesM; tilesN = t.tilesN;
+        core = GetBlockIdx() / GetTaskRation();
+        sub = GetSubBlockIdx();
+        wsGm.SetGlobalBuffer((__gm__ float*)workspace + core * baseM * baseN, baseM * baseN);
+        outGm.SetGlobalBuffer((__gm__ {T}*)out, M * N);
+        chunk = (180 * 1024) / (6 * baseN * sizeof(float));  // rows per pass: 6 row-sized buffers in UB
+        if (chunk > baseM) chunk = baseM;
+        const uint32_t bytes = chunk * baseN * sizeof(float);
+        pipe.InitBuffer(inQueue, 1, bytes);
+        pipe.InitBuffer(outQueue, 1, chunk * baseN * sizeof({T}));
+        pipe.InitBuffer(work, 4 * bytes);
+    }}
+    __aicore__ inline void Process()
+    {{
+        LocalTensor<float> all = work.Get<float>();
+        LocalTensor<float> w0 = all, w1 = all[chunk * baseN], t0 = all[2 * chunk * baseN], t1 = all[3 * chunk * baseN];
+        for (uint32_t tile = core; tile < tilesM * tilesN; tile += GetBlockNum()) {{
+            uint32_t m0 = (tile / tilesN) * baseM;
+            uint32_t n0 = (tile % tilesN) * baseN;
+            uint32_t m = Min(baseM, M - m0);
+            uint32_t n = Min(baseN, N - n0);
+            uint32_t halfRows = CeilDiv(m, 2);  // each vector core takes half the rows
+            uint32_t rBegin = sub * halfRows, rEnd = Min(m, rBegin + halfRows);
+            CrossCoreWaitFlag(0);  // this AI core's cube core has written the tile
+            for (uint32_t r0 = rBegin; r0 < rEnd; r0 += chunk) {{
+                uint32_t rows = Min(chunk, rEnd - r0);
+                uint32_t count = rows * baseN;
+                LocalTensor<float> x = inQueue.AllocTensor<float>();
+                DataCopy(x, wsGm[r0 * baseN], count);
+                inQueue.EnQue(x);
+                x = inQueue.DeQue<float>();
+                LocalTensor<{T}> y = outQueue.AllocTensor<{T}>();
+{body}
+{finish}
+                outQueue.EnQue(y);
+                inQueue.FreeTensor(x);
+                y = outQueue.DeQue<{T}>();
+                DataCopyExtParams copy{{static_cast<uint16_t>(rows), static_cast<uint32_t>(n * sizeof({T})),
+                                       static_cast<uint32_t>((baseN - n) * sizeof({T}) / 32),
+                                       static_cast<uint32_t>((N - n) * sizeof({T})), 0}};
+                DataCopyPad(outGm[(m0 + r0) * N + n0], y, copy);
+                outQueue.FreeTensor(y);
+            }}
+            CrossCoreSetFlag<2, PIPE_MTE3>(1);  // done with the slot
+        }}
+    }}
+
+private:
+    TPipe pipe;
+    TQue<TPosition::VECIN, 1> inQueue;
+    TQue<TPosition::VECOUT, 1> outQueue;
+    TBuf<TPosition::VECCALC> work;
+    GlobalTensor<float> wsGm;
+    GlobalTensor<{T}> outGm;
+    uint32_t M = 0, N = 0, baseM = 0, baseN = 0, tilesM = 0, tilesN = 0, core = 0, sub = 0, chunk = 0;
+}};
+"""
+    i = text.index('extern "C" __global__ __aicore__ void')
+    entry = f"""extern "C" __global__ __aicore__ void {op.kernel_name}({exts}, GM_ADDR out, GM_ADDR workspace, GM_ADDR tiling)
+{{
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);  // per block: the cube core and two vector cores
+    GET_TILING_DATA(tiling_data, tiling);
+    if ASCEND_IS_AIC {{
+        {cls} op;
+        op.Init({", ".join(e.name for e in op.exts)}, out, workspace, tiling_data);
+        op.Process();
+    }} else {{
+        {cls}Epilogue op;
+        op.Init(out, workspace, tiling_data);
+        op.Process();
+    }}
+}}"""
+    return text[:i] + epi.lstrip("\n") + "\n" + entry

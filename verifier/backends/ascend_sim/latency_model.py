@@ -67,7 +67,7 @@ def core_use_hints(block_dim: int, cores: int, bound: str, kind: str = "AIV") ->
     used = min(block_dim, cores)
     if waves == 1 and used < cores and (bound != "launch" or used * 4 <= cores):
         hints.append(f"only {used} of {cores} {kind} cores used (block_dim {block_dim}): split the work "
-                     f"over up to {cores} blocks (GetCoreNum{kind.capitalize()}())")
+                     f"over up to {cores} blocks (GetCoreNum{'Aiv' if kind == 'AIV' else 'Aic'}())")
     if bound != "launch" and waves > 1 and block_dim % cores:
         rem = block_dim % cores
         hints.append(f"{block_dim} blocks on {cores} cores = {waves} waves, the last with {rem} block(s) "
@@ -174,9 +174,19 @@ def estimate_kernel(report: dict, hw: Ascend910B = Ascend910B()) -> Estimate:
     """Combine the per-block schedules of an emulator report into the kernel's modelled latency."""
     blocks = [b for b in report.get("blocks", []) if _timing(b)]
     block_dim = int(report.get("block_dim") or len(blocks))
-    # a cube-only kernel (KERNEL_TYPE_AIC_ONLY) runs its blocks on the cube cores: one per two vector cores
-    aic_only = bool(blocks) and all(b.get("kernel_type") == "aic" for b in blocks)
-    cores = max(1, int(hw.aiv_cores) // 2) if aic_only else int(hw.aiv_cores)
+    # a cube-only kernel (KERNEL_TYPE_AIC_ONLY) runs its blocks on the cube cores: one per two vector cores; a MIX
+    # kernel's block is an AI core (its cube core and two vector cores, each reported as a block with "ai_core")
+    mix = any("ai_core" in b for b in blocks)
+    aic_only = bool(blocks) and not mix and all(b.get("kernel_type") == "aic" for b in blocks)
+    cores = max(1, int(hw.aiv_cores) // 2) if aic_only or mix else int(hw.aiv_cores)
+    if mix:
+        by_core: dict[int, list[dict]] = {}
+        for b in blocks:
+            by_core.setdefault(int(b["ai_core"]), []).append(b)
+        units = [by_core[k] for k in sorted(by_core)]
+        block_dim = len(units)
+    else:
+        units = [[b] for b in sorted(blocks, key=lambda b: b["block"])]
     notes: list[str] = []
     used_hw = report.get("hw_model")
     if used_hw:
@@ -198,22 +208,23 @@ def estimate_kernel(report: dict, hw: Ascend910B = Ascend910B()) -> Estimate:
                         mte3_copies=0,
                         notes=notes + ["no block schedule in the report"], blocks_modelled=0)
 
-    # ---- dispatch: blocks in index order, each to the core that frees up first -----------------------------
-    heap = [(0.0, c) for c in range(min(cores, len(blocks)))]
+    # ---- dispatch: blocks (MIX: AI cores) in index order, each to the core that frees up first -------------
+    heap = [(0.0, c) for c in range(min(cores, len(units)))]
     heapq.heapify(heap)
-    per_core: dict[int, list[dict]] = {}
+    per_core: dict[int, list[list[dict]]] = {}
     finish: dict[int, float] = {}
-    for b in sorted(blocks, key=lambda b: b["block"]):
+    for u in units:
         t, c = heapq.heappop(heap)
-        t += _timing(b)["cycles"]
-        per_core.setdefault(c, []).append(b)
+        t += max(_timing(b)["cycles"] for b in u)  # the cores of an AI core run side by side
+        per_core.setdefault(c, []).append(u)
         finish[c] = t
         heapq.heappush(heap, (t, c))
     crit = max(finish, key=lambda c: finish[c])
-    crit_blocks = per_core[crit]
+    crit_units = per_core[crit]
+    crit_blocks = [b for u in crit_units for b in u]
     core_cycles = finish[crit]
-    busy = {p: sum(_timing(b)["busy_cycles"].get(p, 0.0) for b in crit_blocks) for p in PIPES}
-    stall = sum(_timing(b).get("scalar_stall_cycles", 0.0) for b in crit_blocks)
+    busy = {p: sum(max(_timing(b)["busy_cycles"].get(p, 0.0) for b in u) for u in crit_units) for p in PIPES}
+    stall = sum(max(_timing(b).get("scalar_stall_cycles", 0.0) for b in u) for u in crit_units)
 
     core_us = hw.us(core_cycles)
     gm_bytes = sum(_timing(b)["gm_bytes"]["mte2"] + _timing(b)["gm_bytes"]["mte3"] + _timing(b)["gm_bytes"].get("fix", 0)
@@ -226,7 +237,7 @@ def estimate_kernel(report: dict, hw: Ascend910B = Ascend910B()) -> Estimate:
     launch = hw.launch_us
     us = launch + device_us
     waves = math.ceil(block_dim / cores) if block_dim else 0
-    cores_used = min(cores, len(blocks))
+    cores_used = min(cores, len(units))
 
     stretch = device_us / core_us if core_us > 0 else 1.0  # HBM-bound: the copies take that much longer
     mte2_t, mte3_t = hw.us(busy["mte2"]) * stretch, hw.us(busy["mte3"]) * stretch
@@ -255,7 +266,7 @@ def estimate_kernel(report: dict, hw: Ascend910B = Ascend910B()) -> Estimate:
         mte3_copies=sum(_timing(b)["copies"]["mte3"] for b in blocks),
         mte1_us=hw.us(busy["mte1"]), cube_us=hw.us(busy["cube"]), fix_us=hw.us(busy["fix"]),
         aic_cube_ratio=ratios.get("cube", 0.0), aic_mte1_ratio=ratios.get("mte1", 0.0),
-        aic_fix_ratio=ratios.get("fix", 0.0), core_kind="AIC" if aic_only else "AIV",
+        aic_fix_ratio=ratios.get("fix", 0.0), core_kind="AI (MIX: AIC + 2 AIV)" if mix else "AIC" if aic_only else "AIV",
         notes=notes, blocks_modelled=len(blocks))
     est.hints = _kernel_hints(est, report, blocks, crit_blocks, ratios, hw)
     return est

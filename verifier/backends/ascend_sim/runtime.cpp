@@ -339,6 +339,7 @@ struct Block {
     uint32_t ub_used = 0, ub_peak = 0;       // the Unified Buffer (mem_used[MEM_UB] mirrors ub_used)
     uint32_t mem_used[MEM_COUNT] = {}, mem_peak[MEM_COUNT] = {};
     int kernel_type = 0;
+    int role = 0, sub = 0, aicore = -1;  // MIX kernels: 0 AIV / 1 AIC, the AIV's sub-block, its AI core
     int total_buffers = 0;
     int pos_buffers[32] = {};
     std::vector<Buffer> bufs;
@@ -366,6 +367,7 @@ struct BlockReport {
     uint32_t ub_peak = 0;
     uint32_t mem_peak[MEM_COUNT] = {};
     int kernel_type = 0;
+    int role = 0, sub = 0, aicore = -1;
     std::vector<Queue> queues;
 };
 
@@ -1127,6 +1129,9 @@ void count_fix(uint64_t bytes) {
     ++g_blk.c.fix_calls;
 }
 void set_kernel_type(int type) { g_blk.kernel_type = type; }
+int core_type() { return g_blk.role == 1 || g_blk.kernel_type == 1 ? 1 : 0; }
+int64_t sub_block_idx() { return g_blk.sub; }
+int64_t sub_block_num();  // below (needs the scheduler)
 int mem_of_buf(int buf) {
     if (buf < 0 || buf >= static_cast<int>(g_blk.bufs.size())) return MEM_NONE;
     return mem_of_position(g_blk.queues[g_blk.bufs[buf].queue].pos_src);
@@ -1194,6 +1199,11 @@ int que_init(int pipe, int pos_src, int pos_dst, int depth, int num, uint64_t le
               "A1/B1/C1/TSCM L1; A2 L0A; B2 L0B; CO1 L0C; C2 the bias table; on the 910B CO2 is GM and "
               "Fixpipe writes it)",
               pos_name(pos_src), pos_src != pos_dst ? " -> " : "", pos_src != pos_dst ? pos_name(pos_dst) : "");
+    if (g_blk.aicore >= 0 && (g_blk.role == 1) != (mem != MEM_UB))  // a core of a MIX kernel
+        violation(EVK_RULE_TENSOR_POSITION, SEV_ERROR, file, line,
+                  "InitBuffer for TPosition %s on a %s core: %s", pos_name(pos_src), g_blk.role == 1 ? "cube" : "vector",
+                  g_blk.role == 1 ? "the cube core (AIC) has L1/L0 buffers but no Unified Buffer"
+                                  : "a vector core (AIV) has the Unified Buffer only; L1/L0 are the cube core's");
     if (len == 0)
         violation(EVK_RULE_INVALID_ARGUMENT, SEV_ERROR, file, line, "InitBuffer with a length of 0 bytes");
     if (num <= 0) {
@@ -2410,6 +2420,11 @@ std::string report_json(const Run& r) {
         j.key("status"); j.str(b.status); j.s += ",";
         j.key("ub_bytes_used"); j.num(b.ub_peak); j.s += ",";
         j.key("kernel_type"); j.str(b.kernel_type == 1 ? "aic" : b.kernel_type >= 2 ? "mix" : "aiv"); j.s += ",";
+        if (b.aicore >= 0) {  // a core of a MIX kernel
+            j.key("core"); j.str(b.role == 1 ? "aic" : "aiv"); j.s += ",";
+            j.key("ai_core"); j.inum(b.aicore); j.s += ",";
+            j.key("sub_block"); j.inum(b.sub); j.s += ",";
+        }
         j.key("local_bytes_used"); j.s += "{";
         for (int m = 0; m < MEM_COUNT; ++m) {
             if (m) j.s += ",";
@@ -2535,6 +2550,8 @@ void reset_block(int idx) {
     b.ub_used = b.ub_peak = 0;
     for (int m = 0; m < MEM_COUNT; ++m) b.mem_used[m] = b.mem_peak[m] = 0;
     b.kernel_type = 0;
+    b.role = b.sub = 0;
+    b.aicore = -1;
     b.total_buffers = 0;
     std::memset(b.pos_buffers, 0, sizeof(b.pos_buffers));
     b.bufs.clear();
@@ -2685,7 +2702,13 @@ struct Fiber {
     sigjmp_buf jmp;
     double arrive = 0;     // cycles: when it reached the barrier (its pipes drained)
     int participants = 0;  // the block count its SyncAll waits for
-    std::string where;     // file:line of its SyncAll
+    int group = 0;         // its SyncAll's group: 0 every fiber, 1 the AIVs, 2 the AICs (MIX kernels)
+    std::string where;     // file:line of its SyncAll or CrossCoreWaitFlag
+    int wait_flag = -1;    // parked at CrossCoreWaitFlag(flag) (else at a SyncAll)
+    // MIX kernels: who it is
+    int role = 0, sub = 0, aicore = -1, logical = 0;
+    int cnt[16] = {};       // CrossCore flag counters
+    double avail[16] = {};  // when the latest increment of each became visible
 };
 struct Sched {
     Run* run = nullptr;
@@ -2696,7 +2719,15 @@ struct Sched {
     ucontext_t main;
     int cur = -1;
     bool stop = false;  // a crash or a raw GM access: nothing more runs
+    int ratio = 0;      // MIX kernels: AIVs per AI core (0: not a MIX launch)
+    // CrossCoreSetFlag tallies: mode 0 per role, mode 1 and mode 2 (AIV -> AIC) per AI core
+    int tally0[2][16] = {};
+    double tally0_t[2][16] = {};
+    std::vector<std::array<int, 16>> tally1, tally2;
+    std::vector<std::array<double, 16>> tally1_t, tally2_t;
+    int first_of(int aicore) const { return aicore * (1 + ratio); }  // its AIC; the AIVs follow
 };
+int g_mix_ratio = 0;  // set by a MIX kernel's translation unit (EVK_SIM_MIX) or the launcher's --option mix=N
 Sched* g_sched = nullptr;
 constexpr size_t kFiberStack = 16u << 20;  // reserved, not committed (MAP_NORESERVE)
 
@@ -2726,6 +2757,9 @@ void finish_block(BlockReport& rep) {
     rep.ub_peak = g_blk.ub_peak;
     for (int m = 0; m < MEM_COUNT; ++m) rep.mem_peak[m] = g_blk.mem_peak[m];
     rep.kernel_type = g_blk.kernel_type;
+    rep.role = g_blk.role;
+    rep.sub = g_blk.sub;
+    rep.aicore = g_blk.aicore;
     rep.queues = g_blk.queues;
 }
 
@@ -2735,9 +2769,13 @@ void fiber_entry() {
     const int bi = s.cur;
     Fiber& f = s.fibers[bi];
     Run& r = *s.run;
-    reset_block(bi);
+    reset_block(f.logical);
+    g_blk.role = f.role;
+    g_blk.sub = f.sub;
+    g_blk.aicore = f.aicore;
+    if (f.role == 1) g_blk.kernel_type = 1;
     auto rep = std::make_unique<BlockReport>();
-    rep->idx = bi;
+    rep->idx = f.logical;
     rep->status = "ok";
     g_fault_gm = 0;
     g_last_file = nullptr;
@@ -2814,45 +2852,178 @@ void run_fiber(Sched& s, int bi) {
 }
 }  // namespace
 
-// SyncAll: park this block until every participating block has arrived (see "blocks as fibers").
-void sync_all(int participants, const char* file, int line) {
+int64_t sub_block_num() { return g_sched && g_sched->ratio && g_blk.role == 0 ? g_sched->ratio : 1; }
+void set_mix_ratio(int ratio) { g_mix_ratio = ratio; }  // -1: every block is a cube core
+namespace {
+// Parks the current fiber (its state moved aside) and returns when the scheduler resumes it.
+void park_current(Sched& s, Fiber& f) {
+    f.parked = std::make_unique<Block>(std::move(g_blk));
+    f.state = FS_PARKED;
+    std::memcpy(&f.jmp, &g_jmp, sizeof(sigjmp_buf));
+    swapcontext(&f.ctx, &s.main);
+}
+double drained(const Timing& t) {
+    double a = t.issue;
+    for (int p = 0; p < PID_COUNT; ++p) a = std::max(a, t.done[p]);
+    return a;
+}
+}  // namespace
+
+// SyncAll: park this block until every participating block has arrived (see "blocks as fibers"). In a MIX
+// kernel the AIV-only form waits for the AIVs, the other for every core.
+void sync_all(int participants, bool aiv_only, const char* file, int line) {
     note_loc(file, line);
     tm_api_call();
     ++g_blk.c.barriers;
     if (!g_sched || g_sched->cur < 0)
         fatal(EVK_RULE_UNSUPPORTED_API, file, line, "SyncAll outside a kernel launch");
     Sched& s = *g_sched;
-    const int n = static_cast<int>(s.fibers.size());
+    const int group = s.ratio ? (aiv_only ? 1 : 0) : 0;
+    int n = 0;
+    for (const Fiber& x : s.fibers) n += group == 0 || (group == 1 && x.role == 0) ? 1 : 0;
+    if (s.ratio && aiv_only && g_blk.role == 1)
+        fatal("sync_all", file, line, "SyncAll<isAIVOnly=true> on a cube core (AIC): use SyncAll<false>() in MIX "
+                                      "kernels to include the cube cores");
     if (participants <= 0) participants = n;
     if (participants > n)
         fatal("sync_all", file, line,
               "SyncAll waits for %d blocks but the kernel runs %d: on the NPU it never returns", participants, n);
     const uint32_t cores = g_run ? g_run->opt.core_num_aiv : 40;
-    if (static_cast<uint32_t>(n) > cores)
+    const uint32_t ai_cores = s.ratio ? cores / 2 : cores;
+    const uint32_t launched = s.ratio ? static_cast<uint32_t>(s.fibers.size() / (1 + s.ratio)) :
+                                        static_cast<uint32_t>(s.fibers.size());
+    if (launched > ai_cores)
         fatal("sync_all", file, line,
-              "SyncAll with %d blocks on %u cores: blocks of a later wave cannot start while the first wave waits "
-              "at the barrier, so the NPU hangs (launch at most GetCoreNumAiv() blocks)",
-              n, cores);
+              "SyncAll with %u blocks on %u cores: blocks of a later wave cannot start while the first wave waits "
+              "at the barrier, so the NPU hangs (launch at most GetCoreNum%s() blocks)",
+              launched, ai_cores, s.ratio ? "Aic" : "Aiv");
     Fiber& f = s.fibers[s.cur];
     tm_close();
-    {
-        Timing& t = g_blk.tm;
-        double a = t.issue;
-        for (int p = 0; p < PID_COUNT; ++p) a = std::max(a, t.done[p]);  // a full barrier: every pipe drained
-        f.arrive = a;
-    }
+    f.arrive = drained(g_blk.tm);
     f.participants = participants;
+    f.group = group;
+    f.wait_flag = -1;
     f.where = fmt("%s:%d", file ? file : "", line);
-    f.parked = std::make_unique<Block>(std::move(g_blk));
-    f.state = FS_PARKED;
-    std::memcpy(&f.jmp, &g_jmp, sizeof(sigjmp_buf));
-    swapcontext(&f.ctx, &s.main);
+    park_current(s, f);
     // resumed by the scheduler: the barrier is over
     g_blk.tm.issue = std::max(g_blk.tm.issue, g_blk.tm.barrier_release);
 }
 
+// CrossCoreSetFlag<mode, pipe>(flag): once the pipe's earlier work is done, report to the other cores.
+// Mode 0: every core of this kind (AIC or AIV) has set it -> each one's counter + 1; mode 1: both AIVs of an
+// AI core -> each one's counter + 1; mode 2: the AIC -> each of its AIVs' counter + 1, all its AIVs -> the
+// AIC's counter + 1.
+void cross_core_set(int mode, int pipe, int flag, const char* file, int line) {
+    note_loc(file, line);
+    tm_api_call();
+    if (!g_sched || g_sched->cur < 0) fatal(EVK_RULE_UNSUPPORTED_API, file, line, "CrossCoreSetFlag outside a kernel");
+    Sched& s = *g_sched;
+    if (flag < 0 || flag > 15) {
+        violation(EVK_RULE_INVALID_ARGUMENT, SEV_ERROR, file, line, "CrossCoreSetFlag flagId %d (valid: 0-15)", flag);
+        return;
+    }
+    if (mode < 0 || mode > 2)
+        fatal(EVK_RULE_INVALID_ARGUMENT, file, line, "CrossCoreSetFlag mode %d (the 910B has modes 0, 1 and 2)", mode);
+    if ((mode == 1 || mode == 2) && !s.ratio)
+        fatal(EVK_RULE_UNSUPPORTED_API, file, line,
+              "CrossCoreSetFlag mode %d synchronises the cores inside an AI core: it needs a MIX kernel (cube and "
+              "vector cores in one block)", mode);
+    Fiber& f = s.fibers[s.cur];
+    if (mode == 1 && f.role != 0)
+        fatal(EVK_RULE_INVALID_ARGUMENT, file, line, "CrossCoreSetFlag mode 1 (AIV with AIV) on a cube core");
+    tm_close();
+    const int pk = pipe >= 0 && pipe < PID_COUNT ? pipe : -1;
+    const double t = pk >= 0 ? std::max(g_blk.tm.issue, g_blk.tm.done[pk]) : drained(g_blk.tm);
+    const int nf = static_cast<int>(s.fibers.size());
+    auto bump = [&](int i, double when) {
+        ++s.fibers[i].cnt[flag];
+        s.fibers[i].avail[flag] = std::max(s.fibers[i].avail[flag], when);
+    };
+    if (mode == 0) {
+        int members = 0;
+        for (const Fiber& x : s.fibers) members += x.role == f.role;
+        int& tally = s.tally0[f.role][flag];
+        double& tt = s.tally0_t[f.role][flag];
+        ++tally;
+        tt = std::max(tt, t);
+        if (tally >= members) {
+            tally -= members;
+            for (int i = 0; i < nf; ++i)
+                if (s.fibers[i].role == f.role) bump(i, tt);
+            tt = 0;
+        }
+    } else if (mode == 1) {
+        int& tally = s.tally1[f.aicore][flag];
+        double& tt = s.tally1_t[f.aicore][flag];
+        ++tally;
+        tt = std::max(tt, t);
+        if (tally >= s.ratio) {
+            tally -= s.ratio;
+            for (int k = 0; k < s.ratio; ++k) bump(s.first_of(f.aicore) + 1 + k, tt);
+            tt = 0;
+        }
+    } else if (f.role == 1) {  // mode 2, the AIC -> its AIVs
+        for (int k = 0; k < s.ratio; ++k) bump(s.first_of(f.aicore) + 1 + k, t);
+    } else {  // mode 2, an AIV -> its AIC once all of them have set
+        int& tally = s.tally2[f.aicore][flag];
+        double& tt = s.tally2_t[f.aicore][flag];
+        ++tally;
+        tt = std::max(tt, t);
+        if (tally >= s.ratio) {
+            tally -= s.ratio;
+            bump(s.first_of(f.aicore), tt);
+            tt = 0;
+        }
+    }
+}
+
+// CrossCoreWaitFlag(flag): wait until this core's counter is non-zero, then take one.
+void cross_core_wait(int flag, const char* file, int line) {
+    note_loc(file, line);
+    tm_api_call();
+    if (!g_sched || g_sched->cur < 0) fatal(EVK_RULE_UNSUPPORTED_API, file, line, "CrossCoreWaitFlag outside a kernel");
+    if (flag < 0 || flag > 15) {
+        violation(EVK_RULE_INVALID_ARGUMENT, SEV_ERROR, file, line, "CrossCoreWaitFlag flagId %d (valid: 0-15)", flag);
+        return;
+    }
+    Sched& s = *g_sched;
+    Fiber& f = s.fibers[s.cur];
+    if (f.cnt[flag] == 0) {
+        tm_close();
+        f.wait_flag = flag;
+        f.where = fmt("%s:%d", file ? file : "", line);
+        park_current(s, f);
+        f.wait_flag = -1;
+    }
+    --f.cnt[flag];
+    const double before = g_blk.tm.issue;
+    g_blk.tm.issue = std::max(g_blk.tm.issue, f.avail[flag]);
+    g_blk.tm.scalar_stall += g_blk.tm.issue - before;
+}
+
 namespace {
-// Runs the kernel for every block; returns false if the run stopped early (a crash or a raw GM access).
+void sched_fatal_parked(Sched& s, int i, const std::string& msg) {
+    Fiber& f = s.fibers[i];
+    g_blk = std::move(*f.parked);
+    f.parked.reset();
+    g_ub = g_blk.ub.data();
+    g_ub_init = g_blk.init.data();
+    auto rep = std::make_unique<BlockReport>();
+    rep->idx = f.logical;
+    rep->status = "aborted";
+    if (!msg.empty()) {
+        g_blk.aborted = true;
+        const size_t colon = f.where.rfind(':');
+        record("sync_all", SEV_FATAL, f.where.substr(0, colon).c_str(),
+               colon == std::string::npos ? 0 : std::atoi(f.where.c_str() + colon + 1), msg);
+    }
+    finish_block(*rep);
+    s.reports[i] = std::move(rep);
+    f.state = FS_DONE;
+    free_fiber_stack(f);
+}
+
+// Runs the kernel for every block; returns false if the run stopped early (a crash, a raw GM access, a hang).
 bool run_blocks(Run& r, evk_kernel_fn fn, std::vector<Arg>& args) {
     install_handlers();
     g_ub_size = static_cast<uint32_t>(r.opt.ub_size);
@@ -2861,60 +3032,95 @@ bool run_blocks(Run& r, evk_kernel_fn fn, std::vector<Arg>& args) {
     s.run = &r;
     s.fn = fn;
     s.args = &args;
-    s.fibers.resize(r.block_dim);
-    s.reports.resize(r.block_dim);
+    s.ratio = g_mix_ratio > 0 ? g_mix_ratio : 0;
+    if (s.ratio) {  // a MIX kernel: per AI core one AIC, then its AIVs
+        s.fibers.resize(static_cast<size_t>(r.block_dim) * (1 + s.ratio));
+        s.tally1.assign(r.block_dim, {});
+        s.tally2.assign(r.block_dim, {});
+        s.tally1_t.assign(r.block_dim, {});
+        s.tally2_t.assign(r.block_dim, {});
+        for (uint32_t b = 0; b < r.block_dim; ++b)
+            for (int k = 0; k <= s.ratio; ++k) {
+                Fiber& f = s.fibers[b * (1 + s.ratio) + k];
+                f.aicore = static_cast<int>(b);
+                f.role = k == 0 ? 1 : 0;
+                f.sub = k == 0 ? 0 : k - 1;
+                f.logical = k == 0 ? static_cast<int>(b) : static_cast<int>(b) * s.ratio + k - 1;
+            }
+    } else {  // one core per block: a vector core, or a cube core for a cube-only kernel
+        s.fibers.resize(r.block_dim);
+        for (uint32_t b = 0; b < r.block_dim; ++b) {
+            s.fibers[b].logical = static_cast<int>(b);
+            s.fibers[b].role = g_mix_ratio < 0 ? 1 : 0;
+        }
+    }
+    s.reports.resize(s.fibers.size());
     g_sched = &s;
+    const int nf = static_cast<int>(s.fibers.size());
     try {
-        for (uint32_t bi = 0; bi < r.block_dim && !s.stop; ++bi) run_fiber(s, static_cast<int>(bi));
-        // barriers: release the parked blocks when all participants arrived, else they hang
+        for (int i = 0; i < nf && !s.stop; ++i) run_fiber(s, i);
         for (;;) {
-            std::vector<int> parked;
-            for (int i = 0; i < static_cast<int>(s.fibers.size()); ++i)
-                if (s.fibers[i].state == FS_PARKED) parked.push_back(i);
-            if (parked.empty()) break;
+            if (s.stop) break;
+            // a core whose awaited flag has arrived goes on (lowest index first)
+            int ready = -1;
+            for (int i = 0; i < nf && ready < 0; ++i)
+                if (s.fibers[i].state == FS_PARKED && s.fibers[i].wait_flag >= 0 &&
+                    s.fibers[i].cnt[s.fibers[i].wait_flag] > 0)
+                    ready = i;
+            if (ready >= 0) {
+                run_fiber(s, ready);
+                continue;
+            }
+            // a barrier all its participants reached opens
+            std::vector<int> at_barrier;
             int need = 0;
             double release = 0;
-            for (int i : parked) {
-                need = std::max(need, s.fibers[i].participants);
-                release = std::max(release, s.fibers[i].arrive);
-            }
-            if (s.stop || static_cast<int>(parked.size()) < need) {
-                std::string missing;
-                for (int i = 0; i < static_cast<int>(s.fibers.size()) && static_cast<int>(missing.size()) < 200; ++i)
-                    if (s.fibers[i].state == FS_DONE) missing += fmt("%s%d", missing.empty() ? "" : ", ", i);
-                for (int i : parked) {
-                    Fiber& f = s.fibers[i];
-                    g_blk = std::move(*f.parked);
-                    f.parked.reset();
-                    g_ub = g_blk.ub.data();
-                    g_ub_init = g_blk.init.data();
-                    auto rep = std::make_unique<BlockReport>();
-                    rep->idx = i;
-                    rep->status = "aborted";
-                    if (!s.stop) {
-                        g_blk.aborted = true;
-                        const size_t colon = f.where.rfind(':');
-                        record("sync_all", SEV_FATAL, f.where.substr(0, colon).c_str(),
-                               colon == std::string::npos ? 0 : std::atoi(f.where.c_str() + colon + 1),
-                               fmt("SyncAll waits for %d blocks but only %d reached it; block(s) %s ended without "
-                                   "it: on the NPU the waiting blocks hang",
-                                   need, static_cast<int>(parked.size()), missing.empty() ? "-" : missing.c_str()));
-                    }
-                    finish_block(*rep);
-                    s.reports[i] = std::move(rep);
-                    f.state = FS_DONE;
-                    free_fiber_stack(f);
+            for (int i = 0; i < nf; ++i)
+                if (s.fibers[i].state == FS_PARKED && s.fibers[i].wait_flag < 0) {
+                    at_barrier.push_back(i);
+                    need = std::max(need, s.fibers[i].participants);
+                    release = std::max(release, s.fibers[i].arrive);
                 }
-                if (!s.stop) r.status = "aborted";
-                break;
+            if (!at_barrier.empty() && static_cast<int>(at_barrier.size()) >= need) {
+                release += hw()[HW_SYNC_ALL_CYCLES];
+                for (int i : at_barrier) {
+                    s.fibers[i].parked->tm.barrier_release = release;
+                    run_fiber(s, i);
+                    if (s.stop) break;
+                }
+                continue;
             }
-            release += hw()[HW_SYNC_ALL_CYCLES];
+            // nothing can move: every parked core waits forever on the NPU
+            std::vector<int> parked;
+            for (int i = 0; i < nf; ++i)
+                if (s.fibers[i].state == FS_PARKED) parked.push_back(i);
+            if (parked.empty()) break;
+            std::string ended;
+            for (int i = 0; i < nf && ended.size() < 200; ++i)
+                if (s.fibers[i].state == FS_DONE)
+                    ended += fmt("%s%s%d", ended.empty() ? "" : ", ", s.ratio ? (s.fibers[i].role ? "AIC " : "AIV ") : "",
+                                 s.fibers[i].logical);
             for (int i : parked) {
-                s.fibers[i].parked->tm.barrier_release = release;
-                run_fiber(s, i);
-                if (s.stop) break;
+                const Fiber& f = s.fibers[i];
+                std::string msg = f.wait_flag >= 0
+                    ? fmt("CrossCoreWaitFlag(%d) on %s %d waits for a CrossCoreSetFlag no core will make (cores that "
+                          "ended: %s): on the NPU it hangs%s",
+                          f.wait_flag, f.role ? "AIC" : (s.ratio ? "AIV" : "block"), f.logical,
+                          ended.empty() ? "none" : ended.c_str(),
+                          s.ratio ? "" : " (this launch has no cube cores: a kernel that uses ASCEND_IS_AIC/AIV is "
+                                         "a MIX kernel, built with EVK_SIM_MIX)")
+                    : fmt("SyncAll waits for %d blocks but only %d reached it; %s %s ended without it: on the NPU the "
+                          "waiting blocks hang",
+                          need, static_cast<int>(at_barrier.size()), ended.empty() ? "no block" : "block(s)",
+                          ended.empty() ? "" : ended.c_str());
+                sched_fatal_parked(s, i, msg);
             }
+            r.status = "aborted";
+            break;
         }
+        if (s.stop)  // the run stopped: abandon the parked cores
+            for (int i = 0; i < nf; ++i)
+                if (s.fibers[i].state == FS_PARKED) sched_fatal_parked(s, i, "");
     } catch (const std::exception& e) {
         record("kernel_crash", SEV_FATAL, "", 0, fmt("the emulator could not run the blocks: %s", e.what()));
         r.status = "crashed";
@@ -3500,6 +3706,7 @@ bool apply_option(evk_options& o, const std::string& k, const std::string& v, st
     else if (k == "keep_outputs") o.keep_outputs = (v == "1" || v == "true");
     else if (k == "max_instructions") o.max_instructions = std::stoull(v);
     else if (k == "max_violations") o.max_violations = std::stoi(v);
+    else if (k == "mix") set_mix_ratio(std::stoi(v));  // a MIX launch: AIVs per AI core (the kernel TU can say it too)
     else return false;
     return true;
 }

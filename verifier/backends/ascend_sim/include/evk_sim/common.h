@@ -289,7 +289,14 @@ void sync_barrier(int pipe_kind, const char* file, int line);
 int fetch_event_id(int from, int to);
 void count_sync(int kind);  // 0 barrier
 // SyncAll: wait until `participants` blocks (0: all) arrive; blocks run as fibers (runtime.cpp).
-void sync_all(int participants, const char* file, int line);
+void sync_all(int participants, bool aiv_only, const char* file, int line);
+// MIX kernels (a cube core and its vector cores per AI core): the launch's ratio, who runs, cross-core flags.
+void set_mix_ratio(int ratio);   // AIVs per AI core; 0: not a MIX kernel
+int core_type();                 // 1 on a cube core (AIC), else 0
+int64_t sub_block_idx();
+int64_t sub_block_num();
+void cross_core_set(int mode, int pipe, int flag, const char* file, int line);
+void cross_core_wait(int flag, const char* file, int line);
 
 // Vector mask state (SetVectorMask / SetMaskCount / SetMaskNorm).
 struct MaskState {

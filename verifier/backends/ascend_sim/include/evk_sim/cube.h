@@ -577,4 +577,12 @@ inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const
 
 }  // namespace AscendC
 
+// A MIX kernel's translation unit says so (the build defines EVK_SIM_MIX = AIVs per AI core when the kernel
+// uses ASCEND_IS_AIC/AIV or a KERNEL_TYPE_MIX_* type): each launched block becomes one AIC and that many AIVs.
+#ifdef EVK_SIM_MIX
+namespace evk_sim {
+static const int evk_mix_registration_ = (set_mix_ratio(EVK_SIM_MIX), 0);
+}
+#endif
+
 #endif  // EVK_SIM_CUBE_H

@@ -12,6 +12,10 @@
 
 #include "evk_sim/common.h"
 
+// Which core runs this code: in a MIX kernel every AI core runs the kernel once on its cube core (AIC) and
+// once on each vector core (AIV).
+#define ASCEND_IS_AIV (::evk_sim::core_type() == 0)
+#define ASCEND_IS_AIC (::evk_sim::core_type() == 1)
 // The kernel type (AIV only, AIC only, mixed) decides which cores run the blocks; the report carries it.
 #define KERNEL_TASK_TYPE_DEFAULT(x) ::evk_sim::set_kernel_type(static_cast<int>(x))
 #define KERNEL_TASK_TYPE(key, x) \
@@ -171,9 +175,10 @@ constexpr uint64_t FULL_MASK = ~0ull;
 // ---------------------------------------------------------------------------------------------
 inline int64_t GetBlockIdx() { return ::evk_sim::block_idx(); }
 inline int64_t GetBlockNum() { return ::evk_sim::block_num(); }
-inline int64_t GetSubBlockIdx() { return 0; }
-inline int64_t GetSubBlockNum() { return 1; }
-inline int64_t GetTaskRation() { return 1; }
+inline int64_t GetSubBlockIdx() { return ::evk_sim::sub_block_idx(); }
+inline int64_t GetSubBlockNum() { return ::evk_sim::sub_block_num(); }
+inline int64_t GetTaskRation() { return ::evk_sim::sub_block_num(); }
+inline int64_t GetTaskRatio() { return ::evk_sim::sub_block_num(); }
 inline int64_t GetSystemCycle() { return 0; }
 inline void SetKernelMode(KernelMode) {}
 
@@ -585,8 +590,8 @@ template <typename T> inline void DataCacheCleanAndInvalid(const GlobalTensor<T>
 template <typename T, int A = 0, int B = 0> inline void DataCacheCleanAndInvalid(const GlobalTensor<T>&) {}
 // Cross-core barrier. The hard form waits for every block; the soft form takes a GM workspace (32 bytes per
 // core, zeroed by the host) and a UB workspace (8 int32 per core) and waits for usedCores blocks (0: all).
-inline void SyncAll(EVK_LOC) { ::evk_sim::sync_all(0, loc.file, loc.line); }
-template <bool isAIVOnly> inline void SyncAll(EVK_LOC) { ::evk_sim::sync_all(0, loc.file, loc.line); }
+inline void SyncAll(EVK_LOC) { ::evk_sim::sync_all(0, true, loc.file, loc.line); }
+template <bool isAIVOnly> inline void SyncAll(EVK_LOC) { ::evk_sim::sync_all(0, isAIVOnly, loc.file, loc.line); }
 template <bool isAIVOnly = true>
 inline void SyncAll(const GlobalTensor<int32_t>& gmWorkspace, const LocalTensor<int32_t>& ubWorkspace,
                     const int32_t usedCores = 0, EVK_LOC) {
@@ -599,7 +604,15 @@ inline void SyncAll(const GlobalTensor<int32_t>& gmWorkspace, const LocalTensor<
         ::evk_sim::violation(EVK_RULE_UB_OOB, ::evk_sim::SEV_ERROR, loc.file, loc.line,
                              "SyncAll: the UB workspace holds %u int32 but %lld cores need %lld (8 per core)",
                              ubWorkspace.GetSize(), static_cast<long long>(cores), static_cast<long long>(cores) * 8);
-    ::evk_sim::sync_all(usedCores, loc.file, loc.line);
+    ::evk_sim::sync_all(usedCores, isAIVOnly, loc.file, loc.line);
+}
+
+// Cross-core flags (modes 0, 1, 2: every core of a kind, the AIVs of an AI core, its AIC and AIVs).
+template <uint8_t modeId, pipe_t pipe> inline void CrossCoreSetFlag(uint16_t flagId, EVK_LOC) {
+    ::evk_sim::cross_core_set(modeId, evk_detail::pipe_of(pipe), flagId, loc.file, loc.line);
+}
+template <uint8_t modeId = 0, pipe_t pipe = PIPE_S> inline void CrossCoreWaitFlag(uint16_t flagId, EVK_LOC) {
+    ::evk_sim::cross_core_wait(flagId, loc.file, loc.line);
 }
 
 // Atomic accumulation of UB->GM copies.
