@@ -57,6 +57,17 @@ class Context:
                              "kernel beyond its memory roof, or 20x over eager; resume accepts or refuses it")
     llm_judge: str = _f("", "second tier of the hack gate: an LLM spec whose model reads every feasible "
                             "candidate beside its reference and may flag semantic cheating ('' : off)")
+    llm_experiences: bool = _f(True, "with an LLM generator, the model writes the experience stored after each attempt "
+                                     "(what was tried, what happened, the lesson; the template sentence when the call "
+                                     "fails, times out or returns junk); off: the template sentence (docs/memory.md)")
+    distil_every: int = _f(5, "with an LLM generator, distil best practices from the refinements not yet distilled "
+                              "once this many successful ones (>= distil_min_gain over their start point) are "
+                              "pending (0: never; the template generator never distils)")
+    distil_min_gain: float = _f(1.05, "a refinement counts as successful for distillation from this speedup over its "
+                                      "start point")
+    distil_dedup: float = _f(0.9, "a distilled practice whose key is at least this cosine-similar to an existing best "
+                                  "practice is merged into it (learned) or skipped (seed)")
+    learn_timeout: float = _f(120.0, "seconds an experience or distillation call may take before the fallback")
     concurrency: int = _f(1, "K: tasks of the stream in flight at once, sharing the memory; K > 1 judges candidates "
                              "on a pool of K warm verifier actors on Ray (docs/scale-out.md: what changes in ordering)")
     ray: str = _f("auto", "where the verifier pool runs when concurrency > 1: auto ($RAY_ADDRESS, else a private "
@@ -78,6 +89,14 @@ class Context:
             raise ValueError(f"budget must be >= 1, got {self.budget}")
         if self.concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
+        if self.distil_every < 0:
+            raise ValueError(f"distil_every must be >= 0 (0: off), got {self.distil_every}")
+        if self.distil_min_gain < 1:
+            raise ValueError(f"distil_min_gain must be >= 1 (a speedup over the start point), got {self.distil_min_gain}")
+        if not 0 < self.distil_dedup <= 1:
+            raise ValueError(f"distil_dedup must be in (0, 1] (a cosine similarity), got {self.distil_dedup}")
+        if self.learn_timeout <= 0:
+            raise ValueError(f"learn_timeout must be > 0 seconds, got {self.learn_timeout}")
         if self.n_context < 0:
             raise ValueError(f"n_context must be >= 0, got {self.n_context}")
         if not 0 < self.alpha <= 1:

@@ -6,8 +6,10 @@
    API knowledge is not updated: it has no learned value.
 3. The attempt becomes a **trace** (code + verifier outcome, parent link to p_t; no code when the
    reply did not parse, did not build or was refused as a hack) and an **experience** (a
-   one-paragraph summary of what was tried and what happened) in memory; a feasible kernel joins
-   P(x) and may become b_t.
+   one-paragraph summary of what was tried and what happened: written by the model with an LLM
+   generator, else, or when that call fails, the template sentence; memory/learn.py) in memory; a
+   feasible kernel joins P(x) and may become b_t. Every ``distil_every`` successful refinements the model
+   distils best practices from them (memory/learn.py, ``maybe_distil``).
 4. One line in the run's attempts.jsonl; the best kernel file is rewritten when b_t improves.
 
 An attempt whose verdict is ``machine`` (the verifier pool lost its device twice: verifier/pool.py) spends
@@ -19,6 +21,7 @@ after a crash changes nothing twice.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from typing import Any
 
@@ -31,6 +34,7 @@ from evokernel.memory.values import DRAFT, drafting_reward, refining_reward
 from evokernel.nodes.retrieve import stage_of, task_key
 from evokernel.verifier.pool import MACHINE
 
+log = logging.getLogger("evokernel.learn")
 FEEDBACK_CHARS = 2000
 # failed gates whose candidate is not a kernel worth showing again: no code parsed, no build, a cheat
 CODE_NOT_KEPT = ("generate", "compile", "hack")
@@ -72,6 +76,49 @@ def bottleneck(verdict: dict[str, Any]) -> str:
             return str(k["bound"])
     diag = details.get("diagnosis") or {}
     return str(diag.get("bound") or "")
+
+
+def _asker(ctx: Context, cand: dict[str, Any]) -> Any:
+    """The chat model that writes experiences and distils practices: the LLM generator's (a hybrid's LLM),
+    or None for the template generator, a recalled kernel, or ``llm_experiences`` off."""
+    if not ctx.llm_experiences or cand.get("model") == "recall":
+        return None
+    gen = resources.generator(ctx)  # built by generate already (the template generator: cheap, and no `ask`)
+    return gen if callable(getattr(gen, "ask", None)) else None
+
+
+def _experience(ctx: Context, store: Any, asker: Any, exp_id: str, template_text: str, cand: dict[str, Any],
+                verdict: dict[str, Any], parent: str, task: Any, tid: str, stage: str, outcome: str) -> Any:
+    """The experience of this attempt (memory/learn.py): written by the model, or the template sentence with
+    the reason why. A re-run of this node (resume, retry) reuses a model-written one instead of asking again."""
+    from evokernel.memory.learn import Written, change_text, experience_messages, write_experience
+
+    if asker is None:
+        why = ("off" if not ctx.llm_experiences else "recall" if cand.get("model") == "recall"
+               else "template generator")
+        return Written(template_text, "template", why)
+    earlier = store.get([exp_id])
+    if earlier and earlier[0].meta.get("experience_kind") == "model":
+        m = earlier[0].meta
+        return Written(earlier[0].text, "model", "", str(m.get("experience_model") or ""))
+    parent_item = store.get([parent]) if parent else []
+    start = ""
+    if parent_item:
+        pm = parent_item[0].meta
+        start = f"{pm.get('summary') or 'the start point'} ({float(pm.get('latency_ms') or 0):.4g} ms)"
+    change = change_text(parent_item[0].text if parent_item else None, cand.get("source"))
+    if cand.get("summary") and stage == DRAFT:
+        change = f"(the generator's own summary: {cand['summary']})\n{change}"
+    messages = experience_messages(backend=ctx.backend, task=tid, category=task.category, stage=stage, change=change,
+                                   outcome=outcome, feedback="" if verdict.get("feasible") else
+                                   str(verdict.get("feedback") or cand.get("error") or ""), start=start)
+    written = write_experience(asker, messages, template_text, model=getattr(asker, "name", ""),
+                               timeout_s=ctx.learn_timeout)
+    if written.kind == "model":
+        log.info("%s: model-written experience (%d tokens in, %d out)", exp_id, written.tokens_in, written.tokens_out)
+    else:
+        log.warning("%s: template experience stored (%s)", exp_id, written.reason)
+    return written
 
 
 def update(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
@@ -146,18 +193,39 @@ def update(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
                       profile=profile_text(verdict), bound=bottleneck(verdict), experience=exp_id,
                       code_kept=keep_code, recalled_from=cand.get("recalled_from") or "")
     what = "drafting" if stage == DRAFT else "refining"
-    exp_text = f"{what} {tid} ({task.category}): {summary or 'candidate'} -> {outcome}"
+    template_text = f"{what} {tid} ({task.category}): {summary or 'candidate'} -> {outcome}"
+    asker = _asker(ctx, cand)
+    written = _experience(ctx, store, asker, exp_id, template_text, cand, verdict, parent, task, tid, stage, outcome) \
+        if judged else None
+    exp_text = written.text if written else template_text
+    exp_meta = dict(meta_common, outcome="success" if feasible else "failure", trace=trace_id,
+                    schedule=trace_meta["schedule"], summary=summary, latency_ms=trace_meta["latency_ms"],
+                    speedup_vs_parent=trace_meta["speedup_vs_parent"],
+                    experience_kind=written.kind if written else "template",
+                    experience_reason=written.reason if written else "", experience_model=written.model if written else "")
+    if written and written.kind == "model":
+        exp_meta["template_text"] = template_text  # the verdict's own sentence stays with the item
+    elif written and written.reply:
+        exp_meta["rejected_reply"] = written.reply[:500]  # what the model said, for inspection
     items = [
         MemoryItem(trace_id, "trace", f"{key} | {summary} | {outcome[:200]}",
                    cand["source"] if keep_code else "", trace_meta),
-        MemoryItem(exp_id, "experience", f"{key} | {exp_text[:400]}", exp_text,
-                   dict(meta_common, outcome="success" if feasible else "failure", trace=trace_id,
-                        schedule=trace_meta["schedule"], summary=summary, latency_ms=trace_meta["latency_ms"],
-                        speedup_vs_parent=trace_meta["speedup_vs_parent"])),
+        MemoryItem(exp_id, "experience", f"{key} | {exp_text[:400]}", exp_text, exp_meta),
     ]
+    distilled = None
     if judged:
         store.add(items)
         store.sync_values(used)
+        if (asker is not None and ctx.distil_every > 0 and stage != DRAFT and feasible
+                and trace_meta["speedup_vs_parent"] >= ctx.distil_min_gain):
+            from evokernel.memory.learn import maybe_distil
+
+            distilled = maybe_distil(store, asker, backend=ctx.backend, every=ctx.distil_every,
+                                     min_gain=ctx.distil_min_gain, dedup=ctx.distil_dedup, run=run.run_id,
+                                     source=cand.get("model", ""), round_id=aid, timeout_s=ctx.learn_timeout)
+            if distilled is not None:
+                log.info("%s: best-practice distillation over %d refinement(s): %s %s", aid, len(distilled.traces),
+                         distilled.status, [a["action"] for a in distilled.actions])
 
     # state: P(x), b_t, first feasible
     out: dict[str, Any] = {"iteration": iteration + 1, "attempts": iteration + 1,
@@ -192,6 +260,23 @@ def update(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
     if cand.get("tokens_in") or cand.get("tokens_out"):  # the token ledger is idempotent by attempt id too
         resources.tokens(ctx).record(aid, cand.get("model", ""), cand.get("tokens_in", 0), cand.get("tokens_out", 0),
                                      cand.get("cost_usd", 0.0), 1)
+    tokens = resources.tokens(ctx)
+    for suffix, side in (("experience", written), ("distil", distilled)):
+        if side is not None and (side.tokens_in or side.tokens_out):  # side calls are usage like any call
+            tokens.record(f"{aid}:{suffix}", side.model or cand.get("model", ""), side.tokens_in, side.tokens_out,
+                          side.cost_usd, max(side.calls, 1), purpose=suffix)
+            # the attempt's usage in the run log (summary.json, the eval's report) includes its side calls
+            record["tokens_in"] += side.tokens_in
+            record["tokens_out"] += side.tokens_out
+            record["cost_usd"] += side.cost_usd
+    if written is not None:
+        record["experience"] = {"kind": written.kind, "reason": written.reason or None, "model": written.model or None,
+                                "tokens_in": written.tokens_in, "tokens_out": written.tokens_out,
+                                "seconds": round(written.seconds, 2)}
+    if distilled is not None:
+        record["distilled"] = {"status": distilled.status, "traces": distilled.traces,
+                               "actions": [{k: a[k] for k in ("action", "id")} for a in distilled.actions],
+                               "tokens_in": distilled.tokens_in, "tokens_out": distilled.tokens_out}
     if cand.get("reply"):
         run.append_reply(aid, tid, iteration, cand["reply"])
     run.append(record)
@@ -199,5 +284,6 @@ def update(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
         run.write_best(tid, cand["source"], float(latency), str(task.path), estimated, ctx.backend)
     runtime.stream_writer({"event": "attempt", "task": tid, "iteration": iteration, "stage": stage, "feasible": feasible,
                          "failed_gate": gate or None, "latency_ms": latency, "estimated": estimated,
+                         "experience": record.get("experience", {}).get("kind"),
                          "best_latency_ms": out.get("best_latency_ms", best), "budget": ctx.budget})
     return out

@@ -236,11 +236,19 @@ class LLMGenerator:
         return self.prices.lookup(self.model) is not None
 
     def _invoke(self, messages: list[BaseMessage], seed: int | None = None,
-                grammar: str | None = None) -> tuple[AIMessage, int]:
+                grammar: str | None = None, *, max_tokens: int | None = None,
+                attempts: int | None = None) -> tuple[AIMessage, int]:
         calls = 0
         extra: dict[str, Any] = {"seed": seed} if seed is not None else {}
+        body: dict[str, Any] = {}
         if grammar:  # merged into the model's own extra body (a local model's max_tokens is there)
-            extra["extra_body"] = {**(getattr(self.chat_model, "extra_body", None) or {}), "grammar": grammar}
+            body["grammar"] = grammar
+        if max_tokens is not None:  # a shorter reply than the generator's (side calls: summaries)
+            extra["max_tokens"] = max_tokens
+            if "max_tokens" in (getattr(self.chat_model, "extra_body", None) or {}):
+                body["max_tokens"] = max_tokens  # llama_cpp.server reads it there
+        if body:
+            extra["extra_body"] = {**(getattr(self.chat_model, "extra_body", None) or {}), **body}
 
         def call() -> AIMessage:
             nonlocal calls
@@ -251,7 +259,7 @@ class LLMGenerator:
             return self.chat_model.invoke(messages, **extra)  # type: ignore[return-value]
 
         retrying = Retrying(
-            stop=stop_after_attempt(self.max_attempts),
+            stop=stop_after_attempt(attempts or self.max_attempts),
             # initial * 2^n capped at max, plus up to `initial` of random jitter
             wait=wait_exponential(multiplier=self.backoff_initial_s, max=self.backoff_max_s)
             + wait_random(0, self.backoff_initial_s),
@@ -274,10 +282,11 @@ class LLMGenerator:
         return reply, calls
 
     def _ask(self, messages: list[BaseMessage], seed: int | None = None,
-             grammar: str | None = None) -> tuple[str, int, int, float, dict[str, Any]]:
+             grammar: str | None = None, *, max_tokens: int | None = None,
+             attempts: int | None = None) -> tuple[str, int, int, float, dict[str, Any]]:
         """One answered request: (text, tokens in, tokens out, cost, details)."""
         started = time.monotonic()
-        reply_msg, calls = self._invoke(messages, seed, grammar)
+        reply_msg, calls = self._invoke(messages, seed, grammar, max_tokens=max_tokens, attempts=attempts)
         text = _content_text(reply_msg)
         usage = getattr(reply_msg, "usage_metadata", None) or {}
         response_model = (reply_msg.response_metadata or {}).get("model_name") or self.model
@@ -295,6 +304,13 @@ class LLMGenerator:
         return text, tokens_in, tokens_out, cost, {
             "calls": calls, "tokens_estimated": estimated, "prices_known": known, "response_model": response_model,
             "seconds": time.monotonic() - started, "finish_reason": (reply_msg.response_metadata or {}).get("finish_reason")}
+
+    def ask(self, messages: list[BaseMessage], *, max_tokens: int | None = None,
+            attempts: int = 1) -> tuple[str, int, int, float, dict[str, Any]]:
+        """A side request outside candidate generation (an experience summary, distilled best practices):
+        ``(text, tokens in, tokens out, cost, details)`` of one reply of at most ``max_tokens`` tokens, with at
+        most ``attempts`` endpoint calls. The budget check (``before_call``) applies as for candidates."""
+        return self._ask(messages, max_tokens=max_tokens, attempts=attempts)
 
     def generate(self, request: GenerationRequest) -> Generation:
         """One candidate for ``request``. A reply with no usable candidate gets ``repairs`` more requests
