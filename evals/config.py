@@ -86,6 +86,8 @@ class EvalConfig(BaseModel):
     max_cost: float = Field(0.0, ge=0, description="USD cap per arm (0: none)")
     strict: bool = Field(False, description="strict tolerance atol=rtol=1e-4 (default 1e-2, the paper's)")
     compile_baseline: bool = Field(False, description="also time torch.compile of the reference: speedup vs torch.compile (+8-20 s per feasible verdict)")
+    llm_experiences: bool = Field(True, description="with an LLM generator, the model writes each attempt's experience (false: the template sentence; the arm toggle of the learned-memory study)")
+    distil_every: int = Field(5, ge=0, description="with an LLM generator, distil best practices every this many successful refinements (0: never)")
     trajectories: list[str] = Field(default_factory=list, description="task ids whose speedup trajectories the report draws (default: the 4 that improved most)")
 
     @field_validator("seeds", mode="before")

@@ -335,6 +335,8 @@ def unit_command(cfg: EvalConfig, group: dict[str, Any], seed: int, u: Unit, out
         "--no-recall"]  # each arm measures from scratch, whatever its memory holds of the same task
     if cfg.concurrency > 1:
         cmd += ["--concurrency", str(cfg.concurrency)]
+    # what the model writes into memory (an LLM generator only; the template generator ignores both)
+    cmd += ["--llm-experiences" if cfg.llm_experiences else "--no-llm-experiences", "--distil-every", str(cfg.distil_every)]
     if group["memory"] == "none":
         cmd += ["--seed-knowledge", "format"]
     if cfg.relevance_margin:

@@ -85,6 +85,8 @@ def eval_cmd(
     max_cost: Annotated[Optional[float], typer.Option(min=0, help="USD cap per run (0: none)")] = None,
     strict: Annotated[Optional[bool], typer.Option("--strict/--no-strict", help="tolerance 1e-4 instead of 1e-2")] = None,
     compile_baseline: Annotated[Optional[bool], typer.Option("--compile-baseline/--no-compile-baseline", help="also time torch.compile of the reference (speedup vs torch.compile)")] = None,
+    llm_experiences: Annotated[Optional[bool], typer.Option("--llm-experiences/--no-llm-experiences", help="with an LLM generator, the model writes each attempt's experience (default on; off: the template sentence)")] = None,
+    distil_every: Annotated[Optional[int], typer.Option(min=0, help="with an LLM generator, distil best practices every this many successful refinements (default 5; 0: never)")] = None,
     trajectory: Annotated[Optional[list[str]], typer.Option("--trajectory", help="task id whose speedup trajectory the report draws (repeatable)")] = None,
     dry_run: Annotated[bool, typer.Option(help="print the plan (groups, arms, attempts) and exit")] = False,
 ) -> None:
@@ -105,7 +107,8 @@ def eval_cmd(
                  "memory": memory, "variants": variant, "memory_from": str(memory_from) if memory_from else None, "workers": workers, "ray": ray, "concurrency": concurrency,
                  "memory_server": memory_server, "n_context": n_context, "alpha": alpha, "relevance_margin": relevance_margin,
                  "temperature": temperature, "max_tokens": max_tokens, "max_cost": max_cost, "strict": strict,
-                 "compile_baseline": compile_baseline, "trajectories": trajectory}
+                 "compile_baseline": compile_baseline, "trajectories": trajectory,
+                 "llm_experiences": llm_experiences, "distil_every": distil_every}
         if config is None:
             if out is None or not (out / harness.EVAL_JSON).exists():
                 err.print("error: give a config file (evokernel eval CONFIG), or --out DIR of an eval to continue")

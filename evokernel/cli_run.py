@@ -86,6 +86,8 @@ def run(
     compile_baseline: Annotated[bool, typer.Option(help="also time torch.compile of the reference (speedup vs torch.compile; +8-20 s per feasible verdict)")] = False,
     recall: Annotated[bool, typer.Option(help="a task's first attempt re-submits the fastest kernel an earlier run on this memory found for the same task and sizes (judged again, then refined); --no-recall drafts from scratch")] = True,
     llm_judge: Annotated[Optional[str], typer.Option(help="second tier of the hack gate: a chat model (e.g. local:qwen2.5-coder-1.5b) reads every feasible candidate and may flag semantic cheating (off by default; docs/verifier.md)")] = None,
+    llm_experiences: Annotated[bool, typer.Option(help="with an LLM generator, the model writes each attempt's experience (what was tried, what happened, the lesson; the template sentence when the call fails or the reply is junk); --no-llm-experiences: the template sentence always (docs/memory.md)")] = True,
+    distil_every: Annotated[int, typer.Option(min=0, help="with an LLM generator, distil best practices from measured refinements once this many successful ones are pending (0: never; docs/memory.md)")] = 5,
     set_: Annotated[Optional[list[str]], typer.Option("--set", help="override a size constant in every task defining it, NAME=VALUE")] = None,
     fit: Annotated[str, typer.Option("--fit", help="auto: scale each task's size constants down to this backend's memory and time budget (KernelBench sizes are for GPUs; one line per task says what changed; --set values are kept); none: the sizes as written")] = "auto",
     concurrency: Annotated[int, typer.Option(min=1, help="K: tasks in flight at once on one shared memory; K > 1 judges candidates on K warm verifier actors on Ray (docs/scale-out.md: a run with K > 1 is not reproducible from its seed alone)")] = 1,
@@ -159,6 +161,7 @@ def run(
                           seed=seed, policy=policy, seed_knowledge=seed_knowledge, relevance_margin=relevance_margin, n_context=n_context, alpha=alpha, temperature=temperature,
                           max_tokens=max_tokens, max_cost_usd=max_cost, strict=strict,
                           compile_baseline=compile_baseline, llm_judge=llm_judge or "", concurrency=concurrency, recall=recall,
+                          llm_experiences=llm_experiences, distil_every=distil_every,
                           ray=ray or "auto")
         except ValueError as exc:
             err.print(f"error: {exc}")

@@ -116,10 +116,23 @@ def _complete_sentences(text: str) -> str:
     return text[: ends[-1] + 1].strip() if ends else ""
 
 
-def parse_experience(reply: str, truncated: bool = False) -> str:
+_SUCCESS = re.compile(r"\b(compiles|compiled|passed|passes|succeeded|successful(ly)?|feasible|faster|speed-?up)\b", re.I)
+_FAILURE = re.compile(r"\b(fail\w*|error\w*|not declared|mismatch\w*|wrong|incorrect|refused|rejected|slower|"
+                      r"did not|didn't|could not|couldn't|undefined|crash\w*|timed? ?out|not pass|infeasible)\b", re.I)
+
+
+def contradicts(text: str, feasible: bool) -> bool:
+    """Whether the text tells the opposite of the verdict: success words and no failure word for a failed
+    attempt, failure words and no success word for a feasible one (the 1.5B model wrote "the code compiles
+    successfully" about a compile failure: tests/memory/fixtures/learn_replies.json)."""
+    said_ok, said_bad = bool(_SUCCESS.search(text)), bool(_FAILURE.search(text))
+    return (said_ok and not said_bad) if not feasible else (said_bad and not said_ok)
+
+
+def parse_experience(reply: str, truncated: bool = False, feasible: bool | None = None) -> str:
     """The experience text of a summariser reply: one paragraph of prose. Raises :class:`JunkReply` for an
-    empty reply, a refusal, code, or one too long or too short; a reply cut at the token limit (``truncated``)
-    keeps its complete sentences."""
+    empty reply, a refusal, code, one too long or too short, or (``feasible`` given) one that contradicts the
+    verdict; a reply cut at the token limit (``truncated``) keeps its complete sentences."""
     if not (reply or "").strip():
         raise JunkReply("empty reply")
     if _looks_like_code(reply):
@@ -136,6 +149,8 @@ def parse_experience(reply: str, truncated: bool = False) -> str:
         raise JunkReply(f"too long ({len(text)} characters, at most {EXPERIENCE_MAX_CHARS})")
     if len(text.split()) < EXPERIENCE_MIN_WORDS:
         raise JunkReply(f"too short ({len(text.split())} words)")
+    if feasible is not None and contradicts(text, feasible):
+        raise JunkReply(f"contradicts the verdict (the attempt {'passed' if feasible else 'failed'})")
     return text
 
 
@@ -197,7 +212,8 @@ def experience_messages(*, backend: str, task: str, category: str, stage: str, c
 
 
 def write_experience(asker: Any, messages: list[Any], template_text: str, *, model: str = "",
-                     timeout_s: float = DEFAULT_TIMEOUT_S, max_tokens: int = EXPERIENCE_MAX_TOKENS) -> Written:
+                     timeout_s: float = DEFAULT_TIMEOUT_S, max_tokens: int = EXPERIENCE_MAX_TOKENS,
+                     feasible: bool | None = None) -> Written:
     """The model's experience for an attempt, or the template sentence with the reason when the call fails,
     times out or returns junk. Never raises (a stop request or a cap reached also falls back: the next
     generation stops the run)."""
@@ -212,7 +228,7 @@ def write_experience(asker: Any, messages: list[Any], template_text: str, *, mod
     base = dict(model=model, reply=text, tokens_in=tin, tokens_out=tout, cost_usd=cost,
                 calls=int(info.get("calls", 1)), seconds=time.monotonic() - started)
     try:
-        body = parse_experience(text, truncated=info.get("finish_reason") == "length")
+        body = parse_experience(text, truncated=info.get("finish_reason") == "length", feasible=feasible)
     except JunkReply as exc:
         return Written(template_text, "template", f"fallback: {exc}", **base)
     return Written(body, "model", "", **base)

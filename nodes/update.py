@@ -113,7 +113,7 @@ def _experience(ctx: Context, store: Any, asker: Any, exp_id: str, template_text
                                    outcome=outcome, feedback="" if verdict.get("feasible") else
                                    str(verdict.get("feedback") or cand.get("error") or ""), start=start)
     written = write_experience(asker, messages, template_text, model=getattr(asker, "name", ""),
-                               timeout_s=ctx.learn_timeout)
+                               timeout_s=ctx.learn_timeout, feasible=bool(verdict.get("feasible")))
     if written.kind == "model":
         log.info("%s: model-written experience (%d tokens in, %d out)", exp_id, written.tokens_in, written.tokens_out)
     else:

@@ -182,8 +182,12 @@ def test_unit_command_carries_every_setting(tmp_path):
     for part in ["-m evokernel run cpu-l1/01_relu", "--policy similarity", "--budget 7", "--seed 5", "--strict",
                  "--n-context 2", "--alpha 0.3", "--compile-baseline", "--set dim=1024", "--generator template", "--method evokernel",
                  "--no-recall",  # an arm measures from scratch
+                 "--llm-experiences --distil-every 5",  # the model writes memory (LLM generators)
                  f"--memory {tmp_path}/arms/evokernel-similarity/seed-5/memory"]:
         assert part in text, part
+    off = make_config(dict(cfg.model_dump(), llm_experiences=False, distil_every=0))
+    assert "--no-llm-experiences --distil-every 0" in " ".join(harness.unit_command(off, p["groups"][0], 5, u, tmp_path,
+                                                                                     resume=False, memory_url=None))
     resume = harness.unit_command(cfg, p["groups"][0], 5, u, tmp_path, resume=True, memory_url="http://127.0.0.1:9")
     assert resume[3:] == ["run", "--resume", "--run-dir", str(tmp_path / u.run_dir), "--memory-url",
                           "http://127.0.0.1:9"]

@@ -392,3 +392,32 @@ def test_hybrid_spec_drafts_with_the_template_and_refines_with_the_llm(request_d
         assert out.model == "openai:gpt-4o-mini" and gen.last_route.startswith("llm (template: ")
     with pytest.raises(ValueError, match="names no LLM"):
         make_generator("hybrid:")
+
+
+def test_ask_is_one_bounded_side_call_and_overrides_a_local_models_max_tokens():
+    """LLMGenerator.ask (experience summaries, distillation: memory/learn.py): one endpoint call at most, with its
+    own output cap, also where llama_cpp.server reads it (the chat model's extra_body)."""
+    from typing import Any
+
+    import httpx
+    import openai
+    from langchain_core.messages import HumanMessage
+
+    class Local(FakeListChatModel):
+        extra_body: dict = {"max_tokens": 1024, "top_k": 40}
+        seen: list = []
+
+        def _call(self, *args: Any, **kwargs: Any) -> str:
+            self.seen.append(kwargs)
+            if len(self.seen) == 1:
+                raise openai.APIConnectionError(request=httpx.Request("POST", "http://x"))
+            return super()._call(*args, **kwargs)
+
+    chat = Local(responses=["a short summary of the attempt"])
+    g = LLMGenerator(chat, name="local:x", max_attempts=4, backoff_initial_s=0.0)
+    with pytest.raises(LLMEndpointError, match="after 1 call"):
+        g.ask([HumanMessage(content="hi")], max_tokens=160)  # no retry for a side call
+    text, tokens_in, tokens_out, cost, info = g.ask([HumanMessage(content="hi")], max_tokens=160, attempts=1)
+    assert text == "a short summary of the attempt" and info["calls"] == 1 and tokens_out > 0
+    kw = chat.seen[-1]
+    assert kw["max_tokens"] == 160 and kw["extra_body"] == {"max_tokens": 160, "top_k": 40}
