@@ -16,7 +16,8 @@ Import rules:
 * items whose id already exists in the store are skipped (the store's own content and learned values
   win), so importing twice adds nothing the second time;
 * ``exclude_tasks`` drops items of those tasks (the paper filters test-operator traces when
-  transferring to another backbone);
+  transferring to another backbone), and learned best practices distilled from any of them (their
+  ``tasks`` metadata, memory/learn.py);
 * ``backend`` re-tags imported items with another backend; seed items of a different backend are then
   skipped (API templates do not carry over between backends);
 * with ``keep_values`` the new items' values are set through one ``import`` entry of the ledger.
@@ -40,6 +41,15 @@ class TransferError(ValueError):
     """An export file is malformed or does not fit the store."""
 
 
+def _of_excluded(meta: dict[str, Any], excluded: set[str]) -> bool:
+    """An item of an excluded task, or a learned practice distilled from one (its ``tasks`` list)."""
+    if not excluded:
+        return False
+    tasks = meta.get("tasks")
+    learned_from = set(tasks) if isinstance(tasks, list) else set()
+    return str(meta.get("task", "")) in excluded or bool(learned_from & excluded)
+
+
 def export_memory(store: MemoryStore, path: str | Path, *, exclude_tasks: Sequence[str] = (),
                   kinds: Sequence[str] | None = None, backend: str | None = None) -> int:
     """Write the store's items (optionally only ``kinds`` / ``backend``, without ``exclude_tasks``) and
@@ -52,7 +62,7 @@ def export_memory(store: MemoryStore, path: str | Path, *, exclude_tasks: Sequen
     excluded = set(exclude_tasks)
     items: list[MemoryItem] = []
     for kind in (kinds if kinds is not None else KINDS):
-        items += [it for it in store.find(kind=kind, backend=backend) if str(it.meta.get("task", "")) not in excluded]
+        items += [it for it in store.find(kind=kind, backend=backend) if not _of_excluded(it.meta, excluded)]
     counts = Counter(it.kind for it in items)
     header = {"format": FORMAT, "version": VERSION, "created": now_iso(),
               "source": {"path": str(store.path), "server": store.url or "", "collection": store.collection_name},
@@ -136,7 +146,7 @@ def import_memory(store: MemoryStore, path: str | Path, *, exclude_tasks: Sequen
     values: dict[str, dict[str, Any]] = {}
     for rec in records:
         meta = {k: v for k, v in rec["meta"].items() if k not in VALUE_KEYS}
-        if str(meta.get("task", "")) in excluded or rec["id"] in existing:
+        if _of_excluded(meta, excluded) or rec["id"] in existing:
             continue
         if backend is not None and meta.get("backend") != backend:
             if rec["kind"] == "seed":

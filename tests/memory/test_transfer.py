@@ -99,3 +99,19 @@ def test_malformed_files_change_nothing(source, tmp_path):
     assert dest.count() == 1 and dest.get(["keep"])[0].text == "t"
     assert len(dest.values.state.attempts) == 0
     dest.close()
+
+
+def test_learned_practices_distilled_from_an_excluded_task_are_left_out(source, tmp_path):
+    source.add([MemoryItem("bp:learned:a", "best_practice", "rows over threads", "Share rows over threads.",
+                           {"backend": "cpu", "task": "", "learned": True, "tasks": ["softmax", "relu"]}),
+                MemoryItem("bp:learned:b", "best_practice", "block the k loop", "Block the k loop.",
+                           {"backend": "cpu", "task": "", "learned": True, "tasks": ["matmul"]})])
+    path = tmp_path / "bp.jsonl"
+    export_memory(source, path, exclude_tasks=["softmax"], kinds=["best_practice"])
+    ids = [r["id"] for r in read_export(path)[1]]
+    assert "bp:learned:b" in ids and "bp:learned:a" not in ids
+    export_memory(source, path, kinds=["best_practice"])  # no exclusion: both; import drops the other one
+    dest = MemoryStore(tmp_path / "dst", embedder=get_embedder())
+    import_memory(dest, path, exclude_tasks=["matmul"])
+    assert [it.id for it in dest.find(kind="best_practice") if it.id.startswith("bp:learned")] == ["bp:learned:a"]
+    dest.close()
