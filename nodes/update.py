@@ -80,8 +80,11 @@ def bottleneck(verdict: dict[str, Any]) -> str:
 
 def _asker(ctx: Context, cand: dict[str, Any]) -> Any:
     """The chat model that writes experiences and distils practices: the LLM generator's (a hybrid's LLM),
-    or None for the template generator, a recalled kernel, or ``llm_experiences`` off."""
-    if not ctx.llm_experiences or cand.get("model") == "recall":
+    or None for the template generator, a recalled kernel, ``llm_experiences`` off, or a baseline (Pass@k and
+    Refinement retrieve nothing: their experiences are never read)."""
+    from evokernel.graph.methods import shares_memory
+
+    if not ctx.llm_experiences or cand.get("model") == "recall" or not shares_memory(ctx.method):
         return None
     gen = resources.generator(ctx)  # built by generate already (the template generator: cheap, and no `ask`)
     return gen if callable(getattr(gen, "ask", None)) else None
@@ -94,8 +97,10 @@ def _experience(ctx: Context, store: Any, asker: Any, exp_id: str, template_text
     from evokernel.memory.learn import Written, change_text, experience_messages, write_experience
 
     if asker is None:
+        from evokernel.graph.methods import shares_memory
+
         why = ("off" if not ctx.llm_experiences else "recall" if cand.get("model") == "recall"
-               else "template generator")
+               else f"baseline {ctx.method}" if not shares_memory(ctx.method) else "template generator")
         return Written(template_text, "template", why)
     earlier = store.get([exp_id])
     if earlier and earlier[0].meta.get("experience_kind") == "model":

@@ -230,7 +230,8 @@ def test_sigint_stops_an_llm_run_between_attempts_even_when_started_in_the_backg
     with FakeOpenAI(default={"content": wrong, "delay_s": 1.0}) as server:
         env = dict(os.environ, HF_HUB_OFFLINE="1", OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="test")
         args = [sys.executable, "-m", "evokernel", "run", str(RELU), "--budget", "8", *SMALL, "--generator", "llm",
-                "--model", "openai:fake-model", "--memory", str(mem), "--run-dir", str(run)]
+                "--model", "openai:fake-model", "--memory", str(mem), "--run-dir", str(run),
+                "--no-llm-experiences"]  # one request per attempt (the counts below)
         proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
                                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
         log = run / "attempts.jsonl"

@@ -37,8 +37,8 @@ def test_llm_drafts_and_refines_ascend_c(tmp_path, monkeypatch, ascend_wired):
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
         run_dir = tmp_path / "run"
-        ctx = Context(generator="openai:gpt-4o-mini", backend="ascend-sim", budget=2,
-                      memory_dir=str(tmp_path / "mem"), run_dir=str(run_dir), run_id="asc")
+        ctx = Context(generator="openai:gpt-4o-mini", backend="ascend-sim", budget=2, llm_experiences=False,
+                      memory_dir=str(tmp_path / "mem"), run_dir=str(run_dir), run_id="asc")  # 2 scripted replies
         run_dir.mkdir()
         conn = sqlite3.connect(str(run_dir / "ck.sqlite"), check_same_thread=False)
         final = build_graph(checkpointer=SqliteSaver(conn)).invoke(

@@ -16,10 +16,15 @@ def _fenced(code: str) -> str:
 
 
 def test_llm_generator_through_http(tmp_path, monkeypatch, wired):
+    # after each attempt the model writes its experience (memory/learn.py): one more request per attempt
+    exp0 = "Tried to answer in prose only. It failed at the generate gate: no code block. Lesson: reply with the file."
+    exp1 = "Tried a plain relu loop over the flat tensor. It passed, feasible. Lesson: start from this simple kernel."
     replies = ["I would write a kernel, but here is only prose.",  # no code
                "Still only prose.",  # nor after the repair request: a failed attempt
+               exp0,
                (500, "upstream hiccup"),  # retried by the generator, not an attempt
-               _fenced(RELU_KERNEL), _fenced(RELU_KERNEL)]
+               _fenced(RELU_KERNEL), exp1, _fenced(RELU_KERNEL),
+               "```python\nimport torch\n```"]  # a junk experience: the template sentence is stored
     with FakeOpenAI(replies) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
@@ -33,14 +38,18 @@ def test_llm_generator_through_http(tmp_path, monkeypatch, wired):
             durability="sync")
         conn.close()
         requests = list(server.requests)
-    assert len(requests) == 5  # 3 attempts + 1 repair request + 1 retry
+    assert len(requests) == 8  # 3 attempts + 1 repair request + 1 retry + 3 experiences
     repair = requests[1]["json"]["messages"]
     assert repair[-2]["role"] == "assistant" and repair[-2]["content"].startswith("I would write")
+    summary_prompt = "\n".join(str(m["content"]) for m in requests[2]["json"]["messages"])
+    assert "notebook" in summary_prompt and "failed at the generate gate" in summary_prompt
+    assert requests[2]["json"]["max_completion_tokens"] == 160  # a bounded side call
     prompt = "\n".join(m["content"] if isinstance(m["content"], str) else str(m["content"])
-                       for m in requests[2]["json"]["messages"])
+                       for m in requests[3]["json"]["messages"])
     assert "torch.relu" in prompt  # the task's reference is shown
     assert "ModelNew" in prompt  # the candidate format is taught
-    refine_prompt = "\n".join(str(m["content"]) for m in requests[4]["json"]["messages"])
+    assert exp0 in prompt  # the model-written experience of the failed draft is retrieved
+    refine_prompt = "\n".join(str(m["content"]) for m in requests[6]["json"]["messages"])
     assert "relu_forward" in refine_prompt  # the start point's code is shown when refining
 
     lines = [json.loads(x) for x in (run_dir / "attempts.jsonl").read_text().splitlines()]
@@ -48,8 +57,11 @@ def test_llm_generator_through_http(tmp_path, monkeypatch, wired):
     assert [r["stage"] for r in lines] == ["draft", "draft", "refine"]
     assert all(r["tokens_in"] > 0 and r["tokens_out"] > 0 for r in lines)
     assert all(r["model"].endswith("gpt-4o-mini") for r in lines)
+    assert [r["experience"]["kind"] for r in lines] == ["model", "model", "template"]
+    assert lines[2]["experience"]["reason"] == "fallback: code, not prose"
     tokens = [json.loads(x) for x in (run_dir / "tokens.jsonl").read_text().splitlines()]
-    assert len(tokens) == 3 and sum(t["tokens_in"] for t in tokens) == sum(r["tokens_in"] for r in lines)
+    assert len(tokens) == 6 and sum(t["tokens_in"] for t in tokens) == sum(r["tokens_in"] for r in lines)
+    assert [t.get("purpose") for t in tokens] == [None, "experience"] * 3
     assert final["results"][0]["feasible"]
 
 

@@ -173,3 +173,11 @@ def test_bad_learning_settings_are_refused(field, value):
 
     with pytest.raises(ValueError, match=field):
         Context(**{field: value})
+
+
+def test_the_baselines_never_ask_for_experiences(env):
+    g = install(GOOD)
+    for i, method in enumerate(("passk", "refinement")):
+        update(draft(env, iteration=i), env.runtime(generator=LLM, method=method))
+        assert experience(env, i).meta["experience_reason"] == f"baseline {method}"
+    assert g.chat_model.i == 0
