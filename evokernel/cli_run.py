@@ -222,8 +222,12 @@ def run(
                         lat = show(chunk["latency_ms"]) if chunk["latency_ms"] else ""
                         best = f"best {show(chunk['best_latency_ms'])}" if chunk.get("best_latency_ms") else ""
                         progress.update(bar, advance=1, description=f"{chunk['task']} #{chunk['iteration'] + 1} {chunk['stage']}")
+                        # which experience was stored, when the model was asked for one and it fell back
+                        reason = chunk.get("experience_reason") or ""
+                        note = f"  [experience: template, {reason}]" if reason.startswith("fallback") else ""
                         progress.console.print(f"  {chunk['task']:<26} {chunk['iteration'] + 1:>3}/{chunk['budget']} "
-                                               f"{chunk['stage']:<6} {mark:<11} {lat:>11}  {best}", soft_wrap=True)
+                                               f"{chunk['stage']:<6} {mark:<11} {lat:>11}  {best}{note}",
+                                               soft_wrap=True, markup=False)
                     elif mode == "updates" and isinstance(chunk, dict):
                         for update in chunk.values():
                             if isinstance(update, dict) and update.get("stop"):

@@ -122,7 +122,7 @@ def _experience(ctx: Context, store: Any, asker: Any, exp_id: str, template_text
     if written.kind == "model":
         log.info("%s: model-written experience (%d tokens in, %d out)", exp_id, written.tokens_in, written.tokens_out)
     else:
-        log.warning("%s: template experience stored (%s)", exp_id, written.reason)
+        log.info("%s: template experience stored (%s)", exp_id, written.reason)  # `evokernel run` prints it too
     return written
 
 
@@ -290,5 +290,6 @@ def update(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
     runtime.stream_writer({"event": "attempt", "task": tid, "iteration": iteration, "stage": stage, "feasible": feasible,
                          "failed_gate": gate or None, "latency_ms": latency, "estimated": estimated,
                          "experience": record.get("experience", {}).get("kind"),
+                         "experience_reason": record.get("experience", {}).get("reason"),
                          "best_latency_ms": out.get("best_latency_ms", best), "budget": ctx.budget})
     return out

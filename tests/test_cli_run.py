@@ -256,3 +256,22 @@ def test_sigint_stops_an_llm_run_between_attempts_even_when_started_in_the_backg
     after = lines(log)
     assert [a["iteration"] for a in after] == list(range(8)) and after[:len(before)] == before
     assert all(a["failed_gate"] for a in after)  # the identity is not a ReLU
+
+
+def test_an_llm_run_says_when_the_experience_fell_back_to_the_template_sentence(tmp_path):
+    from fake_openai import FakeOpenAI
+
+    wrong = "```python\nimport torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return x\n```\n"
+    with FakeOpenAI(default=wrong) as server:  # the experience call gets code too: junk, the template sentence
+        env = dict(os.environ, HF_HUB_OFFLINE="1", OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="test")
+        r = subprocess.run([sys.executable, "-m", "evokernel", "run", str(RELU), "--budget", "1", *SMALL,
+                            "--generator", "llm", "--model", "openai:fake-model", "--memory", str(tmp_path / "mem"),
+                            "--run-dir", str(tmp_path / "run")], capture_output=True, text=True, env=env, timeout=600)
+        n_requests = len(server.requests)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "[experience: template, fallback: code, not prose]" in r.stderr
+    assert n_requests == 2  # the candidate and the experience
+    (rec,) = lines(tmp_path / "run" / "attempts.jsonl")
+    assert rec["experience"] == {"kind": "template", "reason": "fallback: code, not prose", "model": "openai:fake-model",
+                                 "tokens_in": rec["experience"]["tokens_in"], "tokens_out": rec["experience"]["tokens_out"],
+                                 "seconds": rec["experience"]["seconds"]}
