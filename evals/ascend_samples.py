@@ -41,6 +41,8 @@ class Sample:
     sizes: dict[str, Any] = field(default_factory=dict)
     expect: str = "feasible"  # or the failing gate the hardware's behaviour gives
     note: str = ""
+    project: str = ""  # the op project's folder inside path, when path holds several (they share its json)
+    out_shape: str = ""  # the output's sizes for the generated binding when not the first input's (C++ braced list)
 
 
 SAMPLES = [
@@ -62,6 +64,11 @@ SAMPLES = [
            note="the axis as an int32 tensor input; scalar GetValue/SetValue loops on GM (scalar-bound, one block)"),
     Sample("layer_norm_custom", "operator_contrib/LayerNormCustomSample/FrameworkLaunch",
            REAL_OPS / "layer_norm_gamma_beta.py", note="gamma and beta as inputs, epsilon as an attribute"),
+    Sample("matmul_custom_multicore", "operator/ascendc/0_introduction/10_matmul_frameworklaunch",
+           REAL_OPS / "matmul_bias_fp16.py",
+           project="MatmulCustomMultiCore", out_shape="{a.size(0), b.size(1)}",
+           note="the high-level Matmul API (IterateAll to GM) with MultiCoreMatmulTiling on the host; a plain "
+                "tiling struct (kernel_tiling.h, GetTilingData<T>, REGISTER_TILING_DEFAULT); MIX: AIC server, AIVs"),
 ]
 
 
@@ -96,8 +103,10 @@ def check(sample: Sample, samples: Path, verifier: Any, workdir: Path) -> dict[s
     from evokernel.verifier.backends.ascend_sim.project import read_strings
 
     project_dir = extract(samples, sample.path, workdir)
+    if sample.project:
+        project_dir = project_dir / sample.project
     candidate = workdir / f"{sample.name}.py"
-    project, text = import_project(project_dir, candidate)
+    project, text = import_project(project_dir, candidate, sample.out_shape or None)
     # what the verifier reads from the candidate, string by string, against the files as published
     strings = read_strings(text)
     edits = sum(strings[name] != f.read_text(encoding="utf-8") for name, f in project.files.items())

@@ -24,13 +24,16 @@ def import_cmd(
     project: Annotated[Path, typer.Argument(help="the op project: the folder holding <Op>.json, or the one above "
                                                  "it, with op_host/ and op_kernel/")],
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="candidate file to write [default: print it]")] = None,
+    out_shape: Annotated[Optional[str], typer.Option(
+        "--out-shape", help="the output's sizes over the inputs as a C++ braced list, e.g. '{a.size(0), b.size(1)}' "
+                            "for a matmul [default: the first input's]")] = None,
 ) -> None:
     """Wrap an msopgen op project in a candidate file, its json, tiling, host and kernel sources unchanged;
     the PyTorch binding and ModelNew are generated from the json."""
     from evokernel.ascend_import import ImportError_, import_project
 
     try:
-        p, text = import_project(project, out)
+        p, text = import_project(project, out, out_shape)
     except ImportError_ as exc:
         err.print(f"[red]error:[/red] {exc}", markup=True)
         raise typer.Exit(2)

@@ -59,10 +59,11 @@ _ASCEND_EXTRA: list[tuple[str, re.Pattern[str], str]] = [
     ("ascend-internals", re.compile(r"\b(evk_\w*|EVK_\w*|evk_sim)\b"),
      "the emulator's internals (evk_*, EVK_*) are not part of Ascend C and must not be used"),
     ("ascend-include", re.compile(r'#\s*include\s*[<"](?!(kernel_operator\.h|register/|tiling/|graph/|exe_graph/|'
-                                  r'lib/|op_common/|platform/|acl/|[a-z_]+\.h[">]|c[a-z]+>|[a-z_]+>|[\w]+_tiling\.h"))'
+                                  r'lib/|op_common/|platform/|acl/|kernel_tiling/kernel_tiling\.h"|[a-z_]+\.h[">]|'
+                                  r'c[a-z]+>|[a-z_]+>|(\.\./op_kernel/)?[\w]+_tiling\.h"))'
                                   r'[^>"]*[>"]'),
-     "Ascend C sources may include kernel_operator.h, the CANN host headers (register/, tiling/, graph/, "
-     "exe_graph/), the op's tiling header and the C++ standard library only"),
+     "Ascend C sources may include kernel_operator.h, the CANN headers (register/, tiling/, graph/, exe_graph/, "
+     "lib/, kernel_tiling/kernel_tiling.h), the op's tiling header and the C++ standard library only"),
 ]
 
 

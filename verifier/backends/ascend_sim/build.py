@@ -112,10 +112,11 @@ def build_project(project: Project, combo: int, cache_root: Path, runner: Runner
         tiling = work / "op_host" / Path(project.tiling_header).name
         tiling.write_text(src["host_tiling_src"])
         if project.tiling_header != tiling.name:  # included with a relative path, e.g. "op_host/x_tiling.h"
-            alias = work / project.tiling_header
-            if work in alias.resolve().parents:
-                alias.parent.mkdir(parents=True, exist_ok=True)
-                alias.write_text(src["host_tiling_src"])
+            # ... or "../op_kernel/x_tiling.h" from op_host/ (a tiling struct kept with the kernel)
+            for alias in (work / project.tiling_header, work / "op_host" / project.tiling_header):
+                if work in alias.resolve().parents and not alias.resolve().exists():
+                    alias.resolve().parent.mkdir(parents=True, exist_ok=True)
+                    alias.resolve().write_text(src["host_tiling_src"])
         # file names = the candidate's string names, so diagnostics and rule reports point at them
         (work / "host_operator_src.cpp").write_text(src["host_operator_src"])
         (work / "kernel_src.cpp").write_text(src["kernel_src"])
