@@ -260,6 +260,16 @@ def prepare(cfg: EvalConfig, command: str, out: Path | None = None) -> tuple[Eva
             old.setdefault("fit", "none")
             if isinstance(meta.get("config"), dict):
                 meta["config"].setdefault("fit", "none")
+        if isinstance(old, dict) and "llm_experiences" not in old:
+            # evals from before model-written memory: an LLM eval stored template sentences and distilled nothing
+            # (continuing it with the new defaults would mix the two in one eval); the template generator
+            # ignores both settings
+            llm = old.get("generator") == "llm"
+            learned = {"llm_experiences": False if llm else cfg.llm_experiences,
+                       "distil_every": 0 if llm else cfg.distil_every}
+            old.update(learned)
+            if isinstance(meta.get("config"), dict):
+                meta["config"].update({k: v for k, v in learned.items() if k not in meta["config"]})
         new = json.loads(json.dumps(cfg.plan_key()))
         if isinstance(old, dict):  # a setting added since the eval was made: it ran with that setting's default
             defaults = json.loads(json.dumps(EvalConfig.model_construct().model_dump()))

@@ -216,6 +216,30 @@ def test_an_existing_output_dir_is_continued_only_with_the_same_plan(tmp_path):
         harness.prepare(cfg.model_copy(update={"relevance_margin": 0.1}), "evokernel eval x.toml")
 
 
+def _forget_learned_memory(path):
+    meta = json.loads(path.read_text())
+    for k in ("llm_experiences", "distil_every"):
+        del meta["plan_key"][k], meta["config"][k]
+    path.write_text(json.dumps(meta))
+
+
+def test_an_llm_eval_from_before_model_written_memory_continues_only_without_it(tmp_path):
+    """It stored template sentences and distilled nothing; the new defaults would mix both kinds in one eval."""
+    llm = make_config({"tasks": ["cpu-l1"], "limit": 1, "budget": 2, "out": str(tmp_path / "e"),
+                       "generator": "llm", "models": ["openai:gpt-4o-mini"]})
+    harness.prepare(llm, "evokernel eval x.toml")
+    _forget_learned_memory(tmp_path / "e" / "eval.json")
+    with pytest.raises(ConfigError, match="distil_every, llm_experiences"):
+        harness.prepare(llm, "evokernel eval x.toml")
+    _, meta = harness.prepare(llm.model_copy(update={"llm_experiences": False, "distil_every": 0}), "evokernel eval x.toml")
+    assert meta["config"]["llm_experiences"] is False and meta["plan_key"]["distil_every"] == 0
+    # the template generator ignores both: an old template eval continues with any value
+    tpl = make_config({"tasks": ["cpu-l1"], "limit": 1, "budget": 2, "out": str(tmp_path / "t")})
+    harness.prepare(tpl, "evokernel eval x.toml")
+    _forget_learned_memory(tmp_path / "t" / "eval.json")
+    harness.prepare(tpl, "evokernel eval x.toml")
+
+
 
 def test_an_eval_gains_seeds_but_keeps_the_ones_it_ran(tmp_path):
     cfg = make_config({"tasks": ["cpu-l1"], "limit": 1, "budget": 2, "seeds": [0], "out": str(tmp_path / "e")})
