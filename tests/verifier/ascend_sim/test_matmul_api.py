@@ -53,6 +53,7 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context) {
     t.SetBufferSpace(-1, -1, -1);
     MmTilingData tiling;
     if (t.GetTiling(tiling.cubeTilingData) == -1) return ge::GRAPH_FAILED;
+    @POST@
     tiling.set_trans(transB ? 1 : 0);
     context->SetBlockDim((tiling.cubeTilingData.usedCoreNum + 1) / 2);
     tiling.SaveToBuffer(context->GetRawTilingData()->GetData(), context->GetRawTilingData()->GetCapacity());
@@ -151,11 +152,11 @@ def bf16_value(bits: np.ndarray) -> np.ndarray:
     return (bits.astype(np.uint32) << 16).view(np.float32)
 
 
-def build(sim, tmp_path_factory, dtype="float16", *, trans_b=False, bias=True, dim=8, extra="", mode=0,
+def build(sim, tmp_path_factory, dtype="float16", *, trans_b=False, bias=True, dim=8, extra="", post="", mode=0,
           set_a="mm.SetTensorA(aGlobal);", regist="REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), k.mm, "
           "&tilingData.cubeTilingData);", tag=""):
     host = (HOST.replace("@TRANS_B@", "true" if trans_b else "false").replace("@DIM@", str(dim))
-            .replace("@EXTRA@", extra).replace("@BIAS@", "true" if bias else "false"))
+            .replace("@EXTRA@", extra).replace("@POST@", post).replace("@BIAS@", "true" if bias else "false"))
     kernel = (KERNEL.replace("@MODE@", str(mode)).replace("@SET_A@", set_a).replace("@REGIST@", regist)
               .replace("@SET_BIAS@", "mm.SetBias(biasGlobal);" if bias else ""))
     d = tmp_path_factory.mktemp(f"mm-{dtype}{tag}")
@@ -208,3 +209,172 @@ def test_iterate_all_matches_numpy_with_tails_and_cores(sim, mm_f16, m, n, k):
     assert rep["status"] == "ok", rep.get("status")
     aic = [blk for blk in rep["blocks"] if blk.get("core") == "aic"]
     assert aic and any(blk["timing_estimate"]["busy_cycles"]["cube"] > 0 for blk in aic)
+
+
+@pytest.mark.parametrize("dtype,trans_b,bias,m,n,k", [
+    ("bfloat16", False, True, 130, 96, 72),
+    ("bfloat16", True, False, 64, 200, 136),
+    ("float16", True, True, 48, 80, 40),
+    ("float32", True, True, 70, 50, 90),
+])
+def test_types_transpose_and_bias(sim, tmp_path_factory, dtype, trans_b, bias, m, n, k):
+    built = build(sim, tmp_path_factory, dtype, trans_b=trans_b, bias=bias, dim=4,
+                  tag=f"-{int(trans_b)}{int(bias)}")
+    res, ref = run(sim, built, dtype, m, n, k, trans_b=trans_b, bias=bias, seed=3)
+    assert res.rc == 0 and res.rules("error") == set(), (res.stderr[-2000:], res.violations)
+    np.testing.assert_allclose(res.outputs["c"], ref, rtol=1e-4, atol=1e-4)
+
+
+def test_iterate_and_get_tensor_c_visit_every_block(sim, tmp_path_factory):
+    # small fixed base blocks: many Iterate steps per core, with row and column tails inside each core
+    built = build(sim, tmp_path_factory, "float16", dim=3, extra="t.SetFixSplit(32, 48, -1);", mode=1, tag="-iter")
+    res, ref = run(sim, built, "float16", 150, 170, 64, seed=5)
+    assert res.rc == 0 and res.rules("error") == set(), (res.stderr[-2000:], res.violations)
+    np.testing.assert_allclose(res.outputs["c"], ref, rtol=2e-3, atol=2e-3)
+    aic = [blk for blk in res.report["blocks"] if blk.get("core") == "aic"]
+    assert sum(blk["counters"]["cube"]["fix_calls"] for blk in aic) >= 5 * 4  # one Fixpipe per 32 x 48 block
+
+
+def test_a_float_matmul_with_row_major_b_is_refused_clearly(sim, tmp_path_factory):
+    built = build(sim, tmp_path_factory, "float32", dim=2, tag="-f32nt")
+    res, _ = run(sim, built, "float32", 32, 32, 32)
+    assert res.report["status"] != "ok"
+    hit = res.find("unsupported_api")
+    assert hit and "transposed" in hit[0]["message"], res.violations
+
+
+def test_without_regist_matmul_obj_the_verdict_says_so(sim, tmp_path_factory):
+    built = build(sim, tmp_path_factory, "float16", dim=2, regist="", tag="-noreg")
+    res, _ = run(sim, built, "float16", 32, 32, 32)
+    assert res.report["status"] != "ok"
+    hit = [v for v in res.violations if v["severity"] == "fatal"]
+    assert hit and "REGIST_MATMUL_OBJ" in hit[0]["message"], res.violations
+
+
+def test_iterate_all_before_set_tensor_a_is_fatal(sim, tmp_path_factory):
+    built = build(sim, tmp_path_factory, "float16", dim=2, set_a="", tag="-noa")
+    res, _ = run(sim, built, "float16", 32, 32, 32)
+    assert res.report["status"] != "ok"
+    hit = [v for v in res.violations if v["severity"] == "fatal"]
+    assert hit and "SetTensorA" in hit[0]["message"] and hit[0]["rule"] == "invalid_tensor", res.violations
+
+
+def test_a_tiling_that_overflows_l1_is_caught_on_the_cube_core(sim, tmp_path_factory):
+    # a tiling edited after GetTiling to stage 64 K blocks of A in L1: 64 x 128 x 128 x 2 bytes > 512 KiB
+    built = build(sim, tmp_path_factory, "float16", dim=2, tag="-l1",
+                  post="tiling.cubeTilingData.set_stepKa(64); tiling.cubeTilingData.set_depthA1(128);")
+    res, _ = run(sim, built, "float16", 256, 256, 512)
+    assert res.report["status"] != "ok"
+    msgs = " ".join(v["message"] for v in res.violations if v["severity"] in ("error", "fatal"))
+    assert "L1" in msgs, res.violations
+
+
+def test_an_impossible_fixed_split_fails_in_the_tiling_function(sim, tmp_path_factory):
+    # baseM = baseN = baseK = 256 in half: 256 KiB of L0A for one block (the 910B has 64 KiB)
+    built = build(sim, tmp_path_factory, "float16", dim=2, extra="t.SetFixSplit(256, 256, 256);", tag="-fix")
+    res, _ = run(sim, built, "float16", 256, 256, 256)
+    assert res.rc != 0
+    assert "matmul_tiling GetTiling: no base block fits" in res.stderr, res.stderr[-2000:]
+
+
+# ---- the host tiling on its own -------------------------------------------------------------------------
+
+TILING_PROBE = r"""
+#include <cstdio>
+#include <cstdlib>
+#include "tiling/tiling_api.h"
+using namespace matmul_tiling;
+int main(int argc, char** argv) {
+    int M = atoi(argv[1]), N = atoi(argv[2]), K = atoi(argv[3]), dim = atoi(argv[4]);
+    int fm = atoi(argv[5]), fn = atoi(argv[6]), sm = atoi(argv[7]), sn = atoi(argv[8]), f32 = atoi(argv[9]);
+    platform_ascendc::PlatformAscendC p(nullptr);
+    MultiCoreMatmulTiling t(p);
+    DataType ad = f32 ? DataType::DT_FLOAT : DataType::DT_FLOAT16;
+    t.SetDim(dim);
+    t.SetAType(TPosition::GM, CubeFormat::ND, ad);
+    t.SetBType(TPosition::GM, CubeFormat::ND, ad);
+    t.SetCType(TPosition::GM, CubeFormat::ND, DataType::DT_FLOAT);
+    t.SetBiasType(TPosition::GM, CubeFormat::ND, DataType::DT_FLOAT);
+    t.SetShape(M, N, K);
+    t.SetOrgShape(M, N, K);
+    t.SetFixSplit(fm, fn, -1);
+    if (sm > 0) t.SetSingleShape(sm, sn, -1);
+    t.SetBias(true);
+    optiling::TCubeTiling c;
+    long r = t.GetTiling(c);
+    std::printf("%ld", r);
+#define P(f) std::printf(" %d", c.f);
+    EVK_TCUBE_FIELDS(P)
+    std::printf("\n");
+    return 0;
+}
+"""
+FIELDS = ("usedCoreNum M N Ka Kb singleCoreM singleCoreN singleCoreK baseM baseN baseK depthA1 depthB1 stepM stepN "
+          "isBias transLength iterateOrder shareMode shareL1Size shareL0CSize shareUbSize").split()
+
+
+@pytest.fixture(scope="module")
+def probe(sim, tmp_path_factory):
+    d = tmp_path_factory.mktemp("tiling-probe")
+    (d / "probe.cpp").write_text(TILING_PROBE)
+    sim._gxx(["probe.cpp", str(sim.runtime_obj), "-o", "probe"], cwd=d)
+    return d / "probe"
+
+
+def tiling(probe, m, n, k, dim, fix=(-1, -1), single=(-1, -1), f32=False):
+    import subprocess
+
+    out = subprocess.run([str(probe), *map(str, (m, n, k, dim, *fix, *single, int(f32)))], capture_output=True,
+                         text=True, timeout=30)
+    vals = out.stdout.split()
+    return int(vals[0]), dict(zip(FIELDS, map(int, vals[1:]))), out.stderr
+
+
+@pytest.mark.parametrize("m,n,k,dim,fix,single,f32", [
+    (1024, 640, 256, 40, (-1, -1), (-1, -1), False),
+    (1024, 640, 256, 40, (-1, 160), (-1, -1), False),
+    (4096, 4096, 4096, 20, (-1, -1), (-1, -1), False),
+    (77, 1000, 3000, 24, (-1, -1), (-1, -1), False),
+    (512, 640, 256, 2, (128, 128), (512, 640), False),
+    (300, 300, 700, 8, (-1, -1), (-1, -1), True),
+])
+def test_the_tiling_is_valid_for_the_910b(probe, m, n, k, dim, fix, single, f32):
+    rc, t, err = tiling(probe, m, n, k, dim, fix, single, f32)
+    assert rc == 0, err
+    size = 4 if f32 else 2
+    assert (t["M"], t["N"], t["Ka"], t["Kb"], t["isBias"]) == (m, n, k, k, 1)
+    assert t["baseM"] % 16 == 0 and t["baseN"] % 16 == 0 and t["baseK"] % (32 // size) == 0
+    assert t["baseM"] * t["baseK"] * size * 2 <= 64 * 1024 and t["baseK"] * t["baseN"] * size * 2 <= 64 * 1024
+    assert t["baseM"] * t["baseN"] * 4 <= 128 * 1024
+    assert t["depthA1"] * t["baseM"] * t["baseK"] * size + t["depthB1"] * t["baseN"] * t["baseK"] * size \
+        + t["baseN"] * 4 <= 512 * 1024 and t["shareL1Size"] <= 512 * 1024
+    assert t["depthA1"] >= t["stepKa"] >= 1 if "stepKa" in t else True
+    cores_m = -(-m // t["singleCoreM"])
+    cores_n = -(-n // t["singleCoreN"])
+    assert t["usedCoreNum"] == cores_m * cores_n <= dim
+    assert t["singleCoreK"] == k
+    if fix[0] > 0:
+        assert t["baseM"] == fix[0]
+    if fix[1] > 0:
+        assert t["baseN"] == fix[1]
+    if single[0] > 0:
+        assert (t["singleCoreM"], t["singleCoreN"]) == single
+
+
+def test_the_samples_split_is_even(probe):
+    # 12_matmulleakyrelu copies whole baseM x baseN blocks out: its tiling must split M and N evenly
+    rc, t, _ = tiling(probe, 1024, 640, 256, 40, (-1, 160))
+    assert rc == 0
+    assert 1024 % t["singleCoreM"] == 0 and 640 % t["singleCoreN"] == 0
+    assert t["singleCoreM"] % t["baseM"] == 0 and t["singleCoreN"] % t["baseN"] == 0
+
+
+@pytest.mark.parametrize("args,message", [
+    ((0, 64, 64, 8), "every size must be positive"),
+    ((64, 64, 64, 0), "SetDim"),
+    ((64, 64, 64, 8, (24, -1)), "multiple of 16"),
+    ((512, 512, 64, 2, (-1, -1), (128, 128)), "needs 16 cores"),
+])
+def test_impossible_requests_return_minus_one_with_a_reason(probe, args, message):
+    rc, _, err = tiling(probe, *args)
+    assert rc == -1 and message in err, err
