@@ -67,7 +67,8 @@ class Context:
                                       "start point")
     distil_dedup: float = _f(0.9, "a distilled practice whose key is at least this cosine-similar to an existing best "
                                   "practice is merged into it (learned) or skipped (seed)")
-    learn_timeout: float = _f(120.0, "seconds an experience or distillation call may take before the fallback")
+    learn_timeout: float = _f(300.0, "seconds an experience or distillation call may take before the fallback (a "
+                                     "local 1.5B model on 2 loaded cores took 124 s for one summary)")
     concurrency: int = _f(1, "K: tasks of the stream in flight at once, sharing the memory; K > 1 judges candidates "
                              "on a pool of K warm verifier actors on Ray (docs/scale-out.md: what changes in ordering)")
     ray: str = _f("auto", "where the verifier pool runs when concurrency > 1: auto ($RAY_ADDRESS, else a private "

@@ -43,7 +43,8 @@ __all__ = ["DistillLog", "JunkReply", "Pair", "Written", "change_text", "distil_
 EXPERIENCE_MAX_TOKENS = 160  # ~3 sentences; the reply is cut by the endpoint beyond
 EXPERIENCE_MAX_CHARS = 800  # a longer reply is junk (the prompt asks for under 80 words)
 EXPERIENCE_MIN_WORDS = 6
-CHANGE_CHARS = 2_400  # the diff / code head shown to the summariser
+CHANGE_CHARS = 2_400  # the diff shown to the summariser
+DRAFT_CODE_CHARS = 1_200  # the head of a draft's code (no start point to diff against): prompt evaluation is slow locally
 FEEDBACK_CHARS = 800
 DISTIL_MAX_TOKENS = 320
 DISTIL_MAX_ITEMS = 3  # practices asked per round
@@ -51,7 +52,7 @@ DISTIL_MAX_PAIRS = 6  # refinements shown per round (the largest gains first)
 PAIR_CHANGE_CHARS = 1_200
 PRACTICE_MIN_WORDS = 6
 PRACTICE_MAX_CHARS = 400
-DEFAULT_TIMEOUT_S = 120.0
+DEFAULT_TIMEOUT_S = 300.0
 
 
 class JunkReply(ValueError):
@@ -83,7 +84,7 @@ def change_text(parent_code: str | None, code: str | None, limit: int = CHANGE_C
         if not diff:
             return "(the same code as the start point)"
         return _cut("\n".join(diff), limit)
-    return _cut(code, limit)
+    return _cut(code, min(limit, DRAFT_CODE_CHARS))
 
 
 _REFUSAL = re.compile(r"\b(I'?m sorry|I am sorry|I apologi[sz]e|I can ?not|I can't|I'?m unable|I am unable|"

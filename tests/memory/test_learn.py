@@ -90,7 +90,7 @@ def test_change_text_is_a_bounded_diff_against_the_start_point():
     diff = learn.change_text(parent, child)
     assert "-line 100" in diff and "+line 100 changed" in diff and "line 5\n" not in diff
     assert learn.change_text(parent, parent) == "(the same code as the start point)"
-    assert len(learn.change_text(None, "x" * 10_000)) <= learn.CHANGE_CHARS
+    assert len(learn.change_text(None, "x" * 10_000)) <= learn.DRAFT_CODE_CHARS < learn.CHANGE_CHARS
     assert "no code" in learn.change_text("a", "")
 
 
