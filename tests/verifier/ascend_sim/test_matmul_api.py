@@ -115,8 +115,25 @@ public:
         @SET_BIAS@
 #if @MODE@ == 0
         mm.IterateAll(cGlobal);
-#else
+#elif @MODE@ == 1
         while (mm.Iterate()) mm.GetTensorC(cGlobal);
+#else
+        // as 12_matmulleakyrelu does it: each block into the UB, LeakyRelu there, out to its place in C
+        // (whole blocks: the split is even); the UB path needs the system workspace (SetSysWorkspace)
+        uint32_t count = 0;
+        const uint32_t roundM = (tiling.singleCoreM + tiling.baseM - 1) / tiling.baseM;
+        while (mm.template Iterate<true>()) {
+            AscendC::LocalTensor<cType> t = outQueue.AllocTensor<cType>();
+            mm.template GetTensorC<true>(t, false, true);
+            AscendC::LeakyRelu(t, t, (cType)0.1f, tiling.baseM * tiling.baseN);
+            outQueue.EnQue(t);
+            t = outQueue.DeQue<cType>();
+            AscendC::DataCopyParams cp = {(uint16_t)tiling.baseM, (uint16_t)(tiling.baseN * sizeof(cType) / 32), 0,
+                                          (uint16_t)((tiling.N - tiling.baseN) * sizeof(cType) / 32)};
+            AscendC::DataCopy(cGlobal[count % roundM * tiling.baseM * tiling.N + count / roundM * tiling.baseN], t, cp);
+            outQueue.FreeTensor(t);
+            ++count;
+        }
 #endif
         mm.End();
     }
@@ -125,6 +142,7 @@ public:
     AscendC::GlobalTensor<aType> aGlobal, bGlobal;
     AscendC::GlobalTensor<cType> cGlobal;
     AscendC::GlobalTensor<float> biasGlobal;
+    AscendC::TQue<AscendC::TPosition::VECOUT, 1> outQueue;
     TCubeTiling tiling;
     bool transB = false;
     int32_t mIdx = 0, nIdx = 0;
@@ -134,7 +152,13 @@ extern "C" __global__ __aicore__ void mm_custom(GM_ADDR a, GM_ADDR b, GM_ADDR bi
     GET_TILING_DATA(tilingData, tiling);
     MmKernel<DTYPE_A, float> k;
     AscendC::TPipe pipe;
+#if @MODE@ == 2
+    AscendC::SetSysWorkspace(workspace);
+#endif
     @REGIST@
+#if @MODE@ == 2
+    pipe.InitBuffer(k.outQueue, 1, tilingData.cubeTilingData.baseM * tilingData.cubeTilingData.baseN * sizeof(float));
+#endif
     k.Init(a, b, bias, c, tilingData.cubeTilingData, tilingData.trans != 0);
     k.Process();
 }
@@ -233,6 +257,16 @@ def test_iterate_and_get_tensor_c_visit_every_block(sim, tmp_path_factory):
     np.testing.assert_allclose(res.outputs["c"], ref, rtol=2e-3, atol=2e-3)
     aic = [blk for blk in res.report["blocks"] if blk.get("core") == "aic"]
     assert sum(blk["counters"]["cube"]["fix_calls"] for blk in aic) >= 5 * 4  # one Fixpipe per 32 x 48 block
+
+
+def test_get_tensor_c_into_the_ub_through_the_workspace_then_a_vector_epilogue(sim, tmp_path_factory):
+    built = build(sim, tmp_path_factory, "float16", dim=8, extra="t.SetFixSplit(64, 80, -1);", mode=2, tag="-ub")
+    res, ref = run(sim, built, "float16", 256, 320, 96, seed=9)
+    assert res.rc == 0 and res.rules("error") == set(), (res.stderr[-2000:], res.violations)
+    np.testing.assert_allclose(res.outputs["c"], np.where(ref >= 0, ref, 0.1 * ref), rtol=2e-3, atol=2e-3)
+    aiv = [blk for blk in res.report["blocks"] if blk.get("core") == "aiv"]
+    # the AIVs moved each C block GM (workspace) -> UB and UB -> GM themselves
+    assert sum(blk["counters"]["mte3_bytes"] for blk in aiv) == 256 * 320 * 4
 
 
 def test_a_float_matmul_with_row_major_b_is_refused_clearly(sim, tmp_path_factory):

@@ -294,8 +294,18 @@ public:
                              "(GetSysWorkSpacePtr), which this launch does not have (the host must ask for "
                              "GetLibApiWorkSpaceSize() bytes of workspace; kernel-launch programs call "
                              "SetSysWorkspace)");
+        // one slot per AIV and object (two per AIV) after the first 64 KiB
         const int64_t slot = static_cast<int64_t>(::evk_sim::block_idx()) * 2 + obj_ % 2;
-        DstT* dst = reinterpret_cast<DstT*>(ws + 65536 + slot * ((tile_bytes + 511) / 512 * 512));
+        const uint64_t at = 65536 + static_cast<uint64_t>(slot) * ((tile_bytes + 511) / 512 * 512);
+        if (&::evk_sim::sys_workspace_bytes != nullptr && ::evk_sim::sys_workspace() == ws &&
+            at + tile_bytes > ::evk_sim::sys_workspace_bytes())
+            ::evk_sim::fatal(EVK_RULE_GM_OOB, loc.file, loc.line,
+                             "Matmul GetTensorC to a LocalTensor: block %lld's C tile needs bytes [%llu, %llu) of the "
+                             "system workspace, which has %llu (ask for GetLibApiWorkSpaceSize() bytes on the host)",
+                             static_cast<long long>(::evk_sim::block_idx()), static_cast<unsigned long long>(at),
+                             static_cast<unsigned long long>(at + tile_bytes),
+                             static_cast<unsigned long long>(::evk_sim::sys_workspace_bytes()));
+        DstT* dst = reinterpret_cast<DstT*>(ws + at);
         request({evk_mm::TILE, sub_, obj_, this, cursor_, dst, tiling_.baseN, loc}, dst, loc);
         const int cm = tile_rows(tile_m(cursor_)), cn = tile_cols(tile_n(cursor_));
         (void)cn;
