@@ -34,7 +34,7 @@ from importlib import resources as ilr
 from pathlib import Path
 from typing import Any, Sequence
 
-from .store import MemoryItem
+from .store import VALUE_KEYS, MemoryItem
 
 __all__ = ["DistillLog", "JunkReply", "Pair", "Written", "change_text", "distil_messages", "experience_messages",
            "maybe_distil", "parse_experience", "parse_practices", "practice_id", "store_practices",
@@ -358,7 +358,7 @@ def store_practices(store: Any, practices: Sequence[str], pairs: Sequence[Pair],
             actions.append({"text": text, "action": action, "id": target.id, "similarity": round(float(sim), 3)})
             continue
         if target is not None:  # merge the provenance; its text, id and values stay
-            meta = dict(target.meta)
+            meta = {k: v for k, v in target.meta.items() if k not in VALUE_KEYS}  # the value mirror is resynced
             meta["from_traces"] = list(dict.fromkeys(list(meta.get("from_traces") or []) + traces))[-60:]
             meta["tasks"] = sorted(set(meta.get("tasks") or []) | set(tasks))
             meta["categories"] = sorted(set(meta.get("categories") or []) | set(cats))

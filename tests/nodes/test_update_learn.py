@@ -106,7 +106,7 @@ def test_an_exception_or_a_timeout_falls_back_and_the_run_goes_on(env):
 def test_the_template_generator_and_the_off_switch_store_the_template_sentence_without_a_call(env):
     update(draft(env), env.runtime())  # the template generator
     assert experience(env).meta["experience_reason"] == "template generator"
-    g = install(GOOD)
+    g = install(GOOD, GOOD)  # two replies: a call would move the fake's index to 1
     update(draft(env, iteration=1), env.runtime(generator=LLM, llm_experiences=False))
     assert experience(env, 1).meta["experience_reason"] == "off" and g.chat_model.i == 0
 
@@ -176,8 +176,20 @@ def test_bad_learning_settings_are_refused(field, value):
 
 
 def test_the_baselines_never_ask_for_experiences(env):
-    g = install(GOOD)
+    g = install(GOOD, GOOD)  # two replies: a call would move the fake's index to 1
     for i, method in enumerate(("passk", "refinement")):
         update(draft(env, iteration=i), env.runtime(generator=LLM, method=method))
         assert experience(env, i).meta["experience_reason"] == f"baseline {method}"
     assert g.chat_model.i == 0
+
+
+def test_the_hybrid_generators_llm_writes_the_experiences_of_the_templates_drafts(env):
+    from evokernel.generators.hybrid import HybridGenerator
+
+    llm = LLMGenerator(FakeListChatModel(responses=[GOOD]), name=LLM, max_attempts=1)
+    resources.install(generator=HybridGenerator(object(), llm))
+    st = draft(env)
+    st["candidate"]["model"] = "template"  # the template drafted it
+    update(st, env.runtime(generator="hybrid:" + LLM))
+    exp = experience(env)
+    assert exp.text == GOOD and exp.meta["experience_model"] == "hybrid:" + LLM  # asked through the hybrid
