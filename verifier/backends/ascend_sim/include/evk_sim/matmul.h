@@ -313,6 +313,15 @@ public:
         g.SetGlobalBuffer(dst, static_cast<uint64_t>(tiling_.baseM) * tiling_.baseN);
         const uint32_t count = static_cast<uint32_t>(cm) * tiling_.baseN;
         DataCopy(ub, g, count, loc);
+        // synchronous (sync = true): the block is in the UB when GetTensorC returns, for the vector pipe and
+        // for the copies out
+        TPipe* p = GetTPipePtr();
+        const TEventID ev = p ? p->FetchEventID(HardEvent::MTE2_V) : 0;
+        SetFlag<HardEvent::MTE2_V>(ev, loc);
+        WaitFlag<HardEvent::MTE2_V>(ev, loc);
+        const TEventID ev3 = p ? p->FetchEventID(HardEvent::MTE2_MTE3) : 0;
+        SetFlag<HardEvent::MTE2_MTE3>(ev3, loc);
+        WaitFlag<HardEvent::MTE2_MTE3>(ev3, loc);
     }
     template <bool sync = true> LocalTensor<DstT> GetTensorC(uint8_t enAtomic = 0, bool enSequentialWrite = false,
                                                              EVK_LOC) {
@@ -688,8 +697,25 @@ inline bool regist(TPipe* pipe, GM_ADDR workspace, ::evk_sim::SrcLoc loc, First&
 }  // namespace evk_mm
 }  // namespace matmul
 
-#define REGIST_MATMUL_OBJ(tpipe, workspace, ...)                                                              \
-    if (::matmul::evk_mm::regist((tpipe), (workspace), ::evk_sim::SrcLoc{__FILE__, __LINE__}, __VA_ARGS__))   \
+// The system workspace of a framework launch. CANN's framework hands the kernel's `workspace` argument to the
+// high-level APIs as their system workspace; until the runtime reports it (evk_sim::sys_workspace), the
+// registration picks it up the same way: in a kernel entry with msopgen's signature the parameter named
+// `workspace` is in scope and shadows this global placeholder (elsewhere the placeholder is found and
+// nothing is taken).
+namespace matmul {
+namespace evk_mm {
+struct NoWorkspaceArg {};
+inline void take_workspace(GM_ADDR ws) {
+    if (ws && !AscendC::evk_mm::user_sys_workspace()) AscendC::evk_mm::user_sys_workspace() = ws;
+}
+template <class T> inline void take_workspace(const T&) {}
+}  // namespace evk_mm
+}  // namespace matmul
+[[maybe_unused]] static constexpr ::matmul::evk_mm::NoWorkspaceArg workspace{};
+
+#define REGIST_MATMUL_OBJ(tpipe, sysWorkspace, ...)                                                           \
+    ::matmul::evk_mm::take_workspace(workspace);                                                               \
+    if (::matmul::evk_mm::regist((tpipe), (sysWorkspace), ::evk_sim::SrcLoc{__FILE__, __LINE__}, __VA_ARGS__)) \
     return
 
 #endif  // EVK_SIM_MATMUL_H
