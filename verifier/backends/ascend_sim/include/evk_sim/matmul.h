@@ -689,6 +689,9 @@ inline bool regist(TPipe* pipe, GM_ADDR workspace, ::evk_sim::SrcLoc loc, First&
     const bool server = EVK_MM_MIX && ::evk_sim::core_type() == 1;
     ClientBase* objs[8];
     int n = 0;
+    // a new launch: nothing left over from an earlier one that stopped half-way (the AIC registers before
+    // its AIVs run)
+    if (server) mailbox(aicore_of_caller()).clear();
     regist_list(pipe, 0, server, objs, n, loc, first, rest...);
     if (!server) return false;
     First::evk_serve(objs, n, loc);
@@ -705,8 +708,8 @@ inline bool regist(TPipe* pipe, GM_ADDR workspace, ::evk_sim::SrcLoc loc, First&
 namespace matmul {
 namespace evk_mm {
 struct NoWorkspaceArg {};
-inline void take_workspace(GM_ADDR ws) {
-    if (ws && !AscendC::evk_mm::user_sys_workspace()) AscendC::evk_mm::user_sys_workspace() = ws;
+inline void take_workspace(GM_ADDR ws) {  // every launch passes its own (a process may run several)
+    if (ws) AscendC::evk_mm::user_sys_workspace() = ws;
 }
 template <class T> inline void take_workspace(const T&) {}
 }  // namespace evk_mm
