@@ -259,6 +259,14 @@ def test_iterate_and_get_tensor_c_visit_every_block(sim, tmp_path_factory):
     assert sum(blk["counters"]["cube"]["fix_calls"] for blk in aic) >= 5 * 4  # one Fixpipe per 32 x 48 block
 
 
+def test_n_first_traversal_with_get_tensor_c_in_place(sim, tmp_path_factory):
+    built = build(sim, tmp_path_factory, "bfloat16", dim=2, mode=1, tag="-nfirst",
+                  extra="t.SetTraverse(MatrixTraverse::FIRSTN); t.SetFixSplit(48, 32, -1);")
+    res, ref = run(sim, built, "bfloat16", 100, 90, 40, seed=2)
+    assert res.rc == 0 and res.rules("error") == set(), (res.stderr[-2000:], res.violations)
+    np.testing.assert_allclose(res.outputs["c"], ref, rtol=1e-4, atol=1e-4)
+
+
 def test_get_tensor_c_into_the_ub_through_the_workspace_then_a_vector_epilogue(sim, tmp_path_factory):
     built = build(sim, tmp_path_factory, "float16", dim=8, extra="t.SetFixSplit(64, 80, -1);", mode=2, tag="-ub")
     res, ref = run(sim, built, "float16", 256, 320, 96, seed=9)
