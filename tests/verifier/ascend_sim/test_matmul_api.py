@@ -70,7 +70,7 @@ public:
         this->Input("a").ParamType(REQUIRED).DataType({ge::DT_FLOAT16, ge::DT_BF16, ge::DT_FLOAT}).Format({ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND});
         this->Input("b").ParamType(REQUIRED).DataType({ge::DT_FLOAT16, ge::DT_BF16, ge::DT_FLOAT}).Format({ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND});
         this->Input("bias").ParamType(REQUIRED).DataType({ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT}).Format({ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND});
-        this->Output("c").ParamType(REQUIRED).DataType({ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT}).Format({ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND});
+        this->Output("c").ParamType(REQUIRED).DataType({@C_LIST@}).Format({ge::FORMAT_ND, ge::FORMAT_ND, ge::FORMAT_ND});
         this->AICore().SetTiling(optiling::TilingFunc).AddConfig("ascend910b");
     }
 };
@@ -150,7 +150,7 @@ public:
 extern "C" __global__ __aicore__ void mm_custom(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c, GM_ADDR workspace,
                                                 GM_ADDR tiling) {
     GET_TILING_DATA(tilingData, tiling);
-    MmKernel<DTYPE_A, float> k;
+    MmKernel<DTYPE_A, DTYPE_C> k;
     AscendC::TPipe pipe;
 #if @MODE@ == 2
     AscendC::SetSysWorkspace(workspace);
@@ -177,17 +177,20 @@ def bf16_value(bits: np.ndarray) -> np.ndarray:
 
 
 def build(sim, tmp_path_factory, dtype="float16", *, trans_b=False, bias=True, dim=8, extra="", post="", mode=0,
+          c_type="float",
           set_a="mm.SetTensorA(aGlobal);", regist="REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), k.mm, "
           "&tilingData.cubeTilingData);", tag=""):
     host = (HOST.replace("@TRANS_B@", "true" if trans_b else "false").replace("@DIM@", str(dim))
-            .replace("@EXTRA@", extra).replace("@POST@", post).replace("@BIAS@", "true" if bias else "false"))
+            .replace("@EXTRA@", extra).replace("@POST@", post).replace("@BIAS@", "true" if bias else "false")
+            .replace("@C_LIST@", "ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT" if c_type == "float"
+                     else "ge::DT_FLOAT16, ge::DT_BF16, ge::DT_FLOAT"))
     kernel = (KERNEL.replace("@MODE@", str(mode)).replace("@SET_A@", set_a).replace("@REGIST@", regist)
               .replace("@SET_BIAS@", "mm.SetBias(biasGlobal);" if bias else ""))
     d = tmp_path_factory.mktemp(f"mm-{dtype}{tag}")
     t = C_TYPES[dtype]
     exe = sim.op_project(d, op="MmCustom", kernel_name="mm_custom", kernel_src=kernel, host_src=host,
                          tiling_src=TILING_H, tiling_header="mm_custom_tiling.h",
-                         dtypes={"a": t, "b": t, "bias": "float", "c": "float"},
+                         dtypes={"a": t, "b": t, "bias": "float", "c": t if c_type == "same" else "float"},
                          label=f"matmul API {dtype}{tag}: kernel + host + launcher")
     return exe, d
 
@@ -257,6 +260,21 @@ def test_iterate_and_get_tensor_c_visit_every_block(sim, tmp_path_factory):
     np.testing.assert_allclose(res.outputs["c"], ref, rtol=2e-3, atol=2e-3)
     aic = [blk for blk in res.report["blocks"] if blk.get("core") == "aic"]
     assert sum(blk["counters"]["cube"]["fix_calls"] for blk in aic) >= 5 * 4  # one Fixpipe per 32 x 48 block
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_c_in_half_and_bfloat16_is_rounded_by_the_fixpipe(sim, tmp_path_factory, dtype):
+    built = build(sim, tmp_path_factory, dtype, dim=4, c_type="same", tag="-c16")
+    m, n, k = 96, 112, 80
+    a, b, bv, ref = inputs(dtype, m, n, k, False, seed=6)
+    ref = ref + bv
+    out_dt = np.float16 if dtype == "float16" else np.uint16
+    res = sim.run_op(built[0], built[1], "MmCustom", [("a", a), ("b", b), ("bias", bv)], [("c", (m, n), out_dt)])
+    assert res.rc == 0 and res.rules("error") == set(), (res.stderr[-2000:], res.violations)
+    got = res.outputs["c"].astype(np.float64) if dtype == "float16" else bf16_value(res.outputs["c"]).astype(np.float64)
+    want = ref.astype(np.float16).astype(np.float64) if dtype == "float16" else bf16_value(bf16_bits(ref)).astype(np.float64)
+    tol = 2e-3 if dtype == "float16" else 1.6e-2
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
 
 
 def test_n_first_traversal_with_get_tensor_c_in_place(sim, tmp_path_factory):
