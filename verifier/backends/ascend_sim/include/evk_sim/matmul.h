@@ -500,7 +500,6 @@ private:
             ::evk_sim::fatal(EVK_RULE_INVALID_TENSOR, loc.file, loc.line,
                              "Matmul: the cube core has no buffers for this object (REGIST_MATMUL_OBJ did not run "
                              "on it)");
-        static_assert(!std::is_same<SrcT, int8_t>::value || true, "");
         if constexpr (!kHalfLike && !std::is_same<SrcT, float>::value) {
             ::evk_sim::fatal(EVK_RULE_UNSUPPORTED_DTYPE, loc.file, loc.line,
                              "Matmul with %s inputs is not emulated (half, bfloat16 and float are)",
@@ -716,9 +715,12 @@ template <class T> inline void take_workspace(const T&) {}
 }  // namespace matmul
 [[maybe_unused]] static constexpr ::matmul::evk_mm::NoWorkspaceArg workspace{};
 
-#define REGIST_MATMUL_OBJ(tpipe, sysWorkspace, ...)                                                           \
-    ::matmul::evk_mm::take_workspace(workspace);                                                               \
-    if (::matmul::evk_mm::regist((tpipe), (sysWorkspace), ::evk_sim::SrcLoc{__FILE__, __LINE__}, __VA_ARGS__)) \
-    return
+// On the AIC of a MIX kernel this serves the AIVs and then returns from the kernel (as CANN's does).
+#define REGIST_MATMUL_OBJ(tpipe, sysWorkspace, ...)                                                               \
+    do {                                                                                                           \
+        ::matmul::evk_mm::take_workspace(workspace);                                                               \
+        if (::matmul::evk_mm::regist((tpipe), (sysWorkspace), ::evk_sim::SrcLoc{__FILE__, __LINE__}, __VA_ARGS__)) \
+            return;                                                                                                \
+    } while (0)
 
 #endif  // EVK_SIM_MATMUL_H
