@@ -82,8 +82,19 @@ def system_example() -> str:
     return system[system.index("```python\n") + len("```python\n"):system.rindex("```")]
 
 
+# shipped examples that are vehicles too: their kernel_src replaced by a seed item's complete kernel
+EXAMPLE_VEHICLES = {"matmul_custom": (ROOT / "evokernel" / "examples" / "ascend" / "matmul_custom.py", "14_cube_matmul")}
+
+
 def vehicle_sources() -> dict[str, str]:
-    return {p.stem: p.read_text() for p in sorted(VEHICLES.glob("*.py"))}
+    out = {p.stem: p.read_text() for p in sorted(VEHICLES.glob("*.py"))}
+    for name, (path, item) in EXAMPLE_VEHICLES.items():
+        text = path.read_text()
+        start = text.index('kernel_src = """')
+        end = text.index('"""', start + len('kernel_src = """')) + 3
+        # (" @ " in its prose is the matmul operator, not a seed marker)
+        out[name] = (text[:start] + f'kernel_src = """@seed {item}"""' + text[end:]).replace(" @ ", " x ")
+    return out
 
 
 def verified_projects() -> list[str]:

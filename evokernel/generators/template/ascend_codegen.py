@@ -1906,40 +1906,47 @@ def render_project(op: AscendOp, knobs: dict[str, Any]) -> tuple[dict[str, str],
     else:
         alloc = f"at::Tensor result = at::empty({{{', '.join(str(d) for d in op.out_shape)}}}, {first}.options());"
     params = ", ".join(f"const at::Tensor& {e.name}" for e in op.exts)
-    bind = "\n".join([
+    bind = binding_source(op.kernel_name, op.op_type, params, alloc, args, f"{op.op_class} ({op.family})")
+    model = model_source(op.init_source, op.graph.input_names, op.kernel_name,
+                         ", ".join(e.pyexpr for e in op.exts))
+    parts = {"project_json_src": project_json, "host_tiling_src": tiling, "host_operator_src": host,
+             "kernel_src": kernel, "python_bind_src": bind, "model_src": model}
+    return parts, consts, geo
+
+
+def binding_source(kernel_name: str, op_type: str, params: str, alloc: str, args: str, doc: str) -> str:
+    """python_bind_src: allocate the result, EXEC_NPU_CMD the aclnn op, register it for torch."""
+    return "\n".join([
         "#include <torch/library.h>",
         "#include <torch/csrc/autograd/custom_function.h>",
         '#include "pytorch_npu_helper.hpp"',
         "#include <torch/extension.h>",
         "",
-        f"at::Tensor {op.kernel_name}_impl_npu({params}) {{",
+        f"at::Tensor {kernel_name}_impl_npu({params}) {{",
         f"    {alloc}",
-        f"    EXEC_NPU_CMD(aclnn{op.op_type}, {args}, result);",
+        f"    EXEC_NPU_CMD(aclnn{op_type}, {args}, result);",
         "    return result;",
         "}",
         "",
         "TORCH_LIBRARY_IMPL(myops, PrivateUse1, m) {",
-        f'    m.impl("{op.kernel_name}", &{op.kernel_name}_impl_npu);',
+        f'    m.impl("{kernel_name}", &{kernel_name}_impl_npu);',
         "}",
         "",
         "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {",
-        f'    m.def("{op.kernel_name}", &{op.kernel_name}_impl_npu, "{op.op_class} ({op.family})");',
+        f'    m.def("{kernel_name}", &{kernel_name}_impl_npu, "{doc}");',
         "}"])
-    # ModelNew
-    g = op.graph
-    init = op.init_source or "def __init__(self, *args):\n    super().__init__()"
+
+
+def model_source(init_source: str, input_names: list[str], kernel_name: str, call: str) -> str:
+    """model_src: ModelNew with the reference's __init__ (its parameters), forward calling the operator."""
+    init = init_source or "def __init__(self, *args):\n    super().__init__()"
     init = "\n".join("    " + ln for ln in init.splitlines())
-    fwd_args = ", ".join(g.input_names)
-    call = ", ".join(e.pyexpr for e in op.exts)
     imports = ["import torch", "import torch.nn as nn", "import torch_npu", "import custom_ops_lib"]
     if "math." in init:
         imports.insert(0, "import math")
-    model = "\n".join(imports + ["", "", "class ModelNew(nn.Module):", init, "",
-                                 f"    def forward(self, {fwd_args}):",
-                                 f"        return custom_ops_lib.{op.kernel_name}({call})"])
-    parts = {"project_json_src": project_json, "host_tiling_src": tiling, "host_operator_src": host,
-             "kernel_src": kernel, "python_bind_src": bind, "model_src": model}
-    return parts, consts, geo
+    return "\n".join(imports + ["", "", "class ModelNew(nn.Module):", init, "",
+                                 f"    def forward(self, {', '.join(input_names)}):",
+                                 f"        return custom_ops_lib.{kernel_name}({call})"])
 
 
 PART_ORDER = ("project_json_src", "host_tiling_src", "host_operator_src", "kernel_src", "python_bind_src", "model_src")

@@ -255,35 +255,11 @@ OP_ADD({op.op_type});
     n_expr = f"{b}.size({b_cols})"
     params = ", ".join(f"const at::Tensor& {e.name}" for e in op.exts)
     args = ", ".join(e.name for e in op.exts)
-    bind = "\n".join([
-        "#include <torch/library.h>",
-        "#include <torch/csrc/autograd/custom_function.h>",
-        '#include "pytorch_npu_helper.hpp"',
-        "#include <torch/extension.h>",
-        "",
-        f"at::Tensor {op.kernel_name}_impl_npu({params}) {{",
-        f"    at::Tensor result = at::empty({{{a}.size(0), {n_expr}}}, {a}.options());",
-        f"    EXEC_NPU_CMD(aclnn{op.op_type}, {args}, result);",
-        "    return result;",
-        "}",
-        "",
-        "TORCH_LIBRARY_IMPL(myops, PrivateUse1, m) {",
-        f'    m.impl("{op.kernel_name}", &{op.kernel_name}_impl_npu);',
-        "}",
-        "",
-        "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {",
-        f'    m.def("{op.kernel_name}", &{op.kernel_name}_impl_npu, "matmul on the cube unit");',
-        "}"])
-    g = op.graph
-    init = op.init_source or "def __init__(self, *args):\n    super().__init__()"
-    init = "\n".join("    " + ln for ln in init.splitlines())
-    imports = ["import torch", "import torch.nn as nn", "import torch_npu", "import custom_ops_lib"]
-    if "math." in init:
-        imports.insert(0, "import math")
-    model = "\n".join(imports + ["", "", "class ModelNew(nn.Module):", init, "",
-                                 f"    def forward(self, {', '.join(g.input_names)}):",
-                                 f"        return custom_ops_lib.{op.kernel_name}"
-                                 f"({', '.join(e.pyexpr for e in op.exts)})"])
+    from evokernel.generators.template import ascend_codegen as AC
+
+    alloc = f"at::Tensor result = at::empty({{{a}.size(0), {n_expr}}}, {a}.options());"
+    bind = AC.binding_source(op.kernel_name, op.op_type, params, alloc, args, "matmul on the cube unit")
+    model = AC.model_source(op.init_source, op.graph.input_names, op.kernel_name, ", ".join(e.pyexpr for e in op.exts))
     parts = {"project_json_src": json.dumps(desc, indent=4), "host_tiling_src": tiling, "host_operator_src": host,
              "kernel_src": kernel, "python_bind_src": bind, "model_src": model}
     return parts, None, geo
