@@ -69,6 +69,10 @@ SAMPLES = [
            project="MatmulCustomMultiCore", out_shape="{a.size(0), b.size(1)}",
            note="the high-level Matmul API (IterateAll to GM) with MultiCoreMatmulTiling on the host; a plain "
                 "tiling struct (kernel_tiling.h, GetTilingData<T>, REGISTER_TILING_DEFAULT); MIX: AIC server, AIVs"),
+    Sample("matmul_api_constant_custom", "operator/ascendc/2_features/14_matmul_api_constant",
+           REAL_OPS / "matmul_bias_fp16.py", out_shape="{a.size(0), b.size(1)}",
+           note="a compile-time constant tiling (MatmulShapeParams, GetMMConfig, GetMatmulApiTiling) in the "
+                "Matmul template; the run-time TCubeTiling supplies the rest"),
     Sample("matmul_leakyrelu_custom", "operator/ascendc/0_introduction/12_matmulleakyrelu_frameworklaunch",
            REAL_OPS / "matmul_leakyrelu_fp16.py", out_shape="{a.size(0), b.size(1)}",
            note="Matmul Iterate + GetTensorC to the UB (through the GM workspace) then LeakyRelu on the AIVs; "

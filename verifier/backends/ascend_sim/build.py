@@ -71,6 +71,11 @@ def kernel_cores(kernel_src: str) -> int:
         return 2
     if "KERNEL_TYPE_AIV_ONLY" in kernel_src:
         return 0
+    # the high-level Matmul API makes a MIX kernel (the AIC serves the AIVs' requests) unless the kernel says
+    # it is cube-only, as CANN builds it
+    if (re.search(r"\b(Matmul|MatmulImpl)\s*<", kernel_src) and "ASCENDC_CUBE_ONLY" not in kernel_src
+            and "KERNEL_TYPE_AIC_ONLY" not in kernel_src):
+        return 2
     cube = bool(_CUBE_API.search(kernel_src)) or "KERNEL_TYPE_AIC_ONLY" in kernel_src
     if not cube:
         return 0

@@ -124,6 +124,48 @@ constexpr MatmulConfig CFG_IBSHARE_NORM = {};
 inline constexpr MatmulConfig GetNormalConfig() { return CFG_NORM; }
 inline constexpr MatmulConfig GetMDLConfig() { return CFG_MDL; }
 
+// Constant tiling (CANN's "Matmul API constant" feature): shapes known at compile time.
+enum class MatmulConfigMode : int32_t { CONFIG_NORM = 0, CONFIG_MDL, CONFIG_SPECIALMDL, CONFIG_IBSHARE };
+struct MatmulShapeParams {
+    uint32_t singleCoreM = 0, singleCoreN = 0, singleCoreK = 0, basicM = 0, basicN = 0, basicK = 0;
+};
+namespace evk_mm {
+constexpr void apply(MatmulConfig& c, const MatmulShapeParams& p) {
+    c.singleCoreM = p.singleCoreM;
+    c.singleCoreN = p.singleCoreN;
+    c.singleCoreK = p.singleCoreK;
+    c.basicM = p.basicM;
+    c.basicN = p.basicN;
+    c.basicK = p.basicK;
+}
+template <class T> constexpr void apply(MatmulConfig&, const T&) {}  // the other parameter groups: as NORM
+}  // namespace evk_mm
+template <MatmulConfigMode mode, typename... Args> constexpr MatmulConfig GetMMConfig(Args&&... args) {
+    MatmulConfig c = mode == MatmulConfigMode::CONFIG_MDL ? CFG_MDL : CFG_NORM;
+    (evk_mm::apply(c, args), ...);
+    return c;
+}
+struct MatmulApiStaticTiling {
+    int32_t usedCoreNum = -1, M = -1, N = -1, Ka = -1, Kb = -1, singleCoreM = -1, singleCoreN = -1, singleCoreK = -1;
+    int32_t baseM = -1, baseN = -1, baseK = -1, depthA1 = -1, depthB1 = -1, stepM = -1, stepN = -1, isBias = -1;
+    int32_t transLength = -1, iterateOrder = -1, stepKa = -1, stepKb = -1, dbL0A = -1, dbL0B = -1, dbL0C = -1;
+    MatmulConfig cfg = CFG_NORM;
+};
+// The compile-time part of a tiling: the shapes and base block of the config (the rest comes at run time).
+template <class A_TYPE, class B_TYPE, class C_TYPE, class BIAS_TYPE>
+constexpr MatmulApiStaticTiling GetMatmulApiTiling(const MatmulConfig& mmCFG, int32_t l1Size = 512 * 1024) {
+    (void)l1Size;
+    MatmulApiStaticTiling t;
+    t.cfg = mmCFG;
+    if (mmCFG.singleCoreM) t.singleCoreM = static_cast<int32_t>(mmCFG.singleCoreM);
+    if (mmCFG.singleCoreN) t.singleCoreN = static_cast<int32_t>(mmCFG.singleCoreN);
+    if (mmCFG.singleCoreK) t.singleCoreK = static_cast<int32_t>(mmCFG.singleCoreK);
+    if (mmCFG.basicM) t.baseM = static_cast<int32_t>(mmCFG.basicM);
+    if (mmCFG.basicN) t.baseN = static_cast<int32_t>(mmCFG.basicN);
+    if (mmCFG.basicK) t.baseK = static_cast<int32_t>(mmCFG.basicK);
+    return t;
+}
+
 namespace evk_mm {
 constexpr int REQ_FLAG = 12;    // AIV -> AIC: a request is in the mailbox
 constexpr int REPLY_FLAG = 13;  // AIC -> AIV sub s: REPLY_FLAG + s
@@ -160,7 +202,7 @@ public:
 }  // namespace evk_mm
 
 template <class A_TYPE, class B_TYPE, class C_TYPE, class BIAS_TYPE = MatmulType<TPosition::GM, CubeFormat::ND, float>,
-          const MatmulConfig& MM_CFG = CFG_NORM, class MM_CB = void, class MATMUL_POLICY = void>
+          const auto& MM_CFG = CFG_NORM, class MM_CB = void, class MATMUL_POLICY = void>
 class MatmulImpl : public evk_mm::ClientBase {
 public:
     using SrcT = typename A_TYPE::T;
@@ -179,6 +221,16 @@ public:
     void Init(const TCubeTiling* tiling, TPipe* tpipe = nullptr, EVK_LOC) {
         if (!tiling) ::evk_sim::fatal(EVK_RULE_INVALID_ARGUMENT, loc.file, loc.line, "Matmul Init: no tiling");
         tiling_ = *tiling;
+        // a constant tiling (MatmulApiStaticTiling) fixes the shapes and base block at compile time
+        using CfgT = std::remove_cv_t<std::remove_reference_t<decltype(MM_CFG)>>;
+        if constexpr (std::is_same<CfgT, MatmulApiStaticTiling>::value) {
+            if (MM_CFG.singleCoreM > 0) tiling_.singleCoreM = MM_CFG.singleCoreM;
+            if (MM_CFG.singleCoreN > 0) tiling_.singleCoreN = MM_CFG.singleCoreN;
+            if (MM_CFG.singleCoreK > 0) tiling_.singleCoreK = MM_CFG.singleCoreK;
+            if (MM_CFG.baseM > 0) tiling_.baseM = MM_CFG.baseM;
+            if (MM_CFG.baseN > 0) tiling_.baseN = MM_CFG.baseN;
+            if (MM_CFG.baseK > 0) tiling_.baseK = MM_CFG.baseK;
+        }
         pipe_ = tpipe ? tpipe : GetTPipePtr();
         org_m_ = tiling_.M;
         org_n_ = tiling_.N;
@@ -661,7 +713,7 @@ private:
 };
 
 template <class A_TYPE, class B_TYPE, class C_TYPE, class BIAS_TYPE = MatmulType<TPosition::GM, CubeFormat::ND, float>,
-          const MatmulConfig& MM_CFG = CFG_NORM, class MM_CB = void, class MATMUL_POLICY = void>
+          const auto& MM_CFG = CFG_NORM, class MM_CB = void, class MATMUL_POLICY = void>
 using Matmul = MatmulImpl<A_TYPE, B_TYPE, C_TYPE, BIAS_TYPE, MM_CFG, MM_CB, MATMUL_POLICY>;
 
 namespace evk_mm {
