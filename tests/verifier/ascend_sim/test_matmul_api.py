@@ -55,7 +55,7 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context) {
     if (t.GetTiling(tiling.cubeTilingData) == -1) return ge::GRAPH_FAILED;
     @POST@
     tiling.set_trans(transB ? 1 : 0);
-    context->SetBlockDim((tiling.cubeTilingData.usedCoreNum + 1) / 2);
+    context->SetBlockDim(@BLOCK_DIM@);
     tiling.SaveToBuffer(context->GetRawTilingData()->GetData(), context->GetRawTilingData()->GetCapacity());
     context->GetRawTilingData()->SetDataSize(tiling.GetDataSize());
     size_t* ws = context->GetWorkspaceSizes(1);
@@ -80,7 +80,7 @@ OP_ADD(MmCustom);
 
 # The kernel as CANN's multi-core matmul sample writes it (per-core offsets from the tiling, SetTail for the
 # edge cores), with the C write chosen by MODE: 0 IterateAll, 1 Iterate + GetTensorC to GM in place.
-KERNEL = """
+KERNEL = """@CUBE_ONLY@
 #include "kernel_operator.h"
 #include "lib/matmul_intf.h"
 using namespace matmul;
@@ -149,6 +149,7 @@ public:
 };
 extern "C" __global__ __aicore__ void mm_custom(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c, GM_ADDR workspace,
                                                 GM_ADDR tiling) {
+    @KERNEL_TYPE@
     GET_TILING_DATA(tilingData, tiling);
     MmKernel<DTYPE_A, DTYPE_C> k;
     AscendC::TPipe pipe;
@@ -177,15 +178,19 @@ def bf16_value(bits: np.ndarray) -> np.ndarray:
 
 
 def build(sim, tmp_path_factory, dtype="float16", *, trans_b=False, bias=True, dim=8, extra="", post="", mode=0,
-          c_type="float",
+          c_type="float", cube_only=False,
           set_a="mm.SetTensorA(aGlobal);", regist="REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), k.mm, "
           "&tilingData.cubeTilingData);", tag=""):
     host = (HOST.replace("@TRANS_B@", "true" if trans_b else "false").replace("@DIM@", str(dim))
             .replace("@EXTRA@", extra).replace("@POST@", post).replace("@BIAS@", "true" if bias else "false")
             .replace("@C_LIST@", "ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT" if c_type == "float"
-                     else "ge::DT_FLOAT16, ge::DT_BF16, ge::DT_FLOAT"))
+                     else "ge::DT_FLOAT16, ge::DT_BF16, ge::DT_FLOAT")
+            .replace("@BLOCK_DIM@", "tiling.cubeTilingData.usedCoreNum" if cube_only
+                     else "(tiling.cubeTilingData.usedCoreNum + 1) / 2"))
     kernel = (KERNEL.replace("@MODE@", str(mode)).replace("@SET_A@", set_a).replace("@REGIST@", regist)
-              .replace("@SET_BIAS@", "mm.SetBias(biasGlobal);" if bias else ""))
+              .replace("@SET_BIAS@", "mm.SetBias(biasGlobal);" if bias else "")
+              .replace("@CUBE_ONLY@", "#define ASCENDC_CUBE_ONLY" if cube_only else "")
+              .replace("@KERNEL_TYPE@", "KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);" if cube_only else ""))
     d = tmp_path_factory.mktemp(f"mm-{dtype}{tag}")
     t = C_TYPES[dtype]
     exe = sim.op_project(d, op="MmCustom", kernel_name="mm_custom", kernel_src=kernel, host_src=host,
@@ -275,6 +280,17 @@ def test_c_in_half_and_bfloat16_is_rounded_by_the_fixpipe(sim, tmp_path_factory,
     want = ref.astype(np.float16).astype(np.float64) if dtype == "float16" else bf16_value(bf16_bits(ref)).astype(np.float64)
     tol = 2e-3 if dtype == "float16" else 1.6e-2
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+def test_a_cube_only_kernel_computes_on_each_cube_core(sim, tmp_path_factory):
+    # ASCENDC_CUBE_ONLY + KERNEL_TYPE_AIC_ONLY: no AIV, no server; each block's cube core runs its own Matmul
+    built = build(sim, tmp_path_factory, "float16", dim=6, cube_only=True, tag="-cube")
+    res, ref = run(sim, built, "float16", 160, 144, 64, seed=8)
+    assert res.rc == 0 and res.rules("error") == set(), (res.stderr[-2000:], res.violations)
+    np.testing.assert_allclose(res.outputs["c"], ref, rtol=2e-3, atol=2e-3)
+    blocks = res.report["blocks"]
+    assert blocks and all(blk["kernel_type"] == "aic" and "ai_core" not in blk for blk in blocks)
+    assert sum(blk["counters"]["cube"]["mmad_calls"] > 0 for blk in blocks) == len(blocks)
 
 
 def test_n_first_traversal_with_get_tensor_c_in_place(sim, tmp_path_factory):

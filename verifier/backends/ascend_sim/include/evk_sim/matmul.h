@@ -32,10 +32,12 @@
 
 // A kernel with the Matmul API is a MIX kernel (the AIC serves, the AIVs compute the rest), as CANN builds
 // it unless ASCENDC_CUBE_ONLY is defined; a build that decided otherwise (EVK_SIM_MIX, build.py) is followed.
-#if defined(EVK_SIM_MIX)
-#define EVK_MM_MIX (EVK_SIM_MIX > 0)
-#elif defined(ASCENDC_CUBE_ONLY)
+// ASCENDC_CUBE_ONLY: the Matmul runs on the cube core that calls it, even in a MIX kernel (CANN's "bare mix":
+// the kernel's own AIC code drives it and hands results to its AIVs itself).
+#if defined(ASCENDC_CUBE_ONLY)
 #define EVK_MM_MIX 0
+#elif defined(EVK_SIM_MIX)
+#define EVK_MM_MIX (EVK_SIM_MIX > 0)
 #else
 #define EVK_MM_MIX 1
 namespace evk_sim {
