@@ -96,3 +96,25 @@ def test_a_folder_without_a_project_and_the_cli(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "evokernel", "ascend", "import", str(tmp_path / "nothing")],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "not a directory" in bad.stderr
+
+
+def test_an_op_project_below_its_json_with_the_tiling_in_op_kernel(tmp_path):
+    # Ascend's 10_matmul_frameworklaunch keeps two op projects beside one json, the multi-core one with its
+    # tiling struct in op_kernel/ (included from op_host/ as ../op_kernel/<op>_tiling.h)
+    root, strings = project(tmp_path)
+    op_dir = root / "AddCustom"
+    tiling = (op_dir / "op_host" / "add_custom_tiling.h").read_text()
+    (op_dir / "op_host" / "add_custom_tiling.h").unlink()
+    (op_dir / "op_kernel" / "add_custom_tiling.h").write_text(tiling)
+    p = find_project(op_dir)  # the folder of the op itself: its json is one level up
+    assert p.op == "AddCustom" and p.files["host_tiling_src"] == op_dir / "op_kernel" / "add_custom_tiling.h"
+    assert p.files["project_json_src"] == root / "AddCustom.json"
+
+
+def test_out_shape_sizes_the_generated_binding(tmp_path):
+    root, _ = project(tmp_path)
+    _, text = import_project(root, out_shape="{x.size(0), y.size(1)}")
+    bind = read_strings(text)["python_bind_src"]
+    assert "at::empty({x.size(0), y.size(1)}, x.options())" in bind
+    _, plain = import_project(root)
+    assert "at::empty_like(x)" in read_strings(plain)["python_bind_src"]
