@@ -47,3 +47,17 @@ def test_inline_sources_may_use_torch_but_not_bypass_dispatch():
     assert check_native(inline, "inline") == []
     bypass = inline + "\nauto y = at::native::relu(x);"
     assert "cpp-dispatch-bypass" in {f.rule for f in check_native(bypass, "inline")}
+
+
+@pytest.mark.parametrize("include,ok", [
+    ('#include "kernel_tiling/kernel_tiling.h"', True),
+    ('#include "lib/matmul_intf.h"', True),
+    ('#include "../op_kernel/matmul_custom_tiling.h"', True),
+    ('#include "matmul_custom_tiling.h"', True),
+    ('#include "../op_kernel/evil.h"', False),
+    ('#include "../../secret_tiling.h"', False),
+    ('#include "kernel_tiling/other.h"', False),
+])
+def test_ascend_includes_the_cann_tiling_headers_and_the_ops_own_only(include, ok):
+    found = {f.rule for f in check_native(include + "\n", kind="ascend")}
+    assert ("ascend-include" not in found) == ok, found
