@@ -178,19 +178,22 @@ def bf16_value(bits: np.ndarray) -> np.ndarray:
 
 
 def build(sim, tmp_path_factory, dtype="float16", *, trans_b=False, bias=True, dim=8, extra="", post="", mode=0,
-          c_type="float", cube_only=False,
+          c_type="float", cube_only=False, ratio1=False,
           set_a="mm.SetTensorA(aGlobal);", regist="REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), k.mm, "
           "&tilingData.cubeTilingData);", tag=""):
     host = (HOST.replace("@TRANS_B@", "true" if trans_b else "false").replace("@DIM@", str(dim))
             .replace("@EXTRA@", extra).replace("@POST@", post).replace("@BIAS@", "true" if bias else "false")
             .replace("@C_LIST@", "ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT" if c_type == "float"
                      else "ge::DT_FLOAT16, ge::DT_BF16, ge::DT_FLOAT")
-            .replace("@BLOCK_DIM@", "tiling.cubeTilingData.usedCoreNum" if cube_only
+            .replace("@BLOCK_DIM@", "tiling.cubeTilingData.usedCoreNum" if cube_only or ratio1
                      else "(tiling.cubeTilingData.usedCoreNum + 1) / 2"))
     kernel = (KERNEL.replace("@MODE@", str(mode)).replace("@SET_A@", set_a).replace("@REGIST@", regist)
               .replace("@SET_BIAS@", "mm.SetBias(biasGlobal);" if bias else "")
-              .replace("@CUBE_ONLY@", "#define ASCENDC_CUBE_ONLY" if cube_only else "")
-              .replace("@KERNEL_TYPE@", "KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);" if cube_only else ""))
+              .replace("@CUBE_ONLY@", "#define ASCENDC_CUBE_ONLY" if cube_only else
+                       "#define EVK_SIM_MIX 1  // what the ascend-sim build defines for KERNEL_TYPE_MIX_AIC_1_1"
+                       if ratio1 else "")
+              .replace("@KERNEL_TYPE@", "KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);" if cube_only else
+                       "KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_1);" if ratio1 else ""))
     d = tmp_path_factory.mktemp(f"mm-{dtype}{tag}")
     t = C_TYPES[dtype]
     exe = sim.op_project(d, op="MmCustom", kernel_name="mm_custom", kernel_src=kernel, host_src=host,
@@ -291,6 +294,18 @@ def test_a_cube_only_kernel_computes_on_each_cube_core(sim, tmp_path_factory):
     blocks = res.report["blocks"]
     assert blocks and all(blk["kernel_type"] == "aic" and "ai_core" not in blk for blk in blocks)
     assert sum(blk["counters"]["cube"]["mmad_calls"] > 0 for blk in blocks) == len(blocks)
+
+
+def test_a_one_to_one_mix_kernel_serves_its_single_vector_core(sim, tmp_path_factory):
+    built = build(sim, tmp_path_factory, "float16", dim=3, ratio1=True, tag="-r1")
+    exe, d = built
+    a, b, bv, ref = inputs("float16", 96, 80, 48, False, seed=12)
+    res = sim.run_op(exe, d, "MmCustom", [("a", a), ("b", b), ("bias", bv)], [("c", (96, 80), np.float32)],
+                     options={"mix": 1})
+    assert res.rc == 0 and res.rules("error") == set(), (res.stderr[-2000:], res.violations)
+    np.testing.assert_allclose(res.outputs["c"], ref + bv, rtol=2e-3, atol=2e-3)
+    cores = [blk["core"] for blk in res.report["blocks"]]
+    assert cores.count("aic") == cores.count("aiv") == 3
 
 
 def test_n_first_traversal_with_get_tensor_c_in_place(sim, tmp_path_factory):

@@ -36,10 +36,13 @@
 // the kernel's own AIC code drives it and hands results to its AIVs itself).
 #if defined(ASCENDC_CUBE_ONLY)
 #define EVK_MM_MIX 0
+#define EVK_MM_RATIO 2
 #elif defined(EVK_SIM_MIX)
 #define EVK_MM_MIX (EVK_SIM_MIX > 0)
+#define EVK_MM_RATIO (EVK_SIM_MIX > 0 ? EVK_SIM_MIX : 2)
 #else
 #define EVK_MM_MIX 1
+#define EVK_MM_RATIO 2
 namespace evk_sim {
 static const int evk_matmul_mix_registration_ = (set_mix_ratio(2), 0);
 }
@@ -405,7 +408,7 @@ public:
     }
     // The AIC's service loop: one request at a time from its AIVs, until all clients said QUIT.
     static void evk_serve(evk_mm::ClientBase** objs, int nobj, ::evk_sim::SrcLoc loc) {
-        const int ratio = 2;
+        const int ratio = EVK_MM_RATIO;  // AIVs per AI core, each with its clients
         int quits = 0;
         const int core = evk_mm::aicore_of_caller();
         while (quits < ratio * nobj) {
@@ -506,10 +509,9 @@ private:
     }
     void post(const evk_mm::Msg& m) {
         evk_mm::mailbox(evk_mm::aicore_of_caller()).push_back(m);
-        // mode 2 from an AIV reaches the AIC once the AIVs of the core have set it twice in all; setting it
-        // twice here (no other core runs in between) notifies the AIC of this one request
-        CrossCoreSetFlag<2, PIPE_S>(evk_mm::REQ_FLAG, m.loc);
-        CrossCoreSetFlag<2, PIPE_S>(evk_mm::REQ_FLAG, m.loc);
+        // mode 2 from an AIV reaches the AIC once the AIVs of the core have set it `ratio` times in all;
+        // setting it that often here (no other core runs in between) notifies the AIC of this one request
+        for (int i = 0; i < EVK_MM_RATIO; ++i) CrossCoreSetFlag<2, PIPE_S>(evk_mm::REQ_FLAG, m.loc);
     }
 
     // ---- the cube side ----
