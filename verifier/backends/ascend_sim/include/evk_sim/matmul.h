@@ -18,7 +18,8 @@
 // limits, the checks and the cube pipes' latency are the emulator's own.
 // Not emulated (a clear error instead): A/B/C in L1/UB/NZ formats, float B without transpose (CANN transposes
 // 32-bit B blocks with LoadDataWithTranspose, which the emulator's cube unit does not have), float A with
-// transpose, int8, batch matmul, atomic accumulation into C, split K across cores, async (sync=false) calls.
+// transpose, int8, batch matmul, atomic accumulation into C, split K across cores, REGIST_MATMUL_OBJ without a
+// tiling. Asynchronous calls (sync=false) run synchronously; MDL/IBShare configs compute as NORM.
 #ifndef EVK_SIM_MATMUL_H
 #define EVK_SIM_MATMUL_H
 
