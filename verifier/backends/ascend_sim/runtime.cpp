@@ -2853,6 +2853,20 @@ void run_fiber(Sched& s, int bi) {
 }  // namespace
 
 int64_t sub_block_num() { return g_sched && g_sched->ratio && g_blk.role == 0 ? g_sched->ratio : 1; }
+// The launch's workspace argument (kernel-visible address and size): what CANN's framework hands the
+// high-level APIs as their system workspace (GetSysWorkSpacePtr).
+uint8_t* sys_workspace() {
+    if (!g_run) return nullptr;
+    for (const Alloc& a : g_run->allocs)
+        if (a.kind == AK_WORKSPACE && a.n) return a.base;
+    return nullptr;
+}
+uint64_t sys_workspace_bytes() {
+    if (!g_run) return 0;
+    for (const Alloc& a : g_run->allocs)
+        if (a.kind == AK_WORKSPACE) return a.n;
+    return 0;
+}
 void set_mix_ratio(int ratio) { g_mix_ratio = ratio; }  // -1: every block is a cube core
 namespace {
 // Parks the current fiber (its state moved aside) and returns when the scheduler resumes it.
