@@ -672,7 +672,6 @@ uint32_t g_ub_size = 196608;
 // the arena: each memory's base offset and size (set per run from the UB size and the hw model)
 uint32_t g_mem_base[MEM_COUNT] = {};
 uint32_t g_mem_size[MEM_COUNT] = {};
-uint32_t g_local_size = 196608;
 
 uint32_t mem_base(int mem) { return mem >= 0 && mem < MEM_COUNT ? g_mem_base[mem] : 0; }
 const char* mem_name(int mem) {
@@ -699,7 +698,6 @@ void layout_memories(uint32_t ub_size) {
         g_mem_size[m] = static_cast<uint32_t>(sizes[m]);
         at = (at + g_mem_size[m] + 1023) & ~1023ull;
     }
-    g_local_size = static_cast<uint32_t>(at);
 }
 }  // namespace
 
@@ -1187,6 +1185,23 @@ void pipe_reset(int pipe, const char* file, int line) {
     if (pipe >= 0 && pipe < static_cast<int>(g_blk.pipes.size())) g_blk.pipes[pipe].alive = true;
 }
 
+namespace {
+// Extends the block's arena (data, written-bitmap, per-32-byte sync and schedule state) to hold `bytes`: a
+// vector kernel never pays for the cube core's 770 KiB of buffers.
+void grow_arena(uint64_t bytes) {
+    Block& b = g_blk;
+    if (bytes + 64 <= b.ub.size()) return;
+    b.ub.resize(bytes + 64, 0xFF);
+    b.init.resize(bytes + 64, 0);
+    b.wpipe.resize(bytes / 32 + 2, static_cast<uint8_t>(PID_NONE));
+    b.wseq.resize(bytes / 32 + 2, 0);
+    b.tm.w_end.resize(bytes / 32 + 2, 0.0);
+    b.tm.r_end.resize(bytes / 32 + 2, 0.0);
+    g_ub = b.ub.data();
+    g_ub_init = b.init.data();
+}
+}  // namespace
+
 int que_init(int pipe, int pos_src, int pos_dst, int depth, int num, uint64_t len, bool is_tbuf, const char* file,
              int line) {
     if (pipe < 0 || pipe >= static_cast<int>(g_blk.pipes.size()) || !g_blk.pipes[pipe].alive)
@@ -1234,6 +1249,7 @@ int que_init(int pipe, int pos_src, int pos_dst, int depth, int num, uint64_t le
               static_cast<unsigned long long>(gran), cap - used, cap, mem_name(mem),
               have.empty() ? "nothing" : have.c_str());
     }
+    grow_arena(static_cast<uint64_t>(g_mem_base[mem]) + g_mem_size[mem]);
     Queue q;
     q.pipe = pipe;
     q.pos_src = pos_src;
@@ -2542,7 +2558,7 @@ constexpr size_t kMaxArgs = 32;
 void reset_block(int idx) {
     Block& b = g_blk;
     b.idx = idx;
-    size_t ub = g_local_size;  // the whole arena: UB, L1, L0A, L0B, L0C, BT
+    size_t ub = g_ub_size;  // the UB part of the arena; the cube buffers are added when first initialised
     b.ub.assign(ub + 64, 0xFF);  // poison: NaN for float/half
     b.init.assign(ub + 64, 0);
     b.wpipe.assign(ub / 32 + 2, static_cast<uint8_t>(PID_NONE));
