@@ -35,4 +35,4 @@ def test_a_published_kernel_launch_sample_runs_unchanged_and_matches_numpy(workd
     if name.startswith("mmad"):
         assert blocks[0]["kernel_type"] == "aic" and blocks[0]["counters"]["cube"]["mmad_calls"] == 1
     if name in ("reduce_min", "abs_duplicate"):
-        assert all(b["counters"]["sync"]["pipe_barrier"] >= 1 for b in blocks)  # each block met the barrier
+        assert all(b["counters"]["sync"]["sync_all"] == 1 for b in blocks)  # each block met the barrier once

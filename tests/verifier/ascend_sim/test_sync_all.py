@@ -34,6 +34,7 @@ def test_every_block_sees_every_other_blocks_phase_one(sim, prog, case):
     assert res.rules("error") == set(), res.violations
     np.testing.assert_array_equal(res.outputs[0], np.full(n, n * (n + 1) / 2, np.float32))
     assert all(b["status"] == "ok" for b in res.report["blocks"])
+    assert {b["counters"]["sync"]["sync_all"] for b in res.report["blocks"]} == {2 if case == "sync_twice" else 1}
 
 
 def test_blocks_resume_at_the_slowest_arrival(sim, prog):

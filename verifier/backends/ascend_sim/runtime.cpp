@@ -245,7 +245,7 @@ struct Counters {
     uint64_t ubcopy_bytes = 0, ubcopy_calls = 0;
     uint64_t scalar[SC_COUNT] = {0, 0, 0, 0};
     uint64_t scalar_gm_bytes[2] = {0, 0};  // bytes read / written by GlobalTensor GetValue / SetValue
-    uint64_t barriers = 0, set_flags = 0, wait_flags = 0;
+    uint64_t barriers = 0, set_flags = 0, wait_flags = 0, sync_alls = 0;
     uint64_t allocs = 0, enques = 0, deques = 0, frees = 0;
     uint64_t instructions = 0;
     // cube core: Mmad calls and multiply-accumulates by input kind (half, bfloat16, float, int8), L1->L0/BT
@@ -2234,7 +2234,8 @@ void counters_json(Json& j, const Counters& c) {
     j.key("sync"); j.s += "{";
     j.key("pipe_barrier"); j.num(c.barriers); j.s += ",";
     j.key("set_flag"); j.num(c.set_flags); j.s += ",";
-    j.key("wait_flag"); j.num(c.wait_flags); j.s += "},";
+    j.key("wait_flag"); j.num(c.wait_flags); j.s += ",";
+    j.key("sync_all"); j.num(c.sync_alls); j.s += "},";
     j.key("queue"); j.s += "{";
     j.key("alloc"); j.num(c.allocs); j.s += ",";
     j.key("enque"); j.num(c.enques); j.s += ",";
@@ -2271,7 +2272,7 @@ void add_counters(Counters& t, const Counters& c) {
     t.ubcopy_bytes += c.ubcopy_bytes; t.ubcopy_calls += c.ubcopy_calls;
     for (int k = 0; k < SC_COUNT; ++k) t.scalar[k] += c.scalar[k];
     t.scalar_gm_bytes[0] += c.scalar_gm_bytes[0]; t.scalar_gm_bytes[1] += c.scalar_gm_bytes[1];
-    t.barriers += c.barriers; t.set_flags += c.set_flags; t.wait_flags += c.wait_flags;
+    t.barriers += c.barriers; t.set_flags += c.set_flags; t.wait_flags += c.wait_flags; t.sync_alls += c.sync_alls;
     t.allocs += c.allocs; t.enques += c.enques; t.deques += c.deques; t.frees += c.frees;
     t.instructions += c.instructions;
     t.mmad_calls += c.mmad_calls;
@@ -2904,7 +2905,7 @@ double drained(const Timing& t) {
 void sync_all(int participants, bool aiv_only, const char* file, int line) {
     note_loc(file, line);
     tm_api_call();
-    ++g_blk.c.barriers;
+    ++g_blk.c.sync_alls;
     if (!g_sched || g_sched->cur < 0)
         fatal(EVK_RULE_UNSUPPORTED_API, file, line, "SyncAll outside a kernel launch");
     Sched& s = *g_sched;
