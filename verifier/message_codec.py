@@ -236,7 +236,7 @@ _OK_FIELDS = {
             "ops": Map(Int(), 4096), "violations": Map(Int(), 4096), "inputs_after": List(META, 256)},
     "record_ops": {"ops": List(Json(), 100_000)},
     "bandwidth": {"seconds": List(Num(), 64)},
-    "truth": {"outputs": List(META, 256)},
+    "truth": {"outputs": List(META, 256), "scale": Num()},
 }
 _OK_REQUIRED = {"run": ("outputs", "native_calls"), "truth": ("outputs",), "make_inputs": (), "record_ops": ("ops",),
                 "bandwidth": ("seconds",), "init": ()}

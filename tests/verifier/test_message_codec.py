@@ -99,6 +99,7 @@ def test_deep_nesting_through_a_pipe_is_a_protocol_error():
     ("run", {"ok": "yes"}, "ok"),
     ("make_inputs", {"ok": True}, "neither"),
     ("bandwidth", {"ok": True, "seconds": [1e400]}, "malformed|finite"),
+    ("truth", {"ok": True, "outputs": [], "scale": "large"}, "scale"),
     ("init", {"ok": True, "init_args": {"a": 1}}, "init_args"),
     ("hello", {"op": "hi", "pid": 3}, "op"),
     ("mystery", {"ok": True}, "unknown request"),

@@ -4,7 +4,10 @@
   (allocation, views, copies) as violations -- a tripwire behind the glue allow-list and the binary judge,
   which already make PyTorch compute impossible in a candidate's process;
 * `ShapeRecorder` (the trusted reference): each operator with its tensors' shapes and dtypes, from which
-  the ascend-sim latency model estimates the eager reference on an NPU.
+  the ascend-sim latency model estimates the eager reference on an NPU;
+* `ScaleRecorder` (the trusted reference's float64 run): the largest root-mean-square of any floating tensor
+  the forward computes -- the magnitude float rounding acts on, from which the correctness gate derives the
+  noise floor of an output whose exact value cancels to (near) zero.
 
 Nothing here is trusted by the parent: it runs in the candidate's process.
 """
@@ -74,4 +77,26 @@ class ShapeRecorder(TorchDispatchMode):
         if len(self.records) < self.MAX_RECORDS:
             ins = self._describe(list(args) + list((kwargs or {}).values()))
             self.records.append({"op": str(func), "inputs": ins, "outputs": self._describe(out)})
+        return out
+
+
+class ScaleRecorder(TorchDispatchMode):
+    """The largest root-mean-square over the floating tensors each operator returns (the working scale)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scale = 0.0
+
+    def note(self, value: Any) -> None:
+        for v in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(v, (list, tuple)):
+                self.note(v)
+            elif isinstance(v, torch.Tensor) and v.is_floating_point() and v.numel() > 0:
+                rms = float(v.detach().double().square().mean().sqrt())
+                if rms == rms and rms != float("inf"):  # a NaN/Inf intermediate says nothing about rounding
+                    self.scale = max(self.scale, rms)
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        self.note(out)
         return out

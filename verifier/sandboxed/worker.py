@@ -24,7 +24,7 @@ import evokernel.cpu as native
 from evokernel.verifier import message_codec as protocol
 from evokernel.verifier.message_codec import MAX_TEXT, TensorMeta, align
 from evokernel.verifier.sandboxed.trial_inputs import PERTURBATIONS
-from evokernel.verifier.sandboxed.op_recorder import OpRecorder
+from evokernel.verifier.sandboxed.op_recorder import OpRecorder, ScaleRecorder
 
 _DTYPE_BY_NAME = {name: getattr(torch, name) for name in protocol.DTYPES}
 _NAME_BY_DTYPE = {v: k for k, v in _DTYPE_BY_NAME.items()}
@@ -283,10 +283,12 @@ class Worker:
 
             self.model64 = copy.deepcopy(self.model).double()
         inputs = [x.double() if x.is_floating_point() else x for x in self.inputs]
-        with torch.no_grad():
+        scale = ScaleRecorder()
+        scale.note(inputs)
+        with torch.no_grad(), scale:
             out = self.model64(*inputs)
         outs = [o.double() if o.is_floating_point() else o for o in (out if isinstance(out, (list, tuple)) else [out])]
-        return {"ok": True, "outputs": self._write(outs, int(msg.get("out_offset", 0)))}
+        return {"ok": True, "outputs": self._write(outs, int(msg.get("out_offset", 0))), "scale": scale.scale}
 
     def bandwidth(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Reference only: seconds of copying ``nbytes`` (source written right before each copy, as a

@@ -93,16 +93,19 @@ class Reference:
                             f"{reply.get('detail', '')}")
         raise TaskError(f"{self.task.path}: the reference output does not fit in memory")
 
-    def truth(self, seed: int, perturb: str) -> list["torch.Tensor"]:
+    def truth(self, seed: int, perturb: str) -> list["Exact"]:
         """The reference's outputs in float64 for the inputs of ``(seed, perturb)`` (drawn again): the exact
-        answer a reduction's float32 result is weighed against when the tight rule fails."""
+        answer a reduction's float32 result is weighed against when the tight rule fails, each with the
+        forward's working scale (the largest RMS of its intermediate tensors)."""
         from evokernel.verifier.trusted import regions
+        from evokernel.verifier.trusted.correctness import Exact
 
         self.make_inputs(seed, perturb)
         self.handle.ensure_capacity(self.input_bytes + 2 * max(self.output_bytes, 1 << 12) + (1 << 20))
         reply = self.call({"op": "truth", "out_offset": self.input_bytes})
         metas = [TensorMeta.from_json(m, self.handle.capacity) for m in reply["outputs"]]
-        return [regions.tensor(self.handle, m) for m in metas]
+        scale = max(0.0, float(reply.get("scale", 0.0)))
+        return [Exact(regions.tensor(self.handle, m), scale) for m in metas]
 
     def recorded_ops(self) -> list[dict[str, Any]]:
         """The ATen operators one eager forward runs (the ascend-sim latency model's eager side)."""

@@ -35,7 +35,7 @@ class Truth:
     """The reference's float64 outputs for one set of inputs, computed once and only if a reduction's tight
     comparison fails (see `correctness`)."""
 
-    def __init__(self, compute: Callable[[], list[torch.Tensor]] | None):
+    def __init__(self, compute: Callable[[], list[correctness.Exact]] | None):
         self.compute, self.value = compute, None
 
     def of(self, k: int) -> Callable[[], torch.Tensor] | None:
@@ -55,7 +55,7 @@ def reductions(expected: list[torch.Tensor], inputs_numel: int) -> list[bool]:
 
 
 def compare_outputs(label: str, got: list[torch.Tensor], expected: list[torch.Tensor], inputs: list[torch.Tensor],
-                    tol: float, truth: Callable[[], list[torch.Tensor]] | None = None) -> None:
+                    tol: float, truth: Callable[[], list[correctness.Exact]] | None = None) -> None:
     """Each output against the reference's, at the configured tolerance (correctness gate); reductions under
     the tight rule, with the float64 answer from ``truth`` as the second opinion."""
     exact = Truth(truth)
@@ -175,7 +175,7 @@ class WorkerJudge:
 
     def check_trial(self, in_metas: list[TensorMeta], inputs: list[torch.Tensor], expected: list[torch.Tensor],
                     label: str, late_check: bool, timeout: float,
-                    truth: Callable[[], list[torch.Tensor]] | None = None) -> None:
+                    truth: Callable[[], list[correctness.Exact]] | None = None) -> None:
         v, cand, ref = self.v, self.cand, self.ref
         out_offset = ref.input_bytes
         regions.copy_prefix(ref.handle, cand, out_offset,

@@ -110,7 +110,7 @@ def test_large_tensors_are_scanned_in_chunks():
 
 
 # --- reductions: tight enough to catch sampling, loose enough for float accumulation (issue 13, class 5) ---
-from evokernel.verifier.trusted.correctness import FP_NOISE, RTOL_REDUCTION, is_reduction  # noqa: E402
+from evokernel.verifier.trusted.correctness import FP_NOISE, Exact, RTOL_REDUCTION, is_reduction  # noqa: E402
 
 
 def _mse(pred, target):
@@ -207,3 +207,51 @@ def test_heavy_trial_inputs_have_dominant_rows_and_elements():
     spikes = ((ratio > 90) & (ratio.median(dim=1, keepdim=True).values < 8)).sum().item()
     assert 100 <= spikes <= 260  # ~0.1% of the elements scaled by 100-1000 (a few land on scaled rows)
     assert torch.equal(PERTURBATIONS["heavy"](torch.zeros(3)), torch.zeros(3))
+
+
+def _group_norm_mean(x: torch.Tensor, groups: int, plain: bool = False, drop: int = 0) -> torch.Tensor:
+    """KernelBench level2 23's tail: GroupNorm, then the mean over everything but the batch. ``plain``: the way
+    the template's kernel computes it (float32 running sums, normalisation folded into ``x * scale + shift``);
+    ``drop``: statistics without the last ``drop`` elements of each group (an estimate, not the operator)."""
+    if not plain:
+        return torch.nn.functional.group_norm(x, groups).mean(dim=(1, 2, 3, 4))
+    b = x.shape[0]
+    g = x.reshape(b, groups, -1)
+    sub = g[:, :, : g.shape[-1] - drop]
+    n = sub.shape[-1]
+    mean = sub.cumsum(-1)[..., -1] / n  # sequential float32 accumulation
+    var = ((sub - mean[..., None]) ** 2).cumsum(-1)[..., -1] / n
+    scale = 1 / torch.sqrt(var + 1e-5)
+    y = g * scale[..., None] + (-mean * scale)[..., None]
+    return (y.reshape(b, -1).double().sum(-1) / y[0].numel()).float()
+
+
+def test_an_output_at_float32_noise_gets_the_working_scale_floor():
+    # KernelBench level2 23 (shifted trial inputs): the exact answer is ~1e-9; float32 PyTorch is one draw of
+    # rounding noise, and an honest plainer order of operations can land 9 times farther on this draw
+    from evokernel.verifier.sandboxed.op_recorder import ScaleRecorder
+
+    g = torch.Generator().manual_seed(6)
+    x = torch.randn(2, 8, 4, 6, 6, generator=g) + 3
+    ref = _group_norm_mean(x, 4)
+    rec = ScaleRecorder()
+    rec.note(x.double())
+    with rec:
+        exact_t = torch.nn.functional.group_norm(x.double(), 4).mean(dim=(1, 2, 3, 4))
+    assert 3 < rec.scale < 3.3  # the input's RMS, ~sqrt(1 + 3^2): the largest tensor the forward touches
+    exact = Exact(exact_t, rec.scale)
+    plain = _group_norm_mean(x, 4, plain=True)
+    e_ref, e_plain = float((ref.double() - exact_t).norm()), float((plain.double() - exact_t).norm())
+    assert e_plain > FP_NOISE * e_ref  # the old rule (FP_NOISE x PyTorch's draw) refused it
+    assert not compare(plain, ref, [], 1e-2, reduction=True, truth=lambda: exact_t).ok
+    cmp = compare(plain, ref, [], 1e-2, reduction=True, truth=lambda: exact)
+    assert cmp.ok and "float64" in cmp.message
+    # statistics that skip one element of each group's 576: within atol, far outside rounding noise
+    skipped = _group_norm_mean(x, 4, plain=True, drop=1)
+    cmp = compare(skipped, ref, [], 1e-2, reduction=True, truth=lambda: exact)
+    assert not cmp.ok and "float64" in cmp.message
+    # a small but well conditioned output (float32 PyTorch within the bound) gets no floor: 10% off is refused
+    small = x.mean(dim=(1, 2, 3, 4)) * 1e-9
+    exact_small = Exact(x.double().mean(dim=(1, 2, 3, 4)) * 1e-9, rec.scale)
+    assert not compare(small * 1.1, small, [], 1e-2, reduction=True, truth=lambda: exact_small).ok
+    assert compare(small, small, [], 1e-2, reduction=True, truth=lambda: exact_small).ok
