@@ -5,7 +5,6 @@ killed run continue with ``--resume`` without redoing finished attempts.
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import sqlite3
 import sys
@@ -168,7 +167,7 @@ def run(
             raise typer.Exit(2)
         task_ids = [resources.task_id(t) for t in tasks]
         inputs = {"tasks": list(dict.fromkeys(targets)), "overrides": overrides, "fit": fit, "limit": limit}
-        RunDir(run_dir, run_id=run_id, settings={"context": dataclasses.asdict(ctx), "tasks": task_ids,
+        RunDir(run_dir, run_id=run_id, settings={"context": ctx.settings(), "tasks": task_ids,
                                                  "inputs": inputs,
                                                  "task_fit": {tid: t.fit for tid, t in zip(task_ids, tasks)},
                                                  "categories": {tid: t.category for tid, t in zip(task_ids, tasks)}})

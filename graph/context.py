@@ -3,11 +3,17 @@
 Static, per-run settings live here (``graph.invoke(inp, cfg, context=Context(...))``, or
 ``context={...}`` over the LangGraph server, where Studio shows these fields as the assistant's
 configuration form). Evolving data lives in the state (:mod:`evokernel.graph.state`).
+
+The run's heavy dependencies travel in the context too: a Python caller passes its own verifier, memory
+store, generator or LLM judge as ``Context(resources=Resources(verifier=..., generator=...))`` and every
+node and tool uses those; whatever is not given (and everything over the server, whose contexts are JSON)
+is built from the settings once per process (:mod:`evokernel.graph.resources`).
 """
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 from evokernel.memory.retrieval import DEFAULT_EPSILON, DEFAULT_LAMBDA, POLICIES, LinearSchedule
 
@@ -17,6 +23,19 @@ SEED_KNOWLEDGE = ("all", "format")
 
 def _f(default, description: str):
     return field(default=default, metadata={"description": description})
+
+
+@dataclass(kw_only=True)
+class Resources:
+    """Objects a Python caller hands to the nodes through the runtime context (None: built from the settings).
+
+    ``verifier``: a started Verifier (or VerifierService / VerifierPool: anything with ``verify(task, source)``);
+    ``store``: a MemoryStore; ``generator``: any Generator; ``judge``: an LLMJudge (used when ``llm_judge`` is set).
+    """
+    verifier: Any = None
+    store: Any = None
+    generator: Any = None
+    judge: Any = None
 
 
 @dataclass(kw_only=True)
@@ -75,11 +94,17 @@ class Context:
                           "local Ray), local, or a cluster address HOST:PORT")
     max_tokens: int = _f(0, "stop the run cleanly once the LLM used this many tokens (0: no cap)")
     max_cost_usd: float = _f(0.0, "stop the run cleanly once the LLM cost this much (0: no cap)")
+    resources: Any = field(default=None, compare=False, repr=False, metadata={
+        "description": "Python callers only: a graph.context.Resources with the run's own verifier, store, generator "
+                       "or judge (leave empty over the server)"})
 
     def __post_init__(self) -> None:
         from evokernel.graph.methods import check
 
         check(self.method)
+        if self.resources is not None and not isinstance(self.resources, Resources):
+            raise ValueError("resources must be a graph.context.Resources (objects given in Python; a JSON context "
+                             f"cannot carry them), got {type(self.resources).__name__}")
         if self.policy not in POLICIES:
             raise ValueError(f"unknown retrieval policy {self.policy!r} (one of {', '.join(POLICIES)})")
         if self.seed_knowledge not in SEED_KNOWLEDGE:
@@ -109,6 +134,10 @@ class Context:
                 raise ValueError(f"{name} must be in [0, 1]")
         self.memory_dir = self.memory_dir or os.environ.get("EVOKERNEL_MEMORY", "") or "evokernel-memory"
         self.memory_url = self.memory_url or os.environ.get("EVOKERNEL_CHROMA_URL", "")
+
+    def settings(self) -> dict[str, Any]:
+        """The JSON settings (every field but ``resources``): what a run directory records."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "resources"}
 
     @property
     def lam(self) -> LinearSchedule:

@@ -1,5 +1,7 @@
 """Stage 1, cold-start drafting (paper §3.5): retrieve → q_filter → generate → verify → review → update,
-looping until a feasible kernel exists, the budget T is spent, or the run must stop.
+looping until a feasible kernel exists, the budget T is spent, or the run must stop. ``verify`` is a
+LangGraph ``ToolNode`` over the verifier's LangChain tools (:mod:`evokernel.nodes.verify`): ``generate``
+submits the candidate as a ``verify_kernel`` tool call.
 
 Also served on its own (langgraph.json "drafting") for stepping through one task in Studio:
 input ``{"task": {"path": "evokernel/suites/cpu_l1/01_relu.py"}}``, breakpoints before any node.
@@ -25,7 +27,7 @@ from evokernel.nodes.verify import verify
 FRESH_TASK = {"iteration": 0, "attempts": 0, "feasible": False, "first_feasible_iteration": None,
               "first_latency_ms": None, "best_latency_ms": None, "best_id": None, "eager_ms": None,
               "start_points": [], "start_point": None, "pool": [], "context": [], "knowledge": [],
-              "candidate": {}, "verdict": {}, "last_feedback": None}
+              "candidate": {}, "messages": [], "verdict": {}, "last_feedback": None}
 
 
 def setup(state: dict[str, Any]) -> dict[str, Any]:
@@ -54,7 +56,12 @@ def _start(state: dict[str, Any], runtime: Runtime[Context]) -> str:
 
 
 def _after_generate(state: dict[str, Any]) -> str:
-    return END if state.get("stop") else "verify"
+    """A submitted candidate goes to the verifier's tool node; an attempt without one (its verdict written by
+    generate) straight to update."""
+    if state.get("stop"):
+        return END
+    last = (state.get("messages") or [None])[-1]
+    return "verify" if getattr(last, "tool_calls", None) else "update"
 
 
 def add_attempt(g: StateGraph, route: Any, first: str) -> None:
@@ -66,7 +73,7 @@ def add_attempt(g: StateGraph, route: Any, first: str) -> None:
         g.add_node(name, node, retry_policy=STORE_RETRY if name in ("retrieve", "q_filter", "update") else None)
     g.add_edge("retrieve", "q_filter")
     g.add_edge("q_filter", "generate")
-    g.add_conditional_edges("generate", _after_generate, ["verify", END])
+    g.add_conditional_edges("generate", _after_generate, ["verify", "update", END])
     g.add_edge("verify", "review")  # review: an interrupt() for a human, only with context review on
     g.add_edge("review", "update")
     g.add_conditional_edges("update", route, [first, END])

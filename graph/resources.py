@@ -11,13 +11,15 @@ once per process and reused across tasks and runs with the same settings:
 * the **memory store** is opened once per directory (a Chroma folder has one owning process);
 * the **generator** once per spec; the **run log** and **token ledger** once per run directory.
 
-Python callers and tests can inject their own objects with :func:`install` (e.g. an already
-started Verifier, or a generator wrapping a fake chat model).
+Python callers pass their own objects through the runtime context (``Context(resources=Resources(...))``,
+:mod:`evokernel.graph.context`): the nodes and the verifier's tools take them from there first. :func:`install`
+(process-wide injection) remains for callers that cannot set the context, e.g. a LangGraph server's graphs.
 """
 from __future__ import annotations
 
 import atexit
 import random
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -83,6 +85,20 @@ def install(**objects: Any) -> None:
                     else VerifierService(getattr(getattr(obj, "backend", None), "name", "cpu"), verifier=obj)
 
 
+def _given(ctx: Context, name: str) -> Any:
+    """The object the caller put in the run's context (``ctx.resources``) or installed, else None."""
+    given = getattr(ctx.resources, name, None) if ctx.resources is not None else None
+    if given is None:
+        return _installed.get(name)
+    pool = sys.modules.get("evokernel.verifier.pool")  # a VerifierPool exists only if its module was imported
+    if name == "verifier" and not isinstance(given, VerifierService) and not (
+            pool is not None and isinstance(given, pool.VerifierPool)):
+        # a bare Verifier is used from the graph's pool threads one call at a time (one service per object)
+        return _get(("given-verifier", id(given)), lambda: VerifierService(
+            getattr(getattr(given, "backend", None), "name", ctx.backend), verifier=given))
+    return given
+
+
 def _get(key: tuple, make) -> Any:
     with _lock:
         if key not in _cache:
@@ -93,8 +109,9 @@ def _get(key: tuple, make) -> Any:
 def verifier(ctx: Context) -> Any:
     """The run's verifier: one in this process, or with ``concurrency`` K > 1 a pool of K warm verifier actors
     on Ray (:mod:`evokernel.verifier.pool`); both judge with ``verify(task, source)``."""
-    if "verifier" in _installed:
-        return _installed["verifier"]
+    given = _given(ctx, "verifier")
+    if given is not None:
+        return given
     if ctx.concurrency > 1:
         from evokernel.verifier.pool import VerifierPool
 
@@ -108,16 +125,18 @@ def judge(ctx: Context) -> Any:
     """The LLM judge of ``ctx.llm_judge`` (one per spec and process), or None when it is off."""
     if not ctx.llm_judge:
         return None
-    if "judge" in _installed:
-        return _installed["judge"]
+    given = _given(ctx, "judge")
+    if given is not None:
+        return given
     from evokernel.verifier.trusted.llm_judge import LLMJudge
 
     return _get(("judge", ctx.llm_judge), lambda: LLMJudge(ctx.llm_judge))
 
 
 def store(ctx: Context) -> Any:
-    if "store" in _installed:
-        return _installed["store"]
+    given = _given(ctx, "store")
+    if given is not None:
+        return given
     from evokernel.graph.methods import shares_memory
     from evokernel.memory.store import MemoryStore
 
@@ -131,8 +150,9 @@ def store(ctx: Context) -> Any:
 
 
 def generator(ctx: Context) -> Any:
-    if "generator" in _installed:
-        return _installed["generator"]
+    given = _given(ctx, "generator")
+    if given is not None:
+        return given
     from evokernel.generators.llm import make_generator
 
     if ctx.generator == "template":
@@ -144,6 +164,17 @@ def generator(ctx: Context) -> Any:
     return _get(("generator", ctx.generator, ctx.temperature, ctx.strict, id(ledger)),
                 lambda: make_generator(ctx.generator, temperature=ctx.temperature, before_call=ledger.check,
                                        prompt_options=PromptOptions(tolerance=1e-4 if ctx.strict else 1e-2)))
+
+
+def static_rules(ctx: Context) -> Any:
+    """``check(source) -> findings``: the static anti-hack rules of the run's backend (nothing runs)."""
+    def make() -> Any:
+        from evokernel.verifier.backends.cpu import make_backend
+        from evokernel.verifier.trusted.native_build import default_cache_dir
+
+        return make_backend(ctx.backend, default_cache_dir()).static_check
+
+    return _get(("rules", ctx.backend), make)
 
 
 _process_run_id: list[str] = []

@@ -3,7 +3,8 @@
 ``TaskState`` is what the drafting and refining subgraphs share: the per-task generation state ξ_t
 of the paper (attempts used, feasibility, best-so-far latency b_t, the start-point set P(x)) plus the
 data one attempt passes from node to node (pool → context → candidate → verdict). ``RunState``
-adds the task stream of the outer graph. Only ``done`` has an additive reducer (the results of tasks
+adds the task stream of the outer graph. ``messages`` holds the attempt's exchange with the verifier's tool node
+(the candidate submitted as a tool call, the tool's answer). Only ``done`` has an additive reducer (the results of tasks
 run side by side, each written once by its ``solve_task``); every other key is written whole, so
 nothing is appended twice when a subgraph's state flows back into its parent.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any
 
+from langchain_core.messages import AnyMessage
 from typing_extensions import NotRequired, TypedDict
 
 
@@ -71,6 +73,8 @@ class TaskState(TypedDict, total=False):
     context: list[str]  # item ids chosen by q_filter (c_t)
     knowledge: list[str]  # seed items fetched by the non-learned path
     candidate: Candidate  # generate → verify
+    messages: list[AnyMessage]  # generate → verify: the candidate as a verify_kernel tool call, then the tool's
+    # answer (written whole each attempt: the state keeps one exchange, not the run's every source)
     verdict: dict[str, Any]  # verify → update
     last_feedback: str | None  # feedback of the previous failed attempt
     attempts: int  # attempts recorded in the run log for this task (== iteration after update)

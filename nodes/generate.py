@@ -19,6 +19,7 @@ from evokernel.graph import resources
 from evokernel.graph.context import Context
 from evokernel.graph.methods import independent_samples, shows_children
 from evokernel.nodes.retrieve import stage_of
+from evokernel.nodes.verify import no_candidate, submission
 
 
 def _ctx_items(items: list[Any]) -> list[ContextItem]:
@@ -51,6 +52,19 @@ def build_request(state: dict[str, Any], ctx: Context) -> GenerationRequest:
 
 
 def generate(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
+    """The candidate, submitted to the verifier's tool node as a ``verify_kernel`` call (``messages``); an attempt
+    without a candidate gets its ``generate``-gate verdict here (nothing to run)."""
+    out = _generate(state, runtime)
+    cand = out.get("candidate")
+    if cand is None:
+        return out
+    if cand.get("source"):
+        call_id = f"{state.get('task_id', 'task')}#{state.get('iteration', 0)}"
+        return dict(out, messages=[submission(cand["source"], call_id)])
+    return dict(out, messages=[], verdict=no_candidate(cand))
+
+
+def _generate(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
     ctx = Context.coerce(runtime.context)
     ledger = resources.tokens(ctx)
     try:

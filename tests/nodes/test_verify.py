@@ -1,6 +1,15 @@
 from pathlib import Path
 
-from evokernel.nodes.verify import verify
+from evokernel.nodes.generate import generate
+from evokernel.nodes.verify import no_candidate, run_once, submission
+
+
+def verify(state, runtime):
+    """The tool node on a state whose candidate was submitted the way generate submits it."""
+    cand = state.get("candidate") or {}
+    if not cand.get("source"):
+        return {"verdict": no_candidate(cand)}
+    return run_once(dict(state, messages=[submission(cand["source"], "call-1")]), runtime.context)
 
 RELU = Path(__file__).resolve().parents[2] / "evokernel" / "suites" / "cpu_l1" / "01_relu.py"
 
@@ -54,7 +63,6 @@ def test_a_broken_task_or_a_missing_sandbox_is_not_a_verdict(env):
 
 def test_verify_node_applies_the_judge_only_when_asked(env):
     from evokernel.graph import resources
-    from evokernel.nodes.verify import verify
 
     st = env.state(RELU, candidate={"source": "SRC", "code_hash": "h"})
     assert verify(st, env.runtime())["verdict"]["feasible"]  # off by default: no judge is built

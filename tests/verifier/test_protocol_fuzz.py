@@ -83,12 +83,10 @@ def test_no_junk_reply_escapes_verify(verifier, suite_task, fuzzed):
 
 
 def test_the_verify_node_records_a_verdict_for_junk(tmp_path, verifier, suite_task, fuzzed):
-    from langgraph.runtime import Runtime
-
     from evokernel.graph import resources
     from evokernel.graph.context import Context
     from evokernel.graph.drafting import setup
-    from evokernel.nodes.verify import verify as verify_node
+    from evokernel.nodes.verify import run_once, submission
 
     resources.install(verifier=resources.VerifierService("cpu", verifier=verifier))
     try:
@@ -96,9 +94,9 @@ def test_the_verify_node_records_a_verdict_for_junk(tmp_path, verifier, suite_ta
         st = {"task": {"path": str(path), "overrides": {"batch_size": 4}, "suite": "cpu-l1"}}
         st.update(setup(st))
         st["candidate"] = {"source": RELU, "code_hash": "h"}
+        st["messages"] = [submission(RELU, "call-1")]
         fuzzed.update(target=2, payload=PAYLOADS[0])
-        out = verify_node(st, Runtime(context=Context(memory_dir=str(tmp_path / "m"), run_dir=str(tmp_path / "r"),
-                                                      run_id="t")))
+        out = run_once(st, Context(memory_dir=str(tmp_path / "m"), run_dir=str(tmp_path / "r"), run_id="t"))
         v = out["verdict"]
         assert v["feasible"] is False and v["failed_gate"] == "runtime" and "nested" in v["feedback"]
         json.dumps(v)
