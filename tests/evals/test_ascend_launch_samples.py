@@ -1,6 +1,9 @@
 """Ascend's kernel-launch samples compiled unchanged against ascend-sim (evals/ascend_launch_samples.py): the raw
-cube (Mmad with and without bias), GatherMask on unaligned rows, and the two SyncAll samples (Fill, a
-barrier, atomic adds into the neighbour's part). Read in place from the samples mirror; skipped without it."""
+cube (Mmad with and without bias), GatherMask on unaligned rows, the two SyncAll samples (Fill, a barrier,
+atomic adds into the neighbour's part), and the two whose host builds a matmul tiling (the Matmul API over
+the cores its tiling picks; a bare MIX kernel whose vector cores rewrite the cube core's output in place),
+both reading their tiling through a raw __gm__ pointer. Read in place from the samples mirror; skipped
+without it."""
 import shutil
 
 import pytest
@@ -31,7 +34,13 @@ def test_a_published_kernel_launch_sample_runs_unchanged_and_matches_numpy(workd
     assert row["findings"] == ([("gm_out_of_bounds", "warning")] if name in WARNED else [])
     assert row["latency_us"] > 0
     blocks = row["report"]["blocks"]
-    assert len(blocks) == BY_NAME[name].block_dim and {b["status"] for b in blocks} == {"ok"}
+    parts = 3 if row["cores"] > 0 else 1  # a MIX kernel's block is an AI core: one AIC and two AIVs
+    assert len(blocks) == parts * row["block_dim"] and {b["status"] for b in blocks} == {"ok"}
+    if name in ("matmul", "baremix"):  # the Matmul API makes them MIX kernels; the cube parts do the matmul
+        assert row["cores"] == 2
+        assert sum(b["counters"]["cube"]["mmad_calls"] for b in blocks) >= row["block_dim"]
+    if name == "matmul":  # main() launches (usedCoreNum + 1) / 2 AI cores of its tiling
+        assert row["block_dim"] > 1
     if name.startswith("mmad"):
         assert blocks[0]["kernel_type"] == "aic" and blocks[0]["counters"]["cube"]["mmad_calls"] == 1
     if name in ("reduce_min", "abs_duplicate"):

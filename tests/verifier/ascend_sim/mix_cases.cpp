@@ -111,3 +111,31 @@ CASE(mix_wait_forever, GM_ADDR x) {
         CrossCoreWaitFlag(3);  // RULE sync_all
     }
 }
+
+// who may write the same output bytes: mode 0 -- the AIC writes out[blk*8 .. +8], then (flag 0, mode 2) each AIV
+// of its AI core rewrites half of them in place (allowed: one AI core, ordered by the flag); mode 1 -- both AIVs
+// of a core write the same 8 values (a race); mode 2 -- AIV 0 of every core writes out[0 .. 8] (cores race)
+CASE(mix_write_owner, GM_ADDR mode_gm, GM_ADDR out) {
+    GlobalTensor<int32_t> gm;
+    gm.SetGlobalBuffer((__gm__ int32_t*)mode_gm, 1);
+    const int32_t mode = gm.GetValue(0);
+    const int32_t blk = ASCEND_IS_AIC ? GetBlockIdx() : GetBlockIdx() / 2;
+    GlobalTensor<float> g;
+    g.SetGlobalBuffer((__gm__ float*)out, GetBlockNum() * 8);
+    if ASCEND_IS_AIC {
+        if (mode == 0) {
+            for (int i = 0; i < 8; ++i) g.SetValue(blk * 8 + i, 1.0f);
+            CrossCoreSetFlag<0x2, PIPE_S>(0);
+        }
+    }
+    if ASCEND_IS_AIV {
+        if (mode == 0) {
+            CrossCoreWaitFlag(0);
+            for (int i = 0; i < 4; ++i) g.SetValue(blk * 8 + GetSubBlockIdx() * 4 + i, 2.0f);
+        } else if (mode == 1) {
+            for (int i = 0; i < 8; ++i) g.SetValue(blk * 8 + i, 3.0f);
+        } else if (GetSubBlockIdx() == 0) {
+            for (int i = 0; i < 8; ++i) g.SetValue(i, 4.0f);
+        }
+    }
+}

@@ -414,6 +414,21 @@ CASE(r_gm_raw_write, GM_ADDR a, GM_ADDR out) {  // writes the output through Get
     p[1] = 2.0f;
 }
 
+CASE(r_tiling_raw_read, GM_ADDR a, GM_ADDR out, GM_ADDR tiling) {  // CopyTiling of Ascend's kernel-launch samples
+    Io io(a, out);
+    BigTiling t;
+    uint32_t* dst = reinterpret_cast<uint32_t*>(&t);
+    auto src = reinterpret_cast<__gm__ uint32_t*>(tiling);
+    for (size_t i = 0; i < sizeof(BigTiling) / sizeof(uint32_t); ++i) dst[i] = src[i];
+    io.go.SetValue(0, static_cast<float>(t.tiles) * t.scale);
+}
+
+CASE(r_tiling_raw_write, GM_ADDR a, GM_ADDR out, GM_ADDR tiling) {  // raw pointers may read the tiling, not write it
+    Io io(a, out);
+    io.go.SetValue(0, 1.0f);
+    reinterpret_cast<__gm__ uint32_t*>(tiling)[1] = 5;
+}
+
 CASE(r_gm_raw_memcpy, GM_ADDR a, GM_ADDR out) {  // a raw memcpy between GM buffers (in libc)
     Io io(a, out);
     io.ga.GetValue(0);  // RULE gm_raw_access

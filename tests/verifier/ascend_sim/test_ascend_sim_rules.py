@@ -160,6 +160,20 @@ def test_raw_gm_write_is_caught_after_legal_api_writes(sim, rule_prog):
     assert out[8] == 1.0 and np.isnan(out[9]) and np.isnan(out[:8]).all()
 
 
+def test_the_tiling_may_be_read_through_a_raw_pointer_but_not_written(sim, rule_prog):
+    """Ascend's kernel-launch samples copy the tiling word by word from its __gm__ pointer (the scalar unit reads
+    GM): its pages are readable in the kernel's view. A raw write there still faults, as any raw access to the
+    other arguments does (r_gm_raw_read)."""
+    tiling = struct.pack("<IIfI", 7, 6, 0.5, 0)
+    res = run_case(sim, rule_prog, "r_tiling_raw_read", tiling=tiling)
+    assert res.rc == 0 and not res.rules(), res.violations
+    assert res.outputs[0][0] == 3.0  # tiles * scale, read through the raw pointer
+    res = run_case(sim, rule_prog, "r_tiling_raw_write", tiling=tiling)
+    assert res.rc == 10 and res.rules("fatal") == {"gm_raw_access"}
+    msg = res.find("gm_raw_access")[0]["message"]
+    assert "wrote global memory" in msg and "byte 4 of tiling" in msg
+
+
 def test_raw_gm_memcpy_in_libc_is_caught(sim, rule_prog):
     res = run_case(sim, rule_prog, "r_gm_raw_memcpy")
     assert res.rc == 10 and res.rules("fatal") == {"gm_raw_access"}

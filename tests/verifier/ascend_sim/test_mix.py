@@ -107,3 +107,23 @@ def test_the_build_tells_a_mix_kernel_from_the_code():
     assert kernel_cores(cube + " if ASCEND_IS_AIV { }") == 2
     assert kernel_cores("KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_1); " + cube) == 1
     assert kernel_cores("KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);") == -1
+
+
+def test_one_ai_core_may_rewrite_its_own_output_other_cores_may_not(sim, prog):
+    """A matmul's C rewritten in place by its epilogue (Ascend's 22_baremix sample): the AIC and the AIVs of one
+    AI core write the same bytes one after the other, ordered by a cross-core flag. Two AIVs of one core writing
+    the same bytes, or two AI cores, are still block_write_overlap."""
+    exe, d = prog
+    n = 2
+    res = sim.launch(exe, d, "mix_write_owner", [np.array([0], np.int32)], [((n * 8,), np.float32)], block_dim=n,
+                     options=MIX)
+    assert res.rc == 0 and "block_write_overlap" not in res.rules(), res.violations
+    np.testing.assert_array_equal(res.outputs[0], np.full(n * 8, 2.0, np.float32))
+    res = sim.launch(exe, d, "mix_write_owner", [np.array([1], np.int32)], [((n * 8,), np.float32)], block_dim=n,
+                     options=MIX)
+    msg = res.find("block_write_overlap")[0]["message"]
+    assert "AIV 1 of AI core 0 (block 1)" in msg and "AIV 0 of AI core 0 (block 0)" in msg
+    res = sim.launch(exe, d, "mix_write_owner", [np.array([2], np.int32)], [((n * 8,), np.float32)], block_dim=n,
+                     options=MIX)
+    msg = res.find("block_write_overlap")[0]["message"]
+    assert "AIV 0 of AI core 1 (block 2)" in msg and "AIV 0 of AI core 0 (block 0)" in msg

@@ -969,13 +969,18 @@ bool gm_access(const char* instr, const void* p, uint64_t n, bool write, const v
             violation(EVK_RULE_INPUT_WRITTEN, SEV_WARNING, file, line, "%s writes %s: kernels must not modify inputs",
                       instr, describe_gm(p, n).c_str());
         if (!a->writer.empty() && g_blk.atomic_mode == 0) {
-            int32_t me = g_blk.idx;
+            // the writer of a byte: the block, or in a MIX kernel the core within its AI core (3k: the AIC of AI
+            // core k, 3k+1+s: its AIV s). The AIC and the AIVs of one AI core may write the same bytes one after
+            // the other (the kernel orders them with CrossCoreSetFlag/WaitFlag, e.g. a matmul's C rewritten in
+            // place by its epilogue); other cores may not
+            const bool mix = g_blk.aicore >= 0;
+            int32_t me = mix ? g_blk.aicore * 3 + (g_blk.role == 1 ? 0 : 1 + g_blk.sub) : g_blk.idx;
             uint64_t start = static_cast<uint64_t>(q - a->base);
             int other = -1;
             uint64_t first = 0, clash = 0;
             for (uint64_t i = start; i < start + n; ++i) {
                 int32_t w = a->writer[i];
-                if (w >= 0 && w != me) {
+                if (w >= 0 && w != me && !(mix && w / 3 == me / 3 && (w % 3 == 0 || me % 3 == 0))) {
                     if (other < 0) {
                         other = w;
                         first = i;
@@ -984,13 +989,19 @@ bool gm_access(const char* instr, const void* p, uint64_t n, bool write, const v
                 }
                 a->writer[i] = me;
             }
-            if (other >= 0)
+            if (other >= 0) {
+                auto who = [mix](int32_t w) {
+                    if (!mix) return fmt("block %d", w);
+                    return w % 3 == 0 ? fmt("the AIC of AI core %d", w / 3)
+                                      : fmt("AIV %d of AI core %d (block %d)", w % 3 - 1, w / 3, 2 * (w / 3) + w % 3 - 1);
+                };
                 violation(EVK_RULE_OVERLAP, SEV_ERROR, file, line,
-                          "block %d's %s writes %llu byte(s) of %s '%s' already written by block %d (first at byte "
+                          "%s's %s writes %llu byte(s) of %s '%s' already written by %s (first at byte "
                           "%llu): blocks must write disjoint ranges (check the per-block offset/length and the tail "
                           "tile)",
-                          g_blk.idx, instr, static_cast<unsigned long long>(clash), kind_name(a->kind),
-                          a->name.c_str(), other, static_cast<unsigned long long>(first));
+                          who(me).c_str(), instr, static_cast<unsigned long long>(clash), kind_name(a->kind),
+                          a->name.c_str(), who(other).c_str(), static_cast<unsigned long long>(first));
+            }
         }
     }
     return true;
@@ -3281,6 +3292,11 @@ bool map_gm(Run& r, std::vector<Arg>& args) {
             std::memset(a.host, 0xFF, a.n);  // poison: NaN for float/half
         else if (a.caller && a.n)
             std::memcpy(a.host, a.caller, a.n);
+        // the tiling may be read through a raw __gm__ pointer, as the scalar unit reads it on the NPU (Ascend's
+        // kernel-launch samples copy it word by word): its own pages are readable in the kernel's view; a write
+        // there, and any raw access to the other arguments, still faults (gm_raw_access)
+        if (a.kind == AK_TILING && a.n && r.gm.is_protected && r.gm.kv != r.gm.rw)
+            mprotect(a.base, (a.n + kGmPage - 1) / kGmPage * kGmPage, PROT_READ);
         args.push_back(a.base);
     }
     return true;
