@@ -146,10 +146,10 @@ def dtype_is_b32(dtype: str) -> bool:
 
 # The vector instruction classes the runtime uses (op name -> class); everything else is "simple".
 VEC_CLASS = {
-    "Exp": "exp", "Ln": "exp",
+    "Exp": "exp", "Ln": "exp", "Log": "exp",  # Log: the high-level API, one Ln (evk_sim/math_api.h)
     "Div": "div", "Sqrt": "div",
     "Rsqrt": "recip", "Reciprocal": "recip",
-    "Cast": "cast",
+    "Cast": "cast", "Floor": "cast", "Ceil": "cast", "Trunc": "cast",  # high-level rounding: casts
     "ReduceSum": "reduce", "ReduceMax": "reduce", "ReduceMin": "reduce",
     "WholeReduceSum": "reduce", "WholeReduceMax": "reduce", "WholeReduceMin": "reduce",
     "RepeatReduceSum": "reduce", "BlockReduceSum": "reduce", "BlockReduceMax": "reduce", "BlockReduceMin": "reduce",

@@ -1045,7 +1045,8 @@ namespace {
 // cycles per 256-byte repeat of a vector instruction (classes as in hardware.py's VEC_CLASS)
 double vec_repeat_cycles(const char* op, const char* dtype, bool* full_reduce) {
     static const std::pair<const char*, int> classes[] = {
-        {"Exp", HW_VEC_EXP_B16}, {"Ln", HW_VEC_EXP_B16}, {"Div", HW_VEC_DIV_B16}, {"Sqrt", HW_VEC_DIV_B16},
+        {"Exp", HW_VEC_EXP_B16}, {"Ln", HW_VEC_EXP_B16}, {"Log", HW_VEC_EXP_B16}, {"Div", HW_VEC_DIV_B16},
+        {"Sqrt", HW_VEC_DIV_B16}, {"Floor", HW_VEC_CAST_B16}, {"Ceil", HW_VEC_CAST_B16}, {"Trunc", HW_VEC_CAST_B16},
         {"Rsqrt", HW_VEC_RECIP_B16}, {"Reciprocal", HW_VEC_RECIP_B16}, {"Cast", HW_VEC_CAST_B16},
         {"ReduceSum", HW_VEC_REDUCE_B16}, {"ReduceMax", HW_VEC_REDUCE_B16}, {"ReduceMin", HW_VEC_REDUCE_B16},
         {"WholeReduceSum", HW_VEC_REDUCE_B16}, {"WholeReduceMax", HW_VEC_REDUCE_B16},
