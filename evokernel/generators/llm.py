@@ -1,13 +1,16 @@
 """The LLM generator: any LangChain chat model behind the :class:`Generator` interface.
 
 ``LLMGenerator`` renders the request with :mod:`evokernel.prompts.render`, calls the model (retrying
-endpoint failures only: connection errors, timeouts, HTTP 429 and 5xx, with exponential backoff and
-jitter), extracts the candidate with :mod:`evokernel.generators.extract`, and reports tokens (from
-the reply's ``usage_metadata``; estimated at ~4 characters per token when the endpoint gives none)
-and cost (from a price table, USD per million tokens).
+transient endpoint failures only: connection errors, timeouts, HTTP 408, 429 and 5xx, whichever provider
+SDK raised them (:mod:`evokernel.generators.retry`), with exponential backoff and jitter), extracts the
+candidate with :mod:`evokernel.generators.extract`, and reports tokens (from the reply's LangChain
+``usage_metadata``, with its cache-read and reasoning details; estimated at ~4 characters per token when
+the endpoint gives none) and cost (from a price table, USD per million tokens: LangChain reports tokens,
+not prices).
 
-``make_generator("openai:gpt-4o-mini")`` builds one from a spec string; see :func:`make_generator`
-and docs/generators.md.
+``make_generator("openai:gpt-4o-mini")`` or ``make_generator("anthropic:claude-sonnet-4-5")`` builds one
+from a spec string (any provider of LangChain's ``init_chat_model``: :mod:`evokernel.generators.providers`);
+see :func:`make_generator` and docs/generators.md.
 """
 from __future__ import annotations
 
@@ -18,7 +21,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import openai
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from tenacity import (
@@ -37,14 +39,27 @@ from evokernel.generators.base import (
     Generator,
 )
 from evokernel.generators.extract import extract_candidate, extract_summary
+from evokernel.generators.providers import (
+    LANGCHAIN_PROVIDERS,
+    PROVIDERS,
+    Provider,
+    chat_openai,
+    credentials_hint,
+    init_provider_chat_model,
+    provider_names,
+    resolve_provider,
+)
+from evokernel.generators.retry import classify, is_retryable
 
 __all__ = [
     "DEFAULT_PRICES",
+    "LANGCHAIN_PROVIDERS",
     "PROVIDERS",
     "LLMEndpointError",
     "LLMGenerator",
     "Price",
     "Prices",
+    "Provider",
     "from_spec",
     "is_retryable",
     "make_generator",
@@ -55,17 +70,22 @@ CHARS_PER_TOKEN = 4
 
 @dataclass(frozen=True)
 class Price:
-    """USD per one million input / output tokens."""
+    """USD per one million input / output tokens; ``cached_input_per_m``: per million input tokens read from
+    the provider's prompt cache (None: priced as uncached input)."""
 
     input_per_m: float
     output_per_m: float
+    cached_input_per_m: float | None = None
 
-    def cost(self, tokens_in: int, tokens_out: int) -> float:
-        return (tokens_in * self.input_per_m + tokens_out * self.output_per_m) / 1_000_000
+    def cost(self, tokens_in: int, tokens_out: int, cache_read: int = 0) -> float:
+        cached = min(max(cache_read, 0), tokens_in) if self.cached_input_per_m is not None else 0
+        return ((tokens_in - cached) * self.input_per_m + cached * (self.cached_input_per_m or 0.0)
+                + tokens_out * self.output_per_m) / 1_000_000
 
 
 # List prices (USD per 1M tokens, uncached input) as published by the providers when this table was
-# written; they change. Override them (Prices({...}) or --price MODEL=IN/OUT) for real accounting.
+# written; they change. LangChain reports tokens (usage_metadata), never prices, so this table (and its
+# overrides: Prices({...}) or Prices.parse("MODEL=IN/OUT[/CACHED_IN]")) is the only source of cost.
 DEFAULT_PRICES: dict[str, Price] = {
     "gpt-4o-mini": Price(0.15, 0.60),
     "gpt-4o": Price(2.50, 10.00),
@@ -89,21 +109,22 @@ class Prices:
                  include_defaults: bool = True):
         self.table: dict[str, Price] = dict(DEFAULT_PRICES) if include_defaults else {}
         for model, price in (table or {}).items():
-            self.table[model] = price if isinstance(price, Price) else Price(float(price[0]), float(price[1]))
+            self.table[model] = price if isinstance(price, Price) else Price(*(float(p) for p in price))
 
     @classmethod
     def parse(cls, text: str, include_defaults: bool = True) -> Prices:
-        """``"gpt-4o-mini=0.15/0.6,my-model=0/0"`` (USD per 1M input/output tokens)."""
+        """``"gpt-4o-mini=0.15/0.6,my-model=0/0,claude-x=3/15/0.3"`` (USD per 1M input/output tokens, and
+        optionally per 1M input tokens read from the prompt cache)."""
         table: dict[str, Price] = {}
         for part in filter(None, (p.strip() for p in text.split(","))):
             model, sep, value = part.partition("=")
-            inp, slash, out = value.partition("/")
+            numbers = value.split("/")
             try:
-                if not sep or not slash or not model.strip():
+                if not sep or len(numbers) not in (2, 3) or not model.strip():
                     raise ValueError
-                table[model.strip()] = Price(float(inp), float(out))
+                table[model.strip()] = Price(*(float(n) for n in numbers))
             except ValueError:
-                raise ValueError(f"bad price {part!r}: expected MODEL=IN/OUT in USD per 1M tokens, "
+                raise ValueError(f"bad price {part!r}: expected MODEL=IN/OUT[/CACHED_IN] in USD per 1M tokens, "
                                  "e.g. gpt-4o-mini=0.15/0.6") from None
         return cls(table, include_defaults=include_defaults)
 
@@ -116,10 +137,10 @@ class Prices:
                    key=len, default=None)
         return self.table[best] if best else None
 
-    def cost(self, model: str, tokens_in: int, tokens_out: int) -> tuple[float, bool]:
+    def cost(self, model: str, tokens_in: int, tokens_out: int, cache_read: int = 0) -> tuple[float, bool]:
         """``(cost in USD, whether the model's price is known)``; unknown models cost 0."""
         price = self.lookup(model)
-        return (price.cost(tokens_in, tokens_out), True) if price else (0.0, False)
+        return (price.cost(tokens_in, tokens_out, cache_read), True) if price else (0.0, False)
 
 
 class LLMEndpointError(RuntimeError):
@@ -136,40 +157,27 @@ class LLMEndpointError(RuntimeError):
         self.calls = calls
 
 
-def is_retryable(exc: BaseException) -> bool:
-    """Endpoint errors worth retrying: connection problems, timeouts, HTTP 429 and 5xx."""
-    if isinstance(exc, (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError,
-                        openai.InternalServerError)):
-        return True
-    if isinstance(exc, openai.APIStatusError):
-        return exc.status_code == 429 or exc.status_code >= 500
-    try:  # raw httpx errors from clients that do not wrap them
-        import httpx
-    except ImportError:  # pragma: no cover
-        return isinstance(exc, (TimeoutError, ConnectionError))
-    if isinstance(exc, (httpx.TimeoutException, httpx.TransportError)):
-        return True
-    if isinstance(exc, httpx.HTTPStatusError):
-        return exc.response.status_code == 429 or exc.response.status_code >= 500
-    return isinstance(exc, (TimeoutError, ConnectionError))
-
-
 _STATUS_HINTS = {
     400: "the request was rejected (prompt too long for the model's context, or an unsupported parameter?)",
-    401: "authentication failed: check the API key (OPENAI_API_KEY / DEEPSEEK_API_KEY)",
+    401: "authentication failed: check the API key",
     403: "access denied: the key may not have access to this model",
     404: "not found: check the model name and the base URL (it usually ends in /v1)",
     422: "the request was rejected as invalid",
 }
 
 
-def _describe(exc: BaseException) -> tuple[str, int | None]:
-    status = getattr(exc, "status_code", None)
-    detail = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-    if status is not None:
-        hint = _STATUS_HINTS.get(status, "")
-        return f"HTTP {status}: {detail}" + (f" ({hint})" if hint else ""), status
-    return f"{type(exc).__name__}: {detail}", None
+def _describe(exc: BaseException, status: int | None, provider: str = "") -> str:
+    detail = getattr(exc, "message", None)
+    detail = detail if isinstance(detail, str) and detail else (str(exc) or type(exc).__name__)
+    if status is None:
+        hint = ""
+        if type(exc).__name__ in ("NoCredentialsError", "DefaultCredentialsError", "CredentialsError"):
+            hint = f"no credentials: {credentials_hint(provider) or 'configure the provider'}"
+        return f"{type(exc).__name__}: {detail}" + (f" ({hint})" if hint else "")
+    hint = _STATUS_HINTS.get(status, "")
+    if status in (401, 403) and (where := credentials_hint(provider)):
+        hint += f" ({where})"
+    return f"HTTP {status}: {detail}" + (f" ({hint})" if hint else "")
 
 
 def _content_text(message: BaseMessage) -> str:
@@ -193,6 +201,39 @@ def _model_name(chat_model: BaseChatModel) -> str:
     return type(chat_model).__name__
 
 
+def _provider_of(name: str) -> str:
+    """``anthropic`` of a generator named ``anthropic:claude-...`` (or ``langchain:anthropic:...``)."""
+    parts = name.split(":")
+    if parts[0] == "langchain" and len(parts) > 2:
+        return parts[1]
+    return parts[0] if len(parts) > 1 else ""
+
+
+_MAX_TOKEN_FIELDS = ("max_tokens", "max_output_tokens", "max_new_tokens", "num_predict")
+
+
+def _max_tokens_field(cls: type) -> str | None:
+    """The field (its Python name) a chat model class keeps its output cap in; None when it has none."""
+    fields = getattr(cls, "model_fields", None)
+    if not isinstance(fields, dict):
+        return None
+    return next((name for name in _MAX_TOKEN_FIELDS if name in fields), None)
+
+
+def _token_details(usage: Mapping[str, Any], key: str) -> dict[str, int]:
+    """``input_token_details`` / ``output_token_details`` of LangChain's usage metadata (cache_read,
+    cache_creation, reasoning, audio...), numbers only."""
+    details = usage.get(key) or {}
+    return {k: int(v) for k, v in details.items() if isinstance(v, (int, float)) and not isinstance(v, bool) and v}
+
+
+def _add_details(total: dict[str, int], more: Mapping[str, int]) -> dict[str, int]:
+    out = dict(total)
+    for k, v in more.items():
+        out[k] = out.get(k, 0) + v
+    return out
+
+
 class LLMGenerator:
     """A :class:`Generator` over a LangChain chat model.
 
@@ -201,7 +242,9 @@ class LLMGenerator:
     extraction's error; small models often fix the shape when shown it). ``before_call`` (e.g.
     ``ledger.check``) runs before every call, so a budget cap can stop a run between retries by
     raising :class:`BudgetExceeded`. After each :meth:`generate`, :attr:`last_call` holds details
-    (``calls``, ``tokens_estimated``, ``prices_known``, ``response_model``, ``seconds``, ``repairs``).
+    (``calls``, ``tokens_estimated``, ``prices_known``, ``response_model``, ``seconds``, ``repairs``, and
+    ``input_token_details`` / ``output_token_details``: the usage metadata's cache reads and writes,
+    reasoning and audio tokens, summed over the attempt's requests).
     """
 
     def __init__(self, chat_model: BaseChatModel, name: str | None = None, prices: Prices | None = None,
@@ -241,12 +284,17 @@ class LLMGenerator:
         calls = 0
         extra: dict[str, Any] = {"seed": seed} if seed is not None else {}
         body: dict[str, Any] = {}
+        chat_model = self.chat_model
         if grammar:  # merged into the model's own extra body (a local model's max_tokens is there)
             body["grammar"] = grammar
         if max_tokens is not None:  # a shorter reply than the generator's (side calls: summaries)
-            extra["max_tokens"] = max_tokens
-            if "max_tokens" in (getattr(self.chat_model, "extra_body", None) or {}):
-                body["max_tokens"] = max_tokens  # llama_cpp.server reads it there
+            cap = _max_tokens_field(type(chat_model))
+            if cap in (None, "max_tokens"):
+                extra["max_tokens"] = max_tokens
+                if "max_tokens" in (getattr(chat_model, "extra_body", None) or {}):
+                    body["max_tokens"] = max_tokens  # llama_cpp.server reads it there
+            else:  # max_output_tokens (Gemini), num_predict (ChatOllama)...: a copy with the cap set
+                chat_model = chat_model.model_copy(update={cap: max_tokens})
         if body:
             extra["extra_body"] = {**(getattr(self.chat_model, "extra_body", None) or {}), **body}
 
@@ -256,7 +304,7 @@ class LLMGenerator:
             if self.before_call is not None:
                 self.before_call()
             calls += 1
-            return self.chat_model.invoke(messages, **extra)  # type: ignore[return-value]
+            return chat_model.invoke(messages, **extra)  # type: ignore[return-value]
 
         retrying = Retrying(
             stop=stop_after_attempt(attempts or self.max_attempts),
@@ -270,10 +318,11 @@ class LLMGenerator:
             reply = retrying(call)
         except Exception as exc:
             stop_request.check("retrying a call cut by the stop")  # the stop released the server: not its failure
-            if not isinstance(exc, (openai.OpenAIError, ConnectionError, TimeoutError)) and not is_retryable(exc):
+            verdict = classify(exc)
+            if not verdict.endpoint:  # a bug (ours or the integration's), not the endpoint's failure
                 raise
-            what, status = _describe(exc)
-            retryable = is_retryable(exc)
+            status, retryable = verdict.status, verdict.retryable
+            what = _describe(exc, status, _provider_of(self.name))
             if retryable:
                 msg = f"{self.name}: endpoint still failing after {calls} call(s): {what}"
             else:
@@ -290,19 +339,27 @@ class LLMGenerator:
         text = _content_text(reply_msg)
         usage = getattr(reply_msg, "usage_metadata", None) or {}
         response_model = (reply_msg.response_metadata or {}).get("model_name") or self.model
+        input_details: dict[str, int] = {}
+        output_details: dict[str, int] = {}
         if usage.get("input_tokens") or usage.get("output_tokens"):
+            # LangChain's standard usage: input_tokens include cache reads and writes, output_tokens include
+            # reasoning tokens; the details say how many of each
             tokens_in, tokens_out = int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
+            input_details = _token_details(usage, "input_token_details")
+            output_details = _token_details(usage, "output_token_details")
             estimated = False
         else:
             prompt_chars = sum(len(_content_text(m)) for m in messages)
             tokens_in = max(prompt_chars // CHARS_PER_TOKEN, 1)
             tokens_out = max(len(text) // CHARS_PER_TOKEN, 1) if text else 0
             estimated = True
-        cost, known = self.prices.cost(self.model, tokens_in, tokens_out)
+        cache_read = input_details.get("cache_read", 0)
+        cost, known = self.prices.cost(self.model, tokens_in, tokens_out, cache_read)
         if not known and response_model != self.model:
-            cost, known = self.prices.cost(response_model, tokens_in, tokens_out)
+            cost, known = self.prices.cost(response_model, tokens_in, tokens_out, cache_read)
         return text, tokens_in, tokens_out, cost, {
             "calls": calls, "tokens_estimated": estimated, "prices_known": known, "response_model": response_model,
+            "input_token_details": input_details, "output_token_details": output_details,
             "seconds": time.monotonic() - started, "finish_reason": (reply_msg.response_metadata or {}).get("finish_reason")}
 
     def ask(self, messages: list[BaseMessage], *, max_tokens: int | None = None,
@@ -321,13 +378,20 @@ class LLMGenerator:
         messages = render_messages(request, self.prompt_options)
         total_in = total_out = calls = 0
         total_cost, seconds = 0.0, 0.0
+        input_details: dict[str, int] = {}
+        output_details: dict[str, int] = {}
+        estimated = False
         grammar = self.grammar(request.backend) if self.grammar is not None else None
         for round_ in range(self.repairs + 1):
             seed = (request.seed + round_) % 2**31 if self.send_seed else None
             text, tokens_in, tokens_out, cost, info = self._ask(messages, seed, grammar)
             total_in, total_out, total_cost = total_in + tokens_in, total_out + tokens_out, total_cost + cost
             calls, seconds = calls + info["calls"], seconds + info["seconds"]
-            self.last_call = dict(info, calls=calls, seconds=seconds, repairs=round_)
+            input_details = _add_details(input_details, info["input_token_details"])
+            output_details = _add_details(output_details, info["output_token_details"])
+            estimated = estimated or info["tokens_estimated"]
+            self.last_call = dict(info, calls=calls, seconds=seconds, repairs=round_, tokens_estimated=estimated,
+                                  input_token_details=input_details, output_token_details=output_details)
             try:
                 source = extract_candidate(text)
                 break
@@ -351,53 +415,13 @@ REPAIR_REQUEST = ("Your reply above cannot be used: {error}\n\nReply again with 
 
 # -- building generators from specs -------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Provider:
-    base_url: str | None  # None: the OpenAI default (or OPENAI_BASE_URL)
-    key_env: str | None  # env var holding the key; None: a local server that needs none
-    base_url_env: str | None = None  # env var overriding base_url
-    placeholder_key: str = "EMPTY"
-
-
-PROVIDERS: dict[str, Provider] = {
-    "openai": Provider(None, "OPENAI_API_KEY", "OPENAI_BASE_URL"),
-    "deepseek": Provider("https://api.deepseek.com", "DEEPSEEK_API_KEY", "DEEPSEEK_BASE_URL"),
-    "ollama": Provider("http://127.0.0.1:11434/v1", None, "OLLAMA_BASE_URL", "ollama"),
-    "vllm": Provider("http://127.0.0.1:8000/v1", None, "VLLM_BASE_URL"),
-}
-
-
-def _chat_openai(provider_name: str, model: str, *, base_url: str | None, api_key: str | None,
-                 temperature: float | None, timeout: float | None, max_tokens: int | None) -> BaseChatModel:
-    from langchain_openai import ChatOpenAI
-
-    provider = PROVIDERS[provider_name]
-    url = base_url or (os.environ.get(provider.base_url_env) if provider.base_url_env else None) or provider.base_url
-    key = api_key or (os.environ.get(provider.key_env) if provider.key_env else None)
-    if not key:
-        if provider.key_env is None or (provider_name == "openai" and url):
-            key = provider.placeholder_key  # local OpenAI-compatible servers (vLLM, Ollama) ignore it
-        elif provider_name == "openai":
-            raise ValueError(f"openai:{model}: no API key: set OPENAI_API_KEY (or OPENAI_BASE_URL to use a "
-                             "local OpenAI-compatible server such as vLLM), or use --generator template offline")
-        else:
-            raise ValueError(f"{provider_name}:{model}: no API key: set {provider.key_env}")
-    kwargs: dict[str, Any] = {"model": model, "api_key": key, "max_retries": 0, "use_responses_api": False}
-    if url:
-        kwargs["base_url"] = url
-    if temperature is not None:
-        kwargs["temperature"] = temperature
-    if timeout is not None:
-        kwargs["timeout"] = timeout
-    if max_tokens is not None:
-        kwargs["max_tokens"] = max_tokens
-    return ChatOpenAI(**kwargs)
+_chat_openai = chat_openai  # the name before providers.py
 
 
 def make_generator(spec: str | BaseChatModel | Generator, *, temperature: float | None = None,
                    timeout: float | None = 300.0, base_url: str | None = None, api_key: str | None = None,
                    max_tokens: int | None = None, prices: Prices | None = None, max_attempts: int = 4,
-                   name: str | None = None, **kw: Any) -> Generator:
+                   name: str | None = None, model_kwargs: dict[str, Any] | None = None, **kw: Any) -> Generator:
     """A generator from a spec.
 
     * ``"template"``: the offline template generator (``kw`` go to its constructor);
@@ -406,14 +430,22 @@ def make_generator(spec: str | BaseChatModel | Generator, *, temperature: float 
     * ``"deepseek:MODEL"``: https://api.deepseek.com with ``DEEPSEEK_API_KEY``;
     * ``"ollama:MODEL"``: http://127.0.0.1:11434/v1 (``OLLAMA_BASE_URL``), no key;
     * ``"vllm:MODEL"``: http://127.0.0.1:8000/v1 (``VLLM_BASE_URL``), no key;
+    * ``"PROVIDER:MODEL"`` for any other provider of LangChain's ``init_chat_model`` (``anthropic``,
+      ``google_genai``, ``google_vertexai``, ``bedrock_converse``, ``mistralai``, ``groq``, ``cohere``,
+      ``fireworks``, ``together``, ``xai``, ``perplexity``, ``azure_openai``, ``huggingface``, ...; aliases such
+      as ``google``, ``gemini``, ``mistral``; :data:`LANGCHAIN_PROVIDERS`), from its integration package;
+    * ``"langchain:PROVIDER:MODEL"``: ``init_chat_model`` for any provider, ours included
+      (``langchain:ollama:MODEL`` is langchain-ollama's ChatOllama);
     * ``"local:NAME"`` or ``"local:/path/model.gguf"``: a managed llama.cpp server on 127.0.0.1, price 0
       (:mod:`evokernel.local_server`, docs/local-model.md);
     * ``"hybrid:<spec>"``: the template generator drafts, the LLM of ``<spec>`` refines
       (:mod:`evokernel.generators.hybrid`);
     * a LangChain ``BaseChatModel``: wrapped as is; an object with ``generate``: returned as is.
 
-    A missing key for a remote provider raises ``ValueError`` naming the environment variable.
-    Remaining ``kw`` go to :class:`LLMGenerator` (``backoff_initial_s``, ``prompt_options``, ...).
+    A missing key for a remote provider raises ``ValueError`` naming the environment variable, and a missing
+    integration package a ``ValueError`` naming the pip package. ``model_kwargs`` go to the chat model class
+    as they are (``region_name`` for Bedrock, ``project`` for Vertex AI, ...). Remaining ``kw`` go to
+    :class:`LLMGenerator` (``backoff_initial_s``, ``prompt_options``, ...).
     """
     if isinstance(spec, BaseChatModel):
         return LLMGenerator(spec, name=name, prices=prices, max_attempts=max_attempts, **kw)
@@ -440,7 +472,8 @@ def make_generator(spec: str | BaseChatModel | Generator, *, temperature: float 
             raise ValueError(f"generator spec {spec!r} names no LLM (e.g. hybrid:openai:gpt-4o-mini)")
         return HybridGenerator(TemplateGenerator(), make_generator(
             model.strip(), temperature=temperature, timeout=timeout, base_url=base_url, api_key=api_key,
-            max_tokens=max_tokens, prices=prices, max_attempts=max_attempts, name=name, **kw))
+            max_tokens=max_tokens, prices=prices, max_attempts=max_attempts, name=name,
+            model_kwargs=model_kwargs, **kw))
     if provider == "local" and model.strip():  # a llama.cpp server on 127.0.0.1, started or reused here
         from evokernel.local_server import LOCAL_CONTEXT_CHARS, local_chat_model
         from evokernel.prompts.render import PromptOptions
@@ -458,15 +491,32 @@ def make_generator(spec: str | BaseChatModel | Generator, *, temperature: float 
             kw.setdefault("grammar", grammar_for)
         return LLMGenerator(chat, name=name or f"local:{model.strip()}", prices=prices,
                             max_attempts=max_attempts, **kw)
-    if provider not in PROVIDERS:
+    via_langchain = provider == "langchain"
+    if via_langchain:  # langchain:PROVIDER:MODEL: init_chat_model for any provider, ours included
+        provider, sep, model = model.partition(":")
+        if not sep or not provider.strip():
+            raise ValueError(f"generator spec {spec!r}: expected langchain:PROVIDER:MODEL "
+                             "(e.g. langchain:ollama:qwen2.5-coder:7b)")
+    if not via_langchain and provider in PROVIDERS:
+        if not model.strip():
+            raise ValueError(f"generator spec {spec!r} names no model (e.g. {provider}:MODEL)")
+        chat = chat_openai(provider, model.strip(), base_url=base_url, api_key=api_key, temperature=temperature,
+                           timeout=timeout, max_tokens=max_tokens, model_kwargs=model_kwargs)
+        return LLMGenerator(chat, name=name or f"{provider}:{model.strip()}", prices=prices,
+                            max_attempts=max_attempts, **kw)
+    provider = resolve_provider(provider)
+    if not via_langchain and provider not in LANGCHAIN_PROVIDERS:
         raise ValueError(f"unknown provider {provider!r} in generator spec {spec!r} "
-                         f"(known: template, {', '.join(f'{p}:MODEL' for p in PROVIDERS)}, local:MODEL, hybrid:SPEC; a model name "
-                         "with a colon needs its provider first, e.g. ollama:qwen2.5-coder:7b)")
+                         f"(known: template, local:MODEL, hybrid:SPEC, langchain:PROVIDER:MODEL and PROVIDER:MODEL "
+                         f"for {', '.join(provider_names())}; a model name with a colon needs its provider first, "
+                         "e.g. ollama:qwen2.5-coder:7b)")
     if not model.strip():
         raise ValueError(f"generator spec {spec!r} names no model (e.g. {provider}:MODEL)")
-    chat = _chat_openai(provider, model.strip(), base_url=base_url, api_key=api_key, temperature=temperature,
-                        timeout=timeout, max_tokens=max_tokens)
-    return LLMGenerator(chat, name=name or f"{provider}:{model.strip()}", prices=prices,
+    chat = init_provider_chat_model(provider, model.strip(), temperature=temperature, timeout=timeout,
+                                    max_tokens=max_tokens, base_url=base_url, api_key=api_key,
+                                    model_kwargs=model_kwargs)
+    label = f"langchain:{provider}" if via_langchain else provider
+    return LLMGenerator(chat, name=name or f"{label}:{model.strip()}", prices=prices,
                         max_attempts=max_attempts, **kw)
 
 

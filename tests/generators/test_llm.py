@@ -235,6 +235,13 @@ def test_price_override_and_dated_model_names():
     assert parsed.lookup("gpt-4o-mini") == Price(1.0, 2.0) and parsed.lookup("gpt-4o") is None
     with pytest.raises(ValueError, match="MODEL=IN/OUT"):
         Prices.parse("gpt-4o-mini=1")
+    with pytest.raises(ValueError, match="MODEL=IN/OUT"):
+        Prices.parse("gpt-4o-mini=1/2/3/4")
+    # a third number prices the input tokens read from the provider's prompt cache
+    cached = Prices.parse("claude-x=3/15/0.3", include_defaults=False)
+    assert cached.lookup("claude-x") == Price(3.0, 15.0, 0.3)
+    assert cached.cost("claude-x", 1_000_000, 0, cache_read=800_000) == (pytest.approx(0.2 * 3 + 0.8 * 0.3), True)
+    assert parsed.cost("x", 1_000_000, 0, cache_read=800_000) == (pytest.approx(0.5), True)  # no cached price
 
 
 def test_before_call_can_stop_a_run_between_retries(request_draft):
@@ -323,8 +330,8 @@ def test_spec_ollama_and_vllm_need_no_key(monkeypatch):
 
 
 def test_spec_errors():
-    with pytest.raises(ValueError, match="unknown provider 'anthropic'"):
-        make_generator("anthropic:claude")
+    with pytest.raises(ValueError, match="unknown provider 'nosuchcloud'.*anthropic.*google_genai"):
+        make_generator("nosuchcloud:claude")
     with pytest.raises(ValueError, match="names no model"):
         make_generator("openai:")
     with pytest.raises(ValueError, match="empty generator spec"):
