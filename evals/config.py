@@ -66,7 +66,7 @@ class EvalConfig(BaseModel):
     fit: Literal["auto", "none"] = Field("auto", description="auto: scale each task's size constants down to the backend's memory and time budget (KernelBench sizes are for GPUs; `set` values are kept); none: the sizes as written")
     backend: str = Field("cpu", description="target backend: cpu (measured latency) , ascend-sim (Ascend C on the emulator, modelled latency) or ascend (Ascend C on a real NPU, measured)")
     generator: Literal["template", "llm"] = Field("template", description="template (offline) or llm")
-    models: list[str] = Field(default_factory=list, description="LLM specs for generator llm (openai:MODEL, deepseek:MODEL, ollama:MODEL, vllm:MODEL)")
+    models: list[str] = Field(default_factory=list, description="LLM specs for generator llm (openai:MODEL, deepseek:MODEL, ollama:MODEL, vllm:MODEL, or PROVIDER:MODEL for any LangChain init_chat_model provider: docs/generators.md)")
     budget: int = Field(30, ge=1, description="T: attempts per operator, drafting and refining together")
     seeds: list[int] = Field(default_factory=lambda: [0], description="run seeds (an integer n means 0..n-1)")
     methods: list[str] = Field(default_factory=lambda: ["evokernel"], description=f"any of {', '.join(METHODS)}")
