@@ -43,8 +43,10 @@ class Context:
     method: str = _f("evokernel", "evokernel (the paper's system), passk (T independent samples) or refinement "
                                   "(repair, then hill-climb; no shared memory)")
     backend: str = _f("cpu", "target backend whose verifier judges every candidate")
-    generator: str = _f("template", "'template' (offline) or an LLM spec: 'openai:MODEL', 'deepseek:MODEL', "
-                                    "'ollama:MODEL' or a bare model name for OPENAI_BASE_URL")
+    generator: str = _f("template", "'template' (offline) or an LLM spec: 'PROVIDER:MODEL' for any LangChain "
+                                    "provider (openai, anthropic, google_genai, bedrock, mistralai, groq, ...), "
+                                    "'local:NAME' (a llama.cpp server here), 'hybrid:SPEC', or a bare model name "
+                                    "for OPENAI_BASE_URL (docs/generators.md)")
     temperature: float = _f(0.7, "sampling temperature of an LLM generator")
     budget: int = _f(30, "T: attempts per task, shared by drafting and refining")
     alpha: float = _f(0.1, "step size of the Monte-Carlo value update Q <- Q + alpha (r - Q)")
