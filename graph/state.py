@@ -55,6 +55,7 @@ class Candidate(TypedDict, total=False):
     tokens_in: int
     tokens_out: int
     cost_usd: float
+    usage_details: dict[str, dict[str, int]]  # LangChain usage details (cache reads, reasoning tokens), if any
 
 
 class TaskState(TypedDict, total=False):

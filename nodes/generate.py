@@ -98,4 +98,5 @@ def _generate(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any
         "source": out.source, "code_hash": hashlib.sha256(out.source.encode()).hexdigest()[:16],
         "summary": out.summary, "schedule": out.schedule, "model": out.model or getattr(gen, "name", ""),
         "reply": out.reply, "tokens_in": out.tokens_in, "tokens_out": out.tokens_out, "cost_usd": out.cost_usd,
+        **({"usage_details": out.usage_details} if getattr(out, "usage_details", None) else {}),
     }}

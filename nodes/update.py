@@ -264,7 +264,8 @@ def update(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
               "recalled_from": cand.get("recalled_from") or None, "time": time.time()}
     if cand.get("tokens_in") or cand.get("tokens_out"):  # the token ledger is idempotent by attempt id too
         resources.tokens(ctx).record(aid, cand.get("model", ""), cand.get("tokens_in", 0), cand.get("tokens_out", 0),
-                                     cand.get("cost_usd", 0.0), 1)
+                                     cand.get("cost_usd", 0.0), 1,
+                                     **({"usage_details": cand["usage_details"]} if cand.get("usage_details") else {}))
     tokens = resources.tokens(ctx)
     for suffix, side in (("experience", written), ("distil", distilled)):
         if side is not None and (side.tokens_in or side.tokens_out):  # side calls are usage like any call

@@ -71,6 +71,9 @@ class Generation:
     cost_usd: float = 0.0
     model: str = ""  # generator/model identity recorded with the trace
     calls: int = 1  # endpoint calls made (retries included)
+    # LangChain's usage details summed over the attempt's requests, when the endpoint gave any:
+    # {"input": {"cache_read": ..., ...}, "output": {"reasoning": ...}}
+    usage_details: dict[str, dict[str, int]] | None = None
 
 
 class GenerationError(Exception):

@@ -405,8 +405,10 @@ class LLMGenerator:
                     raise GenerationError(message, reply=text, tokens_in=total_in, tokens_out=total_out,
                                           cost_usd=total_cost) from None
                 messages = messages + [AIMessage(content=text), HumanMessage(content=REPAIR_REQUEST.format(error=message))]
+        details = {k: v for k, v in (("input", input_details), ("output", output_details)) if v}
         return Generation(source=source, reply=text, summary=extract_summary(text, source),
-                          tokens_in=total_in, tokens_out=total_out, cost_usd=total_cost, model=self.name, calls=calls)
+                          tokens_in=total_in, tokens_out=total_out, cost_usd=total_cost, model=self.name, calls=calls,
+                          usage_details=details or None)
 
 
 REPAIR_REQUEST = ("Your reply above cannot be used: {error}\n\nReply again with the whole candidate file in one "

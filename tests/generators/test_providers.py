@@ -607,6 +607,8 @@ def test_usage_details_are_recorded_and_summed_over_repairs(request_draft):
     assert g.last_call["input_token_details"] == {"cache_read": 1300}
     assert g.last_call["output_token_details"] == {"reasoning": 150}
     assert gen.cost_usd == pytest.approx(((1800 - 1300) * 1.0 + 1300 * 0.5 + 800 * 2.0) / 1e6)
+    # the attempt carries them (generate -> the candidate -> tokens.jsonl, tests/nodes/test_update.py)
+    assert gen.usage_details == {"input": {"cache_read": 1300}, "output": {"reasoning": 150}}
 
 
 def test_no_usage_metadata_is_estimated_and_flagged(request_draft):
@@ -614,6 +616,7 @@ def test_no_usage_metadata_is_estimated_and_flagged(request_draft):
     gen = g.generate(request_draft)
     assert g.last_call["tokens_estimated"] is True and gen.tokens_out == len(REPLY) // 4
     assert g.last_call["input_token_details"] == {} and g.last_call["output_token_details"] == {}
+    assert gen.usage_details is None
 
 
 def test_init_provider_chat_model_passes_model_kwargs_through(fake_packages, monkeypatch):

@@ -60,6 +60,15 @@ def test_compile_baseline_figures_reach_the_run_log(env):
     assert (rec["compile_ms"], rec["speedup_vs_compile"], rec["speedup_vs_eager"]) == (3.0, 0.75, 0.5)
 
 
+def test_usage_details_of_an_llm_attempt_reach_the_token_ledger(env):
+    details = {"input": {"cache_read": 1300}, "output": {"reasoning": 150}}
+    cand = {"source": "SRC", "code_hash": "h", "model": "openai:gpt-4o-mini", "tokens_in": 1800, "tokens_out": 800,
+            "cost_usd": 0.002, "usage_details": details}
+    update(env.state(RELU, context=[], candidate=cand, verdict=ok(4.0)), env.runtime())
+    (line,) = [json.loads(x) for x in (Path(env.ctx.run_dir) / "tokens.jsonl").read_text().splitlines()]
+    assert line["tokens_in"] == 1800 and line["usage_details"] == details
+
+
 def test_refinement_reward_updates_start_point_and_context(env):
     sp = {"id": "sp", "latency_ms": 4.0, "iteration": 0}
     st = env.state(RELU, feasible=True, iteration=1, first_feasible_iteration=0, best_latency_ms=4.0, start_points=[sp],
