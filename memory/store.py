@@ -230,7 +230,13 @@ class MemoryStore:
         self._closed = True
         self._items.clear()
         self._col = None
-        self._client = None
+        client, self._client = self._client, None
+        try:  # stops Chroma's system once its last client closes: its sqlite and segment files are released
+            close = getattr(client, "close", None)
+            if close is not None:
+                close()
+        except Exception:
+            pass
         self._release()
 
     def __enter__(self) -> "MemoryStore":
