@@ -482,24 +482,15 @@ def _samples():
 
 
 def kernel_launch_tiling(sim, tmp_path):
-    import subprocess
-
+    """The sample's host GenerateTiling, compiled unchanged and run (evals/ascend_launch_samples.host_tiling)."""
     mirror, extract = _samples()
     if mirror is None:
         pytest.skip("no mirror of Ascend's samples (EVOKERNEL_ASCEND_SAMPLES)")
-    src = extract(mirror, "operator/ascendc/0_introduction/11_matmul_kernellaunch/MatmulInvocationNeo", tmp_path)
-    # the host side: its GenerateTiling (MultiCoreMatmulTiling, TCubeTiling::SaveToBuffer) writes the tiling
-    (tmp_path / "gen.cpp").write_text(
-        "#include <cstdio>\n#include <cstdint>\n#include \"kernel_tiling/kernel_tiling.h\"\n"
-        "void GenerateTiling(const char*, uint8_t*);\n"
-        "int main(int, char** argv) { uint8_t buf[1024] = {}; GenerateTiling(\"Ascend910B1\", buf);\n"
-        "  FILE* f = std::fopen(argv[1], \"wb\"); std::fwrite(buf, 1, sizeof(TCubeTiling) + 8, f);\n"
-        "  std::fclose(f); return 0; }\n")
-    sim._gxx([str(src / "matmul_custom_tiling.cpp"), "gen.cpp", str(sim.runtime_obj), "-o", "gen"], cwd=tmp_path)
-    tiling_file = tmp_path / "tiling.bin"
-    subprocess.run([str(tmp_path / "gen"), str(tiling_file)], check=True, timeout=30)
-    raw = np.fromfile(tiling_file, dtype=np.int32)
-    t = dict(zip(FIELDS, raw[: len(FIELDS)]))
+    from evokernel.evals.ascend_launch_samples import BY_NAME, host_tiling
+
+    sample = BY_NAME["matmul"]
+    src = extract(mirror, sample.path, tmp_path)
+    tiling_file, t = host_tiling(sample, src, tmp_path, tmp_path)
     return src, tiling_file, t
 
 
