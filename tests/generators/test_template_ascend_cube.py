@@ -69,9 +69,9 @@ REFUSED = {
                        expr="a @ b", inputs="torch.randn(32, 32, dtype=torch.float16), "
                                         "torch.randn(32, 40, dtype=torch.float16)", init_inputs=""),
                   "not a multiple of 16"),
-    "mm_swish": (dict(doc="swish after the matmul: the matmul's output is read twice", init_args="",
+    "mm_twice": (dict(doc="the same matmul written twice: two gemms in the graph", init_args="",
                       init_body="        pass", args="a, b", expr="(a @ b.T) * torch.sigmoid(a @ b.T)",
-                      inputs="torch.randn(32, 32), torch.randn(32, 32)", init_inputs=""), "2 kernels"),
+                      inputs="torch.randn(32, 32), torch.randn(32, 32)", init_inputs=""), "2 matmuls"),
 }
 
 

@@ -154,6 +154,10 @@ def prepare(plan: Plan, task_name: str, task_source: str = "") -> AscendOp:
     """Check that the plan is one operator this generator can write and classify its values."""
     g = plan.graph
     fams = [s.family for s in plan.stages]
+    if plan.stages and plan.stages[0].family == "gemm":  # a matmul and what follows it: ascend_cube.py
+        from evokernel.generators.template import ascend_cube
+
+        return ascend_cube.prepare(plan, task_name, task_source)  # type: ignore[return-value]
     if len(plan.stages) != 1:
         raise AnalysisError(f"the task needs {len(plan.stages)} kernels ({' -> '.join(fams)}); the Ascend C "
                             "templates write one operator (elementwise chains, last-dim reductions, softmax, "

@@ -17,9 +17,14 @@ kernel: the cube core writes each float tile to its AI core's workspace slot and
 mode 2) its two vector cores, which run the chain on half the rows each, write the output and flag back
 before the slot takes the next tile.
 
+Anything more after the matmul -- its output read twice, full-tensor or per-row operands, row reductions and
+normalisations over N (softmax, logsumexp, sums, layer/RMS norm) -- is a row program on the vector cores
+over whole rows of C (``ascend_cube_rows.py``).
+
 What is refused, by name: float32 with B not transposed (L1 -> L0B needs a 32-bit fractal transpose the
 emulator does not offer: LoadDataWithTranspose), N not a multiple of 16 (Fixpipe writes 16-column blocks),
-batched gemm, and epilogues that read the matmul's output twice or take full-tensor operands.
+batched gemm, two matmuls in one task, more than one kernel after the matmul (e.g. a whole-tensor reduction
+then its use), and what the vector template refuses in the row program (reductions over other dims ...).
 """
 from __future__ import annotations
 
@@ -58,6 +63,7 @@ class CubeOp:
     family: str = "ascend_cube"
     op_class: str = "matmul"
     reduces: list[int] = field(default_factory=list)
+    row_op: Any = None  # a row program on the vector cores over whole rows of C (ascend_cube_rows.py)
 
     @property
     def rows(self) -> int:
@@ -77,7 +83,7 @@ class CubeOp:
 
     @property
     def mix(self) -> bool:
-        return bool(self.epilogue)
+        return bool(self.epilogue) or self.row_op is not None
 
 
 def prepare(plan: Plan, task_name: str, task_source: str = "") -> CubeOp:
@@ -101,21 +107,35 @@ def prepare(plan: Plan, task_name: str, task_source: str = "") -> CubeOp:
     if N % 16:
         raise AnalysisError(f"N = {N} is not a multiple of 16: the Fixpipe writes the output in 16-column blocks")
     # epilogue: [add a per-column (N,) operand: the cube's bias table], then a chain of elementwise functions
-    # and scalar operations; a lone ReLU is the Fixpipe's, anything else runs on the vector cores (MIX)
+    # and scalar operations; a lone ReLU is the Fixpipe's, anything else runs on the vector cores (MIX); what
+    # is more than such a chain (C read twice, full-tensor operands, row reductions) is a row program
     from evokernel.generators.template.analysis import Const
 
+    gemms = [s for s in plan.stages if s.family in ("gemm", "gemv")]
+    if len(gemms) > 1:
+        raise AnalysisError(f"the task has {len(gemms)} matmuls: the cube template writes one matmul and its "
+                            "epilogue (one kernel)")
+    rest = plan.stages[1:]
+    if len(rest) > 1 or (rest and rest[0].family != "row"):
+        fams = " -> ".join(s.family for s in plan.stages)
+        raise AnalysisError(f"the task needs {len(plan.stages)} kernels ({fams}): after the matmul the cube "
+                            "template writes one row program (elementwise, row reductions and normalisations)")
     bias_id, chain = None, []
     cur = st.anchor
-    for nid in st.nodes:
-        n = g.nodes[nid]
-        if n.op == "binary" and cur in n.args and not chain and bias_id is None and n.attrs.get("fn") == "add" and \
-                all(isinstance(a, int) for a in n.args):
+    nodes = list(st.nodes)
+    if nodes:
+        n = g.nodes[nodes[0]]
+        if n.op == "binary" and n.attrs.get("fn") == "add" and all(isinstance(a, int) for a in n.args):
             other = next(a for a in n.args if a != cur)
-            if tuple(g.nodes[other].shape) not in ((N,), (1, N)):
-                raise AnalysisError(f"{n.origin}: only a per-column bias of shape ({N},) is added to the matmul "
-                                    "(a full tensor operand of the epilogue is not templated)")
-            bias_id, cur = other, nid
-        elif n.op == "unary" and cur in n.args:
+            if tuple(g.nodes[other].shape) in ((N,), (1, N)) and g.nodes[root_of(other)].op in ("input", "param"):
+                bias_id, cur = other, nodes.pop(0)
+    cut = cur
+    row_region: list[int] | None = None
+    if rest:
+        row_region = nodes + list(rest[0].nodes)
+    for nid in nodes if row_region is None else []:
+        n = g.nodes[nid]
+        if n.op == "unary" and cur in n.args:
             AC.unary_code(n.attrs["fn"], n.attrs, "d", "x", ["t0", "t1"], "n")  # raises for an unknown function
             chain.append(("unary", n.attrs["fn"], dict(n.attrs)))
             cur = nid
@@ -124,9 +144,15 @@ def prepare(plan: Plan, task_name: str, task_source: str = "") -> CubeOp:
             const = next(a for a in n.args if isinstance(a, Const))
             chain.append(("binary", n.attrs["fn"], float(const.value), n.args[0] is const))
             cur = nid
-        else:
-            raise AnalysisError(f"{n.origin}: a {n.attrs.get('fn', n.op)} after the matmul is not templated (the "
-                                "cube template fuses a bias, then elementwise functions and scalar operations)")
+        else:  # an operand beyond constants: the row program takes it
+            row_region = list(nodes)
+            break
+    row_op = None
+    if row_region is not None:
+        from evokernel.generators.template import ascend_cube_rows as ROWS
+
+        row_op = ROWS.prepare_rows(plan, cut, row_region, task_name, task_source)
+        chain, cur = [], row_region[-1]
     relu = chain == [("unary", "relu", {"fn": "relu"})] or (len(chain) == 1 and chain[0][:2] == ("unary", "relu"))
     epilogue = [] if relu else chain
     if root_of(g.output) != cur:
@@ -150,8 +176,17 @@ def prepare(plan: Plan, task_name: str, task_source: str = "") -> CubeOp:
         used.add(name)
         exts.append(CubeExt(name, pyexpr, root))
     init_source = g.init_source if (not task_source or AC.own_init(task_source)) else ""
+    if row_op is not None:  # the row program's own operands (residuals, norm weights) follow the cube's
+        for e in row_op.exts:
+            if e.nid != cut and all(x.root != e.root for x in exts):
+                name = e.name
+                while name in used or name in ("out", "workspace", "tiling", "slot"):
+                    name += "_"
+                used.add(name)
+                e.name = name
+                exts.append(CubeExt(name, e.pyexpr, e.root))
     return CubeOp(g, AC._snake(task_name), M, K, N, trans_b, half, exts, bias_id is not None, relu,
-                  tuple(g.nodes[g.output].shape), init_source, epilogue=epilogue)
+                  tuple(g.nodes[g.output].shape), init_source, epilogue=epilogue, row_op=row_op)
 
 
 def geometry(op: CubeOp, knobs: dict[str, Any], cores: int = CUBE_CORES) -> dict[str, int] | None:
@@ -165,8 +200,16 @@ def geometry(op: CubeOp, knobs: dict[str, Any], cores: int = CUBE_CORES) -> dict
         return None
     tiles_m, tiles_n = -(-op.M // bm), -(-op.N // bn)
     tiles = tiles_m * tiles_n
-    return {"baseM": bm, "baseN": bn, "baseK": bk, "tilesM": tiles_m, "tilesN": tiles_n,
-            "blockDim": min(tiles, cores), "kSteps": -(-op.K // bk)}
+    geo = {"baseM": bm, "baseN": bn, "baseK": bk, "tilesM": tiles_m, "tilesN": tiles_n,
+           "blockDim": min(tiles, cores), "kSteps": -(-op.K // bk)}
+    if op.row_op is not None:  # a block's work is a row block (all N): the vector cores' row program needs it
+        from evokernel.generators.template import ascend_cube_rows as ROWS
+
+        rg = ROWS.row_geometry(op.row_op, knobs, bm)
+        if rg is None:
+            return None
+        geo.update(blockDim=min(tiles_m, cores), rowTileRows=int(rg[3]["tile_rows"]), rowChunk=int(rg[3]["chunk"]))
+    return geo
 
 
 def render_project(op: CubeOp, knobs: dict[str, Any]) -> tuple[dict[str, str], None, dict[str, int] | None]:
@@ -177,6 +220,14 @@ def render_project(op: CubeOp, knobs: dict[str, Any]) -> tuple[dict[str, str], N
     a, b = op.exts[0].name, op.exts[1].name
     tiling_cls = f"{op.op_type}TilingData"
     fields = ["M", "N", "K", "baseM", "baseN", "baseK", "tilesM", "tilesN"]
+    rg = None
+    if op.row_op is not None:
+        from evokernel.generators.template import ascend_cube_rows as ROWS
+
+        rg = ROWS.row_geometry(op.row_op, knobs, int(knobs["base_m"]))
+        if rg is None:
+            raise AnalysisError("no tile of the row program after the matmul fits the vector core's Unified Buffer")
+        fields += ROWS.ROW_FIELDS
     tiling = "\n".join(['#include "register/tilingdata_base.h"', "", "namespace optiling {",
                         f"BEGIN_TILING_DATA_DEF({tiling_cls})"] +
                        [f"  TILING_DATA_FIELD_DEF(uint32_t, {f});" for f in fields] +
@@ -190,7 +241,7 @@ namespace optiling {{
 constexpr uint32_t BASE_M = {int(knobs["base_m"])};
 constexpr uint32_t BASE_N = {int(knobs["base_n"])};
 constexpr uint32_t BASE_K = {int(knobs["base_k"])};
-
+{_row_consts(op, rg)}
 static ge::graphStatus TilingFunc(gert::TilingContext* context)
 {{
     const gert::Shape& a = context->GetInputShape(0)->GetStorageShape();
@@ -202,19 +253,19 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     if (N % 16 != 0) {{
         return ge::GRAPH_FAILED;  // Fixpipe moves whole 16-column blocks
     }}
-    auto platform = platform_ascendc::PlatformAscendC(context->GetPlatformInfo());
+{"    if (N != ROW_N) {" + chr(10) + "        return ge::GRAPH_FAILED;  // the row program's tiles were sized for N = ROW_N" + chr(10) + "    }" + chr(10) if rg else ""}    auto platform = platform_ascendc::PlatformAscendC(context->GetPlatformInfo());
     uint32_t cubeCores = platform.GetCoreNumAic();
     uint32_t tilesM = (M + BASE_M - 1) / BASE_M;
     uint32_t tilesN = (N + BASE_N - 1) / BASE_N;
-    uint32_t tiles = tilesM * tilesN;
+    uint32_t tiles = {"tilesM;  // a block's work: a row block of all N (the vector cores reduce whole rows)" if rg else "tilesM * tilesN;"}
     {tiling_cls} tiling;
 """ + "".join(f"    tiling.set_{f}({v});\n" for f, v in
               (("M", "M"), ("N", "N"), ("K", "K"), ("baseM", "BASE_M"), ("baseN", "BASE_N"), ("baseK", "BASE_K"),
-               ("tilesM", "tilesM"), ("tilesN", "tilesN"))) + f"""    context->SetBlockDim(tiles < cubeCores ? tiles : cubeCores);
+               ("tilesM", "tilesM"), ("tilesN", "tilesN"))) + _row_sets(rg) + f"""    context->SetBlockDim(tiles < cubeCores ? tiles : cubeCores);
     tiling.SaveToBuffer(context->GetRawTilingData()->GetData(), context->GetRawTilingData()->GetCapacity());
     context->GetRawTilingData()->SetDataSize(tiling.GetDataSize());
     size_t* workspace = context->GetWorkspaceSizes(1);
-    workspace[0] = {"static_cast<size_t>(tiles < cubeCores ? tiles : cubeCores) * BASE_M * BASE_N * sizeof(float)" if op.mix else "0"};  // MIX: one float tile per AI core
+    workspace[0] = {_workspace(op, rg is not None)};
     return ge::GRAPH_SUCCESS;
 }}
 }}
@@ -223,9 +274,7 @@ namespace ge {{
 static ge::graphStatus InferShape(gert::InferShapeContext* context)
 {{
     gert::Shape* y = context->GetOutputShape(0);
-    y->SetDimNum(2);
-    y->SetDim(0, context->GetInputShape(0)->GetDim(0));
-    y->SetDim(1, context->GetInputShape(1)->GetDim({b_cols}));
+{_infer(op, b_cols)}
     return GRAPH_SUCCESS;
 }}
 }}
@@ -258,6 +307,8 @@ OP_ADD({op.op_type});
     from evokernel.generators.template import ascend_codegen as AC
 
     alloc = f"at::Tensor result = at::empty({{{a}.size(0), {n_expr}}}, {a}.options());"
+    if rg is not None:
+        alloc = f"at::Tensor result = at::empty({{{', '.join(str(d) for d in op.out_shape)}}}, {a}.options());"
     bind = AC.binding_source(op.kernel_name, op.op_type, params, alloc, args, "matmul on the cube unit")
     model = AC.model_source(op.init_source, op.graph.input_names, op.kernel_name, ", ".join(e.pyexpr for e in op.exts))
     parts = {"project_json_src": json.dumps(desc, indent=4), "host_tiling_src": tiling, "host_operator_src": host,
@@ -484,7 +535,47 @@ extern "C" __global__ __aicore__ void {op.kernel_name}({", ".join(f"GM_ADDR {e.n
     op.Init({", ".join(e.name for e in op.exts)}, out, tiling_data);
     op.Process();
 }}"""
+    if op.row_op is not None:
+        from evokernel.generators.template import ascend_cube_rows as ROWS
+
+        return ROWS.mix_rows(op, knobs, text, T, tiling_cls)
     return _mixed(op, text, T, tiling_cls) if op.mix else text
+
+
+def _row_consts(op: CubeOp, rg: Any) -> str:
+    if rg is None:
+        return ""
+    from evokernel.generators.template import ascend_cube_rows as ROWS
+
+    return ROWS.row_constants(rg[3], 16 if op.half else 8, op.N)
+
+
+def _row_sets(rg: Any) -> str:
+    if rg is None:
+        return ""
+    from evokernel.generators.template import ascend_cube_rows as ROWS
+
+    return ROWS.host_row_fields()
+
+
+def _workspace(op: CubeOp, rows: bool) -> str:
+    if rows:  # a row block of C (all N, the task's dtype) per AI core
+        return ("static_cast<size_t>(tiles < cubeCores ? tiles : cubeCores) * BASE_M * N * "
+                f"sizeof({'half' if op.half else 'float'});  // MIX: one row block of C per AI core")
+    if op.mix:
+        return ("static_cast<size_t>(tiles < cubeCores ? tiles : cubeCores) * BASE_M * BASE_N * sizeof(float);"
+                "  // MIX: one float tile per AI core")
+    return "0;"
+
+
+def _infer(op: CubeOp, b_cols: str) -> str:
+    if op.row_op is None:
+        return ("    y->SetDimNum(2);\n    y->SetDim(0, context->GetInputShape(0)->GetDim(0));\n"
+                f"    y->SetDim(1, context->GetInputShape(1)->GetDim({b_cols}));")
+    dims = [f"    y->SetDimNum({len(op.out_shape)});"]
+    for k, d in enumerate(op.out_shape):
+        dims.append(f"    y->SetDim({k}, " + ("context->GetInputShape(0)->GetDim(0)" if k == 0 else str(d)) + ");")
+    return "\n".join(dims)
 
 
 def _epilogue_code(op: CubeOp) -> list[str]:

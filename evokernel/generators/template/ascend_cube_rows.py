@@ -1,0 +1,239 @@
+"""Row programs after a matmul on the cube unit (the ``ascend_cube`` family's MIX kernels with a row epilogue).
+
+When what follows the matmul is more than a chain of elementwise functions of its output -- the output read
+twice (``y * s + y``, ``y * sigmoid(y)``), a residual or other full-tensor operand, or a row-wise reduction or
+normalisation over N (sum/mean/max/min, logsumexp, softmax, layer/RMS-norm-like, then any elementwise tail) --
+the cube core computes whole rows of C: per row block of ``base_m`` rows it runs every ``base_n`` column tile
+and writes each through the Fixpipe into its AI core's workspace slot (``base_m x N`` values of the task's
+dtype, so a float16 task sees C rounded to half as PyTorch does), then flags (CrossCoreSetFlag mode 2) its two
+vector cores. Each vector core runs the ascend_row family's row program (``ascend_codegen.RowKernel``, the same
+code the vector-only template writes for softmax or layer norm) on half the block's rows, reading C from the
+slot and the other operands from GM, and flags back before the slot takes the next row block.
+
+The row program sees C as an input named ``mm``; the vector template's rules apply to it (operands that are
+full tensors, per-row ``(M, 1)`` or per-column ``(N,)``; reductions over the last dimension only; no
+whole-tensor reductions here). A row of C is streamed in chunks when it does not fit the Unified Buffer.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+from typing import Any
+
+from evokernel.generators.template.analysis import AnalysisError, Node
+from evokernel.generators.template.lower import Plan, Stage
+
+MM = "mm"  # the row program's name for the matmul's output
+
+
+def prepare_rows(plan: Plan, cut: int, region: list[int], task_name: str, task_source: str) -> Any:
+    """The row program over the matmul's output (node ``cut``) as an ``ascend_codegen.AscendOp`` whose input
+    ``mm`` is C; raises AnalysisError with the vector template's reason when it cannot be written."""
+    from evokernel.generators.template import ascend_codegen as AC
+
+    g = plan.graph
+    root_of = lambda nid: plan.aliases.get(nid, nid)  # noqa: E731
+    inside = set(region)
+    ext: list[int] = []
+    for i in region:
+        for a in g.nodes[i].args:
+            if isinstance(a, int) and a not in inside and a not in ext:
+                ext.append(a)
+    g2 = copy.copy(g)
+    g2.nodes = list(g.nodes)
+    c = g.nodes[cut]
+    g2.nodes[cut] = Node(cut, "input", [], {"index": -1, "name": MM}, c.shape, "f32", "the matmul's output")
+    for a in ext:
+        if a != cut and g.nodes[root_of(a)].op not in ("input", "param"):
+            raise AnalysisError(f"{g.nodes[a].origin}: the epilogue reads an intermediate that is not the matmul's "
+                                "output (one matmul, then one row program)")
+    if cut not in ext:
+        raise AnalysisError("the epilogue does not read the matmul's output")
+    st = Stage("row", None, list(region), region[-1], ext)
+    try:
+        op = AC.prepare(Plan(g2, [st], plan.aliases), task_name, task_source)
+    except AnalysisError as exc:
+        raise AnalysisError(f"after the matmul: {exc}") from None
+    mm = next(e for e in op.exts if e.nid == cut)
+    if mm.role != "J" or tuple(op.frame) != tuple(c.shape):
+        raise AnalysisError(f"after the matmul: the row program's frame {op.frame} is not the matmul's output "
+                            f"{tuple(c.shape)}")
+    if op.out_kind not in ("J", "R"):
+        raise AnalysisError("after the matmul: a reduction over the whole output (only per-row results and "
+                            "full tensors are written from the vector cores' row blocks)")
+    op.family = "ascend_row"  # always the row program (its flat form splits the tensor, not rows)
+    return op
+
+
+def row_knobs(knobs: dict[str, Any]) -> dict[str, Any]:
+    """The row program's schedule: whole rows resident in UB when they fit (one read of the slot), else
+    streamed; count forms; single-buffered queues (the cube's buffer_num is its own)."""
+    return {"tile": 8192, "buffer_num": 1, "blocks": "all", "vec_form": "count",
+            "row_mode": str(knobs.get("row_mode", "resident"))}
+
+
+def row_geometry(row_op: Any, knobs: dict[str, Any], base_m: int) -> tuple[dict[str, Any], Any, str, dict[str, int]] | None:
+    """(row knobs, Consts, the row class's text, geometry for half a row block) or None when no tile fits."""
+    from evokernel.generators.template import ascend_codegen as AC
+
+    half_rows = -(-min(base_m, row_op.rows) // 2)
+    for mode in ([knobs.get("row_mode", "resident"), "stream"] if knobs.get("row_mode", "resident") == "resident"
+                 else ["stream"]):
+        rk = row_knobs({**knobs, "row_mode": mode})
+        text, consts = AC.RowKernel(row_op, rk).render("__CLS__", "__TILING__")
+        geo = AC.geometry(dataclasses.replace(row_op, rows=half_rows), rk, consts, cores=1)
+        if geo is not None:
+            return rk, consts, text, geo
+    return None
+
+
+def row_geometry_knobs(rg: tuple[dict[str, Any], Any, str, dict[str, int]]) -> dict[str, Any]:
+    return rg[0]
+
+
+def row_class(row_op: Any, text: str, cls: str, tiling_cls: str, cube_exts: list[Any]) -> tuple[str, list[str]]:
+    """The row class renamed, with ``Rows(...)``: point the operands at one call's rows and run them.
+    Returns the text and the row program's kernel arguments (the cube's names for shared inputs)."""
+    T = "half" if getattr(row_op.graph, "half", False) else "float"
+    by_root = {e.root: e.name for e in cube_exts}
+    names: list[str] = []
+    sets = ["myRows = rows;"]
+    for e in row_op.exts:
+        is_c = row_op.graph.nodes[e.root].attrs.get("index") == -1  # the matmul's output, in the slot
+        arg = "slot" if is_c else by_root.get(e.root, e.name)
+        names.append(arg)
+        if arg == "slot":
+            sets.append(f"gm_{e.name}.SetGlobalBuffer((__gm__ {T}*)slot, static_cast<uint64_t>(rows) * N);")
+        elif e.role == "J":
+            sets.append(f"gm_{e.name}.SetGlobalBuffer((__gm__ {T}*){arg} + firstRow * N, "
+                        "static_cast<uint64_t>(rows) * N);")
+        elif e.role == "R":
+            sets.append(f"gm_{e.name}.SetGlobalBuffer((__gm__ {T}*){arg} + firstRow, rows);")
+    if row_op.out_kind == "J":
+        sets.append(f"gm_out.SetGlobalBuffer((__gm__ {T}*)out + firstRow * N, static_cast<uint64_t>(rows) * N);")
+    else:
+        sets.append(f"gm_out.SetGlobalBuffer((__gm__ {T}*)out + firstRow, rows);")
+    sets.append("Process();")
+    params = ", ".join(f"GM_ADDR {n}" for n in names)
+    method = ["    // one call: `rows` rows of C from the workspace slot, the output's rows from firstRow on",
+              f"    __aicore__ inline void Rows({params}, GM_ADDR out, uint64_t firstRow, uint32_t rows)",
+              "    {"] + ["        " + s for s in sets] + ["    }", ""]
+    text = text.replace("__CLS__", cls).replace("__TILING__", tiling_cls)
+    i = text.index("\nprivate:\n")
+    return text[:i + 1] + "\n".join(method) + text[i + 1:], names
+
+
+ROW_FIELDS = ["rows", "cols", "rowsPerBlock", "bigBlocks", "tileRows", "chunk", "kPad", "cPad"]
+
+
+def host_row_fields() -> str:
+    """The row program's tiling fields: a call covers at most half a row block (rowsPerBlock and bigBlocks 0:
+    the rows come with each call)."""
+    return "".join(f"    tiling.set_{f}({v});\n" for f, v in
+                   (("rows", "M"), ("cols", "N"), ("rowsPerBlock", 0), ("bigBlocks", 0),
+                    ("tileRows", "ROW_TILE_ROWS"), ("chunk", "ROW_CHUNK"), ("kPad", "ROW_K_PAD"),
+                    ("cPad", "ROW_C_PAD")))
+
+
+def row_constants(geo: dict[str, Any], align: int, N: int) -> str:
+    k, chunk = int(geo["tile_rows"]), int(geo["chunk"])
+    kpad = (k + align - 1) // align * align
+    cpad = (chunk + align - 1) // align * align
+    return (f"// the vector cores' row program, sized for rows of N = {N} in the 192 KiB Unified Buffer\n"
+            f"constexpr uint32_t ROW_N = {N};\n"
+            f"constexpr uint32_t ROW_TILE_ROWS = {k};\nconstexpr uint32_t ROW_CHUNK = {chunk};\n"
+            f"constexpr uint32_t ROW_K_PAD = {kpad};\nconstexpr uint32_t ROW_C_PAD = {cpad};\n")
+
+
+def mix_rows(op: Any, knobs: dict[str, Any], text: str, T: str, tiling_cls: str) -> str:
+    """The cube-only kernel text turned into the MIX kernel: the cube core fills its slot with a row block of C
+    (every column tile), flags its vector cores (flag 0) and waits for them (flag 1) before the next block;
+    the vector cores run the row program on half the block's rows each."""
+    rg = row_geometry(op.row_op, knobs, int(knobs["base_m"]))
+    if rg is None:
+        raise AnalysisError("no tile of the row program fits the vector core's Unified Buffer")
+    _, _, row_text, _ = rg
+    cls = f"Kernel{op.op_type}"
+
+    def sub(old: str, new: str) -> None:
+        nonlocal text
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+
+    quant = "QuantMode_t::F322F16" if op.half else "QuantMode_t::NoQuant"
+    sub(f"GM_ADDR out, const {tiling_cls}& t)", f"GM_ADDR out, GM_ADDR workspace, const {tiling_cls}& t)")
+    sub(f"        cGm.SetGlobalBuffer((__gm__ {T}*)out, M * N);\n",
+        f"        wsGm.SetGlobalBuffer((__gm__ {T}*)workspace + GetBlockIdx() * baseM * N, baseM * N);\n")
+    sub("        for (uint32_t tile = GetBlockIdx(); tile < tilesM * tilesN; tile += GetBlockNum()) {\n",
+        "        for (uint32_t rowBlock = GetBlockIdx(); rowBlock < tilesM; rowBlock += GetBlockNum()) {\n"
+        "            if (tilesDone++ > 0) {\n"
+        "                CrossCoreWaitFlag(1);  // the vector cores are done with the previous row block\n"
+        "            }\n"
+        "            for (uint32_t tile = rowBlock * tilesN; tile < (rowBlock + 1) * tilesN; ++tile) {\n")
+    i = text.index("            uint32_t m0 = (tile / tilesN) * baseM;\n")
+    j = text.index("            CopyOut(m0, n0, m, n);\n        }\n    }\n")
+    body = "".join("    " + ln + "\n" for ln in text[i:j].splitlines())
+    text = (text[:i] + body + "                CopyOut(m0, n0, m, n);\n            }\n"
+            "            CrossCoreSetFlag<2, PIPE_FIX>(0);  // the row block is in the slot: the vector cores may read it\n"
+            "        }\n"
+            "        if (tilesDone > 0) {\n            CrossCoreWaitFlag(1);  // the vector cores are done with the last block\n"
+            "        }\n    }\n" + text[j + len("            CopyOut(m0, n0, m, n);\n        }\n    }\n"):])
+    i = text.index("    __aicore__ inline void CopyOut(")
+    j = text.index("    TPipe pipe;", i)
+    text = text[:i] + f"""    __aicore__ inline void CopyOut(uint32_t m0, uint32_t n0, uint32_t m, uint32_t n)
+    {{
+        LocalTensor<float> c1Local = outQueueCO1.DeQue<float>();
+        FixpipeParamsV220 params;  // the tile into this AI core's slot: rows of N, columns n0..n0+n
+        params.nSize = n;
+        params.mSize = m;
+        params.srcStride = CeilDiv(m, 16) * 16;
+        params.dstStride = N;
+        params.quantPre = {quant};
+        params.ndNum = 1;
+        Fixpipe(wsGm[n0], c1Local, params);
+        outQueueCO1.FreeTensor(c1Local);
+        (void)m0;
+    }}
+
+""" + text[j:]
+    sub(f"    GlobalTensor<{T}> aGm, bGm, cGm;\n", f"    GlobalTensor<{T}> aGm, bGm, wsGm;\n")
+    sub("    uint32_t M = 0, N = 0, K = 0, baseM = 0, baseN = 0, baseK = 0, tilesM = 0, tilesN = 0;\n};",
+        "    uint32_t M = 0, N = 0, K = 0, baseM = 0, baseN = 0, baseK = 0, tilesM = 0, tilesN = 0;\n"
+        "    uint32_t tilesDone = 0;\n};")
+    rcls, names = row_class(op.row_op, row_text, f"{cls}Rows", tiling_cls, op.exts)
+    rcls = (f"constexpr int32_t ROW_BUFFER_NUM = {int(row_geometry_knobs(rg)['buffer_num'])};  // the row program's "
+            "queues\n\n" + rcls.replace("BUFFER_NUM", "ROW_BUFFER_NUM"))
+    init_args = ", ".join("workspace" if n == "slot" else n for n in names)
+    call_args = ", ".join(f"{n}" for n in names)
+    exts = ", ".join(f"GM_ADDR {e.name}" for e in op.exts)
+    i = text.index('extern "C" __global__ __aicore__ void')
+    entry = f"""extern "C" __global__ __aicore__ void {op.kernel_name}({exts}, GM_ADDR out, GM_ADDR workspace, GM_ADDR tiling)
+{{
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);  // per block: the cube core and two vector cores
+    GET_TILING_DATA(tiling_data, tiling);
+    if ASCEND_IS_AIC {{
+        {cls} op;
+        op.Init({", ".join(e.name for e in op.exts)}, out, workspace, tiling_data);
+        op.Process();
+    }} else {{
+        // the vector cores: the row program on their half of each row block in this AI core's slot
+        {cls}Rows op;
+        op.Init({init_args}, out, tiling_data);
+        uint32_t core = GetBlockIdx() / GetTaskRation();
+        uint32_t M = tiling_data.M, N = tiling_data.N, baseM = tiling_data.baseM;
+        for (uint32_t rowBlock = core; rowBlock < tiling_data.tilesM; rowBlock += GetBlockNum()) {{
+            uint32_t m0 = rowBlock * baseM;
+            uint32_t m = Min(baseM, M - m0);
+            uint32_t halfRows = CeilDiv(m, 2);
+            uint32_t r0 = GetSubBlockIdx() * halfRows;
+            uint32_t rows = r0 < m ? Min(halfRows, m - r0) : 0;
+            CrossCoreWaitFlag(0);  // this AI core's cube core has written the row block
+            if (rows > 0) {{
+                GM_ADDR slot = workspace + (static_cast<uint64_t>(core) * baseM + r0) * N * sizeof({T});
+                op.Rows({call_args}, out, m0 + r0, rows);
+            }}
+            CrossCoreSetFlag<2, PIPE_MTE3>(1);  // done with the slot
+        }}
+    }}
+}}"""
+    return text[:i] + rcls + "\n\n" + entry
