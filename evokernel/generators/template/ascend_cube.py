@@ -63,6 +63,7 @@ class CubeOp:
     family: str = "ascend_cube"
     op_class: str = "matmul"
     reduces: list[int] = field(default_factory=list)
+    batch: int = 1  # batch entries (a batched matmul: ascend_cube_batch.py)
     row_op: Any = None  # a row program on the vector cores over whole rows of C (ascend_cube_rows.py)
 
     @property
@@ -95,8 +96,13 @@ def prepare(plan: Plan, task_name: str, task_source: str = "") -> CubeOp:
     gemm = g.nodes[st.anchor]
     a_id, b_id = gemm.args[0], gemm.args[1]
     root_of = lambda nid: plan.aliases.get(nid, nid)  # noqa: E731
-    if int(gemm.attrs.get("batch", 1)) != 1 or len(gemm.shape) != 2:
-        raise AnalysisError("batched matmul has no Ascend C cube template yet (2-D a @ b only)")
+    batch = int(gemm.attrs.get("batch", 1))
+    if batch != 1 and (len(gemm.shape) < 3 or len(g.nodes[a_id].shape) != len(gemm.shape)
+                       or len(g.nodes[b_id].shape) != len(gemm.shape)):
+        raise AnalysisError("a batched matmul whose operands do not share the batch dims is not templated")
+    if batch == 1 and len(gemm.shape) != 2:
+        raise AnalysisError("a matmul of a (..., M, K) input by a 2-D B (leading dims folded into M) is not "
+                            "templated (2-D a @ b and batched a @ b with the same batch dims are)")
     M, N, K = int(gemm.attrs["m"]), int(gemm.attrs["n"]), int(gemm.attrs["k"])
     trans_b = bool(gemm.attrs.get("trans_b"))
     half = bool(getattr(g, "half", False))
@@ -153,6 +159,9 @@ def prepare(plan: Plan, task_name: str, task_source: str = "") -> CubeOp:
 
         row_op = ROWS.prepare_rows(plan, cut, row_region, task_name, task_source)
         chain, cur = [], row_region[-1]
+    if batch != 1 and (row_op is not None or (chain and chain != [("unary", "relu", {"fn": "relu"})])):
+        raise AnalysisError("a vector epilogue after a batched matmul is not templated (bias and ReLU are: the "
+                            "bias table and the Fixpipe)")
     relu = chain == [("unary", "relu", {"fn": "relu"})] or (len(chain) == 1 and chain[0][:2] == ("unary", "relu"))
     epilogue = [] if relu else chain
     if root_of(g.output) != cur:
@@ -186,7 +195,7 @@ def prepare(plan: Plan, task_name: str, task_source: str = "") -> CubeOp:
                 e.name = name
                 exts.append(CubeExt(name, e.pyexpr, e.root))
     return CubeOp(g, AC._snake(task_name), M, K, N, trans_b, half, exts, bias_id is not None, relu,
-                  tuple(g.nodes[g.output].shape), init_source, epilogue=epilogue, row_op=row_op)
+                  tuple(g.nodes[g.output].shape), init_source, epilogue=epilogue, row_op=row_op, batch=batch)
 
 
 def geometry(op: CubeOp, knobs: dict[str, Any], cores: int = CUBE_CORES) -> dict[str, int] | None:
@@ -199,7 +208,7 @@ def geometry(op: CubeOp, knobs: dict[str, Any], cores: int = CUBE_CORES) -> dict
             or (a_tile + b_tile) * nb + bias_l1 > L1_BYTES or (op.bias and bn * 4 > 1024)):
         return None
     tiles_m, tiles_n = -(-op.M // bm), -(-op.N // bn)
-    tiles = tiles_m * tiles_n
+    tiles = op.batch * tiles_m * tiles_n
     geo = {"baseM": bm, "baseN": bn, "baseK": bk, "tilesM": tiles_m, "tilesN": tiles_n,
            "blockDim": min(tiles, cores), "kSteps": -(-op.K // bk)}
     if op.row_op is not None:  # a block's work is a row block (all N): the vector cores' row program needs it
@@ -208,7 +217,9 @@ def geometry(op: CubeOp, knobs: dict[str, Any], cores: int = CUBE_CORES) -> dict
         rg = ROWS.row_geometry(op.row_op, knobs, bm)
         if rg is None:
             return None
-        geo.update(blockDim=min(tiles_m, cores), rowTileRows=int(rg[3]["tile_rows"]), rowChunk=int(rg[3]["chunk"]))
+        if knobs.get("row_split", "block") == "block":
+            geo.update(blockDim=min(tiles_m, cores))
+        geo.update(rowSplit=str(knobs.get("row_split", "block")), rowTileRows=int(rg[3]["tile_rows"]), rowChunk=int(rg[3]["chunk"]))
     return geo
 
 
@@ -228,6 +239,8 @@ def render_project(op: CubeOp, knobs: dict[str, Any]) -> tuple[dict[str, str], N
         if rg is None:
             raise AnalysisError("no tile of the row program after the matmul fits the vector core's Unified Buffer")
         fields += ROWS.ROW_FIELDS
+    if op.batch != 1:
+        fields.append("batch")
     tiling = "\n".join(['#include "register/tilingdata_base.h"', "", "namespace optiling {",
                         f"BEGIN_TILING_DATA_DEF({tiling_cls})"] +
                        [f"  TILING_DATA_FIELD_DEF(uint32_t, {f});" for f in fields] +
@@ -257,7 +270,7 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     uint32_t cubeCores = platform.GetCoreNumAic();
     uint32_t tilesM = (M + BASE_M - 1) / BASE_M;
     uint32_t tilesN = (N + BASE_N - 1) / BASE_N;
-    uint32_t tiles = {"tilesM;  // a block's work: a row block of all N (the vector cores reduce whole rows)" if rg else "tilesM * tilesN;"}
+    uint32_t tiles = {"tilesM;  // a block's work: a row block of all N (the vector cores reduce whole rows)" if rg and knobs.get("row_split", "block") == "block" else "tilesM * tilesN;"}
     {tiling_cls} tiling;
 """ + "".join(f"    tiling.set_{f}({v});\n" for f, v in
               (("M", "M"), ("N", "N"), ("K", "K"), ("baseM", "BASE_M"), ("baseN", "BASE_N"), ("baseK", "BASE_K"),
@@ -265,7 +278,7 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     tiling.SaveToBuffer(context->GetRawTilingData()->GetData(), context->GetRawTilingData()->GetCapacity());
     context->GetRawTilingData()->SetDataSize(tiling.GetDataSize());
     size_t* workspace = context->GetWorkspaceSizes(1);
-    workspace[0] = {_workspace(op, rg is not None)};
+    workspace[0] = {_workspace(op, rg is not None, str(knobs.get("row_split", "block")))};
     return ge::GRAPH_SUCCESS;
 }}
 }}
@@ -309,6 +322,11 @@ OP_ADD({op.op_type});
     alloc = f"at::Tensor result = at::empty({{{a}.size(0), {n_expr}}}, {a}.options());"
     if rg is not None:
         alloc = f"at::Tensor result = at::empty({{{', '.join(str(d) for d in op.out_shape)}}}, {a}.options());"
+    if op.batch != 1:
+        from evokernel.generators.template import ascend_cube_batch as BATCH
+
+        alloc = BATCH.batch_alloc(op, a, b, b_cols)
+        host = BATCH.batch_host(op, host, b_rows, b_cols)
     bind = AC.binding_source(op.kernel_name, op.op_type, params, alloc, args, "matmul on the cube unit")
     model = AC.model_source(op.init_source, op.graph.input_names, op.kernel_name, ", ".join(e.pyexpr for e in op.exts))
     parts = {"project_json_src": json.dumps(desc, indent=4), "host_tiling_src": tiling, "host_operator_src": host,
@@ -539,6 +557,10 @@ extern "C" __global__ __aicore__ void {op.kernel_name}({", ".join(f"GM_ADDR {e.n
         from evokernel.generators.template import ascend_cube_rows as ROWS
 
         return ROWS.mix_rows(op, knobs, text, T, tiling_cls)
+    if op.batch != 1:
+        from evokernel.generators.template import ascend_cube_batch as BATCH
+
+        text = BATCH.batch_kernel(op, text, T, tiling_cls)
     return _mixed(op, text, T, tiling_cls) if op.mix else text
 
 
@@ -558,7 +580,9 @@ def _row_sets(rg: Any) -> str:
     return ROWS.host_row_fields()
 
 
-def _workspace(op: CubeOp, rows: bool) -> str:
+def _workspace(op: CubeOp, rows: bool, split: str = "block") -> str:
+    if rows and split == "all":  # the whole of C (the task's dtype)
+        return f"static_cast<size_t>(M) * N * sizeof({'half' if op.half else 'float'});  // MIX: C, whole"
     if rows:  # a row block of C (all N, the task's dtype) per AI core
         return ("static_cast<size_t>(tiles < cubeCores ? tiles : cubeCores) * BASE_M * N * "
                 f"sizeof({'half' if op.half else 'float'});  // MIX: one row block of C per AI core")

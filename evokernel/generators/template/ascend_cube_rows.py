@@ -154,6 +154,8 @@ def mix_rows(op: Any, knobs: dict[str, Any], text: str, T: str, tiling_cls: str)
         raise AnalysisError("no tile of the row program fits the vector core's Unified Buffer")
     _, _, row_text, _ = rg
     cls = f"Kernel{op.op_type}"
+    if knobs.get("row_split", "block") == "all":
+        return _mix_rows_all(op, text, T, tiling_cls, rg, cls)
 
     def sub(old: str, new: str) -> None:
         nonlocal text
@@ -233,6 +235,54 @@ def mix_rows(op: Any, knobs: dict[str, Any], text: str, T: str, tiling_cls: str)
                 op.Rows({call_args}, out, m0 + r0, rows);
             }}
             CrossCoreSetFlag<2, PIPE_MTE3>(1);  // done with the slot
+        }}
+    }}
+}}"""
+    return text[:i] + rcls + "\n\n" + entry
+
+
+def _mix_rows_all(op: Any, text: str, T: str, tiling_cls: str, rg: Any, cls: str) -> str:
+    """``row_split = all``: every cube core computes its share of all the tiles of C into a workspace holding
+    the whole of C (M x N), SyncAll<false>() (cube and vector cores), then all the vector cores split the M
+    rows among themselves. Uses every AI core when M has few row blocks; no overlap of the two phases."""
+    def sub(old: str, new: str) -> None:
+        nonlocal text
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+
+    sub(f"GM_ADDR out, const {tiling_cls}& t)", f"GM_ADDR out, GM_ADDR workspace, const {tiling_cls}& t)")
+    sub(f"        cGm.SetGlobalBuffer((__gm__ {T}*)out, M * N);\n",
+        f"        cGm.SetGlobalBuffer((__gm__ {T}*)workspace, M * N);  // C, whole, in the workspace\n")
+    sub("            CopyOut(m0, n0, m, n);\n        }\n    }\n",
+        "            CopyOut(m0, n0, m, n);\n        }\n"
+        "        SyncAll<false>();  // every tile of C is in the workspace: the vector cores may start\n    }\n")
+    rcls, names = row_class(op.row_op, rg[2], f"{cls}Rows", tiling_cls, op.exts)
+    rcls = (f"constexpr int32_t ROW_BUFFER_NUM = {int(row_geometry_knobs(rg)['buffer_num'])};  // the row program's "
+            "queues\n\n" + rcls.replace("BUFFER_NUM", "ROW_BUFFER_NUM"))
+    init_args = ", ".join("workspace" if n == "slot" else n for n in names)
+    exts = ", ".join(f"GM_ADDR {e.name}" for e in op.exts)
+    i = text.index('extern "C" __global__ __aicore__ void')
+    entry = f"""extern "C" __global__ __aicore__ void {op.kernel_name}({exts}, GM_ADDR out, GM_ADDR workspace, GM_ADDR tiling)
+{{
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);  // per block: the cube core and two vector cores
+    GET_TILING_DATA(tiling_data, tiling);
+    if ASCEND_IS_AIC {{
+        {cls} op;
+        op.Init({", ".join(e.name for e in op.exts)}, out, workspace, tiling_data);
+        op.Process();
+    }} else {{
+        // the vector cores: once C is whole, an equal share of its rows each
+        {cls}Rows op;
+        op.Init({init_args}, out, tiling_data);
+        SyncAll<false>();
+        uint32_t M = tiling_data.M, N = tiling_data.N;
+        uint32_t cores = GetBlockNum() * GetTaskRation(), idx = GetBlockIdx();
+        uint32_t share = M / cores, extra = M % cores;
+        uint32_t first = idx * share + (idx < extra ? idx : extra);
+        uint32_t rows = share + (idx < extra ? 1 : 0);
+        if (rows > 0) {{
+            GM_ADDR slot = workspace + static_cast<uint64_t>(first) * N * sizeof({T});
+            op.Rows({", ".join(names)}, out, first, rows);
         }}
     }}
 }}"""

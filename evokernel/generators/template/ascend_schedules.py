@@ -17,7 +17,10 @@ cores, large transfers and few passes over GM):
                   chunk by chunk (any row length); ``resident``: a tile of whole rows is read once and
                   stays in UB for all phases (one pass over GM; only when a row fits);
 * ``base_m``, ``base_n``, ``base_k`` (``ascend_cube``: matmul on the cube unit) the L0C tile and the K step;
-  with ``buffer_num`` the L1/L0 buffering (schedules whose buffers overflow L1/L0 have no geometry).
+  with ``buffer_num`` the L1/L0 buffering (schedules whose buffers overflow L1/L0 have no geometry);
+* ``row_split``   (``ascend_cube`` with a row program after the matmul) ``all``: C whole in the workspace,
+                  SyncAll, then every vector core takes a share of the rows; ``block``: per AI core, row block
+                  by row block through a workspace slot and cross-core flags.
 """
 from __future__ import annotations
 
@@ -38,12 +41,13 @@ FAMILY_KNOBS: dict[str, dict[str, list[Any]]] = {
                          "vec_form": ["count", "repeat"]},
     # matmul on the cube unit (ascend_cube.py): the L0C tile (base_m x base_n), the K step, L1/L0 buffering
     "ascend_cube": {"base_m": [64, 128, 256], "base_n": [64, 128, 256], "base_k": [32, 64, 128, 256],
-                    "buffer_num": [1, 2]},
+                    "buffer_num": [1, 2], "row_split": ["all", "block"]},
 }
 
 # the draft: single buffer, a moderate tile, every core, the simplest instruction forms, multi-pass rows
 CONSERVATIVE: dict[str, Any] = {"tile": 4096, "buffer_num": 1, "blocks": "all", "vec_form": "count",
-                                "row_mode": "stream", "base_m": 64, "base_n": 64, "base_k": 32}
+                                "row_mode": "stream", "base_m": 64, "base_n": 64, "base_k": 32,
+                                "row_split": "all"}
 
 
 TRANSFORMS: list[tuple[str, dict[str, Any]]] = [
@@ -71,6 +75,10 @@ TRANSFORMS: list[tuple[str, dict[str, Any]]] = [
     ("base_n_256", {"base_n": 256}),
     ("base_mn_64", {"base_m": 64, "base_n": 64}),
     ("base_k_32", {"base_k": 32}),
+    # cube + row program (ascend_cube_rows.py): row blocks handed over per AI core (cube and vector work
+    # overlap; a core per row block) or the whole of C first, then every vector core (all cores for small M)
+    ("rows_by_block", {"row_split": "block"}),
+    ("rows_after_all", {"row_split": "all"}),
 ]
 TRANSFORM_NAMES = [t for t, _ in TRANSFORMS]
 # the search over these knobs is the cpu generator's, on this target's knobs and transforms
