@@ -158,6 +158,10 @@ def prepare(plan: Plan, task_name: str, task_source: str = "") -> AscendOp:
         from evokernel.generators.template import ascend_cube
 
         return ascend_cube.prepare(plan, task_name, task_source)  # type: ignore[return-value]
+    if plan.stages and plan.stages[0].family == "conv":  # a convolution: ascend_conv.py
+        from evokernel.generators.template import ascend_conv
+
+        return ascend_conv.prepare(plan, task_name, task_source)  # type: ignore[return-value]
     if len(plan.stages) != 1:
         raise AnalysisError(f"the task needs {len(plan.stages)} kernels ({' -> '.join(fams)}); the Ascend C "
                             "templates write one operator (elementwise chains, last-dim reductions, softmax, "
@@ -1841,6 +1845,10 @@ def render_project(op: AscendOp, knobs: dict[str, Any]) -> tuple[dict[str, str],
         from evokernel.generators.template import ascend_cube
 
         return ascend_cube.render_project(op, knobs)  # type: ignore[arg-type,return-value]
+    if op.family == "ascend_conv":
+        from evokernel.generators.template import ascend_conv
+
+        return ascend_conv.render_project(op, knobs)  # type: ignore[arg-type,return-value]
     tiling_cls = f"{op.op_type}TilingData"
     cls = f"Kernel{op.op_type}"
     writer: Any

@@ -1,0 +1,411 @@
+"""Ascend C templates for convolutions (the ``ascend_conv`` family): a direct convolution on the vector cores.
+
+A task whose graph is one convolution (``nn.Conv1d`` / ``nn.Conv2d`` / ``F.conv1d`` / ``F.conv2d``, grouped or
+depthwise, with or without bias, float32) becomes a vector-only operator. A block's unit of work is one output
+row ``(n, oh)`` for a pass of ``co_tile`` output channels: the accumulator (``co_tile`` rows of ``Wo`` floats,
+each row rounded up to a 32-byte block) starts at the bias (``Duplicate``); for every input channel of the
+pass's groups and every kernel tap ``(kh, kw)`` whose input row exists, the input row shifted by the tap is
+copied from GM with ``DataCopyPad`` (the left zero padding of the convolution is the copy's ``leftPadding``,
+the right one is a shorter ``count``), and every output channel of the pass adds ``weight * row`` with one
+``Axpy``; the pass's rows go back to GM with one strided ``DataCopyPad``. Weights and bias are read by the
+scalar unit (``GlobalTensor::GetValue``).
+
+This is the convolution an Ascend C engineer writes without the cube: public API only (DataCopyPad with
+padding, Duplicate, Axpy, queues), no alignment assumption on W. It is not the fast lowering of a dense
+conv2d -- an implicit GEMM on the cube (img2col with LoadData 3D, Mmad) is -- and it is written for the
+emulator's sizes.
+
+Knobs (``ascend_schedules.FAMILY_KNOBS["ascend_conv"]``): ``co_tile`` (output channels per pass: larger =
+each loaded input row feeds more Axpys, more UB), ``buffer_num`` (a double-buffered input-row queue lets the
+next row's copy overlap the current Axpys), ``blocks`` (all 40 vector cores or half of them). A schedule whose
+buffers do not fit the Unified Buffer has no geometry (None).
+
+Refused, by name: a stride along W other than 1 (the shifted row would not be contiguous in GM), float16,
+transposed and 3-D convolutions, left padding over 8 elements (DataCopyPad pads at most 32 bytes), and
+anything fused after the convolution (one kernel: the convolution alone).
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from evokernel.generators.template.analysis import AnalysisError, Graph
+from evokernel.generators.template.lower import Plan
+
+UB_BYTES = 196608
+CORES = 40  # GetCoreNumAiv() of the emulated 910B
+FIELDS = ["batch", "cin", "h", "w", "cout", "ho", "wo", "kh", "kw", "cinPerGroup", "coutPerGroup", "coTile",
+          "woAligned", "coPasses"]
+
+
+@dataclass
+class ConvExt:
+    name: str
+    pyexpr: str
+    root: int
+
+
+@dataclass
+class ConvOp:
+    graph: Graph
+    snake: str
+    nd: int  # 1 or 2
+    x_shape: tuple[int, ...]
+    w_shape: tuple[int, ...]
+    out_shape: tuple[int, ...]
+    stride: tuple[int, int]  # (sh, sw)
+    padding: tuple[int, int]
+    dilation: tuple[int, int]
+    groups: int
+    exts: list[ConvExt]  # x, weight, then the bias when there is one
+    bias: bool
+    init_source: str = ""
+    input_names: list[str] = field(default_factory=list)
+    family: str = "ascend_conv"
+    op_class: str = "convolution"
+    reduces: list[int] = field(default_factory=list)
+
+    @property
+    def rows(self) -> int:  # output rows (n, co, oh)
+        return self.out_shape[0] * self.out_shape[1] * (self.out_shape[2] if self.nd == 2 else 1)
+
+    @property
+    def N(self) -> int:  # output row length
+        return self.out_shape[-1]
+
+    @property
+    def op_type(self) -> str:
+        return "".join(p.capitalize() for p in (self.snake + "_custom").split("_") if p)
+
+    @property
+    def kernel_name(self) -> str:
+        return self.snake + "_custom"
+
+
+def prepare(plan: Plan, task_name: str, task_source: str = "") -> ConvOp:
+    """The plan's convolution as one vector operator, or AnalysisError naming what is not templated."""
+    from evokernel.generators.template import ascend_codegen as AC
+
+    g = plan.graph
+    if len(plan.stages) != 1 or plan.stages[0].nodes:
+        fams = " -> ".join(s.family for s in plan.stages)
+        raise AnalysisError(f"a convolution with more after it ({fams}; fused epilogue) is not templated: the "
+                            "conv template writes the convolution alone")
+    conv = g.nodes[plan.stages[0].anchor]
+    if getattr(g, "half", False):
+        raise AnalysisError("a float16 convolution is not templated (the vector convolution accumulates float32)")
+    a = conv.attrs
+    if conv.op == "conv2d":
+        nd, stride, padding, dilation, groups = 2, tuple(a["stride"]), tuple(a["padding"]), tuple(a["dilation"]), 1
+    elif conv.op == "convnd":
+        if a.get("transposed"):
+            raise AnalysisError("a transposed convolution is not templated")
+        nd = int(a["nd"])
+        if nd == 3:
+            raise AnalysisError("a 3-D convolution is not templated (1-D and 2-D are)")
+        stride, padding, dilation = tuple(a["stride"][1:]), tuple(a["padding"][1:]), tuple(a["dilation"][1:])
+        groups = int(a["groups"])
+    else:
+        raise AnalysisError(f"{conv.op} is not a convolution the conv template writes")
+    stride, padding, dilation = (tuple(int(v) for v in t) for t in (stride, padding, dilation))
+    if stride[1] != 1:
+        raise AnalysisError(f"stride {stride[1]} along W: the vector convolution reads each tap's input row as one "
+                            "contiguous GM run (stride 1 along W only; strides along H are free)")
+    if padding[1] > 8:
+        raise AnalysisError(f"padding {padding[1]} along W exceeds DataCopyPad's 32-byte left padding")
+    x_id, w_id = conv.args[0], conv.args[1]
+    b_id = conv.args[2] if len(conv.args) > 2 else None
+    root_of = lambda nid: plan.aliases.get(nid, nid)  # noqa: E731
+    if root_of(g.output) != plan.stages[0].anchor:
+        raise AnalysisError("the output is not the convolution's")
+    exts: list[ConvExt] = []
+    used: set[str] = set()
+    for nid, default in ((x_id, "x"), (w_id, "weight"), (b_id, "bias")):
+        if nid is None:
+            continue
+        root = root_of(nid)
+        rnode = g.nodes[root]
+        if rnode.op not in ("input", "param") or g.nodes[nid].dtype != "f32":
+            raise AnalysisError(f"{g.nodes[nid].origin}: convolution operands must be float32 inputs or parameters")
+        if rnode.op == "input":
+            name, pyexpr = rnode.attrs["name"], rnode.attrs["name"]
+        else:
+            name, pyexpr = rnode.attrs["path"].replace(".", "_"), "self." + rnode.attrs["path"]
+        name = AC._ident(name)
+        while name in used or name in ("out", "workspace", "tiling"):
+            name += "_"
+        used.add(name)
+        exts.append(ConvExt(name, pyexpr, root))
+    x_shape = tuple(int(d) for d in g.nodes[x_id].shape)
+    w_shape = tuple(int(d) for d in g.nodes[w_id].shape)
+    out_shape = tuple(int(d) for d in conv.shape)
+    if nd == 1:  # (N, C, L) as a single-row image; the H parameters are the identity
+        stride, padding, dilation = (1, stride[-1]), (0, padding[-1]), (1, dilation[-1])
+    init_source = g.init_source if (not task_source or AC.own_init(task_source)) else ""
+    snake = re.sub(r"_(?=[0-9])", "", AC._snake(task_name))  # the op type's snake case has no '_' before a digit
+    return ConvOp(g, snake, nd, x_shape, w_shape, out_shape, stride, padding, dilation, groups, exts,
+                  b_id is not None, init_source, list(g.input_names))
+
+
+def _dims(op: ConvOp) -> tuple[int, ...]:
+    """(batch, cin, h, w, cout, ho, wo, kh, kw) with 1-D as H = 1."""
+    if op.nd == 2:
+        n, c, h, w = op.x_shape
+        co, _, kh, kw = op.w_shape
+        ho, wo = op.out_shape[2], op.out_shape[3]
+    else:
+        n, c, w = op.x_shape
+        co, _, kw = op.w_shape
+        h = kh = ho = 1
+        wo = op.out_shape[2]
+    return n, c, h, w, co, ho, wo, kh, kw
+
+
+def geometry(op: ConvOp, knobs: dict[str, Any], cores: int = CORES, ub: int = UB_BYTES) -> dict[str, int] | None:
+    """The host tiling for the task's shapes, or None when the buffers do not fit the Unified Buffer."""
+    n, c, h, w, co, ho, wo, kh, kw = _dims(op)
+    ct = min(int(knobs["co_tile"]), co)
+    bn = int(knobs["buffer_num"])
+    wa = -(-wo // 8) * 8
+    if (bn + ct) * wa * 4 > ub:
+        return None
+    passes = -(-co // ct)
+    items = n * ho * passes
+    cores_used = cores if knobs.get("blocks", "all") == "all" else max(1, cores // 2)
+    return {"coTile": ct, "woAligned": wa, "coPasses": passes, "items": items, "blockDim": min(items, cores_used)}
+
+
+def _host(op: ConvOp, knobs: dict[str, Any], tiling_cls: str) -> str:
+    (sh, sw), (ph, pw), (dh, dw) = op.stride, op.padding, op.dilation
+    nd = op.nd
+    shape_read = ("    uint32_t batch = x.GetDim(0), cin = x.GetDim(1), h = x.GetDim(2), w = x.GetDim(3);\n"
+                  "    uint32_t cout = wt.GetDim(0), kh = wt.GetDim(2), kw = wt.GetDim(3);\n" if nd == 2 else
+                  "    uint32_t batch = x.GetDim(0), cin = x.GetDim(1), h = 1, w = x.GetDim(2);\n"
+                  "    uint32_t cout = wt.GetDim(0), kh = 1, kw = wt.GetDim(2);\n")
+    infer_dims = ([f"    y->SetDimNum(4);", "    y->SetDim(0, x->GetDim(0));", "    y->SetDim(1, wt->GetDim(0));",
+                   "    y->SetDim(2, (x->GetDim(2) + 2 * PAD_H - DIL_H * (wt->GetDim(2) - 1) - 1) / STRIDE_H + 1);",
+                   "    y->SetDim(3, x->GetDim(3) + 2 * PAD_W - DIL_W * (wt->GetDim(3) - 1));"] if nd == 2 else
+                  ["    y->SetDimNum(3);", "    y->SetDim(0, x->GetDim(0));", "    y->SetDim(1, wt->GetDim(0));",
+                   "    y->SetDim(2, x->GetDim(2) + 2 * PAD_W - DIL_W * (wt->GetDim(2) - 1));"])
+    ge_dt = "ge::DT_FLOAT"
+    inputs = "".join(f'        this->Input("{e.name}").ParamType(REQUIRED).DataType({{{ge_dt}}}).Format({{ge::FORMAT_ND}});\n'
+                     for e in op.exts)
+    return f"""#include "{op.kernel_name}_tiling.h"
+#include "register/op_def_registry.h"
+#include "tiling/platform/platform_ascendc.h"
+
+// the module's attributes
+constexpr int64_t STRIDE_H = {sh}, PAD_H = {ph}, PAD_W = {pw}, DIL_H = {dh}, DIL_W = {dw}, GROUPS = {op.groups};
+
+namespace optiling {{
+constexpr uint32_t CO_TILE = {int(knobs["co_tile"])};
+constexpr uint32_t BUFFER_NUM = {int(knobs["buffer_num"])};
+constexpr uint32_t HALF_CORES = {0 if knobs.get("blocks", "all") == "all" else 1};
+
+static ge::graphStatus TilingFunc(gert::TilingContext* context)
+{{
+    const gert::Shape& x = context->GetInputShape(0)->GetStorageShape();
+    const gert::Shape& wt = context->GetInputShape(1)->GetStorageShape();
+    if (x.GetDimNum() != {nd + 2} || wt.GetDimNum() != {nd + 2}) {{
+        return ge::GRAPH_FAILED;
+    }}
+{shape_read}    if (cin % GROUPS != 0 || cout % GROUPS != 0 || wt.GetDim(1) * GROUPS != cin) {{
+        return ge::GRAPH_FAILED;
+    }}
+    int64_t hoSigned = (static_cast<int64_t>(h) + 2 * PAD_H - DIL_H * (kh - 1) - 1) / STRIDE_H + 1;
+    int64_t woSigned = static_cast<int64_t>(w) + 2 * PAD_W - DIL_W * (kw - 1);
+    if (hoSigned <= 0 || woSigned <= 0) {{
+        return ge::GRAPH_FAILED;
+    }}
+    uint32_t ho = static_cast<uint32_t>(hoSigned), wo = static_cast<uint32_t>(woSigned);
+    uint32_t woAligned = (wo + 7) / 8 * 8;  // accumulator rows start on 32-byte blocks
+    uint32_t coTile = CO_TILE < cout ? CO_TILE : cout;
+    auto platform = platform_ascendc::PlatformAscendC(context->GetPlatformInfo());
+    uint64_t ub = 0;
+    platform.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ub);
+    if (static_cast<uint64_t>(BUFFER_NUM + coTile) * woAligned * sizeof(float) > ub) {{
+        return ge::GRAPH_FAILED;  // the input-row queue and the accumulator must fit the UB
+    }}
+    uint32_t coPasses = (cout + coTile - 1) / coTile;
+    uint32_t items = batch * ho * coPasses;
+    uint32_t coreNum = platform.GetCoreNumAiv();
+    if (HALF_CORES) coreNum = coreNum / 2 > 0 ? coreNum / 2 : 1;
+    context->SetBlockDim(items < coreNum ? items : coreNum);
+    {tiling_cls} tiling;
+""" + "".join(f"    tiling.set_{f}({f});\n" for f in ("batch", "cin", "h", "w", "cout", "ho", "wo", "kh", "kw")) + \
+        """    tiling.set_cinPerGroup(cin / GROUPS);
+    tiling.set_coutPerGroup(cout / GROUPS);
+    tiling.set_coTile(coTile);
+    tiling.set_woAligned(woAligned);
+    tiling.set_coPasses(coPasses);
+    tiling.SaveToBuffer(context->GetRawTilingData()->GetData(), context->GetRawTilingData()->GetCapacity());
+    context->GetRawTilingData()->SetDataSize(tiling.GetDataSize());
+    size_t* workspace = context->GetWorkspaceSizes(1);
+    workspace[0] = 0;
+    return ge::GRAPH_SUCCESS;
+}
+}
+
+namespace ge {
+static ge::graphStatus InferShape(gert::InferShapeContext* context)
+{
+    const gert::Shape* x = context->GetInputShape(0);
+    const gert::Shape* wt = context->GetInputShape(1);
+    gert::Shape* y = context->GetOutputShape(0);
+""" + "\n".join(infer_dims) + f"""
+    return GRAPH_SUCCESS;
+}}
+}}
+
+namespace ops {{
+class {op.op_type} : public OpDef {{
+public:
+    explicit {op.op_type}(const char* name) : OpDef(name)
+    {{
+{inputs}        this->Output("out").ParamType(REQUIRED).DataType({{{ge_dt}}}).Format({{ge::FORMAT_ND}});
+        this->SetInferShape(ge::InferShape);
+        this->AICore().SetTiling(optiling::TilingFunc);
+        this->AICore().AddConfig("ascend910b");
+    }}
+}};
+OP_ADD({op.op_type});
+}}"""
+
+
+def _kernel(op: ConvOp, knobs: dict[str, Any], tiling_cls: str) -> str:
+    (sh, _), (ph, pw), (dh, dw) = op.stride, op.padding, op.dilation
+    x, wt = op.exts[0].name, op.exts[1].name
+    args = ", ".join(f"GM_ADDR {e.name}" for e in op.exts)
+    bias_init = f"        biasGm.SetGlobalBuffer((__gm__ float*){op.exts[2].name}, cout);\n" if op.bias else ""
+    start = "biasGm.GetValue(co0 + c)" if op.bias else "0.0f"
+    return f"""#include "kernel_operator.h"
+using namespace AscendC;
+
+constexpr int32_t BUFFER_NUM = {int(knobs["buffer_num"])};
+constexpr int32_t STRIDE_H = {sh}, PAD_H = {ph}, PAD_W = {pw}, DIL_H = {dh}, DIL_W = {dw};
+
+__aicore__ inline uint32_t Min(uint32_t a, uint32_t b) {{ return a < b ? a : b; }}
+__aicore__ inline uint32_t Max(uint32_t a, uint32_t b) {{ return a > b ? a : b; }}
+
+class Kernel{op.op_type} {{
+public:
+    __aicore__ inline Kernel{op.op_type}() {{}}
+    __aicore__ inline void Init({args}, GM_ADDR out, const {tiling_cls}& t)
+    {{
+        batch = t.batch; cin = t.cin; h = t.h; w = t.w; cout = t.cout; ho = t.ho; wo = t.wo; kh = t.kh; kw = t.kw;
+        cinPerGroup = t.cinPerGroup; coutPerGroup = t.coutPerGroup; coTile = t.coTile; woAligned = t.woAligned;
+        coPasses = t.coPasses;
+        xGm.SetGlobalBuffer((__gm__ float*){x}, batch * cin * h * w);
+        wGm.SetGlobalBuffer((__gm__ float*){wt}, cout * cinPerGroup * kh * kw);
+{bias_init}        yGm.SetGlobalBuffer((__gm__ float*)out, batch * cout * ho * wo);
+        pipe.InitBuffer(inQueue, BUFFER_NUM, woAligned * sizeof(float));
+        pipe.InitBuffer(outQueue, 1, coTile * woAligned * sizeof(float));
+    }}
+    __aicore__ inline void Process()
+    {{
+        // a unit of work: one output row (n, oh) for a pass of coTile output channels
+        for (uint32_t item = GetBlockIdx(); item < batch * ho * coPasses; item += GetBlockNum()) {{
+            uint32_t pass = item % coPasses, row = item / coPasses;
+            uint32_t n = row / ho, oh = row % ho;
+            uint32_t co0 = pass * coTile, cos = Min(coTile, cout - co0);
+            LocalTensor<float> acc = outQueue.AllocTensor<float>();
+            for (uint32_t c = 0; c < cos; ++c) {{
+                Duplicate(acc[c * woAligned], {start}, static_cast<int32_t>(wo));
+            }}
+            uint32_t gFirst = co0 / coutPerGroup, gLast = (co0 + cos - 1) / coutPerGroup;
+            for (uint32_t ci = gFirst * cinPerGroup; ci < (gLast + 1) * cinPerGroup; ++ci) {{
+                uint32_t grp = ci / cinPerGroup;
+                uint32_t cLo = Max(co0, grp * coutPerGroup), cHi = Min(co0 + cos, (grp + 1) * coutPerGroup);
+                for (uint32_t r = 0; r < kh; ++r) {{
+                    int32_t ih = static_cast<int32_t>(oh * STRIDE_H + r * DIL_H) - PAD_H;
+                    if (ih < 0 || ih >= static_cast<int32_t>(h)) {{
+                        continue;  // a padding row: adds nothing
+                    }}
+                    for (uint32_t s = 0; s < kw; ++s) {{
+                        int32_t off = static_cast<int32_t>(s * DIL_W) - PAD_W;  // input column of output column 0
+                        int32_t lo = off < 0 ? -off : 0;  // output columns left of the input: zero padding
+                        int32_t hi = static_cast<int32_t>(w) - off;  // output columns up to the input's right edge
+                        if (hi > static_cast<int32_t>(wo)) hi = static_cast<int32_t>(wo);
+                        if (hi <= lo) {{
+                            continue;
+                        }}
+                        CopyRow(((n * cin + ci) * h + ih) * w + (lo + off), lo, hi - lo);
+                        LocalTensor<float> xr = inQueue.DeQue<float>();
+                        for (uint32_t co = cLo; co < cHi; ++co) {{
+                            float wv = wGm.GetValue(((co * cinPerGroup + ci - grp * cinPerGroup) * kh + r) * kw + s);
+                            Axpy(acc[(co - co0) * woAligned], xr, wv, hi);  // acc[0, hi) += wv * row
+                        }}
+                        inQueue.FreeTensor(xr);
+                    }}
+                }}
+            }}
+            outQueue.EnQue(acc);
+            acc = outQueue.DeQue<float>();
+            // cos rows of wo floats (UB rows of woAligned) to y[n, co0.., oh, :]
+            DataCopyExtParams copy{{static_cast<uint16_t>(cos), static_cast<uint32_t>(wo * sizeof(float)), 0,
+                                   static_cast<uint32_t>((ho * wo - wo) * sizeof(float)), 0}};
+            DataCopyPad(yGm[((n * cout + co0) * ho + oh) * wo], acc, copy);
+            outQueue.FreeTensor(acc);
+        }}
+    }}
+
+private:
+    __aicore__ inline void CopyRow(uint32_t src, int32_t lo, int32_t count)
+    {{
+        // count input values to UB [lo, lo + count); [0, lo) is the convolution's left zero padding
+        LocalTensor<float> xr = inQueue.AllocTensor<float>();
+        DataCopyExtParams copy{{1, static_cast<uint32_t>(count * sizeof(float)), 0, 0, 0}};
+        DataCopyPadExtParams<float> pad{{lo > 0, static_cast<uint8_t>(lo), 0, 0.0f}};
+        DataCopyPad(xr, xGm[src], copy, pad);
+        inQueue.EnQue(xr);
+    }}
+
+    TPipe pipe;
+    TQue<TPosition::VECIN, BUFFER_NUM> inQueue;
+    TQue<TPosition::VECOUT, 1> outQueue;
+    GlobalTensor<float> xGm, wGm, yGm{", biasGm" if op.bias else ""};
+    uint32_t batch = 0, cin = 0, h = 0, w = 0, cout = 0, ho = 0, wo = 0, kh = 0, kw = 0;
+    uint32_t cinPerGroup = 0, coutPerGroup = 0, coTile = 0, woAligned = 0, coPasses = 0;
+}};
+
+extern "C" __global__ __aicore__ void {op.kernel_name}({args}, GM_ADDR out, GM_ADDR workspace, GM_ADDR tiling)
+{{
+    GET_TILING_DATA(tiling_data, tiling);
+    Kernel{op.op_type} op;
+    op.Init({", ".join(e.name for e in op.exts)}, out, tiling_data);
+    op.Process();
+}}"""
+
+
+def render_project(op: ConvOp, knobs: dict[str, Any]) -> tuple[dict[str, str], None, dict[str, int] | None]:
+    """The six strings of the operator project and the host's geometry (None: infeasible)."""
+    from evokernel.generators.template import ascend_codegen as AC
+
+    geo = geometry(op, knobs)
+    tiling_cls = f"{op.op_type}TilingData"
+    tiling = "\n".join(['#include "register/tilingdata_base.h"', "", "namespace optiling {",
+                        f"BEGIN_TILING_DATA_DEF({tiling_cls})"] +
+                       [f"  TILING_DATA_FIELD_DEF(uint32_t, {f});" for f in FIELDS] +
+                       ["END_TILING_DATA_DEF;", "", f"REGISTER_TILING_DATA_CLASS({op.op_type}, {tiling_cls})", "}"])
+    desc = [{"op": op.op_type, "language": "cpp",
+             "input_desc": [{"name": e.name, "param_type": "required", "format": ["ND"], "type": ["float"]}
+                            for e in op.exts],
+             "output_desc": [{"name": "out", "param_type": "required", "format": ["ND"], "type": ["float"]}]}]
+    x, wt = op.exts[0].name, op.exts[1].name
+    (sh, _), (ph, pw), (dh, dw) = op.stride, op.padding, op.dilation
+    if op.nd == 2:
+        sizes = (f"{x}.size(0), {wt}.size(0), ({x}.size(2) + {2 * ph} - {dh} * ({wt}.size(2) - 1) - 1) / {sh} + 1, "
+                 f"{x}.size(3) + {2 * pw} - {dw} * ({wt}.size(3) - 1)")
+    else:
+        sizes = f"{x}.size(0), {wt}.size(0), {x}.size(2) + {2 * pw} - {dw} * ({wt}.size(2) - 1)"
+    alloc = f"at::Tensor result = at::empty({{{sizes}}}, {x}.options());"
+    params = ", ".join(f"const at::Tensor& {e.name}" for e in op.exts)
+    bind = AC.binding_source(op.kernel_name, op.op_type, params, alloc, ", ".join(e.name for e in op.exts),
+                             "direct convolution on the vector cores")
+    model = AC.model_source(op.init_source, op.input_names, op.kernel_name, ", ".join(e.pyexpr for e in op.exts))
+    parts = {"project_json_src": json.dumps(desc, indent=4), "host_tiling_src": tiling,
+             "host_operator_src": _host(op, knobs, tiling_cls), "kernel_src": _kernel(op, knobs, tiling_cls),
+             "python_bind_src": bind, "model_src": model}
+    return parts, None, geo
