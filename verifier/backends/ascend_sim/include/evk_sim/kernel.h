@@ -1722,5 +1722,6 @@ EVK_FULLRED(ReduceMin, evk_detail::RED_MIN)
 #include "evk_sim/cube.h"
 #include "evk_sim/math_api.h"
 #include "evk_sim/reduce_api.h"
+#include "evk_sim/norm_api.h"
 
 #endif  // EVK_SIM_KERNEL_H

@@ -1,0 +1,166 @@
+"""The high-level normalisation APIs (evk_sim/norm_api.h: SoftMax, SimpleSoftMax, LayerNorm in its [B, S, H] and
+[A, R] forms, RmsNorm) against numpy for half and float, aligned and padded last axes, every documented form
+(sharedTmpBuffer or not, sum/max outputs or not, in place where allowed, half data with float sum/max); each
+misuse the documentation names (overlap, a tmp buffer below the tiling's need, a shape the tiling or the tensors
+disagree with, an unpadded last axis, basic-block requirements) refused at its line; and the counted
+composition."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ascend_sim_harness import build_cases, marked_lines
+
+SRC = Path(__file__).parent / "norm_cases.cpp"
+RULES = marked_lines(SRC)
+
+
+@pytest.fixture(scope="module")
+def prog(sim, tmp_path_factory):
+    d = tmp_path_factory.mktemp("norm-api")
+    return build_cases(sim, d, SRC, "norm api cases"), d
+
+
+def tol(dt):
+    return dict(rtol=1e-5, atol=1e-6) if dt == np.float32 else dict(rtol=2e-3, atol=1e-3)
+
+
+def padded(dt, rows, n, seed, lo=-3.0, hi=3.0):
+    per = 32 // np.dtype(dt).itemsize
+    k = -(-n // per) * per
+    x = np.zeros((rows, k), dt)
+    x[:, :n] = np.random.default_rng(seed).uniform(lo, hi, (rows, n)).astype(dt)
+    return x, k
+
+
+def clean(res):
+    assert res.rc == 0 and res.rules("error") == set(), res.violations
+
+
+@pytest.mark.parametrize("case,dt,ut", [("softmax_f32", np.float32, np.float32), ("softmax_f16", np.float16, np.float16),
+                                        ("softmax_f16_f32", np.float16, np.float32)])
+@pytest.mark.parametrize("m,n", [(4, 64), (3, 13), (5, 200)])
+@pytest.mark.parametrize("form", [0, 1, 2, 3, 4, 5])
+def test_softmax_against_numpy(sim, prog, case, dt, ut, m, n, form):
+    exe, d = prog
+    x, k = padded(dt, m, n, seed=m * n + form)
+    blk = 32 // np.dtype(ut).itemsize
+    res = sim.launch(exe, d, case, [np.array([m, k, n, form], np.int32), x],
+                     [((m, k), dt), ((m, blk), ut), ((m, blk), ut)])
+    clean(res)
+    xd = x[:, :n].astype(np.float64)
+    mx = xd.max(axis=1, keepdims=True)
+    e = np.exp(xd - mx)
+    s = e.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(res.outputs[0][:, :n].astype(np.float64), e / s, **tol(dt))
+    if form != 2:
+        np.testing.assert_allclose(res.outputs[1].astype(np.float64), np.repeat(s, blk, 1), **tol(ut))
+        np.testing.assert_array_equal(res.outputs[2].astype(np.float64), np.repeat(mx, blk, 1))
+
+
+@pytest.mark.parametrize("case,dt", [("layernorm_f32", np.float32), ("layernorm_f16", np.float16)])
+@pytest.mark.parametrize("b,s,h", [(1, 4, 64), (2, 3, 48), (1, 5, 256)])
+@pytest.mark.parametrize("form", [0, 1, 2])
+def test_layernorm_bsh_against_numpy(sim, prog, case, dt, b, s, h, form):
+    exe, d = prog
+    rng = np.random.default_rng(b * s * h + form)
+    x = rng.uniform(-2, 2, (b * s, h)).astype(dt)
+    g = rng.uniform(0.5, 1.5, h).astype(dt)
+    be = rng.uniform(-0.5, 0.5, h).astype(dt)
+    res = sim.launch(exe, d, case, [np.array([b, s, h, h, form], np.int32), x, g, be],
+                     [((b * s, h), dt), ((b * s,), dt), ((b * s,), dt)])
+    clean(res)
+    xd = x.astype(np.float64)
+    mu = xd.mean(axis=1)
+    var = xd.var(axis=1)
+    y = (xd - mu[:, None]) / np.sqrt(var[:, None] + float(dt(1e-5))) * g.astype(np.float64) + be.astype(np.float64)
+    t = tol(dt)
+    np.testing.assert_allclose(res.outputs[0].astype(np.float64), y, rtol=t["rtol"], atol=4 * t["atol"])
+    np.testing.assert_allclose(res.outputs[1].astype(np.float64), mu, **t)
+    np.testing.assert_allclose(res.outputs[2].astype(np.float64), var, **t)
+
+
+@pytest.mark.parametrize("case,dt", [("layernorm_ar_f32", np.float32), ("layernorm_ar_f16", np.float16)])
+@pytest.mark.parametrize("a,r", [(4, 64), (3, 20), (2, 100)])
+@pytest.mark.parametrize("form", [0, 1])
+def test_layernorm_ar_against_numpy(sim, prog, case, dt, a, r, form):
+    exe, d = prog
+    rng = np.random.default_rng(a * r + form)
+    per = 32 // np.dtype(dt).itemsize
+    rp = -(-r // per) * per
+    x = rng.uniform(-2, 2, (a, r)).astype(dt)
+    g = rng.uniform(0.5, 1.5, r).astype(np.float32)
+    be = rng.uniform(-0.5, 0.5, r).astype(np.float32)
+    res = sim.launch(exe, d, case, [np.array([a, r, rp, form], np.int32), x, g, be],
+                     [((a, r), dt), ((a,), np.float32), ((a,), np.float32)])
+    clean(res)
+    xd = x.astype(np.float64)
+    mu = xd.mean(axis=1)
+    rstd = 1 / np.sqrt(xd.var(axis=1) + float(np.float32(1e-5)))
+    y = (xd - mu[:, None]) * rstd[:, None] * g + be
+    t = tol(dt)
+    np.testing.assert_allclose(res.outputs[0].astype(np.float64), y, rtol=t["rtol"], atol=4 * t["atol"])
+    np.testing.assert_allclose(res.outputs[1], mu, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(res.outputs[2], rstd, rtol=1e-6)
+
+
+@pytest.mark.parametrize("case,dt", [("rmsnorm_f32", np.float32), ("rmsnorm_f16", np.float16)])
+@pytest.mark.parametrize("bs,n", [(4, 64), (3, 13), (2, 300)])
+@pytest.mark.parametrize("form", [0, 1, 2])
+def test_rmsnorm_against_numpy(sim, prog, case, dt, bs, n, form):
+    exe, d = prog
+    x, h = padded(dt, bs, n, seed=bs * n + form)
+    g = np.zeros(h, dt)
+    g[:n] = np.random.default_rng(n).uniform(0.5, 1.5, n).astype(dt)
+    res = sim.launch(exe, d, case, [np.array([bs, h, n, form], np.int32), x, g], [((bs, h), dt)])
+    clean(res)
+    xd = x[:, :n].astype(np.float64)
+    eps = float(dt(1e-5))
+    y = xd / np.sqrt((xd * xd).mean(axis=1, keepdims=True) + eps) * g[:n].astype(np.float64)
+    np.testing.assert_allclose(res.outputs[0][:, :n].astype(np.float64), y, **tol(dt))
+
+
+def test_rmsnorm_matches_the_documented_example(sim, prog):
+    """The documentation's example: x = gamma = 0..15 (float), H = 16."""
+    exe, d = prog
+    x = np.arange(16, dtype=np.float32)[None, :]
+    res = sim.launch(exe, d, "rmsnorm_f32", [np.array([1, 16, 16, 0], np.int32), x, x[0].copy()], [((1, 16), np.float32)])
+    clean(res)
+    doc = [0., 0.11359233, 0.4543693, 1.022331, 1.8174772, 2.8398082, 4.089324, 5.566024, 7.269909, 9.200979,
+           11.359233, 13.744672, 16.357296, 19.197104, 22.264095, 25.558275]
+    np.testing.assert_allclose(res.outputs[0][0], doc, rtol=1e-6, atol=1e-6)
+
+
+def test_softmax_counts_its_composition(sim, prog):
+    """float SoftMax over [4, 64]: WholeReduceMax, Sub, Exp, WholeReduceSum, Div over 256 elements, two Brcb; the
+    half form adds two Casts; SimpleSoftMax has no reductions."""
+    exe, d = prog
+    x, k = padded(np.float32, 4, 64, seed=1)
+    res = sim.launch(exe, d, "softmax_f32", [np.array([4, 64, 64, 0], np.int32), x],
+                     [((4, 64), np.float32), ((4, 8), np.float32), ((4, 8), np.float32)])
+    vec = {v["op"]: v for v in res.report["blocks"][0]["counters"]["vector"]}
+    for op in ("WholeReduceMax", "Sub", "Exp", "WholeReduceSum", "Div"):
+        assert vec[op]["elements"] == 256 and vec[op]["calls"] == 1, (op, vec)
+    assert vec["Brcb"]["calls"] == 2 and "Cast" not in vec
+    xh = x.astype(np.float16)
+    res = sim.launch(exe, d, "softmax_f16", [np.array([4, 64, 64, 0], np.int32), xh],
+                     [((4, 64), np.float16), ((4, 16), np.float16), ((4, 16), np.float16)])
+    casts = [v for v in res.report["blocks"][0]["counters"]["vector"] if v["op"] == "Cast"]
+    assert sum(v["calls"] for v in casts) == 2 and {v["dtype"] for v in casts} == {"half->float", "float->half"}
+
+
+@pytest.mark.parametrize("case", sorted(RULES))
+def test_each_misuse_is_reported_at_its_line(sim, prog, case):
+    exe, d = prog
+    rule, line = RULES[case]
+    res = sim.launch(exe, d, case, [np.zeros(8, np.float32)], [])
+    hits = [v for v in res.find(rule) if v["line"] == line]
+    assert hits, (case, res.violations)
+    print(case, hits[0]["message"])
+
+
+def test_the_misuse_cases_cover_every_check():
+    """One case per named check (the kernels that would otherwise pass a wrong call)."""
+    assert len(RULES) == 18
