@@ -169,7 +169,8 @@ def geometry(op: ConvOp, knobs: dict[str, Any], cores: int = CORES, ub: int = UB
     ct = min(int(knobs["co_tile"]), co)
     bn = int(knobs["buffer_num"])
     wa = -(-wo // 8) * 8
-    if (bn + ct) * wa * 4 > ub:
+    wub = -(-ct * (c // op.groups) * kh * kw // 8) * 8 if knobs.get("w_mode", "gm") == "ub" else 0
+    if ((bn + ct) * wa + wub) * 4 > ub:
         return None
     passes = -(-co // ct)
     items = n * ho * passes
@@ -203,6 +204,7 @@ namespace optiling {{
 constexpr uint32_t CO_TILE = {int(knobs["co_tile"])};
 constexpr uint32_t BUFFER_NUM = {int(knobs["buffer_num"])};
 constexpr uint32_t HALF_CORES = {0 if knobs.get("blocks", "all") == "all" else 1};
+constexpr uint32_t WEIGHTS_IN_UB = {1 if knobs.get("w_mode", "gm") == "ub" else 0};
 
 static ge::graphStatus TilingFunc(gert::TilingContext* context)
 {{
@@ -225,8 +227,9 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     auto platform = platform_ascendc::PlatformAscendC(context->GetPlatformInfo());
     uint64_t ub = 0;
     platform.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ub);
-    if (static_cast<uint64_t>(BUFFER_NUM + coTile) * woAligned * sizeof(float) > ub) {{
-        return ge::GRAPH_FAILED;  // the input-row queue and the accumulator must fit the UB
+    uint64_t wElems = WEIGHTS_IN_UB ? (static_cast<uint64_t>(coTile) * (cin / GROUPS) * kh * kw + 7) / 8 * 8 : 0;
+    if ((static_cast<uint64_t>(BUFFER_NUM + coTile) * woAligned + wElems) * sizeof(float) > ub) {{
+        return ge::GRAPH_FAILED;  // the input-row queue, the accumulator (and the pass's weights) must fit the UB
     }}
     uint32_t coPasses = (cout + coTile - 1) / coTile;
     uint32_t items = batch * ho * coPasses;
@@ -280,6 +283,21 @@ def _kernel(op: ConvOp, knobs: dict[str, Any], tiling_cls: str) -> str:
     args = ", ".join(f"GM_ADDR {e.name}" for e in op.exts)
     bias_init = f"        biasGm.SetGlobalBuffer((__gm__ float*){op.exts[2].name}, cout);\n" if op.bias else ""
     start = "biasGm.GetValue(co0 + c)" if op.bias else "0.0f"
+    w_idx = "((co * cinPerGroup + ci - grp * cinPerGroup) * kh + r) * kw + s"
+    if knobs.get("w_mode", "gm") == "ub":  # the pass's weights (contiguous in GM) copied into UB once per item
+        w_init = "        pipe.InitBuffer(wQueue, 1, (coTile * cinPerGroup * kh * kw + 7) / 8 * 8 * sizeof(float));\n"
+        w_load = ("            LocalTensor<float> wLocal = wQueue.AllocTensor<float>();\n"
+                  "            DataCopyExtParams wCopy{1, static_cast<uint32_t>(cos * cinPerGroup * kh * kw * sizeof(float)), 0, 0, 0};\n"
+                  "            DataCopyPadExtParams<float> wPad{false, 0, 0, 0.0f};\n"
+                  "            DataCopyPad(wLocal, wGm[co0 * cinPerGroup * kh * kw], wCopy, wPad);\n"
+                  "            wQueue.EnQue(wLocal);\n"
+                  "            wLocal = wQueue.DeQue<float>();  // the scalar unit reads the weights from UB\n")
+        w_read = f"wLocal.GetValue({w_idx} - co0 * cinPerGroup * kh * kw)"
+        w_free = "            wQueue.FreeTensor(wLocal);\n"
+        w_member = "    TQue<TPosition::VECIN, 1> wQueue;\n"
+    else:  # every weight read from GM by the scalar unit
+        w_init = w_load = w_free = w_member = ""
+        w_read = f"wGm.GetValue({w_idx})"
     return f"""#include "kernel_operator.h"
 using namespace AscendC;
 
@@ -302,7 +320,7 @@ public:
 {bias_init}        yGm.SetGlobalBuffer((__gm__ float*)out, batch * cout * ho * wo);
         pipe.InitBuffer(inQueue, BUFFER_NUM, woAligned * sizeof(float));
         pipe.InitBuffer(outQueue, 1, coTile * woAligned * sizeof(float));
-    }}
+{w_init}    }}
     __aicore__ inline void Process()
     {{
         // a unit of work: one output row (n, oh) for a pass of coTile output channels
@@ -314,7 +332,7 @@ public:
             for (uint32_t c = 0; c < cos; ++c) {{
                 Duplicate(acc[c * woAligned], {start}, static_cast<int32_t>(wo));
             }}
-            uint32_t gFirst = co0 / coutPerGroup, gLast = (co0 + cos - 1) / coutPerGroup;
+{w_load}            uint32_t gFirst = co0 / coutPerGroup, gLast = (co0 + cos - 1) / coutPerGroup;
             for (uint32_t ci = gFirst * cinPerGroup; ci < (gLast + 1) * cinPerGroup; ++ci) {{
                 uint32_t grp = ci / cinPerGroup;
                 uint32_t cLo = Max(co0, grp * coutPerGroup), cHi = Min(co0 + cos, (grp + 1) * coutPerGroup);
@@ -334,7 +352,7 @@ public:
                         CopyRow(((n * cin + ci) * h + ih) * w + (lo + off), lo, hi - lo);
                         LocalTensor<float> xr = inQueue.DeQue<float>();
                         for (uint32_t co = cLo; co < cHi; ++co) {{
-                            float wv = wGm.GetValue(((co * cinPerGroup + ci - grp * cinPerGroup) * kh + r) * kw + s);
+                            float wv = {w_read};
                             Axpy(acc[(co - co0) * woAligned], xr, wv, hi);  // acc[0, hi) += wv * row
                         }}
                         inQueue.FreeTensor(xr);
@@ -348,7 +366,7 @@ public:
                                    static_cast<uint32_t>((ho * wo - wo) * sizeof(float)), 0}};
             DataCopyPad(yGm[((n * cout + co0) * ho + oh) * wo], acc, copy);
             outQueue.FreeTensor(acc);
-        }}
+{w_free}        }}
     }}
 
 private:
@@ -365,7 +383,7 @@ private:
     TPipe pipe;
     TQue<TPosition::VECIN, BUFFER_NUM> inQueue;
     TQue<TPosition::VECOUT, 1> outQueue;
-    GlobalTensor<float> xGm, wGm, yGm{", biasGm" if op.bias else ""};
+{w_member}    GlobalTensor<float> xGm, wGm, yGm{", biasGm" if op.bias else ""};
     uint32_t batch = 0, cin = 0, h = 0, w = 0, cout = 0, ho = 0, wo = 0, kh = 0, kw = 0;
     uint32_t cinPerGroup = 0, coutPerGroup = 0, coTile = 0, woAligned = 0, coPasses = 0;
 }};

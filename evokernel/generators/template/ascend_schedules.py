@@ -44,7 +44,8 @@ FAMILY_KNOBS: dict[str, dict[str, list[Any]]] = {
                     "buffer_num": [1, 2], "row_split": ["all", "block"]},
 }
 # convolution on the vector cores (ascend_conv.py): output channels per pass, the input-row queue's buffers, cores
-FAMILY_KNOBS["ascend_conv"] = {"co_tile": [8, 16, 32, 64], "buffer_num": [1, 2], "blocks": ["all", "half"]}
+FAMILY_KNOBS["ascend_conv"] = {"co_tile": [8, 16, 32, 64], "buffer_num": [1, 2], "blocks": ["all", "half"],
+                               "w_mode": ["gm", "ub"]}  # weights read from GM, or each pass's copied to UB
 
 # the draft: single buffer, a moderate tile, every core, the simplest instruction forms, multi-pass rows
 CONSERVATIVE: dict[str, Any] = {"tile": 4096, "buffer_num": 1, "blocks": "all", "vec_form": "count",
@@ -84,8 +85,8 @@ TRANSFORMS: list[tuple[str, dict[str, Any]]] = [
 ]
 # conv (ascend_conv): more output channels per pass reuse each loaded input row for more Axpys (more UB)
 TRANSFORMS += [("co_tile_32", {"co_tile": 32}), ("co_tile_64", {"co_tile": 64}), ("co_tile_16", {"co_tile": 16}),
-               ("co_tile_8", {"co_tile": 8})]
-CONSERVATIVE["co_tile"] = 16
+               ("co_tile_8", {"co_tile": 8}), ("weights_ub", {"w_mode": "ub"}), ("weights_gm", {"w_mode": "gm"})]
+CONSERVATIVE.update(co_tile=16, w_mode="gm")
 TRANSFORM_NAMES = [t for t, _ in TRANSFORMS]
 # the search over these knobs is the cpu generator's, on this target's knobs and transforms
 ASCEND = S.Space(FAMILY_KNOBS, TRANSFORMS, "ascend_row")
@@ -135,7 +136,7 @@ def prior_scores(family: str, n_cols: int, reductions: int) -> dict[str, float]:
     if family == "ascend_colreduce":
         p["repeat_form"] = 0.025  # log2(rows) whole-tile instructions instead of one per row
     if family == "ascend_conv":  # each loaded input row feeds co_tile Axpys: more channels per pass first
-        p.update({"co_tile_32": 0.03, "co_tile_64": 0.02})
+        p.update({"weights_ub": 0.04, "co_tile_32": 0.03, "co_tile_64": 0.02})  # GM scalar reads cost most
     if family == "ascend_cube":  # short K steps and small tiles are copy-bound: grow them first
         p.update({"base_k_128": 0.03, "base_mn_128": 0.025, "base_k_64": 0.015})
     return p
