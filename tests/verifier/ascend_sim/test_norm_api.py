@@ -164,3 +164,35 @@ def test_each_misuse_is_reported_at_its_line(sim, prog, case):
 def test_the_misuse_cases_cover_every_check():
     """One case per named check (the kernels that would otherwise pass a wrong call)."""
     assert len(RULES) == 18
+
+
+# ---- end to end: an operator project whose host calls the tiling functions and whose kernel calls SoftMax ----
+PROJECT = Path(__file__).parent / "norm_softmax_project.py"
+
+
+@pytest.mark.parametrize("rows,dim", [(64, 1024), (64, 1000), (320, 1024)])
+def test_softmax_project_through_the_verifier(ascend_verifier, suite_task, rows, dim):
+    """npu_l1/19_softmax (an aligned and an unaligned last axis; short and whole tiles): feasible, matches the
+    reference."""
+    task = suite_task("npu_l1/19_softmax.py", batch_size=rows, dim=dim)
+    v = ascend_verifier.verify(task, PROJECT.read_text())
+    assert v.feasible, v.feedback
+
+
+def test_softmax_project_with_too_little_tmp_space_is_refused(ascend_verifier, suite_task):
+    """The same project allocating half the tmp space its own SoftMaxTilingFunc call was told about (320 rows: 8
+    per core, whole tiles, so the API runs the tiling as given and would write past the buffer)."""
+    src = PROJECT.read_text().replace("pipe.InitBuffer(tmpBuf, t.tmpBytes);", "pipe.InitBuffer(tmpBuf, t.tmpBytes / 2);")
+    v = ascend_verifier.verify(suite_task("npu_l1/19_softmax.py", batch_size=320, dim=1024), src)
+    assert not v.feasible and "invalid_argument" in v.feedback and "sharedTmpBuffer" in v.feedback, v.feedback
+
+
+def test_softmax_project_with_a_stale_tiling_is_refused(ascend_verifier, suite_task):
+    """isCheckTiling=false with the last tile shorter than the tiling's rows: the API would use the stale tiling."""
+    src = PROJECT.read_text().replace(
+        "SoftMax<float>(yLocal", "SoftMax<float, false, false, false, NO_CHECK>(yLocal").replace(
+        "constexpr int32_t BUFFER_NUM = 2;",
+        "constexpr int32_t BUFFER_NUM = 2;\nconstexpr SoftmaxConfig NO_CHECK = {false, 0, 0, SoftmaxMode::SOFTMAX_NORMAL};")
+    assert "NO_CHECK>(yLocal" in src
+    v = ascend_verifier.verify(suite_task("npu_l1/19_softmax.py", batch_size=60, dim=1024), src)
+    assert not v.feasible and "isCheckTiling" in v.feedback, v.feedback

@@ -124,7 +124,37 @@ using RmsNormTiling = ::AscendC::tiling::RmsNormTiling;
 #undef EVK_NT_F32_ACC
 
 #ifndef EVK_SIM_KERNEL
+#include <vector>
+
 #include "evk_sim/host.h"
+
+// ge::Shape (graph/tensor.h): the shape type of the high-level APIs' host tiling functions
+#ifndef EVK_SIM_GE_SHAPE
+#define EVK_SIM_GE_SHAPE
+namespace ge {
+class Shape {
+public:
+    Shape() = default;
+    explicit Shape(const std::vector<int64_t>& dims) : dims_(dims) {}
+    size_t GetDimNum() const { return dims_.size(); }
+    int64_t GetDim(size_t i) const { return i < dims_.size() ? dims_[i] : 0; }
+    std::vector<int64_t> GetDims() const { return dims_; }
+    int64_t GetShapeSize() const {
+        if (dims_.empty()) return 0;
+        int64_t n = 1;
+        for (int64_t d : dims_) n *= d;
+        return n;
+    }
+    void SetDimNum(size_t n) { dims_.resize(n, 0); }
+    void SetDim(size_t i, int64_t v) {
+        if (i < dims_.size()) dims_[i] = v;
+    }
+
+private:
+    std::vector<int64_t> dims_;
+};
+}  // namespace ge
+#endif
 
 namespace AscendC {
 namespace evk_norm {
