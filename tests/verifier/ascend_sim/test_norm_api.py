@@ -196,3 +196,91 @@ def test_softmax_project_with_a_stale_tiling_is_refused(ascend_verifier, suite_t
     assert "NO_CHECK>(yLocal" in src
     v = ascend_verifier.verify(suite_task("npu_l1/19_softmax.py", batch_size=60, dim=1024), src)
     assert not v.feasible and "isCheckTiling" in v.feedback, v.feedback
+
+
+# ---- the host tiling functions (evk_sim/norm_tiling.h), compiled as a host program ----
+HOST_PROGRAM = r"""
+#include <cstdio>
+#include <vector>
+#include "register/tilingdata_base.h"
+#include "tiling/tiling_api.h"
+namespace optiling {
+BEGIN_TILING_DATA_DEF(Td)
+  TILING_DATA_FIELD_DEF(uint32_t, rows);
+  TILING_DATA_FIELD_DEF_STRUCT(SoftMaxTiling, sm);
+  TILING_DATA_FIELD_DEF_STRUCT(RmsNormTiling, rn);
+END_TILING_DATA_DEF;
+}
+#define P(k, v) std::printf("%s %.9g\n", k, static_cast<double>(v))
+int main() {
+    ge::Shape s({8, 64});
+    P("sm_min", AscendC::GetSoftMaxMinTmpSize(s, 4, false));
+    P("sm_max", AscendC::GetSoftMaxMaxTmpSize(s, 4, false));
+    optiling::Td td;
+    AscendC::SoftMaxTilingFunc(s, 4, 3 * 320, td.sm);
+    P("sm_splitM", td.get_sm().splitM); P("sm_rangeM", td.sm.rangeM); P("sm_tailM", td.sm.tailM);
+    P("sm_outMaxK", td.sm.outMaxK); P("sm_splitSize", td.sm.splitSize);
+    P("td_size", sizeof(td)); P("td_sm_offset", reinterpret_cast<char*>(&td.sm) - reinterpret_cast<char*>(&td));
+    uint32_t mx = 0, mn = 0;
+    AscendC::GetLayerNormMaxMinTmpSize(ge::Shape({2, 16, 64, 64}), 2, false, mx, mn);
+    P("ln_min", mn); P("ln_max", mx);
+    LayerNormTiling ln;
+    AscendC::GetLayerNormNDTilingInfo(ge::Shape({2, 16, 64, 64}), mn * 5, 2, false, ln);
+    P("ln_rows", ln.bsCurLength); P("ln_loop", ln.loopRound); P("ln_tail", ln.meanVarTailSize);
+    P("ln_back", ln.lastDimValueBack); P("ln_h", ln.hLength);
+    LayerNormSeparateTiling ls;
+    AscendC::GetLayerNormMaxMinTmpSize(ge::Shape({6, 20}), 4, false, true, false, mx, mn);
+    AscendC::GetLayerNormNDTilingInfo(ge::Shape({6, 20}), mn * 4, 4, false, true, ls);
+    P("ls_rows", ls.aCurLength); P("ls_r", ls.rLength); P("ls_back", ls.rValueBack);
+    optiling::RmsNormTiling rn;
+    P("rn_ok", AscendC::GetRmsNormMaxMinTmpSize(ge::Shape({2, 8, 64}), 2, mx, mn)); P("rn_min", mn);
+    P("rn_info", optiling::GetRmsNormTilingInfo(ge::Shape({2, 8, 64}), ge::Shape({2, 8, 60}), 3 * mn, 2, rn));
+    P("rn_rows", rn.mainBsLength); P("rn_loop", rn.loopRound); P("rn_tail", rn.tailBsLength);
+    P("rn_recip", rn.reciprocalOfHLength); P("rn_b", rn.bLength); P("rn_s", rn.sLength);
+    P("rn_small", AscendC::GetRmsNormTilingInfo(ge::Shape({2, 8, 64}), ge::Shape({2, 8, 64}), mn - 1, 2, rn));
+    P("rn_unaligned", AscendC::GetRmsNormMaxMinTmpSize(ge::Shape({2, 8, 60}), 2, mx, mn));
+    P("rn_basic_bad", AscendC::GetRmsNormTilingInfo(ge::Shape({2, 8, 48}), ge::Shape({2, 8, 48}), 1 << 20, 4, rn, true));
+    P("rn_basic_ok", AscendC::GetRmsNormTilingInfo(ge::Shape({2, 8, 64}), ge::Shape({2, 8, 64}), 1 << 20, 4, rn, true));
+    P("rn_basic_rows", rn.mainBsLength);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def host_tiling(tmp_path_factory):
+    import subprocess
+
+    from ascend_sim_harness import CXX, CXXFLAGS, INCLUDE
+    d = tmp_path_factory.mktemp("norm-host")
+    (d / "host.cpp").write_text(HOST_PROGRAM)
+    r = subprocess.run([CXX, *CXXFLAGS, f"-I{INCLUDE}", "host.cpp", "-o", "host"], cwd=d, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = subprocess.run([str(d / "host")], capture_output=True, text=True, timeout=30, check=True).stdout
+    return {k: float(v) for k, v in (line.split() for line in out.splitlines())}
+
+
+def test_softmax_host_tiling(host_tiling):
+    t = host_tiling
+    assert (t["sm_min"], t["sm_max"]) == (64 * 4 + 64, 8 * 320)  # one row / all rows of the row-bytes model
+    assert (t["sm_splitM"], t["sm_rangeM"], t["sm_tailM"]) == (3, 2, 2)  # 3 rows per pass for 960 bytes
+    assert t["sm_outMaxK"] == 8 and t["sm_splitSize"] == 3 * 64
+    assert t["td_size"] == 4 + 16 * 4 + 12 * 4 and t["td_sm_offset"] == 4  # packed, in declaration order
+
+
+def test_layernorm_host_tiling(host_tiling):
+    t = host_tiling
+    assert (t["ln_min"], t["ln_max"]) == (3 * 64 * 4 + 64, 32 * (3 * 64 * 4 + 64))
+    assert (t["ln_rows"], t["ln_loop"], t["ln_tail"], t["ln_h"]) == (5, 6, 2, 64)
+    assert t["ln_back"] == pytest.approx(1 / 64)
+    assert (t["ls_rows"], t["ls_r"]) == (4, 20) and t["ls_back"] == pytest.approx(1 / 20)
+
+
+def test_rmsnorm_host_tiling(host_tiling):
+    t = host_tiling
+    assert t["rn_ok"] == 1 and t["rn_min"] == 64 * 4 + 32
+    assert t["rn_info"] == 1 and (t["rn_rows"], t["rn_loop"], t["rn_tail"]) == (3, 5, 1)
+    assert t["rn_recip"] == pytest.approx(1 / 60) and (t["rn_b"], t["rn_s"]) == (2, 8)
+    assert t["rn_small"] == 0  # below the minimum: false
+    assert t["rn_unaligned"] == 0  # H not padded to 32 bytes: false
+    assert t["rn_basic_bad"] == 0 and t["rn_basic_ok"] == 1 and t["rn_basic_rows"] % 8 == 0
