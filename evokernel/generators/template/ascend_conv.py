@@ -37,7 +37,7 @@ from evokernel.generators.template.lower import Plan
 UB_BYTES = 196608
 CORES = 40  # GetCoreNumAiv() of the emulated 910B
 FIELDS = ["batch", "cin", "h", "w", "cout", "ho", "wo", "kh", "kw", "cinPerGroup", "coutPerGroup", "coTile",
-          "woAligned", "coPasses"]
+          "woTile", "wChunks", "coPasses"]
 
 
 @dataclass
@@ -170,12 +170,14 @@ def geometry(op: ConvOp, knobs: dict[str, Any], cores: int = CORES, ub: int = UB
     bn = int(knobs["buffer_num"])
     wa = -(-wo // 8) * 8
     wub = -(-ct * (c // op.groups) * kh * kw // 8) * 8 if knobs.get("w_mode", "gm") == "ub" else 0
-    if ((bn + ct) * wa + wub) * 4 > ub:
+    wt = min(wa, (ub // 4 - wub) // (bn + ct) // 8 * 8)  # output columns per chunk: what the UB holds
+    if wt < 8:
         return None
+    chunks = -(-wo // wt)
     passes = -(-co // ct)
-    items = n * ho * passes
+    items = n * ho * passes * chunks
     cores_used = cores if knobs.get("blocks", "all") == "all" else max(1, cores // 2)
-    return {"coTile": ct, "woAligned": wa, "coPasses": passes, "items": items, "blockDim": min(items, cores_used)}
+    return {"coTile": ct, "woTile": wt, "wChunks": chunks, "coPasses": passes, "items": items, "blockDim": min(items, cores_used)}
 
 
 def _host(op: ConvOp, knobs: dict[str, Any], tiling_cls: str) -> str:
@@ -228,11 +230,15 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     uint64_t ub = 0;
     platform.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ub);
     uint64_t wElems = WEIGHTS_IN_UB ? (static_cast<uint64_t>(coTile) * (cin / GROUPS) * kh * kw + 7) / 8 * 8 : 0;
-    if ((static_cast<uint64_t>(BUFFER_NUM + coTile) * woAligned + wElems) * sizeof(float) > ub) {{
-        return ge::GRAPH_FAILED;  // the input-row queue, the accumulator (and the pass's weights) must fit the UB
+    // output columns per chunk: the input-row queue, the accumulator (and the pass's weights) must fit the UB
+    uint64_t fit = (ub / sizeof(float) - wElems) / (BUFFER_NUM + coTile) / 8 * 8;
+    if (wElems >= ub / sizeof(float) || fit < 8) {{
+        return ge::GRAPH_FAILED;
     }}
+    uint32_t woTile = fit < woAligned ? static_cast<uint32_t>(fit) : woAligned;
+    uint32_t wChunks = (wo + woTile - 1) / woTile;
     uint32_t coPasses = (cout + coTile - 1) / coTile;
-    uint32_t items = batch * ho * coPasses;
+    uint32_t items = batch * ho * coPasses * wChunks;
     uint32_t coreNum = platform.GetCoreNumAiv();
     if (HALF_CORES) coreNum = coreNum / 2 > 0 ? coreNum / 2 : 1;
     context->SetBlockDim(items < coreNum ? items : coreNum);
@@ -241,7 +247,8 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
         """    tiling.set_cinPerGroup(cin / GROUPS);
     tiling.set_coutPerGroup(cout / GROUPS);
     tiling.set_coTile(coTile);
-    tiling.set_woAligned(woAligned);
+    tiling.set_woTile(woTile);
+    tiling.set_wChunks(wChunks);
     tiling.set_coPasses(coPasses);
     tiling.SaveToBuffer(context->GetRawTilingData()->GetData(), context->GetRawTilingData()->GetCapacity());
     context->GetRawTilingData()->SetDataSize(tiling.GetDataSize());
@@ -313,24 +320,25 @@ public:
     __aicore__ inline void Init({args}, GM_ADDR out, const {tiling_cls}& t)
     {{
         batch = t.batch; cin = t.cin; h = t.h; w = t.w; cout = t.cout; ho = t.ho; wo = t.wo; kh = t.kh; kw = t.kw;
-        cinPerGroup = t.cinPerGroup; coutPerGroup = t.coutPerGroup; coTile = t.coTile; woAligned = t.woAligned;
-        coPasses = t.coPasses;
+        cinPerGroup = t.cinPerGroup; coutPerGroup = t.coutPerGroup; coTile = t.coTile; woTile = t.woTile;
+        wChunks = t.wChunks; coPasses = t.coPasses;
         xGm.SetGlobalBuffer((__gm__ float*){x}, batch * cin * h * w);
         wGm.SetGlobalBuffer((__gm__ float*){wt}, cout * cinPerGroup * kh * kw);
 {bias_init}        yGm.SetGlobalBuffer((__gm__ float*)out, batch * cout * ho * wo);
-        pipe.InitBuffer(inQueue, BUFFER_NUM, woAligned * sizeof(float));
-        pipe.InitBuffer(outQueue, 1, coTile * woAligned * sizeof(float));
+        pipe.InitBuffer(inQueue, BUFFER_NUM, woTile * sizeof(float));
+        pipe.InitBuffer(outQueue, 1, coTile * woTile * sizeof(float));
 {w_init}    }}
     __aicore__ inline void Process()
     {{
-        // a unit of work: one output row (n, oh) for a pass of coTile output channels
-        for (uint32_t item = GetBlockIdx(); item < batch * ho * coPasses; item += GetBlockNum()) {{
-            uint32_t pass = item % coPasses, row = item / coPasses;
+        // a unit of work: one chunk of woTile columns of an output row (n, oh) for a pass of coTile channels
+        for (uint32_t item = GetBlockIdx(); item < batch * ho * coPasses * wChunks; item += GetBlockNum()) {{
+            uint32_t chunk = item % wChunks, pass = (item / wChunks) % coPasses, row = item / wChunks / coPasses;
             uint32_t n = row / ho, oh = row % ho;
+            uint32_t ow0 = chunk * woTile, wt = Min(woTile, wo - ow0);
             uint32_t co0 = pass * coTile, cos = Min(coTile, cout - co0);
             LocalTensor<float> acc = outQueue.AllocTensor<float>();
             for (uint32_t c = 0; c < cos; ++c) {{
-                Duplicate(acc[c * woAligned], {start}, static_cast<int32_t>(wo));
+                Duplicate(acc[c * woTile], {start}, static_cast<int32_t>(wt));
             }}
 {w_load}            uint32_t gFirst = co0 / coutPerGroup, gLast = (co0 + cos - 1) / coutPerGroup;
             for (uint32_t ci = gFirst * cinPerGroup; ci < (gLast + 1) * cinPerGroup; ++ci) {{
@@ -342,10 +350,11 @@ public:
                         continue;  // a padding row: adds nothing
                     }}
                     for (uint32_t s = 0; s < kw; ++s) {{
-                        int32_t off = static_cast<int32_t>(s * DIL_W) - PAD_W;  // input column of output column 0
-                        int32_t lo = off < 0 ? -off : 0;  // output columns left of the input: zero padding
-                        int32_t hi = static_cast<int32_t>(w) - off;  // output columns up to the input's right edge
-                        if (hi > static_cast<int32_t>(wo)) hi = static_cast<int32_t>(wo);
+                        // input column of the chunk's first output column
+                        int32_t off = static_cast<int32_t>(ow0 + s * DIL_W) - PAD_W;
+                        int32_t lo = off < 0 ? -off : 0;  // chunk columns left of the input: zero padding
+                        int32_t hi = static_cast<int32_t>(w) - off;  // chunk columns up to the input's right edge
+                        if (hi > static_cast<int32_t>(wt)) hi = static_cast<int32_t>(wt);
                         if (hi <= lo) {{
                             continue;
                         }}
@@ -353,7 +362,7 @@ public:
                         LocalTensor<float> xr = inQueue.DeQue<float>();
                         for (uint32_t co = cLo; co < cHi; ++co) {{
                             float wv = {w_read};
-                            Axpy(acc[(co - co0) * woAligned], xr, wv, hi);  // acc[0, hi) += wv * row
+                            Axpy(acc[(co - co0) * woTile], xr, wv, hi);  // acc[0, hi) += wv * row
                         }}
                         inQueue.FreeTensor(xr);
                     }}
@@ -361,10 +370,11 @@ public:
             }}
             outQueue.EnQue(acc);
             acc = outQueue.DeQue<float>();
-            // cos rows of wo floats (UB rows of woAligned) to y[n, co0.., oh, :]
-            DataCopyExtParams copy{{static_cast<uint16_t>(cos), static_cast<uint32_t>(wo * sizeof(float)), 0,
-                                   static_cast<uint32_t>((ho * wo - wo) * sizeof(float)), 0}};
-            DataCopyPad(yGm[((n * cout + co0) * ho + oh) * wo], acc, copy);
+            // cos rows of wt floats (UB rows of woTile) to y[n, co0.., oh, ow0..]
+            DataCopyExtParams copy{{static_cast<uint16_t>(cos), static_cast<uint32_t>(wt * sizeof(float)),
+                                   static_cast<uint32_t>((woTile - (wt + 7) / 8 * 8) * sizeof(float) / 32),
+                                   static_cast<uint32_t>((ho * wo - wt) * sizeof(float)), 0}};
+            DataCopyPad(yGm[((n * cout + co0) * ho + oh) * wo + ow0], acc, copy);
             outQueue.FreeTensor(acc);
 {w_free}        }}
     }}
@@ -385,7 +395,7 @@ private:
     TQue<TPosition::VECOUT, 1> outQueue;
 {w_member}    GlobalTensor<float> xGm, wGm, yGm{", biasGm" if op.bias else ""};
     uint32_t batch = 0, cin = 0, h = 0, w = 0, cout = 0, ho = 0, wo = 0, kh = 0, kw = 0;
-    uint32_t cinPerGroup = 0, coutPerGroup = 0, coTile = 0, woAligned = 0, coPasses = 0;
+    uint32_t cinPerGroup = 0, coutPerGroup = 0, coTile = 0, woTile = 0, wChunks = 0, coPasses = 0;
 }};
 
 extern "C" __global__ __aicore__ void {op.kernel_name}({args}, GM_ADDR out, GM_ADDR workspace, GM_ADDR tiling)
