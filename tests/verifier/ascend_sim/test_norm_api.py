@@ -284,3 +284,18 @@ def test_rmsnorm_host_tiling(host_tiling):
     assert t["rn_small"] == 0  # below the minimum: false
     assert t["rn_unaligned"] == 0  # H not padded to 32 bytes: false
     assert t["rn_basic_bad"] == 0 and t["rn_basic_ok"] == 1 and t["rn_basic_rows"] % 8 == 0
+
+
+LN_PROJECT = Path(__file__).parent / "norm_layernorm_project.py"
+
+
+def test_layernorm_project_through_the_verifier(ascend_verifier, suite_task):
+    """npu_l1/21_layer_norm (64 x 1000; host GetLayerNormMaxMinTmpSize + GetLayerNormNDTilingInfo, kernel LayerNorm
+    row by row): feasible, matches the reference; with the tmp buffer a quarter short, refused."""
+    task = suite_task("npu_l1/21_layer_norm.py", batch_size=64, features=1000)
+    v = ascend_verifier.verify(task, LN_PROJECT.read_text())
+    assert v.feasible, v.feedback
+    bad = LN_PROJECT.read_text().replace("pipe.InitBuffer(tmpBuf, t.tmpBytes);",
+                                         "pipe.InitBuffer(tmpBuf, t.tmpBytes / 4 * 3);")
+    v = ascend_verifier.verify(task, bad)
+    assert not v.feasible and "sharedTmpBuffer" in v.feedback, v.feedback
