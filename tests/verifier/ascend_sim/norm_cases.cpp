@@ -343,3 +343,17 @@ CASE(softmax_int, GM_ADDR x) {
     LocalTensor<int32_t> ai = A.ReinterpretCast<int32_t>(), bi = B.ReinterpretCast<int32_t>();
     SoftMax<int32_t>(bi, ai, t, SoftMaxShapeInfo{4, 64, 4, 64});  // RULE unsupported_dtype
 }
+// SoftMax with isBasicBlock on [4, 64]: srcM is not a multiple of 8
+CASE(softmax_not_basic_block, GM_ADDR x) {
+    EVK_NORM_SETUP(8192)
+    SoftMaxTiling t;
+    evk_norm::softmax_fill(4, 64, 4, 4, t);
+    SoftMax<float, false, true>(B, C, D, A, t, SoftMaxShapeInfo{4, 64, 4, 64});  // RULE invalid_argument
+}
+// the same on [8, 64], in place (as asc-devkit's softmax example calls it): a qualifying basic block
+CASE(softmax_basic_block_ok, GM_ADDR x) {
+    EVK_NORM_SETUP(8192)
+    SoftMaxTiling t;
+    evk_norm::softmax_fill(8, 64, 4, 8, t);
+    SoftMax<float, false, true>(A, C, D, A, t, SoftMaxShapeInfo{8, 64, 8, 64});
+}

@@ -163,7 +163,13 @@ def test_each_misuse_is_reported_at_its_line(sim, prog, case):
 
 def test_the_misuse_cases_cover_every_check():
     """One case per named check (the kernels that would otherwise pass a wrong call)."""
-    assert len(RULES) == 18
+    assert len(RULES) == 19
+
+
+def test_a_qualifying_basic_block_is_clean(sim, prog):
+    exe, d = prog
+    res = sim.launch(exe, d, "softmax_basic_block_ok", [np.zeros(8, np.float32)], [])
+    clean(res)
 
 
 # ---- end to end: an operator project whose host calls the tiling functions and whose kernel calls SoftMax ----

@@ -152,7 +152,7 @@ template <typename T, typename U>
 inline void softmax(const char* api, bool simple, const LocalTensor<T>& dst, const LocalTensor<U>* sum,
                     const LocalTensor<U>* max, const LocalTensor<T>& src, const LocalTensor<uint8_t>* tmp,
                     const ::AscendC::tiling::SoftMaxTiling& tl, const SoftMaxShapeInfo& si, const SoftmaxConfig& cfg,
-                    ::evk_sim::SrcLoc loc) {
+                    bool basic, ::evk_sim::SrcLoc loc) {
     ::evk_sim::begin_instr(::evk_sim::PID_V);
     ::evk_sim::dtype_check(api, ::evk_sim::Ty<T>::kind, ::evk_sim::DT_HF, loc.file, loc.line);
     const uint32_t m = si.srcM ? si.srcM : cfg.oriSrcM ? cfg.oriSrcM : tl.srcM;
@@ -169,6 +169,12 @@ inline void softmax(const char* api, bool simple, const LocalTensor<T>& dst, con
     if (om > m || ok > k)
         ::evk_sim::violation(EVK_RULE_INVALID_ARGUMENT, ::evk_sim::SEV_ERROR, loc.file, loc.line,
                              "%s: oriSrcM=%u, oriSrcK=%u exceed srcM=%u, srcK=%u", api, om, ok, m, k);
+    // isBasicBlock: the documented condition on the shape (it is ignored when config fixes oriSrcM/oriSrcK)
+    if (basic && !cfg.oriSrcM && !cfg.oriSrcK && (k >= 2048 || k < 256 / sizeof(T) || k % 64 != 0 || m % 8 != 0))
+        ::evk_sim::violation(EVK_RULE_INVALID_ARGUMENT, ::evk_sim::SEV_ERROR, loc.file, loc.line,
+                             "%s: isBasicBlock=true needs srcK a multiple of 64 in [%u, 2048) and srcM a multiple of "
+                             "8; got [%u, %u]",
+                             api, static_cast<unsigned>(256 / sizeof(T)), m, k);
     // rows per pass: the tiling's, or (shape and tiling disagree, isCheckTiling) recomputed from the tmp buffer
     uint32_t rows = tl.splitM;
     const uint64_t rb = softmax_row_bytes(k);
@@ -528,7 +534,7 @@ inline void SoftMax(const LocalTensor<T>& dstTensor, const LocalTensor<T>& sumTe
                     EVK_LOC) {
     EVK_SM_NZ
     evk_norm::softmax<T, T>("SoftMax", false, dstTensor, &sumTensor, &maxTensor, srcTensor, &sharedTmpBuffer, tiling,
-                            softmaxShapeInfo, config, loc);
+                            softmaxShapeInfo, config, isBasicBlock, loc);
 }
 EVK_SM_TPL
 inline void SoftMax(const LocalTensor<half>& dstTensor, const LocalTensor<float>& sumTensor,
@@ -537,7 +543,7 @@ inline void SoftMax(const LocalTensor<half>& dstTensor, const LocalTensor<float>
                     const SoftMaxShapeInfo& softmaxShapeInfo = {}, EVK_LOC) {
     EVK_SM_NZ
     evk_norm::softmax<half, float>("SoftMax", false, dstTensor, &sumTensor, &maxTensor, srcTensor, &sharedTmpBuffer,
-                                   tiling, softmaxShapeInfo, config, loc);
+                                   tiling, softmaxShapeInfo, config, isBasicBlock, loc);
 }
 EVK_SM_TPL
 inline void SoftMax(const LocalTensor<T>& dstTensor, const LocalTensor<T>& sumTensor, const LocalTensor<T>& maxTensor,
@@ -545,7 +551,7 @@ inline void SoftMax(const LocalTensor<T>& dstTensor, const LocalTensor<T>& sumTe
                     const SoftMaxShapeInfo& softmaxShapeInfo = {}, EVK_LOC) {
     EVK_SM_NZ
     evk_norm::softmax<T, T>("SoftMax", false, dstTensor, &sumTensor, &maxTensor, srcTensor, nullptr, tiling,
-                            softmaxShapeInfo, config, loc);
+                            softmaxShapeInfo, config, isBasicBlock, loc);
 }
 EVK_SM_TPL
 inline void SoftMax(const LocalTensor<half>& dstTensor, const LocalTensor<float>& sumTensor,
@@ -554,7 +560,7 @@ inline void SoftMax(const LocalTensor<half>& dstTensor, const LocalTensor<float>
                     EVK_LOC) {
     EVK_SM_NZ
     evk_norm::softmax<half, float>("SoftMax", false, dstTensor, &sumTensor, &maxTensor, srcTensor, nullptr, tiling,
-                                   softmaxShapeInfo, config, loc);
+                                   softmaxShapeInfo, config, isBasicBlock, loc);
 }
 template <typename T, bool isReuseSource = false, bool isBasicBlock = false,
           const SoftmaxConfig& config = SOFTMAX_DEFAULT_CFG>
@@ -563,7 +569,7 @@ inline void SoftMax(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTe
                     const SoftMaxShapeInfo& softmaxShapeInfo = {}, EVK_LOC) {
     evk_norm::softmax<T, T>("SoftMax", false, dstTensor, static_cast<const LocalTensor<T>*>(nullptr),
                             static_cast<const LocalTensor<T>*>(nullptr), srcTensor, &sharedTmpBuffer, tiling,
-                            softmaxShapeInfo, config, loc);
+                            softmaxShapeInfo, config, isBasicBlock, loc);
 }
 template <typename T, bool isReuseSource = false, bool isBasicBlock = false,
           const SoftmaxConfig& config = SOFTMAX_DEFAULT_CFG>
@@ -572,7 +578,7 @@ inline void SoftMax(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTe
                     EVK_LOC) {
     evk_norm::softmax<T, T>("SoftMax", false, dstTensor, static_cast<const LocalTensor<T>*>(nullptr),
                             static_cast<const LocalTensor<T>*>(nullptr), srcTensor, nullptr, tiling, softmaxShapeInfo,
-                            config, loc);
+                            config, isBasicBlock, loc);
 }
 
 // ---- SimpleSoftMax: dst = exp(src - inMax) / inSum, with the max and sum given (one 32-byte block per row) ----
@@ -583,7 +589,7 @@ inline void SimpleSoftMax(const LocalTensor<T>& dstTensor, const LocalTensor<T>&
                           const SoftMaxShapeInfo& softmaxShapeInfo = {}, EVK_LOC) {
     EVK_SM_NZ
     evk_norm::softmax<T, T>("SimpleSoftMax", true, dstTensor, &inSumTensor, &inMaxTensor, srcTensor, &sharedTmpBuffer,
-                            tiling, softmaxShapeInfo, config, loc);
+                            tiling, softmaxShapeInfo, config, isBasicBlock, loc);
 }
 EVK_SM_TPL
 inline void SimpleSoftMax(const LocalTensor<half>& dstTensor, const LocalTensor<float>& inSumTensor,
@@ -592,7 +598,7 @@ inline void SimpleSoftMax(const LocalTensor<half>& dstTensor, const LocalTensor<
                           const SoftMaxShapeInfo& softmaxShapeInfo = {}, EVK_LOC) {
     EVK_SM_NZ
     evk_norm::softmax<half, float>("SimpleSoftMax", true, dstTensor, &inSumTensor, &inMaxTensor, srcTensor,
-                                   &sharedTmpBuffer, tiling, softmaxShapeInfo, config, loc);
+                                   &sharedTmpBuffer, tiling, softmaxShapeInfo, config, isBasicBlock, loc);
 }
 EVK_SM_TPL
 inline void SimpleSoftMax(const LocalTensor<T>& dstTensor, const LocalTensor<T>& inSumTensor,
@@ -601,7 +607,7 @@ inline void SimpleSoftMax(const LocalTensor<T>& dstTensor, const LocalTensor<T>&
                           EVK_LOC) {
     EVK_SM_NZ
     evk_norm::softmax<T, T>("SimpleSoftMax", true, dstTensor, &inSumTensor, &inMaxTensor, srcTensor, nullptr, tiling,
-                            softmaxShapeInfo, config, loc);
+                            softmaxShapeInfo, config, isBasicBlock, loc);
 }
 EVK_SM_TPL
 inline void SimpleSoftMax(const LocalTensor<half>& dstTensor, const LocalTensor<float>& inSumTensor,
@@ -610,7 +616,7 @@ inline void SimpleSoftMax(const LocalTensor<half>& dstTensor, const LocalTensor<
                           EVK_LOC) {
     EVK_SM_NZ
     evk_norm::softmax<half, float>("SimpleSoftMax", true, dstTensor, &inSumTensor, &inMaxTensor, srcTensor, nullptr,
-                                   tiling, softmaxShapeInfo, config, loc);
+                                   tiling, softmaxShapeInfo, config, isBasicBlock, loc);
 }
 #undef EVK_SM_TPL
 #undef EVK_SM_NZ
