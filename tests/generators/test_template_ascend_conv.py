@@ -13,6 +13,8 @@ from evokernel.generators.template import ascend_schedules as AS
 from evokernel.generators.template.generator import ascend_op_for
 from evokernel.tasks import load_task
 
+from kernelbench_files import KB, needs_kernelbench
+
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed by the ascend-sim emulator")
 
 SUITE = ["npu_l1/36_conv2d_3x3.py", "npu_l1/37_conv2d_pointwise.py", "npu_l1/38_conv2d_depthwise.py",
@@ -171,3 +173,37 @@ def test_broken_conv_kernels_are_caught(gen, suite_task, ascend_verifier, name):
     v = ascend_verifier.verify(task, source.replace(old, new))
     assert not v.feasible, name
 
+
+
+# ------------------------------------------------------------------------------ KernelBench level 1
+
+# level-1 conv files (fitted to the ascend-sim budget) the template refuses, and why; the others draft feasible
+KB_REFUSED = {"transposed convolution": [57, 58, 61, 64, 65, 68, 69, 70, 71, 72, 73, 74, 75, 77, 78, 79, 81],
+              "3-D convolution": [54, 59, 60, 66], "along W": [50, 76], "fused epilogue": [86]}
+KB_FEASIBLE = [55, 56, 62, 63, 67, 80, 82, 83, 84, 85, 87]
+
+
+def _kb_conv(number):
+    from evokernel.task_fit import fit_task
+
+    path = next((KB / "level1").glob(f"{number}_conv*.py"))
+    return fit_task(load_task(path), "ascend-sim")
+
+
+@needs_kernelbench
+def test_kernelbench_level1_convs_are_drafted_or_refused_by_name():
+    numbers = sorted(int(p.name.split("_")[0]) for p in (KB / "level1").glob("*_conv*.py"))
+    assert numbers == sorted(KB_FEASIBLE + [n for ns in KB_REFUSED.values() for n in ns])
+    for why, ns in KB_REFUSED.items():
+        for n in ns:
+            with pytest.raises(GenerationError, match=why):
+                ascend_op_for(_kb_conv(n))
+    for n in KB_FEASIBLE:
+        assert ascend_op_for(_kb_conv(n)).family == "ascend_conv"
+
+
+@needs_kernelbench
+@pytest.mark.parametrize("number", [56, 67, 84, 87])  # asymmetric kernel, long 1-D rows, depthwise, pointwise
+def test_kernelbench_level1_convs_draft_feasible(gen, ascend_verifier, number):
+    task = _kb_conv(number)
+    _feasible(ascend_verifier, task, _draft(gen, task).source)
