@@ -266,7 +266,7 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     if (N % 16 != 0) {{
         return ge::GRAPH_FAILED;  // Fixpipe moves whole 16-column blocks
     }}
-{"    if (N != ROW_N) {" + chr(10) + "        return ge::GRAPH_FAILED;  // the row program's tiles were sized for N = ROW_N" + chr(10) + "    }" + chr(10) if rg else ""}    auto platform = platform_ascendc::PlatformAscendC(context->GetPlatformInfo());
+{_row_check(rg)}    auto platform = platform_ascendc::PlatformAscendC(context->GetPlatformInfo());
     uint32_t cubeCores = platform.GetCoreNumAic();
     uint32_t tilesM = (M + BASE_M - 1) / BASE_M;
     uint32_t tilesN = (N + BASE_N - 1) / BASE_N;
@@ -570,6 +570,13 @@ def _row_consts(op: CubeOp, rg: Any) -> str:
     from evokernel.generators.template import ascend_cube_rows as ROWS
 
     return ROWS.row_constants(rg[3], 16 if op.half else 8, op.N)
+
+
+def _row_check(rg: Any) -> str:
+    if rg is None:
+        return ""
+    return ("    if (N != ROW_N) {\n        return ge::GRAPH_FAILED;  // the row program's tiles were sized for "
+            "N = ROW_N\n    }\n")
 
 
 def _row_sets(rg: Any) -> str:
