@@ -390,6 +390,7 @@ PROJECTS = [  # (candidate, task file, substitutions)
     ("layer_norm_custom", "21_layer_norm.py", {"@dtype": "torch.float32"}),
     ("layer_norm_custom", "30_layer_norm_fp16.py", {"@dtype": "torch.float16"}),
     ("matmul_custom", "31_matmul_fp16.py", {}),
+    ("conv2d_custom", "36_conv2d_3x3.py", {}),
 ]
 
 
