@@ -31,7 +31,7 @@ template <typename T> __aicore__ inline void Store(GM_ADDR g, const LocalTensor<
 
 // prm: m, k (padded), oriK, form. form 0: sum/max + tmp; 1: sum/max, framework tmp; 2: dst/src + tmp;
 // 3: in place (dst is src) + tmp; 4: SimpleSoftMax with the max/sum of a SoftMax; 5: a shape info that
-// disagrees with the tiling (isCheckTiling recomputes it). U is the sum/max type (float with half data: the
+// disagrees with the tiling (isCheckTiling recomputes it); 6: LogSoftMax (T == U). U is the sum/max type (float with half data: the
 // mixed form). Outputs: dst [m, k], sum [m, 32B], max [m, 32B].
 template <typename T, typename U>
 __aicore__ inline void SoftmaxCase(GM_ADDR prm, GM_ADDR xg, GM_ADDR dg, GM_ADDR sg, GM_ADDR mg) {
@@ -62,6 +62,8 @@ __aicore__ inline void SoftmaxCase(GM_ADDR prm, GM_ADDR xg, GM_ADDR dg, GM_ADDR 
     else if (form == 4) {
         SoftMax<T>(d2, s, mx, x, tmp, tiling, info);
         SimpleSoftMax<T>(d, s, mx, x, tmp, tiling, info);
+    } else if (form == 6) {
+        if constexpr (std::is_same<T, U>::value) LogSoftMax<T>(d, s, mx, x, tmp, tiling, info);
     } else {
         SoftMaxTiling other;
         evk_norm::softmax_fill(m + 8, k, sizeof(U), 1, other);
@@ -356,4 +358,11 @@ CASE(softmax_basic_block_ok, GM_ADDR x) {
     SoftMaxTiling t;
     evk_norm::softmax_fill(8, 64, 4, 8, t);
     SoftMax<float, false, true>(A, C, D, A, t, SoftMaxShapeInfo{8, 64, 8, 64});
+}
+// LogSoftMax in place: its documentation forbids any overlap of source and destination
+CASE(logsoftmax_in_place, GM_ADDR x) {
+    EVK_NORM_SETUP(8192)
+    LogSoftMaxTiling t;
+    evk_norm::softmax_fill(4, 64, 4, 4, t);
+    LogSoftMax<float>(A, C[0], C[64], A, D.ReinterpretCast<uint8_t>(), t, SoftMaxShapeInfo{4, 64, 4, 64});  // RULE invalid_argument
 }

@@ -1,5 +1,5 @@
-// EvoKernel Ascend C emulator: the high-level normalisation APIs of CANN's advanced API: SoftMax and
-// SimpleSoftMax (lib/activation), LayerNorm (the [B, S, H] form with mean and variance, the [A, R] form with
+// EvoKernel Ascend C emulator: the high-level normalisation APIs of CANN's advanced API: SoftMax,
+// SimpleSoftMax and LogSoftMax (lib/activation), LayerNorm (the [B, S, H] form with mean and variance, the [A, R] form with
 // mean and rstd) and RmsNorm (lib/normalization), with their tiling structs (evk_sim/norm_tiling.h).
 //
 // Written from the API documentation (signatures, the documented formulas, layout and reuse rules), not from
@@ -149,10 +149,11 @@ inline void access(const char* api, const LocalTensor<T>& t, uint64_t elems, boo
 
 // ---- SoftMax / SimpleSoftMax ----
 template <typename T, typename U>
-inline void softmax(const char* api, bool simple, const LocalTensor<T>& dst, const LocalTensor<U>* sum,
+inline void softmax(const char* api, int mode, const LocalTensor<T>& dst, const LocalTensor<U>* sum,
                     const LocalTensor<U>* max, const LocalTensor<T>& src, const LocalTensor<uint8_t>* tmp,
                     const ::AscendC::tiling::SoftMaxTiling& tl, const SoftMaxShapeInfo& si, const SoftmaxConfig& cfg,
                     bool basic, ::evk_sim::SrcLoc loc) {
+    const bool simple = mode == 1, lg = mode == 2;
     ::evk_sim::begin_instr(::evk_sim::PID_V);
     ::evk_sim::dtype_check(api, ::evk_sim::Ty<T>::kind, ::evk_sim::DT_HF, loc.file, loc.line);
     const uint32_t m = si.srcM ? si.srcM : cfg.oriSrcM ? cfg.oriSrcM : tl.srcM;
@@ -204,7 +205,7 @@ inline void softmax(const char* api, bool simple, const LocalTensor<T>& dst, con
     ::evk_sim::ub_align(api, "dst", dst.off_, 32, loc.file, loc.line);
     ::evk_sim::ub_align(api, "src", src.off_, 32, loc.file, loc.line);
     const Reg rd = reg("dst", dst, uint64_t(m) * k), rs = reg("src", src, uint64_t(m) * k), rt = tmp_reg(tmp);
-    no_overlap(api, rd, rs, true, loc);
+    no_overlap(api, rd, rs, !lg, loc);  // LogSoftMax: no reuse at all
     no_overlap(api, rt, rd, false, loc);
     no_overlap(api, rt, rs, false, loc);
     Reg r2[2];
@@ -236,6 +237,7 @@ inline void softmax(const char* api, bool simple, const LocalTensor<T>& dst, con
     step("Exp", "float", n, 4);
     if (!simple) step("WholeReduceSum", "float", n, 4), step("Brcb", "float", uint64_t(m) * 8, 4);
     step("Div", "float", n, 4);
+    if (lg) step("Ln", "float", n, 4), step("Muls", "float", n, 4);  // log10 x = ln x / ln 10
     if (hf) step("Cast", "float->half", n, 4);
     // compute
     uint64_t ovf = 0;
@@ -253,7 +255,10 @@ inline void softmax(const char* api, bool simple, const LocalTensor<T>& dst, con
             s = 0;
             for (uint32_t c = 0; c < ok; ++c) s += std::exp(row[c] - mx);
         }
-        for (uint32_t c = 0; c < k; ++c) st<T>(d0 + c * sizeof(T), std::exp(row[c] - mx) / s, ovf);
+        if (lg)  // the documented log10 of the softmax, as (x - max - ln sum) / ln 10 (no underflow to log 0)
+            for (uint32_t c = 0; c < k; ++c) st<T>(d0 + c * sizeof(T), (row[c] - mx - std::log(s)) / std::log(10.0), ovf);
+        else
+            for (uint32_t c = 0; c < k; ++c) st<T>(d0 + c * sizeof(T), std::exp(row[c] - mx) / s, ovf);
         if (!simple)
             for (uint32_t j = 0; j < blk; ++j) {
                 if (sum) st<U>(sum->off_ + (int64_t(r) * blk + j) * sizeof(U), s, ovf);
@@ -533,7 +538,7 @@ inline void SoftMax(const LocalTensor<T>& dstTensor, const LocalTensor<T>& sumTe
                     const ::AscendC::tiling::SoftMaxTiling& tiling, const SoftMaxShapeInfo& softmaxShapeInfo = {},
                     EVK_LOC) {
     EVK_SM_NZ
-    evk_norm::softmax<T, T>("SoftMax", false, dstTensor, &sumTensor, &maxTensor, srcTensor, &sharedTmpBuffer, tiling,
+    evk_norm::softmax<T, T>("SoftMax", 0, dstTensor, &sumTensor, &maxTensor, srcTensor, &sharedTmpBuffer, tiling,
                             softmaxShapeInfo, config, isBasicBlock, loc);
 }
 EVK_SM_TPL
@@ -542,7 +547,7 @@ inline void SoftMax(const LocalTensor<half>& dstTensor, const LocalTensor<float>
                     const LocalTensor<uint8_t>& sharedTmpBuffer, const ::AscendC::tiling::SoftMaxTiling& tiling,
                     const SoftMaxShapeInfo& softmaxShapeInfo = {}, EVK_LOC) {
     EVK_SM_NZ
-    evk_norm::softmax<half, float>("SoftMax", false, dstTensor, &sumTensor, &maxTensor, srcTensor, &sharedTmpBuffer,
+    evk_norm::softmax<half, float>("SoftMax", 0, dstTensor, &sumTensor, &maxTensor, srcTensor, &sharedTmpBuffer,
                                    tiling, softmaxShapeInfo, config, isBasicBlock, loc);
 }
 EVK_SM_TPL
@@ -550,7 +555,7 @@ inline void SoftMax(const LocalTensor<T>& dstTensor, const LocalTensor<T>& sumTe
                     const LocalTensor<T>& srcTensor, const ::AscendC::tiling::SoftMaxTiling& tiling,
                     const SoftMaxShapeInfo& softmaxShapeInfo = {}, EVK_LOC) {
     EVK_SM_NZ
-    evk_norm::softmax<T, T>("SoftMax", false, dstTensor, &sumTensor, &maxTensor, srcTensor, nullptr, tiling,
+    evk_norm::softmax<T, T>("SoftMax", 0, dstTensor, &sumTensor, &maxTensor, srcTensor, nullptr, tiling,
                             softmaxShapeInfo, config, isBasicBlock, loc);
 }
 EVK_SM_TPL
@@ -559,7 +564,7 @@ inline void SoftMax(const LocalTensor<half>& dstTensor, const LocalTensor<float>
                     const ::AscendC::tiling::SoftMaxTiling& tiling, const SoftMaxShapeInfo& softmaxShapeInfo = {},
                     EVK_LOC) {
     EVK_SM_NZ
-    evk_norm::softmax<half, float>("SoftMax", false, dstTensor, &sumTensor, &maxTensor, srcTensor, nullptr, tiling,
+    evk_norm::softmax<half, float>("SoftMax", 0, dstTensor, &sumTensor, &maxTensor, srcTensor, nullptr, tiling,
                                    softmaxShapeInfo, config, isBasicBlock, loc);
 }
 template <typename T, bool isReuseSource = false, bool isBasicBlock = false,
@@ -567,7 +572,7 @@ template <typename T, bool isReuseSource = false, bool isBasicBlock = false,
 inline void SoftMax(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor,
                     const LocalTensor<uint8_t>& sharedTmpBuffer, const ::AscendC::tiling::SoftMaxTiling& tiling,
                     const SoftMaxShapeInfo& softmaxShapeInfo = {}, EVK_LOC) {
-    evk_norm::softmax<T, T>("SoftMax", false, dstTensor, static_cast<const LocalTensor<T>*>(nullptr),
+    evk_norm::softmax<T, T>("SoftMax", 0, dstTensor, static_cast<const LocalTensor<T>*>(nullptr),
                             static_cast<const LocalTensor<T>*>(nullptr), srcTensor, &sharedTmpBuffer, tiling,
                             softmaxShapeInfo, config, isBasicBlock, loc);
 }
@@ -576,7 +581,7 @@ template <typename T, bool isReuseSource = false, bool isBasicBlock = false,
 inline void SoftMax(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor,
                     const ::AscendC::tiling::SoftMaxTiling& tiling, const SoftMaxShapeInfo& softmaxShapeInfo = {},
                     EVK_LOC) {
-    evk_norm::softmax<T, T>("SoftMax", false, dstTensor, static_cast<const LocalTensor<T>*>(nullptr),
+    evk_norm::softmax<T, T>("SoftMax", 0, dstTensor, static_cast<const LocalTensor<T>*>(nullptr),
                             static_cast<const LocalTensor<T>*>(nullptr), srcTensor, nullptr, tiling, softmaxShapeInfo,
                             config, isBasicBlock, loc);
 }
@@ -588,7 +593,7 @@ inline void SimpleSoftMax(const LocalTensor<T>& dstTensor, const LocalTensor<T>&
                           const LocalTensor<uint8_t>& sharedTmpBuffer, const ::AscendC::tiling::SoftMaxTiling& tiling,
                           const SoftMaxShapeInfo& softmaxShapeInfo = {}, EVK_LOC) {
     EVK_SM_NZ
-    evk_norm::softmax<T, T>("SimpleSoftMax", true, dstTensor, &inSumTensor, &inMaxTensor, srcTensor, &sharedTmpBuffer,
+    evk_norm::softmax<T, T>("SimpleSoftMax", 1, dstTensor, &inSumTensor, &inMaxTensor, srcTensor, &sharedTmpBuffer,
                             tiling, softmaxShapeInfo, config, isBasicBlock, loc);
 }
 EVK_SM_TPL
@@ -597,7 +602,7 @@ inline void SimpleSoftMax(const LocalTensor<half>& dstTensor, const LocalTensor<
                           const LocalTensor<uint8_t>& sharedTmpBuffer, const ::AscendC::tiling::SoftMaxTiling& tiling,
                           const SoftMaxShapeInfo& softmaxShapeInfo = {}, EVK_LOC) {
     EVK_SM_NZ
-    evk_norm::softmax<half, float>("SimpleSoftMax", true, dstTensor, &inSumTensor, &inMaxTensor, srcTensor,
+    evk_norm::softmax<half, float>("SimpleSoftMax", 1, dstTensor, &inSumTensor, &inMaxTensor, srcTensor,
                                    &sharedTmpBuffer, tiling, softmaxShapeInfo, config, isBasicBlock, loc);
 }
 EVK_SM_TPL
@@ -606,7 +611,7 @@ inline void SimpleSoftMax(const LocalTensor<T>& dstTensor, const LocalTensor<T>&
                           const ::AscendC::tiling::SoftMaxTiling& tiling, const SoftMaxShapeInfo& softmaxShapeInfo = {},
                           EVK_LOC) {
     EVK_SM_NZ
-    evk_norm::softmax<T, T>("SimpleSoftMax", true, dstTensor, &inSumTensor, &inMaxTensor, srcTensor, nullptr, tiling,
+    evk_norm::softmax<T, T>("SimpleSoftMax", 1, dstTensor, &inSumTensor, &inMaxTensor, srcTensor, nullptr, tiling,
                             softmaxShapeInfo, config, isBasicBlock, loc);
 }
 EVK_SM_TPL
@@ -615,8 +620,21 @@ inline void SimpleSoftMax(const LocalTensor<half>& dstTensor, const LocalTensor<
                           const ::AscendC::tiling::SoftMaxTiling& tiling, const SoftMaxShapeInfo& softmaxShapeInfo = {},
                           EVK_LOC) {
     EVK_SM_NZ
-    evk_norm::softmax<half, float>("SimpleSoftMax", true, dstTensor, &inSumTensor, &inMaxTensor, srcTensor, nullptr,
+    evk_norm::softmax<half, float>("SimpleSoftMax", 1, dstTensor, &inSumTensor, &inMaxTensor, srcTensor, nullptr,
                                    tiling, softmaxShapeInfo, config, isBasicBlock, loc);
+}
+// ---- LogSoftMax<T, isReuseSource, isDataFormatNZ>: dst = log10(softmax(src)) (the documented base-10 log), sum and
+// max outputs as SoftMax's; src and dst must not overlap ----
+template <typename T, bool isReuseSource = false, bool isDataFormatNZ = false>
+inline void LogSoftMax(const LocalTensor<T>& dst, const LocalTensor<T>& sum, const LocalTensor<T>& max,
+                       const LocalTensor<T>& src, const LocalTensor<uint8_t>& sharedTmpBuffer,
+                       const ::AscendC::tiling::LogSoftMaxTiling& tiling, const SoftMaxShapeInfo& softmaxShapeInfo = {},
+                       EVK_LOC) {
+    if (isDataFormatNZ)
+        ::evk_sim::violation(EVK_RULE_UNSUPPORTED_API, ::evk_sim::SEV_ERROR, loc.file, loc.line,
+                             "LogSoftMax: the NZ data format (isDataFormatNZ=true) is not emulated; use ND");
+    evk_norm::softmax<T, T>("LogSoftMax", 2, dst, &sum, &max, src, &sharedTmpBuffer, tiling, softmaxShapeInfo,
+                            SOFTMAX_DEFAULT_CFG, false, loc);
 }
 #undef EVK_SM_TPL
 #undef EVK_SM_NZ

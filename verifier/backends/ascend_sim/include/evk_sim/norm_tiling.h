@@ -75,6 +75,8 @@ EVK_NT_STRUCT(LayerNormTiling, EVK_LAYERNORM_TILING_FIELDS)
 EVK_NT_STRUCT(LayerNormSeparateTiling, EVK_LAYERNORM_SEP_TILING_FIELDS)
 EVK_NT_STRUCT(RmsNormTiling, EVK_RMSNORM_TILING_FIELDS)
 static_assert(sizeof(SoftMaxTiling) == 16 * 4, "SoftMaxTiling: 16 uint32 fields");
+// LogSoftMaxTiling: its fields are not documented; assumed to be SoftMaxTiling's (the same tiling functions' shape)
+using LogSoftMaxTiling = SoftMaxTiling;
 static_assert(sizeof(LayerNormTiling) == 26 * 4, "LayerNormTiling: 26 fields");
 static_assert(sizeof(LayerNormSeparateTiling) == 26 * 4, "LayerNormSeparateTiling: 26 fields");
 static_assert(sizeof(RmsNormTiling) == 12 * 4, "RmsNormTiling: 12 fields");
@@ -107,11 +109,13 @@ inline uint32_t rows_for(uint64_t bytes, uint64_t row_bytes, uint32_t rows) {
 
 namespace optiling {
 using SoftMaxTiling = ::AscendC::tiling::SoftMaxTiling;
+using LogSoftMaxTiling = ::AscendC::tiling::LogSoftMaxTiling;
 using LayerNormTiling = ::AscendC::tiling::LayerNormTiling;
 using LayerNormSeparateTiling = ::AscendC::tiling::LayerNormSeparateTiling;
 using RmsNormTiling = ::AscendC::tiling::RmsNormTiling;
 }  // namespace optiling
 using SoftMaxTiling = ::AscendC::tiling::SoftMaxTiling;
+using LogSoftMaxTiling = ::AscendC::tiling::LogSoftMaxTiling;
 using LayerNormTiling = ::AscendC::tiling::LayerNormTiling;
 using LayerNormSeparateTiling = ::AscendC::tiling::LayerNormSeparateTiling;
 using RmsNormTiling = ::AscendC::tiling::RmsNormTiling;
@@ -189,6 +193,17 @@ inline void SoftMaxTilingFunc(const ge::Shape& srcShape, const uint32_t dataType
         std::fprintf(stderr, "SoftMaxTilingFunc: localWorkSpaceSize %u is below GetSoftMaxMinTmpSize (%llu bytes)\n",
                      localWorkSpaceSize, static_cast<unsigned long long>(evk_norm::softmax_row_bytes(k)));
     evk_norm::softmax_fill(evk_norm::clamp32(m), evk_norm::clamp32(k), dataTypeSize, rows, softmaxTiling);
+}
+// LogSoftMax: the same model (a float row, the max and sum blocks)
+inline uint32_t GetLogSoftMaxMinTmpSize(const ge::Shape srcShape, const uint32_t dataTypeSize, const bool isReuseSource) {
+    return GetSoftMaxMinTmpSize(srcShape, dataTypeSize, isReuseSource);
+}
+inline uint32_t GetLogSoftMaxMaxTmpSize(const ge::Shape srcShape, const uint32_t dataTypeSize, const bool isReuseSource) {
+    return GetSoftMaxMaxTmpSize(srcShape, dataTypeSize, isReuseSource);
+}
+inline void LogSoftMaxTilingFunc(const ge::Shape srcShape, const uint32_t dataTypeSize, const uint32_t localWorkSpaceSize,
+                                 ::AscendC::tiling::LogSoftMaxTiling& softmaxTiling) {
+    SoftMaxTilingFunc(srcShape, dataTypeSize, localWorkSpaceSize, softmaxTiling);
 }
 inline bool IsBasicBlockInSoftMax(::AscendC::tiling::SoftMaxTiling& tiling, const uint32_t dataTypeSize = 2) {
     const uint32_t lanes = 256 / (dataTypeSize ? dataTypeSize : 2);
@@ -344,6 +359,9 @@ using ::AscendC::GetLayerNormNDTilingInfo;
 using ::AscendC::GetLayerNormNDTillingInfo;
 using ::AscendC::GetRmsNormMaxMinTmpSize;
 using ::AscendC::GetRmsNormTilingInfo;
+using ::AscendC::GetLogSoftMaxMaxTmpSize;
+using ::AscendC::GetLogSoftMaxMinTmpSize;
+using ::AscendC::LogSoftMaxTilingFunc;
 using ::AscendC::GetSoftMaxMaxTmpSize;
 using ::AscendC::GetSoftMaxMinTmpSize;
 using ::AscendC::IsBasicBlockInSoftMax;
