@@ -123,7 +123,7 @@ CASE(layernorm_f16, GM_ADDR prm, GM_ADDR x, GM_ADDR g, GM_ADDR b, GM_ADDR y, GM_
     LayerNormCase<half>(prm, x, g, b, y, m, v);
 }
 
-// LayerNorm [A, R] with float gamma/beta: prm a, r, rp, form (0 tmp, 1 framework tmp). Outputs y, mean, rstd.
+// LayerNorm [A, R] with float gamma/beta: prm a, r, rp, form (0 tmp, 1 framework tmp, 2 isNoBeta config). Outputs y, mean, rstd.
 template <typename T>
 __aicore__ inline void LayerNormArCase(GM_ADDR prm, GM_ADDR xg, GM_ADDR gg, GM_ADDR btg, GM_ADDR yg, GM_ADDR mg,
                                        GM_ADDR rg) {
@@ -154,7 +154,11 @@ __aicore__ inline void LayerNormArCase(GM_ADDR prm, GM_ADDR xg, GM_ADDR gg, GM_A
     Load(be, btg, r);
     ToV();
     if (form == 0) LayerNorm<float, T>(y, mu, rs, x, g, be, 1e-5f, tmp, para, t);
-    else LayerNorm<float, T>(y, mu, rs, x, g, be, 1e-5f, para, t);
+    else if (form == 1) LayerNorm<float, T>(y, mu, rs, x, g, be, 1e-5f, para, t);
+    else {  // no beta, the config a function-local static constexpr (as asc-devkit's layernorm_v2 example has it)
+        static constexpr LayerNormConfig noBeta = LayerNormConfig{true, false, false, true};
+        LayerNorm<float, T, false, noBeta>(y, mu, rs, x, g, be, 1e-5f, tmp, para, t);
+    }
     ToMte3();
     for (uint32_t i = 0; i < a; ++i) {
         GlobalTensor<T> gt;

@@ -88,7 +88,7 @@ def test_layernorm_bsh_against_numpy(sim, prog, case, dt, b, s, h, form):
 
 @pytest.mark.parametrize("case,dt", [("layernorm_ar_f32", np.float32), ("layernorm_ar_f16", np.float16)])
 @pytest.mark.parametrize("a,r", [(4, 64), (3, 20), (2, 100)])
-@pytest.mark.parametrize("form", [0, 1])
+@pytest.mark.parametrize("form", [0, 1, 2])
 def test_layernorm_ar_against_numpy(sim, prog, case, dt, a, r, form):
     exe, d = prog
     rng = np.random.default_rng(a * r + form)
@@ -103,7 +103,7 @@ def test_layernorm_ar_against_numpy(sim, prog, case, dt, a, r, form):
     xd = x.astype(np.float64)
     mu = xd.mean(axis=1)
     rstd = 1 / np.sqrt(xd.var(axis=1) + float(np.float32(1e-5)))
-    y = (xd - mu[:, None]) * rstd[:, None] * g + be
+    y = (xd - mu[:, None]) * rstd[:, None] * g + (be if form != 2 else 0)  # form 2: LayerNormConfig.isNoBeta
     t = tol(dt)
     np.testing.assert_allclose(res.outputs[0].astype(np.float64), y, rtol=t["rtol"], atol=4 * t["atol"])
     np.testing.assert_allclose(res.outputs[1], mu, rtol=1e-6, atol=1e-6)
