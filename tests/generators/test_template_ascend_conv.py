@@ -49,13 +49,17 @@ CASES = {  # beyond the suite: grouped (2 groups, 2 passes of 8 channels), strid
     # rows longer than the UB holds for 16 channels: the host cuts them into chunks of woTile columns
     "conv1d_long_rows": dict(doc="conv1d over rows of 9000", module="nn.Conv1d(8, 40, 3, padding=1)",
                              expr="self.conv(x)", inputs="torch.randn(2, 8, 9000)"),
+    # strides along W: each tap's input span loaded once, every STRIDE_W-th value gathered (Gather)
+    "stride_w2": dict(doc="conv2d, stride 2, padding 1", module="nn.Conv2d(4, 8, 3, stride=2, padding=1)",
+                      expr="self.conv(x)", inputs="torch.randn(2, 4, 32, 33)"),
+    "conv1d_stride3_dilated": dict(doc="conv1d, stride 3, dilation 2, padding 3",
+                                   module="nn.Conv1d(6, 12, 4, stride=3, padding=3, dilation=2)", expr="self.conv(x)",
+                                   inputs="torch.randn(3, 6, 500)"),
     # no padding, bias off, a tap range that needs a shorter count on the right only
     "conv1d_valid": dict(doc="conv1d, kernel 7, no padding, no bias", module="nn.Conv1d(6, 10, 7, bias=False)",
                          expr="self.conv(x)", inputs="torch.randn(3, 6, 301)"),
 }
 REFUSED = {
-    "stride_w": (dict(doc="stride 2 along W", module="nn.Conv2d(4, 8, 3, stride=2, padding=1)", expr="self.conv(x)",
-                      inputs="torch.randn(2, 4, 32, 32)"), "stride 2 along W"),
     "transposed": (dict(doc="transposed conv2d", module="nn.ConvTranspose2d(4, 8, 3)", expr="self.conv(x)",
                         inputs="torch.randn(2, 4, 16, 16)"), "transposed convolution"),
     "conv3d": (dict(doc="conv3d", module="nn.Conv3d(4, 8, 3)", expr="self.conv(x)",
@@ -164,6 +168,13 @@ BROKEN = {  # (what the mutation breaks, old, new) on the drafted kernel of npu_
 }
 
 
+def test_strided_gather_offsets_that_ignore_the_stride_are_caught(gen, tasks, ascend_verifier):
+    source = _draft(gen, tasks["stride_w2"]).source
+    old = "idx.SetValue(i, i * STRIDE_W * sizeof(float));"
+    assert source.count(old) == 1
+    assert not ascend_verifier.verify(tasks["stride_w2"], source.replace(old, "idx.SetValue(i, i * sizeof(float));")).feasible
+
+
 @pytest.mark.parametrize("name", sorted(BROKEN))
 def test_broken_conv_kernels_are_caught(gen, suite_task, ascend_verifier, name):
     task = suite_task("npu_l1/36_conv2d_3x3.py")
@@ -179,8 +190,8 @@ def test_broken_conv_kernels_are_caught(gen, suite_task, ascend_verifier, name):
 
 # level-1 conv files (fitted to the ascend-sim budget) the template refuses, and why; the others draft feasible
 KB_REFUSED = {"transposed convolution": [57, 58, 61, 64, 65, 68, 69, 70, 71, 72, 73, 74, 75, 77, 78, 79, 81],
-              "3-D convolution": [54, 59, 60, 66], "along W": [50, 76], "fused epilogue": [86]}
-KB_FEASIBLE = [55, 56, 62, 63, 67, 80, 82, 83, 84, 85, 87]
+              "3-D convolution": [54, 59, 60, 66], "fused epilogue": [86]}
+KB_FEASIBLE = [50, 55, 56, 62, 63, 67, 76, 80, 82, 83, 84, 85, 87]
 
 
 def _kb_conv(number):
@@ -203,7 +214,8 @@ def test_kernelbench_level1_convs_are_drafted_or_refused_by_name():
 
 
 @needs_kernelbench
-@pytest.mark.parametrize("number", [56, 67, 84, 87])  # asymmetric kernel, long 1-D rows, depthwise, pointwise
+@pytest.mark.parametrize("number", [50, 56, 67, 76, 84, 87])  # stride 4 (11x11), asymmetric kernel, long 1-D rows,
+# stride 3 dilated 1-D, depthwise, pointwise
 def test_kernelbench_level1_convs_draft_feasible(gen, ascend_verifier, number):
     task = _kb_conv(number)
     _feasible(ascend_verifier, task, _draft(gen, task).source)

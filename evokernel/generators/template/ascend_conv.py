@@ -1,14 +1,16 @@
 """Ascend C templates for convolutions (the ``ascend_conv`` family): a direct convolution on the vector cores.
 
 A task whose graph is one convolution (``nn.Conv1d`` / ``nn.Conv2d`` / ``F.conv1d`` / ``F.conv2d``, grouped or
-depthwise, with or without bias, float32) becomes a vector-only operator. A block's unit of work is one output
-row ``(n, oh)`` for a pass of ``co_tile`` output channels: the accumulator (``co_tile`` rows of ``Wo`` floats,
+depthwise, with or without bias, float32) becomes a vector-only operator. A block's unit of work is a chunk of
+``woTile`` columns of one output row ``(n, oh)`` (the host cuts rows longer than the UB holds) for a pass of ``co_tile`` output channels: the accumulator (``co_tile`` rows of ``Wo`` floats,
 each row rounded up to a 32-byte block) starts at the bias (``Duplicate``); for every input channel of the
 pass's groups and every kernel tap ``(kh, kw)`` whose input row exists, the input row shifted by the tap is
 copied from GM with ``DataCopyPad`` (the left zero padding of the convolution is the copy's ``leftPadding``,
 the right one is a shorter ``count``), and every output channel of the pass adds ``weight * row`` with one
-``Axpy``; the pass's rows go back to GM with one strided ``DataCopyPad``. Weights and bias are read by the
-scalar unit (``GlobalTensor::GetValue``).
+``Axpy``; the pass's rows go back to GM with one strided ``DataCopyPad``. Bias and weights are read by the
+scalar unit (``w_mode`` ``gm``: each weight with ``GlobalTensor::GetValue``; ``ub``: the pass's weights,
+contiguous in GM, copied to UB once per work item). A stride along W loads the span of input columns a tap's
+outputs read and picks every ``STRIDE_W``-th value with ``Gather`` (byte offsets written once per block).
 
 This is the convolution an Ascend C engineer writes without the cube: public API only (DataCopyPad with
 padding, Duplicate, Axpy, queues), no alignment assumption on W. It is not the fast lowering of a dense
@@ -17,10 +19,11 @@ emulator's sizes.
 
 Knobs (``ascend_schedules.FAMILY_KNOBS["ascend_conv"]``): ``co_tile`` (output channels per pass: larger =
 each loaded input row feeds more Axpys, more UB), ``buffer_num`` (a double-buffered input-row queue lets the
-next row's copy overlap the current Axpys), ``blocks`` (all 40 vector cores or half of them). A schedule whose
+next row's copy overlap the current Axpys), ``blocks`` (all 40 vector cores or half of them), ``w_mode``. A
+schedule whose
 buffers do not fit the Unified Buffer has no geometry (None).
 
-Refused, by name: a stride along W other than 1 (the shifted row would not be contiguous in GM), float16,
+Refused, by name: float16,
 transposed and 3-D convolutions, left padding over 8 elements (DataCopyPad pads at most 32 bytes), and
 anything fused after the convolution (one kernel: the convolution alone).
 """
@@ -110,9 +113,6 @@ def prepare(plan: Plan, task_name: str, task_source: str = "") -> ConvOp:
     else:
         raise AnalysisError(f"{conv.op} is not a convolution the conv template writes")
     stride, padding, dilation = (tuple(int(v) for v in t) for t in (stride, padding, dilation))
-    if stride[1] != 1:
-        raise AnalysisError(f"stride {stride[1]} along W: the vector convolution reads each tap's input row as one "
-                            "contiguous GM run (stride 1 along W only; strides along H are free)")
     if padding[1] > 8:
         raise AnalysisError(f"padding {padding[1]} along W exceeds DataCopyPad's 32-byte left padding")
     x_id, w_id = conv.args[0], conv.args[1]
@@ -170,7 +170,9 @@ def geometry(op: ConvOp, knobs: dict[str, Any], cores: int = CORES, ub: int = UB
     bn = int(knobs["buffer_num"])
     wa = -(-wo // 8) * 8
     wub = -(-ct * (c // op.groups) * kh * kw // 8) * 8 if knobs.get("w_mode", "gm") == "ub" else 0
-    wt = min(wa, (ub // 4 - wub) // (bn + ct) // 8 * 8)  # output columns per chunk: what the UB holds
+    sw = op.stride[1]
+    per_col = bn + ct if sw == 1 else bn * sw + 2 + ct  # strided: input spans, Gather offsets and the gathered row
+    wt = min(wa, (ub // 4 - wub - (0 if sw == 1 else 8 * bn)) // per_col // 8 * 8)  # columns per chunk: what fits
     if wt < 8:
         return None
     chunks = -(-wo // wt)
@@ -189,9 +191,10 @@ def _host(op: ConvOp, knobs: dict[str, Any], tiling_cls: str) -> str:
                   "    uint32_t cout = wt.GetDim(0), kh = 1, kw = wt.GetDim(2);\n")
     infer_dims = ([f"    y->SetDimNum(4);", "    y->SetDim(0, x->GetDim(0));", "    y->SetDim(1, wt->GetDim(0));",
                    "    y->SetDim(2, (x->GetDim(2) + 2 * PAD_H - DIL_H * (wt->GetDim(2) - 1) - 1) / STRIDE_H + 1);",
-                   "    y->SetDim(3, x->GetDim(3) + 2 * PAD_W - DIL_W * (wt->GetDim(3) - 1));"] if nd == 2 else
+                   "    y->SetDim(3, (x->GetDim(3) + 2 * PAD_W - DIL_W * (wt->GetDim(3) - 1) - 1) / STRIDE_W + 1);"]
+                  if nd == 2 else
                   ["    y->SetDimNum(3);", "    y->SetDim(0, x->GetDim(0));", "    y->SetDim(1, wt->GetDim(0));",
-                   "    y->SetDim(2, x->GetDim(2) + 2 * PAD_W - DIL_W * (wt->GetDim(2) - 1));"])
+                   "    y->SetDim(2, (x->GetDim(2) + 2 * PAD_W - DIL_W * (wt->GetDim(2) - 1) - 1) / STRIDE_W + 1);"])
     ge_dt = "ge::DT_FLOAT"
     inputs = "".join(f'        this->Input("{e.name}").ParamType(REQUIRED).DataType({{{ge_dt}}}).Format({{ge::FORMAT_ND}});\n'
                      for e in op.exts)
@@ -200,7 +203,8 @@ def _host(op: ConvOp, knobs: dict[str, Any], tiling_cls: str) -> str:
 #include "tiling/platform/platform_ascendc.h"
 
 // the module's attributes
-constexpr int64_t STRIDE_H = {sh}, PAD_H = {ph}, PAD_W = {pw}, DIL_H = {dh}, DIL_W = {dw}, GROUPS = {op.groups};
+constexpr int64_t STRIDE_H = {sh}, STRIDE_W = {sw}, PAD_H = {ph}, PAD_W = {pw}, DIL_H = {dh}, DIL_W = {dw};
+constexpr int64_t GROUPS = {op.groups};
 
 namespace optiling {{
 constexpr uint32_t CO_TILE = {int(knobs["co_tile"])};
@@ -219,7 +223,7 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
         return ge::GRAPH_FAILED;
     }}
     int64_t hoSigned = (static_cast<int64_t>(h) + 2 * PAD_H - DIL_H * (kh - 1) - 1) / STRIDE_H + 1;
-    int64_t woSigned = static_cast<int64_t>(w) + 2 * PAD_W - DIL_W * (kw - 1);
+    int64_t woSigned = (static_cast<int64_t>(w) + 2 * PAD_W - DIL_W * (kw - 1) - 1) / STRIDE_W + 1;
     if (hoSigned <= 0 || woSigned <= 0) {{
         return ge::GRAPH_FAILED;
     }}
@@ -231,8 +235,14 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     platform.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ub);
     uint64_t wElems = WEIGHTS_IN_UB ? (static_cast<uint64_t>(coTile) * (cin / GROUPS) * kh * kw + 7) / 8 * 8 : 0;
     // output columns per chunk: the input-row queue, the accumulator (and the pass's weights) must fit the UB
-    uint64_t fit = (ub / sizeof(float) - wElems) / (BUFFER_NUM + coTile) / 8 * 8;
-    if (wElems >= ub / sizeof(float) || fit < 8) {{
+    // per output column: BUFFER_NUM input values (strided: input spans of STRIDE_W, Gather offsets, the gathered row)
+    uint64_t perColumn = STRIDE_W == 1 ? BUFFER_NUM + coTile : BUFFER_NUM * STRIDE_W + 2 + coTile;
+    uint64_t fixed = STRIDE_W == 1 ? 0 : 8 * BUFFER_NUM;
+    if (wElems + fixed >= ub / sizeof(float)) {{
+        return ge::GRAPH_FAILED;
+    }}
+    uint64_t fit = (ub / sizeof(float) - wElems - fixed) / perColumn / 8 * 8;
+    if (fit < 8) {{
         return ge::GRAPH_FAILED;
     }}
     uint32_t woTile = fit < woAligned ? static_cast<uint32_t>(fit) : woAligned;
@@ -285,11 +295,65 @@ OP_ADD({op.op_type});
 
 
 def _kernel(op: ConvOp, knobs: dict[str, Any], tiling_cls: str) -> str:
-    (sh, _), (ph, pw), (dh, dw) = op.stride, op.padding, op.dilation
+    (sh, sw), (ph, pw), (dh, dw) = op.stride, op.padding, op.dilation
     x, wt = op.exts[0].name, op.exts[1].name
     args = ", ".join(f"GM_ADDR {e.name}" for e in op.exts)
     bias_init = f"        biasGm.SetGlobalBuffer((__gm__ float*){op.exts[2].name}, cout);\n" if op.bias else ""
     start = "biasGm.GetValue(co0 + c)" if op.bias else "0.0f"
+    text = _kernel_text(op, knobs, tiling_cls, sh, ph, pw, dh, dw, x, wt, args, bias_init, start)
+    return text if sw == 1 else _strided(text, sw)
+
+
+def _strided(text: str, sw: int) -> str:
+    """A stride along W: each tap loads the span of input columns its output columns read (one DataCopyPad,
+    left zero padding as before) and gathers every STRIDE_W-th value (Gather with byte offsets set up once)."""
+    def sub(old: str, new: str) -> None:
+        nonlocal text
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+
+    sub("constexpr int32_t STRIDE_H = ", f"constexpr int32_t STRIDE_W = {sw};\nconstexpr int32_t STRIDE_H = ")
+    sub("        pipe.InitBuffer(inQueue, BUFFER_NUM, woTile * sizeof(float));\n",
+        "        pipe.InitBuffer(inQueue, BUFFER_NUM, ((woTile - 1) * STRIDE_W + 8) / 8 * 8 * sizeof(float));\n"
+        "        pipe.InitBuffer(idxBuf, woTile * sizeof(uint32_t));\n"
+        "        pipe.InitBuffer(rowBuf, woTile * sizeof(float));\n"
+        "        idx = idxBuf.Get<uint32_t>();\n"
+        "        for (uint32_t i = 0; i < woTile; ++i) {\n"
+        "            idx.SetValue(i, i * STRIDE_W * sizeof(float));  // Gather's byte offsets: every STRIDE_W-th value\n"
+        "        }\n"
+        "        TEventID evt = GetTPipePtr()->FetchEventID(HardEvent::S_V);  // the offsets are written before use\n"
+        "        SetFlag<HardEvent::S_V>(evt);\n"
+        "        WaitFlag<HardEvent::S_V>(evt);\n")
+    i = text.index("                        // input column of the chunk's first output column")
+    j = text.index("                        LocalTensor<float> xr = inQueue.DeQue<float>();\n")
+    text = text[:i] + """                        // input column of the chunk's first output column; span[j] = input column off + j
+                        int32_t off = static_cast<int32_t>(ow0 * STRIDE_W + s * DIL_W) - PAD_W;
+                        int32_t lo = off < 0 ? -off : 0;  // span values left of the input: zero padding
+                        int32_t last = static_cast<int32_t>(w) - 1 - off;  // span index of the input's last column
+                        if (last < 0) {
+                            continue;
+                        }
+                        int32_t hi = last / STRIDE_W + 1;  // chunk columns that read the input or its left padding
+                        if (hi > static_cast<int32_t>(wt)) hi = static_cast<int32_t>(wt);
+                        int32_t span = (hi - 1) * STRIDE_W + 1;
+                        if (span <= lo) {
+                            continue;
+                        }
+                        CopyRow(((n * cin + ci) * h + ih) * w + (lo + off), lo, span - lo);
+""" + text[j:]
+    sub("                        LocalTensor<float> xr = inQueue.DeQue<float>();\n",
+        "                        LocalTensor<float> xs = inQueue.DeQue<float>();\n"
+        "                        LocalTensor<float> xr = rowBuf.Get<float>();\n"
+        "                        Gather(xr, xs, idx, 0, static_cast<uint32_t>(hi));  // xr[ow] = span[ow * STRIDE_W]\n")
+    sub("                        inQueue.FreeTensor(xr);\n", "                        inQueue.FreeTensor(xs);\n")
+    sub("    TQue<TPosition::VECOUT, 1> outQueue;\n",
+        "    TQue<TPosition::VECOUT, 1> outQueue;\n    TBuf<TPosition::VECCALC> idxBuf, rowBuf;\n"
+        "    LocalTensor<uint32_t> idx;\n")
+    return text
+
+
+def _kernel_text(op: ConvOp, knobs: dict[str, Any], tiling_cls: str, sh: int, ph: int, pw: int, dh: int, dw: int,
+                 x: str, wt: str, args: str, bias_init: str, start: str) -> str:
     w_idx = "((co * cinPerGroup + ci - grp * cinPerGroup) * kh + r) * kw + s"
     if knobs.get("w_mode", "gm") == "ub":  # the pass's weights (contiguous in GM) copied into UB once per item
         w_init = "        pipe.InitBuffer(wQueue, 1, (coTile * cinPerGroup * kh * kw + 7) / 8 * 8 * sizeof(float));\n"
@@ -422,12 +486,12 @@ def render_project(op: ConvOp, knobs: dict[str, Any]) -> tuple[dict[str, str], N
                             for e in op.exts],
              "output_desc": [{"name": "out", "param_type": "required", "format": ["ND"], "type": ["float"]}]}]
     x, wt = op.exts[0].name, op.exts[1].name
-    (sh, _), (ph, pw), (dh, dw) = op.stride, op.padding, op.dilation
+    (sh, sw), (ph, pw), (dh, dw) = op.stride, op.padding, op.dilation
     if op.nd == 2:
         sizes = (f"{x}.size(0), {wt}.size(0), ({x}.size(2) + {2 * ph} - {dh} * ({wt}.size(2) - 1) - 1) / {sh} + 1, "
-                 f"{x}.size(3) + {2 * pw} - {dw} * ({wt}.size(3) - 1)")
+                 f"({x}.size(3) + {2 * pw} - {dw} * ({wt}.size(3) - 1) - 1) / {sw} + 1")
     else:
-        sizes = f"{x}.size(0), {wt}.size(0), {x}.size(2) + {2 * pw} - {dw} * ({wt}.size(2) - 1)"
+        sizes = f"{x}.size(0), {wt}.size(0), ({x}.size(2) + {2 * pw} - {dw} * ({wt}.size(2) - 1) - 1) / {sw} + 1"
     alloc = f"at::Tensor result = at::empty({{{sizes}}}, {x}.options());"
     params = ", ".join(f"const at::Tensor& {e.name}" for e in op.exts)
     bind = AC.binding_source(op.kernel_name, op.op_type, params, alloc, ", ".join(e.name for e in op.exts),
