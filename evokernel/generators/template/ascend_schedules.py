@@ -1,7 +1,7 @@
 """Schedules for Ascend C candidates (the ``ascend-sim`` / ``ascend`` backends).
 
 Same shape as :mod:`.schedules` for the cpu backend: a schedule is a flat JSON-able dict with
-``family`` (``ascend_elementwise``, ``ascend_row``, ``ascend_colreduce`` or ``ascend_cube``), ``families``, ``transform`` (``draft``,
+``family`` (``ascend_elementwise``, ``ascend_row``, ``ascend_colreduce``, ``ascend_cube`` or ``ascend_conv``), ``families``, ``transform`` (``draft``,
 ``explore``, ``memory`` or the transform applied to the start point) and the knob values.
 
 Knobs (the latency model of the emulator rewards overlap of the MTE2/VEC/MTE3 pipes, all 40 vector
