@@ -218,3 +218,44 @@ def test_kernelbench_matmul_row_programs(gen, ascend_verifier, name):
     g = _draft(gen, task)
     assert "KERNEL_TYPE_MIX_AIC_1_2" in g.source and "op.Rows(" in g.source
     _check(ascend_verifier, task, g.source)
+
+
+SPLITK = dict(doc="Linear over K = 2000 in float32: few output tiles, a long K", init_body="        self.fc = "
+              "nn.Linear(2000, 160)", args="x", expr="self.fc(x)", inputs="torch.randn(144, 2000)")
+
+
+@pytest.fixture(scope="module")
+def splitk_task(tmp_path_factory):
+    p = tmp_path_factory.mktemp("cube-splitk") / "linear_long_k.py"
+    p.write_text(TASK.format(**SPLITK))
+    return load_task(p)
+
+
+def _sched(**knobs):
+    return AS.make_schedule("ascend_cube", {**AS.CONSERVATIVE, **knobs}, "x")
+
+
+def test_split_k_adds_k_ranges_atomically_and_uses_more_cube_cores(gen, splitk_task, ascend_verifier):
+    task, op = splitk_task, ascend_op_for(splitk_task)
+    base_src, _, base_geo = gen.render_ascend(task, op, _sched(split_k=1))
+    base = ascend_verifier.verify(task, base_src)
+    assert base.feasible, base.feedback
+    for split in (2, 4):
+        src, _, geo = gen.render_ascend(task, op, _sched(split_k=split))
+        assert geo["blockDim"] > base_geo["blockDim"] and "SetAtomicAdd<float>();" in src and "at::zeros(" in src
+        v = ascend_verifier.verify(task, src)
+        assert v.feasible, v.feedback
+        assert v.latency_ms < 0.8 * base.latency_ms, (split, v.latency_ms, base.latency_ms)
+    # what would beat it: an output not zero-filled first, or the bias added by every K range
+    src, _, _ = gen.render_ascend(task, op, _sched(split_k=2))
+    for broken in (src.replace("at::zeros(", "at::empty("),
+                   src.replace("if (first && withBias) {", "if (first) {")):
+        assert broken != src
+        assert not ascend_verifier.verify(task, broken).feasible
+
+
+def test_split_k_is_only_offered_where_it_is_exact(gen, suite_task, tasks):
+    # float16 (half partial sums round once more per range), a ReLU of partial sums, a MIX kernel, a batch
+    for task in (suite_task("npu_l1/33_matmul_large_k_fp16.py"), suite_task("npu_l1/35_batched_matmul_fp16.py"),
+                 suite_task("npu_l2/12_linear_relu.py"), suite_task("npu_l2/15_linear_softmax.py")):
+        assert gen.render_ascend(task, ascend_op_for(task), _sched(split_k=2))[2] is None, task.name

@@ -209,6 +209,13 @@ def geometry(op: CubeOp, knobs: dict[str, Any], cores: int = CUBE_CORES) -> dict
         return None
     tiles_m, tiles_n = -(-op.M // bm), -(-op.N // bn)
     tiles = op.batch * tiles_m * tiles_n
+    split = int(knobs.get("split_k", 1))
+    if split > 1:
+        from evokernel.generators.template import ascend_cube_splitk as SPLITK
+
+        if not SPLITK.allowed(op) or -(-op.K // bk) < 2:
+            return None
+        tiles *= SPLITK.k_chunk(op.K, bk, split)[1]
     geo = {"baseM": bm, "baseN": bn, "baseK": bk, "tilesM": tiles_m, "tilesN": tiles_n,
            "blockDim": min(tiles, cores), "kSteps": -(-op.K // bk)}
     if op.row_op is not None:  # a block's work is a row block (all N): the vector cores' row program needs it
@@ -241,6 +248,9 @@ def render_project(op: CubeOp, knobs: dict[str, Any]) -> tuple[dict[str, str], N
         fields += ROWS.ROW_FIELDS
     if op.batch != 1:
         fields.append("batch")
+    split = int(knobs.get("split_k", 1)) if geo is not None else 1
+    if split > 1:
+        fields += ["splitK", "kChunk"]
     tiling = "\n".join(['#include "register/tilingdata_base.h"', "", "namespace optiling {",
                         f"BEGIN_TILING_DATA_DEF({tiling_cls})"] +
                        [f"  TILING_DATA_FIELD_DEF(uint32_t, {f});" for f in fields] +
@@ -327,6 +337,11 @@ OP_ADD({op.op_type});
 
         alloc = BATCH.batch_alloc(op, a, b, b_cols)
         host = BATCH.batch_host(op, host, b_rows, b_cols)
+    if split > 1:
+        from evokernel.generators.template import ascend_cube_splitk as SPLITK
+
+        alloc = alloc.replace("at::empty(", "at::zeros(") + "  // split-K: the K ranges add into it"
+        host = SPLITK.splitk_host(host, split)
     bind = AC.binding_source(op.kernel_name, op.op_type, params, alloc, args, "matmul on the cube unit")
     model = AC.model_source(op.init_source, op.graph.input_names, op.kernel_name, ", ".join(e.pyexpr for e in op.exts))
     parts = {"project_json_src": json.dumps(desc, indent=4), "host_tiling_src": tiling, "host_operator_src": host,
@@ -561,6 +576,10 @@ extern "C" __global__ __aicore__ void {op.kernel_name}({", ".join(f"GM_ADDR {e.n
         from evokernel.generators.template import ascend_cube_batch as BATCH
 
         text = BATCH.batch_kernel(op, text, T, tiling_cls)
+    if int(knobs.get("split_k", 1)) > 1 and geometry(op, knobs) is not None:
+        from evokernel.generators.template import ascend_cube_splitk as SPLITK
+
+        text = SPLITK.splitk_kernel(op, text, T)
     return _mixed(op, text, T, tiling_cls) if op.mix else text
 
 

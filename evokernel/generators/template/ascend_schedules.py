@@ -20,7 +20,9 @@ cores, large transfers and few passes over GM):
   with ``buffer_num`` the L1/L0 buffering (schedules whose buffers overflow L1/L0 have no geometry);
 * ``row_split``   (``ascend_cube`` with a row program after the matmul) ``all``: C whole in the workspace,
                   SyncAll, then every vector core takes a share of the rows; ``block``: per AI core, row block
-                  by row block through a workspace slot and cross-core flags.
+                  by row block through a workspace slot and cross-core flags;
+* ``split_k``     (``ascend_cube``, float32 cube-only without ReLU or batch) K in 1, 2 or 4 ranges, each range's
+                  partial C added into the zero-filled output with SetAtomicAdd on the Fixpipe.
 """
 from __future__ import annotations
 
@@ -41,7 +43,7 @@ FAMILY_KNOBS: dict[str, dict[str, list[Any]]] = {
                          "vec_form": ["count", "repeat"]},
     # matmul on the cube unit (ascend_cube.py): the L0C tile (base_m x base_n), the K step, L1/L0 buffering
     "ascend_cube": {"base_m": [64, 128, 256], "base_n": [64, 128, 256], "base_k": [32, 64, 128, 256],
-                    "buffer_num": [1, 2], "row_split": ["all", "block"]},
+                    "buffer_num": [1, 2], "row_split": ["all", "block"], "split_k": [1, 2, 4]},
 }
 # convolution on the vector cores (ascend_conv.py): output channels per pass, the input-row queue's buffers, cores
 FAMILY_KNOBS["ascend_conv"] = {"co_tile": [8, 16, 32, 64], "buffer_num": [1, 2], "blocks": ["all", "half"],
@@ -50,7 +52,7 @@ FAMILY_KNOBS["ascend_conv"] = {"co_tile": [8, 16, 32, 64], "buffer_num": [1, 2],
 # the draft: single buffer, a moderate tile, every core, the simplest instruction forms, multi-pass rows
 CONSERVATIVE: dict[str, Any] = {"tile": 4096, "buffer_num": 1, "blocks": "all", "vec_form": "count",
                                 "row_mode": "stream", "base_m": 64, "base_n": 64, "base_k": 32,
-                                "row_split": "all"}
+                                "row_split": "all", "split_k": 1}
 
 
 TRANSFORMS: list[tuple[str, dict[str, Any]]] = [
@@ -82,6 +84,10 @@ TRANSFORMS: list[tuple[str, dict[str, Any]]] = [
     # overlap; a core per row block) or the whole of C first, then every vector core (all cores for small M)
     ("rows_by_block", {"row_split": "block"}),
     ("rows_after_all", {"row_split": "all"}),
+    # cube-only matmuls with few output tiles and a long K: K ranges on more cube cores, atomic adds into C
+    ("split_k_2", {"split_k": 2}),
+    ("split_k_4", {"split_k": 4}),
+    ("split_k_1", {"split_k": 1}),
 ]
 # conv (ascend_conv): more output channels per pass reuse each loaded input row for more Axpys (more UB)
 TRANSFORMS += [("co_tile_32", {"co_tile": 32}), ("co_tile_64", {"co_tile": 64}), ("co_tile_16", {"co_tile": 16}),
