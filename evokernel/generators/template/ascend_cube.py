@@ -19,7 +19,8 @@ before the slot takes the next tile.
 
 Anything more after the matmul -- its output read twice, full-tensor or per-row operands, row reductions and
 normalisations over N (softmax, logsumexp, sums, layer/RMS norm) -- is a row program on the vector cores
-over whole rows of C (``ascend_cube_rows.py``).
+over whole rows of C (``ascend_cube_rows.py``). Batched matmul: ``ascend_cube_batch.py``; the split-K knob
+(float32, cube-only): ``ascend_cube_splitk.py``.
 
 What is refused, by name: float32 with B not transposed (L1 -> L0B needs a 32-bit fractal transpose the
 emulator does not offer: LoadDataWithTranspose), N not a multiple of 16 (Fixpipe writes 16-column blocks),
