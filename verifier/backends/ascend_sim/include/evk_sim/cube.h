@@ -577,6 +577,8 @@ inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const
 
 }  // namespace AscendC
 
+#include "img2col.h"  // LoadData 3D v2 (image to column), SetFmatrix, SetLoadDataPaddingValue
+
 // A MIX kernel's translation unit says so (the build defines EVK_SIM_MIX = AIVs per AI core when the kernel
 // uses ASCEND_IS_AIC/AIV or a KERNEL_TYPE_MIX_* type): each launched block becomes one AIC and that many AIVs.
 #ifdef EVK_SIM_MIX
