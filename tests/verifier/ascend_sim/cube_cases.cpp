@@ -17,7 +17,10 @@ template <> struct Acc<int8_t> { using T = int32_t; };
 // C[m, n] = A[m, k] x B[k, n] (+ bias[n]) over K steps of `kt`, accumulating in L0C.
 // TRANS_B: the second input is B transposed (n x k, row-major): it loads into L0B without a transpose
 // (the path float and int8 need: LoadData transposes 16-bit fractals only).
-template <typename TI, typename TO, bool TRANS_B, QuantMode_t QUANT>
+// WT: B (kk x n, row-major) goes through LoadDataWithTranspose instead: 16-bit from NZ in L1 (one fractal per
+// square), 32-bit from Zz in L1 (16-row bands of B, column blocks of 8: two neighbouring fractals form the
+// 16 x 16 square whose transpose is the Zn fractal pair (2 ki, p), (2 ki + 1, p) of L0B).
+template <typename TI, typename TO, bool TRANS_B, QuantMode_t QUANT, bool WT = false>
 __aicore__ inline void MatmulCase(GM_ADDR prm, GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c) {
     using TC = typename Acc<TI>::T;
     const int32_t m = P(prm, 0), n = P(prm, 1), k = P(prm, 2), kt = P(prm, 3), mode = P(prm, 4);
@@ -35,7 +38,7 @@ __aicore__ inline void MatmulCase(GM_ADDR prm, GM_ADDR a, GM_ADDR b, GM_ADDR bia
     pipe.InitBuffer(qa1, 1, Ma * K1max * k0 * sizeof(TI));
     pipe.InitBuffer(qb1, 1, (TRANS_B ? Na * K1max * k0 : Ktmax * Na) * sizeof(TI));
     pipe.InitBuffer(qa2, 1, Ma * K1max * k0 * sizeof(TI));
-    pipe.InitBuffer(qb2, 1, Na * K1max * k0 * sizeof(TI));
+    pipe.InitBuffer(qb2, 1, Na * (WT ? Ktmax : K1max * k0) * sizeof(TI));
     pipe.InitBuffer(qc, 1, Ma * Na * sizeof(TC));
     GlobalTensor<TI> ga, gb;
     GlobalTensor<TO> gc;
@@ -73,6 +76,12 @@ __aicore__ inline void MatmulCase(GM_ADDR prm, GM_ADDR a, GM_ADDR b, GM_ADDR bia
         if (TRANS_B) {  // B^T: n x kk, NZ in L1 (column blocks of k0 along k, each Na rows)
             Nd2NzParams pb(1, n, kk, 0, k, Na, 1, 0);
             DataCopy(b1, gb[s * kt], pb);
+        } else if (WT && sizeof(TI) == 4) {  // B: kk x n, Zz in L1: 16-row bands, each Na / 8 fractals of 16 x 8
+            const int32_t full = kk / 16, tail = kk % 16;
+            if (full > 0)
+                DataCopy(b1, gb[s * kt * n], Nd2NzParams(full, 16, n, 16 * n, n, 16, 1, Na * 16));
+            if (tail > 0)
+                DataCopy(b1[full * Na * 16], gb[(s * kt + full * 16) * n], Nd2NzParams(1, tail, n, 0, n, 16, 1, 0));
         } else {  // B: kk x n, NZ in L1 (column blocks of 16 along n, each Ka rows)
             Nd2NzParams pb(1, kk, n, 0, n, Ka, 1, 0);
             DataCopy(b1, gb[s * kt * n], pb);
@@ -91,6 +100,12 @@ __aicore__ inline void MatmulCase(GM_ADDR prm, GM_ADDR a, GM_ADDR b, GM_ADDR bia
         for (int32_t j = 0; j < K1; ++j) {
             if (TRANS_B)
                 LoadData(b2[j * N1 * 16 * k0], b1[j * Na * k0], LoadData2DParams(0, N1, 1, 0, 0, false, 0));
+            else if (WT && sizeof(TI) == 4) {  // one call per 16-row band: squares (j, p) -> fractals (2j, p), (2j+1, p)
+                if (2 * j < K1)
+                    LoadDataWithTranspose(b2[2 * j * N1 * 16 * k0], b1,
+                                          LoadData2dTransposeParams(j * N1, N1, 1, 0, N1 - 1, 0));
+            } else if (WT)  // 16-bit: one square per fractal of B's NZ (column block p, k block j)
+                LoadDataWithTranspose(b2[j * N1 * 256], b1[j * 256], LoadData2dTransposeParams(0, N1, Ka / 16, 0, 0, 0));
             else
                 LoadData(b2[j * N1 * 256], b1[j * 256], LoadData2DParams(0, N1, Ka / 16, 0, 0, true, 0));
         }
@@ -136,6 +151,13 @@ MM(mm_bf16_f32, bfloat16_t, float, false, QuantMode_t::NoQuant)
 MM(mm_bf16_bf16, bfloat16_t, bfloat16_t, false, QuantMode_t::F322BF16)
 MM(mm_f32t_f32, float, float, true, QuantMode_t::NoQuant)
 MM(mm_i8t_i32, int8_t, int32_t, true, QuantMode_t::NoQuant)
+#define MMW(NAME, TI, TO)                                                               \
+    CASE(NAME, GM_ADDR prm, GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c) {            \
+        KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);                                 \
+        MatmulCase<TI, TO, false, QuantMode_t::NoQuant, true>(prm, a, b, bias, c);      \
+    }
+MMW(mm_f32w_f32, float, float)  // float B row-major through LoadDataWithTranspose
+MMW(mm_f16w_f32, half, float)   // half B row-major through LoadDataWithTranspose
 
 // ---- misuse: each must get its rule at the marked line ----------------------------------------------------
 CASE(cube_vector_on_l1, GM_ADDR prm, GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c) {
@@ -270,4 +292,32 @@ CASE(cube_fixpipe_dtype, GM_ADDR prm, GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADD
     gc.SetGlobalBuffer((__gm__ half*)c, 256);
     FixpipeParamsV220 fp(16, 16, 16, 16, false);  // float L0C -> half GM needs quantPre = F322F16
     Fixpipe(gc, c1, fp);  // RULE unsupported_dtype
+}
+
+CASE(cube_wt_overlap, GM_ADDR prm, GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c) {
+    // float: each iteration writes two fractals; dstGap = 0 puts iteration 1's first on iteration 0's second
+    TPipe pipe;
+    TQue<TPosition::B1, 1> q1;
+    TQue<TPosition::B2, 1> qb;
+    pipe.InitBuffer(q1, 1, 2048);
+    pipe.InitBuffer(qb, 1, 2048);
+    GlobalTensor<float> gb;
+    gb.SetGlobalBuffer((__gm__ float*)a, 256);
+    LocalTensor<float> l1 = q1.AllocTensor<float>();
+    DataCopy(l1, gb, Nd2NzParams(1, 16, 16, 0, 16, 16, 1, 0));
+    q1.EnQue(l1);
+    l1 = q1.DeQue<float>();
+    LocalTensor<float> b2 = qb.AllocTensor<float>();
+    LoadDataWithTranspose(b2, l1, LoadData2dTransposeParams(0, 2, 0, 0, 0, 0));  // RULE invalid_argument
+    qb.FreeTensor(b2);
+    q1.FreeTensor(l1);
+}
+
+CASE(cube_wt_dst_in_l1, GM_ADDR prm, GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c) {
+    TPipe pipe;
+    TQue<TPosition::B1, 1> q1;
+    pipe.InitBuffer(q1, 1, 2048);
+    LocalTensor<float> l1 = q1.AllocTensor<float>();
+    LoadDataWithTranspose(l1[256], l1, LoadData2dTransposeParams(0, 1, 0, 0, 0, 0));  // RULE tensor_position
+    q1.FreeTensor(l1);
 }

@@ -73,7 +73,8 @@ SHAPES = [(32, 32, 32, 32), (40, 24, 56, 56), (48, 80, 96, 32), (17, 33, 70, 32)
 
 
 @pytest.mark.parametrize("m,n,k,kt", SHAPES, ids=[f"{m}x{n}x{k}/k{kt}" for m, n, k, kt in SHAPES])
-@pytest.mark.parametrize("case", ["mm_f16_f32", "mm_f16t_f32", "mm_bf16_f32", "mm_f32t_f32", "mm_i8t_i32"])
+@pytest.mark.parametrize("case", ["mm_f16_f32", "mm_f16t_f32", "mm_bf16_f32", "mm_f32t_f32", "mm_i8t_i32",
+                                  "mm_f32w_f32", "mm_f16w_f32"])
 def test_matmul_through_the_cube_matches_numpy(sim, cube_prog, case, m, n, k, kt):
     res, got, ref = run_mm(sim, cube_prog, case, m, n, k, kt, bias=True)
     assert res.rc == 0, res.stderr

@@ -257,6 +257,105 @@ inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
     ::evk_sim::count_mte1(bytes);
 }
 
+struct LoadData2dTransposeParams {
+    LoadData2dTransposeParams() {}
+    LoadData2dTransposeParams(const uint16_t startIndexIn, const uint8_t repeatTimesIn, const uint16_t srcStrideIn,
+                              const uint16_t dstGapIn, const uint16_t dstfracGapIn, const uint8_t addrModeIn)
+        : startIndex(startIndexIn), repeatTimes(repeatTimesIn), srcStride(srcStrideIn), dstGap(dstGapIn),
+          dstFracGap(dstfracGapIn), addrMode(addrModeIn) {}
+    LoadData2dTransposeParams(const uint16_t startIndexIn, const uint8_t repeatTimesIn, const uint16_t srcStrideIn,
+                              const uint16_t dstGapIn, const uint16_t dstfracGapIn)
+        : startIndex(startIndexIn), repeatTimes(repeatTimesIn), srcStride(srcStrideIn), dstGap(dstGapIn),
+          dstFracGap(dstfracGapIn) {}
+    uint16_t startIndex = 0;  // square matrices (b16: one fractal; b32, b8: two consecutive fractals)
+    uint8_t repeatTimes = 0;
+    uint16_t srcStride = 0;   // square matrices between iterations (0: the same square again)
+    uint16_t dstGap = 0;      // 512-byte units from the end of one iteration's first fractal to the next one's
+    uint16_t dstFracGap = 0;  // 512-byte units between the two output fractals of one iteration (b32, b8)
+    uint8_t addrMode = 0;     // 0: the source address increases by srcStride, 1: decreases
+};
+
+// L1 -> L0A / L0B with a transpose of square matrices (documented "fractal transpose"):
+//   b16: one 16 x 16 fractal F, out F^T;
+//   b32: two consecutive 16 x 8 fractals side by side, Q = [F0 | F1] (16 x 16); out Q^T split into columns 0..7
+//        (first fractal) and 8..15 (second, dstFracGap + 1 fractals further);
+//   b8:  two consecutive 16 x 32 fractals stacked, Q = [F0 ; F1] (32 x 32); out Q^T split into rows 0..15 and
+//        16..31 (second fractal dstFracGap + 1 further).
+// Iteration i reads the square (startIndex +- i * srcStride) and writes from dst + i * (dstGap + 1) * 512 bytes.
+template <typename T>
+inline void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T>& src,
+                                  const LoadData2dTransposeParams& p, EVK_LOC) {
+    static const char* op = "LoadDataWithTranspose";
+    ::evk_sim::begin_instr(::evk_sim::PID_MTE1);
+    evk_detail::valid(dst.buf_, op, loc);
+    evk_detail::valid(src.buf_, op, loc);
+    const int dm = ::evk_sim::mem_of_buf(dst.buf_);
+    if (!evk_detail::in_mem(op, "src", src.buf_, ::evk_sim::MEM_L1, loc, "A1/B1")) return;
+    if (dm != ::evk_sim::MEM_L0A && dm != ::evk_sim::MEM_L0B) {
+        evk_detail::in_mem(op, "dst", dst.buf_, ::evk_sim::MEM_L0A, loc, "A2, or L0B: B2");
+        return;
+    }
+    constexpr int sz = static_cast<int>(sizeof(T));
+    static_assert(sz == 1 || sz == 2 || sz == 4, "LoadDataWithTranspose: 8-, 16- or 32-bit types");
+    evk_detail::local_align(op, "dst", dst.buf_, dst.off_, 512, loc);
+    evk_detail::local_align(op, "src", src.buf_, src.off_, 32, loc);
+    if (p.repeatTimes == 0) return;  // documented NOP
+    const int nfrac = sz == 2 ? 1 : 2;
+    const int64_t square = 512 * nfrac;
+    std::vector<int64_t> written;
+    uint8_t out[2][512], oin[2][512];
+    for (int64_t i = 0; i < p.repeatTimes; ++i) {
+        const int64_t sq = static_cast<int64_t>(p.startIndex) + (p.addrMode ? -i : i) * p.srcStride;
+        const int64_t s = src.off_ + sq * square;
+        const int64_t d0 = dst.off_ + i * (1 + static_cast<int64_t>(p.dstGap)) * 512;
+        if (sq < 0) {
+            ::evk_sim::violation(EVK_RULE_INVALID_ARGUMENT, ::evk_sim::SEV_ERROR, loc.file, loc.line,
+                                 "%s: addrMode=1 walks the source below its start (iteration %lld)", op,
+                                 static_cast<long long>(i));
+            return;
+        }
+        ::evk_sim::local_access(op, src.buf_, s, static_cast<uint64_t>(square), false, ::evk_sim::PID_MTE1, false,
+                                loc.file, loc.line);
+        const uint8_t* g = ::evk_sim::g_ub + s;
+        const uint8_t* gi = ::evk_sim::g_ub_init + s;
+        for (int j = 0; j < nfrac; ++j)
+            for (int e = 0; e < 512 / sz; ++e) {
+                int64_t from;  // source element (within the square) of output fractal j, element e
+                if (sz == 2) {
+                    const int a = e / 16, b = e % 16;
+                    from = b * 16 + a;
+                } else if (sz == 4) {  // G_j[a][b] = F_{a/8}[8j + b][a % 8]
+                    const int a = e / 8, b = e % 8;
+                    from = (a / 8) * 128 + (8 * j + b) * 8 + a % 8;
+                } else {  // G_j[a][b] = F_{b/16}[b % 16][16j + a]
+                    const int a = e / 32, b = e % 32;
+                    from = (b / 16) * 512 + (b % 16) * 32 + 16 * j + a;
+                }
+                std::memcpy(out[j] + e * sz, g + from * sz, sz);
+                std::memcpy(oin[j] + e * sz, gi + from * sz, sz);
+            }
+        for (int j = 0; j < nfrac; ++j) {
+            const int64_t d = d0 + j * (1 + static_cast<int64_t>(p.dstFracGap)) * 512;
+            for (int64_t w : written)
+                if (w == d) {
+                    ::evk_sim::violation(EVK_RULE_INVALID_ARGUMENT, ::evk_sim::SEV_ERROR, loc.file, loc.line,
+                                         "%s: iteration %lld writes a fractal an earlier iteration of this call wrote "
+                                         "(dstGap=%u, dstFracGap=%u): the documentation requires the transposed "
+                                         "fractals not to overlap",
+                                         op, static_cast<long long>(i), p.dstGap, p.dstFracGap);
+                    break;
+                }
+            written.push_back(d);
+            ::evk_sim::local_access(op, dst.buf_, d, 512, true, ::evk_sim::PID_MTE1, false, loc.file, loc.line);
+            std::memcpy(::evk_sim::g_ub + d, out[j], 512);
+            std::memcpy(::evk_sim::g_ub_init + d, oin[j], 512);
+        }
+    }
+    const uint64_t bytes = static_cast<uint64_t>(p.repeatTimes) * static_cast<uint64_t>(square);
+    ::evk_sim::tm_add_cost(static_cast<double>(bytes) / ::evk_sim::mte1_bytes_per_cycle());
+    ::evk_sim::count_mte1(bytes);
+}
+
 namespace evk_detail {
 // L1 (C1) -> bias table (C2), converting half -> float; blockLen counts 64-byte units of the source (the
 // 910B unit of this path; CANN's mmad-with-bias sample moves n halves with blockLen = n * 2 / 64), gaps are
