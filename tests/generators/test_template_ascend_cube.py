@@ -1,6 +1,6 @@
 """The template generator's cube family (``ascend_cube``): matmul tasks become cube-unit operators (ND2NZ
 copies, LoadData, Mmad, Fixpipe) whose verdicts come from the ascend-sim emulator -- a @ b in float16,
-a @ b.T in float32, nn.Linear with bias and ReLU -- plus what it refuses and why, and its schedules."""
+a @ b.T and a @ b in float32, nn.Linear with bias and ReLU -- plus what it refuses and why, and its schedules."""
 import shutil
 from pathlib import Path
 
@@ -61,10 +61,11 @@ CASES = {
                         args="a, b", expr="a @ b + self.bias",
                         inputs="torch.randn(40, 72, dtype=torch.float16), torch.randn(72, 48, dtype=torch.float16)",
                         init_inputs=""),
+    # float32 with B as K x N: 16-row bands of B, LoadDataWithTranspose of 32-bit squares into L0B (tails in M, K)
+    "mm_f32": dict(doc="a @ b in float32", init_args="", init_body="        pass", args="a, b", expr="a @ b",
+                   inputs="torch.randn(150, 200), torch.randn(200, 96)", init_inputs=""),
 }
 REFUSED = {
-    "mm_f32": (dict(doc="a @ b in float32", init_args="", init_body="        pass", args="a, b", expr="a @ b",
-                    inputs="torch.randn(64, 64), torch.randn(64, 64)", init_inputs=""), "32-bit fractal transpose"),
     "mm_n_tail": (dict(doc="N not a multiple of 16", init_args="", init_body="        pass", args="a, b",
                        expr="a @ b", inputs="torch.randn(32, 32, dtype=torch.float16), "
                                         "torch.randn(32, 40, dtype=torch.float16)", init_inputs=""),
@@ -142,7 +143,7 @@ def test_schedules_that_overflow_the_cube_buffers_have_no_geometry(tasks):
     assert geo == {"baseM": 64, "baseN": 64, "baseK": 64, "tilesM": 1, "tilesN": 1, "blockDim": 1, "kSteps": 2}
 
 
-@pytest.mark.parametrize("name", ["mm_bias_f16", "mm_bt_f32", "mm_gelu_f16_mix"])
+@pytest.mark.parametrize("name", ["mm_bias_f16", "mm_bt_f32", "mm_gelu_f16_mix", "mm_f32"])
 def test_every_cube_transform_is_feasible(gen, tasks, ascend_verifier, name):
     task = tasks[name]
     op = ascend_op_for(task)

@@ -22,8 +22,10 @@ normalisations over N (softmax, logsumexp, sums, layer/RMS norm) -- is a row pro
 over whole rows of C (``ascend_cube_rows.py``). Batched matmul: ``ascend_cube_batch.py``; the split-K knob
 (float32, cube-only): ``ascend_cube_splitk.py``.
 
-What is refused, by name: float32 with B not transposed (L1 -> L0B needs a 32-bit fractal transpose the
-emulator does not offer: LoadDataWithTranspose), N not a multiple of 16 (Fixpipe writes 16-column blocks),
+A float32 B given as K x N goes into L1 as 16-row bands (Zz, 16 x 8 fractals) and into L0B through
+``LoadDataWithTranspose`` (each 16 x 16 square of two neighbouring fractals becomes two Zn fractals).
+
+What is refused, by name: N not a multiple of 16 (Fixpipe writes 16-column blocks),
 batched gemm, two matmuls in one task, more than one kernel after the matmul (e.g. a whole-tensor reduction
 then its use), and what the vector template refuses in the row program (reductions over other dims ...).
 """
@@ -107,10 +109,6 @@ def prepare(plan: Plan, task_name: str, task_source: str = "") -> CubeOp:
     M, N, K = int(gemm.attrs["m"]), int(gemm.attrs["n"]), int(gemm.attrs["k"])
     trans_b = bool(gemm.attrs.get("trans_b"))
     half = bool(getattr(g, "half", False))
-    if not half and not trans_b:
-        raise AnalysisError("a float32 matmul with B as K x N needs a 32-bit fractal transpose from L1 to L0B "
-                            "(LoadDataWithTranspose), which the emulator does not offer; float16, or B given "
-                            "transposed (a @ b.T, nn.Linear), are supported")
     if N % 16:
         raise AnalysisError(f"N = {N} is not a multiple of 16: the Fixpipe writes the output in 16-column blocks")
     # epilogue: [add a per-column (N,) operand: the cube's bias table], then a chain of elementwise functions
@@ -372,6 +370,38 @@ def _kernel(op: CubeOp, knobs: dict[str, Any], T: str, tiling_cls: str) -> str:
         params.ifTranspose = false;
         for (uint32_t j = 0; j < kBlocks; ++j) {
             LoadData(b2Local[j * nBlocks * FRACTAL], b1Local[j * CeilDiv(n, 16) * FRACTAL], params);
+        }"""
+    elif not op.half:  # float b is K x N: 16-row bands of B, each a Zz matrix of 16 x 8 fractals, then
+        # LoadDataWithTranspose: a 16 x 16 square (two neighbouring fractals) -> the L0B fractals (2j, p), (2j+1, p)
+        b_copy = """        uint32_t bands = k / 16, tail = k % 16, nPad = CeilDiv(n, 16) * 16;
+        Nd2NzParams bParams;
+        bParams.nValue = 16;
+        bParams.dValue = n;
+        bParams.srcDValue = N;
+        bParams.dstNzC0Stride = 16;
+        bParams.dstNzNStride = 1;
+        if (bands > 0) {
+            bParams.ndNum = bands;
+            bParams.srcNdMatrixStride = 16 * N;
+            bParams.dstNzMatrixStride = nPad * 16;
+            DataCopy(b1Local, bGm[k0 * N + n0], bParams);
+        }
+        if (tail > 0) {  // the last band's rows beyond k are never read by Mmad (params.k = k)
+            bParams.ndNum = 1;
+            bParams.nValue = tail;
+            bParams.srcNdMatrixStride = 0;
+            bParams.dstNzMatrixStride = 0;
+            DataCopy(b1Local[bands * nPad * 16], bGm[(k0 + bands * 16) * N + n0], bParams);
+        }"""
+        b_split = """        uint32_t nBlocks = CeilDiv(n, 16), bands = CeilDiv(k, 16);
+        for (uint32_t j = 0; j < bands; ++j) {
+            LoadData2dTransposeParams params;
+            params.startIndex = j * nBlocks;  // band j's squares, one per 16 columns
+            params.repeatTimes = nBlocks;
+            params.srcStride = 1;
+            params.dstGap = 0;
+            params.dstFracGap = nBlocks - 1;  // the square's second fractal: the next k block, same n block
+            LoadDataWithTranspose(b2Local[2 * j * nBlocks * FRACTAL], b1Local, params);
         }"""
     else:  # b is K x N: NZ with column blocks of 16 along N, each k (rounded to 16) rows; fractals transposed
         b_copy = """        Nd2NzParams bParams;
