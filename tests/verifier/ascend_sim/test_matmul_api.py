@@ -326,12 +326,38 @@ def test_get_tensor_c_into_the_ub_through_the_workspace_then_a_vector_epilogue(s
     assert sum(blk["counters"]["mte3_bytes"] for blk in aiv) == 256 * 320 * 4
 
 
-def test_a_float_matmul_with_row_major_b_is_refused_clearly(sim, tmp_path_factory):
-    built = build(sim, tmp_path_factory, "float32", dim=2, tag="-f32nt")
+@pytest.mark.parametrize("m,n,k,dim", [(32, 32, 32, 2), (70, 50, 90, 4), (130, 72, 200, 8)])
+def test_a_float_matmul_with_row_major_b_goes_through_the_transposing_load(sim, tmp_path_factory, m, n, k, dim):
+    """float x float with B in row-major ND (K x N): Zz blocks in L1, LoadDataWithTranspose into L0B."""
+    built = build(sim, tmp_path_factory, "float32", dim=dim, tag=f"-f32nt{dim}")
+    res, ref = run(sim, built, "float32", m, n, k, seed=5)
+    assert res.rc == 0 and res.rules("error") == set(), (res.stderr[-2000:], res.violations)
+    np.testing.assert_allclose(res.outputs["c"], ref, rtol=1e-4, atol=1e-4)
+    aic = [blk for blk in res.report["blocks"] if blk.get("core") == "aic"]
+    assert sum(blk["timing_estimate"]["busy_cycles"].get("mte1", 0) for blk in aic) > 0
+
+
+@pytest.mark.parametrize("mk,n", [(48, 40), (40, 72)])
+def test_a_float_matmul_with_transposed_a(sim, tmp_path_factory, mk, n):
+    """SetTensorA(a, true) with float A^T (K x M): Zz blocks in L1, LoadDataWithTranspose into L0A, Mmad with
+    kDirectionAlign. One core; M == K so the test's host tiling (which reads M, K from A's shape) holds."""
+    built = build(sim, tmp_path_factory, "float32", dim=1, set_a="mm.SetTensorA(aGlobal, true);",
+                  extra="t.SetAType(TPosition::GM, CubeFormat::ND, ad, true);", tag=f"-f32ta{mk}")
+    exe, d = built
+    a, b, bv, _ = inputs("float32", mk, n, mk, False, seed=9)
+    ref = a.astype(np.float64).T @ b.astype(np.float64) + bv  # the kernel reads `a` as A^T
+    res = sim.run_op(exe, d, "MmCustom", [("a", a), ("b", b), ("bias", bv)], [("c", (mk, n), np.float32)])
+    assert res.rc == 0 and res.rules("error") == set(), (res.stderr[-2000:], res.violations)
+    np.testing.assert_allclose(res.outputs["c"], ref, rtol=1e-4, atol=1e-4)
+
+
+def test_a_float_row_major_b_with_a_base_k_of_8_is_refused_by_name(sim, tmp_path_factory):
+    """The transposing load moves 16 x 16 float squares: a fixed baseK of 8 would split them."""
+    built = build(sim, tmp_path_factory, "float32", dim=2, extra="t.SetFixSplit(-1, -1, 8);", tag="-f32k8")
     res, _ = run(sim, built, "float32", 32, 32, 32)
     assert res.report["status"] != "ok"
     hit = res.find("unsupported_api")
-    assert hit and "transposed" in hit[0]["message"], res.violations
+    assert hit and "baseK=8" in hit[0]["message"], res.violations
 
 
 def test_without_regist_matmul_obj_the_verdict_says_so(sim, tmp_path_factory):

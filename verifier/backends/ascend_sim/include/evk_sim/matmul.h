@@ -16,9 +16,9 @@
 // (transposing B, or A when isTransposeA), Mmad over K accumulating in L0C (the first step from the bias table
 // when there is a bias), then Fixpipe L0C -> GM (float, or half/bfloat16 by F322F16/F322BF16). So the memory
 // limits, the checks and the cube pipes' latency are the emulator's own.
-// Not emulated (a clear error instead): A/B/C in L1/UB/NZ formats, float B without transpose (CANN transposes
-// 32-bit B blocks with LoadDataWithTranspose, which the emulator's cube unit does not have), float A with
-// transpose, int8, batch matmul, atomic accumulation into C, split K across cores, REGIST_MATMUL_OBJ without a
+// Float B in row-major ND and transposed float A are loaded into L1 in Zz (16-row bands) and moved to L0B/L0A by
+// LoadDataWithTranspose (16 x 16 float squares), as CANN does for 32-bit data; they need baseK % 16 == 0.
+// Not emulated (a clear error instead): A/B/C in L1/UB/NZ formats, int8, batch matmul, atomic accumulation into C, split K across cores, REGIST_MATMUL_OBJ without a
 // tiling. Asynchronous calls (sync=false) run synchronously; MDL/IBShare configs compute as NORM.
 #ifndef EVK_SIM_MATMUL_H
 #define EVK_SIM_MATMUL_H
@@ -563,11 +563,13 @@ private:
                              ::evk_sim::Ty<SrcT>::name);
         }
         if constexpr (!kHalfLike) {
-            if (!c.trans_b_ || c.trans_a_)
+            // a row-major float B and a transposed float A go through LoadDataWithTranspose, whose 16 x 16 squares
+            // span two 8-wide K fractals: a K block must hold whole squares
+            if ((!c.trans_b_ || c.trans_a_) && tiling_.baseK % 16 != 0)
                 ::evk_sim::fatal(EVK_RULE_UNSUPPORTED_API, loc.file, loc.line,
-                                 "Matmul with float inputs: the emulator computes float x float only with B "
-                                 "transposed (SetTensorB(b, true)) and A not transposed; a row-major float B needs "
-                                 "the cube's 32-bit transposing load (LoadDataWithTranspose), not emulated");
+                                 "Matmul with float inputs, %s: baseK=%d must be a multiple of 16 here (the "
+                                 "transposing load moves 16 x 16 float squares); the emulator does not split them",
+                                 c.trans_a_ ? "A transposed" : "B not transposed", tiling_.baseK);
         }
         if (c.has_bias_ && !tiling_.isBias)
             ::evk_sim::fatal(EVK_RULE_INVALID_ARGUMENT, loc.file, loc.line,
@@ -592,6 +594,29 @@ private:
             compute_tile(c, c.tile_m(m.tile), c.tile_n(m.tile), static_cast<DstT*>(const_cast<void*>(m.dst)), m.dst_row,
                          loc);
         }
+    }
+
+    // rows x cols of a row-major GM matrix (row stride ld) -> L1 in Zz: 16-row bands one after another, each
+    // `width` (cols rounded up to 16) wide in 32-byte column blocks of 16 rows (512-byte fractals side by side).
+    void zz_bands(const LocalTensor<SrcT>& dst, const GlobalTensor<SrcT>& src, int64_t rows, int cols, int64_t ld,
+                  int64_t width, ::evk_sim::SrcLoc loc) {
+        const int64_t full = rows / 16, tail = rows % 16;
+        if (full > 0 && 16 * ld <= 65535 && width * 16 <= 65535) {
+            DataCopy(dst, src,
+                     Nd2NzParams(static_cast<uint16_t>(full), 16, static_cast<uint16_t>(cols),
+                                 static_cast<uint16_t>(16 * ld), static_cast<uint16_t>(ld), 16, 1,
+                                 static_cast<uint16_t>(width * 16)),
+                     loc);
+        } else {
+            for (int64_t j = 0; j < full; ++j)
+                DataCopy(dst[static_cast<uint32_t>(j * width * 16)], src[j * 16 * ld],
+                         Nd2NzParams(1, 16, static_cast<uint16_t>(cols), 0, static_cast<uint16_t>(ld), 16, 1, 0), loc);
+        }
+        if (tail > 0)
+            DataCopy(dst[static_cast<uint32_t>(full * width * 16)], src[full * 16 * ld],
+                     Nd2NzParams(1, static_cast<uint16_t>(tail), static_cast<uint16_t>(cols), 0,
+                                 static_cast<uint16_t>(ld), 16, 1, 0),
+                     loc);
     }
 
     void compute_tile(MatmulImpl& c, int mi, int ni, DstT* dst, int64_t dst_row, ::evk_sim::SrcLoc loc) {
@@ -626,7 +651,10 @@ private:
             const int64_t akc = align(kc, 16);  // K rows of the L1 blocks that are K-major (aligned to 16)
             a1 = qa1_.AllocTensor<SrcT>(loc);
             b1 = qb1_.AllocTensor<SrcT>(loc);
-            if (!c.trans_a_)  // A (M x K): rows m, K contiguous
+            constexpr bool f32 = std::is_same<SrcT, float>::value;
+            if (f32 && c.trans_a_)  // A^T stored (K x M), float: Zz in L1 (16-row K bands, 8-wide M fractals)
+                zz_bands(a1, c.a_[kc0 * c.org_m_ + m0], kc, cm, c.org_m_, am, loc);
+            else if (!c.trans_a_)  // A (M x K): rows m, K contiguous
                 DataCopy(a1, c.a_[(m0)*c.org_ka_ + kc0],
                          Nd2NzParams(1, static_cast<uint16_t>(cm), static_cast<uint16_t>(kc), 0,
                                      static_cast<uint16_t>(c.org_ka_), static_cast<uint16_t>(am), 1, 0),
@@ -636,7 +664,9 @@ private:
                          Nd2NzParams(1, static_cast<uint16_t>(kc), static_cast<uint16_t>(cm), 0,
                                      static_cast<uint16_t>(c.org_m_), static_cast<uint16_t>(akc), 1, 0),
                          loc);
-            if (!c.trans_b_)  // B (K x N)
+            if (f32 && !c.trans_b_)  // B (K x N), float: Zz in L1 (16-row K bands, 8-wide N fractals)
+                zz_bands(b1, c.b_[kc0 * c.org_n_ + n0], kc, cn, c.org_n_, an, loc);
+            else if (!c.trans_b_)  // B (K x N)
                 DataCopy(b1, c.b_[kc0 * c.org_n_ + n0],
                          Nd2NzParams(1, static_cast<uint16_t>(kc), static_cast<uint16_t>(cn), 0,
                                      static_cast<uint16_t>(c.org_n_), static_cast<uint16_t>(akc), 1, 0),
@@ -653,9 +683,19 @@ private:
             for (int64_t k0off = 0; k0off < kc; k0off += t.baseK) {
                 const int ck = static_cast<int>(std::min<int64_t>(t.baseK, kc - k0off));
                 const int K1 = (ck + k0 - 1) / k0;
+                const int KB = (ck + 15) / 16;  // 16-row K bands of a float Zz block
                 LocalTensor<SrcT> a2 = qa2_.AllocTensor<SrcT>(loc);
                 LocalTensor<SrcT> b2 = qb2_.AllocTensor<SrcT>(loc);
-                if (!c.trans_a_) {  // L1 fractal (ki, mi) at ki * M1 + mi -> L0A (mi, ki)
+                if (f32 && c.trans_a_) {
+                    // square (band j, M pair p) of A^T -> L0A fractals (p, 2j), (p, 2j + 1); L0A rows hold KB * 2
+                    // fractals (Mmad's kDirectionAlign: K aligned to 16)
+                    for (int j = 0; j < KB; ++j)
+                        LoadDataWithTranspose(a2[static_cast<uint32_t>(2 * j * frac)], a1,
+                                              LoadData2dTransposeParams(static_cast<uint16_t>((k0off / 16 + j) * M1),
+                                                                        static_cast<uint8_t>(M1), 1,
+                                                                        static_cast<uint16_t>(2 * KB - 1), 0, 0),
+                                              loc);
+                } else if (!c.trans_a_) {  // L1 fractal (ki, mi) at ki * M1 + mi -> L0A (mi, ki)
                     for (int i = 0; i < M1; ++i)
                         LoadData(a2[static_cast<uint32_t>(i * K1 * frac)], a1,
                                  LoadData2DParams(static_cast<uint16_t>((k0off / k0) * M1 + i), static_cast<uint8_t>(K1),
@@ -669,7 +709,15 @@ private:
                                                   0, 0, true, 0),
                                  loc);
                 }
-                if (!c.trans_b_) {  // L1 fractal (ni, ki) at ni * KC1 + ki, K-major: transposed into L0B (ki, ni)
+                if (f32 && !c.trans_b_) {
+                    // square (band j, N pair p) of B -> L0B fractals (2j, p), (2j + 1, p)
+                    for (int j = 0; j < KB; ++j)
+                        LoadDataWithTranspose(b2[static_cast<uint32_t>(2 * j * N1 * frac)], b1,
+                                              LoadData2dTransposeParams(static_cast<uint16_t>((k0off / 16 + j) * N1),
+                                                                        static_cast<uint8_t>(N1), 1, 0,
+                                                                        static_cast<uint16_t>(N1 - 1), 0),
+                                              loc);
+                } else if (!c.trans_b_) {  // L1 fractal (ni, ki) at ni * KC1 + ki, K-major: transposed into L0B (ki, ni)
                     const int KC1 = static_cast<int>(akc / 16);
                     for (int j = 0; j < K1; ++j)
                         LoadData(b2[static_cast<uint32_t>(j * N1 * frac)], b1,
@@ -689,6 +737,7 @@ private:
                 b2 = qb2_.template DeQue<SrcT>(loc);
                 MmadParams mp(static_cast<uint16_t>(cm), static_cast<uint16_t>(cn), static_cast<uint16_t>(ck), 0, false,
                               first);
+                mp.kDirectionAlign = f32 && c.trans_a_;
                 if (first && bias) {
                     mp.cmatrixInitVal = false;
                     mp.cmatrixSource = true;

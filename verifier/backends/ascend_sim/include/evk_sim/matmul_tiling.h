@@ -218,7 +218,10 @@ protected:
         int64_t cm[64], cn[64], ck[64];
         const int nm = candidates(fix_m_, am, 16, 256, cm);
         const int nn = candidates(fix_n_, an, 16, 256, cn);
-        const int nk = candidates(fix_k_, ak, k0, 512 / sa, ck);
+        // float with B in row-major ND or A transposed: the kernel moves them with LoadDataWithTranspose, whose
+        // 16 x 16 float squares span two 8-wide K fractals, so base K is a multiple of 16 there
+        const int kstep = (sa == 4 && (!b_.trans || a_.trans)) ? 16 : k0;
+        const int nk = candidates(fix_k_, align_up(singleK, kstep), kstep, 512 / sa, ck);
         for (int i = 0; i < nm; ++i)
             for (int j = 0; j < nn; ++j)
                 for (int t = 0; t < nk; ++t) {
