@@ -57,6 +57,12 @@ __attribute__((weak)) uint64_t sys_workspace_bytes();
 }  // namespace evk_sim
 
 namespace AscendC {
+#ifndef EVK_SIM_TOTAL_VEC_LOCAL_SIZE
+#define EVK_SIM_TOTAL_VEC_LOCAL_SIZE
+// The 910B's (arch 2201) Unified Buffer space a kernel may take for the Matmul API's local workspace
+// (SetLocalWorkspace), a documented basic-API constant: 184 KiB.
+const int32_t TOTAL_VEC_LOCAL_SIZE = 184 * 1024;
+#endif
 enum class CubeFormat : int32_t { ND = 0, NZ, ZN, ZZ, NN, ND_ALIGN, SCALAR, VECTOR, ROW_MAJOR = ND, COLUMN_MAJOR = 8 };
 enum class LayoutMode : int32_t { NONE = 0, BSNGD, SBNGD, BNGS1S2, NORMAL };
 
