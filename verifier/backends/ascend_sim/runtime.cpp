@@ -34,6 +34,7 @@
 #include "evk_sim/kernel.h"
 #undef EVK_SIM_KERNEL
 #include "evk_sim/host.h"
+#include "evk_sim/race.h"
 #include "evk_sim/runtime.h"
 #include "register/tilingdata_base.h"
 
@@ -211,6 +212,7 @@ struct Alloc {
     void* caller = nullptr;       // the caller's buffer (copied in before, and for outputs back after the run)
     bool copy_back = false;
     std::vector<int32_t> writer;  // outputs: last writing block per byte (-1 none)
+    std::vector<uint64_t> race;   // last kernel write per byte for race detection (race.h); empty until written
 };
 
 // All kernel arguments live in one shared-memory region mapped twice: a read/write view the runtime
@@ -938,6 +940,43 @@ uint8_t* gm_host(const void* p) {
     return const_cast<uint8_t*>(q);
 }
 
+namespace {
+// ---- cross-core races on GM (see race.h) -------------------------------------------------------------
+race::State g_race;
+
+void race_access(Alloc* a, const char* instr, uint64_t start, uint64_t n, bool write, const char* file, int line) {
+    if (a->race.empty()) {
+        if (!write) return;  // nothing the kernel wrote: host data has no writer
+        a->race.assign(a->n, 0);
+    }
+    const bool atomic = write && g_blk.atomic_mode != 0;
+    const bool skip_waw = write && !atomic && !a->writer.empty();
+    const race::Finding f = g_race.access(a->race.data(), start, n, write, atomic, skip_waw, file, line);
+    if (!f.bytes) return;
+    const uint32_t site = race::rec_site(f.rec);
+    if (!g_race.reported.insert({fmt("%s:%d", file ? file : "", line), site}).second) return;
+    const int w = f.who >= 0 ? f.who : 0;
+    const auto& ws = g_race.sites[site];
+    const std::string wat = ws.first ? fmt("%s:%d", ws.first, ws.second) : std::string("an unknown line");
+    const bool mix = g_race.aicore[g_race.cur] >= 0;
+    const std::string by = race::rec_core(f.rec) == race::kGroup
+        ? fmt("several cores accumulated atomically (among them %s; the latest add at %s)", g_race.name[w].c_str(),
+              wat.c_str())
+        : fmt("%s wrote%s at %s", g_race.name[w].c_str(), (f.rec & race::kAtomicBit) ? " (atomic add)" : "",
+              wat.c_str());
+    violation(EVK_RULE_RACE, SEV_ERROR, file, line,
+              "%s's %s %s %llu byte(s) of %s '%s' (first at byte %llu) that %s, and nothing orders that write "
+              "before this %s: on the NPU the cores run at the same time, so the result is undefined (stale or "
+              "partial data; the emulator merely ran the writer first). Make the writer signal after its write and "
+              "wait for it here (%s), or put a SyncAll between them",
+              g_race.name[g_race.cur].c_str(), instr, write ? "writes" : "reads", static_cast<unsigned long long>(f.bytes),
+              kind_name(a->kind), a->name.c_str(), static_cast<unsigned long long>(f.first), by.c_str(),
+              write ? "write" : "read",
+              mix ? "CrossCoreSetFlag after the write, CrossCoreWaitFlag before this access"
+                  : "CrossCoreSetFlag/CrossCoreWaitFlag");
+}
+}  // namespace
+
 bool gm_access(const char* instr, const void* p, uint64_t n, bool write, const void* tbase, uint64_t tbytes,
                const char* file, int line) {
     note_loc(file, line);
@@ -1004,6 +1043,7 @@ bool gm_access(const char* instr, const void* p, uint64_t n, bool write, const v
             }
         }
     }
+    if (g_race.on && g_race.cur >= 0) race_access(a, instr, static_cast<uint64_t>(q - a->base), n, write, file, line);
     return true;
 }
 
@@ -2875,7 +2915,9 @@ void run_fiber(Sched& s, int bi) {
         std::memcpy(&g_jmp, &f.jmp, sizeof(sigjmp_buf));
         f.state = FS_RUNNING;
     }
+    g_race.cur = g_race.on ? bi : -1;
     swapcontext(&s.main, &f.ctx);
+    g_race.cur = -1;
     s.cur = -1;
     if (f.state == FS_DONE) free_fiber_stack(f);
 }
@@ -2978,9 +3020,24 @@ void cross_core_set(int mode, int pipe, int flag, const char* file, int line) {
     const int pk = pipe >= 0 && pipe < PID_COUNT ? pipe : -1;
     const double t = pk >= 0 ? std::max(g_blk.tm.issue, g_blk.tm.done[pk]) : drained(g_blk.tm);
     const int nf = static_cast<int>(s.fibers.size());
+    const int me = s.cur;
+    // race detection: the increment carries the setter's clock (a tally: the join of its setters)
+    race::Clock carried;
+    std::pair<int, int> rkey{-1, flag};
     auto bump = [&](int i, double when) {
         ++s.fibers[i].cnt[flag];
         s.fibers[i].avail[flag] = std::max(s.fibers[i].avail[flag], when);
+        if (g_race.on) g_race.deliver(i, flag, carried);
+    };
+    if (g_race.on) {
+        if (mode == 0) rkey.first = f.role;                             // 0, 1
+        else if (mode == 1) rkey.first = 2 + 2 * f.aicore;              // even >= 2
+        else if (f.role == 0) rkey.first = 3 + 2 * f.aicore;            // odd >= 3
+        if (rkey.first >= 0) g_race.set_into(rkey, me);
+        else carried = g_race.snapshot(me);
+    }
+    auto take = [&](int remaining) {
+        if (g_race.on) carried = g_race.take_tally(rkey, remaining);
     };
     if (mode == 0) {
         int members = 0;
@@ -2991,6 +3048,7 @@ void cross_core_set(int mode, int pipe, int flag, const char* file, int line) {
         tt = std::max(tt, t);
         if (tally >= members) {
             tally -= members;
+            take(tally);
             for (int i = 0; i < nf; ++i)
                 if (s.fibers[i].role == f.role) bump(i, tt);
             tt = 0;
@@ -3002,6 +3060,7 @@ void cross_core_set(int mode, int pipe, int flag, const char* file, int line) {
         tt = std::max(tt, t);
         if (tally >= s.ratio) {
             tally -= s.ratio;
+            take(tally);
             for (int k = 0; k < s.ratio; ++k) bump(s.first_of(f.aicore) + 1 + k, tt);
             tt = 0;
         }
@@ -3014,10 +3073,12 @@ void cross_core_set(int mode, int pipe, int flag, const char* file, int line) {
         tt = std::max(tt, t);
         if (tally >= s.ratio) {
             tally -= s.ratio;
+            take(tally);
             bump(s.first_of(f.aicore), tt);
             tt = 0;
         }
     }
+    if (g_race.on) g_race.tick(me);  // writes after the set are not covered by it
 }
 
 // CrossCoreWaitFlag(flag): wait until this core's counter is non-zero, then take one.
@@ -3039,6 +3100,7 @@ void cross_core_wait(int flag, const char* file, int line) {
         f.wait_flag = -1;
     }
     --f.cnt[flag];
+    if (g_race.on) g_race.acquire(s.cur, flag);
     const double before = g_blk.tm.issue;
     g_blk.tm.issue = std::max(g_blk.tm.issue, f.avail[flag]);
     g_blk.tm.scalar_stall += g_blk.tm.issue - before;
@@ -3100,6 +3162,19 @@ bool run_blocks(Run& r, evk_kernel_fn fn, std::vector<Arg>& args) {
     s.reports.resize(s.fibers.size());
     g_sched = &s;
     const int nf = static_cast<int>(s.fibers.size());
+    {
+        const char* rv = std::getenv("EVK_SIM_RACE");  // "0": no race detection (to measure its cost)
+        g_race.reset(rv && std::strcmp(rv, "0") == 0 ? 0 : nf);
+    }
+    if (g_race.on)
+        for (int i = 0; i < nf; ++i) {
+            const Fiber& f = s.fibers[i];
+            g_race.aicore[i] = s.ratio ? f.aicore : -1;
+            g_race.role[i] = f.role;
+            g_race.name[i] = !s.ratio ? fmt("block %d", f.logical)
+                           : f.role ? fmt("the AIC of AI core %d", f.aicore)
+                                    : fmt("AIV %d of AI core %d (block %d)", f.sub, f.aicore, f.logical);
+        }
     try {
         for (int i = 0; i < nf && !s.stop; ++i) run_fiber(s, i);
         for (;;) {
@@ -3126,6 +3201,7 @@ bool run_blocks(Run& r, evk_kernel_fn fn, std::vector<Arg>& args) {
                 }
             if (!at_barrier.empty() && static_cast<int>(at_barrier.size()) >= need) {
                 release += hw()[HW_SYNC_ALL_CYCLES];
+                if (g_race.on) g_race.barrier(at_barrier);
                 for (int i : at_barrier) {
                     s.fibers[i].parked->tm.barrier_release = release;
                     run_fiber(s, i);
@@ -3170,6 +3246,7 @@ bool run_blocks(Run& r, evk_kernel_fn fn, std::vector<Arg>& args) {
         s.stop = true;
     }
     for (Fiber& f : s.fibers) free_fiber_stack(f);
+    g_race.reset(0);
     for (auto& rep : s.reports)
         if (rep) r.blocks.push_back(std::move(*rep));
     g_sched = nullptr;
