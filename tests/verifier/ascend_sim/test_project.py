@@ -6,7 +6,7 @@ import pytest
 
 from evokernel.verifier.backends.ascend_sim.binding import TensorInfo, plan_call
 from evokernel.verifier.backends.ascend_sim.project import (
-    Binding, ProjectError, parse_bindings, parse_candidate, pascal_to_snake, read_strings)
+    Binding, ProjectError, _statements, parse_bindings, parse_candidate, pascal_to_snake, read_strings)
 
 ROOT = Path(__file__).resolve().parents[3]
 ADD = (ROOT / "evokernel" / "examples" / "ascend" / "add_custom.py").read_text()
@@ -85,7 +85,9 @@ def test_binding_integer_division_truncates_like_cpp():
 
 @pytest.mark.parametrize("body,message", [
     (["at::Tensor y = x.clone()", "EXEC_NPU_CMD(aclnnF, x, y)", "return y"], "unsupported tensor method"),
+    (["while (true) { x.size(0); }", "return x"], "not supported by the emulator's binding reader"),
     (["for (int i = 0; i < 3; ++i) x.size(0)", "return x"], "not supported by the emulator's binding reader"),
+    (["int64_t n = 0", "for (;;) { n += 1; }", "return x"], "more than 10000"),
     (["EXEC_NPU_CMD(aclnnF, x, x)", "return x"], "no output tensor allocated"),
     (["at::Tensor y = at::empty_like(x)", "return y"], "no EXEC_NPU_CMD"),
     (["at::Tensor y = at::empty({x.size(5)}, x.options())", "EXEC_NPU_CMD(aclnnF, x, y)", "return y"], "size\\(5\\)"),
@@ -93,6 +95,61 @@ def test_binding_integer_division_truncates_like_cpp():
 def test_binding_errors_name_the_statement(body, message):
     with pytest.raises(ProjectError, match=message):
         plan_call(_binding([("tensor", "x")], body), [TensorInfo((4,), "float32")])
+
+
+MATMUL_BINDING = """
+at::Tensor matmul_add_impl_npu(const at::Tensor& A, const at::Tensor& B, const at::Tensor& bias) {
+    auto A_sizes = A.sizes();
+    auto B_sizes = B.sizes();
+    // leading (batch) dims broadcast, then m x n
+    std::vector<int64_t> output_shape;
+    for (int i = 0; i < A.dim() - 2; ++i) {
+        output_shape.push_back(std::max(A_sizes[i], B_sizes[i]));
+    }
+    int64_t m = A_sizes[A.dim() - 2];
+    int64_t n = B_sizes[B.dim() - 1];
+    output_shape.push_back(m);
+    output_shape.push_back(n);
+    at::Tensor result = at::empty(output_shape, A.options());
+    EXEC_NPU_CMD(aclnnMatmulAddCustom, A, B, bias, result);
+    return result;
+}
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("matmul_add_custom", &matmul_add_impl_npu, "matmul + bias"); }
+"""
+
+
+@pytest.mark.parametrize("a,b,out", [((4, 5), (5, 6), (4, 6)), ((2, 3, 4, 5), (1, 3, 5, 6), (2, 3, 4, 6))])
+def test_binding_loops_over_dims(a, b, out):
+    # MultiKernelBench's matmul_add example builds its output shape in a loop over the batch dims
+    bind = parse_bindings(MATMUL_BINDING, "MatmulAddCustom")["matmul_add_custom"]
+    plan = plan_call(bind, [TensorInfo(a, "float32"), TensorInfo(b, "float32"), TensorInfo((b[-1],), "float32")])
+    assert plan.allocs[0].shape == out and plan.returns[0].alloc == 0 and len(plan.inputs) == 3
+
+
+@pytest.mark.parametrize("rank,cols", [(1, 1), (2, 7), (3, 99)])
+def test_binding_if_else_chains(rank, cols):
+    b = _binding([("tensor", "x")], [
+        "int64_t c = 0",
+        "if (x.dim() == 1) { c = 1; } else if (x.dim() == 2) { c = x.size(1); } else { c = 99; }",
+        "int64_t d = 0",
+        "if (c > 5) d = c; else d = 2",
+        "at::Tensor y = at::empty({c, d}, x.options())", "EXEC_NPU_CMD(aclnnF, x, y)", "return y"])
+    plan = plan_call(b, [TensorInfo((4, 7, 3)[:rank], "float32")])
+    assert plan.allocs[0].shape == (cols, cols if cols > 5 else 2)
+
+
+def test_binding_return_inside_a_loop_ends_the_function():
+    b = _binding([("tensor", "x")], ["at::Tensor y = at::empty_like(x)", "EXEC_NPU_CMD(aclnnF, x, y)",
+                                     "for (int i = 0; i < 5; i++) { if (i == 2) { return y; } }",
+                                     "at::Tensor z = x.clone()"])  # unreadable, never reached
+    assert plan_call(b, [TensorInfo((4,), "float32")]).returns[0].alloc == 0
+
+
+def test_statements_split_after_control_blocks():
+    body = "for (int i = 0; i < 2; ++i) { v.push_back(i); } int64_t m = 1; if (m) { m = 2; } else { m = 3; } return y;"
+    assert [x.strip() for x in _statements(body)] == [
+        "for (int i = 0; i < 2; ++i) { v.push_back(i); }", "int64_t m = 1",
+        "if (m) { m = 2; } else { m = 3; }", "return y"]
 
 
 def test_binding_argument_checks():

@@ -14,7 +14,8 @@ attributes, and what is returned. Supported: declarations and assignments of ten
 floats and shape lists; `at::empty_like/zeros_like/empty/zeros/ones/full` (shape from a `{...}` list,
 `x.sizes()`, or a list variable), `.contiguous()`, `x.size(i)`, `x.sizes()[i]`, `x.dim()`,
 `x.numel()`, `x.options()` with `.dtype(...)`, `static_cast<T>(...)`, integer arithmetic,
-`v.push_back(e)`, `v[i] = e`, `TORCH_CHECK` (evaluated when it can be), `EXEC_NPU_CMD`, `return`.
+`v.push_back(e)`, `v[i] = e`, `i++`/`++i`, `for (init; cond; step)` loops (at most 10,000 iterations),
+`if`/`else if`/`else`, `std::max`/`std::min`, `TORCH_CHECK` (skipped), `EXEC_NPU_CMD`, `return`.
 Anything else is a clear error naming the statement.
 """
 from __future__ import annotations
@@ -363,29 +364,123 @@ def plan_call(binding: Binding, args: list[Any], where: str = "python_bind_src")
         elif isinstance(a, TensorInfo):
             raise ProjectError(f"{binding.cpp_name}(): argument {i + 1} ({name}) must be a number, got a tensor")
         env[name] = a
-    exec_args: list[Any] | None = None
-    aclnn = ""
-    returns: list[TensorInfo] = []
-    for stmt in binding.body:
+    state: dict[str, Any] = {"exec_args": None, "aclnn": "", "returns": []}
+    _run(binding.body, env, state, binding.cpp_name, where)
+    exec_args, aclnn, returns = state["exec_args"], state["aclnn"], state["returns"]
+    if exec_args is None:
+        raise ProjectError(f"{where} ({binding.cpp_name}): no EXEC_NPU_CMD call before the return")
+    allocs: list[Alloc] = env["__allocs__"]
+    inputs, outputs, attrs = [], [], []
+    for a in exec_args:
+        if isinstance(a, TensorInfo):
+            (outputs if a.alloc is not None else inputs).append(a)
+        elif isinstance(a, (bool, int, float)) or (isinstance(a, list) and all(isinstance(x, (int, float)) for x in a)):
+            attrs.append(a)
+        else:
+            raise ProjectError(f"{where} ({binding.cpp_name}): EXEC_NPU_CMD argument {a!r} is neither a tensor nor "
+                               "a number")
+    if not outputs:
+        raise ProjectError(f"{where} ({binding.cpp_name}): EXEC_NPU_CMD gets no output tensor allocated in the "
+                           "binding (allocate it with at::empty_like(x) or at::empty({...}, x.options()))")
+    if not returns:
+        raise ProjectError(f"{where} ({binding.cpp_name}): the function returns nothing; return the output tensor")
+    return CallPlan(aclnn, inputs, outputs, attrs, allocs, returns)
+
+
+_MAX_LOOP = 10_000  # iterations of one binding loop (shape loops run over a tensor's dims)
+_FOR = re.compile(r"^for\s*\((?P<init>[^;]*);(?P<cond>[^;]*);(?P<step>[^)]*)\)\s*(?P<body>.*)$", re.S)
+_IF = re.compile(r"^if\s*\((?P<cond>.*)$", re.S)
+_STEP = re.compile(r"^(?:(?:\+\+|--)\s*(?P<pre>[A-Za-z_]\w*)|(?P<post>[A-Za-z_]\w*)\s*(?:\+\+|--))$")
+
+
+def _block(text: str) -> list[str]:
+    """The statements of a block body: `{ a; b; }` or a single statement."""
+    from .project import _statements
+
+    text = text.strip()
+    if text.startswith("{") and text.endswith("}"):
+        text = text[1:-1]
+    return [x.strip() for x in _statements(text) if x.strip()]
+
+
+def _paren_end(s: str, start: int) -> int:
+    """Index just past the parenthesis closing the one at s[start]."""
+    depth = 0
+    for i in range(start, len(s)):
+        depth += {"(": 1, ")": -1}.get(s[i], 0)
+        if depth == 0:
+            return i + 1
+    return -1
+
+
+def _split_else(rest: str) -> tuple[str, str | None]:
+    """`{...} else ...` or `stmt else ...` -> (then part, else part or None)."""
+    rest = rest.strip()
+    if rest.startswith("{"):
+        depth = 0
+        for i, ch in enumerate(rest):
+            depth += {"{": 1, "}": -1}.get(ch, 0)
+            if depth == 0:
+                tail = rest[i + 1:].strip()
+                return rest[:i + 1], (tail[4:].strip() if re.match(r"else\b", tail) else None)
+    m = re.search(r"\belse\b", rest)
+    return (rest[:m.start()], rest[m.end():].strip()) if m else (rest, None)
+
+
+def _run(stmts: list[str], env: dict[str, Any], state: dict[str, Any], cpp_name: str, where: str) -> bool:
+    """Execute statements; True once a `return` ran."""
+    for stmt in stmts:
         s = " ".join(stmt.split())
-        loc = f"{where} ({binding.cpp_name}): statement `{s[:120]}`"
+        loc = f"{where} ({cpp_name}): statement `{s[:120]}`"
         if s.startswith(("TORCH_CHECK", "AT_ASSERT", "TORCH_INTERNAL_ASSERT")):
             continue  # checks: the reference's inputs satisfy them; an unreadable check must not block
+        m = _FOR.match(s)
+        if m:
+            if m.group("init").strip():
+                _run([m.group("init")], env, state, cpp_name, where)
+            body = _block(m.group("body"))
+            for n in range(_MAX_LOOP + 1):
+                if n == _MAX_LOOP:
+                    raise ProjectError(f"{loc}: the loop runs more than {_MAX_LOOP} times")
+                if m.group("cond").strip() and not _Parser(m.group("cond"), env, loc).parse():
+                    break
+                if _run(body, env, state, cpp_name, where):
+                    return True
+                if m.group("step").strip():
+                    _run([m.group("step")], env, state, cpp_name, where)
+            continue
+        if _IF.match(s):
+            end = _paren_end(s, s.index("("))
+            if end < 0:
+                raise ProjectError(f"{loc}: unbalanced parentheses")
+            then, other = _split_else(s[end:])
+            branch = _block(then) if _Parser(s[s.index("(") + 1:end - 1], env, loc).parse() else \
+                ([other] if other and other.startswith("if") else _block(other) if other else [])
+            if _run(branch, env, state, cpp_name, where):
+                return True
+            continue
+        m = _STEP.match(s)
+        if m:
+            name = m.group("pre") or m.group("post")
+            if not isinstance(env.get(name), int):
+                raise ProjectError(f"{loc}: `{name}` is not an integer")
+            env[name] += 1 if "++" in s else -1
+            continue
         m = re.match(r"^EXEC_NPU_CMD\s*\((.*)\)$", s, re.S)
         if m:
             parts = split_args(m.group(1))
             if not parts or not parts[0].startswith("aclnn"):
                 raise ProjectError(f"{loc}: the first argument of EXEC_NPU_CMD must be the aclnn<Op> name")
-            aclnn = parts[0]
-            exec_args = [_Parser(x, env, loc).parse() for x in parts[1:]]
+            state["aclnn"] = parts[0]
+            state["exec_args"] = [_Parser(x, env, loc).parse() for x in parts[1:]]
             continue
         if s.startswith("return"):
             v = _Parser(s[len("return"):], env, loc).parse() if s[len("return"):].strip() else None
             vals = v if isinstance(v, list) else [v]
             if not all(isinstance(x, TensorInfo) for x in vals):
                 raise ProjectError(f"{loc}: the binding must return a tensor (or a list/tuple of tensors)")
-            returns = vals
-            break
+            state["returns"] = vals
+            return True
         m = _ASSIGN.match(s)
         if m and m.group("target").split("[")[0] in env:
             target, op = m.group("target"), m.group("op")
@@ -417,21 +512,4 @@ def plan_call(binding: Binding, args: list[Any], where: str = "python_bind_src")
             continue
         raise ProjectError(f"{loc}: not supported by the emulator's binding reader. Keep the binding to output "
                            "allocation (at::empty_like / at::empty({...}, x.options())), EXEC_NPU_CMD and return")
-    if exec_args is None:
-        raise ProjectError(f"{where} ({binding.cpp_name}): no EXEC_NPU_CMD call before the return")
-    allocs: list[Alloc] = env["__allocs__"]
-    inputs, outputs, attrs = [], [], []
-    for a in exec_args:
-        if isinstance(a, TensorInfo):
-            (outputs if a.alloc is not None else inputs).append(a)
-        elif isinstance(a, (bool, int, float)) or (isinstance(a, list) and all(isinstance(x, (int, float)) for x in a)):
-            attrs.append(a)
-        else:
-            raise ProjectError(f"{where} ({binding.cpp_name}): EXEC_NPU_CMD argument {a!r} is neither a tensor nor "
-                               "a number")
-    if not outputs:
-        raise ProjectError(f"{where} ({binding.cpp_name}): EXEC_NPU_CMD gets no output tensor allocated in the "
-                           "binding (allocate it with at::empty_like(x) or at::empty({...}, x.options()))")
-    if not returns:
-        raise ProjectError(f"{where} ({binding.cpp_name}): the function returns nothing; return the output tensor")
-    return CallPlan(aclnn, inputs, outputs, attrs, allocs, returns)
+    return False

@@ -305,19 +305,28 @@ def parse_bindings(text: str, op_type: str) -> dict[str, Binding]:
     return out
 
 
+_BLOCK_STMT = re.compile(r"^(?:for|if|while|else)\b")
+
+
 def _statements(body: str) -> list[str]:
-    """Top-level statements of a function body (split on ; outside brackets/braces)."""
+    """Top-level statements of a function body (split on ; outside brackets/braces, and after the closing
+    brace of a `for`/`if`/`while` block unless an `else` follows)."""
     out, depth, cur = [], 0, []
-    for ch in body:
+    for i, ch in enumerate(body):
         if ch in "([{":
             depth += 1
         elif ch in ")]}":
             depth -= 1
-        if ch == ";" and depth == 0:
+        if ch == ";" and depth == 0 and not (_BLOCK_STMT.match("".join(cur).strip())
+                                             and re.match(r"\s*else\b", body[i + 1:])):
             out.append("".join(cur))
             cur = []
-        else:
-            cur.append(ch)
+            continue
+        cur.append(ch)
+        if ch == "}" and depth == 0 and _BLOCK_STMT.match("".join(cur).strip()) \
+                and not re.match(r"\s*else\b", body[i + 1:]):
+            out.append("".join(cur))
+            cur = []
     if "".join(cur).strip():
         out.append("".join(cur))
     return out
