@@ -1,4 +1,4 @@
-"""The high-level normalisation APIs (evk_sim/norm_api.h: SoftMax, SimpleSoftMax, LayerNorm in its [B, S, H] and
+"""The high-level normalisation APIs (evk_sim/softmax_api.h and norm_api.h: SoftMax, SimpleSoftMax, LayerNorm in its [B, S, H] and
 [A, R] forms, RmsNorm) against numpy for half and float, aligned and padded last axes, every documented form
 (sharedTmpBuffer or not, sum/max outputs or not, in place where allowed, half data with float sum/max); each
 misuse the documentation names (overlap, a tmp buffer below the tiling's need, a shape the tiling or the tensors
