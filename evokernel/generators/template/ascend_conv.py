@@ -120,24 +120,10 @@ def prepare(plan: Plan, task_name: str, task_source: str = "") -> ConvOp:
     root_of = lambda nid: plan.aliases.get(nid, nid)  # noqa: E731
     if root_of(g.output) != plan.stages[0].anchor:
         raise AnalysisError("the output is not the convolution's")
-    exts: list[ConvExt] = []
-    used: set[str] = set()
-    for nid, default in ((x_id, "x"), (w_id, "weight"), (b_id, "bias")):
-        if nid is None:
-            continue
-        root = root_of(nid)
-        rnode = g.nodes[root]
-        if rnode.op not in ("input", "param") or g.nodes[nid].dtype != "f32":
-            raise AnalysisError(f"{g.nodes[nid].origin}: convolution operands must be float32 inputs or parameters")
-        if rnode.op == "input":
-            name, pyexpr = rnode.attrs["name"], rnode.attrs["name"]
-        else:
-            name, pyexpr = rnode.attrs["path"].replace(".", "_"), "self." + rnode.attrs["path"]
-        name = AC._ident(name)
-        while name in used or name in ("out", "workspace", "tiling"):
-            name += "_"
-        used.add(name)
-        exts.append(ConvExt(name, pyexpr, root))
+    from evokernel.generators.template.ascend_cube import kernel_operands
+
+    exts = [ConvExt(*o) for o in kernel_operands(g, (x_id, w_id, b_id), root_of,
+                                                 "convolution operands must be float32 inputs or parameters")]
     x_shape = tuple(int(d) for d in g.nodes[x_id].shape)
     w_shape = tuple(int(d) for d in g.nodes[w_id].shape)
     out_shape = tuple(int(d) for d in conv.shape)
@@ -189,7 +175,7 @@ def _host(op: ConvOp, knobs: dict[str, Any], tiling_cls: str) -> str:
                   "    uint32_t cout = wt.GetDim(0), kh = wt.GetDim(2), kw = wt.GetDim(3);\n" if nd == 2 else
                   "    uint32_t batch = x.GetDim(0), cin = x.GetDim(1), h = 1, w = x.GetDim(2);\n"
                   "    uint32_t cout = wt.GetDim(0), kh = 1, kw = wt.GetDim(2);\n")
-    infer_dims = ([f"    y->SetDimNum(4);", "    y->SetDim(0, x->GetDim(0));", "    y->SetDim(1, wt->GetDim(0));",
+    infer_dims = (["    y->SetDimNum(4);", "    y->SetDim(0, x->GetDim(0));", "    y->SetDim(1, wt->GetDim(0));",
                    "    y->SetDim(2, (x->GetDim(2) + 2 * PAD_H - DIL_H * (wt->GetDim(2) - 1) - 1) / STRIDE_H + 1);",
                    "    y->SetDim(3, (x->GetDim(3) + 2 * PAD_W - DIL_W * (wt->GetDim(3) - 1) - 1) / STRIDE_W + 1);"]
                   if nd == 2 else

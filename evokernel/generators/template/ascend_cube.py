@@ -90,6 +90,32 @@ class CubeOp:
         return bool(self.epilogue) or self.row_op is not None
 
 
+def kernel_operands(g: Graph, ids, root_of, refusal: str) -> list[tuple[str, str, int]]:
+    """(kernel argument name, how ModelNew passes it, graph root) of each operand node in `ids` (None skipped):
+    inputs and parameters only, float in the graph, names made unique C identifiers that avoid the kernel's own
+    arguments (out, workspace, tiling); anything else is refused with `refusal`."""
+    from evokernel.generators.template import ascend_codegen as AC
+
+    out: list[tuple[str, str, int]] = []
+    used: set[str] = set()
+    for nid in ids:
+        if nid is None:
+            continue
+        root = root_of(nid)
+        rnode = g.nodes[root]
+        if rnode.op not in ("input", "param") or g.nodes[nid].dtype != "f32":
+            raise AnalysisError(f"{g.nodes[nid].origin}: {refusal}")
+        if rnode.op == "input":
+            name, pyexpr = rnode.attrs["name"], rnode.attrs["name"]
+        else:
+            name, pyexpr = rnode.attrs["path"].replace(".", "_"), "self." + rnode.attrs["path"]
+        name = AC._ident(name)
+        while name in used or name in ("out", "workspace", "tiling"):
+            name += "_"
+        used.add(name)
+        out.append((name, pyexpr, root))
+    return out
+
 def prepare(plan: Plan, task_name: str, task_source: str = "") -> CubeOp:
     """A gemm stage as one cube operator, or AnalysisError naming what the template cannot do."""
     from evokernel.generators.template import ascend_codegen as AC
@@ -165,24 +191,9 @@ def prepare(plan: Plan, task_name: str, task_source: str = "") -> CubeOp:
     epilogue = [] if relu else chain
     if root_of(g.output) != cur:
         raise AnalysisError("the output is not produced by the matmul kernel")
-    exts: list[CubeExt] = []
-    used: set[str] = set()
-    for nid, default in ((a_id, "a"), (b_id, "b"), (bias_id, "bias")):
-        if nid is None:
-            continue
-        root = root_of(nid)
-        rnode = g.nodes[root]
-        if rnode.op not in ("input", "param") or g.nodes[nid].dtype != "f32":
-            raise AnalysisError(f"{g.nodes[nid].origin}: matmul operands must be inputs or parameters")
-        if rnode.op == "input":
-            name, pyexpr = rnode.attrs["name"], rnode.attrs["name"]
-        else:
-            name, pyexpr = rnode.attrs["path"].replace(".", "_"), "self." + rnode.attrs["path"]
-        name = AC._ident(name)
-        while name in used or name in ("out", "workspace", "tiling"):
-            name += "_"
-        used.add(name)
-        exts.append(CubeExt(name, pyexpr, root))
+    exts = [CubeExt(*o) for o in kernel_operands(g, (a_id, b_id, bias_id), root_of,
+                                                 "matmul operands must be inputs or parameters")]
+    used = {e.name for e in exts}
     init_source = g.init_source if (not task_source or AC.own_init(task_source)) else ""
     if row_op is not None:  # the row program's own operands (residuals, norm weights) follow the cube's
         for e in row_op.exts:
