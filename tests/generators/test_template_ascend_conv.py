@@ -13,6 +13,8 @@ from evokernel.generators.template import ascend_schedules as AS
 from evokernel.generators.template.generator import ascend_op_for
 from evokernel.tasks import load_task
 
+from template_cases import draft, write_tasks
+
 from kernelbench_files import KB, needs_kernelbench
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed by the ascend-sim emulator")
@@ -75,13 +77,7 @@ REFUSED = {
 
 @pytest.fixture(scope="module")
 def tasks(tmp_path_factory):
-    d = tmp_path_factory.mktemp("conv-tasks")
-    out = {}
-    for name, spec in {**CASES, **{k: v[0] for k, v in REFUSED.items()}}.items():
-        p = d / f"{name}.py"
-        p.write_text(TASK.format(**spec))
-        out[name] = load_task(p)
-    return out
+    return write_tasks(tmp_path_factory.mktemp("conv-tasks"), TASK, CASES, REFUSED)
 
 
 @pytest.fixture(scope="module")
@@ -89,8 +85,7 @@ def gen():
     return TemplateGenerator()
 
 
-def _draft(gen, task, seed=3):
-    return gen.generate(GenerationRequest(task=task, stage="draft", backend="ascend-sim", seed=seed))
+_draft = draft
 
 
 def _feasible(ascend_verifier, task, source):

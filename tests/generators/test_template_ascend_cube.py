@@ -13,6 +13,8 @@ from evokernel.generators.template import ascend_schedules as AS
 from evokernel.generators.template.generator import ascend_op_for
 from evokernel.tasks import load_task
 
+from template_cases import draft, write_tasks
+
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed by the ascend-sim emulator")
 
 TASK = '''"""{doc}"""
@@ -78,13 +80,7 @@ REFUSED = {
 
 @pytest.fixture(scope="module")
 def tasks(tmp_path_factory):
-    d = tmp_path_factory.mktemp("cube-tasks")
-    out = {}
-    for name, spec in {**CASES, **{k: v[0] for k, v in REFUSED.items()}}.items():
-        p = d / f"{name}.py"
-        p.write_text(TASK.format(**spec))
-        out[name] = load_task(p)
-    return out
+    return write_tasks(tmp_path_factory.mktemp("cube-tasks"), TASK, CASES, REFUSED)
 
 
 @pytest.fixture(scope="module")
@@ -92,8 +88,7 @@ def gen():
     return TemplateGenerator()
 
 
-def _draft(gen, task, seed=3):
-    return gen.generate(GenerationRequest(task=task, stage="draft", backend="ascend-sim", seed=seed))
+_draft = draft
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
