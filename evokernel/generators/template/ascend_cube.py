@@ -147,10 +147,9 @@ def prepare(plan: Plan, task_name: str, task_source: str = "") -> CubeOp:
         raise AnalysisError(f"the task has {len(gemms)} matmuls: the cube template writes one matmul and its "
                             "epilogue (one kernel)")
     rest = plan.stages[1:]
-    if len(rest) > 1 or (rest and rest[0].family != "row"):
-        fams = " -> ".join(s.family for s in plan.stages)
-        raise AnalysisError(f"the task needs {len(plan.stages)} kernels ({fams}): after the matmul the cube "
-                            "template writes one row program (elementwise, row reductions and normalisations)")
+    from evokernel.generators.template import ascend_cube_norms as NORMS
+
+    NORMS.check_rest(plan)  # one row region, or regions around one GroupNorm / training-mode BatchNorm
     bias_id, chain = None, []
     cur = st.anchor
     nodes = list(st.nodes)
@@ -163,7 +162,7 @@ def prepare(plan: Plan, task_name: str, task_source: str = "") -> CubeOp:
     cut = cur
     row_region: list[int] | None = None
     if rest:
-        row_region = nodes + list(rest[0].nodes)
+        row_region = nodes + NORMS.rest_nodes(rest)
     for nid in nodes if row_region is None else []:
         n = g.nodes[nid]
         if n.op == "unary" and cur in n.args:
@@ -197,7 +196,7 @@ def prepare(plan: Plan, task_name: str, task_source: str = "") -> CubeOp:
     init_source = g.init_source if (not task_source or AC.own_init(task_source)) else ""
     if row_op is not None:  # the row program's own operands (residuals, norm weights) follow the cube's
         for e in row_op.exts:
-            if e.nid != cut and all(x.root != e.root for x in exts):
+            if e.nid != cut and e.pyexpr and all(x.root != e.root for x in exts):  # (no pyexpr: computed)
                 name = e.name
                 while name in used or name in ("out", "workspace", "tiling", "slot"):
                     name += "_"
@@ -232,7 +231,7 @@ def geometry(op: CubeOp, knobs: dict[str, Any], cores: int = CUBE_CORES) -> dict
         from evokernel.generators.template import ascend_cube_rows as ROWS
 
         rg = ROWS.row_geometry(op.row_op, knobs, bm)
-        if rg is None:
+        if rg is None or not ROWS.split_ok(op.row_op, knobs):
             return None
         if knobs.get("row_split", "block") == "block":
             geo.update(blockDim=min(tiles_m, cores))
@@ -650,7 +649,9 @@ def _row_sets(rg: Any) -> str:
 
 def _workspace(op: CubeOp, rows: bool, split: str = "block") -> str:
     if rows and split == "all":  # the whole of C (the task's dtype)
-        return f"static_cast<size_t>(M) * N * sizeof({'half' if op.half else 'float'});  // MIX: C, whole"
+        from evokernel.generators.template import ascend_cube_cols as COLS  # (+ a BatchNorm's statistics)
+
+        return f"static_cast<size_t>(M) * N * sizeof({'half' if op.half else 'float'}){COLS.workspace_extra(op)};  // MIX: C, whole"
     if rows:  # a row block of C (all N, the task's dtype) per AI core
         return ("static_cast<size_t>(tiles < cubeCores ? tiles : cubeCores) * BASE_M * N * "
                 f"sizeof({'half' if op.half else 'float'});  // MIX: one row block of C per AI core")

@@ -30,7 +30,9 @@ def prepare_rows(plan: Plan, cut: int, region: list[int], task_name: str, task_s
     """The row program over the matmul's output (node ``cut``) as an ``ascend_codegen.AscendOp`` whose input
     ``mm`` is C; raises AnalysisError with the vector template's reason when it cannot be written."""
     from evokernel.generators.template import ascend_codegen as AC
+    from evokernel.generators.template import ascend_cube_norms as NORMS
 
+    plan, cut, region, norm = NORMS.rewrite(plan, cut, region)  # a GroupNorm / BatchNorm made row-programmable
     g = plan.graph
     root_of = lambda nid: plan.aliases.get(nid, nid)  # noqa: E731
     inside = set(region)
@@ -62,7 +64,21 @@ def prepare_rows(plan: Plan, cut: int, region: list[int], task_name: str, task_s
         raise AnalysisError("after the matmul: a reduction over the whole output (only per-row results and "
                             "full tensors are written from the vector cores' row blocks)")
     op.family = "ascend_row"  # always the row program (its flat form splits the tensor, not rows)
+    op.norm = norm  # type: ignore[attr-defined]  # None, or the GroupNorm / BatchNorm rewrite
+    for e in op.exts:
+        if norm is not None and e.root in norm.internal:
+            e.pyexpr = ""  # computed by the kernel (the batch statistics): not an operand of the operator
     return op
+
+
+def groups_of(row_op: Any) -> int:
+    norm = getattr(row_op, "norm", None)
+    return norm.groups if norm is not None else 1
+
+
+def batch_norm_of(row_op: Any) -> Any:
+    norm = getattr(row_op, "norm", None)
+    return norm.bn if norm is not None else None
 
 
 def row_knobs(knobs: dict[str, Any]) -> dict[str, Any]:
@@ -70,6 +86,11 @@ def row_knobs(knobs: dict[str, Any]) -> dict[str, Any]:
     streamed; count forms; single-buffered queues (the cube's buffer_num is its own)."""
     return {"tile": 8192, "buffer_num": 1, "blocks": "all", "vec_form": "count",
             "row_mode": str(knobs.get("row_mode", "resident"))}
+
+
+def split_ok(row_op: Any, knobs: dict[str, Any]) -> bool:
+    """A training-mode BatchNorm's statistics are over all M rows: C must be whole (``row_split = all``)."""
+    return batch_norm_of(row_op) is None or knobs.get("row_split", "block") == "all"
 
 
 def row_geometry(row_op: Any, knobs: dict[str, Any], base_m: int) -> tuple[dict[str, Any], Any, str, dict[str, int]] | None:
@@ -83,7 +104,7 @@ def row_geometry(row_op: Any, knobs: dict[str, Any], base_m: int) -> tuple[dict[
         text, consts = AC.RowKernel(row_op, rk).render("__CLS__", "__TILING__")
         geo = AC.geometry(dataclasses.replace(row_op, rows=half_rows), rk, consts, cores=1)
         if geo is not None:
-            return rk, consts, text, geo
+            return rk, consts, text, {**geo, "groups": groups_of(row_op)}
     return None
 
 
@@ -96,43 +117,73 @@ def row_class(row_op: Any, text: str, cls: str, tiling_cls: str, cube_exts: list
     Returns the text and the row program's kernel arguments (the cube's names for shared inputs)."""
     T = "half" if getattr(row_op.graph, "half", False) else "float"
     by_root = {e.root: e.name for e in cube_exts}
+    grouped = groups_of(row_op) > 1
     names: list[str] = []
     sets = ["myRows = rows;"]
+    # a GroupNorm's row program runs per group: rows of N (the group's S columns) at a row stride of LD
+    ld, g0 = ("LD", " + g0") if grouped else ("N", "")
+    span = "span" if grouped else "static_cast<uint64_t>(rows) * N"
+    if grouped:
+        sets += ["uint64_t g0 = static_cast<uint64_t>(grp) * N;  // the group's first column",
+                 "uint64_t span = static_cast<uint64_t>(rows - 1) * LD + N;"]
     for e in row_op.exts:
         is_c = row_op.graph.nodes[e.root].attrs.get("index") == -1  # the matmul's output, in the slot
         arg = "slot" if is_c else by_root.get(e.root, e.name)
         names.append(arg)
         if arg == "slot":
-            sets.append(f"gm_{e.name}.SetGlobalBuffer((__gm__ {T}*)slot, static_cast<uint64_t>(rows) * N);")
+            sets.append(f"gm_{e.name}.SetGlobalBuffer((__gm__ {T}*)slot{g0}, {span});")
         elif e.role == "J":
-            sets.append(f"gm_{e.name}.SetGlobalBuffer((__gm__ {T}*){arg} + firstRow * N, "
-                        "static_cast<uint64_t>(rows) * N);")
+            sets.append(f"gm_{e.name}.SetGlobalBuffer((__gm__ {T}*){arg} + firstRow * {ld}{g0}, {span});")
         elif e.role == "R":
             sets.append(f"gm_{e.name}.SetGlobalBuffer((__gm__ {T}*){arg} + firstRow, rows);")
+        elif e.role == "C" and grouped:
+            sets.append(f"gm_{e.name}.SetGlobalBuffer((__gm__ {T}*){arg} + g0, N);")
     if row_op.out_kind == "J":
-        sets.append(f"gm_out.SetGlobalBuffer((__gm__ {T}*)out + firstRow * N, static_cast<uint64_t>(rows) * N);")
+        sets.append(f"gm_out.SetGlobalBuffer((__gm__ {T}*)out + firstRow * {ld}{g0}, {span});")
     else:
         sets.append(f"gm_out.SetGlobalBuffer((__gm__ {T}*)out + firstRow, rows);")
     sets.append("Process();")
     params = ", ".join(f"GM_ADDR {n}" for n in names)
-    method = ["    // one call: `rows` rows of C from the workspace slot, the output's rows from firstRow on",
-              f"    __aicore__ inline void Rows({params}, GM_ADDR out, uint64_t firstRow, uint32_t rows)",
+    grp = ", uint32_t grp" if grouped else ""
+    method = ["    // one call: `rows` rows of C from the workspace slot, the output's rows from firstRow on" +
+              (" (group grp's columns)" if grouped else ""),
+              f"    __aicore__ inline void Rows({params}, GM_ADDR out, uint64_t firstRow, uint32_t rows{grp})",
               "    {"] + ["        " + s for s in sets] + ["    }", ""]
     text = text.replace("__CLS__", cls).replace("__TILING__", tiling_cls)
+    if grouped:
+        text = strided(text, T)
     i = text.index("\nprivate:\n")
     return text[:i + 1] + "\n".join(method) + text[i + 1:], names
 
 
-ROW_FIELDS = ["rows", "cols", "rowsPerBlock", "bigBlocks", "tileRows", "chunk", "kPad", "cPad"]
+ROW_FIELDS = ["rows", "cols", "rowsPerBlock", "bigBlocks", "tileRows", "chunk", "kPad", "cPad", "rowStride"]
+
+
+def strided(text: str, T: str) -> str:
+    """The row class reading and writing rows of N values at a row stride of LD (a GroupNorm's group of
+    columns): GM offsets, DataCopyPad gaps and the dense (one contiguous copy) tests."""
+    def sub(old: str, new: str) -> None:
+        nonlocal text
+        assert old in text, old
+        text = text.replace(old, new)
+
+    sub("bool dense = (ccp == cc) && (kk == 1 || cc == N);", "bool dense = (ccp == cc) && (kk == 1 || (cc == N && LD == N));")
+    sub("[static_cast<uint64_t>(row0) * N + c0]", "[static_cast<uint64_t>(row0) * LD + c0]")
+    sub(f"static_cast<uint32_t>((N - cc) * sizeof({T}))", f"static_cast<uint32_t>((LD - cc) * sizeof({T}))")
+    sub("uint64_t at = static_cast<uint64_t>(row0) * N + c0;", "uint64_t at = static_cast<uint64_t>(row0) * LD + c0;")
+    sub("if ((ccp == cc) && (kk == 1 || cc == N)) {", "if ((ccp == cc) && (kk == 1 || (cc == N && LD == N))) {")
+    sub("uint32_t N = 0, tileRows = 0,", "uint32_t N = 0, LD = 0, tileRows = 0,")
+    sub("        N = t.cols;\n", "        N = t.cols;\n        LD = t.rowStride;\n")
+    return text
 
 
 def host_row_fields() -> str:
     """The row program's tiling fields: a call covers at most half a row block (rowsPerBlock and bigBlocks 0:
     the rows come with each call)."""
     return "".join(f"    tiling.set_{f}({v});\n" for f, v in
-                   (("rows", "M"), ("cols", "N"), ("rowsPerBlock", 0), ("bigBlocks", 0),
+                   (("rows", "M"), ("cols", "N / ROW_GROUPS"), ("rowsPerBlock", 0), ("bigBlocks", 0),
                     ("tileRows", "ROW_TILE_ROWS"), ("chunk", "ROW_CHUNK"), ("kPad", "ROW_K_PAD"),
-                    ("cPad", "ROW_C_PAD")))
+                    ("cPad", "ROW_C_PAD"), ("rowStride", "N")))
 
 
 def row_constants(geo: dict[str, Any], align: int, N: int) -> str:
@@ -141,6 +192,8 @@ def row_constants(geo: dict[str, Any], align: int, N: int) -> str:
     cpad = (chunk + align - 1) // align * align
     return (f"// the vector cores' row program, sized for rows of N = {N} in the 192 KiB Unified Buffer\n"
             f"constexpr uint32_t ROW_N = {N};\n"
+            f"constexpr uint32_t ROW_GROUPS = {int(geo.get('groups', 1))};  // the row program per group of "
+            "N / ROW_GROUPS columns (GroupNorm)\n"
             f"constexpr uint32_t ROW_TILE_ROWS = {k};\nconstexpr uint32_t ROW_CHUNK = {chunk};\n"
             f"constexpr uint32_t ROW_K_PAD = {kpad};\nconstexpr uint32_t ROW_C_PAD = {cpad};\n")
 
@@ -232,13 +285,21 @@ def mix_rows(op: Any, knobs: dict[str, Any], text: str, T: str, tiling_cls: str)
             CrossCoreWaitFlag(0);  // this AI core's cube core has written the row block
             if (rows > 0) {{
                 GM_ADDR slot = workspace + (static_cast<uint64_t>(core) * baseM + r0) * N * sizeof({T});
-                op.Rows({call_args}, out, m0 + r0, rows);
+                {_rows_call(op.row_op, call_args, "m0 + r0")}
             }}
             CrossCoreSetFlag<2, PIPE_MTE3>(1);  // done with the slot
         }}
     }}
 }}"""
     return text[:i] + rcls + "\n\n" + entry
+
+
+def _rows_call(row_op: Any, args: str, first: str) -> str:
+    """The vector core's call of the row program on its rows (once per group of columns for a GroupNorm)."""
+    if groups_of(row_op) == 1:
+        return f"op.Rows({args}, out, {first}, rows);"
+    return (f"for (uint32_t grp = 0; grp < tiling_data.N / tiling_data.cols; ++grp) {{  // each group of columns\n"
+            f"                    op.Rows({args}, out, {first}, rows, grp);\n                }}")
 
 
 def _mix_rows_all(op: Any, text: str, T: str, tiling_cls: str, rg: Any, cls: str) -> str:
@@ -262,6 +323,14 @@ def _mix_rows_all(op: Any, text: str, T: str, tiling_cls: str, rg: Any, cls: str
     init_args = ", ".join("workspace" if n == "slot" else n for n in names)
     exts = ", ".join(f"GM_ADDR {e.name}" for e in op.exts)
     i = text.index('extern "C" __global__ __aicore__ void')
+    rows_op = f"        {cls}Rows op;\n        op.Init({init_args}, out, tiling_data);\n"
+    vec_start = rows_op + "        SyncAll<false>();\n"
+    bn = batch_norm_of(op.row_op)
+    if bn is not None:  # a training-mode BatchNorm: its column statistics first (their own pipe, then the rows')
+        from evokernel.generators.template import ascend_cube_cols as COLS
+
+        vec_start = "        SyncAll<false>();\n" + COLS.vector_phase(op, bn, T) + rows_op
+        rcls = COLS.stats_class(op, bn, tiling_cls) + "\n" + rcls
     entry = f"""extern "C" __global__ __aicore__ void {op.kernel_name}({exts}, GM_ADDR out, GM_ADDR workspace, GM_ADDR tiling)
 {{
     KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);  // per block: the cube core and two vector cores
@@ -272,17 +341,14 @@ def _mix_rows_all(op: Any, text: str, T: str, tiling_cls: str, rg: Any, cls: str
         op.Process();
     }} else {{
         // the vector cores: once C is whole, an equal share of its rows each
-        {cls}Rows op;
-        op.Init({init_args}, out, tiling_data);
-        SyncAll<false>();
-        uint32_t M = tiling_data.M, N = tiling_data.N;
+{vec_start}        uint32_t M = tiling_data.M, N = tiling_data.N;
         uint32_t cores = GetBlockNum() * GetTaskRation(), idx = GetBlockIdx();
         uint32_t share = M / cores, extra = M % cores;
         uint32_t first = idx * share + (idx < extra ? idx : extra);
         uint32_t rows = share + (idx < extra ? 1 : 0);
         if (rows > 0) {{
             GM_ADDR slot = workspace + static_cast<uint64_t>(first) * N * sizeof({T});
-            op.Rows({", ".join(names)}, out, first, rows);
+            {_rows_call(op.row_op, ", ".join(names), "first")}
         }}
     }}
 }}"""
