@@ -19,8 +19,8 @@ before the slot takes the next tile.
 
 Anything more after the matmul -- its output read twice, full-tensor or per-row operands, row reductions and
 normalisations over N (softmax, logsumexp, sums, layer/RMS norm) -- is a row program on the vector cores
-over whole rows of C (``ascend_cube_rows.py``). Batched matmul: ``ascend_cube_batch.py``; the split-K knob
-(float32, cube-only): ``ascend_cube_splitk.py``.
+over whole rows of C (``ascend_cube_rows.py``). Batched matmul: ``ascend_cube_batch.py``; the split-K knobs
+(atomic adds in float32, a float workspace summed by the vector cores otherwise): ``ascend_cube_splitk.py``.
 
 A float32 B given as K x N goes into L1 as 16-row bands (Zz, 16 x 8 fractals) and into L0B through
 ``LoadDataWithTranspose`` (each 16 x 16 square of two neighbouring fractals becomes two Zn fractals).
@@ -222,9 +222,14 @@ def geometry(op: CubeOp, knobs: dict[str, Any], cores: int = CUBE_CORES) -> dict
     if split > 1:
         from evokernel.generators.template import ascend_cube_splitk as SPLITK
 
-        if not SPLITK.allowed(op) or -(-op.K // bk) < 2:
+        if SPLITK.refusal(op, knobs) is not None:
             return None
         tiles *= SPLITK.k_chunk(op.K, bk, split)[1]
+    if knobs.get("a_resident"):  # A's row block in L1 for all its N tiles (ascend_cube_resident.py)
+        from evokernel.generators.template import ascend_cube_resident as RES
+
+        if RES.refusal(op, knobs) is not None:
+            return None
     geo = {"baseM": bm, "baseN": bn, "baseK": bk, "tilesM": tiles_m, "tilesN": tiles_n,
            "blockDim": min(tiles, cores), "kSteps": -(-op.K // bk)}
     if op.row_op is not None:  # a block's work is a row block (all N): the vector cores' row program needs it
@@ -259,7 +264,9 @@ def render_project(op: CubeOp, knobs: dict[str, Any]) -> tuple[dict[str, str], N
         fields.append("batch")
     split = int(knobs.get("split_k", 1)) if geo is not None else 1
     if split > 1:
-        fields += ["splitK", "kChunk"]
+        from evokernel.generators.template import ascend_cube_splitk as SPLITK
+
+        fields += SPLITK.tiling_fields(op, knobs)
     tiling = "\n".join(['#include "register/tilingdata_base.h"', "", "namespace optiling {",
                         f"BEGIN_TILING_DATA_DEF({tiling_cls})"] +
                        [f"  TILING_DATA_FIELD_DEF(uint32_t, {f});" for f in fields] +
@@ -349,8 +356,9 @@ OP_ADD({op.op_type});
     if split > 1:
         from evokernel.generators.template import ascend_cube_splitk as SPLITK
 
-        alloc = alloc.replace("at::empty(", "at::zeros(") + "  // split-K: the K ranges add into it"
-        host = SPLITK.splitk_host(host, split)
+        if SPLITK.mode(op, knobs) == "atomic":
+            alloc = alloc.replace("at::empty(", "at::zeros(") + "  // split-K: the K ranges add into it"
+        host = SPLITK.splitk_host(op, knobs, host, split)
     bind = AC.binding_source(op.kernel_name, op.op_type, params, alloc, args, "matmul on the cube unit")
     model = AC.model_source(op.init_source, op.graph.input_names, op.kernel_name, ", ".join(e.pyexpr for e in op.exts))
     parts = {"project_json_src": json.dumps(desc, indent=4), "host_tiling_src": tiling, "host_operator_src": host,
@@ -609,6 +617,10 @@ extern "C" __global__ __aicore__ void {op.kernel_name}({", ".join(f"GM_ADDR {e.n
     op.Init({", ".join(e.name for e in op.exts)}, out, tiling_data);
     op.Process();
 }}"""
+    if knobs.get("a_resident") and geometry(op, knobs) is not None:
+        from evokernel.generators.template import ascend_cube_resident as RES
+
+        return RES.resident(op, knobs, text, T, tiling_cls)
     if op.row_op is not None:
         from evokernel.generators.template import ascend_cube_rows as ROWS
 
@@ -620,7 +632,7 @@ extern "C" __global__ __aicore__ void {op.kernel_name}({", ".join(f"GM_ADDR {e.n
     if int(knobs.get("split_k", 1)) > 1 and geometry(op, knobs) is not None:
         from evokernel.generators.template import ascend_cube_splitk as SPLITK
 
-        text = SPLITK.splitk_kernel(op, text, T)
+        return SPLITK.splitk_kernel(op, knobs, text, T, tiling_cls)  # atomic adds, or its own MIX kernel
     return _mixed(op, text, T, tiling_cls) if op.mix else text
 
 

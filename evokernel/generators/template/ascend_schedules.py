@@ -21,8 +21,13 @@ cores, large transfers and few passes over GM):
 * ``row_split``   (``ascend_cube`` with a row program after the matmul) ``all``: C whole in the workspace,
                   SyncAll, then every vector core takes a share of the rows; ``block``: per AI core, row block
                   by row block through a workspace slot and cross-core flags;
-* ``split_k``     (``ascend_cube``, float32 cube-only without ReLU or batch) K in 1, 2 or 4 ranges, each range's
-                  partial C added into the zero-filled output with SetAtomicAdd on the Fixpipe.
+* ``split_k``     (``ascend_cube`` without batch or row program) K in 1, 2 or 4 ranges; ``split_sum`` ``auto``:
+                  float32 without ReLU or vector epilogue adds each range's partial C into the zero-filled
+                  output with SetAtomicAdd on the Fixpipe, anything else (float16, ReLU, an epilogue) writes
+                  float partials to a workspace that the vector cores sum after SyncAll (a MIX kernel);
+                  ``workspace``: that MIX kernel for float32 too (ascend_cube_splitk.py);
+* ``a_resident``  (``ascend_cube``) a row block of A (base_m x K) loaded into L1 once and reused for every N tile
+                  of the row block (tiles in contiguous row-major ranges per core); None when it overflows L1.
 """
 from __future__ import annotations
 
@@ -43,7 +48,8 @@ FAMILY_KNOBS: dict[str, dict[str, list[Any]]] = {
                          "vec_form": ["count", "repeat"]},
     # matmul on the cube unit (ascend_cube.py): the L0C tile (base_m x base_n), the K step, L1/L0 buffering
     "ascend_cube": {"base_m": [64, 128, 256], "base_n": [64, 128, 256], "base_k": [32, 64, 128, 256],
-                    "buffer_num": [1, 2], "row_split": ["all", "block"], "split_k": [1, 2, 4]},
+                    "buffer_num": [1, 2], "row_split": ["all", "block"], "split_k": [1, 2, 4],
+                    "split_sum": ["auto", "workspace"], "a_resident": [False, True]},
 }
 # convolution on the vector cores (ascend_conv.py): output channels per pass, the input-row queue's buffers, cores
 FAMILY_KNOBS["ascend_conv"] = {"co_tile": [8, 16, 32, 64], "buffer_num": [1, 2], "blocks": ["all", "half"],
@@ -52,7 +58,7 @@ FAMILY_KNOBS["ascend_conv"] = {"co_tile": [8, 16, 32, 64], "buffer_num": [1, 2],
 # the draft: single buffer, a moderate tile, every core, the simplest instruction forms, multi-pass rows
 CONSERVATIVE: dict[str, Any] = {"tile": 4096, "buffer_num": 1, "blocks": "all", "vec_form": "count",
                                 "row_mode": "stream", "base_m": 64, "base_n": 64, "base_k": 32,
-                                "row_split": "all", "split_k": 1}
+                                "row_split": "all", "split_k": 1, "split_sum": "auto", "a_resident": False}
 
 
 TRANSFORMS: list[tuple[str, dict[str, Any]]] = [
@@ -88,6 +94,12 @@ TRANSFORMS: list[tuple[str, dict[str, Any]]] = [
     ("split_k_2", {"split_k": 2}),
     ("split_k_4", {"split_k": 4}),
     ("split_k_1", {"split_k": 1}),
+    # split-K's partial sums through the float workspace and the vector cores, and back to atomic adds
+    ("split_sum_workspace", {"split_sum": "workspace"}),
+    ("split_sum_auto", {"split_sum": "auto"}),
+    # a row block of A kept in L1 for all its N tiles (one long copy instead of one per tile and K step)
+    ("a_resident", {"a_resident": True}),
+    ("a_per_tile", {"a_resident": False}),
 ]
 # conv (ascend_conv): more output channels per pass reuse each loaded input row for more Axpys (more UB)
 TRANSFORMS += [("co_tile_32", {"co_tile": 32}), ("co_tile_64", {"co_tile": 64}), ("co_tile_16", {"co_tile": 16}),
