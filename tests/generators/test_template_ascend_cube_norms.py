@@ -1,0 +1,203 @@
+"""GroupNorm and training-mode BatchNorm after a matmul in the cube template (ascend_cube_norms.py,
+ascend_cube_cols.py): npu_l2 19 (GroupNorm) and 20 (BatchNorm1d with batch statistics) draft feasible through
+the real ascend-sim verifier and their refined variants stay feasible; the kernels that would beat the checks
+(a GroupNorm normalised over whole rows, batch statistics over one vector core's rows, the statistics read
+without the vector cores' barrier) are refused; what stays refused is refused by name."""
+import shutil
+from pathlib import Path
+
+import pytest
+
+from evokernel.generators.base import GenerationError
+from evokernel.generators.template import TemplateGenerator
+from evokernel.generators.template import ascend_schedules as AS
+from evokernel.generators.template.generator import ascend_op_for
+from evokernel.tasks import load_task
+
+from template_cases import draft, write_tasks
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed by the ascend-sim emulator")
+
+GROUPNORM, BATCHNORM = "npu_l2/19_linear_groupnorm.py", "npu_l2/20_linear_batchnorm.py"
+
+TASK = '''"""{doc}"""
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+{init_body}
+
+    def forward(self, {args}):
+        return {expr}
+
+
+def get_inputs():
+    return [{inputs}]
+
+
+def get_init_inputs():
+    return []
+'''
+
+CASES = {
+    # a residual (full tensor) and a per-column operand before the GroupNorm, groups of 8 columns (one 32-byte
+    # block), M not a multiple of the row block
+    "residual_groupnorm": dict(doc="groupnorm(linear(x) + r) * w", args="x, r",
+                               init_body="        self.fc = nn.Linear(64, 96)\n        self.gn = nn.GroupNorm(12, 96)\n"
+                                         "        self.w = nn.Parameter(torch.randn(96))",
+                               expr="self.gn(self.fc(x) + r) * self.w",
+                               inputs="torch.randn(150, 64), torch.randn(150, 96)"),
+    # a BatchNorm without affine parameters and a softmax over the features after it (KernelBench 84 in kind)
+    "batchnorm_softmax": dict(doc="softmax(batchnorm(linear(x)))", args="x",
+                              init_body="        self.fc = nn.Linear(48, 128)\n"
+                                        "        self.bn = nn.BatchNorm1d(128, affine=False)",
+                              expr="torch.softmax(self.bn(self.fc(x)) * 2.0, dim=1)", inputs="torch.randn(300, 48)"),
+}
+REFUSED = {
+    "groupnorm_rowmin": (dict(doc="a row min after a GroupNorm", args="x",
+                              init_body="        self.fc = nn.Linear(32, 64)\n        self.gn = nn.GroupNorm(4, 64)",
+                              expr="torch.amin(self.gn(self.fc(x)), dim=1)", inputs="torch.randn(64, 32)"),
+                         "a reduction over the output features next to a GroupNorm"),
+    "maxpool": (dict(doc="a max pool along the features after the matmul", args="x",
+                     init_body="        self.fc = nn.Linear(32, 64)\n        self.pool = nn.MaxPool1d(2)",
+                     expr="self.pool(self.fc(x).unsqueeze(1)).squeeze(1)", inputs="torch.randn(64, 32)"),
+                "gemm -> pool"),
+    "eval_batchnorm": (dict(doc="an eval-mode BatchNorm after the matmul", args="x",
+                            init_body="        self.fc = nn.Linear(32, 64)\n        self.bn = nn.BatchNorm1d(64)\n"
+                                      "        self.eval()",
+                            expr="self.bn(self.fc(x))", inputs="torch.randn(64, 32)"),
+                       "eval-mode batch norm"),
+    "batchnorm_fp16": (dict(doc="a BatchNorm after a float16 matmul", args="a, b",
+                            init_body="        self.bn = nn.BatchNorm1d(64).half()",
+                            expr="self.bn(a @ b)", inputs="torch.randn(64, 32, dtype=torch.float16), "
+                                                          "torch.randn(32, 64, dtype=torch.float16)"),
+                       "float16"),
+}
+
+
+@pytest.fixture(scope="module")
+def tasks(tmp_path_factory):
+    return write_tasks(tmp_path_factory.mktemp("cube-norm-tasks"), TASK, CASES, REFUSED)
+
+
+@pytest.fixture(scope="module")
+def gen():
+    return TemplateGenerator()
+
+
+def _check(ascend_verifier, task, source):
+    v = ascend_verifier.verify(task, source)
+    assert v.feasible, v.feedback
+    assert not v.details.get("emulator_warnings"), v.details.get("emulator_warnings")
+    return v
+
+
+def _all(gen, task):
+    sched = AS.make_schedule("ascend_cube", {**AS.CONSERVATIVE, "row_split": "all"}, "x")
+    source, _, geo = gen.render_ascend(task, ascend_op_for(task), sched)
+    assert geo is not None
+    return source
+
+
+def test_suite_groupnorm_and_batchnorm_draft_feasible(gen, suite_task, ascend_verifier):
+    task = suite_task(GROUPNORM)
+    g = draft(gen, task)
+    assert g.schedule["family"] == "ascend_cube" and "KERNEL_TYPE_MIX_AIC_1_2" in g.source
+    assert "constexpr uint32_t ROW_GROUPS = 12;" in g.source and "op.Rows(" in g.source
+    assert "uint32_t grp)" in g.source and "LD = t.rowStride;" in g.source
+    _check(ascend_verifier, task, g.source)
+    task = suite_task(BATCHNORM)
+    g = draft(gen, task)
+    assert "Stats stats;" in g.source and "SyncAll<true>();" in g.source and "Pass(cc0, w, true);" in g.source
+    _check(ascend_verifier, task, g.source)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_norms_with_operands_and_tails_are_feasible(gen, tasks, ascend_verifier, name):
+    _check(ascend_verifier, tasks[name], draft(gen, tasks[name]).source)
+
+
+@pytest.mark.parametrize("path", [GROUPNORM, BATCHNORM])
+def test_every_cube_transform_of_a_norm_is_feasible(gen, suite_task, ascend_verifier, path):
+    task = suite_task(path)
+    op = ascend_op_for(task)
+    base = AS.make_schedule("ascend_cube", dict(AS.CONSERVATIVE), "draft")
+    sigs, blocked = set(), 0
+    for t in AS.TRANSFORM_NAMES:
+        sched = AS.apply_transform(base, t)
+        if sched is None:
+            continue
+        source, sig, geo = gen.render_ascend(task, op, sched)
+        if geo is None:
+            blocked += sched.get("row_split") == "block"
+            continue
+        if sig in sigs:
+            continue
+        sigs.add(sig)
+        v = ascend_verifier.verify(task, source)
+        assert v.feasible, (sched, v.feedback)
+    assert len(sigs) >= 4
+    # batch statistics need C whole: the row-block hand-over has no geometry for the BatchNorm
+    assert (blocked > 0) == (path == BATCHNORM)
+
+
+def test_a_groupnorm_normalised_over_whole_rows_is_refused(gen, suite_task, ascend_verifier):
+    """What a GroupNorm that is really a LayerNorm (statistics over the whole row) would give: wrong values."""
+    task = suite_task(GROUPNORM)
+    good = _all(gen, task)
+    whole = good.replace("tiling.set_cols(N / ROW_GROUPS);", "tiling.set_cols(N);")
+    assert whole != good
+    v = ascend_verifier.verify(task, whole)
+    assert not v.feasible and "trial" in v.feedback
+
+
+def test_batch_statistics_over_one_cores_rows_are_refused(gen, suite_task, ascend_verifier):
+    """Statistics per vector core slice of rows (each column's mean and variance over the rows that core would
+    normalise, M / cores of them) instead of over all M: refused on the values."""
+    task = suite_task(BATCHNORM)
+    good = _all(gen, task)
+    bad = good.replace("        invM = 1.0f / static_cast<float>(M);\n",
+                       "        rowLo = M * GetBlockIdx() / (GetBlockNum() * GetTaskRation());\n"
+                       "        rowHi = M * (GetBlockIdx() + 1) / (GetBlockNum() * GetTaskRation());\n"
+                       "        invM = 1.0f / static_cast<float>(rowHi - rowLo);\n")
+    bad = bad.replace("for (uint32_t r0 = 0; r0 < M; r0 += BN_ROWS) {\n"
+                      "            uint32_t rr = M - r0 < BN_ROWS ? M - r0 : BN_ROWS;",
+                      "for (uint32_t r0 = rowLo; r0 < rowHi; r0 += BN_ROWS) {\n"
+                      "            uint32_t rr = rowHi - r0 < BN_ROWS ? rowHi - r0 : BN_ROWS;")
+    bad = bad.replace("    uint32_t M = 0, N = 0, c0 = 0, cw = 0;\n", "    uint32_t M = 0, N = 0, c0 = 0, cw = 0, "
+                      "rowLo = 0, rowHi = 0;\n")
+    assert bad.count("rowLo") == 4
+    v = ascend_verifier.verify(task, bad)
+    assert not v.feasible and "trial" in v.feedback, v.feedback
+
+
+def test_statistics_read_without_the_barrier_are_refused(gen, suite_task, ascend_verifier):
+    """The vector cores normalise with another core's column statistics without the SyncAll between the two
+    phases: the values happen to be there (the fibers run one after another), the race detector reports it."""
+    task = suite_task(BATCHNORM)
+    good = _all(gen, task)
+    bad = good.replace("        SyncAll<true>();  // every column's statistics are in GM", "        // (no barrier)")
+    assert bad != good
+    v = ascend_verifier.verify(task, bad)
+    assert not v.feasible and "cross_core_race" in v.feedback, v.feedback
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_what_stays_refused_is_named(tasks, name):
+    with pytest.raises(GenerationError, match=REFUSED[name][1]):
+        ascend_op_for(tasks[name])
+
+
+KERNELBENCH = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks" / "kernelbench" / "level2"
+
+
+@pytest.mark.skipif(not KERNELBENCH.is_dir(), reason="KernelBench's files are not here (../shared/benchmarks)")
+@pytest.mark.parametrize("name", ["30_Gemm_GroupNorm_Hardtanh", "37_Matmul_Swish_Sum_GroupNorm",
+                                  "33_Gemm_Scale_BatchNorm", "84_Gemm_BatchNorm_Scaling_Softmax"])
+def test_kernelbench_groupnorm_and_batchnorm_files(gen, ascend_verifier, name):
+    """KernelBench's own level-2 files (read in place, fitted to the emulator) the cube template refused before."""
+    task = load_task(KERNELBENCH / f"{name}.py", fit="auto", backend="ascend-sim")
+    _check(ascend_verifier, task, draft(gen, task).source)
