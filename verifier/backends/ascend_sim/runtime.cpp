@@ -213,6 +213,7 @@ struct Alloc {
     bool copy_back = false;
     std::vector<int32_t> writer;  // outputs: last writing block per byte (-1 none)
     std::vector<uint64_t> race;   // last kernel write per byte for race detection (race.h); empty until written
+    std::vector<uint32_t> race_rd;  // its unordered reads per byte (race.h: a read set id); empty until read
 };
 
 // All kernel arguments live in one shared-memory region mapped twice: a read/write view the runtime
@@ -396,6 +397,7 @@ struct Run {
     bool infer_shape_ok = false;
     std::vector<std::vector<int64_t>> infer_shapes;
     std::string printf_log;
+    std::string race_stats;  // the race detector's cost (race.h stats_json), empty when it was off
     GmRegion gm;
 };
 
@@ -945,35 +947,56 @@ namespace {
 race::State g_race;
 
 void race_access(Alloc* a, const char* instr, uint64_t start, uint64_t n, bool write, const char* file, int line) {
-    if (a->race.empty()) {
-        if (!write) return;  // nothing the kernel wrote: host data has no writer
-        a->race.assign(a->n, 0);
-    }
+    // inputs and the tiling are read-only by contract: their reads are tracked only once the kernel wrote them
+    const bool host_only = a->kind == AK_INPUT || a->kind == AK_TILING;
+    if (write && a->race.empty()) a->race.assign(a->n, 0);
+    if (!write && a->race_rd.empty() && !(host_only && a->race.empty())) a->race_rd.assign(a->n, 0);
+    if (a->race.empty() && a->race_rd.empty()) return;
     const bool atomic = write && g_blk.atomic_mode != 0;
     const bool skip_waw = write && !atomic && !a->writer.empty();
-    const race::Finding f = g_race.access(a->race.data(), start, n, write, atomic, skip_waw, file, line);
-    if (!f.bytes) return;
-    const uint32_t site = race::rec_site(f.rec);
-    if (!g_race.reported.insert({fmt("%s:%d", file ? file : "", line), site}).second) return;
-    const int w = f.who >= 0 ? f.who : 0;
-    const auto& ws = g_race.sites[site];
-    const std::string wat = ws.first ? fmt("%s:%d", ws.first, ws.second) : std::string("an unknown line");
+    const race::Findings fs = g_race.access(a->race.empty() ? nullptr : a->race.data(),
+                                            a->race_rd.empty() ? nullptr : a->race_rd.data(), start, n, write, atomic,
+                                            skip_waw, file, line);
     const bool mix = g_race.aicore[g_race.cur] >= 0;
-    const std::string by = race::rec_core(f.rec) == race::kGroup
-        ? fmt("several cores accumulated atomically (among them %s; the latest add at %s)", g_race.name[w].c_str(),
-              wat.c_str())
-        : fmt("%s wrote%s at %s", g_race.name[w].c_str(), (f.rec & race::kAtomicBit) ? " (atomic add)" : "",
-              wat.c_str());
-    violation(EVK_RULE_RACE, SEV_ERROR, file, line,
-              "%s's %s %s %llu byte(s) of %s '%s' (first at byte %llu) that %s, and nothing orders that write "
-              "before this %s: on the NPU the cores run at the same time, so the result is undefined (stale or "
-              "partial data; the emulator merely ran the writer first). Make the writer signal after its write and "
-              "wait for it here (%s), or put a SyncAll between them",
-              g_race.name[g_race.cur].c_str(), instr, write ? "writes" : "reads", static_cast<unsigned long long>(f.bytes),
-              kind_name(a->kind), a->name.c_str(), static_cast<unsigned long long>(f.first), by.c_str(),
-              write ? "write" : "read",
-              mix ? "CrossCoreSetFlag after the write, CrossCoreWaitFlag before this access"
-                  : "CrossCoreSetFlag/CrossCoreWaitFlag");
+    const std::string at = fmt("%s:%d", file ? file : "", line);
+    auto where = [](uint32_t site) {
+        const auto& ws = g_race.sites[site];
+        return ws.first ? fmt("%s:%d", ws.first, ws.second) : std::string("an unknown line");
+    };
+    const race::Finding& f = fs.raw;
+    if (f.bytes && g_race.reported.insert({at, race::rec_site(f.rec)}).second) {
+        const int w = f.who >= 0 ? f.who : 0;
+        const std::string wat = where(race::rec_site(f.rec));
+        const std::string by = race::rec_core(f.rec) == race::kGroup
+            ? fmt("several cores accumulated atomically (among them %s; the latest add at %s)", g_race.name[w].c_str(),
+                  wat.c_str())
+            : fmt("%s wrote%s at %s", g_race.name[w].c_str(), (f.rec & race::kAtomicBit) ? " (atomic add)" : "",
+                  wat.c_str());
+        violation(EVK_RULE_RACE, SEV_ERROR, file, line,
+                  "%s's %s %s %llu byte(s) of %s '%s' (first at byte %llu) that %s, and nothing orders that write "
+                  "before this %s: on the NPU the cores run at the same time, so the result is undefined (stale or "
+                  "partial data; the emulator merely ran the writer first). Make the writer signal after its write and "
+                  "wait for it here (%s), or put a SyncAll between them",
+                  g_race.name[g_race.cur].c_str(), instr, write ? "writes" : "reads",
+                  static_cast<unsigned long long>(f.bytes), kind_name(a->kind), a->name.c_str(),
+                  static_cast<unsigned long long>(f.first), by.c_str(), write ? "write" : "read",
+                  mix ? "CrossCoreSetFlag after the write, CrossCoreWaitFlag before this access"
+                      : "CrossCoreSetFlag/CrossCoreWaitFlag");
+    }
+    const race::Finding& r = fs.war;
+    if (r.bytes && g_race.reported.insert({"R " + at, race::rec_site(r.rec)}).second)
+        violation(EVK_RULE_RACE, SEV_ERROR, file, line,
+                  "%s's %s writes%s %llu byte(s) of %s '%s' (first at byte %llu) that %s read at %s, and nothing "
+                  "orders that read before this write: on the NPU the cores run at the same time, so the reader may "
+                  "get this new data (or a mix of old and new) instead of what it meant to read (the emulator merely "
+                  "ran the reader first). Make the reader signal after its read and wait for it here (%s), or put a "
+                  "SyncAll between them",
+                  g_race.name[g_race.cur].c_str(), instr, g_blk.atomic_mode ? " (atomic add)" : "",
+                  static_cast<unsigned long long>(r.bytes), kind_name(a->kind), a->name.c_str(),
+                  static_cast<unsigned long long>(r.first), g_race.name[r.who >= 0 ? r.who : 0].c_str(),
+                  where(race::rec_site(r.rec)).c_str(),
+                  mix ? "CrossCoreSetFlag after the read, CrossCoreWaitFlag before this write"
+                      : "CrossCoreSetFlag/CrossCoreWaitFlag");
 }
 }  // namespace
 
@@ -2437,6 +2460,9 @@ std::string report_json(const Run& r) {
         j.s += "]},";
     }
     j.key("blocks_run"); j.num(r.blocks.size()); j.s += ",";
+    if (!r.race_stats.empty()) {
+        j.key("race"); j.s += r.race_stats; j.s += ",";
+    }
     // summary
     uint64_t nf = 0, ne = 0, nw = 0;
     std::map<std::string, uint64_t> by_rule;
@@ -3246,6 +3272,14 @@ bool run_blocks(Run& r, evk_kernel_fn fn, std::vector<Arg>& args) {
         s.stop = true;
     }
     for (Fiber& f : s.fibers) free_fiber_stack(f);
+    if (g_race.on) {
+        uint64_t wb = 0, rb = 0;
+        for (const Alloc& a : r.allocs) {
+            wb += a.race.size() * sizeof(uint64_t);
+            rb += a.race_rd.size() * sizeof(uint32_t);
+        }
+        r.race_stats = g_race.stats_json(wb, rb);
+    }
     g_race.reset(0);
     for (auto& rep : s.reports)
         if (rep) r.blocks.push_back(std::move(*rep));

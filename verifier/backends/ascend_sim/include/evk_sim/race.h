@@ -4,26 +4,43 @@
 // The emulator runs the cores (blocks; in a MIX kernel each AIC and AIV) one after another as fibers, so a core
 // that reads GM bytes another core wrote sees the new data even when nothing orders the two; on the NPU the
 // cores run at the same time and the reader may see the old bytes. Every core keeps a vector clock; its own
-// entry (its epoch) ticks at each CrossCoreSetFlag and SyncAll. A kernel write of a GM byte records
-// (writer core, writer epoch, write site, atomic?) in one 64-bit word per byte of the allocation. A later read
-// or write of that byte by another core c is ordered after the write only if c's clock has caught up with the
-// writer's epoch, which happens through the synchronisation edges:
+// entry (its epoch) ticks at each CrossCoreSetFlag and SyncAll. Two accesses of a byte by different cores, at
+// least one a write, race unless a chain of synchronisations orders the first before the second:
 //   CrossCoreSetFlag -> the CrossCoreWaitFlag that consumes its increment (the waiter joins the setter's clock
 //     as of the set; a tally that needs several setters carries the join of all of them);
 //   SyncAll: every participant gets the join of all participants' clocks.
-// Writes while SetAtomicAdd (etc.) is on do not race with each other; a plain access does race with them. When
-// unordered atomic writes of several cores meet in one byte, its record names an accumulation group instead
-// of a core: the join of the contributors' clocks, so a later access must be ordered after all of them.
-// Bytes the host initialised (inputs, zero-filled outputs, tiling) have no writer. Only the LAST writer of a
-// byte is kept, and reads are not recorded: a read followed by another core's unordered write (write after
-// read) is not detected.
+//
+// Writes. A kernel write of a GM byte records (writer core, writer epoch, write site, atomic?) in one 64-bit
+// word per byte of the allocation. A later read or write of that byte by another core c is ordered after the
+// write only if c's clock has caught up with the writer's epoch. Writes while SetAtomicAdd (etc.) is on do not
+// race with each other; a plain access does race with them. When unordered atomic writes of several cores meet
+// in one byte, its record names an accumulation group instead of a core: the join of the contributors'
+// clocks, so a later access must be ordered after all of them. Only the last writer of a byte is kept (an
+// unordered write after it is itself reported).
+//
+// Reads (FastTrack-style). A kernel read records, in one 32-bit id per byte, the reads of that byte since its
+// last write that are not ordered before one another: an id names a read set, one (core, epoch, read site)
+// word per core, sorted by core; mostly a single read. A read by core c drops the entries ordered before it
+// (c's clock has caught up with them: a write ordered after c's read is ordered after them too) and c's own
+// older entry, then adds its own; read sets are hash-consed (one id per distinct set) and the transition
+// (set, read) -> set is memoised, so the bytes of a copy mostly share one id and many cores reading the same
+// bytes make a handful of sets. A write by core w races with every entry of another core that w's clock has
+// not caught up with (write after read: on the NPU the reader may see the new data); a plain write then clears
+// the byte's reads (an atomic add keeps them for the other cores' unordered adds). This also catches a racy
+// reader the emulator happened to run BEFORE its writer (block 0 reading block 1's part before block 1 ran):
+// block 1's write then meets block 0's unordered read.
+// Bytes the host initialised have no writer. Inputs and the tiling (read-only by contract; writing one is
+// input_written) are not read-tracked until the kernel writes them, so host data read by many cores costs
+// nothing; outputs, in/outs and the workspace are.
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <deque>
 #include <map>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -48,12 +65,49 @@ inline void join(Clock& dst, const Clock& src) {
         if (src[i] > dst[i]) dst[i] = src[i];
 }
 
-// What one access found: the bytes whose last write is not ordered before it.
+// What one access found: the bytes whose last write (raw: read/write after write) or an earlier read (war:
+// write after read) is not ordered before it.
 struct Finding {
     uint64_t bytes = 0;  // unordered bytes
     uint64_t first = 0;  // offset (in the allocation) of the first
-    uint64_t rec = 0;    // its record (writer, epoch, site, atomic)
-    int who = -1;        // an unordered writer (a core)
+    uint64_t rec = 0;    // its record (raw: writer, epoch, site, atomic; war: reader, epoch, read site)
+    int who = -1;        // an unordered writer or reader (a core)
+};
+struct Findings {
+    Finding raw, war;
+};
+
+// The read sets (see the header comment): id 0 no read; id i >= 1 sets[i - 1].
+struct ReadSets {
+    static constexpr uint32_t kMaxSets = 1u << 24;  // past this, reads stop being recorded (can only hide races)
+    std::vector<std::vector<uint64_t>> sets;
+    std::map<std::vector<uint64_t>, uint32_t> ids;
+    std::unordered_map<uint64_t, uint32_t> memo;  // (set id << 32 | read id) -> the set after that read
+    uint64_t last_word = 0;
+    uint32_t last_id = 0;
+    size_t widest = 0;     // the most cores in one set
+    bool saturated = false;
+
+    uint32_t intern(std::vector<uint64_t>&& v) {
+        auto it = ids.find(v);
+        if (it != ids.end()) return it->second;
+        if (sets.size() >= kMaxSets) {
+            saturated = true;
+            return 0;
+        }
+        if (v.size() > widest) widest = v.size();
+        sets.push_back(v);
+        const uint32_t id = static_cast<uint32_t>(sets.size());
+        ids.emplace(std::move(v), id);
+        return id;
+    }
+    // the id of the set holding one read (word: core, epoch, site)
+    uint32_t single(uint64_t word) {
+        if (word == last_word && last_id) return last_id;
+        last_word = word;
+        last_id = intern(std::vector<uint64_t>{word});
+        return last_id;
+    }
 };
 
 struct State {
@@ -68,7 +122,8 @@ struct State {
     std::vector<Clock> groups;           // accumulation groups: the join of their contributors' clocks
     std::vector<std::pair<const char*, int>> sites;
     std::map<std::pair<const char*, int>, uint32_t> site_ids;
-    std::set<std::pair<std::string, uint32_t>> reported;  // (access file:line, write site)
+    ReadSets reads;
+    std::set<std::pair<std::string, uint32_t>> reported;  // (access file:line, other site; "R " prefix: war)
     const char* last_file = nullptr;
     int last_line = -1;
     uint32_t last_site = 0;
@@ -112,6 +167,17 @@ struct State {
         last_line = line;
         last_site = id;
         return id;
+    }
+    // what the detector took, for the report (JSON object; record bytes summed over the allocations by the caller)
+    std::string stats_json(uint64_t write_record_bytes, uint64_t read_record_bytes) const {
+        char b[320];
+        std::snprintf(b, sizeof(b),
+                      "{\"cores\":%zu,\"write_record_bytes\":%llu,\"read_record_bytes\":%llu,\"read_sets\":%zu,"
+                      "\"widest_read_set\":%zu,\"read_sets_saturated\":%s,\"accumulation_groups\":%zu}",
+                      vc.size(), static_cast<unsigned long long>(write_record_bytes),
+                      static_cast<unsigned long long>(read_record_bytes), reads.sets.size(), reads.widest,
+                      reads.saturated ? "true" : "false", groups.size());
+        return b;
     }
     // CrossCoreSetFlag by core c: its clock goes into the tally `key` (or straight to the receivers).
     void set_into(std::pair<int, int> key, int c) { join(tally[key], snapshot(c)); }
@@ -176,48 +242,119 @@ struct State {
         if (a == kGroup || b == kGroup) return false;
         return aicore[a] >= 0 && aicore[a] == aicore[b] && (role[a] == 1 || role[b] == 1);
     }
-    // Checks (and for a write records) bytes [start, start + n) of an allocation's record array. `skip_waw`:
+    // core c's read `word` (its set: `mine`) of a byte whose reads were the set `x`: the set after it
+    uint32_t read_join(uint32_t x, uint64_t word, uint32_t mine, int c, const Clock& k) {
+        if (!x) return mine;
+        const uint64_t key = (static_cast<uint64_t>(x) << 32) | mine;
+        auto it = reads.memo.find(key);
+        if (it != reads.memo.end()) return it->second;
+        const uint32_t ksz = static_cast<uint32_t>(k.size());
+        std::vector<uint64_t> v;
+        bool placed = false;
+        for (uint64_t e : reads.sets[x - 1]) {
+            const int d = rec_core(e);
+            if (d == c) continue;                                                   // c's older read
+            if (rec_epoch(e) <= (static_cast<uint32_t>(d) < ksz ? k[d] : 0)) continue;  // ordered before c's read
+            if (!placed && d > c) {
+                v.push_back(word);
+                placed = true;
+            }
+            v.push_back(e);
+        }
+        if (!placed) v.push_back(word);
+        const uint32_t id = v.size() == 1 ? mine : reads.intern(std::move(v));
+        reads.memo.emplace(key, id);
+        return id;
+    }
+    // the first read of set x that core c's write (clock k) is not ordered after, or 0
+    uint64_t unordered_read(uint32_t x, int c, const Clock& k) const {
+        const uint32_t ksz = static_cast<uint32_t>(k.size());
+        for (uint64_t e : reads.sets[x - 1]) {
+            const int d = rec_core(e);
+            if (d != c && rec_epoch(e) > (static_cast<uint32_t>(d) < ksz ? k[d] : 0)) return e;
+        }
+        return 0;
+    }
+    // Checks (and records) bytes [start, start + n) of an allocation's records: `recs` its last writes (null:
+    // nothing written yet and this is a read), `rds` its read sets (null: reads not tracked here). `skip_waw`:
     // an unordered write-after-write by a core other than the AIC/AIV partner is left to block_write_overlap.
-    Finding access(uint64_t* recs, uint64_t start, uint64_t n, bool write, bool atomic, bool skip_waw,
-                   const char* file, int line) {
-        Finding f;
+    Findings access(uint64_t* recs, uint32_t* rds, uint64_t start, uint64_t n, bool write, bool atomic,
+                    bool skip_waw, const char* file, int line) {
+        Findings out;
+        Finding& f = out.raw;
         const int me = cur;
         const Clock& k = vc[me];
-        uint64_t mine = 0;
-        const uint32_t site_id = write ? site(file, line) : 0;
-        if (write)
-            mine = (atomic ? kAtomicBit : 0) | (static_cast<uint64_t>(me + 1) << 47) |
-                   (static_cast<uint64_t>(epoch[me]) << 24) | site_id;
-        uint64_t* r = recs + start;
-        uint64_t prev = ~0ull, prev_new = mine;  // a copy's bytes mostly share one record: decide it once
-        bool prev_bad = false;
-        for (uint64_t i = 0; i < n; ++i) {
-            const uint64_t x = r[i];
-            if (x && x != mine) {
-                if (x != prev) {
-                    prev = x;
-                    prev_new = mine;
-                    int who = -1;
-                    prev_bad = !ordered(x, me, k, &who);
-                    if (prev_bad && write && atomic && (x & kAtomicBit)) {  // atomics accumulate: no race
-                        prev_bad = false;
-                        const uint64_t g = merge_atomic(x, me, site_id);
-                        if (g) prev_new = g;
-                    } else if (prev_bad && write && skip_waw && !same_ai_core_pair(who, me)) {
-                        prev_bad = false;  // block_write_overlap reports it
+        const uint32_t site_id = site(file, line);
+        const uint64_t word = (static_cast<uint64_t>(me + 1) << 47) | (static_cast<uint64_t>(epoch[me]) << 24) | site_id;
+        const uint64_t mine = write ? (atomic ? kAtomicBit : 0) | word : 0;
+        if (recs) {
+            uint64_t* r = recs + start;
+            uint64_t prev = ~0ull, prev_new = mine;  // a copy's bytes mostly share one record: decide it once
+            bool prev_bad = false;
+            for (uint64_t i = 0; i < n; ++i) {
+                const uint64_t x = r[i];
+                if (x && x != mine) {
+                    if (x != prev) {
+                        prev = x;
+                        prev_new = mine;
+                        int who = -1;
+                        prev_bad = !ordered(x, me, k, &who);
+                        if (prev_bad && write && atomic && (x & kAtomicBit)) {  // atomics accumulate: no race
+                            prev_bad = false;
+                            const uint64_t g = merge_atomic(x, me, site_id);
+                            if (g) prev_new = g;
+                        } else if (prev_bad && write && skip_waw && !same_ai_core_pair(who, me)) {
+                            prev_bad = false;  // block_write_overlap reports it
+                        }
+                        if (prev_bad && !f.bytes) f.who = who;
                     }
-                    if (prev_bad && !f.bytes) f.who = who;
+                    if (prev_bad && !f.bytes++) {
+                        f.first = start + i;
+                        f.rec = x;
+                    }
+                    if (write) r[i] = prev_new;
+                } else if (write) {
+                    r[i] = mine;
                 }
-                if (prev_bad && !f.bytes++) {
-                    f.first = start + i;
-                    f.rec = x;
-                }
-                if (write) r[i] = prev_new;
-            } else if (write) {
-                r[i] = mine;
             }
         }
-        return f;
+        if (!rds) return out;
+        uint32_t* q = rds + start;
+        if (write) {  // write after read: every unordered read of another core. A plain write clears the reads
+            // (a later access must be ordered after it, or is reported against it); an atomic add keeps them (the
+            // unordered adds of other cores that follow must be checked against them too)
+            Finding& w = out.war;
+            uint32_t prev = 0;
+            uint64_t bad = 0;
+            for (uint64_t i = 0; i < n; ++i) {
+                const uint32_t y = q[i];
+                if (!y) continue;
+                if (y != prev) {
+                    prev = y;
+                    bad = unordered_read(y, me, k);
+                    if (bad && !w.bytes) {
+                        w.rec = bad;
+                        w.who = rec_core(bad);
+                    }
+                }
+                if (bad && !w.bytes++) w.first = start + i;
+                if (!atomic) q[i] = 0;
+            }
+            return out;
+        }
+        const uint32_t mid = reads.single(word);
+        if (!mid) return out;
+        uint32_t prev = mid, prev_new = mid;
+        for (uint64_t i = 0; i < n; ++i) {
+            const uint32_t y = q[i];
+            if (y == mid) continue;
+            if (y != prev) {
+                prev = y;
+                prev_new = read_join(y, word, mid, me, k);
+            }
+            q[i] = prev_new;
+        }
+        return out;
     }
 };
 
