@@ -170,3 +170,22 @@ def test_refinement_offers_the_new_knobs(gen, suite_task):
                  AS.apply_transform(AS.apply_transform(start, "split_k_2"), "split_sum_workspace")):
         base = {**cand, "split_sum": "auto"}
         assert gen.render_ascend(task, op, cand)[1] == gen.render_ascend(task, op, base)[1]
+
+
+def _refine_from(gen, task, knobs):
+    from evokernel.generators.base import ContextItem, GenerationRequest
+    import json
+
+    start = AS.make_schedule("ascend_cube", {**AS.CONSERVATIVE, **knobs}, "start")
+    sp = ContextItem("start", "trace", "", {"schedule": json.dumps(start), "feasible": True})
+    return gen.generate(GenerationRequest(task=task, stage="refine", backend="ascend-sim", seed=0,
+                                          start_point=sp)).schedule
+
+
+def test_refinement_tries_split_k_where_tiles_are_few_and_k_long(gen, suite_task):
+    """The cube priors (ascend_schedules.prior_scores): 33 (9 draft tiles for 20 cube cores, K = 2048) refines a
+    tuned kernel with split-K first; 31 (48 tiles, K = 264) does not, and takes resident A after its tiles."""
+    tuned = {"base_k": 128, "buffer_num": 2}
+    assert _refine_from(gen, suite_task(L33), tuned)["transform"] == "split_k_2"
+    assert _refine_from(gen, suite_task(L31), tuned)["transform"] == "base_mn_128"
+    assert _refine_from(gen, suite_task(L31), {**tuned, "base_m": 128, "base_n": 128})["transform"] == "a_resident"

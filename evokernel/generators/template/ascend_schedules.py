@@ -138,11 +138,12 @@ def memory_draft_knobs(context: list[Any], family: str) -> tuple[dict[str, Any] 
     return {k: v for k, v in knobs.items() if k in knob_space([family])}, source
 
 
-def prior_scores(family: str, n_cols: int, reductions: int) -> dict[str, float]:
+def prior_scores(family: str, n_cols: int, reductions: int, op: Any = None) -> dict[str, float]:
     """Small op-aware priors for the refinement order (memory evidence, a log speedup, outweighs them):
     keeping rows resident saves a GM pass per reduction, double buffering overlaps copies with compute,
     and the repeat forms pay off for short rows (one instruction covers many rows) but cost one
-    instruction per 64 columns on long ones."""
+    instruction per 64 columns on long ones. For a matmul (``op``: its M, N, K), split-K when few output
+    tiles leave cube cores idle over a long K, and A resident in L1 once the K steps are long."""
     p: dict[str, float] = {"double_buffer": 0.02}
     if family == "ascend_row":
         if reductions:
@@ -157,6 +158,12 @@ def prior_scores(family: str, n_cols: int, reductions: int) -> dict[str, float]:
         p.update({"weights_ub": 0.04, "co_tile_32": 0.03, "co_tile_64": 0.02})  # GM scalar reads cost most
     if family == "ascend_cube":  # short K steps and small tiles are copy-bound: grow them first
         p.update({"base_k_128": 0.03, "base_mn_128": 0.025, "base_k_64": 0.015})
+        # one long copy of A per row block (npu suites, modelled: 2-15% faster after base_k_128 + double_buffer,
+        # slower from the single-buffered draft; evals/cube_knobs.py)
+        p["a_resident"] = 0.018
+        if op is not None and getattr(op, "batch", 1) == 1 and getattr(op, "K", 0) >= 1024 and \
+                -(-op.M // 64) * -(-op.N // 64) < 20:  # fewer draft tiles than the 20 cube cores, a long K
+            p["split_k_2"] = 0.028
     return p
 
 

@@ -261,7 +261,7 @@ class TemplateGenerator:
                 cs = AS.make_schedule(family, {**AS.CONSERVATIVE, **AS.knobs_of(cs)}, "x")
                 tried.add(AS.canonical(cs))
                 tried_sig.add(self.render_ascend(task, op, cs)[1])
-        scores = AS.prior_scores(family, op.N, len(op.reduces))
+        scores = AS.prior_scores(family, op.N, len(op.reduces), op)
         for t, v in AS.transform_scores(request.context, family).items():
             scores[t] = scores.get(t, 0.0) + v
         prefer: list[str] = []
