@@ -1,8 +1,9 @@
-"""GroupNorm and training-mode BatchNorm after a matmul in the cube template (ascend_cube_norms.py,
-ascend_cube_cols.py): npu_l2 19 (GroupNorm) and 20 (BatchNorm1d with batch statistics) draft feasible through
-the real ascend-sim verifier and their refined variants stay feasible; the kernels that would beat the checks
-(a GroupNorm normalised over whole rows, batch statistics over one vector core's rows, the statistics read
-without the vector cores' barrier) are refused; what stays refused is refused by name."""
+"""GroupNorm, training-mode BatchNorm and pooling along the features after a matmul in the cube template
+(ascend_cube_norms.py, ascend_cube_cols.py, ascend_cube_pool.py): npu_l2 19 (GroupNorm), 20 (BatchNorm1d with
+batch statistics) and 21 (AvgPool1d over the features) draft feasible through the real ascend-sim verifier and
+their refined variants stay feasible; the kernels that would beat the checks (a GroupNorm normalised over whole
+rows, batch statistics over one vector core's rows, the statistics read without the vector cores' barrier,
+overlapping pooling windows) are refused; what stays refused is refused by name."""
 import shutil
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from template_cases import draft, write_tasks
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed by the ascend-sim emulator")
 
-GROUPNORM, BATCHNORM = "npu_l2/19_linear_groupnorm.py", "npu_l2/20_linear_batchnorm.py"
+GROUPNORM, BATCHNORM, POOL = "npu_l2/19_linear_groupnorm.py", "npu_l2/20_linear_batchnorm.py", "npu_l2/21_linear_avgpool.py"
 
 TASK = '''"""{doc}"""
 import torch
@@ -55,16 +56,22 @@ CASES = {
                               init_body="        self.fc = nn.Linear(48, 128)\n"
                                         "        self.bn = nn.BatchNorm1d(128, affine=False)",
                               expr="torch.softmax(self.bn(self.fc(x)) * 2.0, dim=1)", inputs="torch.randn(300, 48)"),
+    # a max pool of pairs, then a sum without keepdim and a scale: the (M,) view stays a per-row value
+    # (KernelBench 55 in kind)
+    "maxpool_sum_scale": dict(doc="sum(maxpool2(linear(x)), dim=1) * 0.5", args="x",
+                              init_body="        self.fc = nn.Linear(40, 208)\n        self.pool = nn.MaxPool1d(2)",
+                              expr="torch.sum(self.pool(self.fc(x).unsqueeze(1)).squeeze(1), dim=1) * 0.5",
+                              inputs="torch.randn(90, 40)"),
 }
 REFUSED = {
     "groupnorm_rowmin": (dict(doc="a row min after a GroupNorm", args="x",
                               init_body="        self.fc = nn.Linear(32, 64)\n        self.gn = nn.GroupNorm(4, 64)",
                               expr="torch.amin(self.gn(self.fc(x)), dim=1)", inputs="torch.randn(64, 32)"),
                          "a reduction over the output features next to a GroupNorm"),
-    "maxpool": (dict(doc="a max pool along the features after the matmul", args="x",
-                     init_body="        self.fc = nn.Linear(32, 64)\n        self.pool = nn.MaxPool1d(2)",
-                     expr="self.pool(self.fc(x).unsqueeze(1)).squeeze(1)", inputs="torch.randn(64, 32)"),
-                "gemm -> pool"),
+    "overlapping_pool": (dict(doc="a max pool with windows of 3 every 2 features after the matmul", args="x",
+                              init_body="        self.fc = nn.Linear(32, 64)\n        self.pool = nn.MaxPool1d(3, 2)",
+                              expr="self.pool(self.fc(x).unsqueeze(1)).squeeze(1)", inputs="torch.randn(64, 32)"),
+                         "stride = kernel"),
     "eval_batchnorm": (dict(doc="an eval-mode BatchNorm after the matmul", args="x",
                             init_body="        self.fc = nn.Linear(32, 64)\n        self.bn = nn.BatchNorm1d(64)\n"
                                       "        self.eval()",
@@ -113,6 +120,11 @@ def test_suite_groupnorm_and_batchnorm_draft_feasible(gen, suite_task, ascend_ve
     g = draft(gen, task)
     assert "Stats stats;" in g.source and "SyncAll<true>();" in g.source and "Pass(cc0, w, true);" in g.source
     _check(ascend_verifier, task, g.source)
+    task = suite_task(POOL)
+    g = draft(gen, task)
+    assert "constexpr uint32_t POOL_K = 4;" in g.source and "Gather(t, x, off," in g.source
+    assert "tiling.set_cols(N / ROW_GROUPS / ROW_POOL);" in g.source
+    _check(ascend_verifier, task, g.source)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -120,7 +132,7 @@ def test_norms_with_operands_and_tails_are_feasible(gen, tasks, ascend_verifier,
     _check(ascend_verifier, tasks[name], draft(gen, tasks[name]).source)
 
 
-@pytest.mark.parametrize("path", [GROUPNORM, BATCHNORM])
+@pytest.mark.parametrize("path", [GROUPNORM, BATCHNORM, POOL])
 def test_every_cube_transform_of_a_norm_is_feasible(gen, suite_task, ascend_verifier, path):
     task = suite_task(path)
     op = ascend_op_for(task)
@@ -140,15 +152,15 @@ def test_every_cube_transform_of_a_norm_is_feasible(gen, suite_task, ascend_veri
         v = ascend_verifier.verify(task, source)
         assert v.feasible, (sched, v.feedback)
     assert len(sigs) >= 4
-    # batch statistics need C whole: the row-block hand-over has no geometry for the BatchNorm
-    assert (blocked > 0) == (path == BATCHNORM)
+    # batch statistics and the pooling phase need C whole: the row-block hand-over has no geometry for them
+    assert (blocked > 0) == (path in (BATCHNORM, POOL))
 
 
 def test_a_groupnorm_normalised_over_whole_rows_is_refused(gen, suite_task, ascend_verifier):
     """What a GroupNorm that is really a LayerNorm (statistics over the whole row) would give: wrong values."""
     task = suite_task(GROUPNORM)
     good = _all(gen, task)
-    whole = good.replace("tiling.set_cols(N / ROW_GROUPS);", "tiling.set_cols(N);")
+    whole = good.replace("tiling.set_cols(N / ROW_GROUPS / ROW_POOL);", "tiling.set_cols(N);")
     assert whole != good
     v = ascend_verifier.verify(task, whole)
     assert not v.feasible and "trial" in v.feedback
@@ -185,6 +197,17 @@ def test_statistics_read_without_the_barrier_are_refused(gen, suite_task, ascend
     assert not v.feasible and "cross_core_race" in v.feedback, v.feedback
 
 
+def test_overlapping_pooling_windows_are_refused(gen, suite_task, ascend_verifier):
+    """A pooling phase whose windows start every feature instead of every k features (and a row program that
+    reads the first N / k of them): wrong values."""
+    task = suite_task(POOL)
+    good = _all(gen, task)
+    bad = good.replace("(j < NP ? j * POOL_K : 0)", "(j < NP ? j : 0)")
+    assert bad != good
+    v = ascend_verifier.verify(task, bad)
+    assert not v.feasible and "trial" in v.feedback, v.feedback
+
+
 @pytest.mark.parametrize("name", sorted(REFUSED))
 def test_what_stays_refused_is_named(tasks, name):
     with pytest.raises(GenerationError, match=REFUSED[name][1]):
@@ -196,8 +219,9 @@ KERNELBENCH = Path(__file__).resolve().parents[2].parent / "shared" / "benchmark
 
 @pytest.mark.skipif(not KERNELBENCH.is_dir(), reason="KernelBench's files are not here (../shared/benchmarks)")
 @pytest.mark.parametrize("name", ["30_Gemm_GroupNorm_Hardtanh", "37_Matmul_Swish_Sum_GroupNorm",
-                                  "33_Gemm_Scale_BatchNorm", "84_Gemm_BatchNorm_Scaling_Softmax"])
-def test_kernelbench_groupnorm_and_batchnorm_files(gen, ascend_verifier, name):
+                                  "33_Gemm_Scale_BatchNorm", "84_Gemm_BatchNorm_Scaling_Softmax",
+                                  "55_Matmul_MaxPool_Sum_Scale", "98_Matmul_AvgPool_GELU_Scale_Max"])
+def test_kernelbench_groupnorm_batchnorm_and_pooling_files(gen, ascend_verifier, name):
     """KernelBench's own level-2 files (read in place, fitted to the emulator) the cube template refused before."""
     task = load_task(KERNELBENCH / f"{name}.py", fit="auto", backend="ascend-sim")
     _check(ascend_verifier, task, draft(gen, task).source)

@@ -227,7 +227,10 @@ def vector_phase(op: Any, bn: Any, T: str) -> str:
 
 def workspace_extra(op: Any) -> str:
     """The workspace the statistics take after C ("" without a training-mode BatchNorm)."""
-    norm = getattr(getattr(op, "row_op", None), "norm", None)
+    row_op = getattr(op, "row_op", None)
+    norm, pool = getattr(row_op, "norm", None), getattr(row_op, "pool", None)
+    if pool is not None:  # P, the pooled C (ascend_cube_pool.py)
+        return " + static_cast<size_t>(M) * (N / ROW_POOL) * sizeof(float)"
     if norm is None or norm.bn is None:
         return ""
     return " + 2 * static_cast<size_t>(N) * sizeof(float)"

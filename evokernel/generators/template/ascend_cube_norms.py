@@ -51,16 +51,16 @@ class NormInfo:
 
 
 def check_rest(plan: Plan) -> None:
-    """The refusal of what follows the gemm stage when it is more than one row region, or a region and one
-    GroupNorm/BatchNorm stage (with row regions before and after it)."""
+    """The refusal of what follows the gemm stage when it is more than one row region, or row regions around
+    one GroupNorm/BatchNorm or pooling stage."""
     rest = plan.stages[1:]
-    norms = [s for s in rest if s.family == "groupnorm"]
-    ok = all(s.family in ("row", "groupnorm") for s in rest) and len(norms) <= 1 and (norms or len(rest) <= 1)
+    special = [s for s in rest if s.family in ("groupnorm", "pool")]  # ascend_cube_pool.py for the pooling
+    ok = all(s.family in ("row", "groupnorm", "pool") for s in rest) and len(special) <= 1 and (special or len(rest) <= 1)
     if not ok:
         fams = " -> ".join(s.family for s in plan.stages)
         raise AnalysisError(f"the task needs {len(plan.stages)} kernels ({fams}): after the matmul the cube "
                             "template writes one row program (elementwise, row reductions and normalisations, "
-                            "one GroupNorm or training-mode BatchNorm)")
+                            "one GroupNorm, training-mode BatchNorm or pooling along the features)")
 
 
 def rest_nodes(stages: list[Stage]) -> list[int]:

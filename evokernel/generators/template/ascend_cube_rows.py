@@ -32,6 +32,11 @@ def prepare_rows(plan: Plan, cut: int, region: list[int], task_name: str, task_s
     from evokernel.generators.template import ascend_codegen as AC
     from evokernel.generators.template import ascend_cube_norms as NORMS
 
+    from evokernel.generators.template import ascend_cube_pool as POOL
+
+    plan, cut, region, pool = POOL.rewrite(plan, cut, region)  # a pooling first: the row program reads P
+    if pool is not None and any(plan.graph.nodes[i].op in NORMS.NORM_OPS for i in region):
+        raise AnalysisError("after the matmul: a pooling and a GroupNorm/BatchNorm (one of them is templated)")
     plan, cut, region, norm = NORMS.rewrite(plan, cut, region)  # a GroupNorm / BatchNorm made row-programmable
     g = plan.graph
     root_of = lambda nid: plan.aliases.get(nid, nid)  # noqa: E731
@@ -65,9 +70,10 @@ def prepare_rows(plan: Plan, cut: int, region: list[int], task_name: str, task_s
                             "full tensors are written from the vector cores' row blocks)")
     op.family = "ascend_row"  # always the row program (its flat form splits the tensor, not rows)
     op.norm = norm  # type: ignore[attr-defined]  # None, or the GroupNorm / BatchNorm rewrite
+    op.pool = pool  # type: ignore[attr-defined]  # None, or the pooling before the row program
     for e in op.exts:
-        if norm is not None and e.root in norm.internal:
-            e.pyexpr = ""  # computed by the kernel (the batch statistics): not an operand of the operator
+        if e.nid == cut or (norm is not None and e.root in norm.internal):
+            e.pyexpr = ""  # computed by the kernel (C or P, the batch statistics): not an operand of the operator
     return op
 
 
@@ -88,9 +94,14 @@ def row_knobs(knobs: dict[str, Any]) -> dict[str, Any]:
             "row_mode": str(knobs.get("row_mode", "resident"))}
 
 
+def pool_of(row_op: Any) -> Any:
+    return getattr(row_op, "pool", None)
+
+
 def split_ok(row_op: Any, knobs: dict[str, Any]) -> bool:
-    """A training-mode BatchNorm's statistics are over all M rows: C must be whole (``row_split = all``)."""
-    return batch_norm_of(row_op) is None or knobs.get("row_split", "block") == "all"
+    """A training-mode BatchNorm's statistics are over all M rows, and the pooling phase is written for the
+    whole of C: both need ``row_split = all``."""
+    return (batch_norm_of(row_op) is None and pool_of(row_op) is None) or knobs.get("row_split", "block") == "all"
 
 
 def row_geometry(row_op: Any, knobs: dict[str, Any], base_m: int) -> tuple[dict[str, Any], Any, str, dict[str, int]] | None:
@@ -104,7 +115,8 @@ def row_geometry(row_op: Any, knobs: dict[str, Any], base_m: int) -> tuple[dict[
         text, consts = AC.RowKernel(row_op, rk).render("__CLS__", "__TILING__")
         geo = AC.geometry(dataclasses.replace(row_op, rows=half_rows), rk, consts, cores=1)
         if geo is not None:
-            return rk, consts, text, {**geo, "groups": groups_of(row_op)}
+            pool = pool_of(row_op)
+            return rk, consts, text, {**geo, "groups": groups_of(row_op), "pool": pool.k if pool is not None else 1}
     return None
 
 
@@ -181,7 +193,7 @@ def host_row_fields() -> str:
     """The row program's tiling fields: a call covers at most half a row block (rowsPerBlock and bigBlocks 0:
     the rows come with each call)."""
     return "".join(f"    tiling.set_{f}({v});\n" for f, v in
-                   (("rows", "M"), ("cols", "N / ROW_GROUPS"), ("rowsPerBlock", 0), ("bigBlocks", 0),
+                   (("rows", "M"), ("cols", "N / ROW_GROUPS / ROW_POOL"), ("rowsPerBlock", 0), ("bigBlocks", 0),
                     ("tileRows", "ROW_TILE_ROWS"), ("chunk", "ROW_CHUNK"), ("kPad", "ROW_K_PAD"),
                     ("cPad", "ROW_C_PAD"), ("rowStride", "N")))
 
@@ -194,6 +206,8 @@ def row_constants(geo: dict[str, Any], align: int, N: int) -> str:
             f"constexpr uint32_t ROW_N = {N};\n"
             f"constexpr uint32_t ROW_GROUPS = {int(geo.get('groups', 1))};  // the row program per group of "
             "N / ROW_GROUPS columns (GroupNorm)\n"
+            f"constexpr uint32_t ROW_POOL = {int(geo.get('pool', 1))};  // the row program over C pooled by "
+            "ROW_POOL along N\n"
             f"constexpr uint32_t ROW_TILE_ROWS = {k};\nconstexpr uint32_t ROW_CHUNK = {chunk};\n"
             f"constexpr uint32_t ROW_K_PAD = {kpad};\nconstexpr uint32_t ROW_C_PAD = {cpad};\n")
 
@@ -331,6 +345,22 @@ def _mix_rows_all(op: Any, text: str, T: str, tiling_cls: str, rg: Any, cls: str
 
         vec_start = "        SyncAll<false>();\n" + COLS.vector_phase(op, bn, T) + rows_op
         rcls = COLS.stats_class(op, bn, tiling_cls) + "\n" + rcls
+    pool = pool_of(op.row_op)
+    if pool is not None:  # the pooling phase, then the row program, on each vector core's rows
+        from evokernel.generators.template import ascend_cube_pool as POOL
+
+        rcls = POOL.pool_class(op, pool, tiling_cls) + "\n" + rcls
+        return text[:i] + rcls + "\n\n" + f"""extern "C" __global__ __aicore__ void {op.kernel_name}({exts}, GM_ADDR out, GM_ADDR workspace, GM_ADDR tiling)
+{{
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);  // per block: the cube core and two vector cores
+    GET_TILING_DATA(tiling_data, tiling);
+    if ASCEND_IS_AIC {{
+        {cls} op;
+        op.Init({", ".join(e.name for e in op.exts)}, out, workspace, tiling_data);
+        op.Process();
+    }} else {{
+{POOL.vector_branch(op, cls, init_args, names)}    }}
+}}"""
     entry = f"""extern "C" __global__ __aicore__ void {op.kernel_name}({exts}, GM_ADDR out, GM_ADDR workspace, GM_ADDR tiling)
 {{
     KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);  // per block: the cube core and two vector cores
