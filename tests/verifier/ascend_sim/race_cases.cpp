@@ -221,7 +221,7 @@ CASE(race_peek_nosync_reader1, GM_ADDR x, GM_ADDR out, GM_ADDR peek) { Peek<fals
 // Every block reads the same 64 floats of an input and of a workspace table block 0 filled before a SyncAll, and
 // writes their sum to out[8b ..). REWRITE 1: the last block then rewrites the table without a barrier (it races
 // with the other blocks' reads; only a record of ALL the unordered readers sees it, the last reader being the
-// writer itself); REWRITE 2: the same after a second SyncAll (correct).
+// writer itself); REWRITE 2: the same after a second SyncAll, 3: after a mode-0 flag of every core (correct).
 template <int REWRITE> __aicore__ inline void Shared(GM_ADDR x, GM_ADDR ws, GM_ADDR out) {
     const int32_t b = GetBlockIdx(), n = GetBlockNum();
     GlobalTensor<float> gx, gw, go;
@@ -254,11 +254,16 @@ template <int REWRITE> __aicore__ inline void Shared(GM_ADDR x, GM_ADDR ws, GM_A
     DataCopy(go[b * 8], y, 8);
     qout.FreeTensor(y);
     if (REWRITE == 2) SyncAll();
+    if (REWRITE == 3) {  // every vector core flags once it read (mode 0), the last one waits for all of them
+        CrossCoreSetFlag<0, PIPE_MTE2>(1);
+        if (b == n - 1) CrossCoreWaitFlag(1);
+    }
     if (REWRITE != 0 && b == n - 1) gw.SetValue(0, -1.0f);  // the rewrite of the table
 }
 CASE(race_shared_read, GM_ADDR x, GM_ADDR ws, GM_ADDR out) { Shared<0>(x, ws, out); }
 CASE(race_shared_rewrite, GM_ADDR x, GM_ADDR ws, GM_ADDR out) { Shared<1>(x, ws, out); }
 CASE(race_shared_rewrite_sync, GM_ADDR x, GM_ADDR ws, GM_ADDR out) { Shared<2>(x, ws, out); }
+CASE(race_shared_rewrite_flags, GM_ADDR x, GM_ADDR ws, GM_ADDR out) { Shared<3>(x, ws, out); }
 
 // Block 0 copies acc (zero-filled by the host) to out; then every block adds b + 1 into acc atomically. SYNC: a
 // SyncAll between the read and the adds; without it the other blocks' adds race with block 0's read.

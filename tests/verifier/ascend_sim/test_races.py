@@ -208,12 +208,15 @@ def test_a_block_reads_another_blocks_part_of_the_output(sim, prog, case):
     assert "CrossCoreSetFlag/CrossCoreWaitFlag), or put a SyncAll between them" in m, m
 
 
-@pytest.mark.parametrize("case", ["race_shared_read", "race_shared_rewrite", "race_shared_rewrite_sync"])
+@pytest.mark.parametrize("case", ["race_shared_read", "race_shared_rewrite", "race_shared_rewrite_sync",
+                                  "race_shared_rewrite_flags"])
 def test_many_cores_read_the_same_bytes(sim, prog, case):
     """Eight blocks read the same input and the same workspace table (filled by block 0 before a SyncAll). Reads
     never race with reads; the input costs no record at all; the table's bytes hold one read set of all eight.
     The last block rewriting the table without a barrier races with the seven other reads (the last reader
-    before that write is the writer itself: a detector keeping only the last read would miss it)."""
+    before that write is the writer itself: a detector keeping only the last read would miss it); after a
+    SyncAll, or after waiting for a mode-0 flag every core set after its read (the tally hands on the join of
+    all eight clocks), it does not."""
     exe, d = prog
     n = 8
     x = np.arange(64, dtype=np.float32)
