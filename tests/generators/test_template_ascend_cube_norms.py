@@ -56,6 +56,14 @@ CASES = {
                               init_body="        self.fc = nn.Linear(48, 128)\n"
                                         "        self.bn = nn.BatchNorm1d(128, affine=False)",
                               expr="torch.softmax(self.bn(self.fc(x)) * 2.0, dim=1)", inputs="torch.randn(300, 48)"),
+    # groups of 2 columns (the GroupNorm phase: Gather-summed groups) after a swish and a per-column bias, then
+    # a per-column scale (KernelBench 37 and 88 in kind)
+    "swish_groupnorm_pairs": dict(doc="groupnorm(swish(linear(x)) + b) * w with 48 groups of 2", args="x",
+                                  init_body="        self.fc = nn.Linear(56, 96)\n        self.gn = nn.GroupNorm(48, 96)\n"
+                                            "        self.b = nn.Parameter(torch.randn(96))\n"
+                                            "        self.w = nn.Parameter(torch.randn(96))",
+                                  expr="self.gn((y := self.fc(x)) * torch.sigmoid(y) + self.b) * self.w",
+                                  inputs="torch.randn(130, 56)"),
     # a max pool of pairs, then a sum without keepdim and a scale: the (M,) view stays a per-row value
     # (KernelBench 55 in kind)
     "maxpool_sum_scale": dict(doc="sum(maxpool2(linear(x)), dim=1) * 0.5", args="x",
@@ -164,6 +172,20 @@ def test_a_groupnorm_normalised_over_whole_rows_is_refused(gen, suite_task, asce
     assert whole != good
     v = ascend_verifier.verify(task, whole)
     assert not v.feasible and "trial" in v.feedback
+
+
+def test_the_small_group_phase_and_its_wrong_twin(gen, tasks, ascend_verifier):
+    """Groups of 2 columns go through the GroupNorm phase (Gather-summed groups, statistics expanded back to
+    the columns by Gather); with each column given the statistic of the group numbered like the column
+    (offsets j instead of j / S) the values are wrong and refused."""
+    task = tasks["swish_groupnorm_pairs"]
+    good = draft(gen, task).source
+    assert "constexpr uint32_t GN_S = 2;" in good and "gn.Run(first, rows);" in good
+    assert "ROW_GROUPS = 1;" in good  # the row program after it runs on whole rows of Z
+    bad = good.replace("(r * GN_GP + j / GN_S)", "(r * GN_GP + (j < GN_GP ? j : 0))")
+    assert bad != good
+    v = ascend_verifier.verify(task, bad)
+    assert not v.feasible and "trial" in v.feedback, v.feedback
 
 
 def test_batch_statistics_over_one_cores_rows_are_refused(gen, suite_task, ascend_verifier):

@@ -195,7 +195,7 @@ def prepare(plan: Plan, task_name: str, task_source: str = "") -> CubeOp:
     used = {e.name for e in exts}
     init_source = g.init_source if (not task_source or AC.own_init(task_source)) else ""
     if row_op is not None:  # the row program's own operands (residuals, norm weights) follow the cube's
-        for e in row_op.exts:
+        for e in list(row_op.exts) + list(getattr(row_op, "phase_exts", [])):  # (+ what a phase before it reads)
             if e.nid != cut and e.pyexpr and all(x.root != e.root for x in exts):  # (no pyexpr: computed)
                 name = e.name
                 while name in used or name in ("out", "workspace", "tiling", "slot"):

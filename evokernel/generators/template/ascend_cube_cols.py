@@ -29,21 +29,24 @@ def _ext_names(op: Any, bn: Any) -> tuple[dict[int, str], str, str]:
 
 
 def _plan(op: Any, bn: Any) -> tuple[list[str], list[tuple[int, str]], int]:
-    """The chain's instructions over a tile (``n`` elements, ``rr`` rows of ``w``), its per-column operands
-    (root, argument name) and the number of tile buffers it uses."""
+    g = op.row_op.graph
+    cut = next(e.nid for e in op.row_op.exts if g.nodes[e.root].attrs.get("index") == -1)
+    return chain_code(g, cut, bn.pre, bn.src, {e.root: e.name for e in op.exts})
+
+
+def chain_code(g: Any, cut: int, pre: list[int], src: int, by_root: dict[int, str]
+               ) -> tuple[list[str], list[tuple[int, str]], int]:
+    """The elementwise chain from C (``x``) to ``src`` as instructions over a tile (``n`` elements, ``rr`` rows
+    of ``w``; ``y`` its result), its per-column operands (root, argument name, loaded into ``col<k>``) and the
+    number of tile buffers ``v<k>`` it uses."""
     from evokernel.generators.template import ascend_codegen as AC
 
-    g = op.row_op.graph
-    by_root, _, _ = _ext_names(op, bn)
-    root_of = lambda k: k  # noqa: E731  (operands before the norm are inputs/parameters, no views)
-    val: dict[int, str] = {}
-    cut = next(e.nid for e in op.row_op.exts if g.nodes[e.root].attrs.get("index") == -1)
-    val[cut] = "x"
+    val: dict[int, str] = {cut: "x"}
     cols: list[tuple[int, str]] = []
     col_of: dict[int, str] = {}
     lines: list[str] = []
     nbuf = 0
-    for i in bn.pre:
+    for i in pre:
         n = g.nodes[i]
         dst = f"v{nbuf}"
         nbuf += 1
@@ -58,14 +61,13 @@ def _plan(op: Any, bn: Any) -> tuple[list[str], list[tuple[int, str]], int]:
                 elif a in val:
                     ops.append(val[a])
                 else:
-                    r = root_of(a)
-                    if r not in col_of:
-                        if r not in by_root:
-                            raise AnalysisError(f"{n.origin}: an operand before the BatchNorm that is not an operand "
+                    if a not in col_of:
+                        if a not in by_root:
+                            raise AnalysisError(f"{n.origin}: an operand before the norm that is not an operand "
                                                 "of the kernel")
-                        col_of[r] = f"col{len(cols)}"
-                        cols.append((r, by_root[r]))
-                    ops.append(col_of[r])
+                        col_of[a] = f"col{len(cols)}"
+                        cols.append((a, by_root[a]))
+                    ops.append(col_of[a])
                     per_col = True
             if per_col:  # a per-column operand: row by row
                 rows = AC.binary_code(n.attrs["fn"], f"{dst}[r * w]",
@@ -75,7 +77,7 @@ def _plan(op: Any, bn: Any) -> tuple[list[str], list[tuple[int, str]], int]:
             else:
                 lines += AC.binary_code(n.attrs["fn"], dst, ops[0], ops[1], "n")
         val[i] = dst
-    lines.append(f"LocalTensor<float> y = {val[bn.src]};")
+    lines.append(f"LocalTensor<float> y = {val[src]};")
     return lines, cols, nbuf
 
 
@@ -229,6 +231,8 @@ def workspace_extra(op: Any) -> str:
     """The workspace the statistics take after C ("" without a training-mode BatchNorm)."""
     row_op = getattr(op, "row_op", None)
     norm, pool = getattr(row_op, "norm", None), getattr(row_op, "pool", None)
+    if getattr(row_op, "gn_phase", None) is not None:  # Z, the group-normalised C (ascend_cube_gnorm.py)
+        return " + static_cast<size_t>(M) * N * sizeof(float)"
     if pool is not None:  # P, the pooled C (ascend_cube_pool.py)
         return " + static_cast<size_t>(M) * (N / ROW_POOL) * sizeof(float)"
     if norm is None or norm.bn is None:

@@ -37,6 +37,11 @@ def prepare_rows(plan: Plan, cut: int, region: list[int], task_name: str, task_s
     plan, cut, region, pool = POOL.rewrite(plan, cut, region)  # a pooling first: the row program reads P
     if pool is not None and any(plan.graph.nodes[i].op in NORMS.NORM_OPS for i in region):
         raise AnalysisError("after the matmul: a pooling and a GroupNorm/BatchNorm (one of them is templated)")
+    from evokernel.generators.template import ascend_cube_gnorm as GN
+
+    gphase = None
+    if pool is None:  # a GroupNorm of small groups: its own phase before the row program
+        plan, cut, region, gphase = GN.rewrite(plan, cut, region)
     plan, cut, region, norm = NORMS.rewrite(plan, cut, region)  # a GroupNorm / BatchNorm made row-programmable
     g = plan.graph
     root_of = lambda nid: plan.aliases.get(nid, nid)  # noqa: E731
@@ -71,6 +76,8 @@ def prepare_rows(plan: Plan, cut: int, region: list[int], task_name: str, task_s
     op.family = "ascend_row"  # always the row program (its flat form splits the tensor, not rows)
     op.norm = norm  # type: ignore[attr-defined]  # None, or the GroupNorm / BatchNorm rewrite
     op.pool = pool  # type: ignore[attr-defined]  # None, or the pooling before the row program
+    op.gn_phase = gphase  # type: ignore[attr-defined]  # None, or the small-group GroupNorm phase before it
+    op.phase_exts = GN.phase_exts(gphase, plan.graph) if gphase is not None else []  # type: ignore[attr-defined]
     for e in op.exts:
         if e.nid == cut or (norm is not None and e.root in norm.internal):
             e.pyexpr = ""  # computed by the kernel (C or P, the batch statistics): not an operand of the operator
@@ -101,7 +108,8 @@ def pool_of(row_op: Any) -> Any:
 def split_ok(row_op: Any, knobs: dict[str, Any]) -> bool:
     """A training-mode BatchNorm's statistics are over all M rows, and the pooling phase is written for the
     whole of C: both need ``row_split = all``."""
-    return (batch_norm_of(row_op) is None and pool_of(row_op) is None) or knobs.get("row_split", "block") == "all"
+    return ((batch_norm_of(row_op) is None and pool_of(row_op) is None and getattr(row_op, "gn_phase", None) is None)
+            or knobs.get("row_split", "block") == "all")
 
 
 def row_geometry(row_op: Any, knobs: dict[str, Any], base_m: int) -> tuple[dict[str, Any], Any, str, dict[str, int]] | None:
@@ -345,6 +353,22 @@ def _mix_rows_all(op: Any, text: str, T: str, tiling_cls: str, rg: Any, cls: str
 
         vec_start = "        SyncAll<false>();\n" + COLS.vector_phase(op, bn, T) + rows_op
         rcls = COLS.stats_class(op, bn, tiling_cls) + "\n" + rcls
+    gphase = getattr(op.row_op, "gn_phase", None)
+    if gphase is not None:  # the GroupNorm phase, then the row program, on each vector core's rows
+        from evokernel.generators.template import ascend_cube_gnorm as GN
+
+        rcls = GN.phase_class(op, gphase, tiling_cls) + "\n" + rcls
+        return text[:i] + rcls + "\n\n" + f"""extern "C" __global__ __aicore__ void {op.kernel_name}({exts}, GM_ADDR out, GM_ADDR workspace, GM_ADDR tiling)
+{{
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);  // per block: the cube core and two vector cores
+    GET_TILING_DATA(tiling_data, tiling);
+    if ASCEND_IS_AIC {{
+        {cls} op;
+        op.Init({", ".join(e.name for e in op.exts)}, out, workspace, tiling_data);
+        op.Process();
+    }} else {{
+{GN.vector_branch(op, gphase, cls, init_args, names)}    }}
+}}"""
     pool = pool_of(op.row_op)
     if pool is not None:  # the pooling phase, then the row program, on each vector core's rows
         from evokernel.generators.template import ascend_cube_pool as POOL
