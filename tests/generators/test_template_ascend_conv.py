@@ -1,7 +1,9 @@
-"""The template generator's conv family (``ascend_conv``): convolutions become direct convolutions on the vector
+"""The template generator's conv family (``ascend_conv``), its vector lowering: direct convolutions on the vector
 cores (DataCopyPad with left padding per kernel tap, Axpy per output channel) whose verdicts come from the
-ascend-sim emulator -- the npu_l1 conv tasks (36-39) drafted and refined, what is refused by name, and broken
-variants of the generated kernel that the verifier must reject."""
+ascend-sim emulator -- the npu_l1 conv tasks (36-39) written with ``lowering = vector`` and refined, drafts of the
+grouped / strided cases the cube lowering does not take, what is refused by name, and broken variants of the
+vector kernel that the verifier must reject. The cube lowering (the draft's for dense convolutions):
+test_template_ascend_conv_cube.py."""
 import shutil
 
 import pytest
@@ -95,18 +97,29 @@ def _feasible(ascend_verifier, task, source):
     return v
 
 
+VECTOR = {**AS.CONSERVATIVE, "lowering": "vector"}
+
+
+def _vector(gen, task, **knobs):
+    """The vector lowering's kernel (the draft's schedule with lowering = vector)."""
+    sched = AS.make_schedule("ascend_conv", {**VECTOR, **knobs}, "draft")
+    source, _, geo = gen.render_ascend(task, ascend_op_for(task), sched)
+    return sched, source, geo
+
+
 @pytest.mark.parametrize("path", SUITE)
-def test_every_suite_conv_drafts_feasible_and_refines_feasible(gen, suite_task, ascend_verifier, path):
+def test_every_suite_conv_vector_lowering_feasible_and_refines_feasible(gen, suite_task, ascend_verifier, path):
     task = suite_task(path)
-    draft = _draft(gen, task)
-    assert draft.schedule["family"] == "ascend_conv"
-    assert "Axpy(" in draft.source and "DataCopyPad(xr, xGm[src], copy, pad)" in draft.source
-    _feasible(ascend_verifier, task, draft.source)
-    start = ContextItem(id="d", kind="trace", text=draft.source, meta={"schedule": draft.schedule, "feasible": True})
+    sched, source, geo = _vector(gen, task)
+    assert sched["family"] == "ascend_conv" and geo["lowering"] == "vector"
+    assert "Axpy(" in source and "DataCopyPad(xr, xGm[src], copy, pad)" in source and "Mmad(" not in source
+    _feasible(ascend_verifier, task, source)
+    start = ContextItem(id="d", kind="trace", text=source, meta={"schedule": sched, "feasible": True})
+    # the refinement may switch to the cube lowering (lowering_cube) or tune the vector knobs: either stays feasible
     r = gen.generate(GenerationRequest(task=task, stage="refine", backend="ascend-sim", seed=0, start_point=start,
                                        children=[]))
     assert r.schedule["family"] == "ascend_conv" and r.schedule["transform"] in AS.TRANSFORM_NAMES
-    assert AS.canonical(r.schedule) != AS.canonical(draft.schedule)
+    assert AS.canonical(r.schedule) != AS.canonical(sched)
     _feasible(ascend_verifier, task, r.source)
 
 
@@ -115,13 +128,12 @@ def test_every_suite_conv_drafts_feasible_and_refines_feasible(gen, suite_task, 
 def test_other_knobs_stay_feasible_and_weights_in_ub_pay_off(gen, suite_task, ascend_verifier, knobs):
     task = suite_task("npu_l1/36_conv2d_3x3.py")
     op = ascend_op_for(task)
-    sched = AS.make_schedule("ascend_conv", {**AS.CONSERVATIVE, **knobs}, "x")
+    sched = AS.make_schedule("ascend_conv", {**VECTOR, **knobs}, "x")
     assert AS.knobs_of(sched) == {**AS.knobs_of(sched), **knobs}
     source, _, geo = gen.render_ascend(task, op, sched)
     assert geo is not None and geo["coTile"] == min(knobs["co_tile"], 32)
     v = _feasible(ascend_verifier, task, source)
-    base = _feasible(ascend_verifier, task, gen.render_ascend(
-        task, op, AS.make_schedule("ascend_conv", dict(AS.CONSERVATIVE), "draft"))[0])
+    base = _feasible(ascend_verifier, task, _vector(gen, task)[1])
     if knobs["w_mode"] == "ub":  # the scalar unit reads weights from UB: several times faster than from GM
         assert v.latency_ms * 3 < base.latency_ms, (v.latency_ms, base.latency_ms)
 
@@ -141,7 +153,7 @@ def test_what_the_conv_template_refuses_it_names(tasks, name):
 
 def test_schedules_that_overflow_the_unified_buffer_have_no_geometry(suite_task):
     op = ascend_op_for(suite_task("npu_l1/39_conv1d.py"))
-    whole = CONV.geometry(op, {**AS.CONSERVATIVE, "co_tile": 64, "buffer_num": 2, "w_mode": "ub"})
+    whole = CONV.geometry(op, {**VECTOR, "co_tile": 64, "buffer_num": 2, "w_mode": "ub"})
     assert whole is not None and whole["wChunks"] == 1 and whole["woTile"] == 1000
     # a UB of 64 KiB holds 41 rows of 392 floats, not of 1000: rows in chunks
     small = CONV.geometry(op, {**AS.CONSERVATIVE, "co_tile": 64, "buffer_num": 1}, ub=64 * 1024)
@@ -164,7 +176,7 @@ BROKEN = {  # (what the mutation breaks, old, new) on the drafted kernel of npu_
 
 
 def test_strided_gather_offsets_that_ignore_the_stride_are_caught(gen, tasks, ascend_verifier):
-    source = _draft(gen, tasks["stride_w2"]).source
+    source = _draft(gen, tasks["stride_w2"]).source  # a stride along W: the draft is the vector lowering
     old = "idx.SetValue(i, i * STRIDE_W * sizeof(float));"
     assert source.count(old) == 1
     assert not ascend_verifier.verify(tasks["stride_w2"], source.replace(old, "idx.SetValue(i, i * sizeof(float));")).feasible
@@ -173,7 +185,7 @@ def test_strided_gather_offsets_that_ignore_the_stride_are_caught(gen, tasks, as
 @pytest.mark.parametrize("name", sorted(BROKEN))
 def test_broken_conv_kernels_are_caught(gen, suite_task, ascend_verifier, name):
     task = suite_task("npu_l1/36_conv2d_3x3.py")
-    source = _draft(gen, task).source
+    source = _vector(gen, task)[1]
     _, old, new = BROKEN[name]
     assert source.count(old) == 1, old
     v = ascend_verifier.verify(task, source.replace(old, new))

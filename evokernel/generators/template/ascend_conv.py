@@ -458,10 +458,20 @@ extern "C" __global__ __aicore__ void {op.kernel_name}({args}, GM_ADDR out, GM_A
 
 
 def render_project(op: ConvOp, knobs: dict[str, Any]) -> tuple[dict[str, str], None, dict[str, int] | None]:
-    """The six strings of the operator project and the host's geometry (None: infeasible)."""
+    """The six strings of the operator project and the host's geometry (None: infeasible).
+
+    ``lowering`` ``cube`` (the draft's) writes the implicit GEMM of ``ascend_conv_cube.py`` when it applies to the
+    convolution (dense, stride 1 along W); otherwise, and with ``lowering`` ``vector``, the direct convolution."""
     from evokernel.generators.template import ascend_codegen as AC
 
+    if knobs.get("lowering", "vector") == "cube":
+        from evokernel.generators.template import ascend_conv_cube as CC
+
+        if not CC.applies(op):
+            return CC.render_project(op, knobs)
     geo = geometry(op, knobs)
+    if geo is not None:
+        geo = {**geo, "lowering": "vector"}
     tiling_cls = f"{op.op_type}TilingData"
     tiling = "\n".join(['#include "register/tilingdata_base.h"', "", "namespace optiling {",
                         f"BEGIN_TILING_DATA_DEF({tiling_cls})"] +

@@ -53,7 +53,11 @@ FAMILY_KNOBS: dict[str, dict[str, list[Any]]] = {
 }
 # convolution on the vector cores (ascend_conv.py): output channels per pass, the input-row queue's buffers, cores
 FAMILY_KNOBS["ascend_conv"] = {"co_tile": [8, 16, 32, 64], "buffer_num": [1, 2], "blocks": ["all", "half"],
-                               "w_mode": ["gm", "ub"]}  # weights read from GM, or each pass's copied to UB
+                               "w_mode": ["gm", "ub"],  # weights read from GM, or each pass's copied to UB
+                               # cube: an implicit GEMM (ascend_conv_cube.py) where it applies (dense, stride 1
+                               # along W), with the cube's tile knobs; vector: the direct convolution
+                               "lowering": ["cube", "vector"], "base_m": [64, 128, 256], "base_n": [64, 128, 256],
+                               "base_k": [32, 64, 128, 256]}
 
 # the draft: single buffer, a moderate tile, every core, the simplest instruction forms, multi-pass rows
 CONSERVATIVE: dict[str, Any] = {"tile": 4096, "buffer_num": 1, "blocks": "all", "vec_form": "count",
@@ -103,8 +107,9 @@ TRANSFORMS: list[tuple[str, dict[str, Any]]] = [
 ]
 # conv (ascend_conv): more output channels per pass reuse each loaded input row for more Axpys (more UB)
 TRANSFORMS += [("co_tile_32", {"co_tile": 32}), ("co_tile_64", {"co_tile": 64}), ("co_tile_16", {"co_tile": 16}),
-               ("co_tile_8", {"co_tile": 8}), ("weights_ub", {"w_mode": "ub"}), ("weights_gm", {"w_mode": "gm"})]
-CONSERVATIVE.update(co_tile=16, w_mode="gm")
+               ("co_tile_8", {"co_tile": 8}), ("weights_ub", {"w_mode": "ub"}), ("weights_gm", {"w_mode": "gm"}),
+               ("lowering_vector", {"lowering": "vector"}), ("lowering_cube", {"lowering": "cube"})]
+CONSERVATIVE.update(co_tile=16, w_mode="gm", lowering="cube")  # the cube lowering is the fast one where it applies
 TRANSFORM_NAMES = [t for t, _ in TRANSFORMS]
 # the search over these knobs is the cpu generator's, on this target's knobs and transforms
 ASCEND = S.Space(FAMILY_KNOBS, TRANSFORMS, "ascend_row")
@@ -156,6 +161,8 @@ def prior_scores(family: str, n_cols: int, reductions: int, op: Any = None) -> d
         p["repeat_form"] = 0.025  # log2(rows) whole-tile instructions instead of one per row
     if family == "ascend_conv":  # each loaded input row feeds co_tile Axpys: more channels per pass first
         p.update({"weights_ub": 0.04, "co_tile_32": 0.03, "co_tile_64": 0.02})  # GM scalar reads cost most
+        # cube lowering: the GEMM's K steps and tiles as for a matmul (the vector knobs are cosmetic there)
+        p.update({"base_k_128": 0.035, "base_mn_128": 0.025, "base_k_64": 0.015, "double_buffer": 0.03})
     if family == "ascend_cube":  # short K steps and small tiles are copy-bound: grow them first
         p.update({"base_k_128": 0.03, "base_mn_128": 0.025, "base_k_64": 0.015})
         # one long copy of A per row block (npu suites, modelled: 2-15% faster after base_k_128 + double_buffer,
@@ -177,4 +184,6 @@ def explore_knobs(family: str, rng: random.Random) -> dict[str, Any]:
         knobs["buffer_num"] = 2
     if knobs.get("blocks") == "half" and rng.random() < 0.7:
         knobs["blocks"] = "all"
+    if family == "ascend_conv":
+        knobs["lowering"] = "cube"  # drafts take the fast lowering; the vector one is a refinement
     return knobs

@@ -1,0 +1,586 @@
+"""The cube lowering of a dense convolution (``ascend_conv`` with ``lowering = cube``): an implicit GEMM per batch image.
+
+For image ``n``, ``out[n]`` (Cout x Ho*Wo) = ``W`` (Cout x Cin*KH*KW) @ ``col[n]`` (Cin*KH*KW x Ho*Wo), where row
+``(ci, kh, kw)`` of ``col[n]`` holds, for every output pixel ``(oh, ow)``, the input value that tap reads
+(zero in the padding). The kernel is a MIX kernel (one cube core and two vector cores per AI core):
+
+1. **im2col on the vector cores.** A unit of work is one row ``(n, ci, kh, kw)`` of ``col`` for a chunk of
+   output rows. The output rows whose input row exists form one range; their input rows are ``STRIDE_H * W``
+   apart in GM, so one ``DataCopyPad`` brings all of them into the UB, each landing on its own 32-byte
+   aligned row of ``ceil8(Wo)`` floats with the tap's left zero padding as ``leftPadding`` and its right one as
+   ``rightPadding`` (both at most 8 floats: the W padding is at most 8); one ``DataCopyPad`` writes them out,
+   packed, into ``col`` (rows of ``Np`` = Ho*Wo rounded up to 16 floats, in a GM workspace). The rows above and
+   below the image are written from a zeroed UB buffer. With a bias, ``col`` gets a last row of ones and the
+   weights a last column holding the bias (``W'``, Cout x (K+1), built in the workspace by one vector core:
+   the weight rows copied into UB, the bias values set by the scalar unit, the rows copied back), so the
+   GEMM adds the bias itself.
+2. ``SyncAll<false>()`` over cube and vector cores: ``col`` and ``W'`` are complete before the cube reads them.
+3. **The GEMM on the cube cores**, as the cube template (``ascend_cube.py``) writes it, batched over the images
+   (``ascend_cube_batch.py``, with the weights shared by every image): ``base_m x base_n`` tiles of
+   ``out[n]``, K in ``base_k`` steps, float32 B (``col``, K x N row-major) through ``LoadDataWithTranspose``.
+4. The Fixpipe writes whole 16-column blocks (``nSize`` is documented as a multiple of 16): when Ho*Wo is one,
+   the tiles go straight into the NCHW output; otherwise into a padded C in the workspace, and after a
+   second ``SyncAll<false>()`` the vector cores copy its rows (``DataCopyPad`` with a source gap) into the output.
+
+A pointwise convolution (1 x 1, stride 1, no padding) without bias whose Ho*Wo is a multiple of 16 needs no
+im2col: ``x[n]`` (Cin x H*W) is ``col[n]``, and the kernel is the cube template's batched matmul (cube only).
+
+Applies to: groups == 1, stride 1 along W (a stride along H only picks other input rows), any dilation, W
+padding up to 8 (as the vector lowering), and rows of ``ceil8(Wo)`` floats that fit the UB. What it does not
+apply to (grouped / depthwise, a stride along W) stays on the vector lowering (``ascend_conv.py``).
+Knobs: ``base_m``, ``base_n``, ``base_k``, ``buffer_num`` (the cube's L1/L0 buffering and the vector cores'
+row queue). Not done: strides along W (the im2col would need a Gather per row), L1-resident weights,
+overlapping the im2col with the GEMM (per AI core flags instead of the barrier), LoadData 3D (needs the
+image in NC1HWC0 in L1).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from evokernel.generators.template import ascend_cube as CUBE
+
+UB_FLOATS = 196608 // 4
+AIV_CORES = 40
+FILL = 1024  # floats of each constant UB row (zeros, ones) the vector cores copy into col
+MARGIN = 64  # floats of UB left unused (alignment slack)
+FIELDS = ["batch", "cin", "h", "w", "cout", "ho", "wo", "kh", "kw", "M", "N", "K", "baseM", "baseN", "baseK",
+          "tilesM", "tilesN", "P", "Np", "kc", "wa", "rowsPerChunk", "ohChunks", "rowsW", "outPiece", "outRows",
+          "copyOut"]
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b) * b
+
+
+def applies(op: Any) -> str:
+    """'' when the cube lowering applies to the convolution, else why not."""
+    if op.groups != 1:
+        return "a grouped or depthwise convolution (the implicit GEMM is dense)"
+    if op.stride[1] != 1:
+        return "a stride along W (the im2col rows would need a Gather)"
+    if _shape(op)["Np"] > 65535:
+        return "Ho*Wo over 65535 (the GEMM's N is Nd2NzParams' 16-bit srcDValue)"
+    return ""
+
+
+def _shape(op: Any) -> dict[str, int]:
+    from evokernel.generators.template.ascend_conv import _dims
+
+    n, c, h, w, co, ho, wo, kh, kw = _dims(op)
+    P = ho * wo
+    kc = c * kh * kw
+    direct = (kh == 1 and kw == 1 and op.padding == (0, 0) and tuple(op.stride) == (1, 1) and not op.bias
+              and P % 16 == 0)
+    copy_out = P % 16 != 0
+    return {"batch": n, "cin": c, "h": h, "w": w, "cout": co, "ho": ho, "wo": wo, "kh": kh, "kw": kw, "P": P,
+            "Np": _ceil(P, 16), "kc": kc, "K": kc + (1 if op.bias else 0), "im2col": int(not direct),
+            "copyOut": int(copy_out)}
+
+
+def _cube_knobs(knobs: dict[str, Any]) -> dict[str, Any]:
+    """The cube template's knobs for the GEMM: the tile knobs given, the rest (split-K, ...) at the draft's."""
+    from evokernel.generators.template.ascend_schedules import CONSERVATIVE
+
+    return {**CONSERVATIVE, **{k: knobs[k] for k in ("base_m", "base_n", "base_k", "buffer_num")}, "split_k": 1}
+
+
+def _cube_op(op: Any, s: dict[str, int]) -> Any:
+    """The GEMM as the cube template's operator: M = Cout, K = Cin*KH*KW (+1 with the bias), N = Ho*Wo (padded to
+    16 when C goes through the workspace), one batch entry per image."""
+    return CUBE.CubeOp(op.graph, op.snake, s["cout"], s["K"], s["Np"] if s["copyOut"] else s["P"], False, False,
+                       [CUBE.CubeExt("wMat", "", -1), CUBE.CubeExt("colMat", "", -2)], False, False,
+                       (s["batch"], s["cout"], s["P"]), batch=s["batch"])
+
+
+def geometry(op: Any, knobs: dict[str, Any]) -> dict[str, int] | None:
+    """The host tiling (mirrors TilingFunc), or None when the cube's buffers or a UB row do not fit."""
+    s = _shape(op)
+    cube = CUBE.geometry(_cube_op(op, s), _cube_knobs(knobs))
+    if cube is None:
+        return None
+    bn = int(knobs["buffer_num"])
+    per = (UB_FLOATS - 2 * FILL - (_ceil(s["cout"], 8) if op.bias else 0) - MARGIN) // bn
+    wa = _ceil(s["wo"], 8)
+    dim = s["cin"] if op.nd == 1 else s["ho"]  # 1-D: a copy's rows are input channels; 2-D: output rows
+    rows = min(dim, per // wa, 4095)
+    rows_w = min(s["cout"], per // _ceil(s["kc"] + 1, 8)) if op.bias else 0
+    if (s["im2col"] and rows < 1) or (op.bias and rows_w < 1):
+        return None
+    piece = min(_ceil(s["P"], 8), per // 8 * 8)
+    out_rows = min(s["batch"] * s["cout"], per // piece, 4095)
+    mix = bool(s["im2col"] or s["copyOut"])
+    geo = {**{k: v for k, v in s.items()}, **cube, "wa": wa, "rowsPerChunk": max(rows, 1),
+           "ohChunks": -(-dim // max(rows, 1)), "rowsW": rows_w, "outPiece": piece, "outRows": out_rows,
+           "lowering": "cube", "mix": int(mix)}
+    if mix:
+        geo["blockDim"] = CUBE.CUBE_CORES  # every AI core: 40 vector cores for the im2col and the copy-out
+    return geo
+
+
+def _host(op: Any, knobs: dict[str, Any], tiling_cls: str, s: dict[str, int], mix: bool) -> str:
+    (sh, sw), (ph, pw), (dh, dw) = op.stride, op.padding, op.dilation
+    nd = op.nd
+    shape_read = ("    uint32_t batch = x.GetDim(0), cin = x.GetDim(1), h = x.GetDim(2), w = x.GetDim(3);\n"
+                  "    uint32_t cout = wt.GetDim(0), kh = wt.GetDim(2), kw = wt.GetDim(3);\n" if nd == 2 else
+                  "    uint32_t batch = x.GetDim(0), cin = x.GetDim(1), h = 1, w = x.GetDim(2);\n"
+                  "    uint32_t cout = wt.GetDim(0), kh = 1, kw = wt.GetDim(2);\n")
+    infer_dims = (["    y->SetDimNum(4);", "    y->SetDim(0, x->GetDim(0));", "    y->SetDim(1, wt->GetDim(0));",
+                   "    y->SetDim(2, (x->GetDim(2) + 2 * PAD_H - DIL_H * (wt->GetDim(2) - 1) - 1) / STRIDE_H + 1);",
+                   "    y->SetDim(3, (x->GetDim(3) + 2 * PAD_W - DIL_W * (wt->GetDim(3) - 1) - 1) / STRIDE_W + 1);"]
+                  if nd == 2 else
+                  ["    y->SetDimNum(3);", "    y->SetDim(0, x->GetDim(0));", "    y->SetDim(1, wt->GetDim(0));",
+                   "    y->SetDim(2, (x->GetDim(2) + 2 * PAD_W - DIL_W * (wt->GetDim(2) - 1) - 1) / STRIDE_W + 1);"])
+    inputs = "".join(f'        this->Input("{e.name}").ParamType(REQUIRED).DataType({{ge::DT_FLOAT}}).Format({{ge::FORMAT_ND}});\n'
+                     for e in op.exts)
+    bias = 1 if op.bias else 0
+    direct_check = "" if s["im2col"] else """    if (kh != 1 || kw != 1 || (ho * wo) % 16 != 0) {
+        return ge::GRAPH_FAILED;  // the kernel multiplies x itself (no im2col): pointwise, Ho*Wo a multiple of 16
+    }
+"""
+    sets = "".join(f"    tiling.set_{f}({f});\n" for f in FIELDS)
+    return f"""#include "{op.kernel_name}_tiling.h"
+#include "register/op_def_registry.h"
+#include "tiling/platform/platform_ascendc.h"
+
+// the module's attributes
+constexpr int64_t STRIDE_H = {sh}, STRIDE_W = {sw}, PAD_H = {ph}, PAD_W = {pw}, DIL_H = {dh}, DIL_W = {dw};
+
+namespace optiling {{
+constexpr uint32_t BASE_M = {int(knobs["base_m"])};
+constexpr uint32_t BASE_N = {int(knobs["base_n"])};
+constexpr uint32_t BASE_K = {int(knobs["base_k"])};
+constexpr uint32_t BUFFER_NUM = {int(knobs["buffer_num"])};
+constexpr uint32_t HAS_BIAS = {bias};
+constexpr uint32_t FILL = {FILL};    // floats of the zero and the ones rows kept in UB
+constexpr uint32_t MARGIN = {MARGIN};
+
+static ge::graphStatus TilingFunc(gert::TilingContext* context)
+{{
+    const gert::Shape& x = context->GetInputShape(0)->GetStorageShape();
+    const gert::Shape& wt = context->GetInputShape(1)->GetStorageShape();
+    if (x.GetDimNum() != {nd + 2} || wt.GetDimNum() != {nd + 2}) {{
+        return ge::GRAPH_FAILED;
+    }}
+{shape_read}    if (wt.GetDim(1) != cin || PAD_W > 8) {{
+        return ge::GRAPH_FAILED;  // dense only; DataCopyPad pads at most 32 bytes
+    }}
+    int64_t hoSigned = (static_cast<int64_t>(h) + 2 * PAD_H - DIL_H * (kh - 1) - 1) / STRIDE_H + 1;
+    int64_t woSigned = (static_cast<int64_t>(w) + 2 * PAD_W - DIL_W * (kw - 1) - 1) / STRIDE_W + 1;
+    if (hoSigned <= 0 || woSigned <= 0) {{
+        return ge::GRAPH_FAILED;
+    }}
+    uint32_t ho = static_cast<uint32_t>(hoSigned), wo = static_cast<uint32_t>(woSigned);
+{direct_check}    // the GEMM per image: out[n] (M = cout x N = ho * wo) = W (M x K) @ col[n] (K x N); the bias as a last K row
+    uint32_t P = ho * wo, Np = (P + 15) / 16 * 16, kc = cin * kh * kw;
+    uint32_t copyOut = P % 16 != 0 ? 1 : 0;  // Fixpipe writes 16-column blocks: a padded C in the workspace
+    uint32_t M = cout, K = kc + HAS_BIAS, N = copyOut ? Np : P;
+    uint32_t baseM = BASE_M, baseN = BASE_N, baseK = BASE_K;
+    uint32_t tilesM = (M + BASE_M - 1) / BASE_M, tilesN = (N + BASE_N - 1) / BASE_N;
+    // the vector cores' UB: BUFFER_NUM row buffers, the zero and ones rows, the bias
+    uint64_t biasFloats = HAS_BIAS ? (cout + 7) / 8 * 8 : 0;
+    uint64_t per = ({UB_FLOATS} - 2 * FILL - biasFloats - MARGIN) / BUFFER_NUM;
+    uint32_t wa = (wo + 7) / 8 * 8;
+    uint32_t rowsDim = {"cin;  // a copy's rows: input channels (1-D)" if nd == 1 else "ho;  // a copy's rows: output rows"}
+    uint64_t rows = per / wa;
+    if (rows > rowsDim) rows = rowsDim;
+    if (rows > 4095) rows = 4095;
+    uint64_t rowsWide = per / ((kc + 1 + 7) / 8 * 8);
+    uint32_t rowsW = HAS_BIAS ? static_cast<uint32_t>(rowsWide < cout ? rowsWide : cout) : 0;
+    if ((rows < 1 && {s["im2col"]}) || (HAS_BIAS && rowsW < 1)) {{
+        return ge::GRAPH_FAILED;  // an output row (or a weight row) does not fit the UB
+    }}
+    uint32_t rowsPerChunk = rows < 1 ? 1 : static_cast<uint32_t>(rows);
+    uint32_t ohChunks = (rowsDim + rowsPerChunk - 1) / rowsPerChunk;
+    uint32_t outPiece = static_cast<uint32_t>((P + 7) / 8 * 8 < per / 8 * 8 ? (P + 7) / 8 * 8 : per / 8 * 8);
+    uint64_t outRowsWide = per / outPiece;
+    uint64_t allRows = static_cast<uint64_t>(batch) * cout;
+    uint32_t outRows = static_cast<uint32_t>(outRowsWide < allRows ? outRowsWide : allRows);
+    if (outRows > 4095) outRows = 4095;
+    auto platform = platform_ascendc::PlatformAscendC(context->GetPlatformInfo());
+    uint32_t cubeCores = platform.GetCoreNumAic();
+    uint32_t tiles = batch * tilesM * tilesN;
+    context->SetBlockDim({"cubeCores);  // MIX: every AI core (its two vector cores do the im2col)" if mix else "tiles < cubeCores ? tiles : cubeCores);"}
+    {tiling_cls} tiling;
+{sets}    tiling.SaveToBuffer(context->GetRawTilingData()->GetData(), context->GetRawTilingData()->GetCapacity());
+    context->GetRawTilingData()->SetDataSize(tiling.GetDataSize());
+    size_t* workspace = context->GetWorkspaceSizes(1);
+    // col (batch x K x Np), W with the bias column (cout x K), C padded (batch x cout x Np), each 64-float aligned
+    uint64_t colFloats = {"static_cast<uint64_t>(batch) * K * Np" if s["im2col"] else "0"};
+    uint64_t wFloats = HAS_BIAS ? static_cast<uint64_t>(cout) * K : 0;
+    uint64_t cFloats = copyOut ? static_cast<uint64_t>(batch) * cout * Np : 0;
+    workspace[0] = ((colFloats + 63) / 64 * 64 + (wFloats + 63) / 64 * 64 + cFloats) * sizeof(float);
+    return ge::GRAPH_SUCCESS;
+}}
+}}
+
+namespace ge {{
+static ge::graphStatus InferShape(gert::InferShapeContext* context)
+{{
+    const gert::Shape* x = context->GetInputShape(0);
+    const gert::Shape* wt = context->GetInputShape(1);
+    gert::Shape* y = context->GetOutputShape(0);
+""" + "\n".join(infer_dims) + f"""
+    return GRAPH_SUCCESS;
+}}
+}}
+
+namespace ops {{
+class {op.op_type} : public OpDef {{
+public:
+    explicit {op.op_type}(const char* name) : OpDef(name)
+    {{
+{inputs}        this->Output("out").ParamType(REQUIRED).DataType({{ge::DT_FLOAT}}).Format({{ge::FORMAT_ND}});
+        this->SetInferShape(ge::InferShape);
+        this->AICore().SetTiling(optiling::TilingFunc);
+        this->AICore().AddConfig("ascend910b");
+    }}
+}};
+OP_ADD({op.op_type});
+}}"""
+
+
+def _sub(text: str, old: str, new: str) -> str:
+    assert text.count(old) == 1, old
+    return text.replace(old, new)
+
+
+def _cube_class(op: Any, knobs: dict[str, Any], tiling_cls: str, s: dict[str, int]) -> str:
+    """The cube template's batched GEMM class: A = the weights (shared by every image), B = col[n], C = out[n]."""
+    cop = _cube_op(op, s)
+    text = CUBE._kernel(cop, _cube_knobs(knobs), "float", tiling_cls)  # batched (ascend_cube_batch.py)
+    if cop.batch == 1:  # one image: the batched form all the same (the tiling has the batch count)
+        from evokernel.generators.template import ascend_cube_batch as BATCH
+
+        text = BATCH.batch_kernel(cop, text, "float", tiling_cls)
+    text = _sub(text, "        aGm.SetGlobalBuffer((__gm__ float*)wMat, batch * M * K);\n",
+                "        aGm.SetGlobalBuffer((__gm__ float*)wMat, M * K);  // the weights: one matrix for every image\n")
+    text = _sub(text, "            aOff = entry * M * K;\n", "            aOff = 0;\n")
+    # Nd2NzParams.srcNdMatrixStride is 16 bits: with N > 4095 the 16-row bands of B are copied one by one
+    bands = """        if (bands > 0) {
+            bParams.ndNum = bands;
+            bParams.srcNdMatrixStride = 16 * N;
+            bParams.dstNzMatrixStride = nPad * 16;
+            DataCopy(b1Local, bGm[bOff + k0 * N + n0], bParams);
+        }
+"""
+    text = _sub(text, bands, """        if (bands > 0 && 16 * N > 65535) {  // a band stride beyond Nd2NzParams' 16 bits: one copy per band
+            bParams.ndNum = 1;
+            bParams.srcNdMatrixStride = 0;
+            bParams.dstNzMatrixStride = 0;
+            for (uint32_t j = 0; j < bands; ++j) {
+                DataCopy(b1Local[j * nPad * 16], bGm[bOff + (k0 + 16 * j) * N + n0], bParams);
+            }
+        } else if (bands > 0) {
+            bParams.ndNum = bands;
+            bParams.srcNdMatrixStride = 16 * N;
+            bParams.dstNzMatrixStride = nPad * 16;
+            DataCopy(b1Local, bGm[bOff + k0 * N + n0], bParams);
+        }
+""")
+    # the K tail's band of B must be the image's too (ascend_cube_batch.py offsets only the whole bands)
+    tail = "DataCopy(b1Local[bands * nPad * 16], bGm[(k0 + bands * 16) * N + n0], bParams);"
+    if tail in text:
+        text = _sub(text, tail, "DataCopy(b1Local[bands * nPad * 16], bGm[bOff + (k0 + bands * 16) * N + n0], bParams);")
+    return text
+
+
+def _vector_class(op: Any, tiling_cls: str, s: dict[str, int]) -> str:
+    (sh, _), (ph, pw), (dh, dw) = op.stride, op.padding, op.dilation
+    x, wt = op.exts[0].name, op.exts[1].name
+    bias = op.bias
+    b = op.exts[2].name if bias else ""
+    args = ", ".join(f"GM_ADDR {e.name}" for e in op.exts)
+    bias_init = (f"        biasGm.SetGlobalBuffer((__gm__ float*){b}, cout);\n"
+                 f"        wGm.SetGlobalBuffer((__gm__ float*){wt}, cout * kc);\n"
+                 "        wMatGm.SetGlobalBuffer((__gm__ float*)workspace + colFloats, cout * K);\n"
+                 "        pipe.InitBuffer(biasBuf, (cout + 7) / 8 * 8 * sizeof(float));\n") if bias else ""
+    extra_items = "batch + 1" if bias else "0"  # the ones rows of every image, and W' (one item)
+    bias_items = """            if (item >= convItems) {  // the bias: a row of ones in col[n], or W' = [W | bias]
+                if (item - convItems < batch) {
+                    FillGm(colGm[((item - convItems) * K + kc) * Np], P, ones);
+                } else {
+                    WeightsWithBias();
+                }
+                continue;
+            }
+""" if bias else ""
+    weights_fn = """    __aicore__ inline void WeightsWithBias()
+    {
+        // W' (cout x K, K = kc + 1): each weight row of kc floats, then the output channel's bias
+        LocalTensor<float> biasLocal = biasBuf.Get<float>();
+        DataCopyExtParams bCopy{1, static_cast<uint32_t>(cout * sizeof(float)), 0, 0, 0};
+        DataCopyPadExtParams<float> noPad{false, 0, 0, 0.0f};
+        DataCopyPad(biasLocal, biasGm, bCopy, noPad);
+        TEventID toScalar = GetTPipePtr()->FetchEventID(HardEvent::MTE2_S);
+        SetFlag<HardEvent::MTE2_S>(toScalar);
+        WaitFlag<HardEvent::MTE2_S>(toScalar);
+        uint32_t rowFloats = (K + 7) / 8 * 8;  // a UB row of W': kc weights, the bias, padding
+        for (uint32_t co0 = 0; co0 < cout; co0 += rowsW) {
+            uint32_t rows = Min(rowsW, cout - co0);
+            LocalTensor<float> buf = que.AllocTensor<float>();
+            DataCopyExtParams in{static_cast<uint16_t>(rows), static_cast<uint32_t>(kc * sizeof(float)), 0,
+                                 static_cast<uint32_t>((rowFloats - (kc + 7) / 8 * 8) / 8), 0};
+            DataCopyPad(buf, wGm[co0 * kc], in, noPad);
+            que.EnQue(buf);
+            buf = que.DeQue<float>();
+            TEventID wait = GetTPipePtr()->FetchEventID(HardEvent::MTE2_S);
+            SetFlag<HardEvent::MTE2_S>(wait);
+            WaitFlag<HardEvent::MTE2_S>(wait);
+            for (uint32_t r = 0; r < rows; ++r) {
+                buf.SetValue(r * rowFloats + kc, biasLocal.GetValue(co0 + r));
+            }
+            TEventID toMte3 = GetTPipePtr()->FetchEventID(HardEvent::S_MTE3);
+            SetFlag<HardEvent::S_MTE3>(toMte3);
+            WaitFlag<HardEvent::S_MTE3>(toMte3);
+            DataCopyExtParams out{static_cast<uint16_t>(rows), static_cast<uint32_t>(K * sizeof(float)), 0, 0, 0};
+            DataCopyPad(wMatGm[co0 * K], buf, out);
+            que.FreeTensor(buf);
+        }
+    }
+""" if bias else ""
+    bias_members = ("    GlobalTensor<float> biasGm, wGm, wMatGm;\n    TBuf<TPosition::VECCALC> biasBuf;\n"
+                    if bias else "")
+    body = _BODY_1D if op.nd == 1 else _BODY_2D
+    return f"""constexpr int32_t STRIDE_H = {sh}, PAD_H = {ph}, PAD_W = {pw}, DIL_H = {dh}, DIL_W = {dw};
+constexpr uint32_t FILL = {FILL};
+
+__aicore__ inline uint32_t Max(uint32_t a, uint32_t b) {{ return a > b ? a : b; }}
+
+// The vector cores: im2col into the workspace (before the GEMM), the padded C to the output (after it).
+class KernelIm2col{op.op_type} {{
+public:
+    __aicore__ inline KernelIm2col{op.op_type}() {{}}
+    __aicore__ inline void Init({args}, GM_ADDR out, GM_ADDR workspace, const {tiling_cls}& t)
+    {{
+        batch = t.batch; cin = t.cin; h = t.h; w = t.w; cout = t.cout; ho = t.ho; wo = t.wo; kh = t.kh; kw = t.kw;
+        K = t.K; P = t.P; Np = t.Np; kc = t.kc; wa = t.wa; rowsPerChunk = t.rowsPerChunk; ohChunks = t.ohChunks;
+        rowsW = t.rowsW; outPiece = t.outPiece; outRows = t.outRows; copyOut = t.copyOut;
+        vid = GetBlockIdx();
+        vnum = GetBlockNum() * GetTaskRation();
+        uint64_t colFloats = (static_cast<uint64_t>(batch) * K * Np + 63) / 64 * 64;
+        uint64_t wFloats = {"(static_cast<uint64_t>(cout) * K + 63) / 64 * 64" if bias else "0"};
+        xGm.SetGlobalBuffer((__gm__ float*){x}, batch * cin * h * w);
+        colGm.SetGlobalBuffer((__gm__ float*)workspace, batch * K * Np);
+        cPadGm.SetGlobalBuffer((__gm__ float*)workspace + colFloats + wFloats, batch * cout * Np);
+        outGm.SetGlobalBuffer((__gm__ float*)out, batch * cout * P);
+{bias_init}        uint32_t bufFloats = rowsPerChunk * wa;
+        if (outRows * outPiece > bufFloats) bufFloats = outRows * outPiece;
+        {"if (rowsW * ((K + 7) / 8 * 8) > bufFloats) bufFloats = rowsW * ((K + 7) / 8 * 8);" if bias else ""}
+        pipe.InitBuffer(que, BUFFER_NUM, bufFloats * sizeof(float));
+        pipe.InitBuffer(fillBuf, 2 * FILL * sizeof(float));
+    }}
+    __aicore__ inline void Im2col()
+    {{
+        LocalTensor<float> fill = fillBuf.Get<float>();
+        zeros = fill;
+        ones = fill[FILL];
+        Duplicate(zeros, 0.0f, FILL);
+        Duplicate(ones, 1.0f, FILL);
+        TEventID ready = GetTPipePtr()->FetchEventID(HardEvent::V_MTE3);  // the constant rows before their copies
+        SetFlag<HardEvent::V_MTE3>(ready);
+        WaitFlag<HardEvent::V_MTE3>(ready);
+        uint32_t taps = kh * kw, convItems = batch * {'kw' if op.nd == 1 else 'kc'} * ohChunks;
+        for (uint32_t item = vid; item < convItems + {extra_items}; item += vnum) {{
+{bias_items}{body}        }}
+    }}
+    __aicore__ inline void CopyOut()
+    {{
+        // C (rows of Np floats in the workspace) -> out (rows of P floats): outRows rows x outPiece columns a unit
+        uint32_t rowsAll = batch * cout, pieces = (P + outPiece - 1) / outPiece;
+        uint32_t units = (rowsAll + outRows - 1) / outRows * pieces;
+        for (uint32_t u = vid; u < units; u += vnum) {{
+            uint32_t r0 = (u / pieces) * outRows, c0 = (u % pieces) * outPiece;
+            uint32_t rows = Min(outRows, rowsAll - r0), cw = Min(outPiece, P - c0);
+            LocalTensor<float> buf = que.AllocTensor<float>();
+            DataCopyExtParams in{{static_cast<uint16_t>(rows), static_cast<uint32_t>(cw * sizeof(float)),
+                                 static_cast<uint32_t>((Np - cw) * sizeof(float)),
+                                 static_cast<uint32_t>((outPiece - (cw + 7) / 8 * 8) / 8), 0}};
+            DataCopyPadExtParams<float> noPad{{false, 0, 0, 0.0f}};
+            DataCopyPad(buf, cPadGm[static_cast<uint64_t>(r0) * Np + c0], in, noPad);
+            que.EnQue(buf);
+            buf = que.DeQue<float>();
+            DataCopyExtParams outCopy{{static_cast<uint16_t>(rows), static_cast<uint32_t>(cw * sizeof(float)),
+                                      static_cast<uint32_t>((outPiece - (cw + 7) / 8 * 8) / 8),
+                                      static_cast<uint32_t>((P - cw) * sizeof(float)), 0}};
+            DataCopyPad(outGm[static_cast<uint64_t>(r0) * P + c0], buf, outCopy);
+            que.FreeTensor(buf);
+        }}
+    }}
+
+private:
+    __aicore__ inline void FillGm(const GlobalTensor<float>& dst, uint32_t count, const LocalTensor<float>& value)
+    {{
+        // count floats of a constant row (zeros or ones) into GM, FILL at a time
+        for (uint32_t done = 0; done < count; done += FILL) {{
+            DataCopyExtParams copy{{1, static_cast<uint32_t>(Min(FILL, count - done) * sizeof(float)), 0, 0, 0}};
+            DataCopyPad(dst[done], value, copy);
+        }}
+    }}
+{weights_fn}
+    TPipe pipe;
+    TQueBind<TPosition::VECIN, TPosition::VECOUT, BUFFER_NUM> que;  // GM -> UB -> GM: MTE2 -> MTE3
+    TBuf<TPosition::VECCALC> fillBuf;
+    LocalTensor<float> zeros, ones;
+    GlobalTensor<float> xGm, colGm, cPadGm, outGm;
+{bias_members}    uint32_t batch = 0, cin = 0, h = 0, w = 0, cout = 0, ho = 0, wo = 0, kh = 0, kw = 0, K = 0, P = 0, Np = 0;
+    uint32_t kc = 0, wa = 0, rowsPerChunk = 0, ohChunks = 0, rowsW = 0, outPiece = 0, outRows = 0, copyOut = 0;
+    uint32_t vid = 0, vnum = 1;
+}};
+"""
+
+
+_BODY_2D = '''            // row (ci, r, s) of col[n] for output rows [oh0, oh0 + rows)
+            uint32_t chunk = item % ohChunks, k = (item / ohChunks) % kc, n = item / ohChunks / kc;
+            uint32_t ci = k / taps, r = (k % taps) / kw, s = k % kw;
+            uint32_t oh0 = chunk * rowsPerChunk, ohEnd = Min(oh0 + rowsPerChunk, ho);
+            // output rows whose input row ih = oh * STRIDE_H + r * DIL_H - PAD_H lies in [0, h)
+            int32_t base = static_cast<int32_t>(r * DIL_H) - PAD_H;
+            int32_t first = base >= 0 ? 0 : (-base + STRIDE_H - 1) / STRIDE_H;
+            int32_t last = static_cast<int32_t>(h) - 1 - base < 0 ? -1 : (static_cast<int32_t>(h) - 1 - base) / STRIDE_H;
+            uint32_t ohA = Min(Max(static_cast<uint32_t>(first), oh0), ohEnd);
+            uint32_t ohB = last < 0 ? ohA : Max(Min(static_cast<uint32_t>(last) + 1, ohEnd), ohA);
+            uint64_t row = (static_cast<uint64_t>(n) * K + k) * Np;
+            // input column of output column 0; [0, lo) and [hi, wo) are the convolution's zero padding
+            int32_t off = static_cast<int32_t>(s * DIL_W) - PAD_W;
+            int32_t lo = off < 0 ? -off : 0;
+            int32_t hi = static_cast<int32_t>(w) - off;
+            if (hi > static_cast<int32_t>(wo)) hi = static_cast<int32_t>(wo);
+            if (hi <= lo) {
+                ohB = ohA;  // the tap reads only padding
+            }
+            FillGm(colGm[row + oh0 * wo], (ohA - oh0) * wo, zeros);
+            FillGm(colGm[row + ohB * wo], (ohEnd - ohB) * wo, zeros);
+            if (ohB > ohA) {
+                uint32_t count = static_cast<uint32_t>(hi - lo);
+                uint32_t ih = ohA * STRIDE_H + base;
+                LocalTensor<float> buf = que.AllocTensor<float>();
+                // one UB row of wa floats per output row: lo zeros, count inputs, wo - hi zeros
+                DataCopyExtParams in{static_cast<uint16_t>(ohB - ohA), static_cast<uint32_t>(count * sizeof(float)),
+                                     static_cast<uint32_t>((STRIDE_H * w - count) * sizeof(float)), 0, 0};
+                DataCopyPadExtParams<float> pad{true, static_cast<uint8_t>(lo), static_cast<uint8_t>(wo - hi), 0.0f};
+                DataCopyPad(buf, xGm[((n * cin + ci) * h + ih) * w + (lo + off)], in, pad);
+                que.EnQue(buf);
+                buf = que.DeQue<float>();
+                DataCopyExtParams outCopy{static_cast<uint16_t>(ohB - ohA), static_cast<uint32_t>(wo * sizeof(float)), 0, 0, 0};
+                DataCopyPad(colGm[row + ohA * wo], buf, outCopy);  // packed: col column oh * wo + ow
+                que.FreeTensor(buf);
+            }
+'''
+_BODY_1D = '''            // rows (ci0 + c, s) of col[n] (kw rows apart) for rowsPerChunk input channels of tap s
+            uint32_t chunk = item % ohChunks, s = (item / ohChunks) % kw, n = item / ohChunks / kw;
+            uint32_t ci0 = chunk * rowsPerChunk, rows = Min(rowsPerChunk, cin - ci0);
+            uint64_t row = (static_cast<uint64_t>(n) * K + ci0 * kw + s) * Np;
+            // input column of output column 0; [0, lo) and [hi, wo) are the convolution's zero padding
+            int32_t off = static_cast<int32_t>(s * DIL_W) - PAD_W;
+            int32_t lo = off < 0 ? -off : 0;
+            int32_t hi = static_cast<int32_t>(w) - off;
+            if (hi > static_cast<int32_t>(wo)) hi = static_cast<int32_t>(wo);
+            if (hi <= lo) {  // the tap reads only padding
+                for (uint32_t c = 0; c < rows; ++c) {
+                    FillGm(colGm[row + c * kw * Np], wo, zeros);
+                }
+                continue;
+            }
+            uint32_t count = static_cast<uint32_t>(hi - lo);
+            LocalTensor<float> buf = que.AllocTensor<float>();
+            // one UB row of wa floats per input channel: lo zeros, count inputs, wo - hi zeros
+            DataCopyExtParams in{static_cast<uint16_t>(rows), static_cast<uint32_t>(count * sizeof(float)),
+                                 static_cast<uint32_t>((w - count) * sizeof(float)), 0, 0};
+            DataCopyPadExtParams<float> pad{true, static_cast<uint8_t>(lo), static_cast<uint8_t>(wo - hi), 0.0f};
+            DataCopyPad(buf, xGm[(n * cin + ci0) * w + (lo + off)], in, pad);
+            que.EnQue(buf);
+            buf = que.DeQue<float>();
+            DataCopyExtParams outCopy{static_cast<uint16_t>(rows), static_cast<uint32_t>(wo * sizeof(float)), 0,
+                                      static_cast<uint32_t>((kw * Np - wo) * sizeof(float)), 0};
+            DataCopyPad(colGm[row], buf, outCopy);  // col rows (ci, s) are kw * Np floats apart
+            que.FreeTensor(buf);
+'''
+
+
+def _kernel(op: Any, knobs: dict[str, Any], tiling_cls: str, s: dict[str, int]) -> str:
+    cube = _cube_class(op, knobs, tiling_cls, s)
+    i = cube.index('extern "C" __global__ __aicore__ void')
+    body = cube[:i]
+    args = ", ".join(f"GM_ADDR {e.name}" for e in op.exts)
+    x, wt = op.exts[0].name, op.exts[1].name
+    cls = f"Kernel{op.op_type}"
+    if not (s["im2col"] or s["copyOut"]):  # pointwise: x[n] is col[n]; the cube template's batched matmul
+        return body + f"""extern "C" __global__ __aicore__ void {op.kernel_name}({args}, GM_ADDR out, GM_ADDR workspace, GM_ADDR tiling)
+{{
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);
+    GET_TILING_DATA(tiling_data, tiling);
+    {cls} op;
+    op.Init({wt}, {x}, out, tiling_data);  // A = the weights (cout x cin), B = x[n] (cin x h * w), C = out[n]
+    op.Process();
+}}"""
+    vec = _vector_class(op, tiling_cls, s)
+    if op.bias:
+        a_addr = "workspace + ((static_cast<uint64_t>(t.batch) * t.K * t.Np + 63) / 64 * 64) * sizeof(float)"
+    else:
+        a_addr = f"{wt}"
+    b_addr = "workspace" if s["im2col"] else x
+    c_addr = ("workspace + ((static_cast<uint64_t>(t.batch) * t.K * t.Np + 63) / 64 * 64 + "
+              + ("(static_cast<uint64_t>(t.cout) * t.K + 63) / 64 * 64" if op.bias else "0") + ") * sizeof(float)")
+    im2col = "        op.Im2col();\n" if s["im2col"] else ""
+    return body + vec + f"""
+extern "C" __global__ __aicore__ void {op.kernel_name}({args}, GM_ADDR out, GM_ADDR workspace, GM_ADDR tiling)
+{{
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);  // per block: the cube core and two vector cores
+    GET_TILING_DATA(t, tiling);
+    if ASCEND_IS_AIC {{
+        GM_ADDR wMat = {a_addr};  // A: the weights{" with the bias column (W')" if op.bias else ""}
+        GM_ADDR colMat = {b_addr};  // B: {"col" if s["im2col"] else "x[n] is col[n]"}
+        GM_ADDR cMat = t.copyOut ? {c_addr} : out;  // C: rows padded to Np in the workspace, or the output
+        SyncAll<false>();  // col (and W') written by the vector cores
+        {cls} op;
+        op.Init(wMat, colMat, cMat, t);
+        op.Process();
+        if (t.copyOut) {{
+            SyncAll<false>();  // every tile of C is in the workspace
+        }}
+    }} else {{
+        KernelIm2col{op.op_type} op;
+        op.Init({", ".join(e.name for e in op.exts)}, out, workspace, t);
+{im2col}        SyncAll<false>();  // col is complete: the cube cores may multiply
+        if (t.copyOut) {{
+            SyncAll<false>();  // C is complete: copy its rows into the output
+            op.CopyOut();
+        }}
+    }}
+}}"""
+
+
+def render_project(op: Any, knobs: dict[str, Any]) -> tuple[dict[str, str], None, dict[str, int] | None]:
+    """The six strings of the cube-lowered operator project and the host's geometry (None: infeasible)."""
+    import json
+
+    from evokernel.generators.template import ascend_codegen as AC
+
+    s = _shape(op)
+    geo = geometry(op, knobs)
+    mix = bool(s["im2col"] or s["copyOut"])
+    tiling_cls = f"{op.op_type}TilingData"
+    tiling = "\n".join(['#include "register/tilingdata_base.h"', "", "namespace optiling {",
+                        f"BEGIN_TILING_DATA_DEF({tiling_cls})"] +
+                       [f"  TILING_DATA_FIELD_DEF(uint32_t, {f});" for f in FIELDS] +
+                       ["END_TILING_DATA_DEF;", "", f"REGISTER_TILING_DATA_CLASS({op.op_type}, {tiling_cls})", "}"])
+    desc = [{"op": op.op_type, "language": "cpp",
+             "input_desc": [{"name": e.name, "param_type": "required", "format": ["ND"], "type": ["float"]}
+                            for e in op.exts],
+             "output_desc": [{"name": "out", "param_type": "required", "format": ["ND"], "type": ["float"]}]}]
+    x, wt = op.exts[0].name, op.exts[1].name
+    (sh, sw), (ph, pw), (dh, dw) = op.stride, op.padding, op.dilation
+    if op.nd == 2:
+        sizes = (f"{x}.size(0), {wt}.size(0), ({x}.size(2) + {2 * ph} - {dh} * ({wt}.size(2) - 1) - 1) / {sh} + 1, "
+                 f"({x}.size(3) + {2 * pw} - {dw} * ({wt}.size(3) - 1) - 1) / {sw} + 1")
+    else:
+        sizes = f"{x}.size(0), {wt}.size(0), ({x}.size(2) + {2 * pw} - {dw} * ({wt}.size(2) - 1) - 1) / {sw} + 1"
+    alloc = f"at::Tensor result = at::empty({{{sizes}}}, {x}.options());"
+    params = ", ".join(f"const at::Tensor& {e.name}" for e in op.exts)
+    bind = AC.binding_source(op.kernel_name, op.op_type, params, alloc, ", ".join(e.name for e in op.exts),
+                             "convolution as an implicit GEMM on the cube unit")
+    model = AC.model_source(op.init_source, op.input_names, op.kernel_name, ", ".join(e.pyexpr for e in op.exts))
+    parts = {"project_json_src": json.dumps(desc, indent=4), "host_tiling_src": tiling,
+             "host_operator_src": _host(op, knobs, tiling_cls, s, mix),
+             "kernel_src": _kernel(op, knobs, tiling_cls, s), "python_bind_src": bind, "model_src": model}
+    return parts, None, geo
