@@ -19,7 +19,9 @@ before the slot takes the next tile.
 
 Anything more after the matmul -- its output read twice, full-tensor or per-row operands, row reductions and
 normalisations over N (softmax, logsumexp, sums, layer/RMS norm) -- is a row program on the vector cores
-over whole rows of C (``ascend_cube_rows.py``). Batched matmul: ``ascend_cube_batch.py``; the split-K knobs
+over whole rows of C (``ascend_cube_rows.py``); a GroupNorm or a training-mode BatchNorm after the matmul:
+``ascend_cube_norms.py`` (its column statistics ``ascend_cube_cols.py``, small groups ``ascend_cube_gnorm.py``),
+a pooling along the features: ``ascend_cube_pool.py``. Batched matmul: ``ascend_cube_batch.py``; the split-K knobs
 (atomic adds in float32, a float workspace summed by the vector cores otherwise): ``ascend_cube_splitk.py``.
 
 A float32 B given as K x N goes into L1 as 16-row bands (Zz, 16 x 8 fractals) and into L0B through
