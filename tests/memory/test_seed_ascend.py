@@ -135,7 +135,7 @@ def test_family_mapping():
 
 def test_ascend_seed_items():
     sim, npu = load_seed("ascend-sim"), load_seed("ascend")
-    assert 14 <= len(sim) <= 22
+    assert 14 <= len(sim) <= 24
     # the same items and ids for both backends of the family: learned values carry over
     assert [i.id for i in sim] == [i.id for i in npu] and len({i.id for i in sim}) == len(sim)
     assert [i.text for i in sim] == [i.text for i in npu]
@@ -391,6 +391,7 @@ PROJECTS = [  # (candidate, task file, substitutions)
     ("layer_norm_custom", "30_layer_norm_fp16.py", {"@dtype": "torch.float16"}),
     ("matmul_custom", "31_matmul_fp16.py", {}),
     ("conv2d_custom", "36_conv2d_3x3.py", {}),
+    ("conv2d_cube_custom", "36_conv2d_3x3.py", {}),
 ]
 
 
