@@ -26,7 +26,7 @@ def _verify(verifier: Any, task: Any, source: str) -> float | None:
 
 
 def lowering_run(gen: Any, verifier: Any, task: Any, lowering: str, steps: int) -> dict[str, Any]:
-    """Draft and hill-climbed best of one lowering: {'draft_us', 'best_us', 'best', 'eager_us', 'used'}."""
+    """Draft and hill-climbed best of one lowering: {'draft_us', 'best_us', 'best' (its knobs), 'used'}."""
     from evokernel.generators.base import ContextItem, GenerationRequest
     from evokernel.generators.template import ascend_schedules as AS
     from evokernel.generators.template.generator import ascend_op_for

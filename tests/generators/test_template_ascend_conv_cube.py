@@ -114,6 +114,28 @@ def test_cube_tiling_knobs_stay_feasible(gen, suite_task, ascend_verifier, knobs
     _feasible(ascend_verifier, task, source)
 
 
+def test_every_transform_of_a_cube_conv_is_feasible(gen, suite_task, ascend_verifier):
+    """Every refinement step from the draft and from a tuned start (the cube's tile knobs, the switch to the
+    vector lowering) gives a kernel the verifier accepts."""
+    task = suite_task("npu_l1/37_conv2d_pointwise.py")
+    op = ascend_op_for(task)
+    base = AS.make_schedule("ascend_conv", dict(AS.CONSERVATIVE), "draft")
+    fast = AS.make_schedule("ascend_conv", {**AS.CONSERVATIVE, "buffer_num": 2, "base_m": 128, "base_k": 64}, "x")
+    sigs, lowerings = set(), set()
+    for start in (base, fast):
+        for name in AS.TRANSFORM_NAMES:
+            sched = AS.apply_transform(start, name)
+            if sched is None:
+                continue
+            source, sig, geo = gen.render_ascend(task, op, sched)
+            if geo is None or sig in sigs:
+                continue
+            sigs.add(sig)
+            lowerings.add(geo["lowering"])
+            _feasible(ascend_verifier, task, source)
+    assert len(sigs) >= 6 and lowerings == {"cube", "vector"}
+
+
 def test_depthwise_and_strided_w_stay_on_the_vector_lowering(gen, suite_task, ascend_verifier):
     task = suite_task("npu_l1/38_conv2d_depthwise.py")
     d = draft(gen, task)

@@ -14,10 +14,13 @@ outputs read and picks every ``STRIDE_W``-th value with ``Gather`` (byte offsets
 
 This is the convolution an Ascend C engineer writes without the cube: public API only (DataCopyPad with
 padding, Duplicate, Axpy, queues), no alignment assumption on W. It is not the fast lowering of a dense
-conv2d -- an implicit GEMM on the cube (img2col with LoadData 3D, Mmad) is -- and it is written for the
-emulator's sizes.
+convolution: the ``lowering`` knob's ``cube`` (the draft's) writes an implicit GEMM on the cube instead
+(``ascend_conv_cube.py``: im2col by the vector cores into a GM workspace, SyncAll, Mmad) wherever that
+applies (groups 1, stride 1 along W); this direct convolution remains for grouped / depthwise convolutions,
+strides along W, and ``lowering = vector``.
 
-Knobs (``ascend_schedules.FAMILY_KNOBS["ascend_conv"]``): ``co_tile`` (output channels per pass: larger =
+Knobs (``ascend_schedules.FAMILY_KNOBS["ascend_conv"]``; ``lowering``, ``base_m/n/k`` belong to the cube
+lowering): ``co_tile`` (output channels per pass: larger =
 each loaded input row feeds more Axpys, more UB), ``buffer_num`` (a double-buffered input-row queue lets the
 next row's copy overlap the current Axpys), ``blocks`` (all 40 vector cores or half of them), ``w_mode``. A
 schedule whose
