@@ -60,6 +60,10 @@ CASES = {  # name -> (module, input, what the cube kernel's shape takes)
     "conv1d_long_rows": ("nn.Conv1d(8, 40, 3, padding=1)", "torch.randn(2, 8, 9000)", "copy-out"),
     # Ho*Wo = 8094 (N = 8096): a band of B is 16 * N floats apart, beyond Nd2NzParams' 16-bit srcNdMatrixStride
     "conv1d_wide_n": ("nn.Conv1d(11, 16, 3, bias=False)", "torch.randn(1, 11, 8096)", "copy-out"),
+    # strides along W: each output row's input span copied, every STRIDE_W-th value gathered (Gather per row)
+    "stride_w2": ("nn.Conv2d(4, 8, 3, stride=2, padding=1)", "torch.randn(2, 4, 32, 33)", "direct"),
+    "conv1d_stride3_dilated": ("nn.Conv1d(6, 12, 4, stride=3, padding=3, dilation=2)", "torch.randn(3, 6, 500)",
+                               "copy-out"),
     # 1-D valid convolution: kernel 7, no padding, no bias
     "conv1d_valid": ("nn.Conv1d(6, 10, 7, bias=False)", "torch.randn(3, 6, 301)", "copy-out"),
 }
@@ -136,7 +140,7 @@ def test_every_transform_of_a_cube_conv_is_feasible(gen, suite_task, ascend_veri
     assert len(sigs) >= 6 and lowerings == {"cube", "vector"}
 
 
-def test_depthwise_and_strided_w_stay_on_the_vector_lowering(gen, suite_task, ascend_verifier):
+def test_depthwise_stays_on_the_vector_lowering(gen, suite_task, ascend_verifier):
     task = suite_task("npu_l1/38_conv2d_depthwise.py")
     d = draft(gen, task)
     assert d.schedule["lowering"] == "cube"  # the knob asks for the cube; the lowering does not apply
@@ -154,6 +158,7 @@ def test_strides_dilation_padding_bias_and_1d_match_the_reference(gen, tasks, as
     geo = CC.geometry(ascend_op_for(task), AS.knobs_of(d.schedule))
     assert geo["copyOut"] == (kind == "copy-out") and geo["im2col"] == (kind != "aic-only")
     assert ("KERNEL_TYPE_AIC_ONLY" in d.source) == (kind == "aic-only")
+    assert ("Gather(" in d.source) == name.startswith(("stride_w2", "conv1d_stride3"))
     if name in ("two_row_chunks", "conv1d_long_rows"):  # 1-D: a copy's rows are input channels
         assert geo["ohChunks"] >= 2 and geo["rowsPerChunk"] * geo["ohChunks"] >= (80 if name == "two_row_chunks" else 8)
     _feasible(ascend_verifier, task, d.source)
@@ -217,3 +222,11 @@ def test_a_band_stride_truncated_to_16_bits_is_caught(gen, tasks, ascend_verifie
     old = "if (bands > 0 && 16 * N > 65535) {"
     assert source.count(old) == 1
     assert not ascend_verifier.verify(task, source.replace(old, "if (bands > 0 && 16 * N > 4000000) {")).feasible
+
+
+def test_strided_gather_offsets_that_ignore_the_stride_are_caught(gen, tasks, ascend_verifier):
+    task = tasks["stride_w2"]
+    source = draft(gen, task).source
+    old = "idx.SetValue(i, i * STRIDE_W * sizeof(float));"
+    assert source.count(old) == 1 and "Mmad(" in source
+    assert not ascend_verifier.verify(task, source.replace(old, "idx.SetValue(i, i * sizeof(float));")).feasible

@@ -16,8 +16,8 @@ This is the convolution an Ascend C engineer writes without the cube: public API
 padding, Duplicate, Axpy, queues), no alignment assumption on W. It is not the fast lowering of a dense
 convolution: the ``lowering`` knob's ``cube`` (the draft's) writes an implicit GEMM on the cube instead
 (``ascend_conv_cube.py``: im2col by the vector cores into a GM workspace, SyncAll, Mmad) wherever that
-applies (groups 1, stride 1 along W); this direct convolution remains for grouped / depthwise convolutions,
-strides along W, and ``lowering = vector``.
+applies (groups 1); this direct convolution remains for grouped / depthwise convolutions and
+``lowering = vector``.
 
 Knobs (``ascend_schedules.FAMILY_KNOBS["ascend_conv"]``; ``lowering``, ``base_m/n/k`` belong to the cube
 lowering): ``co_tile`` (output channels per pass: larger =
@@ -464,7 +464,7 @@ def render_project(op: ConvOp, knobs: dict[str, Any]) -> tuple[dict[str, str], N
     """The six strings of the operator project and the host's geometry (None: infeasible).
 
     ``lowering`` ``cube`` (the draft's) writes the implicit GEMM of ``ascend_conv_cube.py`` when it applies to the
-    convolution (dense, stride 1 along W); otherwise, and with ``lowering`` ``vector``, the direct convolution."""
+    convolution (dense); otherwise, and with ``lowering`` ``vector``, the direct convolution."""
     from evokernel.generators.template import ascend_codegen as AC
 
     if knobs.get("lowering", "vector") == "cube":

@@ -25,11 +25,14 @@ For image ``n``, ``out[n]`` (Cout x Ho*Wo) = ``W`` (Cout x Cin*KH*KW) @ ``col[n]
 A pointwise convolution (1 x 1, stride 1, no padding) without bias whose Ho*Wo is a multiple of 16 needs no
 im2col: ``x[n]`` (Cin x H*W) is ``col[n]``, and the kernel is the cube template's batched matmul (cube only).
 
-Applies to: groups == 1, stride 1 along W (a stride along H only picks other input rows), any dilation, W
-padding up to 8 (as the vector lowering), and rows of ``ceil8(Wo)`` floats that fit the UB. What it does not
-apply to (grouped / depthwise, a stride along W) stays on the vector lowering (``ascend_conv.py``).
+A stride along H only picks other input rows; a stride along W copies each output row's input span
+(``(Wo - 1) * STRIDE_W + 1`` columns, padding included) the same way and picks every ``STRIDE_W``-th value with one
+``Gather`` per row (byte offsets written once by the scalar unit) before the copy into ``col``.
+
+Applies to: groups == 1, any stride and dilation, W padding up to 8 (as the vector lowering), rows that fit the
+UB, Ho*Wo up to 65535. Grouped / depthwise convolutions stay on the vector lowering (``ascend_conv.py``).
 Knobs: ``base_m``, ``base_n``, ``base_k``, ``buffer_num`` (the cube's L1/L0 buffering and the vector cores'
-row queue). Not done: strides along W (the im2col would need a Gather per row), L1-resident weights,
+row queue). Not done: L1-resident weights,
 overlapping the im2col with the GEMM (per AI core flags instead of the barrier), LoadData 3D (needs the
 image in NC1HWC0 in L1).
 """
@@ -45,7 +48,7 @@ FILL = 1024  # floats of each constant UB row (zeros, ones) the vector cores cop
 MARGIN = 64  # floats of UB left unused (alignment slack)
 FIELDS = ["batch", "cin", "h", "w", "cout", "ho", "wo", "kh", "kw", "M", "N", "K", "baseM", "baseN", "baseK",
           "tilesM", "tilesN", "P", "Np", "kc", "wa", "rowsPerChunk", "ohChunks", "rowsW", "outPiece", "outRows",
-          "copyOut"]
+          "copyOut", "spanA"]
 
 
 def _ceil(a: int, b: int) -> int:
@@ -56,8 +59,6 @@ def applies(op: Any) -> str:
     """'' when the cube lowering applies to the convolution, else why not."""
     if op.groups != 1:
         return "a grouped or depthwise convolution (the implicit GEMM is dense)"
-    if op.stride[1] != 1:
-        return "a stride along W (the im2col rows would need a Gather)"
     if _shape(op)["Np"] > 65535:
         return "Ho*Wo over 65535 (the GEMM's N is Nd2NzParams' 16-bit srcDValue)"
     return ""
@@ -75,6 +76,11 @@ def _shape(op: Any) -> dict[str, int]:
     return {"batch": n, "cin": c, "h": h, "w": w, "cout": co, "ho": ho, "wo": wo, "kh": kh, "kw": kw, "P": P,
             "Np": _ceil(P, 16), "kc": kc, "K": kc + (1 if op.bias else 0), "im2col": int(not direct),
             "copyOut": int(copy_out)}
+
+
+def _ci_rows(op: Any) -> bool:
+    """1-D at stride 1: a copy's rows are input channels (else output rows, one per copy in 1-D)."""
+    return op.nd == 1 and op.stride[1] == 1
 
 
 def _cube_knobs(knobs: dict[str, Any]) -> dict[str, Any]:
@@ -99,10 +105,15 @@ def geometry(op: Any, knobs: dict[str, Any]) -> dict[str, int] | None:
     if cube is None:
         return None
     bn = int(knobs["buffer_num"])
-    per = (UB_FLOATS - 2 * FILL - (_ceil(s["cout"], 8) if op.bias else 0) - MARGIN) // bn
+    sw = op.stride[1]
+    per = (UB_FLOATS - 2 * FILL - (_ceil(s["cout"], 8) if op.bias else 0) - MARGIN
+           - (_ceil(s["wo"], 8) if sw > 1 else 0)) // bn
     wa = _ceil(s["wo"], 8)
-    dim = s["cin"] if op.nd == 1 else s["ho"]  # 1-D: a copy's rows are input channels; 2-D: output rows
-    rows = min(dim, per // wa, 4095)
+    dim = s["cin"] if _ci_rows(op) else s["ho"]  # 1-D: a copy's rows are input channels; 2-D: output rows
+    span_a = _ceil((s["wo"] - 1) * sw + 1, 8)
+    if sw > 1:  # half the UB for the input spans and their gathered rows, half for the copy-out and W'
+        per //= 2
+    rows = min(dim, per // (wa + (span_a if sw > 1 else 0)), 4095)
     rows_w = min(s["cout"], per // _ceil(s["kc"] + 1, 8)) if op.bias else 0
     if (s["im2col"] and rows < 1) or (op.bias and rows_w < 1):
         return None
@@ -111,7 +122,7 @@ def geometry(op: Any, knobs: dict[str, Any]) -> dict[str, int] | None:
     mix = bool(s["im2col"] or s["copyOut"])
     geo = {**{k: v for k, v in s.items()}, **cube, "wa": wa, "rowsPerChunk": max(rows, 1),
            "ohChunks": -(-dim // max(rows, 1)), "rowsW": rows_w, "outPiece": piece, "outRows": out_rows,
-           "lowering": "cube", "mix": int(mix)}
+           "lowering": "cube", "mix": int(mix), "spanA": span_a}
     if mix:
         geo["blockDim"] = CUBE.CUBE_CORES  # every AI core: 40 vector cores for the im2col and the copy-out
     return geo
@@ -161,7 +172,7 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     if (x.GetDimNum() != {nd + 2} || wt.GetDimNum() != {nd + 2}) {{
         return ge::GRAPH_FAILED;
     }}
-{shape_read}    if (wt.GetDim(1) != cin || PAD_W > 8) {{
+{shape_read}    if (wt.GetDim(1) != cin || PAD_W > 8 || STRIDE_W > 255) {{
         return ge::GRAPH_FAILED;  // dense only; DataCopyPad pads at most 32 bytes
     }}
     int64_t hoSigned = (static_cast<int64_t>(h) + 2 * PAD_H - DIL_H * (kh - 1) - 1) / STRIDE_H + 1;
@@ -178,10 +189,12 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     uint32_t tilesM = (M + BASE_M - 1) / BASE_M, tilesN = (N + BASE_N - 1) / BASE_N;
     // the vector cores' UB: BUFFER_NUM row buffers, the zero and ones rows, the bias
     uint64_t biasFloats = HAS_BIAS ? (cout + 7) / 8 * 8 : 0;
-    uint64_t per = ({UB_FLOATS} - 2 * FILL - biasFloats - MARGIN) / BUFFER_NUM;
     uint32_t wa = (wo + 7) / 8 * 8;
-    uint32_t rowsDim = {"cin;  // a copy's rows: input channels (1-D)" if nd == 1 else "ho;  // a copy's rows: output rows"}
-    uint64_t rows = per / wa;
+    uint32_t spanA = ((wo - 1) * STRIDE_W + 1 + 7) / 8 * 8;  // input columns a strided output row reads
+    uint64_t per = ({UB_FLOATS} - 2 * FILL - biasFloats - MARGIN - (STRIDE_W > 1 ? wa : 0)) / BUFFER_NUM;
+    if (STRIDE_W > 1) per /= 2;  // input spans + gathered rows; the copy-out and W'
+    uint32_t rowsDim = {"cin;  // a copy's rows: input channels (1-D)" if _ci_rows(op) else "ho;  // a copy's rows: output rows"}
+    uint64_t rows = per / (wa + (STRIDE_W > 1 ? spanA : 0));
     if (rows > rowsDim) rows = rowsDim;
     if (rows > 4095) rows = 4095;
     uint64_t rowsWide = per / ((kc + 1 + 7) / 8 * 8);
@@ -340,8 +353,9 @@ def _vector_class(op: Any, tiling_cls: str, s: dict[str, int]) -> str:
 """ if bias else ""
     bias_members = ("    GlobalTensor<float> biasGm, wGm, wMatGm;\n    TBuf<TPosition::VECCALC> biasBuf;\n"
                     if bias else "")
-    body = _BODY_1D if op.nd == 1 else _BODY_2D
-    return f"""constexpr int32_t STRIDE_H = {sh}, PAD_H = {ph}, PAD_W = {pw}, DIL_H = {dh}, DIL_W = {dw};
+    sw = op.stride[1]
+    body = _BODY_1D if _ci_rows(op) else _BODY_2D if sw == 1 else _strided_body()
+    return f"""constexpr int32_t STRIDE_H = {sh}, STRIDE_W = {sw}, PAD_H = {ph}, PAD_W = {pw}, DIL_H = {dh}, DIL_W = {dw};
 constexpr uint32_t FILL = {FILL};
 
 __aicore__ inline uint32_t Max(uint32_t a, uint32_t b) {{ return a > b ? a : b; }}
@@ -354,7 +368,7 @@ public:
     {{
         batch = t.batch; cin = t.cin; h = t.h; w = t.w; cout = t.cout; ho = t.ho; wo = t.wo; kh = t.kh; kw = t.kw;
         K = t.K; P = t.P; Np = t.Np; kc = t.kc; wa = t.wa; rowsPerChunk = t.rowsPerChunk; ohChunks = t.ohChunks;
-        rowsW = t.rowsW; outPiece = t.outPiece; outRows = t.outRows; copyOut = t.copyOut;
+        rowsW = t.rowsW; outPiece = t.outPiece; outRows = t.outRows; copyOut = t.copyOut; spanA = t.spanA;
         vid = GetBlockIdx();
         vnum = GetBlockNum() * GetTaskRation();
         uint64_t colFloats = (static_cast<uint64_t>(batch) * K * Np + 63) / 64 * 64;
@@ -363,12 +377,12 @@ public:
         colGm.SetGlobalBuffer((__gm__ float*)workspace, batch * K * Np);
         cPadGm.SetGlobalBuffer((__gm__ float*)workspace + colFloats + wFloats, batch * cout * Np);
         outGm.SetGlobalBuffer((__gm__ float*)out, batch * cout * P);
-{bias_init}        uint32_t bufFloats = rowsPerChunk * wa;
+{bias_init}        uint32_t bufFloats = {"0" if sw > 1 else "rowsPerChunk * wa"};
         if (outRows * outPiece > bufFloats) bufFloats = outRows * outPiece;
         {"if (rowsW * ((K + 7) / 8 * 8) > bufFloats) bufFloats = rowsW * ((K + 7) / 8 * 8);" if bias else ""}
         pipe.InitBuffer(que, BUFFER_NUM, bufFloats * sizeof(float));
         pipe.InitBuffer(fillBuf, 2 * FILL * sizeof(float));
-    }}
+{_STRIDED_INIT if sw > 1 else ""}    }}
     __aicore__ inline void Im2col()
     {{
         LocalTensor<float> fill = fillBuf.Get<float>();
@@ -376,10 +390,10 @@ public:
         ones = fill[FILL];
         Duplicate(zeros, 0.0f, FILL);
         Duplicate(ones, 1.0f, FILL);
-        TEventID ready = GetTPipePtr()->FetchEventID(HardEvent::V_MTE3);  // the constant rows before their copies
+{_STRIDED_OFFSETS if sw > 1 else ""}        TEventID ready = GetTPipePtr()->FetchEventID(HardEvent::V_MTE3);  // the constant rows before their copies
         SetFlag<HardEvent::V_MTE3>(ready);
         WaitFlag<HardEvent::V_MTE3>(ready);
-        uint32_t taps = kh * kw, convItems = batch * {'kw' if op.nd == 1 else 'kc'} * ohChunks;
+        uint32_t taps = kh * kw, convItems = batch * {'kw' if _ci_rows(op) else 'kc'} * ohChunks;
         for (uint32_t item = vid; item < convItems + {extra_items}; item += vnum) {{
 {bias_items}{body}        }}
     }}
@@ -424,8 +438,9 @@ private:
     GlobalTensor<float> xGm, colGm, cPadGm, outGm;
 {bias_members}    uint32_t batch = 0, cin = 0, h = 0, w = 0, cout = 0, ho = 0, wo = 0, kh = 0, kw = 0, K = 0, P = 0, Np = 0;
     uint32_t kc = 0, wa = 0, rowsPerChunk = 0, ohChunks = 0, rowsW = 0, outPiece = 0, outRows = 0, copyOut = 0;
+    uint32_t spanA = 0;
     uint32_t vid = 0, vnum = 1;
-}};
+{_STRIDED_MEMBERS if sw > 1 else ""}}};
 """
 
 
@@ -495,6 +510,67 @@ _BODY_1D = '''            // rows (ci0 + c, s) of col[n] (kw rows apart) for row
             DataCopyPad(colGm[row], buf, outCopy);  // col rows (ci, s) are kw * Np floats apart
             que.FreeTensor(buf);
 '''
+
+
+# A stride along W: each output row's input span ((wo - 1) * STRIDE_W + 1 columns, padding included) lands in UB
+# by the same multi-row DataCopyPad, and one Gather per row picks every STRIDE_W-th value (byte offsets set once).
+_STRIDED_INIT = """        pipe.InitBuffer(inQue, BUFFER_NUM, rowsPerChunk * spanA * sizeof(float));
+        pipe.InitBuffer(gQue, BUFFER_NUM, rowsPerChunk * wa * sizeof(float));
+        pipe.InitBuffer(idxBuf, wa * sizeof(uint32_t));
+"""
+_STRIDED_OFFSETS = """        idx = idxBuf.Get<uint32_t>();
+        for (uint32_t i = 0; i < wo; ++i) {
+            idx.SetValue(i, i * STRIDE_W * sizeof(float));  // Gather's byte offsets: every STRIDE_W-th value
+        }
+        TEventID offsets = GetTPipePtr()->FetchEventID(HardEvent::S_V);
+        SetFlag<HardEvent::S_V>(offsets);
+        WaitFlag<HardEvent::S_V>(offsets);
+"""
+_STRIDED_MEMBERS = """    TQue<TPosition::VECIN, BUFFER_NUM> inQue;  // the input spans
+    TQue<TPosition::VECOUT, BUFFER_NUM> gQue;  // their gathered rows
+    TBuf<TPosition::VECCALC> idxBuf;
+    LocalTensor<uint32_t> idx;
+"""
+
+
+def _strided_body() -> str:
+    b = _BODY_2D
+    def rep(old: str, new: str) -> None:
+        nonlocal b
+        assert b.count(old) == 1, old
+        b = b.replace(old, new)
+    rep("""            // input column of output column 0; [0, lo) and [hi, wo) are the convolution's zero padding
+            int32_t off = static_cast<int32_t>(s * DIL_W) - PAD_W;
+            int32_t lo = off < 0 ? -off : 0;
+            int32_t hi = static_cast<int32_t>(w) - off;
+            if (hi > static_cast<int32_t>(wo)) hi = static_cast<int32_t>(wo);""",
+        """            // input column of output column 0; span [0, lo) and [hi, span) are the convolution's zero padding
+            int32_t span = static_cast<int32_t>((wo - 1) * STRIDE_W + 1);
+            int32_t off = static_cast<int32_t>(s * DIL_W) - PAD_W;
+            int32_t lo = off < 0 ? -off : 0;
+            int32_t hi = static_cast<int32_t>(w) - off;
+            if (hi > span) hi = span;""")
+    rep("""                LocalTensor<float> buf = que.AllocTensor<float>();
+                // one UB row of wa floats per output row: lo zeros, count inputs, wo - hi zeros""",
+        """                LocalTensor<float> buf = inQue.AllocTensor<float>();
+                // one UB row of spanA floats per output row: lo zeros, count inputs, span - hi zeros""")
+    rep("static_cast<uint8_t>(wo - hi), 0.0f}", "static_cast<uint8_t>(span - hi), 0.0f}")
+    rep("""                que.EnQue(buf);
+                buf = que.DeQue<float>();
+                DataCopyExtParams outCopy""", """                inQue.EnQue(buf);
+                buf = inQue.DeQue<float>();
+                LocalTensor<float> g = gQue.AllocTensor<float>();
+                for (uint32_t i = 0; i < ohB - ohA; ++i) {
+                    Gather(g[i * wa], buf[i * spanA], idx, 0, wo);  // g[i][ow] = span row i [ow * STRIDE_W]
+                }
+                gQue.EnQue(g);
+                inQue.FreeTensor(buf);
+                g = gQue.DeQue<float>();
+                DataCopyExtParams outCopy""")
+    rep("""                DataCopyPad(colGm[row + ohA * wo], buf, outCopy);  // packed: col column oh * wo + ow
+                que.FreeTensor(buf);""", """                DataCopyPad(colGm[row + ohA * wo], g, outCopy);  // packed: col column oh * wo + ow
+                gQue.FreeTensor(g);""")
+    return b
 
 
 def _kernel(op: Any, knobs: dict[str, Any], tiling_cls: str, s: dict[str, int]) -> str:

@@ -54,8 +54,8 @@ FAMILY_KNOBS: dict[str, dict[str, list[Any]]] = {
 # convolution on the vector cores (ascend_conv.py): output channels per pass, the input-row queue's buffers, cores
 FAMILY_KNOBS["ascend_conv"] = {"co_tile": [8, 16, 32, 64], "buffer_num": [1, 2], "blocks": ["all", "half"],
                                "w_mode": ["gm", "ub"],  # weights read from GM, or each pass's copied to UB
-                               # cube: an implicit GEMM (ascend_conv_cube.py) where it applies (dense, stride 1
-                               # along W), with the cube's tile knobs; vector: the direct convolution
+                               # cube: an implicit GEMM (ascend_conv_cube.py) where it applies (dense), with
+                               # the cube's tile knobs; vector: the direct convolution
                                "lowering": ["cube", "vector"], "base_m": [64, 128, 256], "base_n": [64, 128, 256],
                                "base_k": [32, 64, 128, 256]}
 
