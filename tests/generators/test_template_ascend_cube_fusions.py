@@ -176,11 +176,10 @@ def test_every_cube_transform_of_a_fusion_is_feasible(gen, suite_task, ascend_ve
 
 def test_a_broken_hand_over_is_caught(gen, suite_task, tasks, ascend_verifier):
     """What would beat the tests above if the verifier only compiled: the vector cores skip a row of each
-    half block, skip the barrier, or the cube core overwrites its slot before the vector cores are done with
-    it (22 row blocks on 20 AI cores: two cores take two). All are refused.
-
-    Not caught (an emulator gap, docs/ascend-sim.md): vector cores that read the slot without waiting for
-    the cube core's flag, because the fibers run the cube core up to its next wait first."""
+    half block, skip the barrier, read the slot without waiting for the cube core's flag, or the cube core
+    overwrites its slot before the vector cores are done with it (22 row blocks on 20 AI cores: two cores
+    take two). All are refused; the missing wait only by the race rule (the emulator runs the cube core's
+    fiber up to its next wait first, so the values are right)."""
     task = suite_task("npu_l2/15_linear_softmax.py")
     whole = _split(gen, task, "all")
     skip = whole.replace("        SyncAll<false>();\n        uint32_t M = tiling_data.M", "        uint32_t M = tiling_data.M")
@@ -191,6 +190,10 @@ def test_a_broken_hand_over_is_caught(gen, suite_task, tasks, ascend_verifier):
                          "uint32_t rows = r0 < m ? Min(halfRows, m - r0) - 1 : 0;")
     assert short != good
     assert not ascend_verifier.verify(task, short).feasible
+    nowait = good.replace("            CrossCoreWaitFlag(0);  // this AI core's cube core has written the row block\n", "")
+    assert nowait != good
+    r = ascend_verifier.verify(task, nowait)
+    assert not r.feasible and "cross_core_race" in r.feedback and "that the AIC of AI core" in r.feedback
     task = tasks["residual_input"]
     good = _split(gen, task, "block")
     _check(ascend_verifier, task, good)
