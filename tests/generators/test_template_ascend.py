@@ -3,6 +3,7 @@ candidates look like, the schedules and refinements, and real verdicts of the as
 emulator; correctness only -- the latency is a model of its own) for every family and every transform."""
 import ast
 import json
+import re
 import shutil
 
 import pytest
@@ -248,7 +249,7 @@ def test_npu_suites_coverage_and_candidate_shape(gen):
             assert project.op_type == op.op_type and project.op_type.endswith("Custom")
             assert f"void {op.kernel_name}(" in g.source and f"aclnn{op.op_type}" in g.source
             assert f"custom_ops_lib.{op.kernel_name}(" in g.source
-            assert "GET_TILING_DATA(tiling_data, tiling);" in g.source
+            assert re.search(r"GET_TILING_DATA\(\w+, tiling\);", g.source)
             assert f"REGISTER_TILING_DATA_CLASS({op.op_type}, {op.op_type}TilingData)" in g.source
             assert g.schedule["family"] in AS.FAMILIES and g.model == "template"
             assert json.loads(json.dumps(g.schedule)) == g.schedule

@@ -66,6 +66,13 @@ CASES = {
     # float32 with B as K x N: 16-row bands of B, LoadDataWithTranspose of 32-bit squares into L0B (tails in M, K)
     "mm_f32": dict(doc="a @ b in float32", init_args="", init_body="        pass", args="a, b", expr="a @ b",
                    inputs="torch.randn(150, 200), torch.randn(200, 96)", init_inputs=""),
+    # the same with N > 4095: a band stride of 16 N no longer fits Nd2NzParams' 16-bit srcNdMatrixStride
+    "mm_f32_wide_n": dict(doc="a @ b in float32, N = 4112", init_args="", init_body="        pass", args="a, b",
+                          expr="a @ b", inputs="torch.randn(24, 40), torch.randn(40, 4112)", init_inputs=""),
+    # batched float32 with a K tail (K % 16 != 0): every band of B, the tail's too, from the entry's matrix
+    "bmm_f32_k_tail": dict(doc="torch.bmm in float32, K = 40", init_args="", init_body="        pass",
+                           args="a, b", expr="torch.bmm(a, b)",
+                           inputs="torch.randn(3, 24, 40), torch.randn(3, 40, 32)", init_inputs=""),
 }
 REFUSED = {
     "mm_n_tail": (dict(doc="N not a multiple of 16", init_args="", init_body="        pass", args="a, b",

@@ -268,32 +268,6 @@ def _cube_class(op: Any, knobs: dict[str, Any], tiling_cls: str, s: dict[str, in
     text = _sub(text, "        aGm.SetGlobalBuffer((__gm__ float*)wMat, batch * M * K);\n",
                 "        aGm.SetGlobalBuffer((__gm__ float*)wMat, M * K);  // the weights: one matrix for every image\n")
     text = _sub(text, "            aOff = entry * M * K;\n", "            aOff = 0;\n")
-    # Nd2NzParams.srcNdMatrixStride is 16 bits: with N > 4095 the 16-row bands of B are copied one by one
-    bands = """        if (bands > 0) {
-            bParams.ndNum = bands;
-            bParams.srcNdMatrixStride = 16 * N;
-            bParams.dstNzMatrixStride = nPad * 16;
-            DataCopy(b1Local, bGm[bOff + k0 * N + n0], bParams);
-        }
-"""
-    text = _sub(text, bands, """        if (bands > 0 && 16 * N > 65535) {  // a band stride beyond Nd2NzParams' 16 bits: one copy per band
-            bParams.ndNum = 1;
-            bParams.srcNdMatrixStride = 0;
-            bParams.dstNzMatrixStride = 0;
-            for (uint32_t j = 0; j < bands; ++j) {
-                DataCopy(b1Local[j * nPad * 16], bGm[bOff + (k0 + 16 * j) * N + n0], bParams);
-            }
-        } else if (bands > 0) {
-            bParams.ndNum = bands;
-            bParams.srcNdMatrixStride = 16 * N;
-            bParams.dstNzMatrixStride = nPad * 16;
-            DataCopy(b1Local, bGm[bOff + k0 * N + n0], bParams);
-        }
-""")
-    # the K tail's band of B must be the image's too (ascend_cube_batch.py offsets only the whole bands)
-    tail = "DataCopy(b1Local[bands * nPad * 16], bGm[(k0 + bands * 16) * N + n0], bParams);"
-    if tail in text:
-        text = _sub(text, tail, "DataCopy(b1Local[bands * nPad * 16], bGm[bOff + (k0 + bands * 16) * N + n0], bParams);")
     return text
 
 

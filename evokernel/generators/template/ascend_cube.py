@@ -400,7 +400,14 @@ def _kernel(op: CubeOp, knobs: dict[str, Any], T: str, tiling_cls: str) -> str:
         bParams.srcDValue = N;
         bParams.dstNzC0Stride = 16;
         bParams.dstNzNStride = 1;
-        if (bands > 0) {
+        if (bands > 0 && 16 * N > 65535) {  // a band stride beyond Nd2NzParams' 16 bits: one copy per band
+            bParams.ndNum = 1;
+            bParams.srcNdMatrixStride = 0;
+            bParams.dstNzMatrixStride = 0;
+            for (uint32_t j = 0; j < bands; ++j) {
+                DataCopy(b1Local[j * nPad * 16], bGm[(k0 + 16 * j) * N + n0], bParams);
+            }
+        } else if (bands > 0) {
             bParams.ndNum = bands;
             bParams.srcNdMatrixStride = 16 * N;
             bParams.dstNzMatrixStride = nPad * 16;

@@ -39,12 +39,9 @@ def batch_kernel(op: Any, text: str, T: str, tiling_cls: str) -> str:
                 "            uint32_t m0 = ((tile % (tilesM * tilesN)) / tilesN) * baseM;\n"
                 "            uint32_t n0 = (tile % tilesN) * baseN;\n")
     text = _sub(text, "DataCopy(a1Local, aGm[m0 * K + k0], aParams);", "DataCopy(a1Local, aGm[aOff + m0 * K + k0], aParams);")
-    if op.trans_b:
-        text = _sub(text, "DataCopy(b1Local, bGm[n0 * K + k0], bParams);",
-                    "DataCopy(b1Local, bGm[bOff + n0 * K + k0], bParams);")
-    else:
-        text = _sub(text, "DataCopy(b1Local, bGm[k0 * N + n0], bParams);",
-                    "DataCopy(b1Local, bGm[bOff + k0 * N + n0], bParams);")
+    # every copy of B (whole bands, one band at a time, the K tail) reads the entry's matrix
+    assert "bGm[bOff" not in text and text.count("bGm[") >= 1
+    text = text.replace("bGm[", "bGm[bOff + ")
     text = _sub(text, "Fixpipe(cGm[m0 * N + n0], c1Local, params);", "Fixpipe(cGm[cOff + m0 * N + n0], c1Local, params);")
     text = _sub(text, "    uint32_t M = 0, N = 0, K = 0, baseM = 0, baseN = 0, baseK = 0, tilesM = 0, tilesN = 0;\n",
                 "    uint32_t M = 0, N = 0, K = 0, baseM = 0, baseN = 0, baseK = 0, tilesM = 0, tilesN = 0;\n"
