@@ -19,3 +19,26 @@ def write_tasks(directory, template: str, cases: dict, refused: dict) -> dict:
 
 def draft(gen, task, seed=3):
     return gen.generate(GenerationRequest(task=task, stage="draft", backend="ascend-sim", seed=seed))
+
+
+def transform_variants(gen, task, family: str, fast: dict) -> list:
+    """Every refinement step (each transform) from the draft's schedule and from the tuned start ``fast`` (knobs
+    over the conservative ones): ``(schedule, source, geometry)`` for each distinct kernel the host can tile."""
+    from evokernel.generators.template import ascend_schedules as AS
+    from evokernel.generators.template.generator import ascend_op_for
+
+    op = ascend_op_for(task)
+    starts = (AS.make_schedule(family, dict(AS.CONSERVATIVE), "draft"),
+              AS.make_schedule(family, {**AS.CONSERVATIVE, **fast}, "x"))
+    sigs, out = set(), []
+    for start in starts:
+        for name in AS.TRANSFORM_NAMES:
+            sched = AS.apply_transform(start, name)
+            if sched is None:
+                continue
+            source, sig, geo = gen.render_ascend(task, op, sched)
+            if geo is None or sig in sigs:
+                continue
+            sigs.add(sig)
+            out.append((sched, source, geo))
+    return out

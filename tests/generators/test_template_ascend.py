@@ -15,6 +15,8 @@ from evokernel.generators.template import ascend_schedules as AS
 from evokernel.generators.template.generator import ascend_op_for
 from evokernel.tasks import load_task, load_tasks
 
+from template_cases import transform_variants
+
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed by the ascend-sim emulator")
 
 BACKEND = "ascend-sim"
@@ -450,22 +452,12 @@ TRANSFORM_TASKS = [("npu_l1/21_layer_norm.py", {"batch_size": 9, "features": 150
 @pytest.mark.parametrize("path,sizes", TRANSFORM_TASKS, ids=[c[0].split("/")[1][:-3] for c in TRANSFORM_TASKS])
 def test_every_transform_is_feasible(sim_verifier, suite_task, gen, path, sizes):
     task = suite_task(path, **sizes)
-    op = ascend_op_for(task)
-    base = AS.make_schedule(op.family, dict(AS.CONSERVATIVE), "draft")
-    fast = AS.make_schedule(op.family, {**AS.CONSERVATIVE, "buffer_num": 2, "vec_form": "repeat",
-                                        "row_mode": "resident", "tile": 16384}, "x")
-    sigs = set()
-    for start in (base, fast):
-        for name in AS.TRANSFORM_NAMES:
-            sched = AS.apply_transform(start, name)
-            if sched is None:
-                continue
-            source, sig, geo = gen.render_ascend(task, op, sched)
-            if geo is None or sig in sigs:
-                continue
-            sigs.add(sig)
-            _check(sim_verifier, task, source, str(sched))
-    assert len(sigs) >= {"ascend_row": 6, "ascend_colreduce": 5, "ascend_elementwise": 4}[op.family]
+    family = ascend_op_for(task).family
+    variants = transform_variants(gen, task, family, {"buffer_num": 2, "vec_form": "repeat", "row_mode": "resident",
+                                                      "tile": 16384})
+    for sched, source, _ in variants:
+        _check(sim_verifier, task, source, str(sched))
+    assert len(variants) >= {"ascend_row": 6, "ascend_colreduce": 5, "ascend_elementwise": 4}[family]
 
 
 # ------------------------------------------------------------------- the host tiling, as mirrored

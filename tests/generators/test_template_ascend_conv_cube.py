@@ -12,7 +12,7 @@ from evokernel.generators.template import ascend_conv_cube as CC
 from evokernel.generators.template import ascend_schedules as AS
 from evokernel.generators.template.generator import ascend_op_for
 
-from template_cases import draft, write_tasks
+from template_cases import draft, transform_variants, write_tasks
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed by the ascend-sim emulator")
 
@@ -122,22 +122,10 @@ def test_every_transform_of_a_cube_conv_is_feasible(gen, suite_task, ascend_veri
     """Every refinement step from the draft and from a tuned start (the cube's tile knobs, the switch to the
     vector lowering) gives a kernel the verifier accepts."""
     task = suite_task("npu_l1/37_conv2d_pointwise.py")
-    op = ascend_op_for(task)
-    base = AS.make_schedule("ascend_conv", dict(AS.CONSERVATIVE), "draft")
-    fast = AS.make_schedule("ascend_conv", {**AS.CONSERVATIVE, "buffer_num": 2, "base_m": 128, "base_k": 64}, "x")
-    sigs, lowerings = set(), set()
-    for start in (base, fast):
-        for name in AS.TRANSFORM_NAMES:
-            sched = AS.apply_transform(start, name)
-            if sched is None:
-                continue
-            source, sig, geo = gen.render_ascend(task, op, sched)
-            if geo is None or sig in sigs:
-                continue
-            sigs.add(sig)
-            lowerings.add(geo["lowering"])
-            _feasible(ascend_verifier, task, source)
-    assert len(sigs) >= 6 and lowerings == {"cube", "vector"}
+    variants = transform_variants(gen, task, "ascend_conv", {"buffer_num": 2, "base_m": 128, "base_k": 64})
+    for _, source, _ in variants:
+        _feasible(ascend_verifier, task, source)
+    assert len(variants) >= 6 and {geo["lowering"] for _, _, geo in variants} == {"cube", "vector"}
 
 
 def test_depthwise_stays_on_the_vector_lowering(gen, suite_task, ascend_verifier):

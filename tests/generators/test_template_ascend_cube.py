@@ -13,7 +13,7 @@ from evokernel.generators.template import ascend_schedules as AS
 from evokernel.generators.template.generator import ascend_op_for
 from evokernel.tasks import load_task
 
-from template_cases import draft, write_tasks
+from template_cases import draft, transform_variants, write_tasks
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed by the ascend-sim emulator")
 
@@ -148,23 +148,12 @@ def test_schedules_that_overflow_the_cube_buffers_have_no_geometry(tasks):
 @pytest.mark.parametrize("name", ["mm_bias_f16", "mm_bt_f32", "mm_gelu_f16_mix", "mm_f32"])
 def test_every_cube_transform_is_feasible(gen, tasks, ascend_verifier, name):
     task = tasks[name]
-    op = ascend_op_for(task)
-    base = AS.make_schedule("ascend_cube", dict(AS.CONSERVATIVE), "draft")
-    fast = AS.make_schedule("ascend_cube", {**AS.CONSERVATIVE, "buffer_num": 2, "base_m": 128, "base_n": 128,
-                                            "base_k": 128}, "x")
-    sigs = set()
-    for start in (base, fast):
-        for t in AS.TRANSFORM_NAMES:
-            sched = AS.apply_transform(start, t)
-            if sched is None:
-                continue
-            source, sig, geo = gen.render_ascend(task, op, sched)
-            if geo is None or sig in sigs:
-                continue
-            sigs.add(sig)
-            v = ascend_verifier.verify(task, source)
-            assert v.feasible, (sched, v.feedback)
-    assert len(sigs) >= 8
+    variants = transform_variants(gen, task, "ascend_cube", {"buffer_num": 2, "base_m": 128, "base_n": 128,
+                                                             "base_k": 128})
+    for sched, source, _ in variants:
+        v = ascend_verifier.verify(task, source)
+        assert v.feasible, (sched, v.feedback)
+    assert len(variants) >= 8
 
 
 KERNELBENCH = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks" / "kernelbench" / "level2"

@@ -14,7 +14,7 @@ from evokernel.generators.template import ascend_schedules as AS
 from evokernel.generators.template.generator import ascend_op_for
 from evokernel.tasks import load_task
 
-from template_cases import draft, write_tasks
+from template_cases import draft, transform_variants, write_tasks
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed by the ascend-sim emulator")
 
@@ -155,23 +155,12 @@ def test_what_the_grown_cube_template_refuses_it_names(tasks, name):
                                   "npu_l1/35_batched_matmul_fp16.py"])
 def test_every_cube_transform_of_a_fusion_is_feasible(gen, suite_task, ascend_verifier, path):
     task = suite_task(path)
-    op = ascend_op_for(task)
-    base = AS.make_schedule("ascend_cube", dict(AS.CONSERVATIVE), "draft")
-    fast = AS.make_schedule("ascend_cube", {**AS.CONSERVATIVE, "buffer_num": 2, "base_m": 128, "base_n": 128,
-                                            "base_k": 128}, "x")
-    sigs = set()
-    for start in (base, fast):
-        for t in AS.TRANSFORM_NAMES:
-            sched = AS.apply_transform(start, t)
-            if sched is None:
-                continue
-            source, sig, geo = gen.render_ascend(task, op, sched)
-            if geo is None or sig in sigs:
-                continue
-            sigs.add(sig)
-            v = ascend_verifier.verify(task, source)
-            assert v.feasible, (sched, v.feedback)
-    assert len(sigs) >= 6
+    variants = transform_variants(gen, task, "ascend_cube", {"buffer_num": 2, "base_m": 128, "base_n": 128,
+                                                             "base_k": 128})
+    for sched, source, _ in variants:
+        v = ascend_verifier.verify(task, source)
+        assert v.feasible, (sched, v.feedback)
+    assert len(variants) >= 6
 
 
 def test_a_broken_hand_over_is_caught(gen, suite_task, tasks, ascend_verifier):

@@ -465,8 +465,6 @@ def render_project(op: ConvOp, knobs: dict[str, Any]) -> tuple[dict[str, str], N
 
     ``lowering`` ``cube`` (the draft's) writes the implicit GEMM of ``ascend_conv_cube.py`` when it applies to the
     convolution (dense); otherwise, and with ``lowering`` ``vector``, the direct convolution."""
-    from evokernel.generators.template import ascend_codegen as AC
-
     if knobs.get("lowering", "vector") == "cube":
         from evokernel.generators.template import ascend_conv_cube as CC
 
@@ -476,9 +474,19 @@ def render_project(op: ConvOp, knobs: dict[str, Any]) -> tuple[dict[str, str], N
     if geo is not None:
         geo = {**geo, "lowering": "vector"}
     tiling_cls = f"{op.op_type}TilingData"
+    parts = project_parts(op, FIELDS, tiling_cls, _host(op, knobs, tiling_cls), _kernel(op, knobs, tiling_cls),
+                          "direct convolution on the vector cores")
+    return parts, None, geo
+
+
+def project_parts(op: ConvOp, fields: list[str], tiling_cls: str, host: str, kernel: str, doc: str) -> dict[str, str]:
+    """The six strings of a convolution's operator project (either lowering): the tiling struct of ``fields``,
+    the op JSON, the binding that allocates the NCHW/NCL output, ModelNew."""
+    from evokernel.generators.template import ascend_codegen as AC
+
     tiling = "\n".join(['#include "register/tilingdata_base.h"', "", "namespace optiling {",
                         f"BEGIN_TILING_DATA_DEF({tiling_cls})"] +
-                       [f"  TILING_DATA_FIELD_DEF(uint32_t, {f});" for f in FIELDS] +
+                       [f"  TILING_DATA_FIELD_DEF(uint32_t, {f});" for f in fields] +
                        ["END_TILING_DATA_DEF;", "", f"REGISTER_TILING_DATA_CLASS({op.op_type}, {tiling_cls})", "}"])
     desc = [{"op": op.op_type, "language": "cpp",
              "input_desc": [{"name": e.name, "param_type": "required", "format": ["ND"], "type": ["float"]}
@@ -493,10 +501,7 @@ def render_project(op: ConvOp, knobs: dict[str, Any]) -> tuple[dict[str, str], N
         sizes = f"{x}.size(0), {wt}.size(0), ({x}.size(2) + {2 * pw} - {dw} * ({wt}.size(2) - 1) - 1) / {sw} + 1"
     alloc = f"at::Tensor result = at::empty({{{sizes}}}, {x}.options());"
     params = ", ".join(f"const at::Tensor& {e.name}" for e in op.exts)
-    bind = AC.binding_source(op.kernel_name, op.op_type, params, alloc, ", ".join(e.name for e in op.exts),
-                             "direct convolution on the vector cores")
+    bind = AC.binding_source(op.kernel_name, op.op_type, params, alloc, ", ".join(e.name for e in op.exts), doc)
     model = AC.model_source(op.init_source, op.input_names, op.kernel_name, ", ".join(e.pyexpr for e in op.exts))
-    parts = {"project_json_src": json.dumps(desc, indent=4), "host_tiling_src": tiling,
-             "host_operator_src": _host(op, knobs, tiling_cls), "kernel_src": _kernel(op, knobs, tiling_cls),
-             "python_bind_src": bind, "model_src": model}
-    return parts, None, geo
+    return {"project_json_src": json.dumps(desc, indent=4), "host_tiling_src": tiling, "host_operator_src": host,
+            "kernel_src": kernel, "python_bind_src": bind, "model_src": model}

@@ -328,35 +328,12 @@ extern "C" __global__ __aicore__ void {op.kernel_name}({args}, GM_ADDR out, GM_A
 
 def render_project(op: Any, knobs: dict[str, Any]) -> tuple[dict[str, str], None, dict[str, int] | None]:
     """The six strings of the cube-lowered operator project and the host's geometry (None: infeasible)."""
-    import json
-
-    from evokernel.generators.template import ascend_codegen as AC
+    from evokernel.generators.template import ascend_conv as CONV
 
     s = _shape(op)
     geo = geometry(op, knobs)
     mix = bool(s["im2col"] or s["copyOut"])
     tiling_cls = f"{op.op_type}TilingData"
-    tiling = "\n".join(['#include "register/tilingdata_base.h"', "", "namespace optiling {",
-                        f"BEGIN_TILING_DATA_DEF({tiling_cls})"] +
-                       [f"  TILING_DATA_FIELD_DEF(uint32_t, {f});" for f in FIELDS] +
-                       ["END_TILING_DATA_DEF;", "", f"REGISTER_TILING_DATA_CLASS({op.op_type}, {tiling_cls})", "}"])
-    desc = [{"op": op.op_type, "language": "cpp",
-             "input_desc": [{"name": e.name, "param_type": "required", "format": ["ND"], "type": ["float"]}
-                            for e in op.exts],
-             "output_desc": [{"name": "out", "param_type": "required", "format": ["ND"], "type": ["float"]}]}]
-    x, wt = op.exts[0].name, op.exts[1].name
-    (sh, sw), (ph, pw), (dh, dw) = op.stride, op.padding, op.dilation
-    if op.nd == 2:
-        sizes = (f"{x}.size(0), {wt}.size(0), ({x}.size(2) + {2 * ph} - {dh} * ({wt}.size(2) - 1) - 1) / {sh} + 1, "
-                 f"({x}.size(3) + {2 * pw} - {dw} * ({wt}.size(3) - 1) - 1) / {sw} + 1")
-    else:
-        sizes = f"{x}.size(0), {wt}.size(0), ({x}.size(2) + {2 * pw} - {dw} * ({wt}.size(2) - 1) - 1) / {sw} + 1"
-    alloc = f"at::Tensor result = at::empty({{{sizes}}}, {x}.options());"
-    params = ", ".join(f"const at::Tensor& {e.name}" for e in op.exts)
-    bind = AC.binding_source(op.kernel_name, op.op_type, params, alloc, ", ".join(e.name for e in op.exts),
-                             "convolution as an implicit GEMM on the cube unit")
-    model = AC.model_source(op.init_source, op.input_names, op.kernel_name, ", ".join(e.pyexpr for e in op.exts))
-    parts = {"project_json_src": json.dumps(desc, indent=4), "host_tiling_src": tiling,
-             "host_operator_src": _host(op, knobs, tiling_cls, s, mix),
-             "kernel_src": _kernel(op, knobs, tiling_cls, s), "python_bind_src": bind, "model_src": model}
+    parts = CONV.project_parts(op, FIELDS, tiling_cls, _host(op, knobs, tiling_cls, s, mix),
+                               _kernel(op, knobs, tiling_cls, s), "convolution as an implicit GEMM on the cube unit")
     return parts, None, geo

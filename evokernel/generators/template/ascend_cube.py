@@ -246,6 +246,23 @@ def geometry(op: CubeOp, knobs: dict[str, Any], cores: int = CUBE_CORES) -> dict
     return geo
 
 
+def mix_entry(op: Any, cls: str, vector: str) -> str:
+    """The entry of a MIX kernel (one cube core and two vector cores per block): the cube core runs ``cls``
+    (``Init(inputs..., out, workspace, tiling)``), the vector cores run ``vector`` (C++ statements, 8 spaces in)."""
+    exts = ", ".join(f"GM_ADDR {e.name}" for e in op.exts)
+    return f"""extern "C" __global__ __aicore__ void {op.kernel_name}({exts}, GM_ADDR out, GM_ADDR workspace, GM_ADDR tiling)
+{{
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);  // per block: the cube core and two vector cores
+    GET_TILING_DATA(tiling_data, tiling);
+    if ASCEND_IS_AIC {{
+        {cls} op;
+        op.Init({", ".join(e.name for e in op.exts)}, out, workspace, tiling_data);
+        op.Process();
+    }} else {{
+{vector}    }}
+}}"""
+
+
 def render_project(op: CubeOp, knobs: dict[str, Any]) -> tuple[dict[str, str], None, dict[str, int] | None]:
     """The six strings of the operator project and the host's geometry (None: infeasible)."""
     geo = geometry(op, knobs)
@@ -715,7 +732,6 @@ def _mixed(op: CubeOp, text: str, T: str, tiling_cls: str) -> str:
     its vector cores (CrossCoreSetFlag mode 2, flag 0); each vector core runs the epilogue on half the tile's
     rows and writes the output, then flags back (flag 1) so the slot can take the next tile."""
     cls = f"Kernel{op.op_type}"
-    exts = ", ".join(f"GM_ADDR {e.name}" for e in op.exts)
 
     def sub(old: str, new: str) -> None:
         nonlocal text
@@ -825,18 +841,8 @@ private:
 }};
 """
     i = text.index('extern "C" __global__ __aicore__ void')
-    entry = f"""extern "C" __global__ __aicore__ void {op.kernel_name}({exts}, GM_ADDR out, GM_ADDR workspace, GM_ADDR tiling)
-{{
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);  // per block: the cube core and two vector cores
-    GET_TILING_DATA(tiling_data, tiling);
-    if ASCEND_IS_AIC {{
-        {cls} op;
-        op.Init({", ".join(e.name for e in op.exts)}, out, workspace, tiling_data);
-        op.Process();
-    }} else {{
-        {cls}Epilogue op;
+    entry = mix_entry(op, cls, f"""        {cls}Epilogue op;
         op.Init(out, workspace, tiling_data);
         op.Process();
-    }}
-}}"""
+""")
     return text[:i] + epi.lstrip("\n") + "\n" + entry

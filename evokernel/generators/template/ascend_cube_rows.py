@@ -282,18 +282,9 @@ def mix_rows(op: Any, knobs: dict[str, Any], text: str, T: str, tiling_cls: str)
             "queues\n\n" + rcls.replace("BUFFER_NUM", "ROW_BUFFER_NUM"))
     init_args = ", ".join("workspace" if n == "slot" else n for n in names)
     call_args = ", ".join(f"{n}" for n in names)
-    exts = ", ".join(f"GM_ADDR {e.name}" for e in op.exts)
+    from evokernel.generators.template.ascend_cube import mix_entry
     i = text.index('extern "C" __global__ __aicore__ void')
-    entry = f"""extern "C" __global__ __aicore__ void {op.kernel_name}({exts}, GM_ADDR out, GM_ADDR workspace, GM_ADDR tiling)
-{{
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);  // per block: the cube core and two vector cores
-    GET_TILING_DATA(tiling_data, tiling);
-    if ASCEND_IS_AIC {{
-        {cls} op;
-        op.Init({", ".join(e.name for e in op.exts)}, out, workspace, tiling_data);
-        op.Process();
-    }} else {{
-        // the vector cores: the row program on their half of each row block in this AI core's slot
+    entry = mix_entry(op, cls, f"""        // the vector cores: the row program on their half of each row block in this AI core's slot
         {cls}Rows op;
         op.Init({init_args}, out, tiling_data);
         uint32_t core = GetBlockIdx() / GetTaskRation();
@@ -311,8 +302,7 @@ def mix_rows(op: Any, knobs: dict[str, Any], text: str, T: str, tiling_cls: str)
             }}
             CrossCoreSetFlag<2, PIPE_MTE3>(1);  // done with the slot
         }}
-    }}
-}}"""
+""")
     return text[:i] + rcls + "\n\n" + entry
 
 
@@ -343,7 +333,7 @@ def _mix_rows_all(op: Any, text: str, T: str, tiling_cls: str, rg: Any, cls: str
     rcls = (f"constexpr int32_t ROW_BUFFER_NUM = {int(row_geometry_knobs(rg)['buffer_num'])};  // the row program's "
             "queues\n\n" + rcls.replace("BUFFER_NUM", "ROW_BUFFER_NUM"))
     init_args = ", ".join("workspace" if n == "slot" else n for n in names)
-    exts = ", ".join(f"GM_ADDR {e.name}" for e in op.exts)
+    from evokernel.generators.template.ascend_cube import mix_entry
     i = text.index('extern "C" __global__ __aicore__ void')
     rows_op = f"        {cls}Rows op;\n        op.Init({init_args}, out, tiling_data);\n"
     vec_start = rows_op + "        SyncAll<false>();\n"
@@ -358,43 +348,14 @@ def _mix_rows_all(op: Any, text: str, T: str, tiling_cls: str, rg: Any, cls: str
         from evokernel.generators.template import ascend_cube_gnorm as GN
 
         rcls = GN.phase_class(op, gphase, tiling_cls) + "\n" + rcls
-        return text[:i] + rcls + "\n\n" + f"""extern "C" __global__ __aicore__ void {op.kernel_name}({exts}, GM_ADDR out, GM_ADDR workspace, GM_ADDR tiling)
-{{
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);  // per block: the cube core and two vector cores
-    GET_TILING_DATA(tiling_data, tiling);
-    if ASCEND_IS_AIC {{
-        {cls} op;
-        op.Init({", ".join(e.name for e in op.exts)}, out, workspace, tiling_data);
-        op.Process();
-    }} else {{
-{GN.vector_branch(op, gphase, cls, init_args, names)}    }}
-}}"""
+        return text[:i] + rcls + "\n\n" + mix_entry(op, cls, GN.vector_branch(op, gphase, cls, init_args, names))
     pool = pool_of(op.row_op)
     if pool is not None:  # the pooling phase, then the row program, on each vector core's rows
         from evokernel.generators.template import ascend_cube_pool as POOL
 
         rcls = POOL.pool_class(op, pool, tiling_cls) + "\n" + rcls
-        return text[:i] + rcls + "\n\n" + f"""extern "C" __global__ __aicore__ void {op.kernel_name}({exts}, GM_ADDR out, GM_ADDR workspace, GM_ADDR tiling)
-{{
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);  // per block: the cube core and two vector cores
-    GET_TILING_DATA(tiling_data, tiling);
-    if ASCEND_IS_AIC {{
-        {cls} op;
-        op.Init({", ".join(e.name for e in op.exts)}, out, workspace, tiling_data);
-        op.Process();
-    }} else {{
-{POOL.vector_branch(op, cls, init_args, names)}    }}
-}}"""
-    entry = f"""extern "C" __global__ __aicore__ void {op.kernel_name}({exts}, GM_ADDR out, GM_ADDR workspace, GM_ADDR tiling)
-{{
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);  // per block: the cube core and two vector cores
-    GET_TILING_DATA(tiling_data, tiling);
-    if ASCEND_IS_AIC {{
-        {cls} op;
-        op.Init({", ".join(e.name for e in op.exts)}, out, workspace, tiling_data);
-        op.Process();
-    }} else {{
-        // the vector cores: once C is whole, an equal share of its rows each
+        return text[:i] + rcls + "\n\n" + mix_entry(op, cls, POOL.vector_branch(op, cls, init_args, names))
+    entry = mix_entry(op, cls, f"""        // the vector cores: once C is whole, an equal share of its rows each
 {vec_start}        uint32_t M = tiling_data.M, N = tiling_data.N;
         uint32_t cores = GetBlockNum() * GetTaskRation(), idx = GetBlockIdx();
         uint32_t share = M / cores, extra = M % cores;
@@ -404,6 +365,5 @@ def _mix_rows_all(op: Any, text: str, T: str, tiling_cls: str, rg: Any, cls: str
             GM_ADDR slot = workspace + static_cast<uint64_t>(first) * N * sizeof({T});
             {_rows_call(op.row_op, ", ".join(names), "first")}
         }}
-    }}
-}}"""
+""")
     return text[:i] + rcls + "\n\n" + entry

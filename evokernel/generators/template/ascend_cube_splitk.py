@@ -128,21 +128,11 @@ def splitk_kernel(op: Any, knobs: dict[str, Any], text: str, T: str, tiling_cls:
                 "        SyncAll<false>();  // every range's partial C is in the workspace: the vector cores may sum\n    }\n")
     text = _sub(text, f"    GlobalTensor<{T}> aGm, bGm, cGm;\n", f"    GlobalTensor<{T}> aGm, bGm;\n    GlobalTensor<float> wsGm;\n")
     i = text.index('extern "C" __global__ __aicore__ void')
-    exts = ", ".join(f"GM_ADDR {e.name}" for e in op.exts)
-    entry = f"""extern "C" __global__ __aicore__ void {op.kernel_name}({exts}, GM_ADDR out, GM_ADDR workspace, GM_ADDR tiling)
-{{
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);  // per block: the cube core and two vector cores
-    GET_TILING_DATA(tiling_data, tiling);
-    if ASCEND_IS_AIC {{
-        {cls} op;
-        op.Init({", ".join(e.name for e in op.exts)}, out, workspace, tiling_data);
-        op.Process();
-    }} else {{
-        {cls}Sum op;
+    from evokernel.generators.template.ascend_cube import mix_entry
+    entry = mix_entry(op, cls, f"""        {cls}Sum op;
         op.Init(out, workspace, tiling_data);
         op.Process();
-    }}
-}}"""
+""")
     return text[:i] + _sum_class(op, cls, T, tiling_cls) + "\n" + entry
 
 
