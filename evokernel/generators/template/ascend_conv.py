@@ -178,15 +178,6 @@ def _host(op: ConvOp, knobs: dict[str, Any], tiling_cls: str) -> str:
                   "    uint32_t cout = wt.GetDim(0), kh = wt.GetDim(2), kw = wt.GetDim(3);\n" if nd == 2 else
                   "    uint32_t batch = x.GetDim(0), cin = x.GetDim(1), h = 1, w = x.GetDim(2);\n"
                   "    uint32_t cout = wt.GetDim(0), kh = 1, kw = wt.GetDim(2);\n")
-    infer_dims = (["    y->SetDimNum(4);", "    y->SetDim(0, x->GetDim(0));", "    y->SetDim(1, wt->GetDim(0));",
-                   "    y->SetDim(2, (x->GetDim(2) + 2 * PAD_H - DIL_H * (wt->GetDim(2) - 1) - 1) / STRIDE_H + 1);",
-                   "    y->SetDim(3, (x->GetDim(3) + 2 * PAD_W - DIL_W * (wt->GetDim(3) - 1) - 1) / STRIDE_W + 1);"]
-                  if nd == 2 else
-                  ["    y->SetDimNum(3);", "    y->SetDim(0, x->GetDim(0));", "    y->SetDim(1, wt->GetDim(0));",
-                   "    y->SetDim(2, (x->GetDim(2) + 2 * PAD_W - DIL_W * (wt->GetDim(2) - 1) - 1) / STRIDE_W + 1);"])
-    ge_dt = "ge::DT_FLOAT"
-    inputs = "".join(f'        this->Input("{e.name}").ParamType(REQUIRED).DataType({{{ge_dt}}}).Format({{ge::FORMAT_ND}});\n'
-                     for e in op.exts)
     return f"""#include "{op.kernel_name}_tiling.h"
 #include "register/op_def_registry.h"
 #include "tiling/platform/platform_ascendc.h"
@@ -257,7 +248,22 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
 }
 }
 
-namespace ge {
+""" + host_tail(op)
+
+
+def host_tail(op: Any) -> str:
+    """The host source after the TilingFunc, the same for both lowerings: InferShape (N, Cout, Ho[, Wo] from the
+    module's STRIDE/PAD/DIL constants) and the OpDef (every input and the output float32, ND)."""
+    nd = op.nd
+    infer_dims = (["    y->SetDimNum(4);", "    y->SetDim(0, x->GetDim(0));", "    y->SetDim(1, wt->GetDim(0));",
+                   "    y->SetDim(2, (x->GetDim(2) + 2 * PAD_H - DIL_H * (wt->GetDim(2) - 1) - 1) / STRIDE_H + 1);",
+                   "    y->SetDim(3, (x->GetDim(3) + 2 * PAD_W - DIL_W * (wt->GetDim(3) - 1) - 1) / STRIDE_W + 1);"]
+                  if nd == 2 else
+                  ["    y->SetDimNum(3);", "    y->SetDim(0, x->GetDim(0));", "    y->SetDim(1, wt->GetDim(0));",
+                   "    y->SetDim(2, (x->GetDim(2) + 2 * PAD_W - DIL_W * (wt->GetDim(2) - 1) - 1) / STRIDE_W + 1);"])
+    inputs = "".join(f'        this->Input("{e.name}").ParamType(REQUIRED).DataType({{ge::DT_FLOAT}}).Format({{ge::FORMAT_ND}});\n'
+                     for e in op.exts)
+    return """namespace ge {
 static ge::graphStatus InferShape(gert::InferShapeContext* context)
 {
     const gert::Shape* x = context->GetInputShape(0);
@@ -273,7 +279,7 @@ class {op.op_type} : public OpDef {{
 public:
     explicit {op.op_type}(const char* name) : OpDef(name)
     {{
-{inputs}        this->Output("out").ParamType(REQUIRED).DataType({{{ge_dt}}}).Format({{ge::FORMAT_ND}});
+{inputs}        this->Output("out").ParamType(REQUIRED).DataType({{ge::DT_FLOAT}}).Format({{ge::FORMAT_ND}});
         this->SetInferShape(ge::InferShape);
         this->AICore().SetTiling(optiling::TilingFunc);
         this->AICore().AddConfig("ascend910b");

@@ -129,20 +129,14 @@ def geometry(op: Any, knobs: dict[str, Any]) -> dict[str, int] | None:
 
 
 def _host(op: Any, knobs: dict[str, Any], tiling_cls: str, s: dict[str, int], mix: bool) -> str:
+    from evokernel.generators.template import ascend_conv as CONV
+
     (sh, sw), (ph, pw), (dh, dw) = op.stride, op.padding, op.dilation
     nd = op.nd
     shape_read = ("    uint32_t batch = x.GetDim(0), cin = x.GetDim(1), h = x.GetDim(2), w = x.GetDim(3);\n"
                   "    uint32_t cout = wt.GetDim(0), kh = wt.GetDim(2), kw = wt.GetDim(3);\n" if nd == 2 else
                   "    uint32_t batch = x.GetDim(0), cin = x.GetDim(1), h = 1, w = x.GetDim(2);\n"
                   "    uint32_t cout = wt.GetDim(0), kh = 1, kw = wt.GetDim(2);\n")
-    infer_dims = (["    y->SetDimNum(4);", "    y->SetDim(0, x->GetDim(0));", "    y->SetDim(1, wt->GetDim(0));",
-                   "    y->SetDim(2, (x->GetDim(2) + 2 * PAD_H - DIL_H * (wt->GetDim(2) - 1) - 1) / STRIDE_H + 1);",
-                   "    y->SetDim(3, (x->GetDim(3) + 2 * PAD_W - DIL_W * (wt->GetDim(3) - 1) - 1) / STRIDE_W + 1);"]
-                  if nd == 2 else
-                  ["    y->SetDimNum(3);", "    y->SetDim(0, x->GetDim(0));", "    y->SetDim(1, wt->GetDim(0));",
-                   "    y->SetDim(2, (x->GetDim(2) + 2 * PAD_W - DIL_W * (wt->GetDim(2) - 1) - 1) / STRIDE_W + 1);"])
-    inputs = "".join(f'        this->Input("{e.name}").ParamType(REQUIRED).DataType({{ge::DT_FLOAT}}).Format({{ge::FORMAT_ND}});\n'
-                     for e in op.exts)
     bias = 1 if op.bias else 0
     direct_check = "" if s["im2col"] else """    if (kh != 1 || kw != 1 || (ho * wo) % 16 != 0) {
         return ge::GRAPH_FAILED;  // the kernel multiplies x itself (no im2col): pointwise, Ho*Wo a multiple of 16
@@ -226,30 +220,7 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
 }}
 }}
 
-namespace ge {{
-static ge::graphStatus InferShape(gert::InferShapeContext* context)
-{{
-    const gert::Shape* x = context->GetInputShape(0);
-    const gert::Shape* wt = context->GetInputShape(1);
-    gert::Shape* y = context->GetOutputShape(0);
-""" + "\n".join(infer_dims) + f"""
-    return GRAPH_SUCCESS;
-}}
-}}
-
-namespace ops {{
-class {op.op_type} : public OpDef {{
-public:
-    explicit {op.op_type}(const char* name) : OpDef(name)
-    {{
-{inputs}        this->Output("out").ParamType(REQUIRED).DataType({{ge::DT_FLOAT}}).Format({{ge::FORMAT_ND}});
-        this->SetInferShape(ge::InferShape);
-        this->AICore().SetTiling(optiling::TilingFunc);
-        this->AICore().AddConfig("ascend910b");
-    }}
-}};
-OP_ADD({op.op_type});
-}}"""
+""" + CONV.host_tail(op)
 
 
 def _sub(text: str, old: str, new: str) -> str:
