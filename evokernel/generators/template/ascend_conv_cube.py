@@ -230,8 +230,10 @@ def _sub(text: str, old: str, new: str) -> str:
 
 def _cube_class(op: Any, knobs: dict[str, Any], tiling_cls: str, s: dict[str, int]) -> str:
     """The cube template's batched GEMM class: A = the weights (shared by every image), B = col[n], C = out[n]."""
+    from evokernel.generators.template import ascend_cube_kernel as KERNEL
+
     cop = _cube_op(op, s)
-    text = CUBE._kernel(cop, _cube_knobs(knobs), "float", tiling_cls)  # batched (ascend_cube_batch.py)
+    text = KERNEL.kernel(cop, _cube_knobs(knobs), "float", tiling_cls)  # batched (ascend_cube_batch.py)
     if cop.batch == 1:  # one image: the batched form all the same (the tiling has the batch count)
         from evokernel.generators.template import ascend_cube_batch as BATCH
 

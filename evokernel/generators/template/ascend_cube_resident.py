@@ -53,7 +53,7 @@ def _sub(text: str, old: str, new: str) -> str:
 
 
 def resident_kernel(op: Any, text: str, T: str) -> str:
-    """The cube core's class (``ascend_cube._kernel``'s text) with A's row block resident in L1."""
+    """The cube core's class (``ascend_cube_kernel.kernel``'s text) with A's row block resident in L1."""
     text = _sub(text, f"        pipe.InitBuffer(inQueueA1, BUFFER_NUM, baseM * baseK * sizeof({T}));\n",
                 f"        // A's row block, all of K, NZ (row count rounded to 16, K to whole column blocks)\n"
                 f"        pipe.InitBuffer(inQueueA1, 1, CeilDiv(baseM, 16) * 16 * CeilDiv(K, C0) * C0 * sizeof({T}));\n")
@@ -133,8 +133,8 @@ def tile_order(text: str) -> str:
 
 def resident(op: Any, knobs: dict[str, Any], text: str, T: str, tiling_cls: str) -> str:
     """The whole kernel text of a resident-A schedule: the cube core's class changed, then the MIX hand-over the
-    operator needs (``ascend_cube._mixed`` or the row program), then the tile order."""
-    from evokernel.generators.template import ascend_cube as CUBE
+    operator needs (``ascend_cube_kernel.mixed`` or the row program), then the tile order."""
+    from evokernel.generators.template import ascend_cube_kernel as KERNEL
 
     why = refusal(op, knobs)
     if why is not None:
@@ -145,5 +145,5 @@ def resident(op: Any, knobs: dict[str, Any], text: str, T: str, tiling_cls: str)
 
         text = ROWS.mix_rows(op, knobs, text, T, tiling_cls)
     elif op.mix:
-        text = CUBE._mixed(op, text, T, tiling_cls)
+        text = KERNEL.mixed(op, text, T, tiling_cls)
     return tile_order(text)

@@ -282,7 +282,7 @@ def mix_rows(op: Any, knobs: dict[str, Any], text: str, T: str, tiling_cls: str)
             "queues\n\n" + rcls.replace("BUFFER_NUM", "ROW_BUFFER_NUM"))
     init_args = ", ".join("workspace" if n == "slot" else n for n in names)
     call_args = ", ".join(f"{n}" for n in names)
-    from evokernel.generators.template.ascend_cube import mix_entry
+    from evokernel.generators.template.ascend_cube_kernel import mix_entry
     i = text.index('extern "C" __global__ __aicore__ void')
     entry = mix_entry(op, cls, f"""        // the vector cores: the row program on their half of each row block in this AI core's slot
         {cls}Rows op;
@@ -333,7 +333,7 @@ def _mix_rows_all(op: Any, text: str, T: str, tiling_cls: str, rg: Any, cls: str
     rcls = (f"constexpr int32_t ROW_BUFFER_NUM = {int(row_geometry_knobs(rg)['buffer_num'])};  // the row program's "
             "queues\n\n" + rcls.replace("BUFFER_NUM", "ROW_BUFFER_NUM"))
     init_args = ", ".join("workspace" if n == "slot" else n for n in names)
-    from evokernel.generators.template.ascend_cube import mix_entry
+    from evokernel.generators.template.ascend_cube_kernel import mix_entry
     i = text.index('extern "C" __global__ __aicore__ void')
     rows_op = f"        {cls}Rows op;\n        op.Init({init_args}, out, tiling_data);\n"
     vec_start = rows_op + "        SyncAll<false>();\n"

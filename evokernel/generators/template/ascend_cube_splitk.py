@@ -106,7 +106,7 @@ def _ranges(op: Any, text: str) -> str:
 
 
 def splitk_kernel(op: Any, knobs: dict[str, Any], text: str, T: str, tiling_cls: str) -> str:
-    """The cube-only kernel's text (``ascend_cube._kernel``) made split-K: atomic adds into C, or the MIX
+    """The cube-only kernel's text (``ascend_cube_kernel.kernel``) made split-K: atomic adds into C, or the MIX
     kernel with the float workspace and the vector cores' sum (module docstring)."""
     text = _ranges(op, text)
     if mode(op, knobs) == "atomic":
@@ -128,7 +128,7 @@ def splitk_kernel(op: Any, knobs: dict[str, Any], text: str, T: str, tiling_cls:
                 "        SyncAll<false>();  // every range's partial C is in the workspace: the vector cores may sum\n    }\n")
     text = _sub(text, f"    GlobalTensor<{T}> aGm, bGm, cGm;\n", f"    GlobalTensor<{T}> aGm, bGm;\n    GlobalTensor<float> wsGm;\n")
     i = text.index('extern "C" __global__ __aicore__ void')
-    from evokernel.generators.template.ascend_cube import mix_entry
+    from evokernel.generators.template.ascend_cube_kernel import mix_entry
     entry = mix_entry(op, cls, f"""        {cls}Sum op;
         op.Init(out, workspace, tiling_data);
         op.Process();
@@ -139,12 +139,12 @@ def splitk_kernel(op: Any, knobs: dict[str, Any], text: str, T: str, tiling_cls:
 def _sum_class(op: Any, cls: str, T: str, tiling_cls: str) -> str:
     """The vector cores' class: after the barrier, an equal share of C's rows each, in passes of at most
     sumRows x sumCols; the partials added in float, then the ReLU / epilogue, the cast, the write."""
-    from evokernel.generators.template import ascend_cube as CUBE
+    from evokernel.generators.template import ascend_cube_kernel as KERNEL
 
     if op.relu:
         steps, result = ["Relu(w0, x, count);"], "w0"
     elif op.epilogue:
-        code = CUBE._epilogue_code(op)
+        code = KERNEL.epilogue_code(op)
         steps, result = code[:-1], code[-1]
     else:
         steps, result = [], "x"
