@@ -138,8 +138,9 @@ class Worker:
             import importlib.machinery
             import importlib.util
 
-            loader = importlib.machinery.ExtensionFileLoader(name, path)
-            spec = importlib.util.spec_from_file_location(name, path, loader=loader)
+            # the library's module is the binding the verifier generated (verifier/trusted/inline_binding.py)
+            loader = importlib.machinery.ExtensionFileLoader("evk_ext", path)
+            spec = importlib.util.spec_from_file_location("evk_ext", path, loader=loader)
             module = importlib.util.module_from_spec(spec)
             loader.exec_module(module)
             return _CountingModule(module)
