@@ -56,14 +56,20 @@ class Worker:
         self.filename = "candidate.py" if role == "candidate" else "task.py"
         self.model: Any = None
         self.inputs: list[Any] = []
+        self.inputs_are_views = False  # the inputs of the last run request: views into the shared region
         self.ascend_lib: Any = None  # custom_ops_lib of an Ascend C candidate (ascend-sim backend)
         self._library_fds: list[int] = []
 
     # --- shared region ----------------------------------------------------------------------
     def _remap(self, capacity: int) -> None:
         if capacity != self.capacity:
+            if self.inputs_are_views:  # views into the old mapping (see run)
+                self.inputs, self.inputs_are_views = [], False
             if self.mm is not None:
-                self.mm.close()
+                try:
+                    self.mm.close()
+                except BufferError:  # a tensor still views it: unmapped when that tensor is freed
+                    pass
             self.mm = mmap.mmap(self.data_fd, capacity) if capacity else None
             self.capacity = capacity
 
@@ -161,8 +167,6 @@ class Worker:
             return self.bandwidth(msg)
         if op == "truth":
             return self.truth(msg)
-        if op == "set_inputs":
-            return self.set_inputs(msg)
         if op == "run":
             return self.run(msg)
         if op == "compile":
@@ -306,13 +310,15 @@ class Worker:
             seconds.append(time.perf_counter() - t0)
         return {"ok": True, "seconds": seconds}
 
-    def set_inputs(self, msg: dict[str, Any]) -> dict[str, Any]:
-        metas = [TensorMeta.from_json(m, self.capacity) for m in msg["inputs"]]
-        self.inputs = [self._view(m).clone() for m in metas]  # a private copy per model
-        return {"ok": True}
-
     def run(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """One forward. A request with ``inputs`` brings the call's inputs with it (views into the shared region,
+        written by the parent right before this request): no request before the timed one ever holds them, so
+        nothing can be computed from them outside the call that is timed. Without ``inputs`` (the reference's
+        correctness trials) the inputs of the last make_inputs are used."""
         assert self.model is not None
+        if "inputs" in msg:
+            metas = [TensorMeta.from_json(m, self.capacity) for m in msg["inputs"]]
+            self.inputs, self.inputs_are_views = [self._view(m) for m in metas], True
         record = bool(msg.get("record"))
         before_calls = native._native_calls
         recorder = OpRecorder() if record else None
