@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -236,8 +237,10 @@ def build_cpp(
         if not judge:
             _run(runner, cpp_command(src, work / "lib.so", flags), work, timeout)
             return None
-        _run(runner, cpp_object_command(src, work / "kernel.o", flags, judge=True), work, timeout)
-        _run(runner, cpp_link_command(work / "kernel.o", work / "lib.so"), work, timeout)
+        # compile the object, link it: one sandboxed shell, two commands
+        both = f"{shlex.join(cpp_object_command(src, work / 'kernel.o', flags, judge=True))} && " \
+               f"{shlex.join(cpp_link_command(work / 'kernel.o', work / 'lib.so'))}"
+        _run(runner, ["/bin/sh", "-c", both], work, timeout)
         return binary_facts.extract(work, work / "kernel.o", work / "kernel.ii", str(src), source, runner)
 
     return _build_into_cache(key, "lib.so", cache_root / "cpp", build, judge)
