@@ -22,6 +22,7 @@ import json
 import mmap
 import os
 import secrets
+import select
 import shutil
 import signal
 import socket
@@ -268,6 +269,8 @@ class WorkerHandle:
         self.zygote, self.pid = zygote, pid
         self.sock = sock  # the control channel (AF_UNIX stream; the worker holds the other end)
         self.fd = sock.fileno()
+        self._poll = select.poll()  # readable = bytes waiting, or the worker closed its end
+        self._poll.register(self.fd, select.POLLIN)
         self.data_fd, self.out_fd, self.err_fd = data_fd, out_fd, err_fd
         self.capacity = 0
         self.mm: mmap.mmap | None = None
@@ -295,6 +298,8 @@ class WorkerHandle:
     def _check_quiet(self) -> None:
         """Nothing may wait on the channel when a request goes out: the worker's loop sends exactly one reply
         per request, so waiting bytes are a frame it did not send (or a second reply) -- ForgedFrame."""
+        if not self._poll.poll(0):  # the common case, without an exception (1 us)
+            return
         try:
             waiting = self.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
         except (BlockingIOError, InterruptedError):
