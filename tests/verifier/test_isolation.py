@@ -490,3 +490,39 @@ def test_feedback_carries_no_host_path(no_static, relu):
     assert cache not in seen and home not in seen and pkg not in seen, seen
     assert "<cache>/cpp/x.cpp" in v.feedback and "<evokernel>/evokernel/cpu.py" in v.feedback, v.feedback
     assert "~/projects/secret.txt" in v.feedback, v.feedback
+
+
+def test_any_exception_while_judging_is_a_runtime_verdict(verifier, relu, monkeypatch):
+    """A judge that slips on something (here: made to raise AttributeError, the exception of issue 28 that used
+    to escape) gives a `runtime` verdict naming it; TaskError and SandboxError still reach the caller; the next
+    candidate is judged normally."""
+    from evokernel.tasks import TaskError
+    from evokernel.verifier.trusted import trials
+    from evokernel.verifier.trusted.launcher import SandboxError
+
+    for exc in (AttributeError("'int' object has no attribute 'get'"), KeyError("blocks"), MemoryError(),
+                RecursionError("deep")):
+        def boom(*a, exc=exc, **kw):
+            raise exc
+
+        monkeypatch.setattr(trials, "compare_outputs", boom)
+        v = verifier.verify(relu, cand())
+        assert v.failed_gate == "runtime" and type(exc).__name__ in v.feedback, v.feedback
+        assert type(exc).__name__ in v.details["error"]
+    for exc in (TaskError("broken task"), SandboxError("no sandbox")):
+        def boom(*a, exc=exc, **kw):
+            raise exc
+
+        monkeypatch.setattr(trials, "compare_outputs", boom)
+        with pytest.raises(type(exc)):
+            verifier.verify(relu, cand())
+    monkeypatch.undo()
+    assert verifier.verify(relu, cand()).feasible
+
+
+def test_a_source_the_static_rules_cannot_parse_is_a_verdict(verifier, relu):
+    # 100,000 chained additions: RecursionError while the parser builds the tree (it escaped verify before)
+    src = cand().replace("        return y\n", "        return y" + " + y" * 100_000 + "\n")
+    v = verifier.verify(relu, src)
+    assert v.failed_gate == "runtime" and "RecursionError" in v.feedback, v.feedback
+    assert verifier.verify(relu, cand()).feasible
