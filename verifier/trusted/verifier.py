@@ -216,11 +216,6 @@ class Verifier:
             return verdict(f.gate, f"{f.feedback}\n{note}" if note else f.feedback)
         except (TaskError, SandboxError):  # a broken task, a machine that cannot judge: the caller's problem
             raise
-        except ForgedFrame as exc:  # outside a candidate call (e.g. a stray frame seen by a later request)
-            gates["hack"] = False
-            details["error"] = f"ForgedFrame: {str(exc)[:500]}"
-            return verdict("hack", f"the candidate's worker channel carried a frame its request loop did not send: "
-                           f"{str(exc)[:300]}")
         except Exception as exc:  # noqa: BLE001 - anything else while judging is a verdict, never a crash
             # a reply the codec let through but a judge could not use, or a judge's own slip on odd input:
             # never the candidate's success. The task's reference may be mid-conversation: start it afresh.
