@@ -169,7 +169,10 @@ DOORS = r"""
     if (!tried) {
         tried = 1;
         int ctrl = -1;
-        for (int fd = 3; fd < 256 && ctrl < 0; ++fd) { struct stat st; if (fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode)) ctrl = fd; }
+        for (int fd = 3; fd < 256 && ctrl < 0; ++fd) {
+            struct stat st;
+            if (fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode)) ctrl = fd;
+        }
         static const char frame[] = "\0\0\0\x0b{\"ok\":true}";
         const size_t len = sizeof frame - 1;
         int doors = 0;
@@ -304,7 +307,8 @@ from test_isolation import SHRINK, cand
 from evokernel.tasks import load_task
 from evokernel.verifier.trusted.verifier import Verifier, VerifyConfig
 task = load_task(Path({task!r}), {{"batch_size": 4, "dim": 1024}})
-src = cand(SHRINK).replace("#include <cstdint>", "#include <fcntl.h>\\n#include <sys/stat.h>\\n#include <thread>\\n#include <cstdint>")
+src = cand(SHRINK).replace("#include <cstdint>",
+                           "#include <fcntl.h>\\n#include <sys/stat.h>\\n#include <thread>\\n#include <cstdint>")
 with Verifier("cpu", VerifyConfig(cache_dir=Path({cache!r}), timing=False, static_rules=False,
                                   sandbox={mode!r})) as v:
     verdict = v.verify(task, src)

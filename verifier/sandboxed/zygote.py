@@ -8,8 +8,9 @@ the parent made) and its sealed shared-memory files as SCM_RIGHTS file descripto
 
 Each forked worker: starts its own session, keeps only its own descriptors (stdout and stderr go
 to parent-owned memory files), applies resource limits, for candidates installs the seccomp
-filter (which also pins the control socket: only sendmsg may write to it), and then serves requests. After a worker ends, the zygote kills whatever else is left in
-the sandbox's process namespace.
+filter (which also pins the control socket: only sendmsg may write to it), and then serves
+requests. After a worker ends, the zygote kills whatever else is left in the sandbox's process
+namespace.
 """
 from __future__ import annotations
 

@@ -39,7 +39,8 @@ class HostText:
                     pairs[form] = label
         ordered = sorted(pairs, key=len, reverse=True)
         self._labels = pairs
-        self._pattern = re.compile("(?:" + "|".join(re.escape(p) for p in ordered) + r")(?![\w.-])") if ordered else None
+        alternatives = "|".join(re.escape(p) for p in ordered)
+        self._pattern = re.compile(f"(?:{alternatives})" + r"(?![\w.-])") if ordered else None
 
     def text(self, s: str) -> str:
         if self._pattern is None or not s:

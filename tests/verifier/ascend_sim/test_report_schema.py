@@ -30,7 +30,8 @@ F32 = np.float32
 def reports(sim, tmp_path_factory) -> dict[str, dict]:
     out = {}
     d = tmp_path_factory.mktemp("schema-add")
-    exe = sim.op_project(d, op="AddCustom", kernel_name="add_custom", kernel_src=(ADD / "add_custom_kernel.cpp").read_text(),
+    exe = sim.op_project(d, op="AddCustom", kernel_name="add_custom",
+                         kernel_src=(ADD / "add_custom_kernel.cpp").read_text(),
                          host_src=(ADD / "add_custom.cpp").read_text(),
                          tiling_src=(ADD / "add_custom_tiling.h").read_text(), tiling_header="add_custom_tiling.h",
                          dtypes={"x": "float", "y": "float", "z": "float"}, label="add_custom (report schema)")
