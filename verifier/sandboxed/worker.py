@@ -2,7 +2,8 @@
 
 A worker holds either the task's reference ``Model`` (role "reference": trusted code, used to make
 inputs from secret seeds and expected outputs) or a candidate's ``ModelNew`` (role "candidate").
-It answers the parent's requests over a pipe pair and exchanges tensor bytes through the shared
+It answers the parent's requests over its control socket (`message_codec.WorkerChannel`: frames go
+out only through sendmsg and echo each request's nonce) and exchanges tensor bytes through the shared
 memory region. It never decides anything: it reports what ran and what came out, and the parent
 checks it.
 """
@@ -46,9 +47,9 @@ def _short_traceback(exc: BaseException, filename: str) -> str:
 
 
 class Worker:
-    def __init__(self, role: str, ctrl_in: int, ctrl_out: int, data_fd: int):
+    def __init__(self, role: str, channel: protocol.WorkerChannel, data_fd: int):
         self.role = role
-        self.rin, self.rout = ctrl_in, ctrl_out
+        self.channel = channel
         self.data_fd = data_fd
         self.capacity = 0
         self.mm: mmap.mmap | None = None
@@ -104,8 +105,8 @@ class Worker:
 
         This sandbox sees no build cache: the parent puts the built library's bytes into the shared
         region, and the worker keeps them in a sealed memory file loaded through /proc/self/fd."""
-        protocol.send(self.rout, {"op": "build", **request})
-        reply = protocol.recv(self.rin, max_message=PARENT_MESSAGE)
+        self.channel.send({"op": "build", **request})
+        reply = self.channel.recv_answer(PARENT_MESSAGE)
         if not reply.get("ok"):
             raise native.CompileError(str(reply.get("error", "build failed")))
         self._remap(int(reply.get("capacity", self.capacity)))
@@ -360,10 +361,10 @@ class Worker:
         return reply
 
     def serve(self) -> None:
-        protocol.send(self.rout, {"op": "hello", "pid": os.getpid()})
+        self.channel.send({"op": "hello", "pid": os.getpid()})
         while True:
             try:
-                msg = protocol.recv(self.rin, max_message=PARENT_MESSAGE)
+                msg = self.channel.recv_request(PARENT_MESSAGE)
             except protocol.PeerClosed:
                 return
             if msg.get("op") == "close":
@@ -381,7 +382,7 @@ class Worker:
                 sys.stdout.flush()
                 sys.stderr.flush()
                 _libc.fflush(None)
-            protocol.send(self.rout, reply)
+            self.channel.send(reply)
 
 
 class _CountingModule:
