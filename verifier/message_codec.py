@@ -185,7 +185,7 @@ _FAILED = {"ok": Bool(), "phase": Str(64, truncate=True), "error": Str(MAX_TEXT,
            # a failure the parent explains further (trials.py), named rather than matched in the error text
            "reason": Str(64, choices=frozenset({"output_too_large"}))}
 _OK_FIELDS: dict[str, dict[str, Spec]] = {
-    "load": {}, "init": {"init_args": INIT_ARGS}, "set_inputs": {}, "ping": {}, "compile": {},
+    "load": {}, "init": {"init_args": INIT_ARGS}, "ping": {}, "compile": {},
     "make_inputs": {"inputs": List(META, 256), "need": Int(0, 2**50)},
     "run": {"outputs": List(META, 256), "native_calls": Int(), "inner_s": Num(), "native_reports": REPORTS,
             "ops": Map(Int(), 4096), "violations": Map(Int(), 4096), "inputs_after": List(META, 256)},

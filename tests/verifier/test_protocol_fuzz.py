@@ -81,8 +81,8 @@ def test_no_junk_reply_escapes_verify(fuzz_verifier, suite_task, fuzzed):
     rng = random.Random(13)
     gates = set()
     # frames after the worker's hello (sent before any candidate code runs): the build request and the replies
-    # to load, init, set_inputs and run
-    for target in range(2, 7):
+    # to load, init and run
+    for target in range(2, 6):
         for payload in rng.sample(PAYLOADS, 4):
             fuzzed.update(target=target, payload=payload)
             verdict = verifier.verify(task, RELU)  # must not raise
@@ -149,7 +149,7 @@ REPORT_EXAMPLE = {
 # one valid example per reply kind: every op of the codec's reply table, the hello and the failure reply
 EXAMPLES = {
     "hello": {"op": "hello", "pid": 42},
-    "load": {"ok": True}, "set_inputs": {"ok": True}, "ping": {"ok": True}, "compile": {"ok": True},
+    "load": {"ok": True}, "ping": {"ok": True}, "compile": {"ok": True},
     "init": {"ok": True, "init_args": [3, 0.5, "mean", True, None, [1, [2, 3]]]},
     "make_inputs": {"ok": True, "inputs": [META], "need": 4096},
     "run": {"ok": True, "outputs": [META], "native_calls": 1, "inner_s": 0.01, "native_reports": [REPORT_EXAMPLE],
@@ -257,7 +257,7 @@ def test_a_frame_without_its_nonce_is_forged(nonce):
 # --- the same at the Verifier level: a candidate worker's real frames, one field mutated ------------------------
 # The hello is not mutated here: it is sent before any candidate code runs, so a bad hello is a machine that
 # cannot start workers (SandboxError, by design); the codec-level test above covers its schema.
-TARGETS = [("build", 1), ("load", 1), ("init", 1), ("set_inputs", 1), ("run", 1)]
+TARGETS = [("build", 1), ("load", 1), ("init", 1), ("run", 1)]
 
 
 @pytest.fixture
@@ -301,7 +301,7 @@ def mutated(monkeypatch):
 # the fields of the real frames (a relu candidate built with load_cpp), and the inconsistent metas
 FRAME_FIELDS = {
     "build": [("op",), ("kind",), ("source",), ("flags",), ("nonce",)],
-    "load": [("ok",), ("nonce",)], "init": [("ok",), ("nonce",)], "set_inputs": [("ok",), ("nonce",)],
+    "load": [("ok",), ("nonce",)], "init": [("ok",), ("nonce",)],
     "run": [("ok",), ("outputs",), ("native_calls",), ("inner_s",), ("ops",), ("violations",), ("inputs_after",),
             ("nonce",), ("outputs", 0, "dtype"), ("outputs", 0, "shape"), ("outputs", 0, "offset"),
             ("outputs", 0, "nbytes"), ("inputs_after", 0, "shape"), ("inputs_after", 0, "nbytes")],
