@@ -20,7 +20,6 @@ lib = load_cpp(r"""
 #include <cstring>
 #include <cstdio>
 #include <vector>
-#include <unistd.h>
 extern "C" void kernel(const float* x, float* y, int64_t n) {
     %s
     for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0.f ? x[i] : 0.f;
@@ -348,7 +347,8 @@ def test_no_new_processes(no_static, relu):
 
 def test_native_fork_blocked(no_static, relu):
     # fork() from C++ fails with EPERM under the seccomp filter; this kernel reports that by crashing
-    v = no_static.verify(relu, cand("if (fork() < 0) { volatile float* p = nullptr; *p = 0; }"))
+    src = cand("if (fork() < 0) { volatile float* p = nullptr; *p = 0; }")
+    v = no_static.verify(relu, src.replace("#include <cstdint>", "#include <unistd.h>\n#include <cstdint>"))
     assert v.failed_gate == "runtime" and "SIGSEGV" in v.feedback, v.feedback
 
 
