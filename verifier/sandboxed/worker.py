@@ -119,6 +119,11 @@ class Worker:
         self._library_fds.append(fd)  # kept open (and the library mapped) for the worker's lifetime
         return f"/proc/self/fd/{fd}"
 
+    def _ask_parent(self, request: dict[str, Any]) -> dict[str, Any]:
+        """A request the parent answers with plain JSON (an Ascend C call's tiling, computed by its host process)."""
+        protocol.send(self.rout, {"op": "build", **request})
+        return protocol.recv(self.rin, max_message=PARENT_MESSAGE)
+
     def _install_build_hooks(self) -> None:
         native._BUILDER = lambda source, flags: self._ask_build({"kind": "cpp", "source": source, "flags": list(flags)})
         import torch.utils.cpp_extension as cpp_ext
@@ -205,7 +210,7 @@ class Worker:
         self.filename = "model_src.py"
         try:
             module, self.ascend_lib = ascend_ops.load(str(msg["source"]), self._ask_build,
-                                                      ascend_ops.SimSettings(msg.get("sim") or {}))
+                                                      ascend_ops.SimSettings(msg.get("sim") or {}), self._ask_parent)
         except ProjectError as exc:
             raise _Fail("compile", str(exc)) from None
         except native.CompileError as exc:

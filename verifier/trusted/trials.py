@@ -256,6 +256,11 @@ class WorkerJudge:
         at least show: a forward reads every input byte and writes every output byte through global memory.
         A report claiming less GM traffic than that (counters tampered with, or work done outside the
         emulated kernel) would model a kernel faster than the data movement the task needs: a hack."""
+        problems = self.v.backend.audit(self.v._builds, self.reports, self.io_bytes)
+        if problems:
+            details["report_audit"] = problems[:20]
+            raise Fail("hack", "the emulator's reports do not describe the work the outputs required (counters "
+                       "tampered with, or work done outside the Ascend C API):\n" + "\n".join(problems[:6]))
         if self.io_bytes is None:
             return
         need = sum(self.io_bytes)

@@ -214,7 +214,7 @@ struct Alloc {
     std::vector<int32_t> writer;  // outputs: last writing block per byte (-1 none)
     // what the Ascend C API moved (gm_access): bytes read and written, and for outputs a bitmap of the bytes any
     // API write covered. The report carries them; the trusted parent checks them against the output bytes it reads
-    uint64_t api_read = 0, api_written = 0;
+    uint64_t api_read = 0, api_written = 0, changed = 0;
     std::vector<uint64_t> covered;
     std::vector<uint64_t> race;   // last kernel write per byte for race detection (race.h); empty until written
     std::vector<uint32_t> race_rd;  // its unordered reads per byte (race.h: a read set id); empty until read
@@ -2507,7 +2507,8 @@ std::string report_json(const Run& r) {
         j.key("bytes"); j.num(a.n); j.s += ",";
         j.key("read_bytes"); j.num(a.api_read); j.s += ",";
         j.key("written_bytes"); j.num(a.api_written); j.s += ",";
-        j.key("covered_bytes"); j.num(count_covered(a.covered)); j.s += "}";
+        j.key("covered_bytes"); j.num(count_covered(a.covered)); j.s += ",";
+        j.key("changed_bytes"); j.num(a.changed); j.s += "}";
     }
     j.s += "],";
     if (!r.race_stats.empty()) {
@@ -3515,19 +3516,22 @@ void check_uncovered_writes(Run& r) {
         const bool poisoned = a.kind == AK_OUTPUT && !r.opt.keep_outputs;
         const uint8_t* before = static_cast<const uint8_t*>(a.caller);
         if (!poisoned && !before) continue;
-        uint64_t changed = 0, first = 0;
+        uint64_t changed = 0, uncovered = 0, first = 0;
         for (uint64_t i = 0; i < a.n; ++i) {
             const uint8_t was = poisoned ? 0xFF : before[i];
-            if (a.host[i] != was && !(a.covered[i >> 6] >> (i & 63) & 1)) {
-                if (!changed) first = i;
-                ++changed;
+            if (a.host[i] == was) continue;
+            ++changed;
+            if (!(a.covered[i >> 6] >> (i & 63) & 1)) {
+                if (!uncovered) first = i;
+                ++uncovered;
             }
         }
-        if (changed)
+        a.changed = changed;
+        if (uncovered)
             record("gm_raw_write", SEV_FATAL, "", 0,
                    fmt("%llu byte(s) of %s '%s' (first at byte %llu) changed without an Ascend C API write (DataCopy, "
                        "DataCopyPad, Fixpipe, SetValue): the kernel wrote global memory behind the emulator's back",
-                       static_cast<unsigned long long>(changed), kind_name(a.kind), a.name.c_str(),
+                       static_cast<unsigned long long>(uncovered), kind_name(a.kind), a.name.c_str(),
                        static_cast<unsigned long long>(first)));
     }
 }
@@ -3979,6 +3983,7 @@ extern "C" const char* evk_sim_describe_op(const char* op) {
             j.s += "{";
             j.key("name"); j.str(p.name_); j.s += ",";
             j.key("param_type"); j.str(ptype(p.type_)); j.s += ",";
+            j.key("value_depend"); j.s += p.value_depend_ ? "true" : "false"; j.s += ",";
             j.key("dtypes"); j.s += "[";
             for (size_t k = 0; k < p.dtypes_.size(); ++k) {
                 if (k) j.s += ",";

@@ -1,0 +1,94 @@
+"""The host process of an Ascend C candidate (trusted side): its TilingFunc, InferShape and OpDef run in a
+sandbox of their own, on shapes, dtypes and attributes, never in the candidate worker that holds the data.
+
+On CANN the host code runs on the host before any data exists; running it inside the worker let a TilingFunc
+read the real inputs and write the outputs. Here each request starts a fresh process (bubblewrap + prlimit,
+the run seccomp filter installed before the library loads: sandboxed/ascend_host.py) with a private folder
+holding the candidate's host library and the request; it answers with a file the parent reads as untrusted
+bytes: bounded, parsed, schema-checked. A crash, a hang or junk is a failed tiling with a named cause.
+
+The backend asks twice per candidate at most: ``describe`` (the OpDef, once per host library, cached with the
+build) and ``tiling`` (once per distinct shapes/dtypes/attributes within a verdict).
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+from evokernel.verifier.message_codec import Int, Json, List, Obj, ProtocolError, Str
+from evokernel.verifier.trusted.launcher import Limits, SandboxSpec, run_sandboxed
+
+HOST_SCRIPT = Path(__file__).resolve().parents[2] / "sandboxed" / "ascend_host.py"
+MAX_RESULT_BYTES = 4 * 1024 * 1024
+HOST_TIMEOUT_S = 30.0
+HOST_LIMITS = dict(cpu_s=30, fsize_mb=8, address_space_mb=4096, tasks=16, tmp_mb=64)
+
+# Runner: (argv, spec, timeout) -> (rc or None on timeout, output); tests substitute their own
+Runner = Callable[[list[str], SandboxSpec, float], "tuple[int | None, str]"]
+
+
+class HostError(RuntimeError):
+    """The host code could not produce an answer (crash, hang, junk): the message is LLM-facing feedback."""
+
+
+_VIOLATION = Obj({"rule": Str(64, truncate=True), "severity": Str(16, truncate=True), "message": Str(4000, truncate=True),
+                  "file": Str(512, truncate=True), "line": Int(-1, 2**31), "block": Int(-1, 2**31),
+                  "count": Int(0, 2**62)}, required=("rule", "severity"))
+_REPORT = Obj({
+    "status": Str(64, truncate=True), "error": Str(4000, truncate=True), "block_dim": Int(0, 2**32 - 1),
+    "tiling_key": Int(0, 2**64 - 1),
+    "tiling": Obj({"data_size": Int(0, 2**32), "data_hex": Str(2 * 64 * 1024),
+                   "workspace_sizes": List(Int(0, 2**50), 64), "schedule_mode": Int(0, 2**32 - 1)},
+                  required=("data_hex", "workspace_sizes", "schedule_mode")),
+    "infer_shape": Json(), "violations": List(_VIOLATION, 256), "kernel_printf": Str(8192, truncate=True),
+}, required=("status", "block_dim", "tiling_key", "tiling", "violations"))
+_PARAM = Obj({"name": Str(256), "param_type": Str(32, truncate=True), "value_depend": Json(),
+              "dtypes": List(Str(32, truncate=True), 64)}, required=("name",))
+_OPDEF = Obj({"op": Str(256), "inputs": List(_PARAM, 64), "outputs": List(_PARAM, 64),
+              "attrs": List(Obj({"name": Str(256), "type": Str(32, truncate=True), "param_type": Str(32, truncate=True),
+                                 "default": Json()}, required=("name",)), 64)},
+             required=("op", "inputs", "outputs", "attrs"))
+_RESULT = Obj({"ok": Json(), "error": Str(8000, truncate=True), "opdef": Json(), "report": Json()}, required=("ok",))
+
+
+def _sandboxed(argv: list[str], spec: SandboxSpec, timeout: float) -> tuple[int | None, str]:
+    return run_sandboxed(argv, spec, timeout)
+
+
+def run_host(host_lib: Path, request: dict[str, Any], scratch: Path, timeout: float = HOST_TIMEOUT_S,
+             runner: Runner = _sandboxed) -> dict[str, Any]:
+    """One request to a fresh host process; the validated result (HostError if there is none)."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="host.", dir=scratch))
+    try:
+        shutil.copyfile(host_lib, work / "host.so")
+        (work / "request.json").write_text(json.dumps(request))
+        spec = SandboxSpec(threads=1, writable=[work], limits=Limits(**HOST_LIMITS), cwd=work, name="host")
+        rc, output = runner([sys.executable, "-S", "-I", str(HOST_SCRIPT), str(work), sysconfig.get_paths()["purelib"]],
+                            spec, timeout)
+        result_file = work / "result.json"
+        if rc is None:
+            raise HostError(f"the host code (TilingFunc / InferShape / the OpDef's constructor) did not finish within "
+                            f"{timeout:.0f} s")
+        if not result_file.is_file():
+            tail = output.strip().splitlines()[-3:]
+            raise HostError("the host process ended without an answer (exit status "
+                            f"{rc}): the host code crashed or exited" + (f" ({' / '.join(tail)[:300]})" if tail else ""))
+        if result_file.stat().st_size > MAX_RESULT_BYTES:
+            raise HostError("the host process answered with more than 4 MiB")
+        try:
+            result = _RESULT.check(json.loads(result_file.read_text()), "host result")
+            if result.get("opdef") is not None:
+                result["opdef"] = _OPDEF.check(result["opdef"], "host result: opdef")
+            if result.get("report") is not None:
+                result["report"] = _REPORT.check(result["report"], "host result: report")
+        except (ValueError, ProtocolError) as exc:
+            raise HostError(f"the host process answered with junk ({str(exc)[:200]})") from None
+        return result
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
