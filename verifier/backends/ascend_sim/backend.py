@@ -186,7 +186,7 @@ class AscendSimBackend(Backend):
         else:
             try:
                 result = host.run_host(host_lib, {"mode": "describe", "op": project.op_type}, self._scratch())
-            except host.HostError as exc:
+            except (host.HostError, OSError) as exc:
                 raise ProjectError(f"host_operator_src: {exc}") from None
             if not result.get("ok"):
                 raise ProjectError(f"host_operator_src: {result.get('error')}")
@@ -263,6 +263,8 @@ class AscendSimBackend(Backend):
             result = host.run_host(st.host_lib, request, self._scratch())
         except host.HostError as exc:
             return {"ok": False, "error": f"The host code of {call['op']} failed: {exc}"}
+        except OSError as exc:  # the verifier's own side (scratch folder, sandbox start): no verdict on the candidate
+            return {"ok": False, "error": f"the verifier could not run the host process: {exc}"}
         if not result.get("ok"):
             return {"ok": False, "error": f"The host code of {call['op']} failed: {result.get('error')}"}
         report = result.get("report")
