@@ -25,8 +25,12 @@ from evokernel.verifier.trusted.launcher import Limits, SandboxSpec, run_sandbox
 
 HOST_SCRIPT = Path(__file__).resolve().parents[2] / "sandboxed" / "ascend_host.py"
 MAX_RESULT_BYTES = 4 * 1024 * 1024
-HOST_TIMEOUT_S = 30.0
-HOST_LIMITS = dict(cpu_s=30, fsize_mb=8, address_space_mb=4096, tasks=16, tmp_mb=64)
+# a TilingFunc takes milliseconds; the CPU limit stops one that computes for ever, the wall-clock limit one that
+# waits, generously: on a machine shared by several verifiers a process start alone took seconds (measured)
+HOST_CPU_S = 30
+HOST_TIMEOUT_S = 120.0
+HOST_LIMITS = dict(cpu_s=HOST_CPU_S, fsize_mb=8, address_space_mb=4096, tasks=16, tmp_mb=64)
+_CPU_LIMIT_STATUS = {-24, -9, 128 + 24, 128 + 9}  # SIGXCPU at the soft limit, SIGKILL at the hard one
 
 # Runner: (argv, spec, timeout) -> (rc or None on timeout, output); tests substitute their own
 Runner = Callable[[list[str], SandboxSpec, float], "tuple[int | None, str]"]
@@ -75,6 +79,9 @@ def run_host(host_lib: Path, request: dict[str, Any], scratch: Path, timeout: fl
         if rc is None:
             raise HostError(f"the host code (TilingFunc / InferShape / the OpDef's constructor) did not finish within "
                             f"{timeout:.0f} s")
+        if not result_file.is_file() and rc in _CPU_LIMIT_STATUS:
+            raise HostError(f"the host code (TilingFunc / InferShape / the OpDef's constructor) used more than "
+                            f"{HOST_CPU_S} s of CPU time")
         if not result_file.is_file():
             tail = output.strip().splitlines()[-3:]
             raise HostError("the host process ended without an answer (exit status "
