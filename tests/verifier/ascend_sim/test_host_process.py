@@ -92,11 +92,20 @@ def test_value_depend_inputs_reach_tiling_func_small_and_integer(cache, tmp_path
         backend._tiling_call(floats, ADD, opdef)
 
 
+SPINS = ADD.sources["host_operator_src"].replace("context->SetBlockDim(blockDim);",
+                                                 "for (volatile int spin = 1; spin;) {}\n    context->SetBlockDim(blockDim);")
+
+
 def test_a_hanging_tiling_func_is_stopped(cache, tmp_path):
-    src = ADD.sources["host_operator_src"].replace("context->SetBlockDim(blockDim);",
-                                                   "for (volatile int spin = 1; spin;) {}\n    context->SetBlockDim(blockDim);")
     with pytest.raises(host.HostError, match="did not finish within 3 s"):
-        host.run_host(host_lib(cache, src), call(), tmp_path, timeout=3)
+        host.run_host(host_lib(cache, SPINS), call(), tmp_path, timeout=3)
+
+
+def test_a_tiling_func_that_computes_for_ever_hits_the_cpu_limit(cache, tmp_path, monkeypatch):
+    monkeypatch.setattr(host, "HOST_CPU_S", 2)
+    monkeypatch.setitem(host.HOST_LIMITS, "cpu_s", 2)
+    with pytest.raises(host.HostError, match="used more than 2 s of CPU time"):
+        host.run_host(host_lib(cache, SPINS), call(), tmp_path, timeout=120)
 
 
 @pytest.mark.parametrize("written, error", [
