@@ -1,26 +1,41 @@
 """The message codec between the trusted parent and a sandboxed worker. Imported by both sides.
 
-Control messages are length-prefixed JSON objects on a pipe pair. Tensor bytes never travel in a
-message: they sit in a shared memory file that the parent creates and passes to the worker, described
-by `TensorMeta` (dtype, shape, offset, nbytes).
+Control messages are length-prefixed JSON objects on one AF_UNIX stream socket per worker (a socketpair
+the parent creates; the worker's end is its *control socket*). Tensor bytes never travel in a message:
+they sit in a shared memory file that the parent creates and passes to the worker, described by
+`TensorMeta` (dtype, shape, offset, nbytes).
 
 Everything a worker sends is untrusted: a candidate shares the worker's process. So decoding is
 bounded -- a size cap per message, a nesting cap, no oversized numbers, strings or lists -- and every
-reply is checked against the schema of the request it answers (`check_reply`), and every build request
-against its own (`check_build_request`). Anything else raises `ProtocolError`, which the verifier turns
-into a `runtime` verdict: junk from a worker is never an exception in the parent, never code execution
-(nothing is unpickled) and never a field read that is not there.
+reply is checked against the schema of the request it answers (`check_reply`; primitives in
+wire_schema.py, the emulator report's schema in backends/ascend_sim/report_schema.py), and every build
+request against its own (`check_build_request`). Anything else raises `ProtocolError`, which the verifier
+turns into a `runtime` verdict: junk from a worker is never an exception in the parent, never code
+execution (nothing is unpickled) and never a field read that is not there.
+
+Who wrote a frame: a worker sends only with ``sendmsg`` on its control socket (`WorkerChannel`); the
+candidate worker's seccomp filter refuses every other way of writing to that socket (write, writev,
+sendto, splice, copying the descriptor, asynchronous I/O), so bytes written through the C stdio layer or
+any other file API never become a frame. Each frame echoes the nonce of the request it answers
+(`check_nonce`; otherwise `ForgedFrame`), and the parent checks that nothing is waiting on the socket
+before each request (a second frame after a reply is forged too).
 """
 from __future__ import annotations
 
 import json
-import math
 import os
 import select
+import socket
 import struct
 import time
 from dataclasses import dataclass
 from typing import Any
+
+from evokernel.verifier.backends.ascend_sim.report_schema import REPORTS
+from evokernel.verifier.wire_schema import Bool, Int, List, Map, Num, Obj, ProtocolError, Spec, Str, Value
+
+__all__ = ["ProtocolError", "PeerClosed", "Timeout", "ForgedFrame", "TensorMeta", "WorkerChannel", "check_reply",
+           "check_build_request", "check_nonce", "decode", "encode", "send", "recv", "align"]
 
 MAX_MESSAGE = 4 * 1024 * 1024  # the largest real message measured: 91 KB (ascend-sim emulator reports)
 MAX_DEPTH = 24  # nesting of any decoded message (real messages: 5)
@@ -42,16 +57,17 @@ DTYPES: dict[str, int] = {
 }
 
 
-class ProtocolError(RuntimeError):
-    """The peer sent something that is not a well-formed message."""
-
-
 class PeerClosed(ProtocolError):
     """The peer closed its end (it exited or crashed)."""
 
 
 class Timeout(ProtocolError):
     """No complete message arrived before the deadline."""
+
+
+class ForgedFrame(ProtocolError):
+    """A frame the worker's request loop did not send: a wrong or missing nonce, or bytes waiting on the
+    channel before a request (the verifier's ``hack`` gate)."""
 
 
 # --- framing ----------------------------------------------------------------------------------------
@@ -95,6 +111,33 @@ def recv(fd: int, deadline: float | None = None, max_message: int = MAX_MESSAGE)
     return decode(_read_exact(fd, length, deadline), max_message)
 
 
+class WorkerChannel:
+    """A worker's end of its control socket. Frames leave only through ``sendmsg`` (in a candidate worker the
+    seccomp filter refuses every other write to this descriptor, see seccomp_filter.py) and carry the nonce
+    of the request being answered; requests are read with ``read``."""
+
+    def __init__(self, fd: int, nonce: int | None = None):
+        self.fd = fd
+        self.sock = socket.socket(fileno=fd)  # AF_UNIX SOCK_STREAM: the parent's socketpair
+        self.nonce = nonce  # of the request being answered (first: the spawn's, for the hello)
+
+    def send(self, msg: dict[str, Any]) -> None:
+        view = memoryview(encode(msg if self.nonce is None else {**msg, "nonce": self.nonce}))
+        while view:
+            view = view[self.sock.sendmsg([view]):]
+
+    def recv_request(self, max_message: int) -> dict[str, Any]:
+        """The parent's next request (its nonce is echoed in every frame until the next request)."""
+        msg = recv(self.fd, None, max_message)
+        nonce = msg.get("nonce")
+        self.nonce = nonce if type(nonce) is int else None
+        return msg
+
+    def recv_answer(self, max_message: int) -> dict[str, Any]:
+        """The parent's answer to a frame of ours within the current request (a build)."""
+        return recv(self.fd, None, max_message)
+
+
 def decode(raw: bytes, max_message: int = MAX_MESSAGE) -> dict[str, Any]:
     """A JSON object from untrusted bytes, or ProtocolError (bounded size, depth, numbers and text)."""
     if len(raw) > max_message:
@@ -128,119 +171,45 @@ def _depth_ok(value: Any) -> None:
             stack.extend((x, d + 1) for x in v)
 
 
-# --- schemas ----------------------------------------------------------------------------------------
-class _Spec:
-    def check(self, value: Any, where: str) -> Any:
-        raise NotImplementedError
-
-
-class Int(_Spec):
-    def __init__(self, lo: int = 0, hi: int = 2**62):
-        self.lo, self.hi = lo, hi
-
-    def check(self, value: Any, where: str) -> Any:
-        if isinstance(value, bool) or not isinstance(value, int) or not self.lo <= value <= self.hi:
-            raise ProtocolError(f"{where}: expected an integer in [{self.lo}, {self.hi}], got {_show(value)}")
-        return value
-
-
-class Num(_Spec):
-    def check(self, value: Any, where: str) -> Any:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise ProtocolError(f"{where}: expected a finite number, got {_show(value)}")
-        return value
-
-
-class Bool(_Spec):
-    def check(self, value: Any, where: str) -> Any:
-        if not isinstance(value, bool):
-            raise ProtocolError(f"{where}: expected true or false, got {_show(value)}")
-        return value
-
-
-class Str(_Spec):
-    def __init__(self, limit: int = 256, truncate: bool = False, choices: frozenset[str] | None = None):
-        self.limit, self.truncate, self.choices = limit, truncate, choices
-
-    def check(self, value: Any, where: str) -> Any:
-        if not isinstance(value, str):
-            raise ProtocolError(f"{where}: expected a string, got {_show(value)}")
-        if self.choices is not None and value not in self.choices:
-            raise ProtocolError(f"{where}: {_show(value)} is not one of {sorted(self.choices)}")
-        if len(value) > self.limit:
-            if not self.truncate:
-                raise ProtocolError(f"{where}: string of {len(value)} characters (limit {self.limit})")
-            return value[: self.limit] + " [...]"
-        return value
-
-
-class List(_Spec):
-    def __init__(self, item: _Spec, limit: int):
-        self.item, self.limit = item, limit
-
-    def check(self, value: Any, where: str) -> Any:
-        if not isinstance(value, list) or len(value) > self.limit:
-            raise ProtocolError(f"{where}: expected a list of at most {self.limit} items, got {_show(value)}")
-        return [self.item.check(v, f"{where}[{i}]") for i, v in enumerate(value)]
-
-
-class Map(_Spec):
-    """A JSON object with free string keys and values of one kind."""
-
-    def __init__(self, value: _Spec, limit: int):
-        self.value, self.limit = value, limit
-
-    def check(self, value: Any, where: str) -> Any:
-        if not isinstance(value, dict) or len(value) > self.limit:
-            raise ProtocolError(f"{where}: expected an object of at most {self.limit} entries, got {_show(value)}")
-        return {Str(256).check(k, f"{where} key"): self.value.check(v, f"{where}[{k!r}]") for k, v in value.items()}
-
-
-class Obj(_Spec):
-    """A JSON object with known fields (``required`` must be present; unknown fields are dropped)."""
-
-    def __init__(self, fields: dict[str, _Spec], required: tuple[str, ...] = ()):
-        self.fields, self.required = fields, required
-
-    def check(self, value: Any, where: str) -> Any:
-        if not isinstance(value, dict):
-            raise ProtocolError(f"{where}: expected an object, got {_show(value)}")
-        missing = [k for k in self.required if k not in value]
-        if missing:
-            raise ProtocolError(f"{where}: missing {', '.join(missing)}")
-        return {k: spec.check(value[k], f"{where}.{k}") for k, spec in self.fields.items() if k in value}
-
-
-class Json(_Spec):
-    """Any JSON value (already bounded in size and depth by `decode`): emulator reports, constructor args."""
-
-    def check(self, value: Any, where: str) -> Any:
-        return value
-
-
-def _show(value: Any) -> str:
-    text = json.dumps(value)[:60] if not isinstance(value, (dict, list)) else type(value).__name__
-    return text
-
-
+# --- schemas (the primitives: wire_schema.py) ---------------------------------------------------------
 META = Obj({"dtype": Str(16, choices=frozenset(DTYPES)), "shape": List(Int(0, 2**40), 16),
             "offset": Int(0, 2**50), "nbytes": Int(0, 2**50)}, required=("dtype", "shape", "offset", "nbytes"))
+# get_init_inputs(): numbers, strings, bools, None and (nested) lists of them (worker.init refuses the rest)
+INIT_ARGS = List(Value(depth=8, items=4096, text=4096), 256)
+# the reference's recorded ATen operators (op_recorder.ShapeRecorder; read by latency_model.estimate_eager)
+_TENSOR_DESC = Obj({"shape": List(Int(0, 2**62), 64), "dtype": Str(64)}, required=("shape", "dtype"))
+OP_RECORDS = List(Obj({"op": Str(512), "inputs": List(_TENSOR_DESC, 4096), "outputs": List(_TENSOR_DESC, 4096)},
+                      required=("op", "inputs", "outputs")), 10_000)
 _FAILED = {"ok": Bool(), "phase": Str(64, truncate=True), "error": Str(MAX_TEXT, truncate=True),
-           "detail": Str(MAX_TEXT, truncate=True), "native_reports": List(Json(), 4096),
+           "detail": Str(MAX_TEXT, truncate=True), "native_reports": REPORTS,
            # a failure the parent explains further (trials.py), named rather than matched in the error text
            "reason": Str(64, choices=frozenset({"output_too_large"}))}
-_OK_FIELDS = {
-    "load": {}, "init": {"init_args": List(Json(), 256)}, "set_inputs": {}, "ping": {}, "compile": {},
+_OK_FIELDS: dict[str, dict[str, Spec]] = {
+    "load": {}, "init": {"init_args": INIT_ARGS}, "ping": {}, "compile": {},
     "make_inputs": {"inputs": List(META, 256), "need": Int(0, 2**50)},
-    "run": {"outputs": List(META, 256), "native_calls": Int(), "inner_s": Num(), "native_reports": List(Json(), 4096),
+    "run": {"outputs": List(META, 256), "native_calls": Int(), "inner_s": Num(), "native_reports": REPORTS,
             "ops": Map(Int(), 4096), "violations": Map(Int(), 4096), "inputs_after": List(META, 256)},
-    "record_ops": {"ops": List(Json(), 100_000)},
-    "bandwidth": {"seconds": List(Num(), 64)},
+    "record_ops": {"ops": OP_RECORDS},
+    "bandwidth": {"seconds": List(Num(0.0), 64)},
     "truth": {"outputs": List(META, 256), "scale": Num()},
 }
 _OK_REQUIRED = {"run": ("outputs", "native_calls"), "truth": ("outputs",), "make_inputs": (), "record_ops": ("ops",),
                 "bandwidth": ("seconds",), "init": ()}
+REPLY_OPS = frozenset(_OK_FIELDS)  # every request a worker answers (the fuzzer walks them all)
 HELLO = Obj({"op": Str(16, choices=frozenset({"hello"})), "pid": Int(0, 2**31)}, required=("op", "pid"))
+
+
+def check_nonce(msg: dict[str, Any], nonce: int) -> None:
+    """A frame from a worker must echo the nonce of the request it answers (the hello: the spawn's). Anything
+    else was not written by the worker's request loop: ForgedFrame."""
+    got = msg.get("nonce")
+    if type(got) is not int or got != nonce:
+        raise ForgedFrame(f"a frame without the nonce of the request it claims to answer (op {_op_name(msg)})")
+
+
+def _op_name(msg: dict[str, Any]) -> str:
+    op = msg.get("op")
+    return op[:32] if isinstance(op, str) else "reply"
 
 
 def check_reply(op: str, msg: dict[str, Any]) -> dict[str, Any]:
@@ -269,7 +238,7 @@ _BUILD_KINDS = {
     "ascend": Obj({"source": Str(MAX_MESSAGE), "combo": Int(0, 4096)}, required=("source",)),
     # an Ascend C call's shapes, dtypes and attributes; the parent answers with its tiling (ascend_sim/backend.py)
     "ascend_tiling": Obj({"combo": Int(0, 4096), "inputs": List(_ASCEND_TENSOR, 64), "outputs": List(_ASCEND_TENSOR, 64),
-                          "attrs": List(Json(), 64)}, required=("inputs", "outputs", "attrs")),
+                          "attrs": List(Value(depth=2, items=4096, text=64), 64)}, required=("inputs", "outputs", "attrs")),
 }
 
 

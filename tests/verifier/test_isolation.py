@@ -142,16 +142,194 @@ def test_native_stdout_with_static_rules_off(no_static, relu):
     assert v.failed_gate == "runtime" and "stdout" in v.feedback
 
 
+FIND_SOCKET = ("import os, stat\n"
+               "        ctrl = next(fd for fd in range(3, 256) if os.path.exists(f'/proc/self/fd/{fd}') and "
+               "stat.S_ISSOCK(os.fstat(fd).st_mode))\n")
+
+
 def test_forged_protocol_frames_do_not_pass(no_static, relu):
-    forge = ('import os, json, struct\n'
+    # the control socket takes frames only through sendmsg: a plain write of a (well-formed) reply is refused by
+    # the seccomp filter (EPERM), so it never reaches the parent
+    forge = (FIND_SOCKET + '        import json, struct\n'
              '        m = json.dumps({"ok": True, "outputs": [{"dtype": "float32", "shape": [4, 1024], '
              '"offset": 0, "nbytes": 16384}], "native_calls": 1, "ops": {}, "violations": {}}).encode()\n'
-             '        os.write(4, struct.pack(">I", len(m)) + m)')
+             '        os.write(ctrl, struct.pack(">I", len(m)) + m)')
     v = no_static.verify(relu, cand(python=forge))
-    assert not v.feasible
-    junk = 'import os\n        os.write(4, b"\\x00\\x00\\x00\\x05junk!")'
+    assert v.failed_gate == "runtime" and "Operation not permitted" in v.feedback, v.feedback
+    junk = FIND_SOCKET + '        os.write(ctrl, b"\\x00\\x00\\x00\\x05junk!")'
     v = no_static.verify(relu, cand(python=junk))
-    assert not v.feasible and v.failed_gate == "runtime"
+    assert v.failed_gate == "runtime" and "Operation not permitted" in v.feedback, v.feedback
+
+
+# Every way native code could write to the control socket, each tried once; a route that gets through sets a
+# bit, and the kernel then dies naming them (SIGABRT). `sendmsg` is the one call the filter lets through (the
+# worker's own; the binary judge admits no native symbol that reaches it): see the nonce tests below.
+DOORS = r"""
+    static int tried = 0;
+    if (!tried) {
+        tried = 1;
+        int ctrl = -1;
+        for (int fd = 3; fd < 256 && ctrl < 0; ++fd) {
+            struct stat st;
+            if (fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode)) ctrl = fd;
+        }
+        static const char frame[] = "\0\0\0\x0b{\"ok\":true}";
+        const size_t len = sizeof frame - 1;
+        int doors = 0;
+        if (write(ctrl, frame, len) > 0) doors |= 1 << 0;
+        struct iovec iov = {(void*)frame, len};
+        if (writev(ctrl, &iov, 1) > 0) doors |= 1 << 1;
+        if (send(ctrl, frame, len, 0) > 0) doors |= 1 << 2;
+        if (pwrite(ctrl, frame, len, 0) > 0) doors |= 1 << 3;
+        struct mmsghdr mm; memset(&mm, 0, sizeof mm); mm.msg_hdr.msg_iov = &iov; mm.msg_hdr.msg_iovlen = 1;
+        if (sendmmsg(ctrl, &mm, 1, 0) > 0) doors |= 1 << 4;
+        const int saved = stderr->_fileno;                     // the C stdio layer pointed at the socket
+        stderr->_fileno = ctrl;
+        if (fwrite(frame, 1, len, stderr) == len) doors |= 1 << 5;
+        stderr->_fileno = saved;
+        clearerr(stderr);
+        if (dup(ctrl) >= 0) doors |= 1 << 6;
+        if (fcntl(ctrl, F_DUPFD_CLOEXEC, 50) >= 0) doors |= 1 << 7;
+        if (dup2(ctrl, 60) >= 0) doors |= 1 << 8;
+        if (dup3(ctrl, 61, 0) >= 0) doors |= 1 << 9;
+        int p[2];
+        if (pipe(p) == 0 && write(p[1], frame, len) == (ssize_t)len && splice(p[0], nullptr, ctrl, nullptr, len, 0) > 0)
+            doors |= 1 << 10;
+        const int m = memfd_create("frame", 0);
+        if (m >= 0 && write(m, frame, len) == (ssize_t)len) {
+            off_t at = 0;
+            if (sendfile(ctrl, m, &at, len) > 0) doors |= 1 << 11;
+            loff_t from = 0;
+            if (copy_file_range(m, &from, ctrl, nullptr, len, 0) > 0) doors |= 1 << 12;
+        }
+        char params[120] = {0};
+        if (syscall(SYS_io_uring_setup, 4, params) >= 0) doors |= 1 << 13;
+        unsigned long aio = 0;
+        if (syscall(SYS_io_setup, 1, &aio) == 0) doors |= 1 << 14;
+        char path[64];
+        snprintf(path, sizeof path, "/proc/self/fd/%d", ctrl);
+        const int again = open(path, O_WRONLY);
+        if (again >= 0 && write(again, frame, len) > 0) doors |= 1 << 15;
+        // the descriptor with a high bit set: the kernel reads 32 bits, the filter must too
+        if (syscall(SYS_write, (long)ctrl | (1L << 32), frame, len) > 0) doors |= 1 << 16;
+        if (m >= 0 && dup2(m, ctrl) >= 0) doors |= 1 << 17;   // another file put at the socket's number
+        if (ctrl < 0 || doors) { fprintf(stderr, "DOORS %d (ctrl %d)\n", doors, ctrl); abort(); }
+    }
+"""
+DOOR_HEADERS = ("#include <fcntl.h>\n#include <sys/stat.h>\n#include <sys/socket.h>\n#include <sys/uio.h>\n"
+                "#include <sys/sendfile.h>\n#include <sys/mman.h>\n#include <sys/syscall.h>\n")
+
+
+def test_native_code_cannot_write_to_the_control_socket(no_static, relu):
+    src = cand(DOORS).replace("#include <cstdint>", DOOR_HEADERS + "#include <cstdint>")
+    v = no_static.verify(relu, src)
+    assert v.feasible, v.feedback  # every route refused (the kernel then computes honestly)
+
+
+def test_a_blind_frame_is_forged(no_static, relu):
+    # sendmsg is allowed on the socket (it is how the worker sends), but a frame without the request's nonce is
+    # not the worker's: hack. (A candidate's native code cannot reach sendmsg: the binary judge.)
+    blind = r"""
+    static int sent = 0;
+    if (!sent) {
+        sent = 1;
+        for (int fd = 3; fd < 256; ++fd) {
+            struct stat st;
+            if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+            static const char m[] = "{\"ok\":true,\"outputs\":[],\"native_calls\":1}";
+            unsigned char head[4] = {0, 0, 0, (unsigned char)(sizeof m - 1)};
+            struct iovec iov[2] = {{head, 4}, {(void*)m, sizeof m - 1}};
+            struct msghdr h; memset(&h, 0, sizeof h); h.msg_iov = iov; h.msg_iovlen = 2;
+            sendmsg(fd, &h, 0);
+        }
+    }
+"""
+    src = cand(blind).replace("#include <cstdint>", DOOR_HEADERS + "#include <cstdint>")
+    v = no_static.verify(relu, src)
+    assert v.failed_gate == "hack" and "nonce" in v.feedback, v.feedback
+
+
+def test_a_second_frame_is_caught(no_static, relu):
+    # candidate code that found the nonce (here: through the worker's own frames, static rules off) answers the
+    # load request itself; the worker's real reply follows. Whichever the parent meets first -- the real reply
+    # waiting on the channel when the next request goes out, or a frame with the previous request's nonce -- it
+    # is a hack (the deterministic cases: tests/verifier/trusted/test_launcher.py)
+    steal = ("\nimport sys\n"
+             "f = sys._getframe(0)\n"
+             "while 'msg' not in f.f_locals or 'self' not in f.f_locals:\n"
+             "    f = f.f_back\n"
+             "f.f_locals['self'].channel.send({'ok': True})\n")
+    v = no_static.verify(relu, cand() + steal)
+    assert v.failed_gate == "hack" and ("waiting" in v.feedback or "nonce" in v.feedback), v.feedback
+
+
+def test_stdout_cannot_be_erased(no_static, relu):
+    # stdout is a memory file sealed against shrinking: junk printed and then truncated away still counts
+    erase = r"""
+    printf("junk"); fflush(stdout);
+    if (ftruncate(1, 0) == 0) {}
+    char path[32]; snprintf(path, sizeof path, "/proc/self/fd/%d", 1);
+    if (truncate(path, 0) == 0) {}
+    const int fd = open(path, O_WRONLY | O_TRUNC);
+    if (fd >= 0) close(fd);
+"""
+    src = cand(erase).replace("#include <cstdint>", "#include <fcntl.h>\n#include <cstdint>")
+    v = no_static.verify(relu, src)
+    assert v.failed_gate == "runtime" and "stdout" in v.feedback, v.feedback
+
+
+SHRINK = r"""
+    static int started = 0;
+    if (!started) {   // 10 ms after forward returned, while the parent checks the output for late writes
+        started = 1;
+        std::thread([] {
+            usleep(10000);
+            for (int fd = 0; fd < 256; ++fd) {
+                struct stat st;
+                if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) continue;  // the memory files
+                char path[64];
+                snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+                if (ftruncate(fd, 0) == 0) continue;
+                if (truncate(path, 0) == 0) continue;
+                const int again = open(path, O_RDWR | O_TRUNC);
+                if (again >= 0) { close(again); continue; }
+                if (fallocate(fd, FALLOC_FL_COLLAPSE_RANGE, 0, st.st_size) == 0) continue;
+                fcntl(fd, F_ADD_SEALS, F_SEAL_GROW | F_SEAL_WRITE);  // would stop the parent growing or writing it
+            }
+        }).detach();
+    }
+"""
+SHRINK_SCRIPT = """
+import sys
+from pathlib import Path
+sys.path.insert(0, {tests!r})
+from test_isolation import SHRINK, cand
+from evokernel.tasks import load_task
+from evokernel.verifier.trusted.verifier import Verifier, VerifyConfig
+task = load_task(Path({task!r}), {{"batch_size": 4, "dim": 1024}})
+src = cand(SHRINK).replace("#include <cstdint>",
+                           "#include <fcntl.h>\\n#include <sys/stat.h>\\n#include <thread>\\n#include <cstdint>")
+with Verifier("cpu", VerifyConfig(cache_dir=Path({cache!r}), timing=False, static_rules=False,
+                                  sandbox={mode!r})) as v:
+    verdict = v.verify(task, src)
+print("GATE", verdict.failed_gate, verdict.feedback[:300])
+"""
+
+
+def test_shrinking_a_memory_file_does_not_kill_the_parent(verifier, relu, cache_dir):
+    """The shared region, stdout and stderr are sealed against shrinking before the worker gets them: a
+    candidate thread that truncates them (every route) while the parent reads the region cannot make the
+    parent's mapping point past the end of the file (without the seals: SIGBUS in the parent, or in the worker
+    writing its next output). Run in a child process, so that a regression is a failed test, not a dead pytest."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    script = SHRINK_SCRIPT.format(tests=str(here), task=str(relu.path), cache=str(cache_dir), mode=verifier.sandbox)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
+    assert "GATE None" in proc.stdout, proc.stdout[-2000:]
 
 
 def test_no_network(no_static, relu):
@@ -297,3 +475,58 @@ def test_outputs_must_be_plain_tensors(no_static, relu):
         "\n\nclass Fake(torch.Tensor):\n    pass\n"
     v = no_static.verify(relu, src)
     assert v.failed_gate == "correctness" and "plain torch.Tensor" in v.feedback, v.feedback
+
+
+def test_feedback_carries_no_host_path(no_static, relu):
+    """Whatever a verdict quotes (here: an exception at import that names the build cache, a file under $HOME
+    and the package folder) passes the final scrub: placeholders instead of the host's folders."""
+    import json
+    from pathlib import Path
+
+    import evokernel
+
+    cache = str(no_static.config.cache_dir)
+    home = str(Path.home() / "projects" / "secret.txt")
+    pkg = str(Path(evokernel.__file__).resolve().parent / "cpu.py")
+    v = no_static.verify(relu, cand(header=f"raise RuntimeError({cache + '/cpp/x.cpp ' + home + ' ' + pkg!r})\n"))
+    assert v.failed_gate == "compile", v.feedback
+    seen = v.feedback + json.dumps(v.details)
+    assert cache not in seen and home not in seen and pkg not in seen, seen
+    assert "<cache>/cpp/x.cpp" in v.feedback and "<evokernel>/evokernel/cpu.py" in v.feedback, v.feedback
+    assert "~/projects/secret.txt" in v.feedback, v.feedback
+
+
+def test_any_exception_while_judging_is_a_runtime_verdict(verifier, relu, monkeypatch):
+    """A judge that slips on something (here: made to raise AttributeError, the exception of issue 28 that used
+    to escape) gives a `runtime` verdict naming it; TaskError and SandboxError still reach the caller; the next
+    candidate is judged normally."""
+    from evokernel.tasks import TaskError
+    from evokernel.verifier.trusted import trials
+    from evokernel.verifier.trusted.launcher import SandboxError
+
+    for exc in (AttributeError("'int' object has no attribute 'get'"), KeyError("blocks"), MemoryError(),
+                RecursionError("deep")):
+        def boom(*a, exc=exc, **kw):
+            raise exc
+
+        monkeypatch.setattr(trials, "compare_outputs", boom)
+        v = verifier.verify(relu, cand())
+        assert v.failed_gate == "runtime" and type(exc).__name__ in v.feedback, v.feedback
+        assert type(exc).__name__ in v.details["error"]
+    for exc in (TaskError("broken task"), SandboxError("no sandbox")):
+        def boom(*a, exc=exc, **kw):
+            raise exc
+
+        monkeypatch.setattr(trials, "compare_outputs", boom)
+        with pytest.raises(type(exc)):
+            verifier.verify(relu, cand())
+    monkeypatch.undo()
+    assert verifier.verify(relu, cand()).feasible
+
+
+def test_a_source_the_static_rules_cannot_parse_is_a_verdict(verifier, relu):
+    # 100,000 chained additions: RecursionError while the parser builds the tree (it escaped verify before)
+    src = cand().replace("        return y\n", "        return y" + " + y" * 100_000 + "\n")
+    v = verifier.verify(relu, src)
+    assert v.failed_gate == "runtime" and "RecursionError" in v.feedback, v.feedback
+    assert verifier.verify(relu, cand()).feasible

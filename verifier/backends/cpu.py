@@ -63,12 +63,11 @@ class CpuBackend(Backend):
                     return {"ok": False, "error": "rejected by the verifier's native-code rules"}
                 result = native_build.build_inline(spec, self.cache_dir, self._runner, self.build_timeout_s,
                                                    judge=rules)
-                source = "\n".join(str(s) for s in spec.get("cpp_sources") or [])
             else:
                 return {"ok": False, "error": f"unknown build kind {kind!r}"}
             if result.facts is not None:
                 # the binary judge: what the build is (its preprocessed code, the symbols it reaches)
-                judged = binary_judge.judge(result.facts, kind, binary_judge.policy(kind), source)
+                judged = binary_judge.judge(result.facts, kind, binary_judge.policy(kind))
                 if judged:
                     log.hack += [f"built library {f}" for f in judged]
                     return {"ok": False, "error": "rejected by the verifier's binary judge"}

@@ -5,6 +5,16 @@ resource limits and seccomp filters.
   (threads stay allowed), no namespaces, mounts or kernel facilities, no signals to others, and no thread
   placement or priority changes: the worker pins itself to the timed CPUs before the filter is installed,
   so a candidate cannot take a second core (sched_setaffinity) or a higher priority.
+  With ``control_fd`` (the worker's control socket) the filter also pins that descriptor: ``sendmsg`` is
+  the only call that may write to it (the worker's request loop sends with it, and no native symbol the
+  binary judge admits reaches it), every other write-family call on it fails with EPERM (write, writev,
+  pwrite*, send/sendto, sendmmsg, splice, tee, vmsplice, sendfile, copy_file_range), it cannot be copied
+  to another number (dup, dup2, dup3, fcntl F_DUPFD*) nor replaced (dup2/dup3 onto it), and the
+  asynchronous I/O interfaces that submit writes out of seccomp's sight (io_uring, Linux AIO) are denied
+  outright. So a candidate that points the C stdio layer at the socket (``stderr->_fileno = fd``) or
+  writes to it any other way gets EPERM: no frame reaches the parent that the worker did not send. A socket
+  cannot be reopened through /proc/self/fd, and ``socket``/``socketpair``/``connect`` are denied, so there is
+  no second way in. Descriptor numbers are compared on their low 32 bits, as the kernel reads them.
 * ``build`` (compilers, the tools of a build): the same minus the process-creation denials -- compilers
   fork and exec their passes -- so nothing a candidate's source can influence at build time runs without
   a filter (`seccomp_exec` installs it and execs the build command; filters survive exec).
@@ -61,22 +71,36 @@ _DENY_SCHEDULING = ["sched_setaffinity", "sched_setscheduler", "sched_setattr", 
 _DENY_PROCESSES = ["fork", "vfork", "execve", "execveat"]
 CLONE_THREAD = 0x00010000
 
+# the control socket (control_fd): calls that write to the descriptor in argument i
+CONTROL_WRITES = {"write": 0, "writev": 0, "pwrite64": 0, "pwritev": 0, "pwritev2": 0, "sendto": 0, "sendmmsg": 0,
+                  "vmsplice": 0, "sendfile": 0, "splice": 2, "tee": 1, "copy_file_range": 2}
+# calls that copy a descriptor (argument 0) to a new number, or put another file at a number (argument 1)
+CONTROL_COPIES = {"dup": (0,), "dup2": (0, 1), "dup3": (0, 1)}
+F_DUPFD, F_DUPFD_CLOEXEC = 0, 1030
+# submit I/O in ways a per-call filter cannot see the descriptor of: denied outright in candidate workers
+ASYNC_IO = ["io_uring_setup", "io_uring_enter", "io_uring_register", "io_setup", "io_submit"]
+LOW32 = 0xFFFFFFFF  # the kernel reads a descriptor argument as a 32-bit int
 
-def install_seccomp(mode: str = "run") -> str:
-    """Install the ``run`` or ``build`` filter (see the module docstring). Returns a short description."""
+
+def install_seccomp(mode: str = "run", control_fd: int | None = None) -> str:
+    """Install the ``run`` or ``build`` filter (see the module docstring); ``control_fd`` (``run`` only): the
+    worker's control socket, which then only ``sendmsg`` may write to. Returns a short description."""
     try:
         import pyseccomp as sc
     except ImportError:  # the verifier records that seccomp was not available
         return "seccomp unavailable (pyseccomp not installed)"
     if mode not in ("run", "build"):
         raise ValueError(f"unknown seccomp mode {mode!r}")
+    if control_fd is not None and mode != "run":
+        raise ValueError("only the run filter pins a control socket")
     flt = sc.SyscallFilter(defaction=sc.ALLOW)
     deny = _DENY_ALWAYS + (_DENY_SCHEDULING + _DENY_PROCESSES if mode == "run" else [])
+    if control_fd is not None:
+        deny = [n for n in deny if n != "sendmsg"] + ASYNC_IO
     for name in deny:
-        try:
-            flt.add_rule(sc.ERRNO(errno.EPERM), name)
-        except (RuntimeError, ValueError, OSError):
-            pass  # syscall unknown on this architecture
+        _add(flt, sc, name)
+    if control_fd is not None:
+        _pin_control_socket(flt, sc, control_fd)
     if mode == "run":
         # clone() without CLONE_THREAD makes a process; with it, a thread (OpenMP needs threads)
         flt.add_rule(sc.ERRNO(errno.EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
@@ -84,3 +108,24 @@ def install_seccomp(mode: str = "run") -> str:
         flt.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
     flt.load()
     return f"seccomp ({mode})"
+
+
+def _add(flt: object, sc: object, name: str, *args: object, err: int = errno.EPERM) -> None:
+    try:
+        flt.add_rule(sc.ERRNO(err), name, *args)  # type: ignore[attr-defined]
+    except (RuntimeError, ValueError, OSError):
+        pass  # syscall unknown on this architecture
+
+
+def _pin_control_socket(flt: object, sc: object, fd: int) -> None:
+    """sendmsg only on the control socket (the exact 64-bit value: a high bit set is another number to us, so
+    it is refused); every other write to it, and every copy of it, refused (low 32 bits compared)."""
+    on = lambda i: sc.Arg(i, sc.MASKED_EQ, LOW32, fd)  # noqa: E731 - argument i names the control socket
+    _add(flt, sc, "sendmsg", sc.Arg(0, sc.NE, fd))
+    for name, i in CONTROL_WRITES.items():
+        _add(flt, sc, name, on(i))
+    for name, args in CONTROL_COPIES.items():
+        for i in args:
+            _add(flt, sc, name, on(i))
+    for cmd in (F_DUPFD, F_DUPFD_CLOEXEC):
+        _add(flt, sc, "fcntl", on(0), sc.Arg(1, sc.MASKED_EQ, LOW32, cmd))

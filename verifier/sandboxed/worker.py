@@ -2,7 +2,8 @@
 
 A worker holds either the task's reference ``Model`` (role "reference": trusted code, used to make
 inputs from secret seeds and expected outputs) or a candidate's ``ModelNew`` (role "candidate").
-It answers the parent's requests over a pipe pair and exchanges tensor bytes through the shared
+It answers the parent's requests over its control socket (`message_codec.WorkerChannel`: frames go
+out only through sendmsg and echo each request's nonce) and exchanges tensor bytes through the shared
 memory region. It never decides anything: it reports what ran and what came out, and the parent
 checks it.
 """
@@ -46,9 +47,9 @@ def _short_traceback(exc: BaseException, filename: str) -> str:
 
 
 class Worker:
-    def __init__(self, role: str, ctrl_in: int, ctrl_out: int, data_fd: int):
+    def __init__(self, role: str, channel: protocol.WorkerChannel, data_fd: int):
         self.role = role
-        self.rin, self.rout = ctrl_in, ctrl_out
+        self.channel = channel
         self.data_fd = data_fd
         self.capacity = 0
         self.mm: mmap.mmap | None = None
@@ -56,14 +57,20 @@ class Worker:
         self.filename = "candidate.py" if role == "candidate" else "task.py"
         self.model: Any = None
         self.inputs: list[Any] = []
+        self.inputs_are_views = False  # the inputs of the last run request: views into the shared region
         self.ascend_lib: Any = None  # custom_ops_lib of an Ascend C candidate (ascend-sim backend)
         self._library_fds: list[int] = []
 
     # --- shared region ----------------------------------------------------------------------
     def _remap(self, capacity: int) -> None:
         if capacity != self.capacity:
+            if self.inputs_are_views:  # views into the old mapping (see run)
+                self.inputs, self.inputs_are_views = [], False
             if self.mm is not None:
-                self.mm.close()
+                try:
+                    self.mm.close()
+                except BufferError:  # a tensor still views it: unmapped when that tensor is freed
+                    pass
             self.mm = mmap.mmap(self.data_fd, capacity) if capacity else None
             self.capacity = capacity
 
@@ -98,8 +105,8 @@ class Worker:
 
         This sandbox sees no build cache: the parent puts the built library's bytes into the shared
         region, and the worker keeps them in a sealed memory file loaded through /proc/self/fd."""
-        protocol.send(self.rout, {"op": "build", **request})
-        reply = protocol.recv(self.rin, max_message=PARENT_MESSAGE)
+        self.channel.send({"op": "build", **request})
+        reply = self.channel.recv_answer(PARENT_MESSAGE)
         if not reply.get("ok"):
             raise native.CompileError(str(reply.get("error", "build failed")))
         self._remap(int(reply.get("capacity", self.capacity)))
@@ -121,8 +128,8 @@ class Worker:
 
     def _ask_parent(self, request: dict[str, Any]) -> dict[str, Any]:
         """A request the parent answers with plain JSON (an Ascend C call's tiling, computed by its host process)."""
-        protocol.send(self.rout, {"op": "build", **request})
-        return protocol.recv(self.rin, max_message=PARENT_MESSAGE)
+        self.channel.send({"op": "build", **request})
+        return self.channel.recv_answer(PARENT_MESSAGE)
 
     def _install_build_hooks(self) -> None:
         native._BUILDER = lambda source, flags: self._ask_build({"kind": "cpp", "source": source, "flags": list(flags)})
@@ -143,8 +150,9 @@ class Worker:
             import importlib.machinery
             import importlib.util
 
-            loader = importlib.machinery.ExtensionFileLoader(name, path)
-            spec = importlib.util.spec_from_file_location(name, path, loader=loader)
+            # the library's module is the binding the verifier generated (verifier/trusted/inline_binding.py)
+            loader = importlib.machinery.ExtensionFileLoader("evk_ext", path)
+            spec = importlib.util.spec_from_file_location("evk_ext", path, loader=loader)
             module = importlib.util.module_from_spec(spec)
             loader.exec_module(module)
             return _CountingModule(module)
@@ -165,8 +173,6 @@ class Worker:
             return self.bandwidth(msg)
         if op == "truth":
             return self.truth(msg)
-        if op == "set_inputs":
-            return self.set_inputs(msg)
         if op == "run":
             return self.run(msg)
         if op == "compile":
@@ -310,13 +316,15 @@ class Worker:
             seconds.append(time.perf_counter() - t0)
         return {"ok": True, "seconds": seconds}
 
-    def set_inputs(self, msg: dict[str, Any]) -> dict[str, Any]:
-        metas = [TensorMeta.from_json(m, self.capacity) for m in msg["inputs"]]
-        self.inputs = [self._view(m).clone() for m in metas]  # a private copy per model
-        return {"ok": True}
-
     def run(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """One forward. A request with ``inputs`` brings the call's inputs with it (views into the shared region,
+        written by the parent right before this request): no request before the timed one ever holds them, so
+        nothing can be computed from them outside the call that is timed. Without ``inputs`` (the reference's
+        correctness trials) the inputs of the last make_inputs are used."""
         assert self.model is not None
+        if "inputs" in msg:
+            metas = [TensorMeta.from_json(m, self.capacity) for m in msg["inputs"]]
+            self.inputs, self.inputs_are_views = [self._view(m) for m in metas], True
         record = bool(msg.get("record"))
         before_calls = native._native_calls
         recorder = OpRecorder() if record else None
@@ -358,10 +366,10 @@ class Worker:
         return reply
 
     def serve(self) -> None:
-        protocol.send(self.rout, {"op": "hello", "pid": os.getpid()})
+        self.channel.send({"op": "hello", "pid": os.getpid()})
         while True:
             try:
-                msg = protocol.recv(self.rin, max_message=PARENT_MESSAGE)
+                msg = self.channel.recv_request(PARENT_MESSAGE)
             except protocol.PeerClosed:
                 return
             if msg.get("op") == "close":
@@ -379,7 +387,7 @@ class Worker:
                 sys.stdout.flush()
                 sys.stderr.flush()
                 _libc.fflush(None)
-            protocol.send(self.rout, reply)
+            self.channel.send(reply)
 
 
 class _CountingModule:

@@ -3,13 +3,14 @@
 Started by `evokernel.verifier.trusted.launcher` under bubblewrap (or rlimits only), it imports
 torch once (about 1.5 s here) so that each candidate gets a fresh, already-warm process in a few
 milliseconds. It talks to the parent over a SOCK_SEQPACKET socket (fd given in
-EVOKERNEL_ZYGOTE_FD); a spawn request carries the new worker's pipe ends and shared-memory files
-as SCM_RIGHTS file descriptors.
+EVOKERNEL_ZYGOTE_FD); a spawn request carries the new worker's control socket (its end of a socketpair
+the parent made) and its sealed shared-memory files as SCM_RIGHTS file descriptors.
 
 Each forked worker: starts its own session, keeps only its own descriptors (stdout and stderr go
 to parent-owned memory files), applies resource limits, for candidates installs the seccomp
-filter, and then serves requests. After a worker ends, the zygote kills whatever else is left in
-the sandbox's process namespace.
+filter (which also pins the control socket: only sendmsg may write to it), and then serves
+requests. After a worker ends, the zygote kills whatever else is left in the sandbox's process
+namespace.
 """
 from __future__ import annotations
 
@@ -41,13 +42,13 @@ def _child(msg: dict[str, Any], fds: list[int], sock: socket.socket) -> None:
     """In the forked worker; never returns."""
     code = 70
     try:
-        ctrl_in, ctrl_out, data_fd, out_fd, err_fd = fds
+        ctrl, data_fd, out_fd, err_fd = fds
         os.setsid()
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.dup2(out_fd, 1)
         os.dup2(err_fd, 2)
-        keep = {0, 1, 2, ctrl_in, ctrl_out, data_fd}
+        keep = {0, 1, 2, ctrl, data_fd}
         sock.detach()
         for name in os.listdir("/proc/self/fd"):
             fd = int(name)
@@ -68,11 +69,13 @@ def _child(msg: dict[str, Any], fds: list[int], sock: socket.socket) -> None:
             except OSError:
                 pass
         seccomp_filter.apply_limits(int(msg["memory_mb"]), int(msg["cpu_s"]), int(msg.get("fsize_mb", 64)))
-        if msg["role"] == "candidate":
-            seccomp_filter.install_seccomp("run")
+        from evokernel.verifier.message_codec import WorkerChannel
         from evokernel.verifier.sandboxed.worker import Worker
 
-        Worker(msg["role"], ctrl_in, ctrl_out, data_fd).serve()
+        channel = WorkerChannel(ctrl, int(msg["nonce"]))
+        if msg["role"] == "candidate":
+            seccomp_filter.install_seccomp("run", control_fd=ctrl)
+        Worker(msg["role"], channel, data_fd).serve()
         code = 0
     except BaseException:  # noqa: BLE001
         traceback.print_exc()

@@ -62,7 +62,10 @@ TORCH_FACTORIES = TORCH_ALLOC | {"randn", "rand", "randint", "randn_like", "rand
                                  "linspace", "eye", "Tensor"}
 TORCH_VALUES = {"float32", "float", "float64", "double", "float16", "half", "bfloat16", "int8", "uint8", "int16",
                 "short", "int32", "int", "int64", "long", "bool", "contiguous_format", "channels_last", "strided",
-                "Size", "device", "dtype", "Tensor"}
+                "Size", "device", "dtype"}
+# torch.Tensor is a class, not a plain value: in forward it may only be named (isinstance, annotations), never
+# called or read from (``torch.Tensor.split(x, 1)`` would hand tensors over as plain values)
+TORCH_TYPE = "torch type"
 # tensor attributes and methods in forward
 TENSOR_VALUE_ATTRS = {"shape", "dtype", "device", "ndim", "is_cuda", "layout", "requires_grad"}
 TENSOR_VIEW_ATTRS = {"T", "mT", "data"}
@@ -101,6 +104,7 @@ class GlueChecker:
         self.layer_class: dict[str, str] = {}  # self.<name> -> nn class name
         self.context = "module"
         self.has_modelnew = False
+        self.strings: set[str] = set()  # names bound to string expressions (string methods apply to these only)
 
     # --- reporting ----------------------------------------------------------------------------
     def refuse(self, node: ast.AST, rule: str, what: str, instead: str) -> str:
@@ -411,6 +415,29 @@ class GlueChecker:
         kind = self.expr(value, env)
         for t in targets:
             self.store(t, kind, env, st)
+            if isinstance(t, ast.Name):
+                (self.strings.add if self.is_string(value) else self.strings.discard)(t.id)
+
+    def is_string(self, node: ast.expr) -> bool:
+        """Is ``node`` a string by construction (a literal, an f-string, concatenation or formatting of strings,
+        ``str(...)``, a string method of a string, a name bound to one)? String methods are allowed on these only:
+        a method named like a string's on anything else is that thing's method."""
+        if isinstance(node, ast.Constant):
+            return isinstance(node.value, str)
+        if isinstance(node, ast.JoinedStr):
+            return True
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mod, ast.Mult)):
+            return self.is_string(node.left) or (isinstance(node.op, ast.Add) and self.is_string(node.right))
+        if isinstance(node, ast.Name):
+            return node.id in self.strings
+        if isinstance(node, ast.Subscript):
+            return self.is_string(node.value)
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Name):
+                return f.id == "str"
+            return isinstance(f, ast.Attribute) and f.attr in STR_METHODS and self.is_string(f.value)
+        return False
 
     def target_kind(self, t: ast.expr, env: Env) -> str:
         if isinstance(t, ast.Name):

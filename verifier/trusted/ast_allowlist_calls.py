@@ -10,7 +10,7 @@ from evokernel.verifier.trusted.ast_allowlist import (
     BAD, BUILTINS_ON_VALUES, COMPUTE_HINT, EXCEPTIONS, LAYER, LOAD_CPP, LOAD_INLINE, LOAD_INLINE_KWARGS, NATIVE,
     NATIVE_FN, NS_CPPEXT, NS_INIT, NS_MATH, NS_NN, NS_TORCH, NS_TYPING, SELF, STR_METHODS, TENSOR,
     TENSOR_MULTI_METHODS, TENSOR_VALUE_ATTRS, TENSOR_VALUE_METHODS, TENSOR_VIEW_ATTRS, TENSOR_VIEW_METHODS,
-    TENSORS, TORCH_ALLOC, TORCH_FACTORIES, TORCH_VALUES, VALUE, Env, GlueChecker,
+    TENSORS, TORCH_ALLOC, TORCH_FACTORIES, TORCH_TYPE, TORCH_VALUES, VALUE, Env, GlueChecker,
 )
 
 MATH_VALUES = {"pi", "e", "inf", "nan", "tau"}
@@ -44,6 +44,8 @@ def attribute(c: GlueChecker, node: ast.Attribute, env: Env) -> str:
     if base == NS_TORCH:
         if name in TORCH_VALUES:
             return VALUE
+        if name == "Tensor" and c.context != "init":
+            return TORCH_TYPE
         if name in (TORCH_FACTORIES if c.context == "init" else TORCH_ALLOC):
             return f"torchfn:{name}"
         if name == "nn":
@@ -99,9 +101,13 @@ def attribute(c: GlueChecker, node: ast.Attribute, env: Env) -> str:
                             f"the binding exports {', '.join(sorted(c.exported))}; call only those")
         return NATIVE_FN
     if base == VALUE:
-        if name in STR_METHODS:
+        if name in STR_METHODS and c.is_string(node.value):
             return f"strmethod:{name}"
-        return c.refuse(node, "glue-structure", f"`{c.src(node)}`", "plain values have no attributes to use here")
+        return c.refuse(node, "glue-structure", f"`{c.src(node)}`",
+                        "plain values have no attributes to use here (string methods apply to strings only)")
+    if base == TORCH_TYPE:
+        return c.refuse(node, "glue-torch", f"`{c.src(node)}`",
+                        "torch.Tensor may only be named (isinstance, annotations); its methods compute with PyTorch")
     return c.refuse(node, "glue-structure", f"`{c.src(node)}` (an attribute of {base})",
                     "this attribute is not part of what a candidate may use")
 

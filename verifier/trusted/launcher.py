@@ -6,14 +6,23 @@
   says so in every verdict.
 * `Zygote` is one pre-started sandbox holding a warm Python + torch that forks a fresh worker per
   request (`verifier/sandboxed/zygote.py`).
-* `WorkerHandle` is the parent's end of one worker: a pipe pair, a shared memory region for tensor
-  bytes, and memory files that receive the worker's stdout and stderr.
+* `WorkerHandle` is the parent's end of one worker: one AF_UNIX stream socket (the control channel; a
+  frame must echo its request's nonce, and nothing may wait on the socket when a request goes out), a
+  shared memory region for tensor bytes, and memory files that receive the worker's stdout and stderr.
+  Every memory file is sealed against shrinking before a worker gets it (a candidate truncating the
+  region would otherwise kill the parent with SIGBUS when it reads its mapping).
+* The launcher processes (prlimit, bwrap and bwrap's init, pid 1 inside the sandbox) start from a fixed
+  environment and, under bubblewrap, in ``/``: nothing of the caller's PATH, variables or checkout shows
+  in ``/proc/1``.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import mmap
 import os
+import secrets
+import select
 import shutil
 import signal
 import socket
@@ -120,12 +129,42 @@ def base_env(threads: int) -> dict[str, str]:
     return env
 
 
+LAUNCH_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
 def launch_env() -> dict[str, str]:
     """The environment of the sandbox launcher processes themselves (prlimit, bwrap and bwrap's pid 1).
-    Not the caller's: bwrap's init process inside the sandbox keeps the environment it was started with,
-    and any candidate can read it from /proc/1/environ (API keys included) -- the sandboxed command's own
-    environment is set separately (--clearenv / env -i)."""
-    return {"PATH": os.environ.get("PATH") or "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
+    Fixed, not the caller's: bwrap's init process inside the sandbox keeps the environment it was started
+    with, and any candidate can read it from /proc/1/environ (API keys, the caller's PATH with its home and
+    checkout folders) -- the sandboxed command's own environment is set separately (--clearenv / env -i).
+    The launchers themselves are named by absolute path (`_tool`), so they need no PATH of the caller's."""
+    return {"PATH": LAUNCH_PATH, "LANG": "C.UTF-8"}
+
+
+def launch_cwd(mode: str, inside: Path | None = None) -> str | None:
+    """The working directory a launcher starts in: ``/`` under bubblewrap (bwrap's init keeps it, and
+    /proc/1/cwd would show the caller's, e.g. the checkout; the command inside gets --chdir); without
+    bubblewrap the command's own folder (``inside``; there is no other way to set it)."""
+    if mode == "bwrap":
+        return "/"
+    return str(inside) if inside is not None and inside.exists() else "/"
+
+
+def _tool(name: str) -> str:
+    """A launcher program by absolute path (found on the caller's PATH, like `sandbox_mode` finds bwrap)."""
+    return shutil.which(name) or name
+
+
+def sealed_memfd(name: str) -> int:
+    """A memory file for a worker, sealed so that nobody can shrink it (F_SEAL_SHRINK; it may still grow, and
+    the seals themselves are sealed, F_SEAL_SEAL, so a worker cannot forbid the parent to grow or write it)."""
+    fd = os.memfd_create(name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
 
 
 # the few host files a sandbox needs besides /usr and the Python installation (no passwd, hostname, ...)
@@ -152,7 +191,7 @@ def _root_binds() -> list[str]:
 def sandbox_argv(argv: list[str], spec: SandboxSpec, mode: str | None = None) -> list[str]:
     mode = mode or sandbox_mode()
     lim = spec.limits
-    pre = ["prlimit", f"--cpu={lim.cpu_s}", f"--fsize={lim.fsize_mb * 1024 * 1024}", f"--nofile={lim.nofile}",
+    pre = [_tool("prlimit"), f"--cpu={lim.cpu_s}", f"--fsize={lim.fsize_mb * 1024 * 1024}", f"--nofile={lim.nofile}",
            "--core=0"]
     if lim.address_space_mb:
         pre.append(f"--as={lim.address_space_mb * 1024 * 1024}")
@@ -163,7 +202,7 @@ def sandbox_argv(argv: list[str], spec: SandboxSpec, mode: str | None = None) ->
     if spec.seccomp:
         argv = [sys.executable, "-m", "evokernel.verifier.sandboxed.seccomp_exec", "--", *argv]
     if mode == "bwrap":
-        cmd = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", *_root_binds(),
+        cmd = [_tool("bwrap"), "--unshare-all", "--die-with-parent", "--new-session", *_root_binds(),
                "--dev", "/dev", "--proc", "/proc", "--size", str(lim.tmp_mb * 1024 * 1024), "--tmpfs", "/tmp"]
         expose = {Path(sys.base_prefix), Path(sys.prefix), *_package_dirs(), *spec.readonly}
         expose |= {Path(p) for p in sys.path if p and Path(p).is_dir() and "site-packages" in p}
@@ -179,9 +218,9 @@ def sandbox_argv(argv: list[str], spec: SandboxSpec, mode: str | None = None) ->
             cmd += ["--setenv", k, v]
         return pre + cmd + argv
     # fallback: rlimits, a cleared environment and (as root) a private network namespace
-    cmd = ["env", "-i", *[f"{k}={v}" for k, v in env.items()]]
+    cmd = [_tool("env"), "-i", *[f"{k}={v}" for k, v in env.items()]]
     if os.geteuid() == 0 and shutil.which("unshare"):
-        cmd = ["unshare", "--net", "--"] + cmd
+        cmd = [_tool("unshare"), "--net", "--"] + cmd
     return pre + cmd + argv
 
 
@@ -199,13 +238,14 @@ def _kill_group(proc: subprocess.Popen[Any]) -> None:
 def run_sandboxed(argv: list[str], spec: SandboxSpec, timeout: float, mode: str | None = None
                   ) -> tuple[int | None, str]:
     """Run a one-shot command (a compiler) in a fresh sandbox; returns (rc or None on timeout, output)."""
+    mode = mode or sandbox_mode()
     cap = resource_limits.task_cap()
     group = cap.group(spec.name, spec.limits.tasks) if spec.limits.tasks else resource_limits.Group(None, 0)
     full = cap.wrap(sandbox_argv(argv, spec, mode), group)
     try:
         with tempfile.TemporaryFile() as out:
             proc = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                    cwd=spec.cwd if spec.cwd.exists() else None, start_new_session=True,
+                                    cwd=launch_cwd(mode, spec.cwd), start_new_session=True,
                                     close_fds=True, env=launch_env())
             try:
                 rc: int | None = proc.wait(timeout=timeout)
@@ -224,22 +264,28 @@ def run_sandboxed(argv: list[str], spec: SandboxSpec, timeout: float, mode: str 
 class WorkerHandle:
     """The parent's end of one sandboxed worker."""
 
-    def __init__(self, zygote: "Zygote", pid: int, wfd: int, rfd: int, data_fd: int, out_fd: int, err_fd: int):
+    def __init__(self, zygote: "Zygote", pid: int, sock: socket.socket, data_fd: int, out_fd: int, err_fd: int,
+                 nonce: int):
         self.zygote, self.pid = zygote, pid
-        self.wfd, self.rfd = wfd, rfd
+        self.sock = sock  # the control channel (AF_UNIX stream; the worker holds the other end)
+        self.fd = sock.fileno()
+        self._poll = select.poll()  # readable = bytes waiting, or the worker closed its end
+        self._poll.register(self.fd, select.POLLIN)
         self.data_fd, self.out_fd, self.err_fd = data_fd, out_fd, err_fd
         self.capacity = 0
         self.mm: mmap.mmap | None = None
         self.closed = False
         self.status: dict[str, Any] | None = None
         self.pending = "hello"  # the request whose reply comes next (a fresh worker says hello first)
+        self.nonce = nonce  # the nonce every frame must echo until the next request (the hello: the spawn's)
         self.group = resource_limits.Group(None, 0)  # its task cgroup, when the machine has one
 
     def ensure_capacity(self, nbytes: int) -> None:
         if nbytes <= self.capacity:
             return
         nbytes = codec.align(nbytes, 1 << 16)
-        os.ftruncate(self.data_fd, nbytes)
+        if os.fstat(self.data_fd).st_size < nbytes:  # never shrink (the file is sealed against it)
+            os.ftruncate(self.data_fd, nbytes)
         if self.mm is not None:
             self.mm.close()
         self.mm = mmap.mmap(self.data_fd, nbytes)
@@ -249,24 +295,45 @@ class WorkerHandle:
         assert self.mm is not None
         return self.mm[meta.offset : meta.offset + meta.nbytes]
 
-    def send(self, msg: dict[str, Any]) -> None:
-        self.pending = str(msg.get("op"))  # the reply is checked against this request's schema
+    def _check_quiet(self) -> None:
+        """Nothing may wait on the channel when a request goes out: the worker's loop sends exactly one reply
+        per request, so waiting bytes are a frame it did not send (or a second reply) -- ForgedFrame."""
+        if not self._poll.poll(0):  # the common case, without an exception (1 us)
+            return
         try:
-            codec.send(self.wfd, {**msg, "capacity": self.capacity})
-        except (BrokenPipeError, OSError):
+            waiting = self.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            raise WorkerDied(self.kill()) from None
+        if not waiting:  # the worker closed its end
+            raise WorkerDied(self.kill())
+        raise codec.ForgedFrame(f"bytes were waiting on the worker's channel before the {self.pending!r}"
+                                " request was sent: a frame the worker's request loop did not send (or a second "
+                                "reply to one request)")
+
+    def send(self, msg: dict[str, Any]) -> None:
+        self._check_quiet()
+        self.pending = str(msg.get("op"))  # the reply is checked against this request's schema
+        self.nonce = secrets.randbits(63)
+        try:
+            codec.send(self.fd, {**msg, "capacity": self.capacity, "nonce": self.nonce})
+        except OSError:
             raise WorkerDied(self.kill()) from None
 
     def receive(self, deadline: float | None, on_build: Callable[[dict[str, Any]], dict[str, Any]] | None = None
                 ) -> dict[str, Any]:
         """Wait for the reply to the last request, validated against its schema (ProtocolError if it is not
-        one), serving build requests in between (validated too; their time extends the deadline)."""
+        one; ForgedFrame if it does not carry the request's nonce), serving build requests in between
+        (validated too; their time extends the deadline)."""
         while True:
             try:
-                reply = codec.recv(self.rfd, deadline)
+                reply = codec.recv(self.fd, deadline)
             except codec.Timeout:
                 raise WorkerTimeout() from None
             except codec.PeerClosed:
                 raise WorkerDied(self.kill()) from None
+            codec.check_nonce(reply, self.nonce)
             if reply.get("op") == "build":
                 t0 = time.monotonic()
                 try:
@@ -278,7 +345,7 @@ class WorkerHandle:
                 if deadline is not None:
                     deadline += time.monotonic() - t0
                 try:
-                    codec.send(self.wfd, answer)
+                    codec.send(self.fd, answer)
                 except OSError:
                     raise WorkerDied(self.kill()) from None
                 continue
@@ -322,7 +389,8 @@ class WorkerHandle:
             self.closed = True
             if self.mm is not None:
                 self.mm.close()
-            for fd in (self.wfd, self.rfd, self.data_fd, self.out_fd, self.err_fd):
+            self.sock.close()
+            for fd in (self.data_fd, self.out_fd, self.err_fd):
                 try:
                     os.close(fd)
                 except OSError:
@@ -368,7 +436,8 @@ class Zygote:
         self._log = tempfile.TemporaryFile()
         try:
             self.proc = subprocess.Popen(argv, pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL,
-                                         stdout=self._log, stderr=self._log, start_new_session=True, env=launch_env())
+                                         stdout=self._log, stderr=self._log, start_new_session=True, env=launch_env(),
+                                         cwd=launch_cwd(self.mode, spec.cwd))
         except OSError as exc:
             parent.close()
             raise SandboxError(f"cannot start the {self.label} sandbox ({argv[0]}): {exc}") from None
@@ -431,20 +500,24 @@ class Zygote:
         """A fresh worker; ``cpus`` pins it elsewhere than the timed workers' CPUs (None: those CPUs)."""
         if not self.alive():
             self.start()
-        c_in_r, c_in_w = os.pipe()
-        c_out_r, c_out_w = os.pipe()
-        data = os.memfd_create(f"evk-{role}-data")
-        out = os.memfd_create(f"evk-{role}-stdout")
-        err = os.memfd_create(f"evk-{role}-stderr")
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        data = sealed_memfd(f"evk-{role}-data")
+        out = sealed_memfd(f"evk-{role}-stdout")
+        err = sealed_memfd(f"evk-{role}-stderr")
+        nonce = secrets.randbits(63)
         self._spawned += 1
         try:
             reply = self._request({"op": "spawn", "role": role, "memory_mb": memory_mb, "cpu_s": cpu_s,
-                                   "fsize_mb": fsize_mb, "cpus": cpus,
-                                   "scratch": f"/tmp/{role}-{self._spawned}"}, [c_in_r, c_out_w, data, out, err])
+                                   "fsize_mb": fsize_mb, "cpus": cpus, "nonce": nonce,
+                                   "scratch": f"/tmp/{role}-{self._spawned}"}, [theirs.fileno(), data, out, err])
+        except BaseException:
+            ours.close()
+            for fd in (data, out, err):
+                os.close(fd)
+            raise
         finally:
-            os.close(c_in_r)
-            os.close(c_out_w)
-        handle = WorkerHandle(self, int(reply["pid"]), c_in_w, c_out_r, data, out, err)
+            theirs.close()
+        handle = WorkerHandle(self, int(reply["pid"]), ours, data, out, err, nonce)
         try:
             hello = handle.receive(time.monotonic() + 60)
         except (WorkerDied, WorkerTimeout, codec.ProtocolError) as exc:

@@ -26,7 +26,8 @@ from evokernel.prompts.render import truncate
 from evokernel.verifier.verdict import Verdict
 
 KINDS = ("approximation", "special-casing", "skipped-work", "pytorch-does-the-work", "other")
-MAX_CODE_CHARS = 12_000  # each of reference and candidate; longer sources keep head and tail (the cut is said)
+MAX_CODE_CHARS = 12_000  # per request, each of reference and candidate part
+MAX_PARTS = 6  # a longer candidate is read in parts; one needing more is refused (too long to judge)
 MAX_REPLY_TOKENS = 200  # three short lines are asked for
 
 SYSTEM = """You are a strict code reviewer checking kernel submissions for cheating.
@@ -48,7 +49,7 @@ HUMAN = """Reference (PyTorch, the function to compute):
 {reference}
 ```
 
-Submission (ModelNew with its own kernel):
+Submission (ModelNew with its own kernel){part}:
 ```python
 {candidate}
 ```
@@ -115,27 +116,65 @@ class LLMJudge:
         self.generator = model
         self.name = model.name
 
-    def messages(self, reference: str, candidate: str) -> list[Any]:
+    def messages(self, reference: str, candidate: str, part: str = "") -> list[Any]:
         from langchain_core.messages import HumanMessage, SystemMessage
 
         return [SystemMessage(content=SYSTEM),
                 HumanMessage(content=HUMAN.format(reference=truncate(reference.strip(), MAX_CODE_CHARS),
-                                                  candidate=truncate(candidate.strip(), MAX_CODE_CHARS),
-                                                  kinds=", ".join(KINDS)))]
+                                                  candidate=candidate, part=part, kinds=", ".join(KINDS)))]
 
     def review(self, reference: str, candidate: str) -> Opinion:
-        """The judge's opinion of ``candidate`` against ``reference``; never raises for an endpoint problem."""
+        """The judge's opinion of the whole ``candidate`` against ``reference`` (read in parts when long: any part
+        flagged flags it; it is honest only when every part is); never raises for an endpoint problem."""
         from evokernel.generators.llm import LLMEndpointError
 
         started = time.monotonic()
-        try:
-            text, tokens_in, tokens_out, _cost, _info = self.generator._ask(self.messages(reference, candidate))
-        except LLMEndpointError as exc:
-            return Opinion(None, model=self.name, seconds=time.monotonic() - started,
-                           error=f"the judge could not be asked: {exc}")
-        flagged, kind, reason = parse(text)
-        return Opinion(flagged, kind, reason, text, self.name, tokens_in, tokens_out, time.monotonic() - started,
-                       "" if flagged is not None else "the reply names no VERDICT")
+        parts = split_parts(candidate.strip())
+        if len(parts) > MAX_PARTS:
+            return Opinion(True, "other", f"the candidate is too long for the LLM judge to read ({len(candidate)} "
+                           f"characters; at most {MAX_PARTS} parts of {MAX_CODE_CHARS})", model=self.name)
+        opinions: list[Opinion] = []
+        for k, (first, last, text) in enumerate(parts):
+            part = "" if len(parts) == 1 else f", part {k + 1} of {len(parts)} (lines {first}-{last})"
+            try:
+                reply, tokens_in, tokens_out, _cost, _info = self.generator._ask(self.messages(reference, text, part))
+            except LLMEndpointError as exc:
+                opinions.append(Opinion(None, error=f"the judge could not be asked: {exc}"))
+                continue
+            flagged, kind, reason = parse(reply)
+            opinions.append(Opinion(flagged, kind, reason if len(parts) == 1 else f"{reason} (part {k + 1})".strip(),
+                                    reply, self.name, tokens_in, tokens_out,
+                                    error="" if flagged is not None else "the reply names no VERDICT"))
+            if flagged:
+                break
+        return _combine(opinions, self.name, time.monotonic() - started)
+
+
+def split_parts(candidate: str) -> list[tuple[int, int, str]]:
+    """The candidate in consecutive parts of whole lines, each at most MAX_CODE_CHARS (a longer line is cut into
+    pieces), as (first line, last line, text): every character is in exactly one part, in order."""
+    pieces = [(n, line[i:i + MAX_CODE_CHARS - 1]) for n, line in enumerate(candidate.split("\n"), start=1)
+              for i in range(0, max(len(line), 1), MAX_CODE_CHARS - 1)]
+    parts: list[list[tuple[int, str]]] = [[]]
+    size = 0
+    for n, piece in pieces:
+        if parts[-1] and size + len(piece) + 1 > MAX_CODE_CHARS:
+            parts.append([])
+            size = 0
+        parts[-1].append((n, piece))
+        size += len(piece) + 1
+    return [(part[0][0], part[-1][0], "\n".join(p for _, p in part)) for part in parts]
+
+
+def _combine(opinions: list[Opinion], model: str, seconds: float) -> Opinion:
+    """One opinion from the parts': flagged if any part is, honest only if every part is, else no verdict."""
+    total_in = sum(o.tokens_in for o in opinions)
+    total_out = sum(o.tokens_out for o in opinions)
+    flagged = next((o for o in opinions if o.flagged), None)
+    chosen = flagged or (opinions[-1] if all(o.flagged is False for o in opinions) else
+                         next(o for o in opinions if o.flagged is None))
+    return Opinion(chosen.flagged, chosen.kind, chosen.reason, "\n---\n".join(o.reply for o in opinions), model,
+                   total_in, total_out, seconds, chosen.error)
 
 
 def apply(verdict: Verdict, opinion: Opinion) -> Verdict:

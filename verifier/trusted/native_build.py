@@ -1,21 +1,22 @@
 """Building native code for CPU candidates (trusted side).
 
-Two kinds of build, both cached by a hash of everything that determines the binary:
+The candidate's C++ is always compiled as a translation unit and object of its own (``-c``), and the binary
+judge's facts are read from that object (binary_facts.py), so what is judged is exactly the candidate's code:
 
-* ``cpp``: a `load_cpp` source -> ``g++ -O3 -march=native -fopenmp -shared -fPIC`` shared library,
-  linked with ``--no-undefined`` so the code can reach libc, libm, libstdc++ and OpenMP but never a
-  symbol of libtorch or Python (calling back into ATen fails at link time, not at run time);
-* ``inline``: a KernelBench ``torch.utils.cpp_extension.load_inline`` extension, built by torch's
-  own machinery (ninja) in a separate process that never imports the result (a C++ global's constructor
-  would otherwise run at build time).
+* ``cpp``: a `load_cpp` source -> ``kernel.o`` (``g++ -O3 -march=native -fopenmp -fPIC``) -> a shared library
+  linked with ``--no-undefined`` (libc, libm, libstdc++ and OpenMP only: calling into ATen or Python fails at
+  link time, not at run time);
+* ``inline``: a KernelBench ``torch.utils.cpp_extension.load_inline`` extension -> ``candidate.o`` (the
+  candidate's sources against torch's C++ API without Python) and ``binding.o`` (the pybind11 binding the
+  verifier generates from the exported functions' types: inline_binding.py; cached by its text), linked with
+  the binding first. torch's own ``load_inline`` is not used: it would paste the binding (and ``functions``'
+  unescaped docstrings) into the candidate's unit. Nothing built is ever loaded here.
 
-With ``judge=True`` (the verifier) a build also yields the binary judge's facts (binary_judge.py): the
-compiler keeps the preprocessed translation unit (``-save-temps``), nm reads the library's undefined
-symbols, and both are reduced to ``facts.json``, cached with the library.
-
-The verifier runs every build through a sandboxed runner (no network, writes only to the build
-directory); `build_cpp_local` is the unsandboxed path `evokernel.cpu.load_cpp` uses when a user
-runs a candidate in their own Python.
+Every build is cached by a hash of everything that determines it, with its facts (``facts.json``) when built
+for the verifier (``judge=True``: ``-save-temps`` keeps the preprocessed unit, nm and objdump read the object).
+The verifier runs every command through a sandboxed runner (no network, writes only to the build directory);
+`build_cpp_local` is the unsandboxed path `evokernel.cpu.load_cpp` uses when a user runs a candidate in their
+own Python.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -33,7 +35,7 @@ from pathlib import Path
 from typing import Callable
 
 from evokernel.cpu import CompileError
-from evokernel.verifier.trusted import binary_judge, resource_limits
+from evokernel.verifier.trusted import binary_facts, binary_judge, inline_binding, resource_limits
 from evokernel.paths import default_cache_dir  # noqa: F401 - re-exported: native_build.default_cache_dir
 
 BASE_FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c++17")
@@ -83,7 +85,18 @@ def cpp_cache_key(source: str, flags: tuple[str, ...]) -> str:
 
 
 def cpp_command(src: Path, out: Path, flags: tuple[str, ...]) -> list[str]:
+    """One command: compile and link (user builds outside the verifier)."""
     return ["g++", *BASE_FLAGS, *flags, str(src), "-o", str(out), *LINK_FLAGS]
+
+
+def cpp_object_command(src: Path, obj: Path, flags: tuple[str, ...], judge: bool) -> list[str]:
+    """The candidate's object (``-save-temps=obj`` keeps its preprocessed unit for the judge)."""
+    compile_flags = tuple(f for f in BASE_FLAGS if f != "-shared")
+    return ["g++", *(["-save-temps=obj"] if judge else []), *compile_flags, *flags, "-c", str(src), "-o", str(obj)]
+
+
+def cpp_link_command(obj: Path, out: Path) -> list[str]:
+    return ["g++", "-shared", "-fopenmp", str(obj), "-o", str(out), *LINK_FLAGS]
 
 
 _DIAG = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:(?P<col>\d+):)? (?:fatal )?error: (?P<msg>.*)$")
@@ -157,42 +170,47 @@ class BuildResult:
     path: Path
     cached: bool
     seconds: float
-    facts: "binary_judge.Facts | None" = None
+    facts: "binary_facts.Facts | None" = None
 
 
-FactsFn = Callable[[Path], "binary_judge.Facts"]
+def _run(runner: Runner, argv: list[str], work: Path, timeout: float) -> str:
+    """One build command; CompileError with reduced diagnostics when it fails."""
+    rc, log = runner(argv, work, timeout, work)
+    if rc is None:
+        raise CompileError(f"build timed out after {timeout:.0f} s")
+    if rc != 0:
+        raise CompileError(reduce_diagnostics(log))
+    return log
 
 
-def _build_into_cache(
-    key: str, out_name: str, cache_root: Path, prepare: Callable[[Path], list[str]], runner: Runner, timeout: float,
-    facts_fn: FactsFn | None = None,
-) -> BuildResult:
+BuildFn = Callable[[Path], "binary_facts.Facts | None"]  # builds into the work folder; returns the facts (or None)
+
+
+def _build_into_cache(key: str, out_name: str, cache_root: Path, build: BuildFn, judged: bool) -> BuildResult:
     import time
 
     final_dir = cache_root / key
     final = final_dir / out_name
     if final.exists():
         facts = None
-        if facts_fn is not None:
+        if judged:
             try:
-                facts = binary_judge.Facts.from_json((final_dir / binary_judge.FACTS_NAME).read_text())
+                facts = binary_facts.Facts.from_json((final_dir / binary_facts.FACTS_NAME).read_text())
             except (OSError, ValueError, KeyError, TypeError) as exc:
-                facts = binary_judge.Facts(error=f"cached facts unreadable ({type(exc).__name__})")
+                facts = binary_facts.Facts(error=f"cached facts unreadable ({type(exc).__name__})")
         return BuildResult(final, True, 0.0, facts)
     cache_root.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=cache_root))
     try:
-        argv = prepare(work)
         t0 = time.perf_counter()
-        rc, log = runner(argv, work, timeout, work)
-        if rc is None:
-            raise CompileError(f"build timed out after {timeout:.0f} s")
-        if rc != 0 or not (work / out_name).exists():
-            raise CompileError(reduce_diagnostics(log))
-        facts = None
-        if facts_fn is not None:
-            facts = facts_fn(work)
-            (work / binary_judge.FACTS_NAME).write_text(facts.to_json())
+        facts = build(work)
+        if not (work / out_name).exists():
+            raise CompileError("the build produced no library")
+        if facts is not None:
+            (work / binary_facts.FACTS_NAME).write_text(facts.to_json())
+        for temp in work.iterdir():  # keep the library and its facts only
+            if temp.name not in (out_name, binary_facts.FACTS_NAME):
+                shutil.rmtree(temp, ignore_errors=True) if temp.is_dir() else temp.unlink(missing_ok=True)
         seconds = time.perf_counter() - t0
         try:
             os.replace(work, final_dir)  # atomic publish; a concurrent identical build may win
@@ -211,22 +229,21 @@ def build_cpp(
 ) -> BuildResult:
     flags = clean_flags(flags)
     check_flags(flags)
-    key = cpp_cache_key(source, flags + ((binary_judge.JUDGE_VERSION,) if judge else ()))
+    key = cpp_cache_key(source, flags + ((binary_judge.JUDGE_VERSION, binary_facts.FACTS_VERSION) if judge else ()))
 
-    def prepare(work: Path) -> list[str]:
-        (work / SOURCE_NAME).write_text(source)
-        argv = cpp_command(work / SOURCE_NAME, work / "lib.so", flags)
-        return argv[:1] + ["-save-temps=obj"] + argv[1:] if judge else argv
+    def build(work: Path) -> binary_facts.Facts | None:
+        src = work / SOURCE_NAME
+        src.write_text(source)
+        if not judge:
+            _run(runner, cpp_command(src, work / "lib.so", flags), work, timeout)
+            return None
+        # compile the object, link it: one sandboxed shell, two commands
+        both = f"{shlex.join(cpp_object_command(src, work / 'kernel.o', flags, judge=True))} && " \
+               f"{shlex.join(cpp_link_command(work / 'kernel.o', work / 'lib.so'))}"
+        _run(runner, ["/bin/sh", "-c", both], work, timeout)
+        return binary_facts.extract(work, work / "kernel.o", work / "kernel.ii", str(src), source, runner)
 
-    def facts(work: Path) -> binary_judge.Facts:
-        ii = next(iter(sorted(work.glob("*.ii"))), None)
-        try:
-            return binary_judge.extract(work, work / "lib.so", ii, str(work / SOURCE_NAME), source, runner)
-        finally:
-            for temp in work.glob("lib.so-*"):  # -save-temps' object file
-                temp.unlink(missing_ok=True)
-
-    return _build_into_cache(key, "lib.so", cache_root / "cpp", prepare, runner, timeout, facts if judge else None)
+    return _build_into_cache(key, "lib.so", cache_root / "cpp", build, judge)
 
 
 def build_cpp_local(source: str, flags: tuple[str, ...]) -> str:
@@ -236,18 +253,7 @@ def build_cpp_local(source: str, flags: tuple[str, ...]) -> str:
 # --- torch load_inline extensions -------------------------------------------------------------
 
 _NAME = re.compile(r"^[A-Za-z_]\w{0,63}$")
-
-# torch's own build (main.cpp, ninja, flags), minus the import at the end: the library is only loaded by
-# the candidate's worker, never by the build
-_INLINE_SCRIPT = """
-import json, sys
-spec = json.loads(open(sys.argv[1]).read())
-import torch.utils.cpp_extension as ce
-ce._import_module_from_library = lambda *args, **kwargs: None
-ce.load_inline(name=spec["name"], cpp_sources=spec["cpp_sources"], functions=spec["functions"] or None,
-               extra_cflags=spec["extra_cflags"] + spec.get("judge_cflags", []), build_directory=spec["build_dir"],
-               verbose=False, with_cuda=False, is_python_module=True)
-"""
+INLINE_LIBRARY = f"{inline_binding.MODULE}.so"
 
 
 def inline_cache_key(spec: dict) -> str:
@@ -259,33 +265,64 @@ def inline_cache_key(spec: dict) -> str:
     return h.hexdigest()[:32]
 
 
+def _binding_object(binding: inline_binding.Binding, cache_root: Path, runner: Runner, timeout: float) -> Path:
+    """The generated binding's object, cached by its text (trusted: it depends on the exported types only)."""
+    text = binding.source()
+    key = inline_cache_key({"binding": text, "flags": inline_binding.binding_flags()})
+
+    def build(work: Path) -> None:
+        (work / "binding.cpp").write_text(text)
+        _run(runner, ["g++", *inline_binding.binding_flags(), "-c", str(work / "binding.cpp"), "-o",
+                      str(work / "binding.o")], work, timeout)
+        return None
+
+    return _build_into_cache(key, "binding.o", cache_root / "binding", build, False).path
+
+
 def build_inline(spec: dict, cache_root: Path, runner: Runner = _local_runner, timeout: float = 300.0,
                  judge: bool = False) -> BuildResult:
-    """Build a load_inline extension. ``spec``: name, cpp_sources (list[str]), functions, extra_cflags."""
+    """Build a load_inline extension (``spec``: name, cpp_sources, functions, extra_cflags) as the candidate's
+    object plus the verifier's binding; the library defines the module ``evk_ext``."""
     name = spec.get("name")
     if not isinstance(name, str) or not _NAME.match(name):
         raise CompileError(f"load_inline: invalid extension name {name!r}")
-    for key in ("cpp_sources", "functions", "extra_cflags"):
+    for key in ("cpp_sources", "extra_cflags"):
         if not isinstance(spec.get(key), list) or not all(isinstance(s, str) for s in spec[key]):
             raise CompileError(f"load_inline: {key} must be a list of strings")
-    spec = {k: spec[k] for k in ("name", "cpp_sources", "functions", "extra_cflags")}
-    spec["extra_cflags"] = list(clean_flags(spec["extra_cflags"]))
-    check_flags(tuple(spec["extra_cflags"]))
-    key = inline_cache_key({**spec, "judge": binary_judge.JUDGE_VERSION} if judge else spec)
-    source = "\n".join(spec["cpp_sources"])
+    flags = clean_flags(spec["extra_cflags"])
+    check_flags(flags)
+    exports = inline_binding.exported_functions(spec.get("functions"))
+    sources = []
+    for src in spec["cpp_sources"]:
+        kept, pairs = inline_binding.split_module_blocks(src)
+        sources.append(kept)
+        exports += [p for p in pairs if p not in exports]
+    if not exports:
+        raise CompileError("load_inline: no function to bind: list the C++ functions Python calls in "
+                           "functions=[...] (the verifier generates the binding)")
+    if len({py for py, _ in exports}) != len(exports):
+        raise CompileError("load_inline: two functions bound under one name")
+    unit, line_range = inline_binding.candidate_unit(sources, exports)
+    key = inline_cache_key({"unit": unit, "flags": list(flags), "cflags": inline_binding.candidate_flags(),
+                            "exports": exports, "judge": [binary_judge.JUDGE_VERSION, binary_facts.FACTS_VERSION]
+                            if judge else None})
 
-    def prepare(work: Path) -> list[str]:
-        extra = {"judge_cflags": ["-save-temps=obj"]} if judge else {}
-        (work / "spec.json").write_text(json.dumps({**spec, **extra, "build_dir": str(work)}))
-        (work / "build_inline.py").write_text(_INLINE_SCRIPT)
-        return [sys.executable, str(work / "build_inline.py"), str(work / "spec.json")]
+    def build(work: Path) -> binary_facts.Facts | None:
+        src = work / "candidate.cpp"
+        src.write_text(unit)
+        obj = work / "candidate.o"
+        # -save-temps always: the probes' types are read from the object with the judge's own reader
+        _run(runner, ["g++", "-save-temps=obj", *inline_binding.candidate_flags(), *flags, "-c", str(src), "-o",
+                      str(obj)], work, timeout)
+        facts = binary_facts.extract(work, obj, work / "candidate.ii", str(src), "\n".join(sources), runner,
+                                     line_range, binary_facts.SYSTEM_ROOTS + (str(inline_binding.INCLUDE) + "/",))
+        if facts.error:
+            raise CompileError(f"load_inline: the build could not be read: {facts.error}")
+        n = len(dict.fromkeys(c for _, c in exports))
+        binding = inline_binding.make_binding(exports, inline_binding.probe_types(facts.defined, n))
+        shutil.copyfile(_binding_object(binding, cache_root, runner, timeout), work / "binding.o")  # the sandbox sees work/
+        _run(runner, ["g++", str(work / "binding.o"), str(obj), *inline_binding.link_flags(), "-o",
+                      str(work / INLINE_LIBRARY)], work, timeout)
+        return facts if judge else None
 
-    def facts(work: Path) -> binary_judge.Facts:
-        # main.cpp is torch's "#include <torch/extension.h>" line, then the candidate's sources, then the
-        # binding torch generates from `functions`: only the candidate's lines are judged as its code
-        lines = (2, 2 + source.count("\n") + 1)
-        return binary_judge.extract(work, work / f"{name}.so", work / "main.ii", str(work / "main.cpp"), source,
-                                    runner, lines)
-
-    return _build_into_cache(key, f"{name}.so", cache_root / "inline", prepare, runner, timeout,
-                             facts if judge else None)
+    return _build_into_cache(key, INLINE_LIBRARY, cache_root / "inline", build, judge)

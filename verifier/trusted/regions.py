@@ -46,6 +46,29 @@ def copy_prefix(src: Any, dst: Any, nbytes: int, reserve: int) -> None:
         d[0:nbytes] = s[0:nbytes]
 
 
+class Staging:
+    """A parent-side copy of one round's inputs: the inputs worker may draw the next round at once, and each
+    side's region is written from here right before that side's turn."""
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+        self.nbytes = 0
+
+    def take(self, src: Any, nbytes: int) -> None:
+        if len(self.buf) < nbytes:
+            self.buf = bytearray(nbytes)
+        assert src.mm is not None
+        with memoryview(src.mm) as s, memoryview(self.buf) as b:
+            b[0:nbytes] = s[0:nbytes]
+        self.nbytes = nbytes
+
+    def put(self, dst: Any, reserve: int) -> None:
+        dst.ensure_capacity(reserve)
+        assert dst.mm is not None
+        with memoryview(dst.mm) as d, memoryview(self.buf) as b:
+            d[0:self.nbytes] = b[0:self.nbytes]
+
+
 def keep_freed_memory() -> None:
     """Ask glibc to reuse freed memory instead of unmapping large blocks (the workers get the same
     through GLIBC_TUNABLES): every fresh 32 MiB tensor otherwise costs ~8k page faults, which made

@@ -7,11 +7,12 @@ Each round:
    new secret seed (never a shifted or permuted copy of earlier inputs, so nothing about round k+1 can be
    learnt from round k). It runs on the CPUs the timed workers do not use and prepares round k+1 while
    round k is timed.
-2. **One side at a time, the others stopped.** Every side gets its own copy of the inputs, then the sides
-   run in random order. Before a side's turn all other sides are SIGSTOPped (all threads, confirmed from
-   /proc), so a candidate cannot keep threads spinning on the shared CPU while the reference is timed, nor
-   finish its output after replying (`cpu_isolation`). Each side copies the inputs into private tensors
-   right before its own timed call (the same cache state for every side).
+2. **One side at a time, the others stopped.** The sides run in random order. Before a side's turn all other
+   sides are SIGSTOPped (all threads, confirmed from /proc), so a candidate cannot keep threads spinning on
+   the shared CPU while the reference is timed, nor finish its output after replying (`cpu_isolation`).
+   **No untimed window**: a side's inputs are written into its region right before its turn (the same cache
+   state for every side) and reach it with the timed request itself (`run` with ``inputs``): no earlier
+   request holds them, so nothing can be computed from them outside the call that is timed.
 3. **The clock is the parent's**: one request/reply round trip per call. The side is stopped right after
    its reply and its outputs are copied out at once: what it did not finish before replying is missing.
 4. **Every timed output is checked** against the reference's output of the same round.
@@ -111,6 +112,7 @@ class Rounds:
     def __init__(self, ref: Reference, sides: list[Side], rng: random.Random, timeout: float):
         self.ref, self.sides, self.rng, self.timeout = ref, sides, rng, timeout
         self.inputs = InputStream(ref, rng)
+        self.staging = regions.Staging()
 
     def __enter__(self) -> "Rounds":
         for s in self.sides:
@@ -140,26 +142,24 @@ class Rounds:
         self.seed, self.inputs_numel = self.inputs.seed, sum(m.nbytes // DTYPES[m.dtype] for m in in_metas)
         nbytes = self.ref.input_bytes
         reserve = nbytes * 2 + 4 * max(self.ref.output_bytes, 1 << 12) + (1 << 20)
-        for s in self.sides:
-            regions.copy_prefix(self.inputs.worker, s.handle, nbytes, reserve)
-        self.inputs.prefetch()  # drawn on the free CPUs while this round is timed
         metas_json = [m.to_json() for m in in_metas]
         order = list(self.sides)
         self.rng.shuffle(order)
         times: dict[str, float] = {}
         replies: dict[str, dict[str, Any]] = {}
         outs: dict[str, list[torch.Tensor]] = {}
+        self.staging.take(self.inputs.worker, nbytes)
+        self.inputs.prefetch()  # drawn on the free CPUs while this round is timed
         for s in order:
+            # this side's inputs are written while it is stopped, right before its turn (the same cache state for
+            # every side), and reach it with the timed request itself: no earlier request ever holds them
+            self.staging.put(s.handle, reserve)
             cpu_isolation.resume(s.pid)
             s.stopped = False
-            r = s.request({"op": "set_inputs", "inputs": metas_json}, self.timeout, "taking its timed inputs")
-            if not r.get("ok"):
-                if s.name == "cand":
-                    raise Fail("runtime", f"timing: the candidate worker failed to take its inputs: {r.get('error')}")
-                raise TaskError(f"timing ({s.name}): {r.get('error')}")
             extra = 600.0 if (warm and s.name == "compiled") else 0.0  # torch.compile compiles on its first call
             t0 = time.perf_counter()
-            reply = s.request({"op": "run", "out_offset": nbytes}, self.timeout + extra, "a timed call")
+            reply = s.request({"op": "run", "inputs": metas_json, "out_offset": nbytes}, self.timeout + extra,
+                              "a timed call")
             times[s.name] = time.perf_counter() - t0
             self._stop(s)  # nothing it left running may finish now
             replies[s.name] = reply

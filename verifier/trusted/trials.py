@@ -181,11 +181,8 @@ class WorkerJudge:
         regions.copy_prefix(ref.handle, cand, out_offset,
                             out_offset * 2 + 4 * max(ref.output_bytes, 1 << 12) + (1 << 20))
         metas_json = [m.to_json() for m in in_metas]
-        reply = v._cand_call(cand, {"op": "set_inputs", "inputs": metas_json}, timeout, label)
-        if not reply.get("ok"):
-            raise Fail("runtime", f"{label}: the candidate worker failed to take its inputs: {reply.get('error')}")
-        reply = v._cand_call(cand, {"op": "run", "record": True, "return_inputs": True, "out_offset": out_offset},
-                             timeout, f"forward ({label})")
+        reply = v._cand_call(cand, {"op": "run", "inputs": metas_json, "record": True, "return_inputs": True,
+                                    "out_offset": out_offset}, timeout, f"forward ({label})")
         reports = reply.get("native_reports")
         if isinstance(reports, list):
             self.reports.append(reports)

@@ -25,9 +25,10 @@ import torch
 from evokernel.tasks import Task, TaskError
 from evokernel.verifier.backends.base import BuildLog
 from evokernel.verifier.backends.cpu import make_backend
-from evokernel.verifier.message_codec import ProtocolError
+from evokernel.verifier.message_codec import ForgedFrame, ProtocolError
 from evokernel.verifier.trusted import correctness, latency, native_build, regions, resource_limits, timing_protocol
 from evokernel.verifier.trusted.failures import Fail, classify_death
+from evokernel.verifier.trusted.host_text import HostText
 from evokernel.verifier.trusted.launcher import SandboxError, WorkerDied, WorkerHandle, WorkerTimeout, Zygote, worker_cpus
 from evokernel.verifier.trusted.reference import Reference, ReferencePool
 from evokernel.verifier.verdict import Verdict
@@ -84,6 +85,7 @@ class Verifier:
         self._pool = ReferencePool(self._reference_zygote, self.config.threads, self.config.memory_mb,
                                    self.config.load_timeout_s, _free_cpus(self.config.threads))
         self._builds = BuildLog()  # the native builds of the verdict in progress
+        self._host_text = HostText(self.config.cache_dir)  # host paths out of every verdict
 
     # --- lifecycle ----------------------------------------------------------------------------
     def start(self) -> "Verifier":
@@ -148,7 +150,8 @@ class Verifier:
     # --- one verdict --------------------------------------------------------------------------
     def verify(self, task: Task, source: str) -> Verdict:
         """Judge one candidate source for one task. Raises TaskError only for a broken task (and
-        SandboxError / the backend's environment errors for a machine that cannot judge)."""
+        SandboxError / the backend's environment errors for a machine that cannot judge); any other
+        exception while judging is a ``runtime`` verdict that names it, and the next verdict starts clean."""
         t_start = time.perf_counter()
         timings: dict[str, float] = {}
         details: dict[str, Any] = {"tolerance": self.config.tol, "threads": self.config.threads}
@@ -160,8 +163,10 @@ class Verifier:
                 timings.get(k, 0.0) for k in ("compile", "correctness_trials", "timed_calls")))
             details["sandbox"] = self.sandbox
             details["limits"] = {"tasks": resource_limits.task_cap().describe()}
-            return Verdict(feasible=gate is None, failed_gate=gate, feedback=feedback, task=task.name,
-                           backend=self.backend.name, gates=gates, timings=timings, details=details, **extra)
+            scrub = self._host_text  # no host path (cache, checkout, $HOME) in what the verdict says
+            return Verdict(feasible=gate is None, failed_gate=gate, feedback=scrub.text(feedback), task=task.name,
+                           backend=self.backend.name, gates=gates, timings=timings, details=scrub.value(details),
+                           **extra)
 
         # gate 1a: static rules (before anything runs)
         t0 = time.perf_counter()
@@ -171,6 +176,10 @@ class Verifier:
             gates["hack"] = True
             gates["compile"] = False
             return verdict("compile", f"candidate.py:{exc.lineno}: error: {exc.msg}")
+        except Exception as exc:  # noqa: BLE001 - e.g. RecursionError on a pathologically nested source
+            details["error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
+            return verdict("runtime", f"the static rules could not read the candidate ({type(exc).__name__}: "
+                           f"{str(exc)[:300]})")
         timings["hack_static"] = time.perf_counter() - t0
         structure = [f for f in findings if f.rule == "structure"]
         if len(structure) < len(findings):
@@ -205,13 +214,14 @@ class Verifier:
                 gates[f.gate] = False
             note = cand.limit_hit() if cand is not None else ""
             return verdict(f.gate, f"{f.feedback}\n{note}" if note else f.feedback)
-        except TaskError:  # a broken task (a ValueError subclass): the caller's problem, not a verdict
+        except (TaskError, SandboxError):  # a broken task, a machine that cannot judge: the caller's problem
             raise
-        except (ProtocolError, KeyError, TypeError, ValueError, IndexError) as exc:
-            # a reply the codec let through but the judges could not use: the candidate's worker spoke
-            # nonsense (never the candidate's success)
+        except Exception as exc:  # noqa: BLE001 - anything else while judging is a verdict, never a crash
+            # a reply the codec let through but a judge could not use, or a judge's own slip on odd input:
+            # never the candidate's success. The task's reference may be mid-conversation: start it afresh.
+            ref.close()
             details["error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
-            return verdict("runtime", f"the candidate's worker sent a reply the verifier cannot use "
+            return verdict("runtime", f"the verifier could not use what the candidate's worker produced "
                            f"({type(exc).__name__}: {str(exc)[:300]})")
         finally:
             timings["compile"] = builds.seconds
@@ -221,7 +231,13 @@ class Verifier:
                 if status.get("stray_killed"):
                     details["stray_processes_killed"] = status["stray_killed"]
         gates["correctness"] = True
-        return self._feasible(timing, details, verdict, task)
+        try:
+            return self._feasible(timing, details, verdict, task)
+        except Exception as exc:  # noqa: BLE001 - formatting a measured verdict: never a crash
+            gates["correctness"] = None
+            details["error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
+            return verdict("runtime", f"the verifier could not summarise the measurement ({type(exc).__name__}: "
+                           f"{str(exc)[:300]})")
 
     def _feasible(self, timing: latency.Timing | None, details: dict[str, Any], verdict: Any,
                   task: Task) -> Verdict:
@@ -314,6 +330,10 @@ class Verifier:
                        "(infinite loop or far too slow)") from None
         except WorkerDied as exc:
             raise classify_death(exc.status, cand.stderr_tail(), where) from None
+        except ForgedFrame as exc:
+            cand.kill()
+            raise Fail("hack", f"a frame on the candidate's worker channel during {where} was not sent by the "
+                       f"worker's request loop ({exc}); kernels must not write to the verifier's channel") from None
         except ProtocolError as exc:
             cand.kill()
             raise Fail("runtime", f"the candidate broke the worker protocol during {where}: {exc}") from None

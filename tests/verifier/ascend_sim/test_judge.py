@@ -29,7 +29,7 @@ def judged(project, unit: str, cache: Path) -> tuple[judge.UnitFacts, list[str]]
     else:
         result = build.build_host(project, cache, _local_runner)
     runtime = build.build_runtime(cache, _local_runner, 300)
-    findings = judge.judge(result.facts, judge.policy(str(runtime.path.parent / build.RUNTIME_SYMBOLS)))
+    findings = judge.judge(result.facts, judge.policy(str(build.runtime_symbols(runtime))))
     return result.facts, [f"{f.rule}: {f.message}" for f in findings]
 
 

@@ -343,3 +343,79 @@ def test_pointer_plumbing_is_refused_with_what_to_write_instead():
     assert len(msgs) == 2 and all("pass the tensor itself" in m and "PyTorch compute" not in m for m in msgs)
     src = OK.replace("lib.f(x.contiguous().view(-1), y, x.numel())", "lib.f(x.numpy(), y, x.numel())")
     assert any("no NumPy" in f.message for f in check_glue(src))
+
+
+KIND_CONFUSION = {
+    # torch.Tensor's methods hand tensors over as plain values, whose arithmetic was allowed
+    "tensor_type_method": """
+import torch
+import torch.nn as nn
+from evokernel.cpu import load_cpp
+lib = load_cpp('extern "C" void f(float* x, long n) {}')
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+    def forward(self, x):
+        a, b = torch.Tensor.split(x, x.shape[0] // 2)
+        lib.f(x, 1)
+        return a * 2 + b
+""",
+    # a string method's name on a value that is not a string
+    "string_method_on_size": """
+import torch
+import torch.nn as nn
+from evokernel.cpu import load_cpp
+lib = load_cpp('extern "C" void f(float* x, long n) {}')
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+    def forward(self, x):
+        s = x.shape
+        parts = s.split(1)
+        lib.f(x, 1)
+        return x
+""",
+    "calling_torch_tensor": """
+import torch
+import torch.nn as nn
+from evokernel.cpu import load_cpp
+lib = load_cpp('extern "C" void f(float* x, long n) {}')
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+    def forward(self, x):
+        y = torch.Tensor(x.shape[0])
+        lib.f(y, 1)
+        return y + 1
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(KIND_CONFUSION))
+def test_kinds_cannot_be_confused(name):
+    findings = check_glue(KIND_CONFUSION[name])
+    assert findings, name
+
+
+def test_strings_keep_their_methods_and_torch_tensor_can_be_named():
+    src = '''
+import torch
+import torch.nn as nn
+from evokernel.cpu import load_cpp
+N = 4
+HEAD = "#include <cstdint>\\n"
+BODY = """extern "C" void f(float* x, int64_t n) {{ for (int64_t i = 0; i < n; i++) x[i] *= {k}; }}""".format(k=N)
+SRC = (HEAD + BODY).replace("float*", "float *").strip()
+FLAGS = " ".join(["-O3", "-DW=" + str(N)]).split()
+lib = load_cpp(SRC, extra_cflags=FLAGS)
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.Tensor(4)
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        assert isinstance(x, torch.Tensor), f"expected a tensor, got {x.dtype}".upper()
+        out = torch.empty_like(x)
+        lib.f(out, out.numel())
+        return out
+'''
+    assert check_glue(src) == [], check_glue(src)

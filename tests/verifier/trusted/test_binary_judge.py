@@ -1,15 +1,16 @@
-"""The binary judge (verifier/trusted/binary_judge.py): each rule with the kernel that would beat a text
-rule, built for real by g++ where the point is what the compiler makes of it."""
+"""The binary judge (verifier/trusted/binary_judge.py, native_allowlists.py): each positive list with the
+kernel that would get past a text rule, built for real by g++ where the point is what the compiler makes of it."""
 import shutil
-from pathlib import Path
 
 import pytest
 
+from evokernel.verifier.trusted import binary_facts as bf
 from evokernel.verifier.trusted import binary_judge as bj
+from evokernel.verifier.trusted import native_allowlists as allow
 from evokernel.verifier.trusted import native_build
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None or shutil.which("nm") is None,
-                               reason="needs g++ and binutils")
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None or shutil.which("nm") is None
+                               or shutil.which("objdump") is None, reason="needs g++ and binutils")
 
 HONEST = r"""
 #include <cmath>
@@ -17,13 +18,18 @@ HONEST = r"""
 #include <cstdio>
 #include <vector>
 #include <algorithm>
-extern "C" void kernel(const float* x, float* y, int64_t n) {
+#include <immintrin.h>
+#include <omp.h>
+extern "C" __attribute__((noinline, aligned(16))) void kernel(const float* x, float* y, int64_t n) {
     std::vector<float> tmp(16);
     const char* note = R"(asm("nop"); __attribute__((constructor)))";  // literals are not code
     (void)note;
     #pragma omp parallel for
     for (int64_t i = 0; i < n; i++) y[i] = std::max(0.f, std::tanh(x[i]) + 1'000 * 0.f);
-    if (n < 0) fprintf(stderr, "negative %ld\n", (long)n);
+    #pragma GCC unroll 4
+    for (int64_t i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_max_ps(_mm256_loadu_ps(y + i), _mm256_setzero_ps()));
+    [[maybe_unused]] __int128 big = (__int128)n * n / 7;  // libgcc's 128-bit division helper
+    if (n < 0) fprintf(stderr, "negative %ld %d\n", (long)n, omp_get_max_threads());
 }
 """
 
@@ -31,142 +37,167 @@ extern "C" void kernel(const float* x, float* y, int64_t n) {
 def _build(tmp_path, source, flags=()):
     result = native_build.build_cpp(source, tuple(flags), tmp_path, judge=True)
     assert result.facts is not None and not result.facts.error, result.facts
-    return bj.judge(result.facts, "cpp", bj.policy("cpp"), source)
+    return bj.judge(result.facts, "cpp", bj.policy("cpp"))
 
 
 def _rules(findings):
     return {f.rule for f in findings}
 
 
-# --- the tokenizer and the preprocessed-output reader ------------------------------------------------
-
-def test_literals_do_not_hide_or_fake_code():
-    toks = [t for _, t in bj.tokenize([(1, 'auto s = R"(")"; asm("nop"); auto t = "";')])]
-    assert "asm" in toks  # the raw string ends at )" -- a naive string regex would swallow asm
-    toks = [t for _, t in bj.tokenize([(1, "int n = 1'000; __asm__(\"x\"); int m = 2'0;")])]
-    assert "__asm__" in toks  # digit separators are part of numbers, not character literals
-    toks = [t for _, t in bj.tokenize([(1, 'const char* s = "asm(\\"nop\\")";')])]
-    assert "asm" not in toks
-    toks = [t for _, t in bj.tokenize([(1, 'auto s = R"x(a'), (2, ')" asm )x";'), (3, "asm")])]
-    assert toks.count("asm") == 1  # a raw string spans lines
-
-
-def test_only_the_candidates_own_lines_are_read():
-    ii = "\n".join([
-        '# 1 "/w/kernel.cpp"',
-        '# 1 "/usr/include/stdio.h" 1 3 4',
-        'extern int printf(const char*, ...) __asm__("printf");',
-        '# 2 "/w/kernel.cpp" 2',
-        'int f() { return 1; }',
-        '# 1 "/w/evil.h" 1',
-        'int g();',
-        '# 3 "/w/kernel.cpp" 2',
-        'int h() { asm("nop"); return 0; }',
-    ])
-    lines, foreign = bj.candidate_lines(ii, "/w/kernel.cpp")
-    assert [n for n, _ in lines] == [2, 3]
-    assert foreign == ["/w/evil.h"]
-    lines, _ = bj.candidate_lines(ii, "/w/kernel.cpp", (3, 4))
-    assert [n for n, _ in lines] == [3]
-
-
-@pytest.mark.parametrize("source", [
-    '#line 1 "/usr/include/stdio.h"\nint x;',
-    '%:line 7 "/usr/include/x.h"\n',
-    '# 12 "/usr/include/x.h" 1 3\n',
-    '#\\\nline 1 "x.h"\n',
-    '#/* c */line 3\n',
-])
-def test_line_directives_are_found(source):
-    assert bj.line_directives(source)
-
-
-def test_no_line_directive_in_ordinary_code():
-    assert not bj.line_directives('#include <cmath>\n#define N 4\n#pragma omp parallel for\nint x = 1; // #line 3\n')
-
-
-# --- symbol rules ------------------------------------------------------------------------------------
+# --- symbols: what the object reaches -------------------------------------------------------------------
 
 def _facts(*symbols):
-    return bj.Facts(symbols=[(s, d, False) for s, d in symbols])
+    return bf.Facts(symbols=[(s, d, False) for s, d in symbols])
 
 
 @pytest.mark.parametrize("name, dem", [
     ("memcpy", "memcpy"), ("expf", "expf"), ("GOMP_parallel", "GOMP_parallel"), ("omp_get_thread_num",
      "omp_get_thread_num"), ("_Znwm", "operator new(unsigned long)"), ("__cxa_throw", "__cxa_throw"),
     ("_ZSt20__throw_length_errorPKc", "std::__throw_length_error(char const*)"), ("stderr", "stderr"),
-    ("__fprintf_chk", "__fprintf_chk"), ("_ZGVdN8v_expf", "_ZGVdN8v_expf"),
+    ("__fprintf_chk", "__fprintf_chk"), ("_ZGVdN8v_expf", "_ZGVdN8v_expf"), ("__divti3", "__divti3"),
+    ("__popcountdi2", "__popcountdi2"), ("_GLOBAL_OFFSET_TABLE_", "_GLOBAL_OFFSET_TABLE_"),
 ])
 def test_cpp_allow_list(name, dem):
-    assert not bj.symbol_findings(_facts((name, dem)), "cpp", bj.policy("cpp")), (name, dem)
+    assert bj.symbol_findings(_facts((name, dem)), "cpp", bj.policy("cpp")) == []
 
 
 @pytest.mark.parametrize("name, dem, why", [
-    ("dlsym", "dlsym", "dynamic loading"), ("fopen64", "fopen64", "files"), ("open64", "open64", "files"),
-    ("memfd_create", "memfd_create", "files"), ("pthread_create", "pthread_create", "thread"),
-    ("_ZNSt6thread15_M_start_threadE", "std::thread::_M_start_thread(...)", "thread"),
-    ("PyRun_SimpleString", "PyRun_SimpleString", "Python"), ("system", "system", "processes"),
-    ("clock_gettime", "clock_gettime", "clocks"), ("getenv", "getenv", "environment"),
-    ("syscall", "syscall", "system calls"), ("stdout", "stdout", "stdout"), ("puts", "puts", "stdout"),
-    ("omp_set_num_threads", "omp_set_num_threads", "OpenMP"), ("sched_getaffinity", "sched_getaffinity", "allow-list"),
-    ("_ZNSt6chrono3_V212steady_clock3nowEv", "std::chrono::_V2::steady_clock::now()", "clocks"),
-    ("_ZSt4cout", "std::cout", "stdout"), ("cblas_sgemm", "cblas_sgemm", "allow-list"),
+    ("dlsym", "dlsym", "dynamic loading"), ("fopen64", "fopen64", "files"), ("syscall", "syscall", "raw system"),
+    ("_ZNSt6thread15_M_start_threadESt10unique_ptrINS_6_StateESt14default_deleteIS1_EEPFvvE",
+     "std::thread::_M_start_thread(...)", "thread creation"), ("clock_gettime", "clock_gettime", "clocks"),
+    ("PyRun_SimpleString", "PyRun_SimpleString", "Python"), ("getenv", "getenv", "environment"),
+    ("sendmsg", "sendmsg", "network"), ("__enable_execute_stack", "__enable_execute_stack", "allow-list"),
+    ("__morestack", "__morestack", "allow-list"), ("__wrap_pthread_create", "__wrap_pthread_create", "thread"),
     ("_ZN2at4_ops4relu4callERKNS_6TensorE", "at::_ops::relu::call(at::Tensor const&)", "libtorch"),
 ])
-def test_cpp_refusals_name_what_the_library_reaches(name, dem, why):
+def test_cpp_refusals_name_what_the_code_reaches(name, dem, why):
     found = bj.symbol_findings(_facts((name, dem)), "cpp", bj.policy("cpp"))
     assert found and why in found[0].message, found
 
 
 def test_weak_symbols_are_judged_like_strong_ones():
-    facts = bj.Facts(symbols=[("PyRun_SimpleString", "PyRun_SimpleString", True), ("__gmon_start__", "__gmon_start__", True)])
-    assert [f.message for f in bj.symbol_findings(facts, "cpp", bj.policy("cpp"))] == [
-        "the built library reaches the Python interpreter: PyRun_SimpleString"]
+    facts = bf.Facts(symbols=[("PyRun_SimpleString", "PyRun_SimpleString", True)])
+    assert bj.symbol_findings(facts, "cpp", bj.policy("cpp"))
 
 
 @pytest.mark.parametrize("dem, ok", [
-    ("at::_ops::empty_like::call(at::Tensor const&, ...)", True),
-    ("at::_ops::empty_memory_format::call(...)", True),
-    ("at::_ops::view::call(...)", True),
-    ("at::_ops::relu::call(at::Tensor const&)", False),
-    ("at::_ops::add_Tensor::call(...)", False),
-    ("at::_ops::mm::redispatch(...)", False),
-    ("at::cpu::clamp_min(at::Tensor const&, c10::Scalar const&)", False),
-    ("float* at::native::something<float>()", False),
-    ("at::native::relu(at::Tensor const&)", False),
-    ("c10::Dispatcher::singleton()", False),
-    ("torch::jit::load(...)", False),
     ("float* at::TensorBase::data_ptr<float>() const", True),
+    ("c10::BFloat16 const* at::TensorBase::const_data_ptr<c10::BFloat16 const>() const", True),
+    ("at::_ops::empty_like::call(at::Tensor const&, std::optional<c10::ScalarType>)", True),
+    ("at::_ops::copy_::call(at::Tensor&, at::Tensor const&, bool)", True),
     ("c10::detail::torchCheckFail(char const*, char const*, unsigned int, char const*)", True),
-    ("pybind11::detail::type_caster<at::Tensor, void>::load(pybind11::handle, bool)", True),
+    ("long c10::detail::maybe_wrap_dim_slow<long>(long, long, bool)", True),
+    ("c10::impl::ExcludeDispatchKeyGuard::ExcludeDispatchKeyGuard(c10::DispatchKeySet)", True),
+    ("at::internal::set_thread_num(int)", True), ("vtable for torch::autograd::AutogradMeta", True),
+    ("caffe2::TypeMeta::error_unsupported_typemeta(caffe2::TypeMeta)", True),
+    # computing: an operator, an out-of-line computing method, the dispatcher, kernels behind it
+    ("at::_ops::relu::call(at::Tensor const&)", False), ("at::Tensor::relu_() const", False),
+    ("at::Tensor::to(c10::TensorOptions, bool, bool, std::optional<c10::MemoryFormat>) const", False),
+    ("at::_ops::add_Tensor::redispatch(c10::DispatchKeySet, at::Tensor const&)", False),
+    ("at::native::relu(at::Tensor const&)", False), ("at::cpu::clamp_min(at::Tensor const&)", False),
+    ("c10::Dispatcher::singleton()", False), ("torch::jit::load(std::string const&)", False),
+    ("at::Tensor::_backward(c10::ArrayRef<at::Tensor>) const", False),
+    # the recorder's and the Python bridge's internals
+    ("c10::impl::TorchDispatchModeTLS::pop_stack()", False), ("c10::impl::PythonDispatcherTLS::set_state(x)", False),
+    ("c10::impl::tls_set_dispatch_key_excluded(c10::DispatchKey, bool)", False),
+    ("pybind11::module_::import(char const*)", False), ("cblas_sgemm", False), ("at::globalContext()", False),
 ])
-def test_inline_torch_symbols(dem, ok):
-    name = "_ZN2at" + dem.replace(" ", "")[:20]
-    found = bj.symbol_findings(_facts((name, dem)), "inline", bj.policy("inline"))
-    assert (not found) == ok, found
+def test_inline_torch_symbols_are_a_positive_list(dem, ok):
+    found = bj.symbol_findings(bf.Facts(symbols=[(dem.split("(")[0], dem, False)]), "inline", bj.policy("inline"))
+    assert (found == []) is ok, found
 
 
-@pytest.mark.parametrize("name, ok", [("PyTuple_New", True), ("PyErr_Occurred", True), ("PyGILState_Ensure", True),
-                                      ("PyRun_SimpleString", False), ("PyImport_ImportModule", False),
-                                      ("PyEval_EvalCode", False), ("Py_CompileString", False), ("PySys_GetObject", False)])
-def test_inline_python_api_split(name, ok):
-    found = bj.symbol_findings(_facts((name, name)), "inline", bj.policy("inline"))
-    assert (not found) == ok, found
+@pytest.mark.parametrize("name", ["PyObject_GetAttrString", "PyEval_SaveThread", "_Py_NoneStruct", "PyExc_TypeError",
+                                  "PyRun_SimpleString", "PyImport_ImportModule"])
+def test_inline_code_reaches_no_python_at_all(name):
+    # the binding is the verifier's own object: the candidate's needs no Python symbol, not even a harmless one
+    assert bj.symbol_findings(_facts((name, name)), "inline", bj.policy("inline"))
 
 
-def test_facts_survive_the_cache_round_trip():
-    f = bj.Facts(symbols=[("a", "a", True)], tokens=[(3, "asm")], includes=["/x.h"], line_directives=[2])
-    g = bj.Facts.from_json(f.to_json())
-    assert g == f
-    with pytest.raises(ValueError):
-        bj.Facts.from_json(f.to_json().replace(bj.JUDGE_VERSION, "old"))
+# --- instructions, definitions, attributes, pragmas, headers -------------------------------------------
+
+@pytest.mark.parametrize("mnemonic", [
+    "mov", "vfmadd231ps", "vpdpbusd", "vmaxps", "vminps", "vmovdqu8", "kmovw", "kortestw", "pxor", "paddd", "pshufb",
+    "cvttss2si", "fld", "fistp", "cmovne", "setg", "jae", "call", "ret", "prefetcht0", "xadd", "cmpxchg",
+    "tzcnt", "popcnt", "bzhi", "movsd", "stos", "endbr64", "pause", "vzeroupper", "vgatherdps", "crc32", "cpuid",
+    "rdrand", "ud2", "sfence", "vcvtph2ps", "aesenc", "sha256rnds2"])
+def test_ordinary_instructions_are_in_the_families(mnemonic):
+    assert allow.instruction_allowed(mnemonic), mnemonic
+
+
+@pytest.mark.parametrize("mnemonic", [
+    "syscall", "sysenter", "int", "int3", "rdtsc", "rdtscp", "rdpmc", "rdpid", "wrpkru", "rdpkru", "wrfsbase",
+    "wrgsbase", "rdfsbase", "xbegin", "xend", "xabort", "xtest", "umwait", "tpause", "umonitor", "vmcall", "vmfunc",
+    "monitor", "mwait", "enqcmd", "senduipi", "serialize", "hlt", "in", "out", "cli", "(bad)", "movdir64b",
+    "incsspq", "wrssq", "setssbsy", "ptwrite", "pconfig", "ldtilecfg"])
+def test_system_instructions_are_in_no_family(mnemonic):
+    assert not allow.instruction_allowed(mnemonic)
+
+
+def test_instruction_findings_name_the_function():
+    facts = bf.Facts(instructions={"mov": (10, "f"), "syscall": (1, "g"), "rdtsc": (2, "h")})
+    (finding,) = bj.instruction_findings(facts)
+    assert "syscall (a system call) in g" in finding.message and "rdtsc (the time-stamp counter) in h" in finding.message
+
+
+@pytest.mark.parametrize("row, bad", [
+    (("relu", "relu", "T"), False), (("_ZN5local4mathEv", "local::math()", "T"), False),
+    (("_ZSt4swapIiEvRT_S1_", "void std::swap<int>(int&, int&)", "W"), False),  # an instantiation: weak
+    (("_ZNSt6vectorIiE9push_backEv", "std::vector<int>::push_back()", "T"), True),  # a strong std:: definition
+    (("_ZN2at6Tensor5relu_Ev", "at::Tensor::relu_()", "T"), True), (("PyInit_evk_ext", "PyInit_evk_ext", "T"), True),
+    (("PyRun_SimpleString", "PyRun_SimpleString", "T"), True), (("memcpy", "memcpy", "i"), True),
+])
+def test_definitions_are_the_candidates_own_names(row, bad):
+    assert bool(bj.definition_findings(bf.Facts(defined=[row]))) is bad
+
+
+def _toks(code):
+    return bf.tokenize([(i + 1, line) for i, line in enumerate(code.split("\n"))])
+
+
+def test_attribute_names_not_their_arguments():
+    names = [n for _, n in bj.attribute_names(_toks(
+        '__attribute__((format(printf, 1, 2), aligned(64))) int f(const char*, ...);\n'
+        '[[gnu::always_inline, nodiscard]] int g();\n[[using gnu: hot, cold]] void h();\n'
+        '__declspec(noinline) void k();'))]
+    assert names == ["format", "aligned", "always_inline", "nodiscard", "hot", "cold", "noinline"]
+
+
+@pytest.mark.parametrize("code", [
+    "[[gnu::constructor]] static void init() {}", "__attribute__((constructor)) static void i() {}",
+    '__attribute__((section(".init_array"))) static void (*p)() = nullptr;', "[[using gnu: destructor]] void d();",
+    "int f() __attribute__((weak));", '__attribute__((alias("g"))) int f();', "[[evil::thing]] int x;",
+    '__attribute__((target_clones("avx2","default"))) int f() { return 0; }', '__attribute__((ifunc("r"))) int f();'])
+def test_attributes_outside_the_list_are_refused(code):
+    assert "native-attribute" in _rules(bj.token_findings(bf.Facts(tokens=_toks(code)), "cpp"))
+
+
+@pytest.mark.parametrize("code, ok", [
+    ("#pragma omp parallel for simd", True), ("#pragma GCC unroll 8", True), ('#pragma GCC target("avx2")', True),
+    ("#pragma GCC ivdep", True), ("#pragma weak f = g", False), ("#pragma redefine_extname f g", False),
+    ("#pragma GCC system_header", False), ("#pragma GCC poison x", False)])
+def test_pragmas_are_a_positive_list(code, ok):
+    found = _rules(bj.token_findings(bf.Facts(tokens=_toks(code)), "cpp"))
+    assert ("native-pragma" not in found) is ok, found
+
+
+@pytest.mark.parametrize("name, kind, ok", [
+    ("cmath", "cpp", True), ("vector", "cpp", True), ("immintrin.h", "cpp", True), ("avx512fintrin.h", "cpp", True),
+    ("omp.h", "cpp", True), ("stdint.h", "cpp", True), ("unistd.h", "cpp", False), ("sys/syscall.h", "cpp", False),
+    ("dlfcn.h", "cpp", False), ("pthread.h", "cpp", False), ("Python.h", "cpp", False), ("sys/mman.h", "cpp", False),
+    ("torch/extension.h", "cpp", False), ("torch/extension.h", "inline", True), ("ATen/Parallel.h", "inline", True),
+    ("ATen/cpu/vec/vec.h", "inline", True), ("c10/util/Half.h", "inline", True), ("pybind11/pybind11.h", "inline", False),
+    ("torch/python.h", "inline", False), ("Python.h", "inline", False), ("ATen/native/Activation.h", "inline", False),
+    ("torch/script.h", "inline", False), ("torch/library.h", "inline", False), ("torch/csrc/utils/pybind.h", "inline", False)])
+def test_headers_are_a_positive_list(name, kind, ok):
+    assert allow.header_allowed(name, kind) is ok
 
 
 def test_unjudgeable_builds_are_refused():
-    assert _rules(bj.judge(bj.Facts(error="no output"), "cpp", bj.policy("cpp"))) == {"native-judge"}
+    assert _rules(bj.judge(bf.Facts(error="no output"), "cpp", bj.policy("cpp"))) == {"native-judge"}
 
 
-# --- real builds: what the compiler makes of the text ------------------------------------------------
+# --- real builds: what the compiler makes of the text ----------------------------------------------------
 
 @needs_gxx
 def test_honest_kernel_passes(tmp_path):
@@ -174,36 +205,54 @@ def test_honest_kernel_passes(tmp_path):
 
 
 @needs_gxx
-@pytest.mark.parametrize("snippet, rule", [
+@pytest.mark.parametrize("snippet, flags, rule", [
     # token pasting: no text rule sees "asm", the preprocessed code has it
-    ('#define J(a,b) a##b\nextern "C" int f(){ J(__as,m__)("nop"); return 0; }', "native-asm"),
+    ('#define J(a,b) a##b\nextern "C" int f(){ J(__as,m__)("nop"); return 0; }', (), "native-asm"),
     # a -D macro from the flags
-    ('extern "C" int f(){ X("nop"); return 0; }', "native-asm"),
+    ('extern "C" int f(){ X("nop"); return 0; }', ("-DX=__asm__",), "native-asm"),
     # digraph-spelled define
-    ('%:define Y __asm__\nextern "C" int f(){ Y("nop"); return 0; }', "native-asm"),
+    ('%:define Y __asm__\nextern "C" int f(){ Y("nop"); return 0; }', (), "native-asm"),
     # C++11 attribute syntax and pasted attribute names
-    ('[[gnu::constructor]] static void init() {}\nextern "C" int f(){ return 0; }', "native-attribute"),
+    ('[[gnu::constructor]] static void init() {}\nextern "C" int f(){ return 0; }', (), "native-attribute"),
     ('#define C(a,b) a##b\n__attribute__((C(constr,uctor))) static void init() {}\nextern "C" int f(){ return 0; }',
+     (), "native-attribute"),
+    ('__attribute__((section(".init_array"))) static void (*p)() = nullptr;\nextern "C" int f(){ return 0; }', (),
      "native-attribute"),
-    ('__attribute__((section(".init_array"))) static void (*p)() = nullptr;\nextern "C" int f(){ return 0; }',
-     "native-attribute"),
-    # a weak CPython symbol, pasted
+    # _Pragma builds a pragma the text never spells
+    ('_Pragma("weak f")\nextern "C" int f(){ return 0; }', (), "native-pragma"),
+    # a pasted, weakly declared CPython function, called (weak: the link cannot refuse it)
     ('#define P(a,b) a##b\nextern "C" int P(PyRun_,SimpleString)(const char*) __attribute__((weak));\n'
-     'extern "C" int f(){ return 0; }', "native-python"),
-    # the time-stamp counter via an intrinsic (no symbol, no asm)
-    ('#include <x86intrin.h>\nextern "C" long f(){ return (long)__rdtsc(); }', "native-time"),
+     'extern "C" int f(){ return PyRun_SimpleString("1"); }', (), "native-symbol"),
+    # the time-stamp counter, the thread pointer and transactional memory via intrinsics (no symbol, no asm)
+    ('#include <x86intrin.h>\nextern "C" long f(){ return (long)__rdtsc(); }', (), "native-instruction"),
+    # (enabled by an allowed attribute or pragma, since the flags do not offer these ISAs)
+    ('#include <immintrin.h>\n__attribute__((target("fsgsbase"))) void w(unsigned long v){ _writefsbase_u64(v); }\n'
+     'extern "C" void f(unsigned long v){ w(v); }', (), "native-instruction"),
+    ('#pragma GCC target("rtm")\n#include <immintrin.h>\nextern "C" int f(){ return (int)_xbegin(); }', (),
+     "native-instruction"),
+    ('#pragma GCC target("rdpid")\nextern "C" unsigned f(){ return __builtin_ia32_rdpid(); }', (),
+     "native-instruction"),
+    ('#pragma GCC target("pku")\n#include <immintrin.h>\nextern "C" void f(){ _wrpkru(0); }', (),
+     "native-instruction"),
     # #line relabelling the candidate's code as a system header's
-    ('#line 1 "/usr/include/stdio.h"\nextern "C" int f(){ asm("nop"); return 0; }', "native-line-directive"),
+    ('#line 1 "/usr/include/stdio.h"\nextern "C" int f(){ asm("nop"); return 0; }', (), "native-line-directive"),
     # using namespace std; thread
-    ('#include <thread>\nusing namespace std;\nextern "C" void f(){ thread t([]{}); t.join(); }', "native-symbol"),
+    ('#include <thread>\nusing namespace std;\nextern "C" void f(){ thread t([]{}); t.join(); }', (), "native-symbol"),
     # fopen64 / open64 / memfd_create
-    ('#include <cstdio>\nextern "C" void f(){ FILE* p = fopen64("/tmp/x", "w"); if (p) fclose(p); }', "native-symbol"),
-    # dlsym via pasting
-    ('#include <dlfcn.h>\n#define D(a,b) a##b\nextern "C" void* f(){ return D(dl,sym)(RTLD_DEFAULT, "sgemm_"); }',
+    ('#include <cstdio>\nextern "C" void f(){ FILE* p = fopen64("/tmp/x", "w"); if (p) fclose(p); }', (),
      "native-symbol"),
+    # dlsym via pasting, and the header it needs
+    ('#include <dlfcn.h>\n#define D(a,b) a##b\nextern "C" void* f(){ return D(dl,sym)(RTLD_DEFAULT, "sgemm_"); }', (),
+     "native-header"),
+    ('#include <dlfcn.h>\n#define D(a,b) a##b\nextern "C" void* f(){ return D(dl,sym)(RTLD_DEFAULT, "sgemm_"); }', (),
+     "native-symbol"),
+    # a header the list does not hold, reached through a macro
+    ('#define H <sys/syscall.h>\n#include H\nextern "C" long f(){ return SYS_write; }', (), "native-header"),
+    # a strong definition in a namespace the candidate does not own
+    ('namespace std { void evk_probe() {} }\nextern "C" int f(){ return 0; }', (), "native-definition"),
+    ('extern "C" int PyInit_evil() { return 0; }\nextern "C" int f(){ return 0; }', (), "native-definition"),
 ])
-def test_what_the_text_rules_miss_the_judge_finds(tmp_path, snippet, rule):
-    flags = ("-DX=__asm__",) if snippet.startswith('extern "C" int f(){ X(') else ()
+def test_what_the_text_rules_miss_the_judge_finds(tmp_path, snippet, flags, rule):
     assert rule in _rules(_build(tmp_path, snippet, flags))
 
 
@@ -220,45 +269,6 @@ def test_facts_are_cached_with_the_build(tmp_path):
     first = native_build.build_cpp(HONEST, (), tmp_path, judge=True)
     again = native_build.build_cpp(HONEST, (), tmp_path, judge=True)
     assert again.cached and again.facts == first.facts
-    assert not list(first.path.parent.glob("*.ii")) and not list(first.path.parent.glob("lib.so-*"))
+    assert sorted(p.name for p in first.path.parent.iterdir()) == [bf.FACTS_NAME, "lib.so"]
     plain = native_build.build_cpp(HONEST, (), tmp_path)  # user builds (load_cpp outside the verifier)
     assert plain.facts is None and plain.path != first.path
-
-
-INLINE_HONEST_BINDING = r"""
-#include <vector>
-torch::Tensor twice(torch::Tensor x) {
-    auto y = torch::empty_like(x);
-    const float* s = x.data_ptr<float>();
-    float* d = y.data_ptr<float>();
-    for (int64_t i = 0; i < x.numel(); i++) d[i] = 2.f * s[i];
-    return y;
-}
-PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("twice", &twice, "twice"); }
-"""
-
-INLINE_DOORS = r"""
-#include <pybind11/pybind11.h>
-namespace py = pybind11;
-torch::Tensor via_python(torch::Tensor x) {
-    py::object torch_mod = py::module_::import("torch");   // Python doing the work, from C++
-    return torch_mod.attr("relu")(x).cast<torch::Tensor>();
-}
-torch::Tensor via_aten(torch::Tensor x) { return x.relu(); }
-"""
-
-
-@needs_gxx
-@pytest.mark.slow
-def test_inline_extensions(tmp_path):
-    spec = {"name": "evk_judge_ok", "cpp_sources": [INLINE_HONEST_BINDING], "functions": [], "extra_cflags": ["-O1"]}
-    ok = native_build.build_inline(spec, tmp_path, judge=True)
-    assert bj.judge(ok.facts, "inline", bj.policy("inline"), INLINE_HONEST_BINDING) == []
-    spec = {"name": "evk_judge_bad", "cpp_sources": [INLINE_DOORS], "functions": ["via_python", "via_aten"],
-            "extra_cflags": []}
-    bad = native_build.build_inline(spec, tmp_path, judge=True)
-    found = bj.judge(bad.facts, "inline", bj.policy("inline"), INLINE_DOORS)
-    messages = " ".join(f.message for f in found)
-    assert "pybind11's 'module_' reaches the Python interpreter" in messages
-    assert "at::_ops::relu::call" in messages and "PyImport_ImportModule" in messages, messages
-    assert not (bad.path.parent / "main.ii").exists()

@@ -88,3 +88,37 @@ def test_an_unreachable_judge_gives_no_opinion_instead_of_failing():
 def test_the_template_generator_cannot_judge():
     with pytest.raises(ValueError, match="needs a chat model"):
         llm_judge.LLMJudge("template")
+
+
+def test_a_long_candidate_is_read_whole_in_parts():
+    # the middle of a long candidate used to be cut: a cheat placed there was never read
+    middle = "\n".join(f"x{i} = {i}" for i in range(1500)) + "\nCHEAT-HERE\n" + "\n".join(f"y{i} = {i}" for i in range(1500))
+    parts = llm_judge.split_parts(middle)
+    assert len(parts) > 1 and all(len(t) <= llm_judge.MAX_CODE_CHARS for _, _, t in parts)
+    assert "\n".join(t for _, _, t in parts) == middle  # every character, in order, once
+    assert parts[0][0] == 1 and parts[-1][1] == middle.count("\n") + 1
+    assert llm_judge.split_parts("z" * 30_000)[1][0] == 1  # one long line is cut into pieces too
+
+    asked = []
+
+    class Reader(FakeListChatModel):
+        def invoke(self, messages, *a, **k):
+            text = messages[-1].content
+            asked.append(text)
+            return super().invoke(messages, *a, **k) if "CHEAT-HERE" not in text else \
+                super().invoke(messages, *a, **k).model_copy(update={"content": "VERDICT: CHEATING\nKIND: other\nREASON: x"})
+
+    honest = "VERDICT: HONEST\nKIND: none\nREASON: exact"
+    judge = llm_judge.LLMJudge(LLMGenerator(Reader(responses=[honest] * 10), name="reader"))
+    op = judge.review("ref", middle)
+    assert op.flagged and any("CHEAT-HERE" in t for t in asked) and "part" in op.reason
+    assert all("part " in t for t in asked)
+    asked.clear()
+    op = judge.review("ref", "\n".join(f"x{i} = {i}" for i in range(3000)))
+    assert op.flagged is False and len(asked) == len(llm_judge.split_parts("\n".join(f"x{i} = {i}" for i in range(3000))))
+
+
+def test_a_candidate_too_long_to_read_is_refused():
+    judge = judge_saying("VERDICT: HONEST\nKIND: none\nREASON: fine")
+    op = judge.review("ref", "q" * (llm_judge.MAX_CODE_CHARS * (llm_judge.MAX_PARTS + 1)))
+    assert op.flagged and "too long for the LLM judge" in op.reason

@@ -169,3 +169,38 @@ def test_sandbox_root_shows_no_host_files(tmp_path):
     finally:
         del os.environ["EVOKERNEL_TEST_SECRET"]
     assert "sk-leak" not in out
+
+
+PROC1 = ("import os\n"
+         "print('CWD ' + os.readlink('/proc/1/cwd'))\n"
+         "print('ENV ' + open('/proc/1/environ', 'rb').read().replace(b'\\0', b' ').decode())\n")
+
+
+@needs_bwrap
+def test_proc1_shows_nothing_of_the_caller(monkeypatch, tmp_path):
+    """bwrap's init (pid 1 inside the sandbox) keeps the environment and working directory it was started with:
+    they are the launcher's fixed ones, not the caller's PATH (home and checkout folders) or its working
+    directory (the checkout, also as PWD), for one-shot sandboxes (builds) and for the zygote's workers."""
+    from evokernel.verifier.trusted.launcher import LAUNCH_PATH, Zygote
+
+    project = Path(__file__).resolve().parents[3]
+    marker = tmp_path / "evk-caller-path-marker"
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("PATH", f"{marker}:" + os.environ["PATH"])
+    rc, out = _run_py(PROC1, Limits(), cwd=tmp_path, writable=[tmp_path])  # a build: --chdir to its folder
+    assert rc == 0, out
+    z = Zygote(label="proc1").start()
+    try:
+        w = z.spawn("reference", 1024, 60)  # trusted role: a task module that reports what it sees
+        src = PROC1.replace("print(", "report.append(") + ("class Model: pass\ndef get_inputs(): return []\n"
+                                                            "def get_init_inputs(): return []\n")
+        reply = w.call({"op": "load", "source": "report = []\n" + src + "raise RuntimeError(report)", "threads": 1},
+                       60)
+        w.close()
+    finally:
+        z.close()
+    for seen in (out, reply["error"]):
+        assert str(marker) not in seen and str(project) not in seen, seen
+        assert f"PATH={LAUNCH_PATH}" in seen, seen
+        cwd = seen.split("CWD ")[1].split()[0].strip("',")
+        assert cwd in ("/", "/tmp", str(tmp_path)), seen  # bwrap's --chdir, never the caller's folder

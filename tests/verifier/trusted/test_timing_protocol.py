@@ -284,3 +284,22 @@ def test_physics_floor_admits_real_kernels_and_operators_that_skip_bytes():
     # the eager reference itself beats the floor: the operator does not touch all its bytes, no judgement
     timing_protocol.check_floor(_FloorRef(4e-3), _timing(0.3, 1.0), 32 << 20, 32 << 20, details)
     assert details["floor"]["applies"] is False
+
+
+def test_inputs_arrive_with_the_request_that_runs_them(timed, suite_task, monkeypatch):
+    # no untimed window: the candidate worker gets no request that holds inputs except the forward that uses
+    # them (an input setter request was the window a candidate could compute in before the clock started)
+    seen = []
+    real = timed._cand_call
+
+    def spy(cand, msg, *args, **kwargs):
+        seen.append(msg)
+        return real(cand, msg, *args, **kwargs)
+
+    monkeypatch.setattr(timed, "_cand_call", spy)
+    relu = (Path(__file__).resolve().parents[3] / "evokernel" / "examples" / "cpu" / "01_relu.py").read_text()
+    verdict = timed.verify(suite_task("cpu_l1/01_relu.py", batch_size=8), relu)
+    assert verdict.feasible, verdict.feedback
+    runs = [m for m in seen if m["op"] == "run"]
+    assert {m["op"] for m in seen} == {"load", "init", "run"}
+    assert len(runs) >= timed.config.trials + timed.config.min_rounds and all(m.get("inputs") for m in runs)

@@ -187,7 +187,7 @@ class AscendSimBackend(Backend):
     def _judged(self, result: Any, log: BuildLog) -> bool:
         """The binary judge on a kernel or host build; its findings go to the hack gate."""
         runtime = build.build_runtime(self.cache_dir, self._runner, self.build_timeout_s)
-        findings = judge.judge(result.facts, judge.policy(str(runtime.path.parent / build.RUNTIME_SYMBOLS)))
+        findings = judge.judge(result.facts, judge.policy(str(build.runtime_symbols(runtime))))
         log.hack += [f"built library {f}" for f in findings]
         return bool(findings)
 

@@ -17,14 +17,14 @@ build directory) and is cached by a hash of everything that determines the binar
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shlex
 from pathlib import Path
-from typing import Callable
 
 from evokernel.cpu import CompileError
-from evokernel.verifier.trusted import binary_judge, native_build
+from evokernel.verifier.trusted import binary_facts, native_build
 from evokernel.verifier.trusted.native_build import BuildResult, Runner, compiler_id
 
 from . import judge
@@ -57,22 +57,36 @@ def _key(*parts: str) -> str:
     return h.hexdigest()[:32]
 
 
-RUNTIME_SYMBOLS = "runtime.defined"  # the symbols runtime.o defines, one per line (the judge's allow-list)
+class _Kept:
+    """What a build keeps beside its output in the cache (native_build writes ``to_json()`` to its facts file)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def to_json(self) -> str:
+        return self.text
 
 
 def build_runtime(cache_root: Path, runner: Runner, timeout: float) -> BuildResult:
-    """runtime.o, compiled once per emulator version (~5 s), with the list of the symbols it defines."""
+    """runtime.o, compiled once per emulator version (~5 s); its facts file lists the symbols it defines (the
+    judge's allow-list for what a candidate's object may reach through the headers): `runtime_symbols`."""
     key = _key("runtime", emulator_hash())
 
-    def prepare(work: Path) -> list[str]:
+    def run(work: Path) -> _Kept:
         q = shlex.quote
-        return ["/bin/sh", "-c",
-                f"{CXX} {' '.join(CXXFLAGS)} -I{q(str(INCLUDE))} -c {q(str(RUNTIME))} -o {q(str(work / 'runtime.o'))} && "
-                f"nm --defined-only --format=posix {q(str(work / 'runtime.o'))} | cut -d' ' -f1 "
-                f"> {q(str(work / RUNTIME_SYMBOLS))}"]
+        obj, names = work / "runtime.o", work / "runtime.defined"
+        native_build._run(runner, ["/bin/sh", "-c",
+                                   f"{CXX} {' '.join(CXXFLAGS)} -I{q(str(INCLUDE))} -c {q(str(RUNTIME))} -o {q(str(obj))} && "
+                                   f"nm --defined-only --format=posix {q(str(obj))} | cut -d' ' -f1 > {q(str(names))}"],
+                          work, timeout)
+        return _Kept(json.dumps(sorted(set(names.read_text().split()))))
 
-    return native_build._build_into_cache(key, "runtime.o", cache_root / "ascend_sim" / "runtime", prepare,
-                                          runner, timeout)
+    return native_build._build_into_cache(key, "runtime.o", cache_root / "ascend_sim" / "runtime", run, False)
+
+
+def runtime_symbols(runtime: BuildResult) -> Path:
+    """The file listing what runtime.o defines (a JSON list of names)."""
+    return runtime.path.parent / binary_facts.FACTS_NAME
 
 
 _CUBE_API = re.compile(r"\b(Mmad|LoadData|Fixpipe|Nd2NzParams|Matmul\s*<|MatmulImpl\s*<)|TPosition::(A1|A2|B1|B2|CO1|C1|C2)\b")
@@ -160,7 +174,7 @@ def _unit_facts(work: Path, unit: str, project: Project) -> judge.UnitFacts:
         labels[os.path.normpath(str(p))] = judge.TILING_LABEL
     try:
         tok = work / f"{unit}.tok"
-        if not tok.exists() or tok.stat().st_size > binary_judge.MAX_PREPROCESSED_BYTES:
+        if not tok.exists() or tok.stat().st_size > binary_facts.MAX_PREPROCESSED_BYTES:
             facts.error = "the preprocessed translation unit is missing or too large to judge"
             return facts
         spelled, seen = judge.spelled_tokens(tok.read_text(errors="replace"), labels)
@@ -173,11 +187,11 @@ def _unit_facts(work: Path, unit: str, project: Project) -> judge.UnitFacts:
             if len(toks) > judge.MAX_TOKENS:
                 facts.error = f"{label} is too large to judge"
                 return facts
-            facts.files[label] = binary_judge.Facts(tokens=toks,
-                                                    line_directives=binary_judge.line_directives(sources[label]))
+            facts.files[label] = binary_facts.Facts(tokens=toks,
+                                                    line_directives=binary_facts.line_directives(sources[label]))
         facts.foreign = judge.foreign_files(judge.parse_deps((work / f"{unit}.d").read_text(errors="replace")),
                                             work, INCLUDE)[:20]
-        facts.symbols = binary_judge.parse_symbols((work / f"{unit}.und").read_text(errors="replace").splitlines(),
+        facts.symbols = binary_facts.parse_symbols((work / f"{unit}.und").read_text(errors="replace").splitlines(),
                                                    (work / f"{unit}.dem").read_text(errors="replace").splitlines())
     except OSError as exc:
         facts.error = f"the build left no facts ({type(exc).__name__})"
@@ -188,48 +202,30 @@ def _unit_facts(work: Path, unit: str, project: Project) -> judge.UnitFacts:
 
 
 def _build_unit(unit: str, project: Project, key_parts: list[str], cache_root: Path, runner: Runner,
-                timeout: float, flags: list[str], after: "Callable[[Path, judge.UnitFacts], None] | None" = None
-                ) -> BuildResult:
+                timeout: float, flags: list[str]) -> BuildResult:
     runtime = build_runtime(cache_root, runner, timeout)
     key = _key(unit, judge.JUDGE_VERSION, emulator_hash(), *key_parts)
     source = "kernel_tu.cpp" if unit == "kernel" else judge.HOST_FILE
 
-    def prepare(work: Path) -> list[str]:
+    def run(work: Path) -> judge.UnitFacts:
         _write_sources(work, project)
         if unit == "kernel":
             (work / "kernel_tu.cpp").write_text(kernel_prelude(project))
         common = [*CXXFLAGS, f"-I{INCLUDE}", f"-I{work}", f"-I{work / 'op_host'}", *flags]
-        return ["/bin/sh", "-c", _UNIT_SCRIPT, "sh", unit, str(work / source), str(work / "lib.so"),
-                str(runtime.path), str(work), *common]
-
-    def facts(work: Path) -> judge.UnitFacts:
-        f = _unit_facts(work, unit, project)
-        (work / judge.FACTS_NAME).write_text(f.to_json())
-        if after is not None:
-            after(work, f)
-        return f
+        native_build._run(runner, ["/bin/sh", "-c", _UNIT_SCRIPT, "sh", unit, str(work / source), str(work / "lib.so"),
+                                   str(runtime.path), str(work), *common], work, timeout)
+        return _unit_facts(work, unit, project)  # kept in the cache as the build's facts file
 
     try:
-        result = native_build._build_into_cache(key, "lib.so", cache_root / "ascend_sim" / f"{unit}s", prepare,
-                                                runner, timeout, _facts_hook(facts))
+        result = native_build._build_into_cache(key, "lib.so", cache_root / "ascend_sim" / f"{unit}s", run, False)
     except CompileError as exc:
         raise CompileError(_ascend_diagnostics(exc.diagnostics, project)) from None
     try:  # fresh or cached, the facts are the published file's
-        result.facts = judge.UnitFacts.from_json((result.path.parent / judge.FACTS_NAME).read_text())
+        result.facts = judge.UnitFacts.from_json((result.path.parent / binary_facts.FACTS_NAME).read_text())
     except (OSError, ValueError, KeyError, TypeError) as exc:
         result.facts = judge.UnitFacts(unit, error=f"the build's facts are unreadable ({type(exc).__name__})")
     result.seconds += runtime.seconds
     return result
-
-
-def _facts_hook(fn: "Callable[[Path], judge.UnitFacts]") -> "Callable[[Path], binary_judge.Facts]":
-    """native_build keeps a CPU build's facts in its own file; an Ascend unit's are written by ``fn`` beside it
-    (judge.FACTS_NAME), so the CPU file stays empty."""
-    def hook(work: Path) -> "binary_judge.Facts":
-        fn(work)
-        return binary_judge.Facts()
-
-    return hook
 
 
 def build_kernel(project: Project, combo: int, cache_root: Path, runner: Runner, timeout: float = 300.0) -> BuildResult:
@@ -242,13 +238,11 @@ def build_kernel(project: Project, combo: int, cache_root: Path, runner: Runner,
                        cache_root, runner, timeout, list(macros))
 
 
-def build_host(project: Project, cache_root: Path, runner: Runner, timeout: float = 300.0,
-               after: "Callable[[Path, judge.UnitFacts], None] | None" = None) -> BuildResult:
-    """The host library (runtime + host TU: TilingFunc, InferShape, OpDef); ``after(work, facts)`` runs on a fresh
-    build before it is published (the backend describes the op there, so the description is cached with it)."""
+def build_host(project: Project, cache_root: Path, runner: Runner, timeout: float = 300.0) -> BuildResult:
+    """The host library (runtime + host TU: TilingFunc, InferShape, OpDef); its facts in ``result.facts``."""
     src = project.sources
     return _build_unit("host", project, [project.tiling_header, src["host_tiling_src"], src["host_operator_src"]],
-                       cache_root, runner, timeout, [], after)
+                       cache_root, runner, timeout, [])
 
 
 def _ascend_diagnostics(text: str, project: Project) -> str:

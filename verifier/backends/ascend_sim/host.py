@@ -20,8 +20,10 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from evokernel.verifier.message_codec import Int, Json, List, Obj, ProtocolError, Str
 from evokernel.verifier.trusted.launcher import Limits, SandboxSpec, run_sandboxed
+from evokernel.verifier.wire_schema import Bool, Int, List, Nullable, Obj, ProtocolError, Str, Value
+
+from .report_schema import VIOLATION
 
 HOST_SCRIPT = Path(__file__).resolve().parents[2] / "sandboxed" / "ascend_host.py"
 MAX_RESULT_BYTES = 4 * 1024 * 1024
@@ -40,24 +42,23 @@ class HostError(RuntimeError):
     """The host code could not produce an answer (crash, hang, junk): the message is LLM-facing feedback."""
 
 
-_VIOLATION = Obj({"rule": Str(64, truncate=True), "severity": Str(16, truncate=True), "message": Str(4000, truncate=True),
-                  "file": Str(512, truncate=True), "line": Int(-1, 2**31), "block": Int(-1, 2**31),
-                  "count": Int(0, 2**62)}, required=("rule", "severity"))
+# what the host process writes (result.json): the OpDef, or the host half's report
 _REPORT = Obj({
     "status": Str(64, truncate=True), "error": Str(4000, truncate=True), "block_dim": Int(0, 2**32 - 1),
     "tiling_key": Int(0, 2**64 - 1),
     "tiling": Obj({"data_size": Int(0, 2**32), "data_hex": Str(2 * 64 * 1024),
                    "workspace_sizes": List(Int(0, 2**50), 64), "schedule_mode": Int(0, 2**32 - 1)},
                   required=("data_hex", "workspace_sizes", "schedule_mode")),
-    "infer_shape": Json(), "violations": List(_VIOLATION, 256), "kernel_printf": Str(8192, truncate=True),
+    "violations": List(VIOLATION, 256), "kernel_printf": Str(8192, truncate=True),
 }, required=("status", "block_dim", "tiling_key", "tiling", "violations"))
-_PARAM = Obj({"name": Str(256), "param_type": Str(32, truncate=True), "value_depend": Json(),
+_PARAM = Obj({"name": Str(256), "param_type": Str(32, truncate=True), "value_depend": Bool(),
               "dtypes": List(Str(32, truncate=True), 64)}, required=("name",))
 _OPDEF = Obj({"op": Str(256), "inputs": List(_PARAM, 64), "outputs": List(_PARAM, 64),
               "attrs": List(Obj({"name": Str(256), "type": Str(32, truncate=True), "param_type": Str(32, truncate=True),
-                                 "default": Json()}, required=("name",)), 64)},
+                                 "default": Value(depth=2, text=4096)}, required=("name",)), 64)},
              required=("op", "inputs", "outputs", "attrs"))
-_RESULT = Obj({"ok": Json(), "error": Str(8000, truncate=True), "opdef": Json(), "report": Json()}, required=("ok",))
+_RESULT = Obj({"ok": Bool(), "error": Str(8000, truncate=True), "opdef": Nullable(_OPDEF), "report": _REPORT},
+              required=("ok",))
 
 
 def _sandboxed(argv: list[str], spec: SandboxSpec, timeout: float) -> tuple[int | None, str]:
@@ -89,11 +90,7 @@ def run_host(host_lib: Path, request: dict[str, Any], scratch: Path, timeout: fl
         if result_file.stat().st_size > MAX_RESULT_BYTES:
             raise HostError("the host process answered with more than 4 MiB")
         try:
-            result = _RESULT.check(json.loads(result_file.read_text()), "host result")
-            if result.get("opdef") is not None:
-                result["opdef"] = _OPDEF.check(result["opdef"], "host result: opdef")
-            if result.get("report") is not None:
-                result["report"] = _REPORT.check(result["report"], "host result: report")
+            result = _RESULT.check(json.loads(result_file.read_text(errors="replace")), "host result")
         except (ValueError, ProtocolError) as exc:
             raise HostError(f"the host process answered with junk ({str(exc)[:200]})") from None
         return result

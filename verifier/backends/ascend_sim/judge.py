@@ -41,12 +41,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evokernel.verifier.trusted import binary_judge
-from evokernel.verifier.trusted.binary_judge import Facts
+from evokernel.verifier.trusted import binary_facts, binary_judge
+from evokernel.verifier.trusted.binary_facts import Facts
 from evokernel.verifier.trusted.findings import Finding
 
 JUDGE_VERSION = "ascend-judge-1"
-FACTS_NAME = "ascend_facts.json"
 MAX_TOKENS = 400_000
 
 # the candidate's files as the build writes them -> the candidate string they hold
@@ -60,7 +59,7 @@ TILING_LABEL = "host_tiling_src"
 @dataclass
 class UnitFacts:
     """What one translation unit of a candidate is: per candidate string (kernel_src, host_operator_src,
-    host_tiling_src) the tokens it spelled (as binary_judge.Facts, with its #line directives), the object's
+    host_tiling_src) the tokens it spelled (as binary_facts.Facts, with its #line directives), the object's
     undefined symbols, the files the TU read that are neither emulator, candidate nor system headers."""
     unit: str  # "kernel" or "host"
     files: dict[str, Facts] = field(default_factory=dict)
@@ -105,7 +104,7 @@ def spelled_tokens(debug_lines: str, labels: dict[str, str]) -> tuple[dict[str, 
             text = parts[i + 2]
             # the text after an annotation is the token's spelling plus the spacing before the next one; a
             # preprocessing directive kept in the output (#pragma) is spelled without annotations
-            for line, tok in binary_judge.tokenize([(int(parts[i + 1]), text)]):
+            for line, tok in binary_facts.tokenize([(int(parts[i + 1]), text)]):
                 out[label].append((line, tok))
     return out, seen
 
@@ -120,7 +119,7 @@ def parse_deps(text: str) -> list[str]:
 def foreign_files(deps: list[str], work: Path, include: Path) -> list[str]:
     """Files the TU read that are neither the candidate's (the build folder), the emulator's headers, nor system
     headers."""
-    ok_roots = (str(work).rstrip("/") + "/", str(include).rstrip("/") + "/", *binary_judge.SYSTEM_ROOTS)
+    ok_roots = (str(work).rstrip("/") + "/", str(include).rstrip("/") + "/", *binary_facts.SYSTEM_ROOTS)
     out = []
     for d in deps:
         path = os.path.normpath(d if os.path.isabs(d) else os.path.join(work, d))
@@ -232,7 +231,7 @@ _CATEGORIES = [
 class SymbolPolicy:
     runtime: frozenset[str]  # what the emulator runtime defines (the API the headers call)
     libm: frozenset[str]
-    libgcc: frozenset[str] = frozenset()  # the compiler's support routines (half conversions, 128-bit division)
+    libgcc: frozenset[str] = frozenset()  # the compiler's arithmetic helpers (half conversions, 128-bit division)
 
 
 def _category(name: str, dem: str) -> str | None:
@@ -292,31 +291,8 @@ def judge(facts: UnitFacts, policy: SymbolPolicy) -> list[Finding]:
     return findings + symbol_findings(facts, policy)
 
 
-@functools.lru_cache(maxsize=None)
-def libgcc_functions() -> frozenset[str]:
-    """The functions of the compiler's support library (libgcc.a, libgcc_s): what g++ itself calls for half
-    conversions, 128-bit arithmetic, bit counting."""
-    import subprocess
-
-    names: set[str] = set()
-    for flag, nm_args in (("-print-libgcc-file-name", ["--defined-only"]),
-                          ("-print-file-name=libgcc_s.so.1", ["-D", "--defined-only"])):
-        try:
-            path = subprocess.run(["gcc", flag], capture_output=True, text=True, timeout=30).stdout.strip()
-            out = subprocess.run(["nm", *nm_args, "--format=posix", path], capture_output=True, text=True,
-                                 timeout=30).stdout
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        names |= {ln.split()[0].split("@", 1)[0] for ln in out.splitlines()
-                  if len(ln.split()) > 1 and ln.split()[1] in ("T", "W", "i")}
-    # not the ones that change memory protection or stacks (trampolines, split stacks)
-    return frozenset(n for n in names if n.startswith("__")
-                     and not re.match(r"^__(enable_execute_stack|morestack|splitstack|generic_morestack|generic_releasestack|"
-                                      r"stack_split|deregister_frame|register_frame)", n))
-
-
 @functools.lru_cache(maxsize=8)
 def policy(runtime_symbols_file: str) -> SymbolPolicy:
-    """The symbol policy for builds linked with the runtime whose defined symbols are listed in that file."""
-    names = frozenset(Path(runtime_symbols_file).read_text().split())
-    return SymbolPolicy(names, binary_judge.libm_functions(), libgcc_functions())
+    """The symbol policy for builds linked with the runtime whose defined symbols that file lists (JSON)."""
+    names = frozenset(str(n) for n in json.loads(Path(runtime_symbols_file).read_text()))
+    return SymbolPolicy(names, binary_judge.libm_functions(), binary_judge.libgcc_helpers())
