@@ -228,12 +228,17 @@ def check_reply(op: str, msg: dict[str, Any]) -> dict[str, Any]:
     return reply
 
 
+_ASCEND_TENSOR = Obj({"dtype": Str(16, choices=frozenset(DTYPES)), "dims": List(Int(0, 2**40), 16),
+                      "values": List(Int(-2**63, 2**64 - 1), 64)}, required=("dtype", "dims"))
 _BUILD_KINDS = {
     "cpp": Obj({"source": Str(MAX_MESSAGE), "flags": List(Str(512), 64)}, required=("source",)),
     "inline": Obj({"spec": Obj({"name": Str(128), "cpp_sources": List(Str(MAX_MESSAGE), 64),
                                 "functions": List(Str(256), 512), "extra_cflags": List(Str(512), 64)},
                                required=("name", "cpp_sources", "functions", "extra_cflags"))}, required=("spec",)),
     "ascend": Obj({"source": Str(MAX_MESSAGE), "combo": Int(0, 4096)}, required=("source",)),
+    # an Ascend C call's shapes, dtypes and attributes; the parent answers with its tiling (ascend_sim/backend.py)
+    "ascend_tiling": Obj({"combo": Int(0, 4096), "inputs": List(_ASCEND_TENSOR, 64), "outputs": List(_ASCEND_TENSOR, 64),
+                          "attrs": List(Value(depth=2, items=4096, text=64), 64)}, required=("inputs", "outputs", "attrs")),
 }
 
 

@@ -29,6 +29,11 @@ class Backend(ABC):
         """timing_mode "model": kernel_us, eager_us, profile, ... for one forward."""
         raise NotImplementedError(f"backend {self.name} measures latency; it does not model it")
 
+    def audit(self, log: "BuildLog", trials: list[list[dict[str, Any]]], io_bytes: tuple[int, int] | None) -> list[str]:
+        """timing_mode "model": what is wrong with the reports the latency would be modelled from (each a hack);
+        ``trials`` holds the reports of each correctness trial, ``io_bytes`` the task's input and output bytes."""
+        return []
+
     @abstractmethod
     def static_check(self, source: str) -> list[Finding]:
         """Static anti-hack rules over the candidate source (raises SyntaxError if it does not parse)."""

@@ -1,20 +1,25 @@
 """Runs INSIDE the sandbox: an Ascend C candidate's `custom_ops_lib`, backed by the ascend-sim emulator.
 
 The worker reads the candidate's six strings (never running the outer file), asks the trusted parent
-to build the project (one shared library per dtype combination: emulator runtime + kernel + host),
-loads the libraries with ctypes, and executes ``model_src`` with a `custom_ops_lib` module whose
-functions do what the binding (python_bind_src) does: allocate the outputs it allocates, then run the
-registered operator through `evk_sim_run` (TilingFunc on the real shapes and attributes, then the
-kernel once per block) in EXEC_NPU_CMD's argument order. Each call's JSON report (rule violations,
-per-block counters) is kept for the parent, which judges it and derives the latency estimate.
-A call whose report has an error or fatal violation raises `HardwareRuleError`: on an NPU that kernel
-would fault, hang or return garbage.
+to build the project's kernel libraries (one shared library per dtype combination: emulator runtime + kernel;
+the host code is never in this process), loads them with ctypes, and executes ``model_src`` with a
+`custom_ops_lib` module whose functions do what the binding (python_bind_src) does: allocate the outputs it
+allocates, ask the parent for the tiling of the call (the parent runs TilingFunc in a separate host process
+on the shapes, dtypes and attributes: backends/ascend_sim/host.py), then run the kernel once per block
+through `evk_sim_run_kernel` in EXEC_NPU_CMD's argument order. Each call's JSON report (rule violations,
+per-block counters, what the API moved) is kept for the parent, which judges and audits it and derives the
+latency estimate. A call whose report has an error or fatal violation, or whose tiling failed, raises
+`HardwareRuleError`: on an NPU that kernel would fault, hang or return garbage.
+
+Once the libraries are loaded (each with its own GM window), a second seccomp filter forbids executable
+memory and any mapping change inside the windows (sandboxed/ascend_seccomp.py).
 """
 from __future__ import annotations
 
 import ctypes
 import json
 import os
+import struct
 import sys
 import tempfile
 import types
@@ -23,70 +28,40 @@ from typing import Any, Callable
 import torch
 
 import evokernel.cpu as native
+from evokernel.verifier.backends.ascend_sim import abi
 from evokernel.verifier.backends.ascend_sim.binding import CallPlan, TensorInfo, plan_call
 from evokernel.verifier.backends.ascend_sim.project import Project, ProjectError, parse_candidate
 from evokernel.verifier.backends.ascend_sim.report import judge_report
+from evokernel.verifier.sandboxed import ascend_seccomp
 
 _TORCH_NAME = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16", torch.int8: "int8",
                torch.int32: "int32", torch.uint8: "uint8", torch.int16: "int16", torch.int64: "int64",
                torch.bool: "bool", torch.float64: "float64"}
 _TORCH_DTYPE = {v: k for k, v in _TORCH_NAME.items()}
-_GE_CODE = {"float32": 0, "float16": 1, "int8": 2, "int32": 3, "uint8": 4, "int16": 6, "int64": 9,
-            "float64": 11, "bool": 12, "bfloat16": 27}
 MAX_REPORTS = 64  # per forward; a model calling the op more often keeps the first ones
+# the values of small integer inputs go with a tiling request: the parent hands them to TilingFunc if the OpDef
+# declares the input ValueDepend (as CANN does), and drops them otherwise
+_VALUE_DTYPES = {"int8": "b", "uint8": "B", "int16": "h", "int32": "i", "int64": "q", "bool": "?"}
+VALUE_DEPEND_MAX = 64
 
 
 class HardwareRuleError(RuntimeError):
-    """The emulator found violations of the NPU's rules (the message is the LLM-facing feedback)."""
-
-
-# --- the C ABI (include/evk_sim/runtime.h) ---------------------------------------------------------
-
-class _Tensor(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_char_p), ("dtype", ctypes.c_int32), ("ndim", ctypes.c_int32),
-                ("dims", ctypes.POINTER(ctypes.c_int64)), ("data", ctypes.c_void_p), ("nbytes", ctypes.c_uint64)]
-
-
-class _Attr(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_char_p), ("kind", ctypes.c_int32), ("i", ctypes.c_int64), ("f", ctypes.c_double),
-                ("s", ctypes.c_char_p), ("n", ctypes.c_int32), ("ints", ctypes.POINTER(ctypes.c_int64)),
-                ("floats", ctypes.POINTER(ctypes.c_double))]
-
-
-class _Options(ctypes.Structure):
-    _fields_ = [("core_num_aiv", ctypes.c_uint32), ("ub_size", ctypes.c_uint64),
-                ("half_overflow_saturate", ctypes.c_int32), ("keep_outputs", ctypes.c_int32),
-                ("max_instructions", ctypes.c_uint64), ("max_violations", ctypes.c_int32),
-                ("hw_model_json", ctypes.c_char_p)]
-
-
-class _RunConfig(ctypes.Structure):
-    _fields_ = [("op_type", ctypes.c_char_p), ("kernel", ctypes.c_void_p), ("n_inputs", ctypes.c_int32),
-                ("inputs", ctypes.POINTER(_Tensor)), ("n_outputs", ctypes.c_int32),
-                ("outputs", ctypes.POINTER(_Tensor)), ("n_attrs", ctypes.c_int32), ("attrs", ctypes.POINTER(_Attr)),
-                ("report_path", ctypes.c_char_p), ("options", _Options)]
-
-
-_ATTR_KIND = {"int": 1, "float": 2, "bool": 3, "str": 4, "list_int": 5, "list_float": 6}
+    """The emulator found violations of the NPU's rules, or the host code failed (the message is the LLM-facing
+    feedback)."""
 
 
 class _Library:
-    def __init__(self, path: str, project: Project):
-        self.dll = ctypes.CDLL(path)
-        self.dll.evk_sim_run.argtypes = [ctypes.POINTER(_RunConfig)]
-        self.dll.evk_sim_run.restype = ctypes.c_int
-        self.dll.evk_sim_last_error.restype = ctypes.c_char_p
-        self.dll.evk_sim_describe_op.argtypes = [ctypes.c_char_p]
-        self.dll.evk_sim_describe_op.restype = ctypes.c_char_p
+    """One kernel library (a dtype combination), with its own GM window."""
+
+    def __init__(self, path: str, project: Project, index: int):
+        self.dll = abi.declare(ctypes.CDLL(path))
         try:
             self.kernel = ctypes.cast(getattr(self.dll, project.kernel_name), ctypes.c_void_p).value
         except AttributeError:
             raise ProjectError(f"the built library has no kernel symbol {project.kernel_name}") from None
-        raw = self.dll.evk_sim_describe_op(project.op_type.encode())
-        if raw is None:
-            raise ProjectError(f"host_operator_src registers no OpDef named {project.op_type} (the op in "
-                               f"project_json_src); add `OP_ADD({project.op_type});` in namespace ops")
-        self.opdef = json.loads(raw.decode())
+        if self.dll.evk_sim_set_window(abi.window_base(index)) != 0:
+            raise ProjectError("the emulator could not place its global memory: "
+                               + (self.dll.evk_sim_last_error() or b"").decode(errors="replace"))
 
 
 class SimSettings:
@@ -97,6 +72,10 @@ class SimSettings:
         self.ub_size = int(msg.get("ub_size", 0))
         self.max_instructions = int(msg.get("max_instructions", 0))
         self.hw_model_json = msg.get("hw_model_json")
+
+    def options(self) -> abi.Options:
+        return abi.options({"core_num_aiv": self.core_num_aiv, "ub_size": self.ub_size,
+                            "max_instructions": self.max_instructions, "hw_model_json": self.hw_model_json})
 
 
 def op_function(lib: "CustomOpsLib", py_name: str) -> Callable[..., Any]:
@@ -136,12 +115,15 @@ def _call(lib: "CustomOpsLib", py_name: str, binding: Any, args: tuple[Any, ...]
 
 
 class CustomOpsLib:
-    """The worker's side of an Ascend C candidate: its libraries and the reports of its runs.
-    model_src never sees this object, only `facade()`: a module holding the binding's functions."""
+    """The worker's side of an Ascend C candidate: its kernel libraries, the tilings the parent served, and the
+    reports of its runs. model_src never sees this object, only `facade()`: a module holding the binding's
+    functions."""
 
-    def __init__(self, project: Project, ask_build: Callable[[int], str], settings: SimSettings):
-        self.project, self._ask_build, self.settings = project, ask_build, settings
+    def __init__(self, project: Project, ask_build: Callable[[int], str], settings: SimSettings,
+                 ask_tiling: Callable[[dict[str, Any]], dict[str, Any]]):
+        self.project, self._ask_build, self.settings, self._ask_tiling = project, ask_build, settings, ask_tiling
         self._libs: dict[int, _Library] = {}
+        self._tilings: dict[str, dict[str, Any]] = {}
         self.reports: list[dict[str, Any]] = []
 
     def facade(self) -> types.ModuleType:
@@ -152,12 +134,20 @@ class CustomOpsLib:
 
     def library(self, combo: int) -> _Library:
         if combo not in self._libs:
-            self._libs[combo] = _Library(self._ask_build(combo), self.project)
+            self._libs[combo] = _Library(self._ask_build(combo), self.project, combo)
         return self._libs[combo]
 
     def take_reports(self) -> list[dict[str, Any]]:
         out, self.reports = self.reports, []
         return out
+
+    def tiling(self, call: dict[str, Any]) -> dict[str, Any]:
+        """The parent's answer for one call's shapes, dtypes and attributes (asked once per distinct call)."""
+        key = json.dumps(call, sort_keys=True)
+        if key not in self._tilings:
+            answer = self._ask_tiling({"kind": "ascend_tiling", **call})
+            self._tilings[key] = answer if isinstance(answer, dict) else {"ok": False, "error": "no answer"}
+        return self._tilings[key]
 
     def run(self, plan: CallPlan, args: list[Any]) -> Any:
         project = self.project
@@ -180,58 +170,28 @@ class CustomOpsLib:
             _fill(t, a.fill)
             outs_by_alloc[k] = t
         outs = [outs_by_alloc[t.alloc] for t in plan.outputs]  # type: ignore[index]
-        keep: list[Any] = []  # ctypes buffers alive until the call returns
 
-        def tensors(ts: list[torch.Tensor], params: list[Any]) -> Any:
-            arr = (_Tensor * len(ts))()
-            for k, (t, p) in enumerate(zip(ts, params)):
-                dims = (ctypes.c_int64 * max(1, t.dim()))(*t.shape)
-                keep.append(dims)
-                name = p.name.encode()
-                keep.append(name)
-                arr[k] = _Tensor(name, _GE_CODE[_TORCH_NAME[t.dtype]], t.dim(), dims, t.data_ptr(),
-                                 t.numel() * t.element_size())
-            return arr
+        # the host half: the parent runs TilingFunc on what the call is, never on what the tensors hold
+        call = {"combo": combo, "inputs": [_describe(x, values=True) for x in ins],
+                "outputs": [_describe(x, values=False) for x in outs], "attrs": list(plan.attrs)}
+        answer = self.tiling(call)
+        if not answer.get("ok"):
+            raise HardwareRuleError(str(answer.get("error") or "the host code produced no tiling"))
 
-        attrs_decl = lib.opdef.get("attrs") or []
-        if len(plan.attrs) > len(attrs_decl):
-            raise ProjectError(f"EXEC_NPU_CMD passes {len(plan.attrs)} attribute value(s); the OpDef of "
-                               f"{project.op_type} declares {len(attrs_decl)} attribute(s)")
-        attrs = (_Attr * max(1, len(plan.attrs)))()
-        for k, (value, decl) in enumerate(zip(plan.attrs, attrs_decl)):
-            name = str(decl["name"]).encode()
-            keep.append(name)
-            kind = _ATTR_KIND.get(decl.get("type"), 0)
-            if kind in (0, 4) or (kind in (5, 6)) != isinstance(value, list):
-                raise ProjectError(f"EXEC_NPU_CMD passes {value!r} for attribute '{decl['name']}' of type "
-                                   f"{decl.get('type')}; the binding can pass numbers (int, float, bool attributes) "
-                                   "and lists of numbers (list_int, list_float attributes)")
-            a = _Attr(name, kind, 0, 0.0, None, 0, None, None)
-            if kind in (1, 3):
-                a.i = int(value)
-            elif kind == 2:
-                a.f = float(value)
-            elif kind in (5, 6):
-                vals = list(value) if isinstance(value, list) else [value]
-                a.n = len(vals)
-                if kind == 5:
-                    buf = (ctypes.c_int64 * max(1, len(vals)))(*[int(v) for v in vals])
-                    a.ints = buf
-                else:
-                    buf = (ctypes.c_double * max(1, len(vals)))(*[float(v) for v in vals])
-                    a.floats = buf
-                keep.append(buf)
-            attrs[k] = a
+        keep = abi.Keep()
         fd, report_path = tempfile.mkstemp(prefix="evk-report-", suffix=".json")
         os.close(fd)
-        s = self.settings
-        hw = s.hw_model_json.encode() if s.hw_model_json else None
-        cfg = _RunConfig(project.op_type.encode(), lib.kernel, len(ins), tensors(ins, project.inputs),
-                         len(outs), tensors(outs, project.outputs), len(plan.attrs), attrs, report_path.encode(),
-                         _Options(s.core_num_aiv, s.ub_size, 0, 1, s.max_instructions, 0, hw))
+        cfg = abi.RunConfig(project.op_type.encode(), lib.kernel, len(ins),
+                            keep.tensors([(p.name, _TORCH_NAME[x.dtype], list(x.shape), x.data_ptr(),
+                                           x.numel() * x.element_size()) for x, p in zip(ins, project.inputs)]),
+                            len(outs),
+                            keep.tensors([(p.name, _TORCH_NAME[x.dtype], list(x.shape), x.data_ptr(),
+                                           x.numel() * x.element_size()) for x, p in zip(outs, project.outputs)]),
+                            0, None, report_path.encode(), self.settings.options())
+        tiling = keep.tiling(answer["tiling"])
         try:
             sys.stderr.flush()
-            rc = lib.dll.evk_sim_run(ctypes.byref(cfg))
+            rc = lib.dll.evk_sim_run_kernel(ctypes.byref(cfg), ctypes.byref(tiling))
             if rc == 1:
                 err = (lib.dll.evk_sim_last_error() or b"").decode(errors="replace")
                 raise ProjectError(f"the emulator refused the launch of {project.op_type}: {err}")
@@ -245,6 +205,8 @@ class CustomOpsLib:
                 os.unlink(report_path)
             except OSError:
                 pass
+        # the host half's warnings (InferShape, the tiling's size) belong to this call's report
+        report["violations"] = list(answer.get("host_violations") or []) + list(report.get("violations") or [])
         report["call"] = {"op": project.op_type, "inputs": [list(x.shape) for x in ins],
                           "dtypes": dtypes, "attrs": plan.attrs}
         if len(self.reports) < MAX_REPORTS:
@@ -254,6 +216,16 @@ class CustomOpsLib:
             raise HardwareRuleError(feedback)
         rets = [outs_by_alloc[t.alloc] if t.alloc is not None else args[t.arg] for t in plan.returns]  # type: ignore
         return rets[0] if len(rets) == 1 else tuple(rets)
+
+
+def _describe(x: torch.Tensor, values: bool) -> dict[str, Any]:
+    """A tensor as the host sees it: dtype and dims (and the values of a small integer input)."""
+    d: dict[str, Any] = {"dtype": _TORCH_NAME[x.dtype], "dims": list(x.shape)}
+    code = _VALUE_DTYPES.get(d["dtype"])
+    if values and code and x.numel() <= VALUE_DEPEND_MAX:
+        raw = ctypes.string_at(x.data_ptr(), x.numel() * x.element_size()) if x.numel() else b""
+        d["values"] = [int(v) for v in struct.unpack("<" + code * x.numel(), raw)]
+    return d
 
 
 def _fill(t: torch.Tensor, value: float | None) -> None:
@@ -270,8 +242,6 @@ def _fill(t: torch.Tensor, value: float | None) -> None:
 
 
 def _scalar_bytes(value: float, dtype: torch.dtype) -> bytes:
-    import struct
-
     if dtype == torch.bfloat16:
         return struct.pack("<f", value)[2:]
     fmt = {torch.float32: "<f", torch.float16: "<e", torch.float64: "<d", torch.int32: "<i", torch.int64: "<q",
@@ -279,15 +249,21 @@ def _scalar_bytes(value: float, dtype: torch.dtype) -> bytes:
     return struct.pack(fmt, value if fmt in ("<f", "<e", "<d") else int(value))
 
 
-def load(source: str, ask_build: Callable[[dict[str, Any]], str],
-         settings: SimSettings) -> tuple[types.ModuleType, CustomOpsLib]:
-    """Build the candidate's project (through the parent) and execute its model_src; returns the module
-    holding ModelNew and the worker's private library object (with the reports). Raises ProjectError for a malformed project, native.CompileError for a failed build."""
+def load(source: str, ask_build: Callable[[dict[str, Any]], str], settings: SimSettings,
+         ask_parent: Callable[[dict[str, Any]], dict[str, Any]]) -> tuple[types.ModuleType, CustomOpsLib]:
+    """Build the candidate's kernel libraries (through the parent), forbid mapping changes in their GM windows
+    and executable memory from then on, and execute its model_src; returns the module holding ModelNew and the
+    worker's private library object (with the reports). Raises ProjectError for a malformed project,
+    native.CompileError for a failed build."""
     project = parse_candidate(source)
+    if project.combos > abi.MAX_LIBRARIES:
+        raise ProjectError(f"project_json_src declares {project.combos} dtype combinations; at most "
+                           f"{abi.MAX_LIBRARIES} are emulated")
     lib = CustomOpsLib(project, lambda combo: ask_build({"kind": "ascend", "source": source, "combo": combo}),
-                       settings)
+                       settings, ask_parent)
     for k in range(project.combos):  # build every declared dtype combination now (the compile gate)
         lib.library(k)
+    ascend_seccomp.install(abi.SUPER_WINDOW)
     facade = lib.facade()
     sys.modules["custom_ops_lib"] = facade
     if "torch_npu" not in sys.modules:

@@ -126,6 +126,11 @@ class Worker:
         self._library_fds.append(fd)  # kept open (and the library mapped) for the worker's lifetime
         return f"/proc/self/fd/{fd}"
 
+    def _ask_parent(self, request: dict[str, Any]) -> dict[str, Any]:
+        """A request the parent answers with plain JSON (an Ascend C call's tiling, computed by its host process)."""
+        self.channel.send({"op": "build", **request})
+        return self.channel.recv_answer(PARENT_MESSAGE)
+
     def _install_build_hooks(self) -> None:
         native._BUILDER = lambda source, flags: self._ask_build({"kind": "cpp", "source": source, "flags": list(flags)})
         import torch.utils.cpp_extension as cpp_ext
@@ -211,7 +216,7 @@ class Worker:
         self.filename = "model_src.py"
         try:
             module, self.ascend_lib = ascend_ops.load(str(msg["source"]), self._ask_build,
-                                                      ascend_ops.SimSettings(msg.get("sim") or {}))
+                                                      ascend_ops.SimSettings(msg.get("sim") or {}), self._ask_parent)
         except ProjectError as exc:
             raise _Fail("compile", str(exc)) from None
         except native.CompileError as exc:

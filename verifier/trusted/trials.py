@@ -249,10 +249,18 @@ class WorkerJudge:
                               ci_low=speedup, ci_high=speedup, rounds=0, kind="estimate")
 
     def check_modelled_traffic(self, est: dict[str, Any], details: dict[str, Any]) -> None:
-        """The emulator's counters live in the candidate's process, so the parent re-derives what they must
-        at least show: a forward reads every input byte and writes every output byte through global memory.
-        A report claiming less GM traffic than that (counters tampered with, or work done outside the
-        emulated kernel) would model a kernel faster than the data movement the task needs: a hack."""
+        """The emulator's counters live in the candidate's process, so the parent checks what they claim
+        against what it knows itself before it models a latency from them: the backend's audit (ascend-sim:
+        every report ran a tiling its host process computed, with that many blocks; the Ascend C API wrote
+        every output byte the trials compared; the schedules match the hardware constants sent and their own
+        copy counters: ascend_sim/audit.py), and the traffic floor: a forward reads every input byte and writes
+        every output byte through global memory. A report claiming less (counters tampered with, or work done
+        outside the emulated kernel) would model a kernel faster than the work the data requires: a hack."""
+        problems = self.v.backend.audit(self.v._builds, self.reports, self.io_bytes)
+        if problems:
+            details["report_audit"] = problems[:20]
+            raise Fail("hack", "the emulator's reports do not describe the work the outputs required (counters "
+                       "tampered with, or work done outside the Ascend C API):\n" + "\n".join(problems[:6]))
         if self.io_bytes is None:
             return
         need = sum(self.io_bytes)

@@ -57,11 +57,20 @@ def main() -> int:
     if args.file:
         names = [n for n in MANIFEST if args.like and args.like in n][:1]
     cache = Path(args.cache or tempfile.mkdtemp(prefix="evk-attacks-"))  # removed at the end unless given
-    v = Verifier("cpu", VerifyConfig(cache_dir=cache, timing=False, run_timeout_s=20.0)).start()
+    verifiers: dict = {}
+
+    def verifier_for(backend: str):  # one per backend, started on first use
+        if backend not in verifiers:
+            verifiers[backend] = Verifier(backend, VerifyConfig(cache_dir=cache, timing=False,
+                                                                run_timeout_s=20.0)).start()
+        return verifiers[backend]
+
+    v = verifier_for("cpu")
     base = {k: getattr(v.config, k) for k in ("timing", "warmup", "min_rounds", "max_rounds", "build_timeout_s")}
     try:
         for name in names:
             e = MANIFEST[name]
+            v = verifier_for(e.get("backend", "cpu"))
             for k, val in base.items():
                 setattr(v.config, k, val)
             if args.full:
@@ -92,7 +101,8 @@ def main() -> int:
                 row["twin_speedup"] = twin.speedup
             print(json.dumps(row), flush=True)
     finally:
-        v.close()
+        for each in verifiers.values():
+            each.close()
         if not args.cache:
             shutil.rmtree(cache, ignore_errors=True)
     return 0
@@ -100,6 +110,7 @@ def main() -> int:
 
 CLASSES = {"1-glue": "1. The Python glue reaches the harness", "2-unwatched": "2. Only checked calls are watched",
            "3-native-rules": "3. The native rules are regexes", "4-timing": "4. Timing can be gamed",
+           "4-ascend-sim": "4b. The emulator's counters live in the candidate's process (ascend-sim)",
            "5-scalar-approx": "5. Approximations pass on scalar outputs", "6-resources": "6. Resources are unbounded",
            "7-protocol": "7. The protocol trusts the worker's bytes", "8-host-view": "8. The sandbox sees the host"}
 OUTCOMES = ("feasible", "crash", "leak", "rejected")

@@ -21,8 +21,9 @@ import pytest
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 MANIFEST: dict[str, dict] = tomllib.loads((HERE / "manifest.toml").read_text())
-CLASSES = ("1-glue", "2-unwatched", "3-native-rules", "4-timing", "5-scalar-approx", "6-resources", "7-protocol",
-           "8-host-view")
+CLASSES = ("1-glue", "2-unwatched", "3-native-rules", "4-timing", "4-ascend-sim", "5-scalar-approx", "6-resources",
+           "7-protocol", "8-host-view")
+BACKENDS = ("cpu", "ascend-sim")
 GATES = {"hack", "compile", "correctness", "runtime", "timeout", "feasible"}
 SECRET_ENV = "EVK_ATTACK_HOST_SECRET"
 TIMED = {"warmup": 2, "min_rounds": 6, "max_rounds": 10}
@@ -42,6 +43,7 @@ def test_manifest_covers_every_attack_file():
     assert files == set(MANIFEST), files ^ set(MANIFEST)
     for name, e in MANIFEST.items():
         assert e["class"] in CLASSES and name.startswith(f"c{e['class'][0]}_"), name
+        assert e.get("backend", "cpu") in BACKENDS, name
         assert set(_expected(e)) <= GATES, name
         assert (ROOT / e["task"]).is_file(), name
         assert e["why"].strip() and e["main"].strip() and e["main"] != "?", name
@@ -73,6 +75,16 @@ def attack_verifier(cache_dir):
     from evokernel.verifier.trusted.verifier import Verifier, VerifyConfig
 
     v = Verifier("cpu", VerifyConfig(cache_dir=cache_dir, timing=False, run_timeout_s=10.0)).start()
+    yield v
+    v.close()
+
+
+@pytest.fixture(scope="module")
+def ascend_attack_verifier(cache_dir):
+    """The ascend-sim verifier of the class-4 ascend-sim attacks (started on first use)."""
+    from evokernel.verifier.trusted.verifier import Verifier, VerifyConfig
+
+    v = Verifier("ascend-sim", VerifyConfig(cache_dir=cache_dir, timing=False, run_timeout_s=20.0)).start()
     yield v
     v.close()
 
@@ -113,8 +125,10 @@ def _host_texts(entry: dict) -> list[str]:
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if MANIFEST[n].get("slow") else n
                                   for n in sorted(MANIFEST)])
-def test_attack_is_stopped(attack_verifier, cache_dir, name):
-    v, entry = attack_verifier, MANIFEST[name]
+def test_attack_is_stopped(request, cache_dir, name):
+    entry = MANIFEST[name]
+    backend = entry.get("backend", "cpu")
+    v = request.getfixturevalue("attack_verifier" if backend == "cpu" else "ascend_attack_verifier")
     contain = entry.get("contain", {})
     task = _task(entry)
     for victim in entry.get("victims", []):
@@ -153,6 +167,11 @@ def test_attack_is_stopped(attack_verifier, cache_dir, name):
             ratio = verdict.speedup / twin.speedup
             assert ratio <= contain["max_speedup_vs_twin"], (
                 f"speedup {verdict.speedup:.2f}x vs the honest twin's {twin.speedup:.2f}x ({ratio:.2f}x): {where}")
+
+    # on ascend-sim the honest kernel the attack changes stays feasible: the defence refuses the trick, not the kernel
+    if backend != "cpu" and entry.get("twin"):
+        twin = _verify(v, task, (HERE / entry["twin"]).read_text(), bool(entry.get("timing")))
+        assert twin.feasible, f"twin {entry['twin']} must be feasible: {twin.failed_gate}: {twin.feedback[:500]}"
 
     # the verifier keeps judging after a resource or protocol attack
     if entry.get("then_honest"):

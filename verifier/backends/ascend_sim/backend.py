@@ -3,16 +3,25 @@
 * static check: the six strings are read from the candidate's syntax tree (the file never runs);
   model_src gets the Python rules (plus `custom_ops_lib`/`torch_npu` imports), the kernel, host and
   tiling sources the native rules for Ascend C;
-* builds: the sandboxed worker asks for one library per dtype combination (`kind: "ascend"`); this
-  process re-reads the project from the candidate source it judged and builds it in a throw-away
-  sandbox (`build.py`), cached by content;
+* builds: the sandboxed worker asks for one kernel library per dtype combination (`kind: "ascend"`); this
+  process re-reads the project from the candidate source it judged and builds it in a throw-away sandbox
+  (`build.py`), cached by content, with the project's host library beside it; both are judged as binaries
+  (`judge.py`) and the worker only ever receives the kernel library;
+* host code: TilingFunc, InferShape and the OpDef run in a host process of their own on shapes, dtypes and
+  attributes (`host.py`); the worker asks for a tiling (`kind: "ascend_tiling"`) and gets its bytes, block
+  count, key and workspace sizes, cached per verdict;
 * latency: modelled, not measured (`timing_mode = "model"`): the emulator's per-block pipe schedule
   and counters of a checked run give the kernel's estimate, the reference's recorded ATen operators
-  give the eager estimate on the same hardware constants (`hardware.py`, `latency_model.py`).
+  give the eager estimate on the same hardware constants (`hardware.py`, `latency_model.py`); `audit`
+  checks first that the reports claim no less than the data requires (`audit.py`).
 """
 from __future__ import annotations
 
-from dataclasses import asdict
+import json
+import os
+import weakref
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +33,9 @@ from evokernel.verifier.trusted.findings import Finding
 from evokernel.verifier.backends.cpu import build_limits
 from evokernel.verifier.trusted.launcher import SandboxSpec, run_sandboxed
 
-from . import build
-from .project import FIELDS, ProjectError, parse_candidate
+from . import abi, audit, build, host, judge
+from .project import FIELDS, Project, ProjectError, parse_candidate
+from .report import judge_report
 
 NATIVE_FIELDS = ("host_tiling_src", "host_operator_src", "kernel_src")
 # per emulated block: stops a kernel that loops for ever while calling the API (a timeout would also
@@ -68,6 +78,25 @@ def static_check_project(source: str) -> list[Finding]:
     return findings
 
 
+# a small integer input the OpDef declares ValueDepend reaches TilingFunc with its values, as on CANN (an axis, a
+# shape); larger or floating ones do not (a TilingFunc would compute on the data the kernel should)
+VALUE_DEPEND_MAX = 64
+_INT_DTYPES = {"int8", "uint8", "int16", "int32", "int64", "bool"}
+MAX_TILINGS = 32  # distinct calls per verdict (each starts a host process; repeats are answered from the cache)
+
+
+@dataclass
+class _VerdictState:
+    """What the backend keeps for one verdict (one BuildLog): the project it built, its host library and OpDef,
+    and the tilings the host process computed (requested by the worker, served to it, audited against)."""
+    source: str = ""
+    project: Project | None = None
+    host_lib: Path | None = None
+    opdef: dict[str, Any] | None = None
+    tilings: dict[str, dict[str, Any]] = field(default_factory=dict)  # request key -> answer
+    served: dict[str, dict[str, Any]] = field(default_factory=dict)  # tiling id -> tiling
+
+
 class AscendSimBackend(Backend):
     name = "ascend-sim"
     timing_mode = "model"
@@ -76,6 +105,12 @@ class AscendSimBackend(Backend):
     def __init__(self, cache_dir: Path, build_timeout_s: float = 600.0):
         self.cache_dir = cache_dir
         self.build_timeout_s = build_timeout_s
+        self._verdicts: "weakref.WeakKeyDictionary[BuildLog, _VerdictState]" = weakref.WeakKeyDictionary()
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ascend-host-build")
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ascend-host-build")
 
     # --- gate 1: static rules ----------------------------------------------------------------------
     def static_check(self, source: str) -> list[Finding]:
@@ -90,7 +125,14 @@ class AscendSimBackend(Backend):
                            limits=build_limits(timeout), cwd=cwd, seccomp="build", name="build")
         return run_sandboxed(argv, spec, timeout)
 
+    def state(self, log: BuildLog) -> _VerdictState:
+        if log not in self._verdicts:
+            self._verdicts[log] = _VerdictState()
+        return self._verdicts[log]
+
     def handle_build(self, request: dict[str, Any], log: BuildLog, rules: bool = True) -> dict[str, Any]:
+        if request.get("kind") == "ascend_tiling":
+            return self.handle_tiling(request, log)
         log.requests += 1
         if log.requests > log.MAX_REQUESTS:
             message = f"too many native builds requested (more than {log.MAX_REQUESTS})"
@@ -98,17 +140,39 @@ class AscendSimBackend(Backend):
             return {"ok": False, "error": message}
         if request.get("kind") != "ascend":
             return {"ok": False, "error": f"the ascend-sim backend builds operator projects, not {request.get('kind')!r}"}
+        st = self.state(log)
         try:
-            project = parse_candidate(str(request.get("source", "")))
+            source = str(request.get("source", ""))
+            project = parse_candidate(source)
             combo = int(request.get("combo", 0))
             if not 0 <= combo < project.combos:
                 raise ProjectError(f"no dtype combination {combo}")
+            if st.project is not None and source != st.source:
+                raise ProjectError("one candidate per verdict: the worker asked for another project's build")
             if rules:
                 findings = [f"{fld}: {f}" for fld in NATIVE_FIELDS for f in native_rules.check_native(project.sources[fld], "ascend")]
                 if findings:
                     log.hack += [f"native source {f}" for f in findings]
                     return {"ok": False, "error": "rejected by the verifier's native-code rules"}
-            result = build.build_project(project, combo, self.cache_dir, self._runner, self.build_timeout_s)
+            host_build = None
+            if st.host_lib is None:  # the host library builds beside the first kernel library (2 cores)
+                log.seconds += build.build_runtime(self.cache_dir, self._runner, self.build_timeout_s).seconds
+                host_build = self._pool.submit(build.build_host, project, self.cache_dir, self._runner,
+                                               self.build_timeout_s)
+            try:
+                result = build.build_kernel(project, combo, self.cache_dir, self._runner, self.build_timeout_s)
+            finally:
+                hosted = host_build.result() if host_build is not None else None  # a CompileError propagates
+            if rules and self._judged(result, log):
+                return {"ok": False, "error": "rejected by the verifier's binary judge"}
+            if hosted is not None:
+                log.builds += 1
+                log.cached += int(hosted.cached)
+                log.seconds += hosted.seconds
+                if rules and self._judged(hosted, log):
+                    return {"ok": False, "error": "rejected by the verifier's binary judge"}
+                st.opdef = self._describe(hosted.path, project, log)
+                st.host_lib, st.project, st.source = hosted.path, project, source
         except (ProjectError, ValueError) as exc:
             log.errors.append(str(exc))
             return {"ok": False, "error": str(exc)}
@@ -119,6 +183,123 @@ class AscendSimBackend(Backend):
         log.cached += int(result.cached)
         log.seconds += result.seconds
         return {"ok": True, "path": str(result.path)}
+
+    def _judged(self, result: Any, log: BuildLog) -> bool:
+        """The binary judge on a kernel or host build; its findings go to the hack gate."""
+        runtime = build.build_runtime(self.cache_dir, self._runner, self.build_timeout_s)
+        findings = judge.judge(result.facts, judge.policy(str(build.runtime_symbols(runtime))))
+        log.hack += [f"built library {f}" for f in findings]
+        return bool(findings)
+
+    def _describe(self, host_lib: Path, project: Project, log: BuildLog) -> dict[str, Any]:
+        """The OpDef the host library registers (run in the host process once per host build, cached beside it)."""
+        cached = host_lib.parent / "opdef.json"
+        if cached.is_file():
+            opdef = json.loads(cached.read_text())
+        else:
+            try:
+                result = host.run_host(host_lib, {"mode": "describe", "op": project.op_type}, self._scratch())
+            except (host.HostError, OSError) as exc:
+                raise ProjectError(f"host_operator_src: {exc}") from None
+            if not result.get("ok"):
+                raise ProjectError(f"host_operator_src: {result.get('error')}")
+            opdef = result.get("opdef")
+            tmp = cached.with_suffix(".tmp")
+            tmp.write_text(json.dumps(opdef))
+            os.replace(tmp, cached)
+        if opdef is None:
+            raise ProjectError(f"host_operator_src registers no OpDef named {project.op_type} (the op in "
+                               f"project_json_src); add `OP_ADD({project.op_type});` in namespace ops")
+        return opdef
+
+    def _scratch(self) -> Path:
+        return self.cache_dir / "ascend_sim" / "host_runs"
+
+    # --- the host process: tilings ------------------------------------------------------------------
+    def handle_tiling(self, request: dict[str, Any], log: BuildLog) -> dict[str, Any]:
+        """The worker's request for the tiling of one call (shapes, dtypes, attributes): computed by the host
+        process, cached for the verdict; the answer carries the tiling, or the feedback that explains its failure."""
+        st = self.state(log)
+        if st.project is None or st.host_lib is None or st.opdef is None:
+            return {"ok": False, "error": "a tiling was requested before the operator project was built"}
+        project, opdef = st.project, st.opdef
+        try:
+            call = self._tiling_call(request, project, opdef)
+        except ValueError as exc:
+            return {"ok": False, "error": str(exc)}
+        key = json.dumps(call, sort_keys=True)
+        if key not in st.tilings:
+            if len(st.tilings) >= MAX_TILINGS:
+                return {"ok": False, "error": f"more than {MAX_TILINGS} distinct operator calls (shapes, dtypes, "
+                                              "attributes) in one verification"}
+            st.tilings[key] = self._compute_tiling(st, call)
+        return st.tilings[key]
+
+    def _tiling_call(self, request: dict[str, Any], project: Project, opdef: dict[str, Any]) -> dict[str, Any]:
+        ins, outs = list(request.get("inputs") or []), list(request.get("outputs") or [])
+        if len(ins) != len(opdef["inputs"]) or len(outs) != len(opdef["outputs"]):
+            raise ValueError(f"EXEC_NPU_CMD passes {len(ins)} input(s) and {len(outs)} output(s); the OpDef of "
+                             f"{project.op_type} declares {len(opdef['inputs'])} and {len(opdef['outputs'])}")
+
+        def tensor(t: dict[str, Any], decl: dict[str, Any], is_input: bool) -> dict[str, Any]:
+            dtype = str(t.get("dtype"))
+            if dtype not in abi.GE_CODE:
+                raise ValueError(f"unsupported dtype {dtype!r}")
+            out = {"name": str(decl["name"]), "dtype": dtype, "dims": [int(d) for d in t.get("dims") or []]}
+            values = t.get("values")
+            if is_input and decl.get("value_depend") is True:
+                numel = 1
+                for d in out["dims"]:
+                    numel *= d
+                if dtype not in _INT_DTYPES or numel > VALUE_DEPEND_MAX or values is None or len(values) != numel:
+                    raise ValueError(f"input '{decl['name']}' is declared ValueDepend: its values reach TilingFunc "
+                                     f"only for integer inputs of at most {VALUE_DEPEND_MAX} elements (this one is "
+                                     f"{dtype} with {numel}); compute on data in the kernel")
+                out["values"] = [int(v) for v in values]
+            return out
+
+        attrs = request.get("attrs") or []
+        if not isinstance(attrs, list) or not all(
+                isinstance(a, (int, float)) or (isinstance(a, list) and all(isinstance(x, (int, float)) for x in a))
+                for a in attrs):
+            raise ValueError("attributes must be numbers or lists of numbers")
+        return {"op": project.op_type,
+                "inputs": [tensor(t, d, True) for t, d in zip(ins, opdef["inputs"])],
+                "outputs": [tensor(t, d, False) for t, d in zip(outs, opdef["outputs"])],
+                "attrs": attrs}
+
+    def _compute_tiling(self, st: _VerdictState, call: dict[str, Any]) -> dict[str, Any]:
+        assert st.host_lib is not None
+        msg = self.load_message()["sim"]
+        request = {"mode": "tiling", **call, "sim": {k: msg[k] for k in ("core_num_aiv", "hw_model_json")}}
+        try:
+            result = host.run_host(st.host_lib, request, self._scratch())
+        except host.HostError as exc:
+            return {"ok": False, "error": f"The host code of {call['op']} failed: {exc}"}
+        except OSError as exc:  # the verifier's own side (scratch folder, sandbox start): no verdict on the candidate
+            return {"ok": False, "error": f"the verifier could not run the host process: {exc}"}
+        if not result.get("ok"):
+            return {"ok": False, "error": f"The host code of {call['op']} failed: {result.get('error')}"}
+        report = result.get("report")
+        if not isinstance(report, dict):
+            return {"ok": False, "error": f"the host process of {call['op']} returned no tiling"}
+        report.setdefault("op_type", call["op"])
+        feedback = judge_report(report)
+        if feedback:
+            return {"ok": False, "error": feedback}
+        t = report["tiling"]
+        tiling = {"block_dim": report["block_dim"], "tiling_key": report["tiling_key"],
+                  "schedule_mode": t["schedule_mode"], "data_hex": t["data_hex"], "workspace_sizes": t["workspace_sizes"]}
+        tiling["id"] = audit.tiling_id(tiling)
+        st.served[tiling["id"]] = tiling
+        warnings = [v for v in report.get("violations") or [] if v.get("severity") == "warning"]
+        return {"ok": True, "tiling": tiling, "host_violations": warnings[:32], "printed": report.get("kernel_printf", "")}
+
+    # --- the parent's check of what the reports claim ------------------------------------------------
+    def audit(self, log: BuildLog, trials: list[list[dict[str, Any]]], io_bytes: tuple[int, int] | None) -> list[str]:
+        """Problems with the emulator reports of one verdict (audit.py): each one is a hack."""
+        st = self.state(log)
+        return audit.audit(trials, st.served, io_bytes, st.project)
 
     # --- what the worker needs to run the emulator -------------------------------------------------
     def load_message(self) -> dict[str, Any]:

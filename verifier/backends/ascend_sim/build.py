@@ -1,22 +1,33 @@
 """Building an Ascend C operator project against the emulator (trusted side).
 
-One shared library per dtype combination of the project: the emulator runtime (compiled once per
-version of the emulator, cached), the kernel translation unit (a prelude + kernel_src, with the
-`-DDTYPE_<NAME>` macros msopgen would define), and the host translation unit (host_operator_src with
-the tiling header beside it). Every compile runs through the verifier's sandboxed runner (no network,
-writes only to the build directory) and is cached by a hash of everything that determines the binary.
+Two libraries, so that the candidate's host code and its kernel never share a process:
+
+* the **kernel library**, one per dtype combination: the emulator runtime (compiled once per version of the
+  emulator, cached) + the kernel translation unit (a prelude + kernel_src, with the `-DDTYPE_<NAME>` macros
+  msopgen would define). It runs in the candidate worker, which holds the data;
+* the **host library**, one per project: the runtime + the host translation unit (host_operator_src with the
+  tiling header beside it: TilingFunc, InferShape, OpDef). It runs in a separate host process (host.py) that
+  sees shapes, dtypes and attributes only.
+
+Each translation unit is compiled to its own object and judged as a binary (judge.py): the build keeps the
+tokens the candidate spelled (``-E -fdebug-cpp``), the files the unit read (``-MD``) and the object's undefined
+symbols (``nm``). Every compile runs through the verifier's sandboxed runner (no network, writes only to the
+build directory) and is cached by a hash of everything that determines the binary, its facts with it.
 """
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import re
 import shlex
 from pathlib import Path
 
 from evokernel.cpu import CompileError
-from evokernel.verifier.trusted import native_build
+from evokernel.verifier.trusted import binary_facts, native_build
 from evokernel.verifier.trusted.native_build import BuildResult, Runner, compiler_id
 
+from . import judge
 from .project import Project
 
 SIM_DIR = Path(__file__).resolve().parent
@@ -46,15 +57,36 @@ def _key(*parts: str) -> str:
     return h.hexdigest()[:32]
 
 
+class _Kept:
+    """What a build keeps beside its output in the cache (native_build writes ``to_json()`` to its facts file)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def to_json(self) -> str:
+        return self.text
+
+
 def build_runtime(cache_root: Path, runner: Runner, timeout: float) -> BuildResult:
-    """runtime.o, compiled once per emulator version (~5 s)."""
+    """runtime.o, compiled once per emulator version (~5 s); its facts file lists the symbols it defines (the
+    judge's allow-list for what a candidate's object may reach through the headers): `runtime_symbols`."""
     key = _key("runtime", emulator_hash())
 
-    def prepare(work: Path) -> list[str]:
-        return [CXX, *CXXFLAGS, f"-I{INCLUDE}", "-c", str(RUNTIME), "-o", str(work / "runtime.o")]
+    def run(work: Path) -> _Kept:
+        q = shlex.quote
+        obj, names = work / "runtime.o", work / "runtime.defined"
+        native_build._run(runner, ["/bin/sh", "-c",
+                                   f"{CXX} {' '.join(CXXFLAGS)} -I{q(str(INCLUDE))} -c {q(str(RUNTIME))} -o {q(str(obj))} && "
+                                   f"nm --defined-only --format=posix {q(str(obj))} | cut -d' ' -f1 > {q(str(names))}"],
+                          work, timeout)
+        return _Kept(json.dumps(sorted(set(names.read_text().split()))))
 
-    return native_build._build_into_cache(key, "runtime.o", cache_root / "ascend_sim" / "runtime", prepare,
-                                          runner, timeout)
+    return native_build._build_into_cache(key, "runtime.o", cache_root / "ascend_sim" / "runtime", run, False)
+
+
+def runtime_symbols(runtime: BuildResult) -> Path:
+    """The file listing what runtime.o defines (a JSON list of names)."""
+    return runtime.path.parent / binary_facts.FACTS_NAME
 
 
 _CUBE_API = re.compile(r"\b(Mmad|LoadData|Fixpipe|Nd2NzParams|Matmul\s*<|MatmulImpl\s*<)|TPosition::(A1|A2|B1|B2|CO1|C1|C2)\b")
@@ -101,53 +133,116 @@ def kernel_prelude(project: Project) -> str:
     )
 
 
-def build_project(project: Project, combo: int, cache_root: Path, runner: Runner,
-                  timeout: float = 300.0) -> BuildResult:
-    """lib.so for dtype combination ``combo``: runtime + kernel + host, linked with --no-undefined."""
-    runtime = build_runtime(cache_root, runner, timeout)
-    macros = project.macros(combo)
+def _write_sources(work: Path, project: Project) -> None:
+    """The project's files as msopgen lays them out (the tiling header beside the host source, and wherever the
+    sources include it from); file names = the candidate's string names, so diagnostics point at them."""
     src = project.sources
-    key = _key("project", emulator_hash(), kernel_prelude(project), project.op_type, project.kernel_name,
-               project.tiling_header, " ".join(macros), src["host_tiling_src"], src["host_operator_src"],
-               src["kernel_src"])
-    inc = f"-I{INCLUDE}"
+    (work / "op_host").mkdir()
+    tiling = work / "op_host" / Path(project.tiling_header).name
+    tiling.write_text(src["host_tiling_src"])
+    if project.tiling_header != tiling.name:  # included with a relative path, e.g. "op_host/x_tiling.h"
+        # ... or "../op_kernel/x_tiling.h" from op_host/ (a tiling struct kept with the kernel)
+        for alias in (work / project.tiling_header, work / "op_host" / project.tiling_header):
+            if work in alias.resolve().parents and not alias.resolve().exists():
+                alias.resolve().parent.mkdir(parents=True, exist_ok=True)
+                alias.resolve().write_text(src["host_tiling_src"])
+    (work / judge.HOST_FILE).write_text(src["host_operator_src"])
+    (work / judge.KERNEL_FILE).write_text(src["kernel_src"])
 
-    def prepare(work: Path) -> list[str]:
-        (work / "op_host").mkdir()
-        tiling = work / "op_host" / Path(project.tiling_header).name
-        tiling.write_text(src["host_tiling_src"])
-        if project.tiling_header != tiling.name:  # included with a relative path, e.g. "op_host/x_tiling.h"
-            # ... or "../op_kernel/x_tiling.h" from op_host/ (a tiling struct kept with the kernel)
-            for alias in (work / project.tiling_header, work / "op_host" / project.tiling_header):
-                if work in alias.resolve().parents and not alias.resolve().exists():
-                    alias.resolve().parent.mkdir(parents=True, exist_ok=True)
-                    alias.resolve().write_text(src["host_tiling_src"])
-        # file names = the candidate's string names, so diagnostics and rule reports point at them
-        (work / "host_operator_src.cpp").write_text(src["host_operator_src"])
-        (work / "kernel_src.cpp").write_text(src["kernel_src"])
-        (work / "kernel_tu.cpp").write_text(kernel_prelude(project))
-        q = shlex.quote
-        common = " ".join(q(f) for f in CXXFLAGS) + f" {q(inc)} -I{q(str(work))} -I{q(str(work / 'op_host'))}"
-        # the two translation units compile in parallel; the link waits for both
-        script = (
-            f"cd {q(str(work))} && "
-            f"({CXX} {common} {' '.join(q(m) for m in macros)} -c kernel_tu.cpp -o kernel.o 2>kernel.log; "
-            f"echo $? > kernel.rc) & "
-            f"({CXX} {common} -c host_operator_src.cpp -o host.o 2>host.log; echo $? > host.rc) & "
-            f"wait; cat kernel.log host.log >&2; "
-            f"[ \"$(cat kernel.rc)\" = 0 ] && [ \"$(cat host.rc)\" = 0 ] && "
-            f"{CXX} {' '.join(q(f) for f in LINK[:1])} -o lib.so kernel.o host.o {q(str(runtime.path))} "
-            f"{' '.join(q(f) for f in LINK[1:])}"
-        )
-        return ["/bin/sh", "-c", script]
+
+# one translation unit: the object (with its dependency list), the tokens the candidate spelled (the lines of
+# the -fdebug-cpp preprocessing that hold a token of a file in the build folder) and the object's undefined
+# symbols; then the link with the runtime object. $1 unit name, $2 source, $3 output library, $4 runtime.o,
+# $5 the build folder, then the compiler flags.
+_UNIT_SCRIPT = (
+    'unit=$1; src=$2; out=$3; rt=$4; work=$5; shift 5; '
+    f'({CXX} "$@" -MD -MF "$unit.d" -c "$src" -o "$unit.o" 2>"$unit.log"; echo $? > "$unit.rc") & '
+    f'({CXX} "$@" -E -fdebug-cpp "$src" 2>/dev/null | grep -F "{{P:$work/" > "$unit.tok"; true) & '
+    'wait; cat "$unit.log" >&2; [ "$(cat "$unit.rc")" = 0 ] || exit 1; '
+    'nm --undefined-only --format=posix "$unit.o" > "$unit.und" && '
+    'cut -d" " -f1 "$unit.und" | sed "s/@.*//" | c++filt > "$unit.dem" && '
+    f'{CXX} {LINK[0]} -o "$out" "$unit.o" "$rt" {" ".join(LINK[1:])}'
+)
+
+
+def _unit_facts(work: Path, unit: str, project: Project) -> judge.UnitFacts:
+    """The judge's facts of one compiled unit in ``work`` (the build's scratch files are removed)."""
+    facts = judge.UnitFacts(unit)
+    names = [judge.KERNEL_FILE] if unit == "kernel" else [judge.HOST_FILE]
+    labels = {str(work / n): n.rsplit(".", 1)[0] for n in names}
+    for p in work.rglob("*.h"):  # the tiling header and its aliases
+        labels[os.path.normpath(str(p))] = judge.TILING_LABEL
+    try:
+        tok = work / f"{unit}.tok"
+        if not tok.exists() or tok.stat().st_size > binary_facts.MAX_PREPROCESSED_BYTES:
+            facts.error = "the preprocessed translation unit is missing or too large to judge"
+            return facts
+        spelled, seen = judge.spelled_tokens(tok.read_text(errors="replace"), labels)
+        if not seen:
+            facts.error = "the compiler's token locations (-fdebug-cpp) could not be read"
+            return facts
+        sources = {"kernel_src": project.sources["kernel_src"], "host_operator_src": project.sources["host_operator_src"],
+                   judge.TILING_LABEL: project.sources["host_tiling_src"]}
+        for label, toks in spelled.items():
+            if len(toks) > judge.MAX_TOKENS:
+                facts.error = f"{label} is too large to judge"
+                return facts
+            facts.files[label] = binary_facts.Facts(tokens=toks,
+                                                    line_directives=binary_facts.line_directives(sources[label]))
+        facts.foreign = judge.foreign_files(judge.parse_deps((work / f"{unit}.d").read_text(errors="replace")),
+                                            work, INCLUDE)[:20]
+        facts.symbols = binary_facts.parse_symbols((work / f"{unit}.und").read_text(errors="replace").splitlines(),
+                                                   (work / f"{unit}.dem").read_text(errors="replace").splitlines())
+    except OSError as exc:
+        facts.error = f"the build left no facts ({type(exc).__name__})"
+    finally:
+        for ext in ("tok", "d", "und", "dem", "o", "log", "rc"):
+            (work / f"{unit}.{ext}").unlink(missing_ok=True)
+    return facts
+
+
+def _build_unit(unit: str, project: Project, key_parts: list[str], cache_root: Path, runner: Runner,
+                timeout: float, flags: list[str]) -> BuildResult:
+    runtime = build_runtime(cache_root, runner, timeout)
+    key = _key(unit, judge.JUDGE_VERSION, emulator_hash(), *key_parts)
+    source = "kernel_tu.cpp" if unit == "kernel" else judge.HOST_FILE
+
+    def run(work: Path) -> judge.UnitFacts:
+        _write_sources(work, project)
+        if unit == "kernel":
+            (work / "kernel_tu.cpp").write_text(kernel_prelude(project))
+        common = [*CXXFLAGS, f"-I{INCLUDE}", f"-I{work}", f"-I{work / 'op_host'}", *flags]
+        native_build._run(runner, ["/bin/sh", "-c", _UNIT_SCRIPT, "sh", unit, str(work / source), str(work / "lib.so"),
+                                   str(runtime.path), str(work), *common], work, timeout)
+        return _unit_facts(work, unit, project)  # kept in the cache as the build's facts file
 
     try:
-        result = native_build._build_into_cache(key, "lib.so", cache_root / "ascend_sim" / "projects", prepare,
-                                                runner, timeout)
+        result = native_build._build_into_cache(key, "lib.so", cache_root / "ascend_sim" / f"{unit}s", run, False)
     except CompileError as exc:
         raise CompileError(_ascend_diagnostics(exc.diagnostics, project)) from None
+    try:  # fresh or cached, the facts are the published file's
+        result.facts = judge.UnitFacts.from_json((result.path.parent / binary_facts.FACTS_NAME).read_text())
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        result.facts = judge.UnitFacts(unit, error=f"the build's facts are unreadable ({type(exc).__name__})")
     result.seconds += runtime.seconds
     return result
+
+
+def build_kernel(project: Project, combo: int, cache_root: Path, runner: Runner, timeout: float = 300.0) -> BuildResult:
+    """The kernel library of dtype combination ``combo`` (runtime + kernel TU, linked with --no-undefined); its
+    facts (judge.UnitFacts) in ``result.facts``."""
+    macros = project.macros(combo)
+    src = project.sources
+    return _build_unit("kernel", project, [kernel_prelude(project), project.tiling_header, " ".join(macros),
+                                           src["host_tiling_src"], src["kernel_src"]],
+                       cache_root, runner, timeout, list(macros))
+
+
+def build_host(project: Project, cache_root: Path, runner: Runner, timeout: float = 300.0) -> BuildResult:
+    """The host library (runtime + host TU: TilingFunc, InferShape, OpDef); its facts in ``result.facts``."""
+    src = project.sources
+    return _build_unit("host", project, [project.tiling_header, src["host_tiling_src"], src["host_operator_src"]],
+                       cache_root, runner, timeout, [])
 
 
 def _ascend_diagnostics(text: str, project: Project) -> str:

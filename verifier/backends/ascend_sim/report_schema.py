@@ -87,7 +87,10 @@ FIELDS: dict[str, Spec] = {
     "blocks": List(BLOCK, MAX_BLOCKS), "totals": COUNTERS, "kernel_printf": Str(16_384, truncate=True),
     "call": _CALL,
 }
-EXTRA: dict[str, Spec] = {}  # fields a newer emulator adds (checked like the others)
+# what the API moved per kernel argument (runtime.cpp: report_json "args"; the parent's audit.py reads it)
+_ARG = Obj({"name": Str(256), "kind": NAME, "bytes": U64, "read_bytes": U64, "written_bytes": U64, "covered_bytes": U64,
+            "changed_bytes": U64}, required=("kind", "covered_bytes"))
+EXTRA: dict[str, Spec] = {"args": List(_ARG, 64)}  # fields a newer emulator adds (checked like the others)
 
 REPORT = Obj({**FIELDS, **EXTRA})
 REPORTS = List(REPORT, MAX_REPORTS)

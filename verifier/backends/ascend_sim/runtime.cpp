@@ -212,25 +212,31 @@ struct Alloc {
     void* caller = nullptr;       // the caller's buffer (copied in before, and for outputs back after the run)
     bool copy_back = false;
     std::vector<int32_t> writer;  // outputs: last writing block per byte (-1 none)
+    // what the Ascend C API moved (gm_access): bytes read and written, and for outputs a bitmap of the bytes any
+    // API write covered. The report carries them; the trusted parent checks them against the output bytes it reads
+    uint64_t api_read = 0, api_written = 0, changed = 0;
+    std::vector<uint64_t> covered;
     std::vector<uint64_t> race;   // last kernel write per byte for race detection (race.h); empty until written
     std::vector<uint32_t> race_rd;  // its unordered reads per byte (race.h: a read set id); empty until read
 };
 
-// All kernel arguments live in one shared-memory region mapped twice: a read/write view the runtime
-// uses and a PROT_NONE view whose addresses the kernel receives. A raw dereference of a kernel GM
-// pointer therefore faults (reported as gm_raw_access) while every API path translates the address.
+// The kernel's GM addresses point at nothing. Every kernel argument lives in the runtime's private memory (`rw`);
+// the kernel gets addresses in an unbacked window of the address space (`kv`, nothing is mapped there), so a raw
+// dereference of a kernel GM pointer faults (reported as gm_raw_access) while every API path translates the
+// address to rw. Lifting a protection (mprotect on kv) gains nothing: there is no data behind the window. The one
+// exception is a small read-only view at the window's start (a memfd mapped twice): the tiling, which a kernel
+// may read through a raw pointer as the NPU's scalar unit does. The window is fixed when the library starts
+// (evk_sim_set_window), so the worker can forbid every mapping change inside it (sandboxed/ascend_seccomp.py).
 struct GmRegion {
     uint8_t* rw = nullptr;
     uint8_t* kv = nullptr;
     uint64_t size = 0;
-    bool is_protected = false;
-    std::string method = "not mapped";  // memfd | shared-alias | none (unprotected fallback)
+    std::string method = "not mapped";  // "unbacked-window" (always, once mapped)
     GmRegion() = default;
     GmRegion(const GmRegion&) = delete;
     GmRegion& operator=(const GmRegion&) = delete;
     ~GmRegion() { release(); }
     void release() {
-        if (kv && kv != rw) munmap(kv, size);
         if (rw) munmap(rw, size);
         rw = kv = nullptr;
         size = 0;
@@ -402,10 +408,16 @@ struct Run {
 };
 
 Run* g_run = nullptr;
-// the protected (kernel-visible) GM view, read by the signal handler and the address translation
+// the kernel-visible GM addresses of the current run (inside the window) and the runtime's bytes behind them,
+// read by the signal handler and the address translation
 uint8_t* volatile g_gm_kv = nullptr;
 uint8_t* volatile g_gm_rw = nullptr;
 volatile uint64_t g_gm_size = 0;
+// the window (fixed for the library's lifetime) and its read-only tiling view: kv at the window's start, rw elsewhere
+volatile uintptr_t g_win_base = 0;
+volatile uint64_t g_win_size = 0;
+uint8_t* volatile g_tv_rw = nullptr;
+volatile uint64_t g_tv_size = 0;
 // the last kernel source position an API call reported (for faults outside the API)
 const char* g_last_file = nullptr;
 int g_last_line = 0;
@@ -939,6 +951,8 @@ uint8_t* gm_host(const void* p) {
     const uint8_t* q = static_cast<const uint8_t*>(p);
     uint8_t* kv = g_gm_kv;
     if (kv && q >= kv && q < kv + g_gm_size) return g_gm_rw + (q - kv);
+    const uint8_t* tv = reinterpret_cast<const uint8_t*>(g_win_base);
+    if (g_tv_rw && q >= tv && q < tv + g_tv_size) return g_tv_rw + (q - tv);
     return const_cast<uint8_t*>(q);
 }
 
@@ -1000,6 +1014,21 @@ void race_access(Alloc* a, const char* instr, uint64_t start, uint64_t n, bool w
 }
 }  // namespace
 
+namespace {
+// marks bytes [start, start + n) in a bitmap of 64-byte words
+void set_covered(std::vector<uint64_t>& bits, uint64_t start, uint64_t n) {
+    uint64_t i = start, end = start + n;
+    while (i < end && (i & 63)) bits[i >> 6] |= 1ull << (i & 63), ++i;
+    while (i + 64 <= end) bits[i >> 6] = ~0ull, i += 64;
+    while (i < end) bits[i >> 6] |= 1ull << (i & 63), ++i;
+}
+uint64_t count_covered(const std::vector<uint64_t>& bits) {
+    uint64_t c = 0;
+    for (uint64_t w : bits) c += static_cast<uint64_t>(__builtin_popcountll(w));
+    return c;
+}
+}  // namespace
+
 bool gm_access(const char* instr, const void* p, uint64_t n, bool write, const void* tbase, uint64_t tbytes,
                const char* file, int line) {
     note_loc(file, line);
@@ -1025,6 +1054,12 @@ bool gm_access(const char* instr, const void* p, uint64_t n, bool write, const v
                       "%s %s %s, beyond the GlobalTensor's declared size (SetGlobalBuffer size) but inside the "
                       "real buffer",
                       instr, write ? "writes" : "reads", describe_gm(p, n).c_str());
+    }
+    if (write) {
+        a->api_written += n;
+        if (!a->covered.empty()) set_covered(a->covered, static_cast<uint64_t>(q - a->base), n);
+    } else {
+        a->api_read += n;
     }
     if (write) {
         if (a->kind == AK_INPUT)
@@ -2460,6 +2495,22 @@ std::string report_json(const Run& r) {
         j.s += "]},";
     }
     j.key("blocks_run"); j.num(r.blocks.size()); j.s += ",";
+    // what the Ascend C API moved per kernel argument (gm_access): the trusted parent compares the outputs'
+    // covered bytes with the output bytes it reads itself
+    j.key("args"); j.s += "[";
+    for (size_t i = 0; i < r.allocs.size(); ++i) {
+        const Alloc& a = r.allocs[i];
+        if (i) j.s += ",";
+        j.s += "{";
+        j.key("name"); j.str(a.name); j.s += ",";
+        j.key("kind"); j.str(kind_name(a.kind)); j.s += ",";
+        j.key("bytes"); j.num(a.n); j.s += ",";
+        j.key("read_bytes"); j.num(a.api_read); j.s += ",";
+        j.key("written_bytes"); j.num(a.api_written); j.s += ",";
+        j.key("covered_bytes"); j.num(count_covered(a.covered)); j.s += ",";
+        j.key("changed_bytes"); j.num(a.changed); j.s += "}";
+    }
+    j.s += "],";
     if (!r.race_stats.empty()) {
         j.key("race"); j.s += r.race_stats; j.s += ",";
     }
@@ -2574,8 +2625,9 @@ extern "C" void evk_on_signal(int sig, siginfo_t* si, void* ucv) {
     if (g_guarded) {
         g_guarded = 0;
         uintptr_t a = si ? reinterpret_cast<uintptr_t>(si->si_addr) : 0;
-        uintptr_t lo = reinterpret_cast<uintptr_t>(static_cast<uint8_t*>(g_gm_kv));
-        g_fault_gm = (sig == SIGSEGV || sig == SIGBUS) && lo && g_gm_kv != g_gm_rw && a >= lo && a < lo + g_gm_size;
+        // a fault inside the GM window: the kernel dereferenced a GM address (there is nothing behind it)
+        uintptr_t lo = g_win_base;
+        g_fault_gm = (sig == SIGSEGV || sig == SIGBUS) && lo && a >= lo && a < lo + g_win_size;
         g_fault_addr = a;
         g_fault_pc = 0;
         g_fault_write = -1;
@@ -3320,105 +3372,176 @@ void add_alloc(Run& r, const std::string& name, int kind, void* data, uint64_t n
     r.allocs.push_back(std::move(a));
 }
 
-// Creates the double-mapped region: a memfd mapped twice, else an anonymous shared mapping aliased with
-// mremap(old_size = 0), else (no protection) a single private mapping.
-bool create_region(GmRegion& g, uint64_t size) {
-    g.size = size;
+// ---- the GM window ---------------------------------------------------------------------------------------
+constexpr uint64_t kGmPage = 4096;
+constexpr uint64_t kGmGap = 64 * 1024;       // unbacked gap before, between and after arguments
+constexpr uint64_t kWindowBytes = 1ull << 40;  // 1 TiB of address space, nothing mapped but the tiling view
+constexpr uint64_t kDefaultWindow = (1ull << 45) + (1ull << 40);  // 33 TiB: far below the mmap base, above the program
+constexpr uint64_t kTilingView = 1ull << 20;   // the tiling's read-only view (a tiling of at most 1 MiB)
+constexpr uint64_t kArgsStart = kTilingView + kGmGap;
+
+// No mapping of this process intersects [lo, hi)? (read once, when the window is set, before any candidate runs)
+bool range_free(uint64_t lo, uint64_t hi) {
+    FILE* f = std::fopen("/proc/self/maps", "r");
+    if (!f) return true;  // cannot tell: the view's MAP_FIXED_NOREPLACE still refuses to replace anything
+    char line[512];
+    bool free_ = true;
+    while (std::fgets(line, sizeof(line), f)) {
+        unsigned long long a = 0, b = 0;
+        if (std::sscanf(line, "%llx-%llx", &a, &b) == 2 && a < hi && b > lo) free_ = false;
+    }
+    std::fclose(f);
+    return free_;
+}
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+// Fixes the window at `base` (1 GiB aligned) and maps its tiling view: a memfd mapped read/write for the runtime
+// and read-only at the window's start for the kernel. Once per library; later calls must name the same base.
+bool set_window(uint64_t base, std::string& err) {
+    if (g_win_base) {
+        if (base && base != g_win_base) {
+            err = fmt("the GM window is already at 0x%llx", static_cast<unsigned long long>(g_win_base));
+            return false;
+        }
+        return true;
+    }
+    if (!base) base = kDefaultWindow;
+    if (base % (1ull << 30) != 0 || base < (1ull << 32) || base + kWindowBytes > (1ull << 47)) {
+        err = fmt("GM window base 0x%llx: must be 1 GiB aligned, inside the 47-bit user address space",
+                  static_cast<unsigned long long>(base));
+        return false;
+    }
+    if (!range_free(base, base + kWindowBytes)) {
+        err = fmt("GM window 0x%llx: the address range is in use", static_cast<unsigned long long>(base));
+        return false;
+    }
     void* rw = MAP_FAILED;
     void* kv = MAP_FAILED;
 #ifdef SYS_memfd_create
-    int fd = static_cast<int>(syscall(SYS_memfd_create, "evk-sim-gm", 1u /* MFD_CLOEXEC */));
+    int fd = static_cast<int>(syscall(SYS_memfd_create, "evk-sim-tiling", 1u /* MFD_CLOEXEC */));
     if (fd >= 0) {
-        if (ftruncate(fd, static_cast<off_t>(size)) == 0) {
-            rw = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (ftruncate(fd, static_cast<off_t>(kTilingView)) == 0) {
+            rw = mmap(nullptr, kTilingView, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
             if (rw != MAP_FAILED) {
-                kv = mmap(nullptr, size, PROT_NONE, MAP_SHARED, fd, 0);
+                kv = mmap(reinterpret_cast<void*>(base), kTilingView, PROT_READ, MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
+                if (kv != MAP_FAILED && kv != reinterpret_cast<void*>(base)) {  // an old kernel took it as a hint
+                    munmap(kv, kTilingView);
+                    kv = MAP_FAILED;
+                }
                 if (kv == MAP_FAILED) {
-                    munmap(rw, size);
+                    munmap(rw, kTilingView);
                     rw = MAP_FAILED;
                 }
             }
         }
-        close(fd);
-        if (rw != MAP_FAILED) {
-            g.rw = static_cast<uint8_t*>(rw);
-            g.kv = static_cast<uint8_t*>(kv);
-            g.is_protected = true;
-            g.method = "memfd";
-            return true;
-        }
+        close(fd);  // the mappings keep the memory; nothing else can map it again
     }
 #endif
-#ifdef MREMAP_MAYMOVE
-    rw = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    g_win_base = base;
+    g_win_size = kWindowBytes;
     if (rw != MAP_FAILED) {
-        kv = mremap(rw, 0, size, MREMAP_MAYMOVE);
-        if (kv != MAP_FAILED && mprotect(kv, size, PROT_NONE) == 0) {
-            g.rw = static_cast<uint8_t*>(rw);
-            g.kv = static_cast<uint8_t*>(kv);
-            g.is_protected = true;
-            g.method = "shared-alias";
-            return true;
-        }
-        if (kv != MAP_FAILED) munmap(kv, size);
-        munmap(rw, size);
-    }
-#endif
-    rw = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (rw == MAP_FAILED) {
-        g.size = 0;
-        return false;
-    }
-    g.rw = g.kv = static_cast<uint8_t*>(rw);
-    g.is_protected = false;
-    g.method = "none";
+        g_tv_rw = static_cast<uint8_t*>(rw);
+        g_tv_size = kTilingView;
+    }  // else no raw-readable tiling: raw tiling reads fault like any raw GM access
     return true;
 }
 
-constexpr uint64_t kGmPage = 4096;
-constexpr uint64_t kGmGap = 64 * 1024;  // unmapped-for-the-kernel gap before, between and after arguments
-
-// Lays the arguments out in one region (page-aligned, separated by gaps), copies inputs in, poisons
-// outputs, and fills `args` with the kernel-visible addresses.
+// Lays the arguments out in the window (page-aligned, separated by unbacked gaps), copies inputs into the
+// runtime's memory, poisons outputs, and fills `args` with the kernel-visible addresses. The tiling goes into
+// the read-only view when it fits.
 bool map_gm(Run& r, std::vector<Arg>& args) {
-    uint64_t size = kGmGap;
+    std::string err;
+    if (!set_window(0, err)) {
+        g_last_error = err;
+        return false;
+    }
+    uint64_t size = 0;
     std::vector<uint64_t> offs;
     for (const Alloc& a : r.allocs) {
+        if (a.kind == AK_TILING && g_tv_rw && a.n <= g_tv_size) {
+            offs.push_back(UINT64_MAX);  // in the view
+            continue;
+        }
         offs.push_back(size);
         uint64_t n = a.n ? a.n : 1;
         size += (n + kGmPage - 1) / kGmPage * kGmPage + kGmGap;
     }
-    if (!create_region(r.gm, size)) {
+    if (kArgsStart + size > g_win_size) {
+        g_last_error = "the kernel arguments need " + std::to_string(size) + " bytes of emulated global memory";
+        return false;
+    }
+    void* rw = size ? mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
+                    : nullptr;
+    if (rw == MAP_FAILED) {
         g_last_error = "cannot map " + std::to_string(size) + " bytes of emulated global memory";
         return false;
     }
+    r.gm.rw = static_cast<uint8_t*>(rw);
+    r.gm.kv = reinterpret_cast<uint8_t*>(g_win_base + kArgsStart);
+    r.gm.size = size;
+    r.gm.method = "unbacked-window";
     g_gm_rw = r.gm.rw;
     g_gm_kv = r.gm.kv;
     g_gm_size = r.gm.size;
     args.clear();
     for (size_t i = 0; i < r.allocs.size(); ++i) {
         Alloc& a = r.allocs[i];
-        a.base = r.gm.kv + offs[i];
-        a.host = r.gm.rw + offs[i];
+        if (offs[i] == UINT64_MAX) {
+            a.base = reinterpret_cast<uint8_t*>(g_win_base);
+            a.host = g_tv_rw;
+            std::memset(g_tv_rw, 0, g_tv_size);
+        } else {
+            a.base = r.gm.kv + offs[i];
+            a.host = r.gm.rw + offs[i];
+        }
         if (a.kind == AK_OUTPUT && !r.opt.keep_outputs)
             std::memset(a.host, 0xFF, a.n);  // poison: NaN for float/half
         else if (a.caller && a.n)
             std::memcpy(a.host, a.caller, a.n);
-        // the tiling may be read through a raw __gm__ pointer, as the scalar unit reads it on the NPU (Ascend's
-        // kernel-launch samples copy it word by word): its own pages are readable in the kernel's view; a write
-        // there, and any raw access to the other arguments, still faults (gm_raw_access)
-        if (a.kind == AK_TILING && a.n && r.gm.is_protected && r.gm.kv != r.gm.rw)
-            mprotect(a.base, (a.n + kGmPage - 1) / kGmPage * kGmPage, PROT_READ);
+        if (a.kind == AK_OUTPUT || a.kind == AK_INOUT) a.covered.assign((a.n + 63) / 64, 0);
         args.push_back(a.base);
     }
     return true;
 }
 
+// Output bytes that changed without an API write covering them: a kernel wrote them some other way (a forged
+// pointer into the runtime's memory). Checked before the copy back, against what the caller's buffer held (or
+// the poison).
+void check_uncovered_writes(Run& r) {
+    for (Alloc& a : r.allocs) {
+        if ((a.kind != AK_OUTPUT && a.kind != AK_INOUT) || !a.host || a.covered.empty()) continue;
+        const bool poisoned = a.kind == AK_OUTPUT && !r.opt.keep_outputs;
+        const uint8_t* before = static_cast<const uint8_t*>(a.caller);
+        if (!poisoned && !before) continue;
+        uint64_t changed = 0, uncovered = 0, first = 0;
+        for (uint64_t i = 0; i < a.n; ++i) {
+            const uint8_t was = poisoned ? 0xFF : before[i];
+            if (a.host[i] == was) continue;
+            ++changed;
+            if (!(a.covered[i >> 6] >> (i & 63) & 1)) {
+                if (!uncovered) first = i;
+                ++uncovered;
+            }
+        }
+        a.changed = changed;
+        if (uncovered)
+            record("gm_raw_write", SEV_FATAL, "", 0,
+                   fmt("%llu byte(s) of %s '%s' (first at byte %llu) changed without an Ascend C API write (DataCopy, "
+                       "DataCopyPad, Fixpipe, SetValue): the kernel wrote global memory behind the emulator's back",
+                       static_cast<unsigned long long>(uncovered), kind_name(a.kind), a.name.c_str(),
+                       static_cast<unsigned long long>(first)));
+    }
+}
+
 // Copies outputs (and in/out, caller workspace) back to the caller's buffers and drops the region.
 void unmap_gm(Run& r) {
-    if (!r.gm.rw) return;
+    if (!r.gm.rw && !r.gm.kv) return;
+    check_uncovered_writes(r);
     for (Alloc& a : r.allocs)
-        if (a.copy_back && a.caller && a.n) std::memcpy(a.caller, a.host, a.n);
+        if (a.copy_back && a.caller && a.n && a.host) std::memcpy(a.caller, a.host, a.n);
     g_gm_kv = nullptr;
     g_gm_rw = nullptr;
     g_gm_size = 0;
@@ -3492,11 +3615,14 @@ extern "C" int evk_sim_launch(const evk_launch_config* cfg) {
     return finish(r, cfg->report_path, ok);
 }
 
-extern "C" int evk_sim_run(const evk_run_config* cfg) {
-    g_last_error.clear();
-    if (!cfg || !cfg->op_type || !cfg->kernel) {
-        g_last_error = "evk_sim_run: op_type and kernel are required";
-        return 1;
+namespace evk_sim {
+namespace {
+
+// The checks every operator-flow entry makes before anything runs; nullptr (and g_last_error) when the config is bad.
+OpEntry* op_for(const evk_run_config* cfg, bool need_kernel) {
+    if (!cfg || !cfg->op_type || (need_kernel && !cfg->kernel)) {
+        g_last_error = need_kernel ? "evk_sim_run: op_type and kernel are required" : "evk_sim_tiling: op_type is required";
+        return nullptr;
     }
     OpEntry* e = find_op(cfg->op_type);
     if (!e || !e->def) {
@@ -3504,29 +3630,37 @@ extern "C" int evk_sim_run(const evk_run_config* cfg) {
         std::string known;
         for (auto& n : op_names()) known += (known.empty() ? "" : ", ") + n;
         g_last_error += "; registered: " + (known.empty() ? std::string("none") : known);
-        return 1;
+        return nullptr;
     }
     ops::OpDef& def = *e->def;
     if (cfg->n_inputs != static_cast<int>(def.inputs_.size()) || cfg->n_outputs != static_cast<int>(def.outputs_.size())) {
         g_last_error = "evk_sim_run: " + std::to_string(cfg->n_inputs) + " input(s)/" + std::to_string(cfg->n_outputs) +
                        " output(s) given but the OpDef declares " + std::to_string(def.inputs_.size()) + "/" +
                        std::to_string(def.outputs_.size());
-        return 1;
+        return nullptr;
     }
     if (cfg->n_inputs + cfg->n_outputs + 2 > static_cast<int>(kMaxArgs)) {
         g_last_error = "evk_sim_run: too many kernel arguments";
-        return 1;
+        return nullptr;
     }
-    Run r;
-    if (!make_options(cfg->options, r.opt)) return 1;
-    r.op_type = cfg->op_type;
+    return e;
+}
+
+void start_run(Run& r, const char* op_type) {
+    r.op_type = op_type;
     r.op_flow = true;
     platform().core_num_aiv = r.opt.core_num_aiv;
     platform().core_num_aic = r.opt.core_num_aiv / 2;
     platform().ub_size = r.opt.ub_size;
     g_run = &r;
     g_printf_bytes = 0;
+}
 
+// The host half of an operator run: attributes, InferShape and TilingFunc on the shapes, dtypes and attributes
+// (as on CANN, where they run on the host before any data exists: a tensor's data is there only for an input
+// the OpDef declares ValueDepend). Fills r's tiling fields; false when the tiling failed (r.status says why).
+bool run_host(const evk_run_config* cfg, Run& r, OpEntry* e, std::vector<uint8_t>& tiling_buf) {
+    ops::OpDef& def = *e->def;
     // --- attributes in declaration order ---
     gert::RuntimeAttrs attrs;
     for (auto& ad : def.attrs_) {
@@ -3573,19 +3707,19 @@ extern "C" int evk_sim_run(const evk_run_config* cfg) {
                            cfg->attrs[i].name ? cfg->attrs[i].name : "");
     }
 
-    // --- tiling context ---
+    // --- tiling context: shapes and dtypes; data only for ValueDepend inputs ---
     gert::TilingContext ctx;
     ctx.op_type_ = cfg->op_type;
     ctx.attrs_ = &attrs;
-    auto make_tensor = [](const evk_tensor& t) {
+    auto make_tensor = [](const evk_tensor& t, bool with_data) {
         gert::Tensor x;
         for (int k = 0; k < t.ndim; ++k) {
             x.shape_.origin_.AppendDim(t.dims[k]);
             x.shape_.storage_.AppendDim(t.dims[k]);
         }
         x.dtype_ = static_cast<ge::DataType>(t.dtype);
-        x.data_ = t.data;
-        x.nbytes_ = t.nbytes;
+        x.data_ = with_data ? t.data : nullptr;
+        x.nbytes_ = with_data ? t.nbytes : 0;
         return x;
     };
     auto check_dtype = [](const ops::OpParamDef& p, int dt, const char* what) {
@@ -3598,20 +3732,20 @@ extern "C" int evk_sim_run(const evk_run_config* cfg) {
                        p.name_.c_str(), dtype_name(dt), decl.c_str());
     };
     for (int i = 0; i < cfg->n_inputs; ++i) {
-        ctx.inputs_.push_back(make_tensor(cfg->inputs[i]));
+        ctx.inputs_.push_back(make_tensor(cfg->inputs[i], def.inputs_[i].value_depend_));
         gert::CompileTimeTensorDesc d;
         d.dtype_ = static_cast<ge::DataType>(cfg->inputs[i].dtype);
         ctx.input_descs_.push_back(d);
         check_dtype(def.inputs_[i], cfg->inputs[i].dtype, "input");
     }
     for (int i = 0; i < cfg->n_outputs; ++i) {
-        ctx.outputs_.push_back(make_tensor(cfg->outputs[i]));
+        ctx.outputs_.push_back(make_tensor(cfg->outputs[i], false));
         gert::CompileTimeTensorDesc d;
         d.dtype_ = static_cast<ge::DataType>(cfg->outputs[i].dtype);
         ctx.output_descs_.push_back(d);
         check_dtype(def.outputs_[i], cfg->outputs[i].dtype, "output");
     }
-    std::vector<uint8_t> tiling_buf(64 * 1024, 0);
+    tiling_buf.assign(64 * 1024, 0);
     ctx.tiling_.data_ = tiling_buf.data();
     ctx.tiling_.capacity_ = tiling_buf.size();
 
@@ -3653,7 +3787,7 @@ extern "C" int evk_sim_run(const evk_run_config* cfg) {
     if (!e->tiling) {
         host_violation("tiling_failed", SEV_FATAL, "no TilingFunc registered (AICore().SetTiling)");
         r.status = "tiling_failed";
-        return finish(r, cfg->report_path, false);
+        return false;
     }
     install_handlers();
     volatile bool tiling_ok = false;
@@ -3672,7 +3806,9 @@ extern "C" int evk_sim_run(const evk_run_config* cfg) {
         g_guarded = 0;
     } else {
         host_violation("tiling_failed", SEV_FATAL,
-                       "TilingFunc crashed (e.g. a null pointer from GetInputShape/GetAttrs with a wrong index)");
+                       "TilingFunc crashed (e.g. a null pointer from GetInputShape/GetAttrs with a wrong index, or "
+                       "GetInputTensor(i)->GetData(): the host sees shapes, dtypes and attributes only, as on CANN, "
+                       "unless the OpDef declares the input ValueDepend)");
     }
     r.block_dim = ctx.block_dim_;
     r.tiling_key = ctx.tiling_key_;
@@ -3683,49 +3819,130 @@ extern "C" int evk_sim_run(const evk_run_config* cfg) {
     for (size_t w : ctx.workspace_) r.workspace_bytes += w;
     if (!tiling_ok) {
         r.status = "tiling_failed";
-        return finish(r, cfg->report_path, false);
+        return false;
     }
     if (!ctx.block_dim_set_ || ctx.block_dim_ == 0) {
         host_violation("block_dim", SEV_FATAL, "the TilingFunc did not call SetBlockDim with a positive block count");
         r.status = "tiling_failed";
-        return finish(r, cfg->report_path, false);
+        return false;
     }
     if (ctx.block_dim_ > 65535) {
         host_violation("block_dim", SEV_FATAL, "SetBlockDim(%u): at most 65535 blocks", ctx.block_dim_);
         r.status = "tiling_failed";
-        return finish(r, cfg->report_path, false);
+        return false;
     }
     if (ctx.tiling_.size_ > ctx.tiling_.capacity_) {
         host_violation(EVK_RULE_TILING_SIZE, SEV_ERROR, "SetDataSize(%zu) exceeds the tiling capacity %zu",
                        ctx.tiling_.size_, ctx.tiling_.capacity_);
-        ctx.tiling_.size_ = ctx.tiling_.capacity_;
+        r.tiling_size = ctx.tiling_.capacity_;
     }
     if (e->tiling_class_size && ctx.tiling_.size_ && ctx.tiling_.size_ != e->tiling_class_size)
         host_violation(EVK_RULE_TILING_SIZE, SEV_WARNING,
                        "SetDataSize(%zu) differs from sizeof(%s) = %zu registered with REGISTER_TILING_DATA_CLASS",
                        ctx.tiling_.size_, e->tiling_class.c_str(), e->tiling_class_size);
+    return true;
+}
 
-    // --- GM buffers: inputs, outputs, workspace, tiling ---
+// The kernel half: GM buffers (inputs, outputs, workspace, tiling) and the kernel once per block, from the tiling
+// the host half produced (r's tiling fields) and its bytes.
+int run_kernel_part(Run& r, const evk_run_config* cfg, const ops::OpDef* def, const uint8_t* tiling, uint64_t tiling_n) {
     std::vector<Arg> args;
     for (int i = 0; i < cfg->n_inputs; ++i) {
         const evk_tensor& t = cfg->inputs[i];
-        add_alloc(r, t.name ? t.name : def.inputs_[i].name_, AK_INPUT, t.data, t.nbytes);
+        add_alloc(r, t.name ? t.name : def ? def->inputs_[i].name_ : "input" + std::to_string(i), AK_INPUT, t.data,
+                  t.nbytes);
     }
     for (int i = 0; i < cfg->n_outputs; ++i) {
         const evk_tensor& t = cfg->outputs[i];
-        add_alloc(r, t.name ? t.name : def.outputs_[i].name_, AK_OUTPUT, t.data, t.nbytes);
+        add_alloc(r, t.name ? t.name : def ? def->outputs_[i].name_ : "output" + std::to_string(i), AK_OUTPUT, t.data,
+                  t.nbytes);
     }
-    // workspace: fresh zero pages of the region (untouched pages cost nothing)
+    // workspace: fresh zero pages (untouched pages cost nothing)
     add_alloc(r, "workspace", AK_WORKSPACE, nullptr, r.workspace_bytes);
-    add_alloc(r, "tiling", AK_TILING, tiling_buf.data(), ctx.tiling_.size_);
+    add_alloc(r, "tiling", AK_TILING, const_cast<uint8_t*>(tiling), tiling_n);
     if (!map_gm(r, args)) {
         host_violation("gm_setup", SEV_FATAL, "%s", g_last_error.c_str());
         r.status = "stopped";
         return finish(r, cfg->report_path, false);
     }
-
     bool ok = run_blocks(r, cfg->kernel, args);
     return finish(r, cfg->report_path, ok);
+}
+
+}  // namespace
+}  // namespace evk_sim
+
+extern "C" int evk_sim_run(const evk_run_config* cfg) {
+    g_last_error.clear();
+    OpEntry* e = op_for(cfg, true);
+    if (!e) return 1;
+    Run r;
+    if (!make_options(cfg->options, r.opt)) return 1;
+    start_run(r, cfg->op_type);
+    std::vector<uint8_t> tiling_buf;
+    if (!run_host(cfg, r, e, tiling_buf)) return finish(r, cfg->report_path, false);
+    return run_kernel_part(r, cfg, e->def, tiling_buf.data(), r.tiling_size);
+}
+
+extern "C" int evk_sim_tiling(const evk_run_config* cfg) {
+    g_last_error.clear();
+    OpEntry* e = op_for(cfg, false);
+    if (!e) return 1;
+    Run r;
+    if (!make_options(cfg->options, r.opt)) return 1;
+    start_run(r, cfg->op_type);
+    std::vector<uint8_t> tiling_buf;
+    bool ok = run_host(cfg, r, e, tiling_buf);
+    return finish(r, cfg->report_path, ok);
+}
+
+extern "C" int evk_sim_run_kernel(const evk_run_config* cfg, const evk_tiling* t) {
+    g_last_error.clear();
+    if (!cfg || !cfg->op_type || !cfg->kernel || !t) {
+        g_last_error = "evk_sim_run_kernel: op_type, kernel and the tiling are required";
+        return 1;
+    }
+    if (cfg->n_inputs < 0 || cfg->n_outputs < 0 || cfg->n_inputs + cfg->n_outputs + 2 > static_cast<int>(kMaxArgs)) {
+        g_last_error = "evk_sim_run_kernel: at most 30 inputs and outputs";
+        return 1;
+    }
+    if (t->n_workspace < 0 || t->n_workspace > 64 || (t->size && !t->data) || t->size > 64 * 1024) {
+        g_last_error = "evk_sim_run_kernel: a malformed tiling (at most 64 workspaces and 64 KiB of tiling data)";
+        return 1;
+    }
+    Run r;
+    if (!make_options(cfg->options, r.opt)) return 1;
+    start_run(r, cfg->op_type);
+    r.block_dim = t->block_dim;
+    r.tiling_key = t->tiling_key;
+    r.schedule_mode = t->schedule_mode;
+    r.tiling_size = t->size;
+    r.tiling_bytes.assign(t->data, t->data + t->size);
+    for (int32_t i = 0; i < t->n_workspace; ++i) {
+        r.workspace_sizes.push_back(static_cast<size_t>(t->workspace_sizes[i]));
+        r.workspace_bytes += t->workspace_sizes[i];
+    }
+    if (r.block_dim == 0 || r.block_dim > 65535) {
+        host_violation("block_dim", SEV_FATAL, "blockDim %u: the host's TilingFunc must set 1..65535 blocks", r.block_dim);
+        r.status = "tiling_failed";
+        return finish(r, cfg->report_path, false);
+    }
+    return run_kernel_part(r, cfg, nullptr, r.tiling_bytes.data(), r.tiling_size);
+}
+
+extern "C" int evk_sim_set_window(uint64_t base) {
+    g_last_error.clear();
+    std::string err;
+    if (!set_window(base, err)) {
+        g_last_error = err;
+        return 1;
+    }
+    return 0;
+}
+
+extern "C" uint64_t evk_sim_window(uint64_t* size) {
+    if (size) *size = g_win_size;
+    return g_win_base;
 }
 
 extern "C" const char* evk_sim_last_error(void) { return g_last_error.c_str(); }
@@ -3766,6 +3983,7 @@ extern "C" const char* evk_sim_describe_op(const char* op) {
             j.s += "{";
             j.key("name"); j.str(p.name_); j.s += ",";
             j.key("param_type"); j.str(ptype(p.type_)); j.s += ",";
+            j.key("value_depend"); j.s += p.value_depend_ ? "true" : "false"; j.s += ",";
             j.key("dtypes"); j.s += "[";
             for (size_t k = 0; k < p.dtypes_.size(); ++k) {
                 if (k) j.s += ",";

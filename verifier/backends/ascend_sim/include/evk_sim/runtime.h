@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define EVK_SIM_ABI_VERSION 2 /* 2: evk_options.hw_model_json */
+#define EVK_SIM_ABI_VERSION 3 /* 2: evk_options.hw_model_json; 3: evk_sim_tiling, evk_sim_run_kernel, the GM window */
 
 /* A kernel entry point (extern "C" void k(GM_ADDR, ..., GM_ADDR)), cast to this type. */
 typedef void (*evk_kernel_fn)(void);
@@ -98,6 +98,35 @@ typedef struct evk_run_config {
  *   1  bad configuration (unknown op, wrong argument count, ...); see evk_sim_last_error();
  *   2  the report could not be written. */
 int evk_sim_run(const evk_run_config* cfg);
+
+/* The host half alone (what a separate host process runs): InferShape and TilingFunc on the shapes, dtypes and
+ * attributes (cfg->kernel may be NULL; a tensor's data reaches TilingFunc only for an input the OpDef declares
+ * ValueDepend, as on CANN). The report (tiling bytes, blockDim, tiling key, workspace sizes, host violations) goes
+ * to cfg->report_path. Return codes as evk_sim_run (10: the tiling failed). */
+int evk_sim_tiling(const evk_run_config* cfg);
+
+/* What the host half produced, handed to the kernel half. */
+typedef struct evk_tiling {
+    uint32_t block_dim;
+    uint64_t tiling_key;
+    uint32_t schedule_mode;
+    const uint8_t* data;            /* the tiling bytes (at most 64 KiB) */
+    uint64_t size;
+    int32_t n_workspace;            /* GetWorkspaceSizes entries (at most 64) */
+    const uint64_t* workspace_sizes;
+} evk_tiling;
+
+/* The kernel half alone: no OpDef registry, no TilingFunc (the library need not contain host code). Inputs and
+ * outputs as in evk_sim_run (their names name them in the report), attributes ignored; the kernel runs once per
+ * block with (inputs..., outputs..., workspace, tiling). Return codes as evk_sim_run. */
+int evk_sim_run_kernel(const evk_run_config* cfg, const evk_tiling* tiling);
+
+/* The GM window: kernel GM addresses lie in [base, base + size), where nothing but a read-only view of the tiling is
+ * mapped, so a raw dereference faults (gm_raw_access). Set it once, before the first run, at a 1 GiB-aligned base
+ * whose terabyte is unused (0: the default, 33 TiB); every library loaded into one process needs its own.
+ * evk_sim_set_window returns 0 (1: see evk_sim_last_error); evk_sim_window returns the base (0: not set yet). */
+int evk_sim_set_window(uint64_t base);
+uint64_t evk_sim_window(uint64_t* size);
 
 /* Direct launch: arguments passed to the kernel in the given order. */
 enum { EVK_ARG_INPUT = 0, EVK_ARG_OUTPUT = 1, EVK_ARG_WORKSPACE = 2, EVK_ARG_TILING = 3, EVK_ARG_INOUT = 4 };
