@@ -101,7 +101,8 @@ def main() -> int:
 CLASSES = {"1-glue": "1. The Python glue reaches the harness", "2-unwatched": "2. Only checked calls are watched",
            "3-native-rules": "3. The native rules are regexes", "4-timing": "4. Timing can be gamed",
            "5-scalar-approx": "5. Approximations pass on scalar outputs", "6-resources": "6. Resources are unbounded",
-           "7-protocol": "7. The protocol trusts the worker's bytes", "8-host-view": "8. The sandbox sees the host"}
+           "7-protocol": "7. The protocol trusts the worker's bytes", "8-host-view": "8. The sandbox sees the host",
+           "9-values": "9. Non-finite, near-zero and low-precision values switch correctness off"}
 OUTCOMES = ("feasible", "crash", "leak", "rejected")
 
 
