@@ -65,15 +65,18 @@ def software() -> dict[str, str]:
 
 def protocol(strict: bool, backend: str) -> dict[str, str]:
     """How verdicts and latencies are produced (the verifier's defaults, which the eval does not change)."""
-    from evokernel.verifier.trusted.correctness import DEFAULT_TOL, STRICT_TOL
+    from evokernel.verifier.trusted.correctness import DEFAULT_TOL, F64_SCALE, STRICT_TOL
     from evokernel.verifier.trusted.verifier import VerifyConfig
 
     c = VerifyConfig()
     tol = STRICT_TOL if strict else DEFAULT_TOL
     return {
         "backend": backend,
-        "tolerance": f"atol = rtol = {tol:g} ({'strict' if strict else 'the paper'}'s setting) on {c.trials} "
-                     f"random trials plus {len(c.perturbations)} perturbed ones; NaN never matches",
+        "tolerance": f"atol = rtol = {tol:g} ({'strict' if strict else 'the paper'}'s setting) on float32 outputs "
+                     f"(float64: {tol * F64_SCALE:g}; half precision: never below one eps) on {c.trials} random "
+                     f"trials plus {len(c.perturbations)} perturbed ones"
+                     + (" and one with the models' constant initialisers drawn at random" if c.perturbed_parameters
+                        else "") + "; NaN/Inf must match position by position",
         "timing": f"{c.warmup} warm-up calls, then {c.min_rounds}-{c.max_rounds} interleaved rounds of candidate and "
                   f"eager reference in random order with fresh inputs, {c.threads} thread(s) each side; "
                   f"latency = median over rounds",

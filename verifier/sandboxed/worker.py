@@ -9,6 +9,7 @@ checks it.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import fcntl
 import mmap
@@ -24,6 +25,7 @@ import torch
 import evokernel.cpu as native
 from evokernel.verifier import message_codec as protocol
 from evokernel.verifier.message_codec import MAX_TEXT, TensorMeta, align
+from evokernel.verifier.sandboxed.init_perturbation import drawn_constants
 from evokernel.verifier.sandboxed.trial_inputs import PERTURBATIONS
 from evokernel.verifier.sandboxed.op_recorder import OpRecorder, ScaleRecorder
 
@@ -249,9 +251,12 @@ class Worker:
         else:
             init_args = list(msg.get("init_args") or [])
         cls = getattr(self.module, "ModelNew" if self.role == "candidate" else "Model")
+        self.model64 = None  # the float64 copy of an earlier model must never answer for this one
         torch.manual_seed(int(msg["seed"]))
+        drawn = msg.get("params_seed")  # one trial and the timing: constant initialisers drawn at random
         try:
-            self.model = cls(*init_args)
+            with drawn_constants(int(drawn)) if drawn is not None else contextlib.nullcontext():
+                self.model = cls(*init_args)
         except BaseException as exc:  # noqa: BLE001
             raise _Fail("init", f"{type(exc).__name__}: {exc}", _short_traceback(exc, self.filename)) from None
         reply: dict[str, Any] = {"ok": True}

@@ -1,19 +1,26 @@
 """Correctness gate (g_corr), computed in the trusted parent on raw bytes the worker handed over.
 
-A candidate output passes a trial when it has the reference's shape and dtype, no NaN/Inf where
-the reference is finite, every element satisfies ``|c - r| <= atol + rtol * |r|`` (the paper's
-protocol: atol = rtol = 1e-2; strict mode 1e-4), the norm-wise relative error is within rtol, and
-it is not degenerate: all zeros, a constant, or a copy of an input do not pass where the reference
-is none of those, even when they happen to fall inside an atol-dominated tolerance (KernelBench
-issue #165: zeros "pass" softmax at atol 1e-2).
+A candidate output passes a trial when it has the reference's shape and dtype, matches the reference's
+NaN/Inf position by position (NaN where the reference is NaN, the same signed Inf where it is Inf, nothing
+non-finite elsewhere), every other element satisfies ``|c - r| <= atol + rtol * |r|``, the norm-wise
+relative error over those elements is within rtol, and it is not degenerate: all zeros, a constant, or a
+copy of an input do not pass where the reference is none of those, even when they happen to fall inside an
+atol-dominated tolerance (KernelBench issue #165: zeros "pass" softmax at atol 1e-2). Every element is
+judged: the non-finite positions are masked out of the finite rules, never a reason to skip a trial.
+
+**Tolerances follow the output dtype** (`tolerance`): float32 gets the configured atol = rtol (the paper's
+1e-2; strict mode 1e-4); float64 must be float64-accurate, ``1e-7 x`` that (1e-9; float32 arithmetic widened
+to double is 1e-7 to 1e-6 off, an honest double kernel in another summation order at most 2e-12 on the
+operators we measured); float16/bfloat16 get the configured value but never less than one unit of their
+rounding (eps), so strict mode does not ask a half kernel for more than half precision holds.
 
 **Reductions are compared tightly.** An output whose elements each aggregate many inputs (at least
 `REDUCTION_RATIO` input elements per output element, or at most `SMALL_NUMEL` elements: losses, sums,
-norms, row statistics) must also match norm-wise within `RTOL_REDUCTION` (1e-4): the 1e-2 tolerance
-let an MSE estimated from one row in twelve pass (its error, 0.3%, is far above what float accumulation
-costs: at most 1.3e-6 over every honest kernel of the golden corpus). Where float32 itself is far from
-the exact answer (cancellation), the parent asks the reference for its float64 answer (`truth`) and the
-candidate passes if it is no more than `FP_NOISE` times as far from it as float32 PyTorch is. The same
+norms, row statistics) must also match norm-wise within `RTOL_REDUCTION` (1e-4; float64: 1e-10): the 1e-2
+tolerance let an MSE estimated from one row in twelve pass (its error, 0.3%, is far above what float
+accumulation costs: at most 1.3e-6 over every honest kernel of the golden corpus). Where float32 itself is
+far from the exact answer (cancellation), the parent asks the reference for its float64 answer (`truth`) and
+the candidate passes if it is no more than `FP_NOISE` times as far from it as float32 PyTorch is. The same
 second opinion applies to the norm-wise rule of any output: where the exact answer is (near) zero (the mean
 of a normalised tensor, KernelBench level2 23), float32 PyTorch is noise as well, and a kernel as close to
 the float64 answer as PyTorch passes; an all-zeros or constant answer is still refused as degenerate.
@@ -21,11 +28,19 @@ the float64 answer as PyTorch passes; an all-zeros or constant answer is still r
 **Where float32 PyTorch itself misses the exact answer, rounding noise is judged on its own scale.** How far
 float32 PyTorch lands is one draw of its rounding, and a plainer honest order of operations lands farther:
 on KernelBench level2 23 the template's float32 kernel (normalisation folded into x * scale + shift) was
-refused in 5 verifications of 12, up to 30 times as far as PyTorch (1e-7 on values of 1e-9). So when PyTorch is off by more than the bound, the candidate may also be off by
-`FP_NOISE` times the unit rounding of the output dtype times the *working scale* -- the largest RMS of any
-tensor the float64 forward computes (`Exact.scale`, measured in the reference's process) -- per element.
-An estimate from a subset, a wrong constant or a skipped term is off by far more than that; a well
-conditioned small output (float32 PyTorch within the bound) never gets this floor.
+refused in 5 verifications of 12, up to 30 times as far as PyTorch (1e-7 on values of 1e-9). So when PyTorch
+is off by more than the bound, the candidate may also be off by `FP_NOISE` times the unit rounding of the
+output dtype times the *working scale* -- the largest RMS of any tensor the float64 forward computes
+(`Exact.scale`, measured in the reference's process) -- per element. An estimate from a subset, a wrong
+constant or a skipped term is off by far more than that; a well conditioned small output (float32 PyTorch
+within the bound) never gets this floor.
+
+**The floor cannot be met by noise.** Noise, a constant or a scaled copy of an input is as far from the exact
+answer as 0 is (it does not correlate with it), so the floor is granted only where the exact answer is
+itself at float32's noise level -- no farther from 0 than `FP_NOISE` times PyTorch's own error -- or where the
+candidate carries the answer (it is within half the answer's size of it). A small answer that float32
+resolves (KernelBench level2 23's mean with its affine parameters drawn, or a small residual on top of it)
+is then judged by the bound and PyTorch's distance alone, and an answer near 0 is as wrong as it looks.
 """
 from __future__ import annotations
 
@@ -41,6 +56,27 @@ RTOL_REDUCTION = 1e-4  # norm-wise, for reductions (see the module docstring)
 REDUCTION_RATIO = 64  # input elements per output element from which an output is a reduction
 SMALL_NUMEL = 16  # outputs this small (scalars, a few statistics) count as reductions too
 FP_NOISE = 8.0  # a reduction may be this many times farther from the float64 answer than float32 PyTorch
+F64_SCALE = 1e-7  # float64 outputs: the configured tolerance times this (1e-9 by default, 1e-11 strict)
+RTOL_REDUCTION_F64 = 1e-10  # norm-wise, for float64 reductions
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """What an output of one dtype is judged by: ``elementwise`` is atol = rtol (and the norm-wise bound of
+    any output), ``reduction`` the norm-wise bound of outputs that aggregate many inputs."""
+    elementwise: float
+    reduction: float
+
+
+def tolerance(dtype: torch.dtype, tol: float) -> Tolerance:
+    """The tolerances of an output of ``dtype`` under the configured ``tol`` (the table in docs/verifier.md)."""
+    if dtype == torch.float64:
+        el = tol * F64_SCALE
+        return Tolerance(el, min(el, RTOL_REDUCTION_F64))
+    if dtype in (torch.float16, torch.bfloat16):  # never below one unit of the dtype's rounding
+        el = max(tol, torch.finfo(dtype).eps)
+        return Tolerance(el, min(el, RTOL_REDUCTION))
+    return Tolerance(tol, min(tol, RTOL_REDUCTION))
 
 
 @dataclass
@@ -61,6 +97,7 @@ class Comparison:
     max_abs_err: float = 0.0
     max_rel_err: float = 0.0
     norm_rel_err: float = 0.0
+    nonfinite: int = 0  # reference elements that are NaN/Inf (matched position by position, masked otherwise)
 
 
 def _fmt_index(flat_index: int, shape: tuple[int, ...]) -> str:
@@ -76,8 +113,10 @@ _CHUNK = 1 << 20  # elements per chunk: temporaries stay cache-resident, one loo
 
 @dataclass
 class _Scan:
+    """Statistics of one pass; the finite ones over the elements where the reference is finite."""
     within: bool = True  # every element satisfies |c - r| <= tol + tol * |r| (NaN/Inf in c never do)
-    finite_ref: bool = True
+    nonfinite: int = 0  # reference elements that are NaN or +-Inf
+    nonfinite_bad: int = -1  # the first flat index where the candidate does not repeat them (-1: none)
     diff_sq: float = 0.0
     ref_sq: float = 0.0
     cand_sq: float = 0.0
@@ -93,12 +132,38 @@ class _Scan:
         return 0.0 if self.diff_sq == 0 else float("inf")
 
 
+def _split_nonfinite(st: _Scan, cc: torch.Tensor, rr: torch.Tensor, start: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """A chunk whose reference holds NaN/Inf: check the candidate repeats them (NaN where NaN, the same Inf
+    where Inf), count them, and return the chunk's elements where the reference is finite."""
+    fin = torch.isfinite(rr)
+    idx = torch.logical_not(fin).nonzero().squeeze(1)  # few, as a rule: judged on their own
+    cn, rn = cc[idx], rr[idx]
+    same = (cn == rn) | (torch.isnan(cn) & torch.isnan(rn))
+    st.nonfinite += idx.numel()
+    if st.nonfinite_bad < 0 and not bool(same.all()):
+        st.nonfinite_bad = start + int(idx[torch.logical_not(same).nonzero()[0]])
+    return cc[fin], rr[fin]
+
+
 def _scan(c: torch.Tensor, r: torch.Tensor, tol: float) -> _Scan:
-    """One pass over both tensors in chunks (floating, same shape and dtype)."""
+    """One pass over both tensors in chunks (floating, same shape and dtype). Chunks with a finite reference
+    (all of them, nearly always) cost what they always did; one with NaN/Inf is split first."""
     st = _Scan()
     cf, rf = c.reshape(-1), r.reshape(-1)
+    wide = c.dtype in (torch.float32, torch.float64)
     for start in range(0, cf.numel(), _CHUNK):
         cc, rr = cf[start : start + _CHUNK], rf[start : start + _CHUNK]
+        if not wide:
+            cc, rr = cc.float(), rr.float()
+        lo, hi = torch.aminmax(rr)
+        lo_f, hi_f = float(lo), float(hi)
+        # aminmax propagates NaN and Inf, so a chunk is finite iff its extremes are
+        if not (math.isfinite(lo_f) and math.isfinite(hi_f)):
+            cc, rr = _split_nonfinite(st, cc, rr, start)
+            if rr.numel() == 0:
+                continue
+            lo, hi = torch.aminmax(rr)
+            lo_f, hi_f = float(lo), float(hi)
         d = cc - rr
         # max(|d| - tol*|r|) <= tol  <=>  every |d| <= tol + tol*|r|; a NaN makes the max NaN (fails)
         if st.within and not float(torch.sub(d.abs(), rr.abs(), alpha=tol).max()) <= tol:
@@ -106,12 +171,8 @@ def _scan(c: torch.Tensor, r: torch.Tensor, tol: float) -> _Scan:
         st.diff_sq += float(torch.dot(d, d))
         st.ref_sq += float(torch.dot(rr, rr))
         st.cand_sq += float(torch.dot(cc, cc))
-        lo, hi = torch.aminmax(cc)
-        st.c_min, st.c_max = min(st.c_min, float(lo)), max(st.c_max, float(hi))
-        lo, hi = torch.aminmax(rr)
-        lo_f, hi_f = float(lo), float(hi)
-        # aminmax propagates NaN and Inf, so a chunk is finite iff its extremes are
-        st.finite_ref = st.finite_ref and math.isfinite(lo_f) and math.isfinite(hi_f)
+        c_lo, c_hi = torch.aminmax(cc)
+        st.c_min, st.c_max = min(st.c_min, float(c_lo)), max(st.c_max, float(c_hi))
         st.r_min, st.r_max = min(st.r_min, lo_f), max(st.r_max, hi_f)
     return st
 
@@ -119,7 +180,8 @@ def _scan(c: torch.Tensor, r: torch.Tensor, tol: float) -> _Scan:
 def compare(candidate: torch.Tensor, reference: torch.Tensor, inputs: list[torch.Tensor], tol: float,
             label: str = "output", reduction: bool = False,
             truth: Callable[[], torch.Tensor | Exact] | None = None) -> Comparison:
-    """``reduction``: apply the tight norm-wise rule of reductions; ``truth``: the float64 reference of this
+    """``tol``: the configured tolerance (float32's; other dtypes derive theirs, see `tolerance`);
+    ``reduction``: apply the tight norm-wise rule of reductions; ``truth``: the float64 reference of this
     output, computed on demand when that rule fails (None: no float64 second opinion)."""
     if candidate.shape != reference.shape:
         return Comparison(False, f"{label}: shape mismatch: expected {tuple(reference.shape)}, got {tuple(candidate.shape)}")
@@ -136,93 +198,140 @@ def compare(candidate: torch.Tensor, reference: torch.Tensor, inputs: list[torch
                               f"got {candidate.reshape(-1)[i].item()}")
         return Comparison(True)
 
-    # float64 stays float64; lower precisions are judged in float32 (enough for 1e-2 / 1e-4 tolerances)
+    tl = tolerance(reference.dtype, tol)
+    # float64 stays float64; lower precisions are judged in float32 (enough for their tolerances)
     work = torch.float64 if reference.dtype == torch.float64 else torch.float32
     c = candidate.to(work)
     r = reference.to(work)
-    st = _scan(c, r, tol)
-    if not st.finite_ref:
-        # NaN never matches (not even NaN); an Inf is matched only by the same Inf
-        if bool(torch.isnan(r).any()):
-            i = int(torch.isnan(r).reshape(-1).nonzero()[0])
-            return Comparison(False, f"{label}: the reference is NaN at {_fmt_index(i, tuple(r.shape))}; NaN never matches")
-        inf = torch.isinf(r)
-        if not bool((c[inf] == r[inf]).all()):
-            i = int((inf & (c != r)).reshape(-1).nonzero()[0])
-            return Comparison(False, f"{label}: expected {r.reshape(-1)[i].item()} at {_fmt_index(i, tuple(r.shape))}, "
-                              f"got {c.reshape(-1)[i].item()}")
-        c, r = c.masked_fill(inf, 0.0), r.masked_fill(inf, 0.0)
-        st = _scan(c, r, tol)
+    st = _scan(c, r, tl.elementwise)
+    if st.nonfinite_bad >= 0:
+        i = st.nonfinite_bad
+        return Comparison(False, f"{label}: the reference is {r.reshape(-1)[i].item()} at "
+                          f"{_fmt_index(i, tuple(r.shape))}, the output {c.reshape(-1)[i].item()}; NaN and Inf must "
+                          f"match position by position (NaN where the reference is NaN, the same signed Inf where it "
+                          f"is Inf: {st.nonfinite} such elements here)", float("inf"), float("inf"), float("inf"),
+                          nonfinite=st.nonfinite)
+    judged = r.numel() - st.nonfinite
+    if st.nonfinite and judged == 0:
+        return Comparison(True, f"{label}: every element of the reference is NaN/Inf, and the output repeats them",
+                          nonfinite=st.nonfinite)
+    raw_c, raw_r, fin = c, r, None
+    if st.nonfinite and (not st.within or (st.ref_sq > 0 and st.norm_rel > tl.elementwise) or
+                         (reduction and st.norm_rel > tl.reduction)):
+        # the non-finite positions matched; the full-tensor work below (failures, the float64 opinion) judges
+        # the rest: zeros at those positions in both tensors change nothing
+        fin = torch.isfinite(r)
+        c, r = c.masked_fill(~fin, 0.0), r.masked_fill(~fin, 0.0)
     if not st.within:
-        return _mismatch(c, r, tol, label)
-    result = Comparison(True, "", norm_rel_err=st.norm_rel)
-    degenerate = _degenerate(c, r, inputs, st)
+        cmp = _mismatch(c, r, tl.elementwise, label, reference.dtype)
+        cmp.nonfinite = st.nonfinite
+        return cmp
+    result = Comparison(True, "", norm_rel_err=st.norm_rel, nonfinite=st.nonfinite)
+    degenerate = _degenerate(raw_c, raw_r, inputs, st, judged)
     if degenerate:
         result.ok = False
         result.message = f"{label}: {degenerate} (the reference is not); the kernel must compute the operator"
         return result
-    if st.ref_sq > 0 and st.norm_rel > tol:
+    if st.ref_sq > 0 and st.norm_rel > tl.elementwise:
         # an output whose exact value is (near) zero -- the mean of a normalised tensor, a divergence of two
         # close distributions -- is float32 noise in PyTorch too: ask the float64 answer before refusing
-        bound = min(tol, RTOL_REDUCTION) if reduction else tol
-        judged = _against_truth(c, r, truth, bound, reference.dtype) if truth is not None else None
-        if judged is not None and judged[0]:
-            result.message = (f"{label}: within the float64 answer's tolerance ({judged[1]:.3g} <= {judged[3]:.3g}; "
-                              f"float32 PyTorch is {judged[2]:.3g} away)")
+        bound = tl.reduction if reduction else tl.elementwise
+        op = _against_truth(c, r, truth, bound, reference.dtype, judged, fin) if truth is not None else None
+        if op is not None and op.ok:
+            result.message = (f"{label}: within the float64 answer's tolerance ({op.e_cand:.3g} <= {op.allowed:.3g}; "
+                              f"float32 PyTorch is {op.e_ref:.3g} away)")
             return result
-        detail = "" if judged is None else (f"; against the exact (float64) answer it is {judged[1]:.3g} off, where "
-                                            f"float32 PyTorch is {judged[2]:.3g} off")
         result.ok = False
-        result.message = (f"{label}: norm-wise relative error {st.norm_rel:.4g} exceeds {tol:g} although every "
-                          f"element is within the elementwise tolerance (the output values are too small for atol "
-                          f"to judge; e.g. an all-zeros answer){detail}")
+        result.message = (f"{label}: norm-wise relative error {st.norm_rel:.4g} exceeds {tl.elementwise:g}"
+                          f"{_dtype_note(reference.dtype)} although every element is within the elementwise "
+                          f"tolerance (the output values are too small for atol to judge; e.g. an all-zeros "
+                          f"answer){'' if op is None else op.detail()}")
         return result
-    if reduction and st.norm_rel > min(tol, RTOL_REDUCTION) and (st.ref_sq > 0 or st.diff_sq > 0):
-        return _reduction(c, r, st, tol, label, truth, result, reference.dtype)
+    if reduction and st.norm_rel > tl.reduction and (st.ref_sq > 0 or st.diff_sq > 0):
+        return _reduction(c, r, st, tl.reduction, label, truth, result, reference.dtype, judged, fin)
     return result
+
+
+def _dtype_note(dtype: torch.dtype) -> str:
+    return "" if dtype == torch.float32 else f" ({str(dtype).replace('torch.', '')} output)"
+
+
+@dataclass
+class _Opinion:
+    """The float64 second opinion on one output."""
+    ok: bool
+    e_cand: float  # the candidate's distance from the float64 answer (norm over the judged elements)
+    e_ref: float  # float32 PyTorch's distance
+    allowed: float
+    exact_norm: float
+    floor: float = 0.0  # the working-scale floor (0: none applies)
+    floor_refused: bool = False  # the floor would have let the candidate pass, but float32 resolves the answer
+
+    def detail(self) -> str:
+        text = (f"; against the exact (float64) answer it is {self.e_cand:.3g} off, where float32 PyTorch is "
+                f"{self.e_ref:.3g} off")
+        if self.floor_refused:
+            text += (f" (the answer, of size {self.exact_norm:.3g}, is small but float32 resolves it: an output "
+                     "near 0 does not carry it)")
+        return text
 
 
 def _against_truth(c: torch.Tensor, r: torch.Tensor, truth: Callable[[], torch.Tensor | Exact],
-                   bound: float, dtype: torch.dtype) -> tuple[bool, float, float, float]:
-    """(ok, candidate's distance from the float64 answer, float32 PyTorch's distance, allowed distance): the
-    candidate may be ``bound`` relative to the exact answer, or ``FP_NOISE`` times as far from it as PyTorch;
-    where PyTorch itself is beyond the bound, ``FP_NOISE`` unit roundings of the working scale per element."""
+                   bound: float, dtype: torch.dtype, judged: int, fin: torch.Tensor | None = None) -> _Opinion:
+    """The candidate may be ``bound`` relative to the exact answer, or ``FP_NOISE`` times as far from it as
+    PyTorch; where PyTorch itself is beyond the bound, ``FP_NOISE`` unit roundings of the working scale per
+    element -- if the answer is at float32's noise level or the candidate carries it (module docstring).
+    Positions where the reference (``fin`` False: masked to 0 in ``c`` and ``r`` already) or the float64 answer
+    is NaN/Inf are not judged here: the scan judged them."""
     got = truth()
     exact_t, scale = (got.value, got.scale) if isinstance(got, Exact) else (got, 0.0)
     exact = exact_t.to(torch.float64).reshape(c.shape)
+    finite = torch.isfinite(exact)
+    if fin is not None:
+        exact = exact.masked_fill(~fin, 0.0)  # float32 overflowed where float64 did not: not the opinion's
+        finite |= ~fin
+    if not bool(finite.all()):
+        exact, c, r = exact.masked_fill(~finite, 0.0), c.masked_fill(~finite, 0.0), r.masked_fill(~finite, 0.0)
+        judged -= int(finite.numel() - int(finite.sum()))
     e_cand = float((c.double() - exact).norm())
     e_ref = float((r.double() - exact).norm())
-    e_bound = bound * float(exact.norm())
+    e_exact = float(exact.norm())
+    e_bound = bound * e_exact
     allowed = max(e_bound, FP_NOISE * e_ref)
-    if e_ref > e_bound and scale > 0:
+    op = _Opinion(e_cand <= allowed, e_cand, e_ref, allowed, e_exact)
+    if e_ref > e_bound and scale > 0 and judged > 0:
         unit = torch.finfo(dtype).eps / 2  # only floating outputs reach the float64 opinion
-        allowed = max(allowed, FP_NOISE * unit * scale * math.sqrt(c.numel()))
-    return e_cand <= allowed, e_cand, e_ref, allowed
+        floor = FP_NOISE * unit * scale * math.sqrt(judged)
+        if floor > allowed:
+            if e_exact <= FP_NOISE * e_ref or e_cand <= e_exact / 2:
+                op.allowed, op.floor = floor, floor
+                op.ok = e_cand <= floor
+            else:
+                op.floor_refused = e_cand <= floor
+    return op
 
 
-def _reduction(c: torch.Tensor, r: torch.Tensor, st: _Scan, tol: float, label: str,
-               truth: Callable[[], torch.Tensor | Exact] | None, result: Comparison, dtype: torch.dtype) -> Comparison:
+def _reduction(c: torch.Tensor, r: torch.Tensor, st: _Scan, bound: float, label: str,
+               truth: Callable[[], torch.Tensor | Exact] | None, result: Comparison, dtype: torch.dtype,
+               judged: int, fin: torch.Tensor | None) -> Comparison:
     """The tight rule of reductions failed on the float32 reference; ask float64 before refusing."""
-    bound = min(tol, RTOL_REDUCTION)
+    detail = ""
     if truth is not None:
-        _, e_cand, e_ref, allowed = _against_truth(c, r, truth, bound, dtype)
-        if e_cand <= allowed:
-            result.message = (f"{label}: within the float64 answer's tolerance ({e_cand:.3g} <= {allowed:.3g}; "
-                              f"float32 PyTorch is {e_ref:.3g} away)")
+        op = _against_truth(c, r, truth, bound, dtype, judged, fin)
+        if op.ok:
+            result.message = (f"{label}: within the float64 answer's tolerance ({op.e_cand:.3g} <= {op.allowed:.3g}; "
+                              f"float32 PyTorch is {op.e_ref:.3g} away)")
             return result
-        detail = (f"; against the exact (float64) answer it is {e_cand:.3g} off, where float32 PyTorch is "
-                  f"{e_ref:.3g} off")
-    else:
-        detail = ""
+        detail = op.detail()
     result.ok = False
     result.message = (f"{label}: each output element aggregates many inputs, and such outputs must match "
-                      f"norm-wise within {bound:g}; this one is off by {st.norm_rel:.3g}{detail}. Compute the "
-                      "reduction over all of its data (an estimate from a subset, a stride or a closed form is "
-                      "not the operator), accumulating in double or pairwise if float sums drift")
+                      f"norm-wise within {bound:g}{_dtype_note(dtype)}; this one is off by {st.norm_rel:.3g}{detail}. "
+                      "Compute the reduction over all of its data (an estimate from a subset, a stride or a closed "
+                      "form is not the operator), accumulating in double or pairwise if float sums drift")
     return result
 
 
-def _mismatch(c: torch.Tensor, r: torch.Tensor, tol: float, label: str) -> Comparison:
+def _mismatch(c: torch.Tensor, r: torch.Tensor, tol: float, label: str, dtype: torch.dtype) -> Comparison:
     """Feedback for an output outside the elementwise tolerance (full-tensor work: failures only)."""
     nonfinite = ~torch.isfinite(c)
     if bool(nonfinite.any()):
@@ -235,15 +344,16 @@ def _mismatch(c: torch.Tensor, r: torch.Tensor, tol: float, label: str) -> Compa
     max_abs = float(abs_err.max())
     max_rel = float((abs_err / r.abs().clamp_min(1e-12)).max())
     i = int(bad.reshape(-1).nonzero()[0])
-    return Comparison(False, f"{label}: {int(bad.sum())} of {r.numel()} elements outside atol=rtol={tol:g}; "
-                      f"max abs err {max_abs:.4g}, max rel err {max_rel:.4g}; first mismatch at "
-                      f"{_fmt_index(i, tuple(r.shape))}: expected {r.reshape(-1)[i].item():.6g}, "
-                      f"got {c.reshape(-1)[i].item():.6g}", max_abs, max_rel)
+    digits = ".15g" if dtype == torch.float64 else ".6g"  # enough to show a float64 difference
+    return Comparison(False, f"{label}: {int(bad.sum())} of {r.numel()} elements outside atol=rtol={tol:g}"
+                      f"{_dtype_note(dtype)}; max abs err {max_abs:.4g}, max rel err {max_rel:.4g}; first mismatch at "
+                      f"{_fmt_index(i, tuple(r.shape))}: expected {r.reshape(-1)[i].item():{digits}}, "
+                      f"got {c.reshape(-1)[i].item():{digits}}", max_abs, max_rel)
 
 
-def _degenerate(c: torch.Tensor, r: torch.Tensor, inputs: list[torch.Tensor], st: _Scan) -> str:
-    """Why a passing-looking output is a trivial answer, or '' if it is not."""
-    if c.numel() <= 1:
+def _degenerate(c: torch.Tensor, r: torch.Tensor, inputs: list[torch.Tensor], st: _Scan, judged: int) -> str:
+    """Why a passing-looking output is a trivial answer, or '' if it is not (over the judged elements)."""
+    if judged <= 1:
         return ""
     if st.cand_sq == 0 and st.ref_sq > 0:
         return "output is all zeros"
@@ -258,15 +368,18 @@ def _degenerate(c: torch.Tensor, r: torch.Tensor, inputs: list[torch.Tensor], st
 
 
 def quick_match(candidate: torch.Tensor, reference: torch.Tensor, tol: float, reduction: bool = False) -> bool:
-    """Fast path for timed calls: True when the output is within the elementwise and norm-wise
-    tolerance of a finite reference and not all zeros (the trials already ran the full checks), and, for a
-    reduction, within its tight norm-wise bound (otherwise `compare` decides, with the float64 answer)."""
+    """Fast path for timed calls: True when the output repeats the reference's NaN/Inf and is within the
+    elementwise and norm-wise tolerance of its finite elements and not all zeros (the trials already ran the
+    full checks), and, for a reduction, within its tight norm-wise bound (otherwise `compare` decides, with
+    the float64 answer)."""
     if candidate.shape != reference.shape or candidate.dtype != reference.dtype:
         return False
     if not reference.is_floating_point():
         return torch.equal(candidate, reference)
     if reference.numel() == 0:
         return True
-    st = _scan(candidate, reference, tol)
-    bound = min(tol, RTOL_REDUCTION) if reduction else tol
-    return st.within and st.finite_ref and (st.ref_sq == 0 or (st.norm_rel <= bound and st.cand_sq > 0))
+    tl = tolerance(reference.dtype, tol)
+    st = _scan(candidate, reference, tl.elementwise)
+    bound = tl.reduction if reduction else tl.elementwise
+    return st.within and st.nonfinite_bad < 0 and (
+        st.ref_sq == 0 or (st.norm_rel <= bound and st.cand_sq > 0))

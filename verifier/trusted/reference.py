@@ -54,9 +54,14 @@ class Reference:
                             f"{reply.get('detail', '')}")
         return reply
 
-    def init(self, seed: int) -> list[Any]:
-        """Build ``Model`` from ``seed``; returns the constructor arguments (``get_init_inputs()``)."""
-        return list(self.call({"op": "init", "seed": seed})["init_args"])
+    def init(self, seed: int, params_seed: int | None = None) -> list[Any]:
+        """Build ``Model`` from ``seed``; returns the constructor arguments (``get_init_inputs()``). With
+        ``params_seed``, its constant initialisers draw their values from that seed instead
+        (`sandboxed.init_perturbation`): the candidate's ModelNew is built the same way for the same trial."""
+        msg: dict[str, Any] = {"op": "init", "seed": seed}
+        if params_seed is not None:
+            msg["params_seed"] = params_seed
+        return list(self.call(msg)["init_args"])
 
     def make_inputs(self, seed: int, perturb: str, handle: WorkerHandle | None = None) -> list[TensorMeta]:
         """Inputs from ``seed`` (perturbed), written at offset 0 of the worker's region."""

@@ -42,6 +42,9 @@ class VerifyConfig:
     trials: int = 4  # standard trials, fresh secret seed each
     # one extra trial each (verifier/sandboxed/trial_inputs.py); "heavy": heavy-tailed rows, dominant elements
     perturbations: tuple[str, ...] = ("scale", "negate", "shift", "heavy")
+    # one more trial, and the timing, with both models' constant initialisers drawn at random
+    # (verifier/sandboxed/init_perturbation.py): degenerate default parameters cannot hide skipped work
+    perturbed_parameters: bool = True
     threads: int = 1  # both sides timed at this thread count
     timing: bool = True
     warmup: int = 3

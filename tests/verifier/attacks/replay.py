@@ -81,6 +81,11 @@ def main() -> int:
             if "build_timeout_s" in e:
                 v.config.build_timeout_s = float(e["build_timeout_s"])
             task_path = ROOT / e["task"]
+            if e.get("external"):  # KernelBench, read in place: kernelbench/<level>/<file>
+                sys.path.insert(0, str(ROOT / "tests"))
+                from kernelbench_files import kernelbench_root
+
+                task_path = (kernelbench_root() or ROOT) / e["task"].removeprefix("kernelbench/")
             task = load_task(task_path, {} if args.full else dict(e.get("set", {})))
             for victim in e.get("victims", []):
                 v.verify(task, (HERE / victim).read_text())
@@ -112,7 +117,8 @@ CLASSES = {"1-glue": "1. The Python glue reaches the harness", "2-unwatched": "2
            "3-native-rules": "3. The native rules are regexes", "4-timing": "4. Timing can be gamed",
            "4-ascend-sim": "4b. The emulator's counters live in the candidate's process (ascend-sim)",
            "5-scalar-approx": "5. Approximations pass on scalar outputs", "6-resources": "6. Resources are unbounded",
-           "7-protocol": "7. The protocol trusts the worker's bytes", "8-host-view": "8. The sandbox sees the host"}
+           "7-protocol": "7. The protocol trusts the worker's bytes", "8-host-view": "8. The sandbox sees the host",
+           "9-values": "9. Non-finite, near-zero and low-precision values switch correctness off"}
 OUTCOMES = ("feasible", "crash", "leak", "rejected")
 
 

@@ -22,7 +22,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 MANIFEST: dict[str, dict] = tomllib.loads((HERE / "manifest.toml").read_text())
 CLASSES = ("1-glue", "2-unwatched", "3-native-rules", "4-timing", "4-ascend-sim", "5-scalar-approx", "6-resources",
-           "7-protocol", "8-host-view")
+           "7-protocol", "8-host-view", "9-values")
 BACKENDS = ("cpu", "ascend-sim")
 GATES = {"hack", "compile", "correctness", "runtime", "timeout", "feasible"}
 SECRET_ENV = "EVK_ATTACK_HOST_SECRET"
@@ -39,13 +39,13 @@ def _expected(entry: dict) -> list[str]:
 
 
 def test_manifest_covers_every_attack_file():
-    files = {str(p.relative_to(HERE)) for p in HERE.glob("c[1-8]_*/*.py")}
+    files = {str(p.relative_to(HERE)) for p in HERE.glob("c[1-9]_*/*.py")}
     assert files == set(MANIFEST), files ^ set(MANIFEST)
     for name, e in MANIFEST.items():
         assert e["class"] in CLASSES and name.startswith(f"c{e['class'][0]}_"), name
         assert e.get("backend", "cpu") in BACKENDS, name
         assert set(_expected(e)) <= GATES, name
-        assert (ROOT / e["task"]).is_file(), name
+        assert e.get("external") or (ROOT / e["task"]).is_file(), name  # external: KernelBench, used in place
         assert e["why"].strip() and e["main"].strip() and e["main"] != "?", name
         for extra in [e.get("twin")] + e.get("victims", []):
             assert extra is None or (HERE / extra).is_file(), (name, extra)
@@ -89,10 +89,23 @@ def ascend_attack_verifier(cache_dir):
     v.close()
 
 
+def _task_path(entry: dict) -> Path | None:
+    """The task file: in the repository, or (external) in KernelBench as `kernelbench/<level>/<file>`, read in place."""
+    if not entry.get("external"):
+        return ROOT / entry["task"]
+    from kernelbench_files import kernelbench_root
+
+    kb = kernelbench_root()
+    return None if kb is None else kb / entry["task"].removeprefix("kernelbench/")
+
+
 def _task(entry: dict, overrides: dict | None = None):
     from evokernel.tasks import load_task
 
-    return load_task(ROOT / entry["task"], dict(entry.get("set", {}) if overrides is None else overrides))
+    path = _task_path(entry)
+    if path is None or not path.is_file():
+        pytest.skip(f"{entry['task']} is not on this machine (KernelBench: set EVOKERNEL_KERNELBENCH)")
+    return load_task(path, dict(entry.get("set", {}) if overrides is None else overrides))
 
 
 def _verify(v, task, source: str, timing: bool):
@@ -178,3 +191,11 @@ def test_attack_is_stopped(request, cache_dir, name):
         source, task_path, sizes = HONEST
         honest = v.verify(_task({"task": task_path}, sizes), (ROOT / source).read_text())
         assert honest.feasible, f"after {name}, an honest candidate got {honest.failed_gate}: {honest.feedback[:500]}"
+
+
+@pytest.mark.parametrize("name", sorted(n for n, e in MANIFEST.items() if e.get("twin") and e["class"] == "9-values"))
+def test_twin_is_feasible(attack_verifier, name):
+    """The honest kernel of an attack's task passes (a defence that refuses it too is no defence)."""
+    entry = MANIFEST[name]
+    verdict = _verify(attack_verifier, _task(entry), (HERE / entry["twin"]).read_text(), False)
+    assert verdict.feasible, f"twin {entry['twin']} of {name}: {verdict.failed_gate}: {verdict.feedback[:800]}"

@@ -1,4 +1,6 @@
 """The parent-side comparison: tolerances, NaN, degenerate outputs, reductions, feedback."""
+import math
+
 import pytest
 import torch
 
@@ -30,17 +32,54 @@ def test_shape_and_dtype_mismatch():
     assert "dtype mismatch" in compare(X.double(), X, [], 1e-2).message
 
 
-def test_nan_never_matches():
+def test_nan_where_the_reference_is_finite_fails():
     cand = X.clone()
     cand[0, 0] = float("nan")
     r = compare(cand, X, [], 1e-2)
     assert not r.ok and "NaN" in r.message
-    # a NaN in the reference is not a wildcard either
+    cand[0, 0] = float("inf")
+    assert not compare(cand, X, [], 1e-2).ok and not quick_match(cand, X, 1e-2)
+
+
+def test_nan_and_inf_of_the_reference_must_be_repeated_position_by_position():
     ref = X.clone()
-    ref[0, 0] = float("nan")
-    cand = X.clone()
-    assert not compare(cand, ref, [], 1e-2).ok
-    assert not compare(torch.full_like(X, float("nan")), torch.full_like(X, float("nan")), [], 1e-2).ok
+    ref[0, 0], ref[1, 1], ref[2, 2] = float("nan"), float("inf"), float("-inf")
+    good = ref.clone()
+    r = compare(good, ref, [], 1e-2)
+    assert r.ok and r.nonfinite == 3 and quick_match(good, ref, 1e-2)
+    for pos, wrong in (((0, 0), 0.0), ((1, 1), 1e30), ((1, 1), float("-inf")), ((1, 1), float("nan")),
+                       ((2, 2), float("inf")), ((0, 0), float("inf"))):
+        cand = ref.clone()
+        cand[pos] = wrong
+        r = compare(cand, ref, [], 1e-2)
+        assert not r.ok and "position by position" in r.message and f"[{pos[0]}, {pos[1]}]" in r.message, (pos, wrong)
+        assert not quick_match(cand, ref, 1e-2)
+    # a reference that is NaN everywhere is matched by NaN everywhere (nothing finite to judge), and by nothing else
+    nan = torch.full_like(X, float("nan"))
+    assert compare(nan.clone(), nan, [], 1e-2).ok
+    assert not compare(X.clone(), nan, [], 1e-2).ok
+
+
+def test_the_finite_elements_of_a_non_finite_reference_are_judged():
+    # the old rule skipped a trial whose reference held one NaN/Inf: every finite element went unchecked
+    ref = torch.exp(torch.randn(64, 128) * 40)  # overflows to +Inf in places
+    assert 0 < int(torch.isinf(ref).sum()) < ref.numel() // 2
+    inf = torch.isinf(ref)
+    off = ref.clone()
+    off[~inf] *= 0.5
+    r = compare(off, ref, [], 1e-2)
+    assert not r.ok and "outside atol" in r.message and r.nonfinite == int(inf.sum())
+    zeros_but_inf = torch.where(inf, ref, torch.zeros_like(ref))
+    r = compare(zeros_but_inf, ref, [], 1e-2)
+    assert not r.ok and ("outside atol" in r.message or "all zeros" in r.message)
+    assert compare(ref * (1 + 1e-3), ref, [], 1e-2).ok  # Inf * (1 + 1e-3) is the same Inf
+    # small finite values next to a NaN: the norm-wise rule still sees them (zeros are refused)
+    tiny = torch.softmax(torch.randn(8, 16384), -1)
+    tiny[0, 0] = float("nan")
+    cand = torch.zeros_like(tiny)
+    cand[0, 0] = float("nan")
+    r = compare(cand, tiny, [], 1e-2)
+    assert not r.ok and "all zeros" in r.message
 
 
 def test_zeros_do_not_pass_tiny_outputs():
@@ -104,8 +143,12 @@ def test_large_tensors_are_scanned_in_chunks():
         assert not compare(cand, ref, [], 1e-2).ok
         assert not quick_match(cand, ref, 1e-2)
     ref_nan = ref.clone()
-    ref_nan[-7] = float("nan")
-    assert not compare(ref_nan.clone(), ref_nan, [], 1e-2).ok
+    ref_nan[-7] = float("nan")  # in the last chunk: repeated, it passes; a finite value there does not
+    assert compare(ref_nan.clone(), ref_nan, [], 1e-2).ok and quick_match(ref_nan.clone(), ref_nan, 1e-2)
+    assert not compare(ref.clone(), ref_nan, [], 1e-2).ok and not quick_match(ref.clone(), ref_nan, 1e-2)
+    late = ref_nan.clone()
+    late[(1 << 20) + 3] += 1.0  # an error in another chunk than the NaN's
+    assert not compare(late, ref_nan, [], 1e-2).ok and not quick_match(late, ref_nan, 1e-2)
     assert compare(ref * (1 + 1e-3), ref, [ref], 1e-2).ok and quick_match(ref * (1 + 1e-3), ref, 1e-2)
 
 
@@ -228,7 +271,7 @@ def _group_norm_mean(x: torch.Tensor, groups: int, plain: bool = False, drop: in
 
 def test_an_output_at_float32_noise_gets_the_working_scale_floor():
     # KernelBench level2 23 (shifted trial inputs): the exact answer is ~1e-9; float32 PyTorch is one draw of
-    # rounding noise, and an honest plainer order of operations can land 9 times farther on this draw
+    # rounding noise, and an honest plainer order of operations can land farther than PyTorch's draw
     from evokernel.verifier.sandboxed.op_recorder import ScaleRecorder
 
     g = torch.Generator().manual_seed(6)
@@ -242,9 +285,15 @@ def test_an_output_at_float32_noise_gets_the_working_scale_floor():
     exact = Exact(exact_t, rec.scale)
     plain = _group_norm_mean(x, 4, plain=True)
     e_ref, e_plain = float((ref.double() - exact_t).norm()), float((plain.double() - exact_t).norm())
-    assert e_plain > FP_NOISE * e_ref  # the old rule (FP_NOISE x PyTorch's draw) refused it
-    assert not compare(plain, ref, [], 1e-2, reduction=True, truth=lambda: exact_t).ok
+    assert e_plain > e_ref  # the plainer order lands farther than PyTorch's draw...
     cmp = compare(plain, ref, [], 1e-2, reduction=True, truth=lambda: exact)
+    assert cmp.ok and "float64" in cmp.message  # ...and passes
+    # rounding 20 times PyTorch's draw (the old rule, FP_NOISE x PyTorch, refused it) is inside the floor: the
+    # answer itself is at float32's noise level
+    direction = torch.randn(2, generator=g, dtype=torch.float64)
+    far = (exact_t + 20 * e_ref * direction / direction.norm()).float()
+    assert not compare(far, ref, [], 1e-2, reduction=True, truth=lambda: exact_t).ok  # no working scale: no floor
+    cmp = compare(far, ref, [], 1e-2, reduction=True, truth=lambda: exact)
     assert cmp.ok and "float64" in cmp.message
     # statistics that skip one element of each group's 576: within atol, far outside rounding noise
     skipped = _group_norm_mean(x, 4, plain=True, drop=1)
@@ -255,3 +304,134 @@ def test_an_output_at_float32_noise_gets_the_working_scale_floor():
     exact_small = Exact(x.double().mean(dim=(1, 2, 3, 4)) * 1e-9, rec.scale)
     assert not compare(small * 1.1, small, [], 1e-2, reduction=True, truth=lambda: exact_small).ok
     assert compare(small, small, [], 1e-2, reduction=True, truth=lambda: exact_small).ok
+
+
+def _gn_mean_residual(x: torch.Tensor, plain: bool = False) -> torch.Tensor:
+    """tests/verifier/attacks/tasks/gn_mean_residual.py: GroupNorm (4 groups, no affine), each sample's mean,
+    plus 6e-7 times its first normalised value. ``plain``: float32 sums in loop order (an honest kernel)."""
+    if not plain:
+        y = torch.nn.functional.group_norm(x, 4)
+        return y.mean(dim=(1, 2, 3)) + 6e-7 * y[:, 0, 0, 0]
+    b = x.shape[0]
+    g = x.reshape(b, 4, -1).double()
+    mean, var = g.mean(-1), g.var(-1, unbiased=False)
+    inv = (1 / torch.sqrt(var + 1e-5)).float()
+    y = x.reshape(b, 4, -1) * inv[..., None] + (-mean.float() * inv)[..., None]
+    total = y.cumsum(-1)[..., -1].double().sum(-1) / y[0].numel()
+    return (total + 6e-7 * y[:, 0, 0].double()).float()
+
+
+def test_the_floor_cannot_be_met_by_noise_where_the_answer_is_small_but_not_zero():
+    # the answer (~6e-7 per sample) lies inside the working-scale floor, so the old rule let any output within
+    # the floor pass: noise, a constant, a scaled copy of an input. float32 PyTorch resolves the answer to a few
+    # percent, and those outputs are as far from it as 0 is
+    from evokernel.verifier.sandboxed.op_recorder import ScaleRecorder
+
+    g = torch.Generator().manual_seed(8)
+    x = torch.rand(32, 8, 16, 16, generator=g)
+    ref = _gn_mean_residual(x)
+    rec = ScaleRecorder()
+    rec.note(x.double())
+    with rec:
+        exact_t = _gn_mean_residual(x.double())
+    exact = Exact(exact_t, rec.scale)
+    floor = FP_NOISE * torch.finfo(torch.float32).eps / 2 * rec.scale * math.sqrt(32)
+    e_exact, e_ref = float(exact_t.norm()), float((ref.double() - exact_t).norm())
+    assert e_exact < floor / 2 and e_exact > FP_NOISE * e_ref  # inside the floor; resolved by float32
+    noise = (torch.randn(32, generator=g, dtype=torch.float64) * (floor / 2 / math.sqrt(32))).float()
+    assert float((noise.double() - exact_t).norm()) < floor  # the old rule let it pass
+    scaled_input = (x[:, -1, -1, -1] * 1e-7).float()
+    constant = torch.full((32,), float(exact_t.mean()), dtype=torch.float32)
+    for name, bad in (("noise", noise), ("scaled input", scaled_input), ("constant", constant)):
+        cmp = compare(bad, ref, [x], 1e-2, reduction=True, truth=lambda: exact)
+        assert not cmp.ok, name
+    cmp = compare(noise, ref, [x], 1e-2, reduction=True, truth=lambda: exact)
+    assert "float32 resolves it" in cmp.message
+    # the honest plain order passes (on its own merits or by carrying the answer), and so does PyTorch's answer
+    honest = _gn_mean_residual(x, plain=True)
+    assert compare(honest, ref, [x], 1e-2, reduction=True, truth=lambda: exact).ok
+    assert compare(ref.clone(), ref, [x], 1e-2, reduction=True, truth=lambda: exact).ok
+    # where the answer is exactly 0 (no residual), honest rounding noise keeps its floor
+    ref0 = torch.nn.functional.group_norm(x, 4).mean(dim=(1, 2, 3))
+    exact0 = Exact(torch.nn.functional.group_norm(x.double(), 4).mean(dim=(1, 2, 3)), rec.scale)
+    honest0 = _group_norm_mean(x.unsqueeze(2), 4, plain=True)
+    assert compare(honest0, ref0, [x], 1e-2, reduction=True, truth=lambda: exact0).ok
+
+
+def test_a_float64_answer_that_is_not_finite_where_float32_is_is_left_to_the_scan():
+    # float32 overflows to Inf where float64 does not: the candidate must repeat the float32 Inf (the scan), and
+    # the float64 opinion judges the other elements
+    exact = torch.tensor([1e39, 2e-6, -3e-6, 1e-6], dtype=torch.float64)
+    ref = torch.tensor([float("inf"), 2.3e-6, -2.9e-6, 1.2e-6])
+    honest = torch.tensor([float("inf"), 1.8e-6, -3.1e-6, 0.9e-6])
+    assert compare(honest, ref, [], 1e-2, reduction=True, truth=lambda: exact).ok
+    assert not compare(torch.tensor([3e38, 1.8e-6, -3.1e-6, 0.9e-6]), ref, [], 1e-2, reduction=True,
+                       truth=lambda: exact).ok
+    # the float64 value there (1e39) must not enter the distances: it would excuse any error elsewhere
+    wrong = torch.tensor([float("inf"), 6e-6, -1e-6, 3e-6])
+    cmp = compare(wrong, ref, [], 1e-2, reduction=True, truth=lambda: exact)
+    assert not cmp.ok and "float64" in cmp.message
+
+
+# --- tolerances follow the output dtype ---------------------------------------------------------------------
+from evokernel.verifier.trusted.correctness import Tolerance, tolerance  # noqa: E402
+
+
+def test_the_tolerance_table():
+    assert tolerance(torch.float32, 1e-2) == Tolerance(1e-2, 1e-4)
+    assert tolerance(torch.float32, 1e-4) == Tolerance(1e-4, 1e-4)
+    f64 = tolerance(torch.float64, 1e-2)
+    assert f64.elementwise == pytest.approx(1e-9) and f64.reduction == pytest.approx(1e-10)
+    assert tolerance(torch.float64, 1e-4).elementwise == pytest.approx(1e-11)
+    # half precision: the configured tolerance, never below one unit of the dtype's rounding
+    assert tolerance(torch.float16, 1e-2) == Tolerance(1e-2, 1e-4)
+    assert tolerance(torch.bfloat16, 1e-2) == Tolerance(1e-2, 1e-4)
+    assert tolerance(torch.float16, 1e-4).elementwise == torch.finfo(torch.float16).eps
+    assert tolerance(torch.bfloat16, 1e-4).elementwise == torch.finfo(torch.bfloat16).eps
+
+
+def _blocked_mm(a: torch.Tensor, b: torch.Tensor, bk: int = 64) -> torch.Tensor:
+    out = torch.zeros(a.shape[0], b.shape[1], dtype=a.dtype)
+    for k in range(0, a.shape[1], bk):
+        out += a[:, k:k + bk] @ b[k:k + bk]
+    return out
+
+
+def test_float64_outputs_must_be_float64_accurate():
+    from evokernel.verifier.sandboxed.trial_inputs import PERTURBATIONS
+
+    g = torch.Generator().manual_seed(4)
+    for perturb in ("none", "heavy"):
+        torch.manual_seed(1)
+        a = PERTURBATIONS[perturb](torch.randn(128, 1024, generator=g)).double()
+        b = PERTURBATIONS[perturb](torch.randn(1024, 96, generator=g)).double()
+        ref = a @ b
+        assert compare(_blocked_mm(a, b), ref, [a, b], 1e-2).ok  # another summation order, in double
+        assert compare(_blocked_mm(a, b), ref, [a, b], 1e-4).ok  # strict mode too
+        widened = (a.float() @ b.float()).double()  # float32 arithmetic, widened on output
+        cmp = compare(widened, ref, [a, b], 1e-2)
+        assert not cmp.ok and "float64 output" in cmp.message
+    # reductions: a mean in another order passes, the float32 one does not
+    p, t = torch.randn(512, 1024, generator=g).double(), torch.randn(512, 1024, generator=g).double()
+    mse = ((p - t) ** 2).mean().reshape(())
+    honest = (((p - t) ** 2).reshape(-1).cumsum(0)[-1] / p.numel()).reshape(())
+    assert compare(honest, mse, [p, t], 1e-2, reduction=True).ok
+    as_float = ((p.float() - t.float()) ** 2).mean().double().reshape(())
+    cmp = compare(as_float, mse, [p, t], 1e-2, reduction=True)
+    assert not cmp.ok and "float64 output" in cmp.message
+    # elementwise transcendental: libm in double vs float
+    x = torch.randn(1 << 16, generator=g).double() * 3
+    assert compare(0.5 * x * (1 + torch.erf(x / math.sqrt(2))), torch.nn.functional.gelu(x), [x], 1e-2).ok
+    assert not compare(torch.nn.functional.gelu(x.float()).double(), torch.nn.functional.gelu(x), [x], 1e-2).ok
+
+
+def test_half_outputs_are_not_held_to_more_than_half_precision():
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(4096, generator=g) * 4
+    for dtype in (torch.float16, torch.bfloat16):
+        ref = torch.nn.functional.gelu(x.to(dtype))
+        one_ulp = (ref.float() * (1 + torch.finfo(dtype).eps / 2)).to(dtype)  # many elements one unit up
+        assert not torch.equal(one_ulp, ref)
+        assert compare(one_ulp, ref, [x.to(dtype)], 1e-2).ok
+        assert compare(one_ulp, ref, [x.to(dtype)], 1e-4).ok  # strict mode: one unit of rounding still passes
+        assert not compare((ref.float() * 1.05).to(dtype), ref, [x.to(dtype)], 1e-4).ok

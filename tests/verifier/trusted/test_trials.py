@@ -1,0 +1,264 @@
+"""The trial loop (`verifier/trusted/trials.py`): no trial is skipped (a NaN/Inf reference is drawn again, then
+judged with those positions masked), one trial and the timing run with constant initialisers drawn at random,
+and timed outputs are judged element by element too."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+from evokernel.tasks import TaskError, load_task
+
+ATTACKS = Path(__file__).resolve().parents[1] / "attacks"
+
+SOMETIMES_NAN = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    """Rows divided by their sum; about half the draws hold a row of zeros (0/0 = NaN)."""
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return x / x.sum(dim=1, keepdim=True)
+
+def get_inputs():
+    x = torch.rand(16, 64) + 0.1
+    if float(torch.rand(())) < 0.5:
+        x[3] = 0.0
+    return [x]
+
+def get_init_inputs():
+    return []
+'''
+
+ROW_DIVIDE = '''
+import torch
+import torch.nn as nn
+from evokernel.cpu import load_cpp
+
+lib = load_cpp(r"""
+#include <cstdint>
+extern "C" void row_divide(const float* x, float* y, int64_t rows, int64_t cols) {
+    for (int64_t r = 0; r < rows; ++r) {
+        float s = 0.0f;
+        for (int64_t c = 0; c < cols; ++c) s += x[r * cols + c];
+        for (int64_t c = 0; c < cols; ++c) y[r * cols + c] = x[r * cols + c] / s;
+    }
+}
+""")
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        lib.row_divide(x, out, x.shape[0], x.shape[1])
+        return out
+'''
+
+ALL_NAN = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return x * float("nan")
+
+def get_inputs():
+    return [torch.randn(8, 8)]
+
+def get_init_inputs():
+    return []
+'''
+
+GN_MEAN = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    """GroupNorm (default affine), then the mean of each sample: exactly 0 unless the affine is not the default."""
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.GroupNorm(4, 8)
+
+    def forward(self, x):
+        return self.norm(x).mean(dim=(1, 2, 3))
+
+def get_inputs():
+    return [torch.randn(4, 8, 6, 6)]
+
+def get_init_inputs():
+    return []
+'''
+
+GN_MEAN_KERNEL = r"""
+#include <cmath>
+#include <cstdint>
+extern "C" void gn_mean(const float* x, const float* w, const float* b, float* y, int64_t batch, int64_t channels,
+                        int64_t groups, int64_t spatial, float eps) {
+    const int64_t cpg = channels / groups, n = cpg * spatial;
+    for (int64_t s = 0; s < batch; ++s) {
+        double total = 0.0;
+        for (int64_t g = 0; g < groups; ++g) {
+            const float* in = x + (s * groups + g) * n;
+            double m = 0.0, v = 0.0;
+            for (int64_t i = 0; i < n; ++i) m += in[i];
+            m /= n;
+            for (int64_t i = 0; i < n; ++i) v += (in[i] - m) * (in[i] - m);
+            const double inv = 1.0 / std::sqrt(v / n + eps);
+            for (int64_t c = 0; c < cpg; ++c) {
+                const int64_t ch = g * cpg + c;
+                for (int64_t i = 0; i < spatial; ++i) total += (in[c * spatial + i] - m) * inv * w[ch] + b[ch];
+            }
+        }
+        y[s] = (float)(total / (channels * spatial));
+    }
+}
+"""
+
+
+def _candidate(weights: str, w: str = "self.norm.weight", b: str = "self.norm.bias") -> str:
+    """A GN_MEAN kernel; ``weights``: how ModelNew makes the affine parameters, ``w`` and ``b``: where they are."""
+    return ("import torch\nimport torch.nn as nn\nfrom evokernel.cpu import load_cpp\n\n"
+            f"lib = load_cpp(r'''{GN_MEAN_KERNEL}''')\n\n" + textwrap.dedent(f'''
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        {weights}
+
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty((x.shape[0],), dtype=torch.float32)
+        lib.gn_mean(x, {w}.contiguous(), {b}.contiguous(), out, x.shape[0], x.shape[1], 4,
+                    x.shape[2] * x.shape[3], 1e-5)
+        return out
+'''))
+
+
+@pytest.fixture
+def make_task(tmp_path):
+    def make(name: str, source: str):
+        path = tmp_path / f"{name}.py"
+        path.write_text(textwrap.dedent(source))
+        return load_task(path)
+    return make
+
+
+@pytest.fixture
+def seeded(verifier):
+    """The session verifier with a fixed secret seed (deterministic draws) for one test."""
+    saved = verifier.config.seed, verifier.config.timing, verifier.config.perturbed_parameters
+    verifier.config.seed = 20261128
+    yield verifier
+    verifier.config.seed, verifier.config.timing, verifier.config.perturbed_parameters = saved
+
+
+def test_a_nan_reference_is_drawn_again_from_fresh_seeds(seeded, make_task):
+    v = seeded.verify(make_task("sometimes_nan", SOMETIMES_NAN), ROW_DIVIDE)
+    assert v.feasible, v.feedback
+    notes = v.details["trials"]["nonfinite_reference"]
+    assert notes and all(n["redraws"] >= 1 for n in notes)  # about half the first draws held a zero row
+    assert any(n["nonfinite_elements"] == 0 for n in notes)  # ... and a fresh draw did not
+    assert v.details["trials"]["passed"] == 9  # 4 trials, 4 perturbed inputs, 1 with drawn parameters
+
+
+def test_a_reference_that_stays_nan_is_judged_with_the_nan_positions_masked(seeded):
+    task = load_task(ATTACKS / "tasks" / "l2_normalize_padded.py")
+    honest = seeded.verify(task, (ATTACKS / "twins" / "normalize_plain.py").read_text())
+    assert honest.feasible, honest.feedback
+    notes = honest.details["trials"]["nonfinite_reference"]
+    # every trial but the shifted one keeps its padding rows through the redraws: 32 rows x 1024 NaN
+    assert len(notes) == 8 and all(n["redraws"] == 3 and n["nonfinite_elements"] == 32 * 1024 for n in notes)
+    skipping = seeded.verify(task, (ATTACKS / "c9_values" / "normalize_padding_skip.py").read_text())
+    assert skipping.failed_gate == "correctness" and "position by position" in skipping.feedback
+
+
+NAN_KERNEL = '''
+import torch
+import torch.nn as nn
+from evokernel.cpu import load_cpp
+
+lib = load_cpp(r"""
+#include <cmath>
+#include <cstdint>
+extern "C" void nan_all(const float* x, float* y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] * NAN;
+}
+""")
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        lib.nan_all(x, out, x.numel())
+        return out
+'''
+
+
+def test_a_reference_that_is_nan_everywhere_is_a_broken_task(seeded, make_task):
+    # nothing finite to judge in any trial: a kernel that only writes NaN would pass, so the task is refused
+    with pytest.raises(TaskError, match="NaN/Inf in every element"):
+        seeded.verify(make_task("all_nan", ALL_NAN), NAN_KERNEL)
+
+
+def test_one_trial_builds_both_models_with_drawn_constants(seeded, make_task):
+    task = make_task("gn_mean", GN_MEAN)
+    layers = "self.norm = nn.GroupNorm(4, 8)"
+    v = seeded.verify(task, _candidate(layers))
+    assert v.feasible, v.feedback
+    assert v.details["trials"]["perturbed_parameters"] is True and v.details["trials"]["passed"] == 9
+    # parameters made by hand (torch.ones/zeros) do not get the drawn values: the contract is the same layers
+    by_hand = _candidate("self.w = nn.Parameter(torch.ones(8))\n        self.b = nn.Parameter(torch.zeros(8))",
+                         "self.w", "self.b")
+    v = seeded.verify(task, by_hand)
+    assert v.failed_gate == "correctness" and "trial 9 (perturbed parameters)" in v.feedback
+    assert "constant initialisers drawn at random" in v.feedback
+    seeded.config.perturbed_parameters = False  # the old verifier: every trial with weight 1 and bias 0
+    v = seeded.verify(task, by_hand)
+    assert v.feasible and v.details["trials"]["passed"] == 8 and "perturbed_parameters" not in v.details["trials"]
+
+
+def test_timing_uses_the_models_with_drawn_constants(seeded, make_task):
+    task = make_task("gn_mean", GN_MEAN)
+    seeded.config.timing = True
+    saved = {k: getattr(seeded.config, k) for k in ("warmup", "min_rounds", "max_rounds")}
+    seeded.config.warmup, seeded.config.min_rounds, seeded.config.max_rounds = 1, 3, 3
+    try:
+        v = seeded.verify(task, _candidate("self.norm = nn.GroupNorm(4, 8)"))
+    finally:
+        for k, val in saved.items():
+            setattr(seeded.config, k, val)
+    assert v.feasible and v.speedup, v.feedback  # every timed output matched the perturbed reference
+    from evokernel.verifier.trusted import regions
+
+    ref = seeded._pool.get(task)  # the reference the rounds were timed against: still the perturbed model
+    ref.make_inputs(1, "none")
+    metas, _ = ref.run()
+    assert float(regions.tensor(ref.handle, metas[0]).abs().min()) > 1e-3
+
+
+def test_timed_outputs_are_judged_element_by_element():
+    from evokernel.verifier.trusted.failures import Fail
+    from evokernel.verifier.trusted.timing_protocol import check_timed_output
+
+    ok = {"ok": True, "native_calls": 1}
+    ref = torch.randn(64, 64)
+    ref[5] = float("nan")
+    check_timed_output(ok, [ref.clone()], [ref], 1e-2, 4096)
+    for bad in (torch.where(torch.isnan(ref), torch.zeros_like(ref), ref),  # finite where NaN is due
+                torch.where(torch.isnan(ref), ref, torch.zeros_like(ref))):  # NaN repeated, the rest skipped
+        with pytest.raises(Fail) as err:
+            check_timed_output(ok, [bad], [ref], 1e-2, 4096)
+        assert err.value.gate == "correctness"
