@@ -70,7 +70,7 @@ class _Kept:
 def build_runtime(cache_root: Path, runner: Runner, timeout: float) -> BuildResult:
     """runtime.o, compiled once per emulator version (~5 s); its facts file lists the symbols it defines (the
     judge's allow-list for what a candidate's object may reach through the headers): `runtime_symbols`."""
-    key = _key("runtime", emulator_hash())
+    key = _key("runtime", "with-defined-symbols", emulator_hash())  # a runtime.o cached without its symbol list is not reused
 
     def run(work: Path) -> _Kept:
         q = shlex.quote
