@@ -9,7 +9,7 @@ a flag overrides the file. A minimal file::
     seeds = 3                            # 3 -> [0, 1, 2]; or an explicit list
     methods = ["evokernel", "passk", "refinement"]
 
-The cross product of ``models`` × ``methods`` × ``policies`` × ``memory`` (the last two for
+The cross product of ``generators`` × ``methods`` × ``policies`` × ``memory`` (the last two for
 ``evokernel`` only: the baselines use no shared memory and no retrieval policy) gives the
 *groups* of the report; each group runs once per seed (an *arm*). docs/evaluation.md lists every
 field with an example.
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any, Union
 
 import yaml
 from pydantic import ConfigDict, Field, ValidationError, ValidationInfo, create_model, field_validator, model_validator
@@ -31,7 +31,7 @@ from evokernel.settings import RunSettings, default_of, eval_run_fields, type_of
 # harness per unit, as each setting's ``eval`` role says (evokernel.settings)
 RUN_SETTINGS = tuple(f.name for f in eval_run_fields())
 # old names of settings, upgraded in a stored eval.json (a config file that uses one is told the new name)
-RENAMED = {"max_cost": "max_cost_usd"}
+RENAMED = {"max_cost": "max_cost_usd", "generator": "generators", "models": "generators"}
 
 MEMORY_MODES = ("shared", "ordered", "fresh", "per-task", "exported", "none")
 MEMORY_HELP = {
@@ -81,8 +81,7 @@ class EvalConfig(RunSection):
     tasks: list[str] = Field(default_factory=list, description="suites, task directories, task files or suite/task ids, in stream order")
     limit: int = Field(0, ge=0, description="only the first N tasks of each entry of `tasks` (0: all)")
     set: dict[str, Scalar] = Field(default_factory=dict, description="size overrides NAME = VALUE for every task defining NAME")
-    generator: Literal["template", "llm"] = Field("template", description="template (offline) or llm")
-    models: list[str] = Field(default_factory=list, description="LLM specs for generator llm (openai:MODEL, deepseek:MODEL, ollama:MODEL, vllm:MODEL, or PROVIDER:MODEL for any LangChain init_chat_model provider: docs/generators.md)")
+    generators: list[str] = Field(default_factory=lambda: ["template"], description="the generators compared, one group per entry: template (offline) or an LLM spec (openai:MODEL, deepseek:MODEL, ollama:MODEL, vllm:MODEL, local:NAME, hybrid:SPEC, or PROVIDER:MODEL for any LangChain init_chat_model provider: docs/generators.md); each is the run setting `generator` of its group's runs")
     seeds: list[int] = Field(default_factory=lambda: [0], description="run seeds (an integer n means 0..n-1)")
     methods: list[str] = Field(default_factory=lambda: ["evokernel"], description=f"any of {', '.join(METHODS)}")
     policies: list[str] = Field(default_factory=lambda: ["value"], description=f"retrieval policies of evokernel: any of {', '.join(POLICIES)}")
@@ -103,7 +102,7 @@ class EvalConfig(RunSection):
             return list(range(v))
         return v
 
-    @field_validator("tasks", "methods", "policies", "memory", "models", "trajectories", "variants", mode="before")
+    @field_validator("tasks", "methods", "policies", "memory", "generators", "trajectories", "variants", mode="before")
     @classmethod
     def _listify(cls, v: Any) -> Any:
         return [v] if isinstance(v, str) else v
@@ -127,6 +126,17 @@ class EvalConfig(RunSection):
             raise ValueError(f"variant listed twice: {v}")
         return v
 
+    @field_validator("generators")
+    @classmethod
+    def _generators(cls, v: list[str]) -> list[str]:
+        if not v:
+            raise ValueError("give at least one generator: template or an LLM spec (e.g. [\"openai:gpt-4o-mini\"])")
+        if "llm" in v:
+            raise ValueError("give the LLM spec itself (e.g. generators = [\"openai:gpt-4o-mini\"]), not llm")
+        if any(not g.strip() for g in v) or len(set(v)) != len(v):
+            raise ValueError(f"generators must be distinct, non-empty specs: {v}")
+        return v
+
     @field_validator("seeds")
     @classmethod
     def _unique_seeds(cls, v: list[int]) -> list[int]:
@@ -145,10 +155,6 @@ class EvalConfig(RunSection):
     def _consistent(self) -> "EvalConfig":
         if not self.tasks:
             raise ValueError("tasks: give at least one suite, task directory or task file (e.g. tasks = [\"cpu-l1\"])")
-        if self.generator == "llm" and not self.models:
-            raise ValueError("generator llm needs models (e.g. models = [\"openai:gpt-4o-mini\"])")
-        if self.generator == "template" and self.models:
-            raise ValueError("models are for generator llm; the template generator takes none")
         for policy, memory in self.evokernel_variants():
             if memory == "none" and policy != "none":
                 raise ValueError(f"memory mode none retrieves nothing: pair it with policy none, not {policy!r}")
@@ -173,7 +179,8 @@ class EvalConfig(RunSection):
         return {name: getattr(self, name) for name in RUN_SETTINGS}
 
     def model_list(self) -> list[str]:
-        return self.models if self.generator == "llm" else ["template"]
+        """The generators, one group each (``generators``)."""
+        return list(self.generators)
 
     def plan_key(self) -> dict[str, Any]:
         """The settings that decide what is run (all but parallelism and the output/report options):
@@ -195,7 +202,11 @@ def _members(values: list[str], allowed: tuple[str, ...], what: str) -> list[str
 def upgrade(stored: dict[str, Any]) -> dict[str, Any]:
     """A config (or plan key) stored in an older eval.json, in today's names: renamed settings take their new
     name, and an eval from before ``fit`` existed ran the sizes as written."""
-    data = {RENAMED.get(k, k): v for k, v in stored.items()}
+    data = dict(stored)
+    if "generators" not in data:  # generator = "llm" with models = [...], or the template generator
+        generator, models = data.pop("generator", "template"), data.pop("models", None) or []
+        data["generators"] = list(models) if generator == "llm" else ["template"]
+    data = {RENAMED.get(k, k): v for k, v in data.items()}
     data.setdefault("fit", "none")
     return data
 
@@ -236,7 +247,7 @@ def make_config(data: dict[str, Any], source: str = "config") -> EvalConfig:
             msg = err["msg"].removeprefix("Value error, ")
             if err["type"] == "extra_forbidden":
                 new = RENAMED.get(str(err["loc"][0]) if err["loc"] else "")
-                msg = f"renamed to {new}" if new else f"unknown setting (known: {', '.join(EvalConfig.model_fields)})"
+                msg = f"renamed to {new} (see docs/evaluation.md)" if new else f"unknown setting (known: {', '.join(EvalConfig.model_fields)})"
             lines.append(f"  {where}: {msg}")
         raise ConfigError(f"{source}: invalid settings\n" + "\n".join(lines)) from None
 

@@ -265,7 +265,7 @@ def prepare(cfg: EvalConfig, command: str, out: Path | None = None) -> tuple[Eva
             # evals from before model-written memory: an LLM eval stored template sentences and distilled nothing
             # (continuing it with the new defaults would mix the two in one eval); the template generator
             # ignores both settings
-            llm = old.get("generator") == "llm"
+            llm = any(g != "template" for g in old.get("generators") or [])
             learned = {"llm_experiences": False if llm else cfg.llm_experiences,
                        "distil_every": 0 if llm else cfg.distil_every}
             old.update(learned)

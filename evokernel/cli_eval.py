@@ -29,6 +29,16 @@ def _seeds(value: str | None) -> Any:
         raise typer.BadParameter(f"--seeds takes a count (3) or a list (0,1,2), not {value!r}") from None
 
 
+def _generators(values: list[str] | None) -> list[str] | None:
+    """``--generator`` values; the old ``--generator llm --model SPEC`` names the same specs."""
+    if not values:
+        return None
+    specs = [v for v in values if v != "llm"]
+    if not specs:
+        raise typer.BadParameter("--generator takes the LLM spec itself (e.g. --generator openai:gpt-4o-mini)")
+    return specs
+
+
 def _plan_table(meta: dict[str, Any], budget: int) -> Table:
     n_tasks = len(meta["tasks"])
     table = Table("group", "method", "policy", "memory", "model", "seeds", "units/seed", "attempts",
@@ -64,8 +74,7 @@ def eval_cmd(
     task: Annotated[Optional[list[str]], typer.Option("--task", help="suite, task directory, task file or suite/task id (repeatable; replaces the config's tasks)")] = None,
     limit: Annotated[Optional[int], typer.Option(min=0, help="only the first N tasks of each --task entry")] = None,
     set_: Annotated[Optional[list[str]], typer.Option("--set", help="size override NAME=VALUE for tasks defining NAME (repeatable)")] = None,
-    generator: Annotated[Optional[str], typer.Option(help="template or llm (then --model gives the LLM specs)")] = None,
-    model: Annotated[Optional[list[str]], typer.Option("--model", help="LLM spec (repeatable: one group per model)")] = None,
+    generator: Annotated[Optional[list[str]], typer.Option("--generator", "--model", help="template or an LLM spec (repeatable: one group per generator; replaces the config's generators; --model: the old spelling)")] = None,
     seeds: Annotated[Optional[str], typer.Option(help="a count (3 means 0,1,2) or a list (0,1,2)")] = None,
     method: Annotated[Optional[list[str]], typer.Option("--method", help="evokernel, passk or refinement (repeatable)")] = None,
     policy: Annotated[Optional[list[str]], typer.Option("--policy", help="value, similarity, random or none (repeatable: the retrieval ablation)")] = None,
@@ -90,7 +99,7 @@ def eval_cmd(
     command = shlex.join(["evokernel", "eval", *sys.argv[2:]]) if len(sys.argv) > 1 else "evokernel eval"
     try:
         flags = {"name": name, "out": str(out) if out else None, "tasks": task, "limit": limit,
-                 "set": overrides(set_) if set_ else None, "generator": generator, "models": model,
+                 "set": overrides(set_) if set_ else None, "generators": _generators(generator),
                  "seeds": _seeds(seeds), "methods": method, "policies": policy, "memory": memory, "variants": variant,
                  "memory_from": str(memory_from) if memory_from else None, "workers": workers, "ray": ray,
                  "memory_server": memory_server, "trajectories": trajectory} | settings.given()

@@ -74,29 +74,37 @@ def with_settings(names: Iterable[str] | None = None, *, optional: bool = False)
             raise ValueError(f"{func.__name__} declares settings itself: {', '.join(sorted(clash))}")
         extra = [setting_parameter(f, optional) for f in chosen]
 
+        # typer hands this parameter its context: which options were given on the command line
+        context = inspect.Parameter(CONTEXT, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=typer.Context)
+
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
+            ctx = kwargs.pop(CONTEXT, None)
             values = {f.name: kwargs.pop(f.name) for f in chosen if f.name in kwargs}
-            return func(*args, settings=Given(values, _explicit(values, optional)), **kwargs)
+            return func(*args, settings=Given(values, _explicit(values, optional, ctx)), **kwargs)
 
-        wrapper.__signature__ = sig.replace(parameters=own + extra)  # type: ignore[attr-defined]
-        wrapper.__annotations__ = {p.name: p.annotation for p in own + extra} | {"return": sig.return_annotation}
+        wrapper.__signature__ = sig.replace(parameters=own + extra + [context])  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in own + extra + [context]} | {
+            "return": sig.return_annotation}
         return wrapper
 
     return decorate
 
 
-def _explicit(values: dict[str, Any], optional: bool) -> set[str]:
+CONTEXT = "cli_context"
+
+
+def _explicit(values: dict[str, Any], optional: bool, ctx: Any) -> set[str]:
     if optional:
         return {k for k, v in values.items() if v is not None}
-    import click
-    from click.core import ParameterSource
-
-    ctx = click.get_current_context(silent=True)
-    if ctx is None:  # called as a function: everything passed counts
+    if ctx is None:  # called as a plain function: everything passed counts
         return set(values)
-    return {k for k in values if ctx.get_parameter_source(k) not in (ParameterSource.DEFAULT,
-                                                                     ParameterSource.DEFAULT_MAP, None)}
+
+    def given(name: str) -> bool:
+        source = ctx.get_parameter_source(name)
+        return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
+
+    return {k for k in values if given(k)}
 
 
 # ---------------------------------------------------------------- helpers of several commands

@@ -41,7 +41,9 @@ class Context(RunSettings):
 
     resources: Any = field(default=None, compare=False, repr=False, metadata={
         "description": "Python callers only: a graph.context.Resources with the run's own verifier, store, generator "
-                       "or judge (leave empty over the server)"})
+                       "or judge (leave empty over the server)",
+        "python_only": "Python objects (a started verifier, a store, a generator): no command line or JSON carries them",
+        "eval": "none: each unit builds its own from its settings"})
 
     def __post_init__(self) -> None:
         if self.resources is not None and not isinstance(self.resources, Resources):

@@ -46,8 +46,10 @@ def test_flags_override_the_file(tmp_path):
     ('tasks = ["cpu-l1"]\nseeds = [1, 1]\n', "seeds repeat"),
     ('tasks = ["cpu-l1"]\nseeds = 0\n', "seeds as a number must be >= 1"),
     ('budget = 3\n', "give at least one suite"),
-    ('tasks = ["cpu-l1"]\ngenerator = "llm"\n', "needs models"),
-    ('tasks = ["cpu-l1"]\nmodels = ["openai:x"]\n', "models are for generator llm"),
+    ('tasks = ["cpu-l1"]\ngenerator = "llm"\n', "generator: renamed to generators"),
+    ('tasks = ["cpu-l1"]\nmodels = ["openai:x"]\n', "models: renamed to generators"),
+    ('tasks = ["cpu-l1"]\ngenerators = ["llm"]\n', "give the LLM spec itself"),
+    ('tasks = ["cpu-l1"]\ngenerators = []\n', "give at least one generator"),
     ('tasks = ["cpu-l1"]\nmemory = ["exported"]\n', "needs memory_from"),
     ('tasks = ["cpu-l1"\n', "not valid TOML"),
 ])
@@ -79,7 +81,7 @@ def test_shipped_configs_are_valid(monkeypatch):
         if len(cfg.methods) > 1 or len(cfg.policies) > 1:  # a comparison: the paper's protocol
             assert cfg.budget >= 10 and len(cfg.seeds) >= 3, p
     kb = [load_config(p) for p in (ROOT / "evals" / "configs").glob("kernelbench-cpu*.toml")]
-    assert len(kb) == 2 and all(c.fit == "auto" and c.generator == "template" for c in kb)
+    assert len(kb) == 2 and all(c.fit == "auto" and c.generators == ["template"] for c in kb)
 
 
 def test_tasks_resolve_in_stream_order_with_overrides_and_errors():
@@ -116,7 +118,7 @@ def test_groups_cross_methods_policies_and_memory_modes():
     assert p["groups"][-1] == {"name": "passk", "method": "passk", "policy": None, "memory": "private",
                                "model": "template"}
     assert len(p["arms"]) == 10 and p["stages"] == ["cpu-l1", "cpu-l2"]
-    _, p = plan_of(generator="llm", models=["openai:a", "ollama:b"], methods=["passk"])
+    _, p = plan_of(generators=["openai:a", "ollama:b"], methods=["passk"])
     assert [g["name"] for g in p["groups"]] == ["openai__a-passk", "ollama__b-passk"]
 
 
@@ -239,7 +241,7 @@ def _forget_learned_memory(path):
 def test_an_llm_eval_from_before_model_written_memory_continues_only_without_it(tmp_path):
     """It stored template sentences and distilled nothing; the new defaults would mix both kinds in one eval."""
     llm = make_config({"tasks": ["cpu-l1"], "limit": 1, "budget": 2, "out": str(tmp_path / "e"),
-                       "generator": "llm", "models": ["openai:gpt-4o-mini"]})
+                       "generators": ["openai:gpt-4o-mini"]})
     harness.prepare(llm, "evokernel eval x.toml")
     _forget_learned_memory(tmp_path / "e" / "eval.json")
     with pytest.raises(ConfigError, match="distil_every, llm_experiences"):
@@ -252,6 +254,24 @@ def test_an_llm_eval_from_before_model_written_memory_continues_only_without_it(
     _forget_learned_memory(tmp_path / "t" / "eval.json")
     harness.prepare(tpl, "evokernel eval x.toml")
 
+
+
+def test_an_eval_stored_with_old_setting_names_continues(tmp_path):
+    """eval.json of an older version: generator = "llm" + models (now generators), max_cost (now max_cost_usd)."""
+    cfg = make_config({"tasks": ["cpu-l1"], "limit": 1, "budget": 2, "out": str(tmp_path / "e"),
+                       "generators": ["openai:m"], "max_cost_usd": 1.5})
+    ed, _ = harness.prepare(cfg, "evokernel eval x.toml")
+    meta = json.loads(ed.meta_path.read_text())
+    for part in (meta["config"], meta["plan_key"]):
+        del part["generators"]
+        part.update(generator="llm", models=["openai:m"], max_cost=part.pop("max_cost_usd"))
+    ed.meta_path.write_text(json.dumps(meta))
+    old = harness.config_of(json.loads(ed.meta_path.read_text()))
+    assert (old.generators, old.max_cost_usd) == (["openai:m"], 1.5)
+    _, meta = harness.prepare(cfg, "evokernel eval x.toml")  # the same plan: continued
+    assert meta["plan_key"]["generators"] == ["openai:m"] and "max_cost" not in meta["config"]
+    with pytest.raises(ConfigError, match="max_cost_usd"):
+        harness.prepare(cfg.model_copy(update={"max_cost_usd": 2.0}), "evokernel eval x.toml")
 
 
 def test_an_eval_gains_seeds_but_keeps_the_ones_it_ran(tmp_path):

@@ -148,14 +148,14 @@ def test_bad_usage_exits_2(tmp_path):
 
 
 def test_an_llm_eval_is_one_config_change(tmp_path):
-    """generator = "llm" + models: the same harness drives ChatOpenAI over HTTP (a scripted endpoint on
+    """generators = [an LLM spec]: the same harness drives ChatOpenAI over HTTP (a scripted endpoint on
     127.0.0.1 here), and tokens reach the report."""
     from fake_openai import FakeOpenAI
 
     kernel = (Path(__file__).resolve().parents[2] / "evokernel/examples/cpu/01_relu.py").read_text()
     cfg = tmp_path / "llm.toml"
     cfg.write_text(f'name = "llm"\nout = "{tmp_path / "out"}"\ntasks = ["cpu-l1/01_relu"]\nbudget = 2\n'
-                   'generator = "llm"\nmodels = ["openai:gpt-4o-mini"]\nmethods = ["evokernel", "passk"]\n'
+                   'generators = ["openai:gpt-4o-mini"]\nmethods = ["evokernel", "passk"]\n'
                    '[set]\nbatch_size = 16\ndim = 1024\n')
     with FakeOpenAI(default=f"A kernel.\n\n```python\n{kernel}\n```\n") as server:
         r = evokernel("eval", cfg, env_extra={"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-test"})
