@@ -39,10 +39,20 @@ def all_attempts(out: Path, arm: str):
 
 
 def test_two_methods_two_tasks_produce_every_output_file(tmp_path):
-    cfg = config(tmp_path, budget=3, seeds=1, methods=["evokernel", "passk"], workers=2)
+    cfg = config(tmp_path, budget=3, seeds=1, methods=["evokernel", "passk"], workers=2, epsilon_end=0.1,
+                 lambda_start=3.0)
     r = evokernel("eval", cfg)
     assert r.returncode == 0, r.stderr[-3000:]
     out = tmp_path / "out"
+    # every unit ran with the settings file the harness gave it (not flags): its run.json records them all
+    for unit in json.loads((out / "eval.json").read_text())["units"]:
+        given = json.loads((out / unit["run_dir"] / "unit-settings.json").read_text())
+        ran = json.loads((out / unit["run_dir"] / "run.json").read_text())["settings"]
+        assert {k: ran["context"][k] for k in given if k not in ("tasks", "set")} == \
+            {k: v for k, v in given.items() if k not in ("tasks", "set")}, unit["key"]
+        assert (ran["context"]["epsilon_end"], ran["context"]["lambda_start"], ran["context"]["budget"],
+                ran["context"]["recall"]) == (0.1, 3.0, 3, False)
+        assert ran["inputs"]["overrides"] == SMALL and ran["tasks"] == unit["task_ids"]
     for name in ["eval.json", "progress.json", "summary.json", "report.md", "figures/tiers.png",
                  "figures/cumulative_success.png", "figures/trajectories.png", "figures/q_values.png",
                  "figures/comparison.png"]:
