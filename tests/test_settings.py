@@ -132,3 +132,18 @@ def test_the_command_line_overrides_a_settings_file(tmp_path):
     assert r.exit_code == 2 and "no such task file" in r.output and "policy" not in r.output
     r = CliRunner().invoke(app, ["run", "--settings", str(tmp_path / "missing.toml")])
     assert r.exit_code == 2 and "cannot read settings file" in r.output
+
+
+def test_studio_shows_every_setting_with_its_default_and_help():
+    """langgraph.json's graphs (what `langgraph dev` serves to Studio): their context schema is the declaration."""
+    import importlib
+
+    root = __import__("pathlib").Path(__file__).resolve().parent.parent
+    graphs = json.loads((root / "langgraph.json").read_text())["graphs"]
+    assert set(graphs) == {"evokernel", "drafting", "refining"}
+    for name, target in graphs.items():
+        module, attr = target.split(":")
+        props = getattr(importlib.import_module(module), attr).get_context_jsonschema()["properties"]
+        for f in S.setting_fields():
+            assert props[f.name].get("default") == f.default, (name, f.name)
+            assert props[f.name]["description"] == f.metadata["description"], (name, f.name)
