@@ -276,3 +276,22 @@ def test_an_llm_run_says_when_the_experience_fell_back_to_the_template_sentence(
     assert rec["experience"] == {"kind": "template", "reason": "fallback: code, not prose", "model": "openai:fake-model",
                                  "tokens_in": rec["experience"]["tokens_in"], "tokens_out": rec["experience"]["tokens_out"],
                                  "seconds": rec["experience"]["seconds"]}
+
+
+def test_a_run_from_before_fit_was_a_setting_resumes_with_the_fit_it_had(tmp_path):
+    """Older runs kept the fit in the graph's input (run.json's inputs); their context has none."""
+    from evokernel.cli_run import _resumed
+    from evokernel.graph.context import Context
+
+    ctx = Context(budget=3, run_dir=str(tmp_path), run_id="old").settings()
+    del ctx["fit"]
+    inputs = {"tasks": ["cpu-l1"], "overrides": {}, "fit": "none", "limit": 1}
+    (tmp_path / "run.json").write_text(json.dumps({"run_id": "old", "settings": {
+        "context": ctx, "tasks": ["cpu-l1/01_relu"], "inputs": inputs}}))
+    resumed, resumed_inputs, task_ids, _ = _resumed({"run_dir": str(tmp_path), "memory_url": "http://127.0.0.1:9"})
+    assert (resumed.fit, resumed.budget, resumed.memory_url) == ("none", 3, "http://127.0.0.1:9")
+    assert "fit" not in resumed_inputs and task_ids == ["cpu-l1/01_relu"]
+    del inputs["fit"]  # a run from before the fit at all ran its sizes as written
+    (tmp_path / "run.json").write_text(json.dumps({"run_id": "old", "settings": {
+        "context": ctx, "tasks": ["cpu-l1/01_relu"], "inputs": inputs}}))
+    assert _resumed({"run_dir": str(tmp_path)})[0].fit == "none"
