@@ -192,7 +192,7 @@ def test_offline_ascend_sim_run_drafts_and_refines_ascend_c(tmp_path):
 
 def test_fit_option_is_checked():
     r = CliRunner().invoke(app, ["run", str(RELU), "--fit", "sometimes"])
-    assert r.exit_code == 2 and "--fit must be one of auto, none" in r.output
+    assert r.exit_code == 2 and "unknown fit 'sometimes' (one of auto, none)" in r.output
 
 
 def test_prepare_fits_the_queue_and_carries_fitted_sizes_as_overrides(tmp_path, monkeypatch):
@@ -206,16 +206,15 @@ def test_prepare_fits_the_queue_and_carries_fitted_sizes_as_overrides(tmp_path, 
     big = tmp_path / "19_ReLU.py"
     big.write_text(RELU.read_text().replace("batch_size = 160", "batch_size = 4096")
                    .replace("dim = 65536", "dim = 393216"))
-    runtime = SimpleNamespace(context={"backend": "cpu"})
-    [spec] = prepare({"tasks": [str(big)], "fit": "auto", "overrides": {"batch_size": 64}}, runtime)["queue"]
+    runtime = SimpleNamespace(context={"backend": "cpu"})  # fit: "auto", the default
+    [spec] = prepare({"tasks": [str(big)], "overrides": {"batch_size": 64}}, runtime)["queue"]
     fitted = load_task(big, {"batch_size": 64}, fit="auto")
     assert spec["overrides"] == fitted.applied_overrides and spec["overrides"]["batch_size"] == 64
     assert spec["fit"]["changed"] and "batch_size" not in spec["fit"]["changed"]
     assert spec_task(spec).key == fitted.key  # what every node of the run judges
-    [plain] = prepare({"tasks": [str(big)], "fit": "none"}, runtime)["queue"]
-    assert plain["overrides"] == {} and plain["fit"] == {"mode": "none", "changed": {}}
-    [old] = prepare({"tasks": [str(big)]}, runtime)["queue"]  # inputs without "fit": sizes as written
-    assert old["overrides"] == {} and old["fit"] is None
+    as_written = SimpleNamespace(context={"backend": "cpu", "fit": "none"})
+    [plain] = prepare({"tasks": [str(big)], "overrides": {"batch_size": 64}}, as_written)["queue"]
+    assert plain["overrides"] == {"batch_size": 64} and plain["fit"] == {"mode": "none", "changed": {}}
 
 
 def test_sigint_stops_an_llm_run_between_attempts_even_when_started_in_the_background(tmp_path):
