@@ -1,4 +1,8 @@
-"""`evokernel eval CONFIG` (run the paper's protocol) and `evokernel report DIR` (tables and figures)."""
+"""`evokernel eval CONFIG` (run the paper's protocol) and `evokernel report DIR` (tables and figures).
+
+The eval's run-section options are the run settings (:mod:`evokernel.settings`). The harness, its engine (Ray)
+and the report (matplotlib) are imported inside the commands: other commands load this module and must not
+pay for them."""
 from __future__ import annotations
 
 import json

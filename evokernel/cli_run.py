@@ -1,7 +1,11 @@
 """`evokernel run`: drafting and refining over a stream of tasks, with one shared memory.
 
 The run directory holds everything (see :mod:`evokernel.run`); LangGraph checkpoints in it let a
-killed run continue with ``--resume`` without redoing finished attempts.
+killed run continue with ``--resume`` without redoing finished attempts. Its options are the run settings
+(:mod:`evokernel.settings`, through :func:`evokernel.cli_options.with_settings`).
+
+LangGraph, the graph and the run directory are imported inside the functions that use them: ``evokernel --help``
+and every other command load this module and must not pay for them.
 """
 from __future__ import annotations
 

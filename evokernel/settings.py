@@ -28,6 +28,9 @@ from dataclasses import MISSING, Field, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from evokernel.graph.methods import METHODS
+from evokernel.tasks import FIT_MODES
+
 SEED_KNOWLEDGE = ("all", "format")
 EVAL_RUN = "run"  # the eval role of a setting the eval config sets for all its runs (its run section)
 INPUTS = ("tasks", "set", "limit")  # what a settings file may hold besides settings: the run's input
@@ -145,9 +148,6 @@ class RunSettings:
 
     def validate(self) -> None:
         """Every value in range and of the right kind; :class:`SettingsError` names the first that is not."""
-        from evokernel.graph.methods import METHODS
-        from evokernel.tasks import FIT_MODES
-
         hints = _hints()
         for f in setting_fields():
             value = getattr(self, f.name)
