@@ -33,7 +33,7 @@ def lines(path: Path):
     (["cpu-l1", "--generator", "llm"], "needs --model"),
     (["cpu-l1", "--generator", " "], "generator must be template or an LLM spec"),
     (["cpu-l1", "--generator", "openai:a", "--model", "openai:b"], "give the LLM spec once"),
-    (["cpu-l1", "--policy", "best"], "unknown retrieval policy"),
+    (["cpu-l1", "--policy", "best"], "unknown policy 'best'"),
     (["cpu-l1", "--method", "codex"], "unknown method"),
     (["--resume"], "--resume needs --run-dir"),
     (["cpu-l1", "--set", "nosuch=3"], "no task defines nosuch"),

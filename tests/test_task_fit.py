@@ -108,9 +108,14 @@ def test_set_values_win_and_the_fit_works_around_them(tmp_path):
     assert t.fit["changed"]["dim"][1] < 393216 and within(t, BUDGETS["cpu"])
     assert t.overrides == {"batch_size": 64} and t.applied_overrides["batch_size"] == 64
     assert load_task(p, t.applied_overrides).key == t.key
-    # everything set: nothing left to fit, and the fit says so
-    both = load_task(p, {"batch_size": 4096, "dim": 393216}, fit="auto")
+    # everything set: nothing left to fit, and the fit says so (over the budget, within what a worker holds)
+    both = load_task(p, {"batch_size": 64, "dim": 393216}, fit="auto")
     assert both.fit["changed"] == {} and not both.fit["fits"] and "no size constant" in both.fit["note"]
+    # beyond what a worker holds: refused, with the fit's reason
+    from evokernel.tasks import TaskError
+
+    with pytest.raises(TaskError, match=r"12\.0 GiB.*even after fitting.*no size constant to scale"):
+        load_task(p, {"batch_size": 4096, "dim": 393216}, fit="auto")
 
 
 def test_structure_is_kept_and_divisibility_too(tmp_path):
