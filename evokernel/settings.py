@@ -138,8 +138,7 @@ class RunSettings:
                                "private local Ray), local, or a cluster address HOST:PORT",
                        eval="the eval's own Ray (its `ray`), for units with concurrency > 1")
     max_tokens: int = setting(0, "stop the run cleanly once the LLM used this many tokens (0: no cap)")
-    max_cost_usd: float = setting(0.0, "stop the run cleanly once the LLM cost this many US dollars (0: no cap)",
-                                  flags=("--max-cost",))
+    max_cost_usd: float = setting(0.0, "stop the run cleanly once the LLM cost this many US dollars (0: no cap)")
 
     def __post_init__(self) -> None:
         self.validate()

@@ -44,7 +44,7 @@ def test_every_context_field_is_a_run_option_with_its_default_and_help_or_says_w
     # the deliberate extra spellings, and nothing else
     assert run["budget"].opts == ["--budget", "-T"]
     assert run["memory_dir"].opts == ["--memory-dir", "--memory"]  # --memory: docs/memory.md, scale-out.md, ...
-    assert run["max_cost_usd"].opts == ["--max-cost-usd", "--max-cost"]  # --max-cost: docs/memory.md
+    assert run["max_cost_usd"].opts == ["--max-cost-usd"]
     assert run["recall"].secondary_opts == ["--no-recall"]
 
 
