@@ -9,7 +9,7 @@ a flag overrides the file. A minimal file::
     seeds = 3                            # 3 -> [0, 1, 2]; or an explicit list
     methods = ["evokernel", "passk", "refinement"]
 
-The cross product of ``models`` × ``methods`` × ``policies`` × ``memory`` (the last two for
+The cross product of ``generators`` × ``methods`` × ``policies`` × ``memory`` (the last two for
 ``evokernel`` only: the baselines use no shared memory and no retrieval policy) gives the
 *groups* of the report; each group runs once per seed (an *arm*). docs/evaluation.md lists every
 field with an example.
@@ -18,13 +18,20 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, ValidationInfo, create_model, field_validator, model_validator
 
 from evokernel.graph.methods import METHODS
 from evokernel.memory.retrieval import POLICIES
+from evokernel.settings import RunSettings, default_of, eval_run_fields, type_of
+
+# the run settings an eval config sets for every run (its run section); the other run settings are set by the
+# harness per unit, as each setting's ``eval`` role says (evokernel.settings)
+RUN_SETTINGS = tuple(f.name for f in eval_run_fields())
+# old names of settings, upgraded in a stored eval.json (a config file that uses one is told the new name)
+RENAMED = {"max_cost": "max_cost_usd", "generator": "generators", "models": "generators"}
 
 MEMORY_MODES = ("shared", "ordered", "fresh", "per-task", "exported", "none")
 MEMORY_HELP = {
@@ -53,8 +60,19 @@ class ConfigError(ValueError):
 Scalar = Union[bool, int, float, str]
 
 
-class EvalConfig(BaseModel):
-    """Settings of one evaluation (see the module docstring)."""
+def _run_section() -> dict[str, Any]:
+    """The run section's fields: the run settings the eval sets for all its runs, with the types, defaults and
+    help of their one declaration (:mod:`evokernel.settings`); validated by it (``EvalConfig._run_valid``)."""
+    return {f.name: (type_of(f.name), Field(default_of(f), description=f.metadata["description"]))
+            for f in eval_run_fields()}
+
+
+RunSection = create_model("RunSection", __config__=ConfigDict(extra="forbid"), **_run_section())
+
+
+class EvalConfig(RunSection):
+    """Settings of one evaluation (see the module docstring): the plan's fields below, and the run section
+    (every field of :data:`RUN_SETTINGS`, inherited from ``RunSection``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=False)
 
@@ -63,11 +81,7 @@ class EvalConfig(BaseModel):
     tasks: list[str] = Field(default_factory=list, description="suites, task directories, task files or suite/task ids, in stream order")
     limit: int = Field(0, ge=0, description="only the first N tasks of each entry of `tasks` (0: all)")
     set: dict[str, Scalar] = Field(default_factory=dict, description="size overrides NAME = VALUE for every task defining NAME")
-    fit: Literal["auto", "none"] = Field("auto", description="auto: scale each task's size constants down to the backend's memory and time budget (KernelBench sizes are for GPUs; `set` values are kept); none: the sizes as written")
-    backend: str = Field("cpu", description="target backend: cpu (measured latency) , ascend-sim (Ascend C on the emulator, modelled latency) or ascend (Ascend C on a real NPU, measured)")
-    generator: Literal["template", "llm"] = Field("template", description="template (offline) or llm")
-    models: list[str] = Field(default_factory=list, description="LLM specs for generator llm (openai:MODEL, deepseek:MODEL, ollama:MODEL, vllm:MODEL, or PROVIDER:MODEL for any LangChain init_chat_model provider: docs/generators.md)")
-    budget: int = Field(30, ge=1, description="T: attempts per operator, drafting and refining together")
+    generators: list[str] = Field(default_factory=lambda: ["template"], description="the generators compared, one group per entry: template (offline) or an LLM spec (openai:MODEL, deepseek:MODEL, ollama:MODEL, vllm:MODEL, local:NAME, hybrid:SPEC, or PROVIDER:MODEL for any LangChain init_chat_model provider: docs/generators.md); each is the run setting `generator` of its group's runs")
     seeds: list[int] = Field(default_factory=lambda: [0], description="run seeds (an integer n means 0..n-1)")
     methods: list[str] = Field(default_factory=lambda: ["evokernel"], description=f"any of {', '.join(METHODS)}")
     policies: list[str] = Field(default_factory=lambda: ["value"], description=f"retrieval policies of evokernel: any of {', '.join(POLICIES)}")
@@ -76,18 +90,7 @@ class EvalConfig(BaseModel):
     memory_from: str = Field("", description="export file (evokernel memory export) for memory mode `exported`")
     workers: int = Field(1, ge=1, description="runs (or task shards) executed at the same time, each its own process")
     ray: str = Field("auto", min_length=1, description="Ray to run the units on: auto (the cluster in RAY_ADDRESS, else a local Ray), local, or a cluster address HOST:PORT")
-    concurrency: int = Field(1, ge=1, description="K: tasks of a unit's stream in flight at once, their candidates judged by K verifier actors on the eval's Ray (evokernel run --concurrency; a unit with K > 1 is not reproducible from its seed alone)")
     memory_server: bool = Field(False, description="with workers > 1, also split shared-memory streams into parallel shards served by one Chroma server per arm")
-    n_context: int = Field(4, ge=0, description="N: memory items in the generator's context")
-    alpha: float = Field(0.1, gt=0, le=1, description="value step size α")
-    relevance_margin: float = Field(0.0, ge=0, le=2, description="drafting context within this similarity margin of the best hit (0: off)")
-    temperature: float = Field(0.7, ge=0, description="LLM sampling temperature")
-    max_tokens: int = Field(0, ge=0, description="token cap per arm (0: none)")
-    max_cost: float = Field(0.0, ge=0, description="USD cap per arm (0: none)")
-    strict: bool = Field(False, description="strict tolerance atol=rtol=1e-4 (default 1e-2, the paper's)")
-    compile_baseline: bool = Field(False, description="also time torch.compile of the reference: speedup vs torch.compile (+8-20 s per feasible verdict)")
-    llm_experiences: bool = Field(True, description="with an LLM generator, the model writes each attempt's experience (false: the template sentence; the arm toggle of the learned-memory study)")
-    distil_every: int = Field(5, ge=0, description="with an LLM generator, distil best practices every this many successful refinements (0: never)")
     trajectories: list[str] = Field(default_factory=list, description="task ids whose speedup trajectories the report draws (default: the 4 that improved most)")
 
     @field_validator("seeds", mode="before")
@@ -99,7 +102,7 @@ class EvalConfig(BaseModel):
             return list(range(v))
         return v
 
-    @field_validator("tasks", "methods", "policies", "memory", "models", "trajectories", "variants", mode="before")
+    @field_validator("tasks", "methods", "policies", "memory", "generators", "trajectories", "variants", mode="before")
     @classmethod
     def _listify(cls, v: Any) -> Any:
         return [v] if isinstance(v, str) else v
@@ -123,6 +126,17 @@ class EvalConfig(BaseModel):
             raise ValueError(f"variant listed twice: {v}")
         return v
 
+    @field_validator("generators")
+    @classmethod
+    def _generators(cls, v: list[str]) -> list[str]:
+        if not v:
+            raise ValueError("give at least one generator: template or an LLM spec (e.g. [\"openai:gpt-4o-mini\"])")
+        if "llm" in v:
+            raise ValueError("give the LLM spec itself (e.g. generators = [\"openai:gpt-4o-mini\"]), not llm")
+        if any(not g.strip() for g in v) or len(set(v)) != len(v):
+            raise ValueError(f"generators must be distinct, non-empty specs: {v}")
+        return v
+
     @field_validator("seeds")
     @classmethod
     def _unique_seeds(cls, v: list[int]) -> list[int]:
@@ -133,13 +147,14 @@ class EvalConfig(BaseModel):
         return v
 
     @model_validator(mode="after")
+    def _run_valid(self) -> "EvalConfig":
+        RunSettings(**self.run_settings())  # a SettingsError names the setting (make_config reports it there)
+        return self
+
+    @model_validator(mode="after")
     def _consistent(self) -> "EvalConfig":
         if not self.tasks:
             raise ValueError("tasks: give at least one suite, task directory or task file (e.g. tasks = [\"cpu-l1\"])")
-        if self.generator == "llm" and not self.models:
-            raise ValueError("generator llm needs models (e.g. models = [\"openai:gpt-4o-mini\"])")
-        if self.generator == "template" and self.models:
-            raise ValueError("models are for generator llm; the template generator takes none")
         for policy, memory in self.evokernel_variants():
             if memory == "none" and policy != "none":
                 raise ValueError(f"memory mode none retrieves nothing: pair it with policy none, not {policy!r}")
@@ -159,8 +174,13 @@ class EvalConfig(BaseModel):
             return [tuple(v.split("/", 1)) for v in self.variants]  # type: ignore[misc]
         return [(p, m) for p in self.policies for m in self.memory]
 
+    def run_settings(self) -> dict[str, Any]:
+        """The run section: one value per setting in :data:`RUN_SETTINGS`, the same for every run of the eval."""
+        return {name: getattr(self, name) for name in RUN_SETTINGS}
+
     def model_list(self) -> list[str]:
-        return self.models if self.generator == "llm" else ["template"]
+        """The generators, one group each (``generators``)."""
+        return list(self.generators)
 
     def plan_key(self) -> dict[str, Any]:
         """The settings that decide what is run (all but parallelism and the output/report options):
@@ -177,6 +197,18 @@ def _members(values: list[str], allowed: tuple[str, ...], what: str) -> list[str
     if len(set(values)) != len(values):
         raise ValueError(f"{what} listed twice: {values}")
     return values
+
+
+def upgrade(stored: dict[str, Any]) -> dict[str, Any]:
+    """A config (or plan key) stored in an older eval.json, in today's names: renamed settings take their new
+    name, and an eval from before ``fit`` existed ran the sizes as written."""
+    data = dict(stored)
+    if "generators" not in data:  # generator = "llm" with models = [...], or the template generator
+        generator, models = data.pop("generator", "template"), data.pop("models", None) or []
+        data["generators"] = list(models) if generator == "llm" else ["template"]
+    data = {RENAMED.get(k, k): v for k, v in data.items()}
+    data.setdefault("fit", "none")
+    return data
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:
@@ -210,10 +242,12 @@ def make_config(data: dict[str, Any], source: str = "config") -> EvalConfig:
     except ValidationError as e:
         lines = []
         for err in e.errors():
-            where = ".".join(str(x) for x in err["loc"]) or "config"
+            where = ".".join(str(x) for x in err["loc"]) or getattr((err.get("ctx") or {}).get("error"), "setting", "") \
+                or "config"
             msg = err["msg"].removeprefix("Value error, ")
             if err["type"] == "extra_forbidden":
-                msg = f"unknown setting (known: {', '.join(EvalConfig.model_fields)})"
+                new = RENAMED.get(str(err["loc"][0]) if err["loc"] else "")
+                msg = f"renamed to {new} (see docs/evaluation.md)" if new else f"unknown setting (known: {', '.join(EvalConfig.model_fields)})"
             lines.append(f"  {where}: {msg}")
         raise ConfigError(f"{source}: invalid settings\n" + "\n".join(lines)) from None
 

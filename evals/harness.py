@@ -52,10 +52,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from evokernel.evals.config import ConfigError, EvalConfig
+from evokernel.evals.config import ConfigError, EvalConfig, make_config, upgrade
 from evokernel.evals.engine import UnitLost, unit_resources
 from evokernel.evals.memory_server import LOOPBACK, ChromaServer, server_host
 from evokernel.run import safe_name
+from evokernel.settings import write_settings_file
 
 EVAL_JSON = "eval.json"
 PROGRESS_JSON = "progress.json"
@@ -256,15 +257,15 @@ def prepare(cfg: EvalConfig, command: str, out: Path | None = None) -> tuple[Eva
     if ed.exists():
         meta = ed.load()
         old = meta.get("plan_key")
-        if isinstance(old, dict):  # evals from before --fit ran the sizes as written
-            old.setdefault("fit", "none")
+        if isinstance(old, dict):  # evals of older versions: today's names (evals.config.upgrade)
+            old = meta["plan_key"] = upgrade(old)
             if isinstance(meta.get("config"), dict):
-                meta["config"].setdefault("fit", "none")
+                meta["config"] = upgrade(meta["config"])
         if isinstance(old, dict) and "llm_experiences" not in old:
             # evals from before model-written memory: an LLM eval stored template sentences and distilled nothing
             # (continuing it with the new defaults would mix the two in one eval); the template generator
             # ignores both settings
-            llm = old.get("generator") == "llm"
+            llm = any(g != "template" for g in old.get("generators") or [])
             learned = {"llm_experiences": False if llm else cfg.llm_experiences,
                        "distil_every": 0 if llm else cfg.distil_every}
             old.update(learned)
@@ -316,9 +317,7 @@ def prepare(cfg: EvalConfig, command: str, out: Path | None = None) -> tuple[Eva
 
 
 def config_of(meta: dict[str, Any]) -> EvalConfig:
-    from evokernel.evals.config import make_config
-
-    return make_config(meta["config"], EVAL_JSON)
+    return make_config(upgrade(meta["config"]), EVAL_JSON)
 
 
 # ---------------------------------------------------------------- running units
@@ -328,41 +327,35 @@ def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
+UNIT_SETTINGS = "unit-settings.json"  # in the unit's run directory: what the harness gave it
+
+
+def unit_settings(cfg: EvalConfig, group: dict[str, Any], seed: int, u: Unit, out: Path,
+                  memory_url: str | None, ray_address: str | None = None) -> dict[str, Any]:
+    """Everything a unit's `evokernel run` is given, as one settings file (evokernel.settings): the eval's run
+    section, the unit's group and seed, where its memory and run directory are, and its tasks; the other
+    settings are set as their ``eval`` role says."""
+    data = cfg.run_settings() | {
+        "method": group["method"], "policy": group["policy"] or "value", "seed": seed,
+        "generator": group["model"],  # "template" or the LLM spec
+        "seed_knowledge": "format" if group["memory"] == "none" else "all",
+        "recall": False,  # each arm measures from scratch, whatever its memory holds of the same task
+        "memory_dir": str(out / u.memory), "run_dir": str(out / u.run_dir),
+        "tasks": list(u.targets), "set": dict(u.overrides)}
+    if memory_url:
+        data["memory_url"] = memory_url
+    if cfg.concurrency > 1 and ray_address:  # the unit's verifier actors join the eval's Ray
+        data["ray"] = ray_address
+    return data
+
+
 def unit_command(cfg: EvalConfig, group: dict[str, Any], seed: int, u: Unit, out: Path, resume: bool,
                  memory_url: str | None, ray_address: str | None = None) -> list[str]:
-    base = [sys.executable, "-m", "evokernel", "run"]
-    rd = str(out / u.run_dir)
-    url = ["--memory-url", memory_url] if memory_url else []
-    if cfg.concurrency > 1 and ray_address:  # the unit's verifier actors join the eval's Ray
-        url += ["--ray", ray_address]
-    if resume:
-        return base + ["--resume", "--run-dir", rd] + url
-    cmd = base + list(u.targets) + [
-        "--run-dir", rd, "--memory", str(out / u.memory), "--backend", cfg.backend, "--method", group["method"],
-        "--policy", group["policy"] or "value", "--budget", str(cfg.budget), "--seed", str(seed),
-        "--n-context", str(cfg.n_context), "--alpha", str(cfg.alpha), "--temperature", str(cfg.temperature),
-        "--max-tokens", str(cfg.max_tokens), "--max-cost", str(cfg.max_cost),
-        "--no-recall"]  # each arm measures from scratch, whatever its memory holds of the same task
-    if cfg.concurrency > 1:
-        cmd += ["--concurrency", str(cfg.concurrency)]
-    # what the model writes into memory (an LLM generator only; the template generator ignores both)
-    cmd += ["--llm-experiences" if cfg.llm_experiences else "--no-llm-experiences", "--distil-every", str(cfg.distil_every)]
-    if group["memory"] == "none":
-        cmd += ["--seed-knowledge", "format"]
-    if cfg.relevance_margin:
-        cmd += ["--relevance-margin", str(cfg.relevance_margin)]
-    if group["model"] == "template":
-        cmd += ["--generator", "template"]
-    else:
-        cmd += ["--generator", "llm", "--model", group["model"]]
-    if cfg.strict:
-        cmd.append("--strict")
-    if cfg.compile_baseline:
-        cmd.append("--compile-baseline")
-    cmd += ["--fit", cfg.fit]
-    for k, v in u.overrides.items():
-        cmd += ["--set", f"{k}={v!r}"]
-    return cmd + url
+    """The unit's command: `evokernel run --settings FILE` (``--resume`` to continue it), FILE written here into its
+    run directory (on a resume only where its memory server and Ray are may change: the rest is in run.json)."""
+    path = write_settings_file(out / u.run_dir / UNIT_SETTINGS,
+                               unit_settings(cfg, group, seed, u, out, memory_url, ray_address))
+    return [sys.executable, "-m", "evokernel", "run", "--settings", str(path)] + (["--resume"] if resume else [])
 
 
 def count_attempts(run_dir: Path) -> int:

@@ -288,7 +288,8 @@ def subtitle(data: EvalData, seeds: str | None = None) -> str:
     seed count), operators."""
     backend = data.config.get("backend") or data.conditions.get("backend") or "backend ?"
     models = [str(g["model"]) for g in data.groups if g.get("model")]
-    gen = ", ".join(dict.fromkeys(models)) or str(data.config.get("generator") or "generator ?")
+    gen = ", ".join(dict.fromkeys(models)) or ", ".join(data.config.get("generators") or []) \
+        or str(data.config.get("generator") or "generator ?")
     seeds = seeds or _seeds_text(len(data.seeds))
     if backend in MODELLED_BACKENDS:
         backend += " (latency: modelled estimate)"

@@ -261,15 +261,16 @@ def _run_command(settings: Mapping[str, Any]) -> str:
                                    ("--policy", ctx.get("policy")), ("--n-context", ctx.get("n_context")),
                                    ("--alpha", ctx.get("alpha"))]
     if gen != "template":
-        opts += [("--generator", "llm"), ("--model", gen), ("--temperature", ctx.get("temperature"))]
+        opts += [("--generator", gen), ("--temperature", ctx.get("temperature"))]
     if inputs.get("limit"):
         opts.append(("--limit", inputs["limit"]))
     for k, v in (inputs.get("overrides") or {}).items():
         opts.append(("--set", f"{k}={v}"))
-    if inputs.get("fit"):
-        opts.append(("--fit", inputs["fit"]))
+    fit = ctx.get("fit") or inputs.get("fit")  # a run setting; runs of older versions kept it in their input
+    if fit:
+        opts.append(("--fit", fit))
     if ctx.get("memory_dir"):
-        opts.append(("--memory", ctx["memory_dir"]))
+        opts.append(("--memory-dir", ctx["memory_dir"]))
     if ctx.get("run_dir"):
         opts.append(("--run-dir", ctx["run_dir"]))
     for k, v in opts:

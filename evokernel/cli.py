@@ -1,6 +1,6 @@
 """The `evokernel` command line.
 
-    evokernel run [TASK_FILE|DIR|SUITE]... [--limit N] [--generator template|llm] [--model SPEC] [--budget T] ...
+    evokernel run [TASK_FILE|DIR|SUITE]... [--limit N] [--generator template|SPEC] [--budget T] [--settings FILE] ...
     evokernel verify TASK_FILE CANDIDATE_FILE [--set NAME=VALUE]... [--fit auto|none] [--json]   (--serve: a warm verifier it reuses)
     evokernel tasks list [SUITE]
     evokernel memory stats|list|show|export|import
@@ -23,35 +23,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from evokernel.tasks import TaskError, load_task, load_tasks, parse_override, suite_names
+from evokernel import cli_ascend, cli_eval, cli_memory, cli_model, cli_run
+from evokernel.cli_options import Given, err, fit_mode, overrides, with_settings
+from evokernel.tasks import TaskError, load_task, load_tasks, suite_names
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="EvoKernel: LLM-written kernels judged by an honest, sandboxed verifier.")
 tasks_app = typer.Typer(no_args_is_help=True, help="Browse tasks and built-in suites.")
 app.add_typer(tasks_app, name="tasks")
-err = Console(stderr=True, soft_wrap=True)
-
-
-FIT_HELP = ("auto: scale the task's size constants down until it fits this backend's memory and time budget "
-            "(KernelBench sizes are for GPUs; one line per task says what changed; --set values are kept); "
-            "none: the sizes as written")
-
-
-def _fit_mode(value: str) -> str:
-    from evokernel.tasks import FIT_MODES
-
-    if value not in FIT_MODES:
-        err.print(f"error: --fit must be one of {', '.join(FIT_MODES)}, not {value!r}")
-        raise typer.Exit(2)
-    return value
-
-
-def _overrides(values: list[str] | None) -> dict[str, object]:
-    out: dict[str, object] = {}
-    for v in values or []:
-        name, value = parse_override(v)
-        out[name] = value
-    return out
 
 
 def _print_verdict(result: object, as_json: bool, task_fit: dict | None = None) -> None:
@@ -80,19 +59,20 @@ def _sandbox_warning(sandbox: str) -> None:
                   "only; the filesystem was not hidden (apt-get install bubblewrap)")
 
 
+# the run settings verify shares with run (their options come from evokernel.settings)
+VERIFY_SETTINGS = ("backend", "fit", "strict", "compile_baseline", "llm_judge")
+
+
 @app.command()
+@with_settings(VERIFY_SETTINGS)
 def verify(
     task_file: Annotated[Optional[Path], typer.Argument(help="KernelBench-format task file (Model, get_inputs, get_init_inputs)")] = None,
     candidate_file: Annotated[Optional[Path], typer.Argument(help="candidate source defining ModelNew")] = None,
-    backend: Annotated[str, typer.Option(help="target backend: cpu (C++ kernels, measured latency), ascend-sim (Ascend C operator projects on the CPU emulator, latency ESTIMATED by a model of Ascend 910B) or ascend (the same projects built with CANN and measured on a real NPU; see docs/ascend.md and `evokernel doctor --backend ascend`)")] = "cpu",
     set_: Annotated[Optional[list[str]], typer.Option("--set", help="override a module-level size constant, NAME=VALUE (repeatable)")] = None,
-    fit: Annotated[str, typer.Option("--fit", help=FIT_HELP)] = "auto",
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object instead of text")] = False,
-    strict: Annotated[bool, typer.Option(help="strict tolerance atol=rtol=1e-4 (default 1e-2, the paper's)")] = False,
     trials: Annotated[int, typer.Option(min=1, help="standard correctness trials (plus 4 perturbed ones: scaled, negated, shifted, heavy-tailed)")] = 4,
     threads: Annotated[int, typer.Option(min=1, help="threads for both candidate and reference")] = 1,
     timing: Annotated[bool, typer.Option(help="measure latency of feasible candidates")] = True,
-    compile_baseline: Annotated[bool, typer.Option(help="also time torch.compile of the reference in the same rounds (+~20 s cold, 8-10 s with a warm inductor cache)")] = False,
     seed: Annotated[Optional[int], typer.Option(help="fix the otherwise secret seeds (for reproducing a verdict)")] = None,
     timeout: Annotated[float, typer.Option(help="seconds per forward call, on top of 50x the reference time")] = 20.0,
     serve: Annotated[bool, typer.Option("--serve", help="run a warm verifier in the foreground that later `evokernel verify` calls use (same backend and --threads; background it with `&` or nohup); stops on Ctrl-C, SIGTERM, --stop-server or --idle-timeout")] = False,
@@ -100,13 +80,16 @@ def verify(
     no_server: Annotated[bool, typer.Option("--no-server", help="verify in this process even when a warm verifier is running")] = False,
     idle_timeout: Annotated[Optional[float], typer.Option(help="with --serve: stop after this many seconds without a request")] = None,
     socket_file: Annotated[Optional[Path], typer.Option("--socket", help="the warm verifier's socket (default: one per user, backend, threads, sandbox mode and build cache)")] = None,
-    llm_judge: Annotated[Optional[str], typer.Option(help="second tier of the hack gate: a chat model (e.g. local:qwen2.5-coder-1.5b, openai:MODEL) reads a feasible candidate beside its reference and may flag semantic cheating (off by default; docs/verifier.md)")] = None,
+    *,
+    settings: Given,
 ) -> None:
     """Judge CANDIDATE_FILE against TASK_FILE: anti-hack, compile, correctness and latency gates.
 
     With a warm verifier running (`evokernel verify --serve`), the verdict comes from it: the same checks,
     without starting sandboxes and importing torch for every call."""
     from evokernel import verify_server
+
+    backend, fit, strict, compile_baseline, llm_judge = (settings.values[k] for k in VERIFY_SETTINGS)
 
     path = socket_file or verify_server.socket_path(backend, threads)
     if serve:
@@ -123,10 +106,9 @@ def verify(
     if task_file is None or candidate_file is None:
         err.print("error: verify needs TASK_FILE and CANDIDATE_FILE (or --serve / --stop-server)")
         raise typer.Exit(2)
-    fit = _fit_mode(fit)
+    fit = fit_mode(fit)
     try:
-        overrides = _overrides(set_)
-        task = load_task(task_file, overrides, fit=fit, backend=backend)
+        task = load_task(task_file, overrides(set_), fit=fit, backend=backend)
     except TaskError as exc:
         err.print(f"error: {exc}")
         raise typer.Exit(2)
@@ -278,8 +260,6 @@ def doctor(
 
 
 def _mount() -> None:
-    from evokernel import cli_ascend, cli_eval, cli_memory, cli_model, cli_run
-
     app.command("run")(cli_run.run)
     app.command("eval")(cli_eval.eval_cmd)
     app.command("report")(cli_eval.report_cmd)

@@ -1,4 +1,8 @@
-"""`evokernel eval CONFIG` (run the paper's protocol) and `evokernel report DIR` (tables and figures)."""
+"""`evokernel eval CONFIG` (run the paper's protocol) and `evokernel report DIR` (tables and figures).
+
+The eval's run-section options are the run settings (:mod:`evokernel.settings`). The harness, its engine (Ray)
+and the report (matplotlib) are imported inside the commands: other commands load this module and must not
+pay for them."""
 from __future__ import annotations
 
 import json
@@ -13,7 +17,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-err = Console(stderr=True, soft_wrap=True)
+from evokernel.cli_options import Given, err, overrides, with_settings
+from evokernel.settings import eval_run_fields
 
 
 def _seeds(value: str | None) -> Any:
@@ -26,6 +31,16 @@ def _seeds(value: str | None) -> Any:
         return [int(x) for x in value.replace(",", " ").split()]
     except ValueError:
         raise typer.BadParameter(f"--seeds takes a count (3) or a list (0,1,2), not {value!r}") from None
+
+
+def _generators(values: list[str] | None) -> list[str] | None:
+    """``--generator`` values; the old ``--generator llm --model SPEC`` names the same specs."""
+    if not values:
+        return None
+    specs = [v for v in values if v != "llm"]
+    if not specs:
+        raise typer.BadParameter("--generator takes the LLM spec itself (e.g. --generator openai:gpt-4o-mini)")
+    return specs
 
 
 def _plan_table(meta: dict[str, Any], budget: int) -> Table:
@@ -54,6 +69,7 @@ def _print_fits(tasks: list[dict[str, Any]]) -> None:
                   f"down to the backend's budget, the others fit as written", highlight=False)
 
 
+@with_settings([f.name for f in eval_run_fields()], optional=True)
 def eval_cmd(
     config: Annotated[Optional[Path], typer.Argument(help="TOML or YAML config file (fields: docs/evaluation.md); "
                                                           "omit it to continue the eval in --out")] = None,
@@ -62,11 +78,7 @@ def eval_cmd(
     task: Annotated[Optional[list[str]], typer.Option("--task", help="suite, task directory, task file or suite/task id (repeatable; replaces the config's tasks)")] = None,
     limit: Annotated[Optional[int], typer.Option(min=0, help="only the first N tasks of each --task entry")] = None,
     set_: Annotated[Optional[list[str]], typer.Option("--set", help="size override NAME=VALUE for tasks defining NAME (repeatable)")] = None,
-    fit: Annotated[Optional[str], typer.Option("--fit", help="auto (the default): scale each task's sizes down to the backend's budget; none: the sizes as written")] = None,
-    backend: Annotated[Optional[str], typer.Option(help="target backend")] = None,
-    generator: Annotated[Optional[str], typer.Option(help="template or llm")] = None,
-    model: Annotated[Optional[list[str]], typer.Option("--model", help="LLM spec (repeatable: one group per model)")] = None,
-    budget: Annotated[Optional[int], typer.Option("--budget", "-T", min=1, help="T: attempts per operator")] = None,
+    generator: Annotated[Optional[list[str]], typer.Option("--generator", "--model", help="template or an LLM spec (repeatable: one group per generator; replaces the config's generators; --model: the old spelling)")] = None,
     seeds: Annotated[Optional[str], typer.Option(help="a count (3 means 0,1,2) or a list (0,1,2)")] = None,
     method: Annotated[Optional[list[str]], typer.Option("--method", help="evokernel, passk or refinement (repeatable)")] = None,
     policy: Annotated[Optional[list[str]], typer.Option("--policy", help="value, similarity, random or none (repeatable: the retrieval ablation)")] = None,
@@ -75,46 +87,31 @@ def eval_cmd(
     memory_from: Annotated[Optional[Path], typer.Option(help="export file for memory mode exported")] = None,
     workers: Annotated[Optional[int], typer.Option(min=1, help="units run at the same time, each its own process")] = None,
     ray: Annotated[Optional[str], typer.Option("--ray", help="where units run: auto (the cluster in RAY_ADDRESS, else a local Ray), local, or a cluster address HOST:PORT (docs/scale-out.md)")] = None,
-    concurrency: Annotated[Optional[int], typer.Option(min=1, help="K: tasks of each unit in flight at once, judged by K verifier actors on the eval's Ray (docs/scale-out.md)")] = None,
     memory_server: Annotated[Optional[bool], typer.Option("--memory-server/--no-memory-server", help="with workers > 1, also shard shared-memory streams over one Chroma server per arm")] = None,
-    n_context: Annotated[Optional[int], typer.Option(min=0, help="N: memory items in the context")] = None,
-    alpha: Annotated[Optional[float], typer.Option(help="value step size α")] = None,
-    relevance_margin: Annotated[Optional[float], typer.Option(min=0.0, help="drafting context within this similarity margin of the best hit (0: off)")] = None,
-    temperature: Annotated[Optional[float], typer.Option(help="LLM sampling temperature")] = None,
-    max_tokens: Annotated[Optional[int], typer.Option(min=0, help="token cap per run (0: none)")] = None,
-    max_cost: Annotated[Optional[float], typer.Option(min=0, help="USD cap per run (0: none)")] = None,
-    strict: Annotated[Optional[bool], typer.Option("--strict/--no-strict", help="tolerance 1e-4 instead of 1e-2")] = None,
-    compile_baseline: Annotated[Optional[bool], typer.Option("--compile-baseline/--no-compile-baseline", help="also time torch.compile of the reference (speedup vs torch.compile)")] = None,
-    llm_experiences: Annotated[Optional[bool], typer.Option("--llm-experiences/--no-llm-experiences", help="with an LLM generator, the model writes each attempt's experience (default on; off: the template sentence)")] = None,
-    distil_every: Annotated[Optional[int], typer.Option(min=0, help="with an LLM generator, distil best practices every this many successful refinements (default 5; 0: never)")] = None,
     trajectory: Annotated[Optional[list[str]], typer.Option("--trajectory", help="task id whose speedup trajectory the report draws (repeatable)")] = None,
     dry_run: Annotated[bool, typer.Option(help="print the plan (groups, arms, attempts) and exit")] = False,
+    *,
+    settings: Given,
 ) -> None:
     """Run methods × seeds (and policies, memory modes, models) over a task stream; write report.md,
     summary.json and figures. Run it again to continue an interrupted eval."""
-    from evokernel.cli import _fit_mode, _overrides
     from evokernel.evals import harness
-    from evokernel.evals.config import ConfigError, load_config, make_config
+    from evokernel.evals.config import ConfigError, load_config, make_config, upgrade
     from evokernel.evals.engine import EngineError
     from evokernel.tasks import TaskError
 
     command = shlex.join(["evokernel", "eval", *sys.argv[2:]]) if len(sys.argv) > 1 else "evokernel eval"
     try:
         flags = {"name": name, "out": str(out) if out else None, "tasks": task, "limit": limit,
-                 "set": _overrides(set_) if set_ else None, "fit": _fit_mode(fit) if fit is not None else None,
-                 "backend": backend, "generator": generator,
-                 "models": model, "budget": budget, "seeds": _seeds(seeds), "methods": method, "policies": policy,
-                 "memory": memory, "variants": variant, "memory_from": str(memory_from) if memory_from else None, "workers": workers, "ray": ray, "concurrency": concurrency,
-                 "memory_server": memory_server, "n_context": n_context, "alpha": alpha, "relevance_margin": relevance_margin,
-                 "temperature": temperature, "max_tokens": max_tokens, "max_cost": max_cost, "strict": strict,
-                 "compile_baseline": compile_baseline, "trajectories": trajectory,
-                 "llm_experiences": llm_experiences, "distil_every": distil_every}
+                 "set": overrides(set_) if set_ else None, "generators": _generators(generator),
+                 "seeds": _seeds(seeds), "methods": method, "policies": policy, "memory": memory, "variants": variant,
+                 "memory_from": str(memory_from) if memory_from else None, "workers": workers, "ray": ray,
+                 "memory_server": memory_server, "trajectories": trajectory} | settings.given()
         if config is None:
             if out is None or not (out / harness.EVAL_JSON).exists():
                 err.print("error: give a config file (evokernel eval CONFIG), or --out DIR of an eval to continue")
                 raise typer.Exit(2)
-            stored = harness.EvalDir(out).load()["config"]
-            stored.setdefault("fit", "none")  # evals from before --fit ran the sizes as written
+            stored = upgrade(harness.EvalDir(out).load()["config"])
             cfg = make_config(stored | {k: v for k, v in flags.items() if v is not None}, f"{out}/eval.json")
         else:
             cfg = load_config(config, flags)

@@ -25,9 +25,11 @@ app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
                   help="Inspect, export and import the value-driven memory (items, Q-values, seed knowledge).")
 err = Console(stderr=True, soft_wrap=True)
 
-MemoryOpt = Annotated[Path, typer.Option("--memory", envvar="EVOKERNEL_MEMORY",
-                                         help="memory directory (Chroma files unless --server, and values.jsonl)")]
-ServerOpt = Annotated[Optional[str], typer.Option("--server", envvar="EVOKERNEL_CHROMA_URL",
+# the same names as the run settings memory_dir and memory_url (evokernel run --memory-dir, --memory-url); the
+# older spellings --memory and --server stay (the docs and scripts use them)
+MemoryOpt = Annotated[Path, typer.Option("--memory-dir", "--memory", envvar="EVOKERNEL_MEMORY",
+                                         help="memory directory (Chroma files unless --memory-url, and values.jsonl)")]
+ServerOpt = Annotated[Optional[str], typer.Option("--memory-url", "--server", envvar="EVOKERNEL_CHROMA_URL",
                                                   help="Chroma server URL (`chroma run`), e.g. http://127.0.0.1:8000")]
 DEFAULT_MEMORY = Path("evokernel-memory")
 SORTS = ("q1", "q2", "n1", "n2", "recent")

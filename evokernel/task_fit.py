@@ -335,6 +335,58 @@ def fit_task(task: Task, budget: FitBudget | str = "cpu") -> Task:
     return fitted
 
 
+# What a verifier worker can hold: a task whose inputs, output and parameters take more than this is refused at
+# load, by name and size (never an exception inside a run). A candidate worker may add VerifyConfig.memory_mb
+# (4 GiB) of address space to its warm interpreter, and a verdict holds the inputs, the output, the perturbed
+# copies of the inputs and the reference's output beside them. Measured here (KernelBench's ReLU at batch 4,
+# sizes as written, `evokernel verify --fit none`): 0.48 GB of tensors judged feasible (also timed), 0.96 GB and
+# 1.9 GB failed (the candidate worker could not take trial 2's inputs: ENOMEM), 3.8 GB failed in the reference.
+# So an eighth of the worker's allowance (tests/test_task_fit.py checks it against VerifyConfig).
+# The limit holds where the tensors live in a CPU worker: the cpu and ascend-sim backends. A real NPU (ascend) keeps
+# them in device memory, which its fit budget already bounds (2 GiB); no limit of ours is measured there.
+WORKER_MEMORY_MB = 4096
+LIMIT_BYTES = WORKER_MEMORY_MB * MiB // 8
+LIMITED_BACKENDS = ("cpu", "ascend-sim")
+
+
+def check_size(task: Task, backend: str = "cpu") -> Task:
+    """``task`` if its tensors fit a verifier worker (:data:`LIMIT_BYTES`, on :data:`LIMITED_BACKENDS`); else a
+    :class:`TaskError` naming its size and the setting that fits it. The size is the fit's (``Task.fit["bytes"]``)
+    or, for sizes as written, measured on PyTorch's meta device (cached like fits). A task that cannot be probed
+    passes: the verifier judges it."""
+    if backend not in LIMITED_BACKENDS:
+        return task
+    record = task.fit or {}
+    size = record.get("bytes") if record.get("mode") == "auto" else _size_as_written(task)
+    if not size or size <= LIMIT_BYTES:
+        return task
+    name = f"{task.suite}/{task.name}" if task.suite else task.name
+    what = f"{name}: its tensors (inputs, output and parameters) take {_bytes(size)}, more than a verifier worker " \
+           f"holds ({_bytes(LIMIT_BYTES)})"
+    if record.get("mode") == "auto":
+        raise TaskError(f"{what}, even after fitting its sizes to the {backend} backend ({record.get('note') or 'too big'}); "
+                        "give smaller sizes with --set NAME=VALUE (set = {NAME = VALUE} in a config)")
+    raise TaskError(f"{what}: its sizes are as written (fit = none); fit = auto (--fit auto, the default) scales "
+                    "them down to this machine, or give smaller sizes with --set NAME=VALUE")
+
+
+def _size_as_written(task: Task) -> int:
+    """Bytes of the task's tensors at its sizes as written (0 when it cannot be probed)."""
+    key = "size-" + hashlib.sha256(json.dumps([FIT_VERSION, task.source]).encode()).hexdigest()[:32]
+    record = _cache_get(key)
+    if record is None:
+        from evokernel.task_category import probe
+
+        p = probe(task.source, str(task.path), count=False, trace=False)
+        record = {"bytes": p.total_bytes if p.ok else 0}
+        _cache_put(key, record)
+    return int(record.get("bytes") or 0)
+
+
+def _bytes(n: float) -> str:
+    return f"{n / (1 << 30):.1f} GiB" if n >= 1 << 30 else f"{n / MiB:.0f} MiB"
+
+
 def _evaluate(task: Task, sizes: dict[str, Any], b: FitBudget, trace: bool = False) -> _Eval:
     import ast
 

@@ -241,20 +241,21 @@ def load_task(path: str | Path, overrides: dict[str, Any] | None = None, suite: 
 
 def fit_tasks(tasks: list[Task], fit: str | None, backend: str = "cpu") -> list[Task]:
     """``fit="auto"``: every task fitted to ``backend``'s budget (:func:`evokernel.task_fit.fit_task`; needs
-    torch unless the fit is cached); ``"none"``: sizes kept, recorded as such; None: unchanged."""
+    torch unless the fit is cached); ``"none"``: sizes kept, recorded as such; None: unchanged. With either
+    mode, a task too large for a verifier worker is a ``TaskError`` naming its size (``task_fit.check_size``)."""
     if fit is None:
         return list(tasks)
     if fit not in FIT_MODES:
         raise TaskError(f"unknown fit mode {fit!r} (one of {', '.join(FIT_MODES)})")
+    from evokernel.task_fit import BUDGETS, check_size, fit_task
+
     if fit == "none":
         from dataclasses import replace
 
-        return [replace(t, fit={"mode": "none", "changed": {}}) for t in tasks]
-    from evokernel.task_fit import BUDGETS, fit_task
-
+        return [check_size(replace(t, fit={"mode": "none", "changed": {}}), backend) for t in tasks]
     if backend not in BUDGETS:
         raise TaskError(f"unknown backend {backend!r} (one of {', '.join(BUDGETS)})")
-    return [fit_task(t, backend) for t in tasks]
+    return [check_size(fit_task(t, backend), backend) for t in tasks]
 
 
 def _make_task(p: Path, source: str, tree: ast.Module, overrides: dict[str, Any], suite: str | None,

@@ -30,17 +30,19 @@ FRESH_TASK = {"iteration": 0, "attempts": 0, "feasible": False, "first_feasible_
               "candidate": {}, "messages": [], "verdict": {}, "last_feedback": None}
 
 
-def setup(state: dict[str, Any]) -> dict[str, Any]:
-    """Fill the per-task keys a standalone run (e.g. in Studio: input {"task": {"path": ...}}) lacks;
-    inside the main graph they are already set and nothing changes."""
+def setup(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
+    """Fill the per-task keys a standalone run (e.g. in Studio: input {"task": {"path": ...}}) lacks, its task
+    fitted to the machine as the run's ``fit`` says; inside the main graph they are already set and nothing
+    changes."""
     if not state.get("task") or not state["task"].get("path"):
         raise ValueError('drafting needs a task: {"task": {"path": "<task file>", "overrides": {...}}}')
     if state.get("task_id"):
         return {}
     from evokernel.graph import resources
 
+    spec = resources.fitted_spec(state["task"], Context.coerce(runtime.context))
     fresh = {k: v for k, v in FRESH_TASK.items() if k not in state}
-    return dict(fresh, task_id=resources.task_id(resources.task(state["task"])))
+    return dict(fresh, task=spec, task_id=resources.task_id(resources.task(spec)))
 
 
 def budget_left(state: dict[str, Any], runtime: Runtime[Context]) -> bool:

@@ -30,14 +30,16 @@ from evokernel.graph.state import RunInput, RunState, TaskState
 from evokernel.tasks import fit_tasks, load_tasks
 
 def prepare(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
-    """Expand the input (task files, directories, suite names) into the task queue; with ``fit`` ("auto"),
-    each task's sizes are fitted to the backend and the fitted constants join the spec's overrides."""
+    """Expand the input (task files, directories, suite names) into the task queue; each task's sizes are fitted
+    to the backend as the context's ``fit`` says (``auto``, the default) and the fitted constants join the spec's
+    overrides. A task too large for the machine is refused here, by name and size (``TaskError``)."""
+    if state.get("fit") is not None:
+        raise ValueError("'fit' is a run setting, not an input: give it in the context (Context(fit=...))")
+    ctx = Context.coerce(runtime.context)
     tasks = [t for target in state.get("tasks") or [] for t in load_tasks(target, state.get("overrides") or None)]
     if state.get("limit"):
         tasks = tasks[: state["limit"]]
-    tasks = fit_tasks(tasks, state.get("fit") or None, Context.coerce(runtime.context).backend)
-    specs = [{"path": str(t.path), "overrides": dict(t.applied_overrides), "suite": t.suite, "fit": t.fit}
-             for t in tasks]
+    specs = [resources.spec_of(t) for t in fit_tasks(tasks, ctx.fit, ctx.backend)]
     if not specs:
         raise ValueError("no tasks: give task files, directories or suite names in 'tasks'")
     return {"queue": specs, "results": list(state.get("results") or [])}

@@ -230,6 +230,22 @@ def task(spec: dict[str, Any]) -> Task:
         return _tasks[key]
 
 
+def spec_of(t: Task) -> dict[str, Any]:
+    """The TaskSpec of a loaded (and fitted) task: its fitted constants join the overrides."""
+    return {"path": str(t.path), "overrides": dict(t.applied_overrides), "suite": t.suite, "fit": t.fit}
+
+
+def fitted_spec(spec: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    """A spec given directly (a standalone drafting run, e.g. in Studio) fitted as the run's ``fit`` says, like
+    the main graph's ``prepare`` fits its queue; a spec that already records a fit is returned as it is."""
+    if "fit" in spec:
+        return spec
+    from evokernel.tasks import fit_tasks
+
+    [fitted] = fit_tasks([task(spec)], ctx.fit, ctx.backend)
+    return spec_of(fitted)
+
+
 def task_id(t: Task) -> str:
     return t.task_id
 

@@ -85,8 +85,8 @@ class TaskState(TypedDict, total=False):
 class RunState(TaskState, total=False):
     tasks: list[str]  # input: task files, directories or suite names
     overrides: dict[str, Any]  # input: size overrides applied to every task that defines the constant
-    fit: str | None  # input: "auto" (sizes fitted to the backend), "none" or absent (sizes as written)
     limit: int  # input: only the first N tasks (0: all)
+    fit: str | None  # refused: the size fit is a run setting (Context.fit); kept so an old input is told so
     queue: list[TaskSpec]  # tasks still to do (the current one first)
     results: list[dict[str, Any]]  # one summary per finished task
     done: Annotated[list[dict[str, Any]], operator.add]  # concurrency > 1: summaries of the tasks run side by side
@@ -97,5 +97,5 @@ class RunInput(TypedDict, total=False):
 
     tasks: list[str]
     overrides: dict[str, Any]
-    fit: str | None
     limit: int
+    fit: str | None  # refused with a clear error: the size fit is a run setting (Context.fit, default "auto")

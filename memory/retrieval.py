@@ -22,6 +22,8 @@ import random
 from dataclasses import dataclass
 from typing import Sequence
 
+from evokernel.settings import RunSettings
+
 POLICIES = ("value", "similarity", "random", "none")
 
 
@@ -48,8 +50,9 @@ class LinearSchedule:
         return self.start + (self.end - self.start) * max(step, 0) / self.steps
 
 
-DEFAULT_LAMBDA = LinearSchedule(2.0, 30.0, 20)
-DEFAULT_EPSILON = LinearSchedule(0.3, 0.05, 20)
+# the run settings' defaults (declared once, in evokernel.settings)
+DEFAULT_LAMBDA = LinearSchedule(RunSettings.lambda_start, RunSettings.lambda_end, RunSettings.lambda_steps)
+DEFAULT_EPSILON = LinearSchedule(RunSettings.epsilon_start, RunSettings.epsilon_end, RunSettings.epsilon_steps)
 
 
 def pool_size(n: int, lam: float) -> int:

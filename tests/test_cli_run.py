@@ -31,8 +31,9 @@ def lines(path: Path):
     ([], "give task files"),
     (["cpu-l9"], "no such task file"),
     (["cpu-l1", "--generator", "llm"], "needs --model"),
-    (["cpu-l1", "--generator", "gpt"], "template or llm"),
-    (["cpu-l1", "--policy", "best"], "unknown retrieval policy"),
+    (["cpu-l1", "--generator", " "], "generator must be template or an LLM spec"),
+    (["cpu-l1", "--generator", "openai:a", "--model", "openai:b"], "give the LLM spec once"),
+    (["cpu-l1", "--policy", "best"], "unknown policy 'best'"),
     (["cpu-l1", "--method", "codex"], "unknown method"),
     (["--resume"], "--resume needs --run-dir"),
     (["cpu-l1", "--set", "nosuch=3"], "no task defines nosuch"),
@@ -191,7 +192,7 @@ def test_offline_ascend_sim_run_drafts_and_refines_ascend_c(tmp_path):
 
 def test_fit_option_is_checked():
     r = CliRunner().invoke(app, ["run", str(RELU), "--fit", "sometimes"])
-    assert r.exit_code == 2 and "--fit must be one of auto, none" in r.output
+    assert r.exit_code == 2 and "unknown fit 'sometimes' (one of auto, none)" in r.output
 
 
 def test_prepare_fits_the_queue_and_carries_fitted_sizes_as_overrides(tmp_path, monkeypatch):
@@ -205,16 +206,15 @@ def test_prepare_fits_the_queue_and_carries_fitted_sizes_as_overrides(tmp_path, 
     big = tmp_path / "19_ReLU.py"
     big.write_text(RELU.read_text().replace("batch_size = 160", "batch_size = 4096")
                    .replace("dim = 65536", "dim = 393216"))
-    runtime = SimpleNamespace(context={"backend": "cpu"})
-    [spec] = prepare({"tasks": [str(big)], "fit": "auto", "overrides": {"batch_size": 64}}, runtime)["queue"]
+    runtime = SimpleNamespace(context={"backend": "cpu"})  # fit: "auto", the default
+    [spec] = prepare({"tasks": [str(big)], "overrides": {"batch_size": 64}}, runtime)["queue"]
     fitted = load_task(big, {"batch_size": 64}, fit="auto")
     assert spec["overrides"] == fitted.applied_overrides and spec["overrides"]["batch_size"] == 64
     assert spec["fit"]["changed"] and "batch_size" not in spec["fit"]["changed"]
     assert spec_task(spec).key == fitted.key  # what every node of the run judges
-    [plain] = prepare({"tasks": [str(big)], "fit": "none"}, runtime)["queue"]
-    assert plain["overrides"] == {} and plain["fit"] == {"mode": "none", "changed": {}}
-    [old] = prepare({"tasks": [str(big)]}, runtime)["queue"]  # inputs without "fit": sizes as written
-    assert old["overrides"] == {} and old["fit"] is None
+    as_written = SimpleNamespace(context={"backend": "cpu", "fit": "none"})
+    [plain] = prepare({"tasks": [str(big)], "overrides": {"batch_size": 64}}, as_written)["queue"]
+    assert plain["overrides"] == {"batch_size": 64} and plain["fit"] == {"mode": "none", "changed": {}}
 
 
 def test_sigint_stops_an_llm_run_between_attempts_even_when_started_in_the_background(tmp_path):
@@ -275,3 +275,22 @@ def test_an_llm_run_says_when_the_experience_fell_back_to_the_template_sentence(
     assert rec["experience"] == {"kind": "template", "reason": "fallback: code, not prose", "model": "openai:fake-model",
                                  "tokens_in": rec["experience"]["tokens_in"], "tokens_out": rec["experience"]["tokens_out"],
                                  "seconds": rec["experience"]["seconds"]}
+
+
+def test_a_run_from_before_fit_was_a_setting_resumes_with_the_fit_it_had(tmp_path):
+    """Older runs kept the fit in the graph's input (run.json's inputs); their context has none."""
+    from evokernel.cli_run import _resumed
+    from evokernel.graph.context import Context
+
+    ctx = Context(budget=3, run_dir=str(tmp_path), run_id="old").settings()
+    del ctx["fit"]
+    inputs = {"tasks": ["cpu-l1"], "overrides": {}, "fit": "none", "limit": 1}
+    (tmp_path / "run.json").write_text(json.dumps({"run_id": "old", "settings": {
+        "context": ctx, "tasks": ["cpu-l1/01_relu"], "inputs": inputs}}))
+    resumed, resumed_inputs, task_ids, _ = _resumed({"run_dir": str(tmp_path), "memory_url": "http://127.0.0.1:9"})
+    assert (resumed.fit, resumed.budget, resumed.memory_url) == ("none", 3, "http://127.0.0.1:9")
+    assert "fit" not in resumed_inputs and task_ids == ["cpu-l1/01_relu"]
+    del inputs["fit"]  # a run from before the fit at all ran its sizes as written
+    (tmp_path / "run.json").write_text(json.dumps({"run_id": "old", "settings": {
+        "context": ctx, "tasks": ["cpu-l1/01_relu"], "inputs": inputs}}))
+    assert _resumed({"run_dir": str(tmp_path)})[0].fit == "none"

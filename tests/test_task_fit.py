@@ -108,9 +108,14 @@ def test_set_values_win_and_the_fit_works_around_them(tmp_path):
     assert t.fit["changed"]["dim"][1] < 393216 and within(t, BUDGETS["cpu"])
     assert t.overrides == {"batch_size": 64} and t.applied_overrides["batch_size"] == 64
     assert load_task(p, t.applied_overrides).key == t.key
-    # everything set: nothing left to fit, and the fit says so
-    both = load_task(p, {"batch_size": 4096, "dim": 393216}, fit="auto")
+    # everything set: nothing left to fit, and the fit says so (over the budget, within what a worker holds)
+    both = load_task(p, {"batch_size": 64, "dim": 393216}, fit="auto")
     assert both.fit["changed"] == {} and not both.fit["fits"] and "no size constant" in both.fit["note"]
+    # beyond what a worker holds: refused, with the fit's reason
+    from evokernel.tasks import TaskError
+
+    with pytest.raises(TaskError, match=r"12\.0 GiB.*even after fitting.*no size constant to scale"):
+        load_task(p, {"batch_size": 4096, "dim": 393216}, fit="auto")
 
 
 def test_structure_is_kept_and_divisibility_too(tmp_path):
@@ -214,3 +219,34 @@ def test_all_200_kernelbench_files_fit_the_cpu_budget_and_stay_buildable():
         ft = fit_task(t, "ascend-sim")
         assert ft.fit["fits"] and ft.fit["bytes"] <= BUDGETS["ascend-sim"].max_bytes, describe(ft)
     assert math.isfinite(sum(t.fit["est_ms"] for t in tasks))
+
+
+def test_a_task_too_large_for_a_verifier_worker_is_refused_at_load_naming_its_size_and_the_setting(tmp_path):
+    from evokernel.tasks import TaskError
+
+    p = write(tmp_path, RELU.format(batch=4096, dim=393216), "19_ReLU")  # KernelBench's: 12 GiB in + out
+    with pytest.raises(TaskError, match=r"19_ReLU: its tensors .* take 12\.0 GiB, more than a verifier worker "
+                                        r"holds \(512 MiB\).*fit = auto \(--fit auto, the default\)"):
+        load_task(p, fit="none")
+    assert load_task(p, fit="auto").fit["changed"]  # the default fits it
+    # the limit is the line, not the soft budget: 256 MiB as written passes, 1 GiB does not
+    assert load_task(write(tmp_path, RELU.format(batch=4, dim=8 << 20), "mid"), fit="none").fit["mode"] == "none"
+    with pytest.raises(TaskError, match="1.0 GiB"):
+        load_task(write(tmp_path, RELU.format(batch=4, dim=32 << 20), "big"), fit="none")
+    # a fit that cannot get under the limit is refused too, with what the fit said
+    stuck = FitBudget(max_bytes=task_fit.LIMIT_BYTES * 4, min_ms=0, max_ms=None, aim_ms=None)
+    t = fit_task(load_task(write(tmp_path, RELU.format(batch=4, dim=64 << 20), "huge")), stuck)
+    assert t.fit["bytes"] > task_fit.LIMIT_BYTES
+    with pytest.raises(TaskError, match="even after fitting its sizes"):
+        task_fit.check_size(t, "cpu")
+    # a real NPU keeps the tensors in device memory, bounded by its fit budget (2 GiB): no worker limit there
+    assert task_fit.check_size(t, "ascend") is t
+    # a task that cannot be probed passes (the verifier judges it); a size as written is probed once, then cached
+    assert task_fit.check_size(load_task(write(tmp_path, RELU.format(batch=16, dim=1024), "ok"))).name == "ok"
+
+
+def test_the_limit_follows_the_verifiers_worker_memory():
+    from evokernel.verifier.trusted.verifier import VerifyConfig
+
+    assert task_fit.WORKER_MEMORY_MB == VerifyConfig().memory_mb
+    assert BUDGETS["cpu"].max_bytes < task_fit.LIMIT_BYTES  # what a fit aims at is well inside it

@@ -35,15 +35,21 @@ def test_flags_override_the_file(tmp_path):
 
 @pytest.mark.parametrize("text, message", [
     ('tasks = ["cpu-l1"]\nbudgett = 3\n', "budgett: unknown setting"),
-    ('tasks = ["cpu-l1"]\nbudget = 0\n', "budget: Input should be greater than or equal to 1"),
+    ('tasks = ["cpu-l1"]\nbudget = 0\n', "budget: budget must be >= 1"),
+    ('tasks = ["cpu-l1"]\nbudget = "ten"\n', "budget: Input should be a valid integer"),
+    ('tasks = ["cpu-l1"]\nalpha = 2\n', "alpha: alpha must be in (0, 1]"),
+    ('tasks = ["cpu-l1"]\nfit = "some"\n', "fit: unknown fit 'some'"),
+    ('tasks = ["cpu-l1"]\nmax_cost = 2\n', "max_cost: renamed to max_cost_usd"),
     ('tasks = ["cpu-l1"]\nmethods = ["pass@k"]\n', "unknown method 'pass@k'"),
     ('tasks = ["cpu-l1"]\npolicies = ["best"]\n', "unknown policy 'best'"),
     ('tasks = ["cpu-l1"]\nmemory = ["global"]\n', "unknown memory mode 'global'"),
     ('tasks = ["cpu-l1"]\nseeds = [1, 1]\n', "seeds repeat"),
     ('tasks = ["cpu-l1"]\nseeds = 0\n', "seeds as a number must be >= 1"),
     ('budget = 3\n', "give at least one suite"),
-    ('tasks = ["cpu-l1"]\ngenerator = "llm"\n', "needs models"),
-    ('tasks = ["cpu-l1"]\nmodels = ["openai:x"]\n', "models are for generator llm"),
+    ('tasks = ["cpu-l1"]\ngenerator = "llm"\n', "generator: renamed to generators"),
+    ('tasks = ["cpu-l1"]\nmodels = ["openai:x"]\n', "models: renamed to generators"),
+    ('tasks = ["cpu-l1"]\ngenerators = ["llm"]\n', "give the LLM spec itself"),
+    ('tasks = ["cpu-l1"]\ngenerators = []\n', "give at least one generator"),
     ('tasks = ["cpu-l1"]\nmemory = ["exported"]\n', "needs memory_from"),
     ('tasks = ["cpu-l1"\n', "not valid TOML"),
 ])
@@ -75,7 +81,7 @@ def test_shipped_configs_are_valid(monkeypatch):
         if len(cfg.methods) > 1 or len(cfg.policies) > 1:  # a comparison: the paper's protocol
             assert cfg.budget >= 10 and len(cfg.seeds) >= 3, p
     kb = [load_config(p) for p in (ROOT / "evals" / "configs").glob("kernelbench-cpu*.toml")]
-    assert len(kb) == 2 and all(c.fit == "auto" and c.generator == "template" for c in kb)
+    assert len(kb) == 2 and all(c.fit == "auto" and c.generators == ["template"] for c in kb)
 
 
 def test_tasks_resolve_in_stream_order_with_overrides_and_errors():
@@ -112,7 +118,7 @@ def test_groups_cross_methods_policies_and_memory_modes():
     assert p["groups"][-1] == {"name": "passk", "method": "passk", "policy": None, "memory": "private",
                                "model": "template"}
     assert len(p["arms"]) == 10 and p["stages"] == ["cpu-l1", "cpu-l2"]
-    _, p = plan_of(generator="llm", models=["openai:a", "ollama:b"], methods=["passk"])
+    _, p = plan_of(generators=["openai:a", "ollama:b"], methods=["passk"])
     assert [g["name"] for g in p["groups"]] == ["openai__a-passk", "ollama__b-passk"]
 
 
@@ -124,14 +130,14 @@ def test_variants_pick_policy_memory_pairs_instead_of_the_product(tmp_path):
         ("evokernel-none-none", "none", "none"), ("evokernel-none-per-task", "none", "per-task"),
         ("evokernel-value-exported", "value", "exported"), ("evokernel-similarity-exported", "similarity", "exported")]
     [u] = units_of(p, "evokernel-none-none/seed-0")  # no memory: one unit, like shared
-    cmd = " ".join(harness.unit_command(cfg, p["groups"][0], 0, harness.Unit(**u), tmp_path, False, None))
-    assert "--policy none" in cmd and "--seed-knowledge format" in cmd
+    s = harness.unit_settings(cfg, p["groups"][0], 0, harness.Unit(**u), tmp_path, None)
+    assert (s["policy"], s["seed_knowledge"]) == ("none", "format")
     u2 = units_of(p, "evokernel-value-exported/seed-0")[0]
-    cmd = " ".join(harness.unit_command(cfg, p["groups"][2], 0, harness.Unit(**u2), tmp_path, False, None))
-    assert "--seed-knowledge" not in cmd and "--policy value" in cmd and "--relevance-margin" not in cmd
+    s = harness.unit_settings(cfg, p["groups"][2], 0, harness.Unit(**u2), tmp_path, None)
+    assert (s["policy"], s["seed_knowledge"], s["relevance_margin"]) == ("value", "all", 0.0)
     cfg2, p2 = plan_of(relevance_margin=0.1)
-    cmd = " ".join(harness.unit_command(cfg2, p2["groups"][0], 0, harness.Unit(**p2["units"][0]), tmp_path, False, None))
-    assert "--relevance-margin 0.1" in cmd
+    assert harness.unit_settings(cfg2, p2["groups"][0], 0, harness.Unit(**p2["units"][0]), tmp_path,
+                                 None)["relevance_margin"] == 0.1
     with pytest.raises(ConfigError, match="policy none"):
         plan_of(variants=["value/none"])
     with pytest.raises(ConfigError, match="POLICY/MEMORY"):
@@ -173,24 +179,33 @@ def test_units_follow_the_memory_mode():
     assert all(not u["server"] and u["memory"].endswith(u["name"] + "/memory") for u in us)
 
 
-def test_unit_command_carries_every_setting(tmp_path):
+def test_a_unit_is_given_one_settings_file_with_every_setting(tmp_path):
+    from evokernel.settings import RunSettings, read_settings_file, setting_fields
+
     cfg, p = plan_of(methods=["evokernel"], policies=["similarity"], budget=7, strict=True, n_context=2,
-                     alpha=0.3, set={"dim": 1024}, seeds=[5], compile_baseline=True)
+                     alpha=0.3, set={"dim": 1024}, seeds=[5], compile_baseline=True, epsilon_end=0.1,
+                     llm_judge="openai:judge")
     u = harness.Unit(**p["units"][0])
     cmd = harness.unit_command(cfg, p["groups"][0], 5, u, tmp_path, resume=False, memory_url=None)
-    text = " ".join(cmd)
-    for part in ["-m evokernel run cpu-l1/01_relu", "--policy similarity", "--budget 7", "--seed 5", "--strict",
-                 "--n-context 2", "--alpha 0.3", "--compile-baseline", "--set dim=1024", "--generator template", "--method evokernel",
-                 "--no-recall",  # an arm measures from scratch
-                 "--llm-experiences --distil-every 5",  # the model writes memory (LLM generators)
-                 f"--memory {tmp_path}/arms/evokernel-similarity/seed-5/memory"]:
-        assert part in text, part
-    off = make_config(dict(cfg.model_dump(), llm_experiences=False, distil_every=0))
-    assert "--no-llm-experiences --distil-every 0" in " ".join(harness.unit_command(off, p["groups"][0], 5, u, tmp_path,
-                                                                                     resume=False, memory_url=None))
+    path = tmp_path / u.run_dir / harness.UNIT_SETTINGS
+    assert cmd[3:] == ["run", "--settings", str(path)]  # no flag per setting: the file holds them
+    given = read_settings_file(path)
+    # the eval's run section, as configured
+    assert {k: given[k] for k in cfg.run_settings()} == cfg.run_settings()
+    assert (given["budget"], given["strict"], given["n_context"], given["alpha"], given["epsilon_end"],
+            given["llm_judge"]) == (7, True, 2, 0.3, 0.1, "openai:judge")
+    # the unit's own: group, seed, memory, run directory, tasks; recall off (an arm measures from scratch)
+    assert (given["method"], given["policy"], given["seed"], given["generator"], given["recall"]) == \
+        ("evokernel", "similarity", 5, "template", False)
+    assert given["memory_dir"] == f"{tmp_path}/arms/evokernel-similarity/seed-5/memory"
+    assert given["run_dir"] == str(tmp_path / u.run_dir)
+    assert given["tasks"] == u.targets and len(u.targets) == 4 and given["set"] == {"dim": 1024}
+    # every setting the file names is a run setting, and they make a valid one
+    names = {f.name for f in setting_fields()}
+    RunSettings(**{k: v for k, v in given.items() if k in names})
     resume = harness.unit_command(cfg, p["groups"][0], 5, u, tmp_path, resume=True, memory_url="http://127.0.0.1:9")
-    assert resume[3:] == ["run", "--resume", "--run-dir", str(tmp_path / u.run_dir), "--memory-url",
-                          "http://127.0.0.1:9"]
+    assert resume[3:] == ["run", "--settings", str(path), "--resume"]
+    assert read_settings_file(path)["memory_url"] == "http://127.0.0.1:9"
 
 
 def test_an_existing_output_dir_is_continued_only_with_the_same_plan(tmp_path):
@@ -226,7 +241,7 @@ def _forget_learned_memory(path):
 def test_an_llm_eval_from_before_model_written_memory_continues_only_without_it(tmp_path):
     """It stored template sentences and distilled nothing; the new defaults would mix both kinds in one eval."""
     llm = make_config({"tasks": ["cpu-l1"], "limit": 1, "budget": 2, "out": str(tmp_path / "e"),
-                       "generator": "llm", "models": ["openai:gpt-4o-mini"]})
+                       "generators": ["openai:gpt-4o-mini"]})
     harness.prepare(llm, "evokernel eval x.toml")
     _forget_learned_memory(tmp_path / "e" / "eval.json")
     with pytest.raises(ConfigError, match="distil_every, llm_experiences"):
@@ -239,6 +254,24 @@ def test_an_llm_eval_from_before_model_written_memory_continues_only_without_it(
     _forget_learned_memory(tmp_path / "t" / "eval.json")
     harness.prepare(tpl, "evokernel eval x.toml")
 
+
+
+def test_an_eval_stored_with_old_setting_names_continues(tmp_path):
+    """eval.json of an older version: generator = "llm" + models (now generators), max_cost (now max_cost_usd)."""
+    cfg = make_config({"tasks": ["cpu-l1"], "limit": 1, "budget": 2, "out": str(tmp_path / "e"),
+                       "generators": ["openai:m"], "max_cost_usd": 1.5})
+    ed, _ = harness.prepare(cfg, "evokernel eval x.toml")
+    meta = json.loads(ed.meta_path.read_text())
+    for part in (meta["config"], meta["plan_key"]):
+        del part["generators"]
+        part.update(generator="llm", models=["openai:m"], max_cost=part.pop("max_cost_usd"))
+    ed.meta_path.write_text(json.dumps(meta))
+    old = harness.config_of(json.loads(ed.meta_path.read_text()))
+    assert (old.generators, old.max_cost_usd) == (["openai:m"], 1.5)
+    _, meta = harness.prepare(cfg, "evokernel eval x.toml")  # the same plan: continued
+    assert meta["plan_key"]["generators"] == ["openai:m"] and "max_cost" not in meta["config"]
+    with pytest.raises(ConfigError, match="max_cost_usd"):
+        harness.prepare(cfg.model_copy(update={"max_cost_usd": 2.0}), "evokernel eval x.toml")
 
 
 def test_an_eval_gains_seeds_but_keeps_the_ones_it_ran(tmp_path):
@@ -279,10 +312,13 @@ def test_fit_is_a_setting_recorded_per_task_and_passed_to_every_unit(tmp_path, m
     assert t["fit"]["mode"] == "auto" and set(t["fit"]["changed"]) == {"batch_size", "dim"}
     assert t["overrides"] == {}  # the fitted sizes are not --set values: each unit fits the same way
     p = harness.plan(cfg, [t])
-    cmd = harness.unit_command(cfg, p["groups"][0], 0, harness.Unit(**p["units"][0]), tmp_path, resume=False,
-                               memory_url=None)
-    assert cmd[cmd.index("--fit") + 1] == "auto" and "--set" not in cmd
-    none = cfg.model_copy(update={"fit": "none"})
+    given = harness.unit_settings(cfg, p["groups"][0], 0, harness.Unit(**p["units"][0]), tmp_path, None)
+    assert given["fit"] == "auto" and given["set"] == {}
+    # the sizes as written are too large for this machine: refused before any unit starts, naming its size
+    # and the setting that fits it
+    with pytest.raises(ConfigError, match=r"19_ReLU: its tensors .* take 12.0 GiB.*fit = auto"):
+        harness.resolve_tasks(cfg.model_copy(update={"fit": "none"}))
+    none = cfg.model_copy(update={"fit": "none", "set": {"batch_size": 16}})
     [t] = harness.resolve_tasks(none)
     assert t["fit"] == {"mode": "none", "changed": {}}
     # an eval directory from before --fit ran its sizes as written: it continues with fit none
@@ -293,4 +329,4 @@ def test_fit_is_a_setting_recorded_per_task_and_passed_to_every_unit(tmp_path, m
     _, meta = harness.prepare(none, "evokernel eval x.toml")
     assert meta["config"]["fit"] == "none"
     with pytest.raises(ConfigError, match="fit"):
-        harness.prepare(cfg, "evokernel eval x.toml")
+        harness.prepare(cfg.model_copy(update={"set": {"batch_size": 16}}), "evokernel eval x.toml")

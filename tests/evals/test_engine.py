@@ -75,8 +75,10 @@ def test_a_unit_with_concurrency_judges_on_verifier_actors_of_the_evals_ray(engi
     runner = harness.Runner(ed, meta, engine=engine, on_event=lambda k, d: events.append((k, d)), poll_s=0.1)
     assert runner.run() == "finished", events
     log = (tmp_path / "e" / "logs" / "evokernel__seed-0__all.log").read_text()
-    assert f"--concurrency 2 --ray {engine.unit_address()}" in log or (
-        "--concurrency 2" in log and f"--ray {engine.unit_address()}" in log)
+    # the unit's settings file: K = 2, its verifier actors on the eval's Ray; and it ran with them
+    given = json.loads((tmp_path / "e" / "arms/evokernel/seed-0/runs/all/unit-settings.json").read_text())
+    ran = json.loads((tmp_path / "e" / "arms/evokernel/seed-0/runs/all/run.json").read_text())["settings"]["context"]
+    assert (given["concurrency"], given["ray"]) == (ran["concurrency"], ran["ray"]) == (2, engine.unit_address())
     cores = re.search(r"verifier actors: (.*)", log).group(1)
     assert len(set(re.findall(r"cpu (\d+)", cores))) == 2, log[-2000:]
     after = load_attempts(tmp_path / "e" / "arms/evokernel/seed-0/runs/all/attempts.jsonl")

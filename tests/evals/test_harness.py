@@ -39,10 +39,20 @@ def all_attempts(out: Path, arm: str):
 
 
 def test_two_methods_two_tasks_produce_every_output_file(tmp_path):
-    cfg = config(tmp_path, budget=3, seeds=1, methods=["evokernel", "passk"], workers=2)
+    cfg = config(tmp_path, budget=3, seeds=1, methods=["evokernel", "passk"], workers=2, epsilon_end=0.1,
+                 lambda_start=3.0)
     r = evokernel("eval", cfg)
     assert r.returncode == 0, r.stderr[-3000:]
     out = tmp_path / "out"
+    # every unit ran with the settings file the harness gave it (not flags): its run.json records them all
+    for unit in json.loads((out / "eval.json").read_text())["units"]:
+        given = json.loads((out / unit["run_dir"] / "unit-settings.json").read_text())
+        ran = json.loads((out / unit["run_dir"] / "run.json").read_text())["settings"]
+        assert {k: ran["context"][k] for k in given if k not in ("tasks", "set")} == \
+            {k: v for k, v in given.items() if k not in ("tasks", "set")}, unit["key"]
+        assert (ran["context"]["epsilon_end"], ran["context"]["lambda_start"], ran["context"]["budget"],
+                ran["context"]["recall"]) == (0.1, 3.0, 3, False)
+        assert ran["inputs"]["overrides"] == SMALL and ran["tasks"] == unit["task_ids"]
     for name in ["eval.json", "progress.json", "summary.json", "report.md", "figures/tiers.png",
                  "figures/cumulative_success.png", "figures/trajectories.png", "figures/q_values.png",
                  "figures/comparison.png"]:
@@ -148,14 +158,14 @@ def test_bad_usage_exits_2(tmp_path):
 
 
 def test_an_llm_eval_is_one_config_change(tmp_path):
-    """generator = "llm" + models: the same harness drives ChatOpenAI over HTTP (a scripted endpoint on
+    """generators = [an LLM spec]: the same harness drives ChatOpenAI over HTTP (a scripted endpoint on
     127.0.0.1 here), and tokens reach the report."""
     from fake_openai import FakeOpenAI
 
     kernel = (Path(__file__).resolve().parents[2] / "evokernel/examples/cpu/01_relu.py").read_text()
     cfg = tmp_path / "llm.toml"
     cfg.write_text(f'name = "llm"\nout = "{tmp_path / "out"}"\ntasks = ["cpu-l1/01_relu"]\nbudget = 2\n'
-                   'generator = "llm"\nmodels = ["openai:gpt-4o-mini"]\nmethods = ["evokernel", "passk"]\n'
+                   'generators = ["openai:gpt-4o-mini"]\nmethods = ["evokernel", "passk"]\n'
                    '[set]\nbatch_size = 16\ndim = 1024\n')
     with FakeOpenAI(default=f"A kernel.\n\n```python\n{kernel}\n```\n") as server:
         r = evokernel("eval", cfg, env_extra={"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-test"})

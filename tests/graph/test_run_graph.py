@@ -197,3 +197,51 @@ def test_a_connection_reset_in_the_memory_is_retried_not_a_lost_run(tmp_path, me
     with pytest.raises(ValueError, match="a broken store"):
         _run(tmp_path, memory_dir, "rt2", [RELU_KERNEL], budget=1, recall=False)  # (a recall would not query)
     store.close()
+
+
+def test_the_python_example_of_docs_loop_runs_a_kernelbench_file_as_written(tmp_path, memory_dir, wired):
+    """docs/loop.md's example (build_graph + Context(), the template generator) on KernelBench's ReLU in place:
+    4096 x 393216 floats, 12 GiB as written. The default context fits it to the machine (it used to die inside
+    the verify node: "the reference failed (make_inputs): OSError: Cannot allocate memory"); with the sizes as
+    written it is refused when the tasks are loaded, naming its size and the setting that fits it."""
+    from kernelbench_files import KB
+
+    if KB is None:
+        pytest.skip("KernelBench not found (set EVOKERNEL_KERNELBENCH)")
+    from evokernel.tasks import TaskError
+
+    relu = str(KB / "level1" / "19_ReLU.py")
+    conn = sqlite3.connect(str(tmp_path / "ck.sqlite"), check_same_thread=False)
+    app = build_graph(checkpointer=SqliteSaver(conn))
+    ctx = Context(generator="template", budget=1, memory_dir=str(memory_dir), run_dir=str(tmp_path / "a"), run_id="a")
+    final = app.invoke({"tasks": [relu]}, {"configurable": {"thread_id": "a"}}, context=ctx, durability="sync")
+    [result] = final["results"]
+    assert result["task"] == "19_ReLU" and result["feasible"] and result["attempts"] == 1
+    [spec] = final["queue"] or [final["task"]]
+    assert spec["fit"]["mode"] == "auto" and spec["overrides"]["batch_size"] < 4096
+    with pytest.raises(TaskError, match=r"19_ReLU: its tensors .* take 12\.0 GiB.*fit = auto"):
+        app.invoke({"tasks": [relu]}, {"configurable": {"thread_id": "b"}}, durability="sync",
+                   context=Context(fit="none", memory_dir=str(memory_dir), run_dir=str(tmp_path / "b"), run_id="b"))
+    conn.close()
+
+
+def test_a_task_given_to_drafting_directly_is_fitted_like_the_stream(tmp_path):
+    """Studio's drafting graph takes {"task": {"path": ...}}: the spec is fitted by the run's fit, as prepare does."""
+    from evokernel.tasks import TaskError
+
+    big = tmp_path / "19_ReLU.py"
+    big.write_text(RELU.read_text().replace("batch_size = 160", "batch_size = 4096").replace("dim = 65536", "dim = 393216"))
+    spec = resources.fitted_spec({"path": str(big)}, Context())
+    assert spec["fit"]["mode"] == "auto" and spec["overrides"]["batch_size"] < 4096
+    assert resources.fitted_spec(spec, Context()) is spec  # a spec with a fit record is kept as it is
+    small = resources.fitted_spec({"path": str(RELU), "overrides": SMALL}, Context(fit="none"))
+    assert small["fit"] == {"mode": "none", "changed": {}} and small["overrides"] == SMALL
+    with pytest.raises(TaskError, match="fit = auto"):
+        resources.fitted_spec({"path": str(big)}, Context(fit="none"))
+
+
+def test_fit_in_the_input_is_refused_as_a_run_setting(tmp_path, memory_dir):
+    app = build_graph()
+    with pytest.raises(ValueError, match="'fit' is a run setting"):
+        app.invoke({"tasks": [str(RELU)], "fit": "none"}, context=Context(memory_dir=str(memory_dir),
+                                                                           run_dir=str(tmp_path), run_id="f"))
