@@ -12,8 +12,21 @@ from evokernel.generators.template.front.fxops import _BINARY, _UNARY_FUNCS, _VI
 from evokernel.generators.template.front.graph import Const, Ref
 
 
+UNHANDLED = object()  # a handler's answer for a name it does not lower (the next one is asked)
+
+
 class CallOps:
     def visit_call(self, n: fx.Node, name: str, args: list[Any], kw: dict[str, Any], val: Any) -> Any:
+        """The call lowered by the first handler that knows its name."""
+        for handler in (self._call_elementwise, self._call_reduction, self._call_loss, self._call_matmul,
+                        self._call_conv_pool_norm, self._call_scan_view):
+            out = handler(n, name, args, kw, val)
+            if out is not UNHANDLED:
+                return out
+        raise self.fail(n, "no lowering for this operator")
+
+    def _call_elementwise(self, n: fx.Node, name: str, args: list[Any], kw: dict[str, Any], val: Any) -> Any:
+        """Indexing a min/max result, .T, elementwise functions and binary operators."""
         g = self.g
         x = args[0] if args else kw.get("input")
         if name in ("getitem",):
@@ -62,6 +75,12 @@ class CallOps:
             return self.binary(_BINARY[name], _wrap(a), _wrap(b), n)
         if name in ("neg",):
             return self.unary("neg", x, n)
+        return UNHANDLED
+
+    def _call_reduction(self, n: fx.Node, name: str, args: list[Any], kw: dict[str, Any], val: Any) -> Any:
+        """Reductions, softmax/log_softmax, logsumexp, norms, layer norm."""
+        g = self.g
+        x = args[0] if args else kw.get("input")
         if name in ("sum", "mean", "amax", "amin", "max", "min"):
             dim = kw.get("dim", kw.get("axis", args[1] if len(args) > 1 else None))
             keep = bool(kw.get("keepdim", args[2] if len(args) > 2 else False))
@@ -98,6 +117,11 @@ class CallOps:
             b = kw.get("bias", args[3] if len(args) > 3 else None)
             eps = kw.get("eps", args[4] if len(args) > 4 else 1e-5)
             return self.layer_norm(x, nshape, w, b, float(_cv(eps)), n)
+        return UNHANDLED
+
+    def _call_loss(self, n: fx.Node, name: str, args: list[Any], kw: dict[str, Any], val: Any) -> Any:
+        """Losses (mse, cross entropy, smooth L1/Huber, KL divergence) and scalar tensors."""
+        g = self.g
         if name == "mse_loss":
             red = kw.get("reduction", "mean")
             d = self.unary("square", self.binary("sub", args[0], args[1] if len(args) > 1 else kw["target"], n), n)
@@ -146,6 +170,12 @@ class CallOps:
                 return total
             count = self.shape(inp)[0] if red == "batchmean" else math.prod(self.shape(inp))
             return self.binary("div", total, self.c(float(count)), n)
+        return UNHANDLED
+
+    def _call_matmul(self, n: fx.Node, name: str, args: list[Any], kw: dict[str, Any], val: Any) -> Any:
+        """Attention, einsum, matmuls, linear, transposes, triangle masks, arg-reductions."""
+        g = self.g
+        x = args[0] if args else kw.get("input")
         if name == "scaled_dot_product_attention":
             q, k_, v = args[0], args[1], args[2]
             if any(kw.get(key) not in (None, False, 0.0) for key in ("attn_mask", "is_causal", "dropout_p", "enable_gqa")):
@@ -188,6 +218,11 @@ class CallOps:
             return g.add("transpose", [x], {}, tuple(val.shape), origin=n.name)
         if name == "t":
             return g.add("transpose", [x], {}, tuple(val.shape), origin=n.name)
+        return UNHANDLED
+
+    def _call_conv_pool_norm(self, n: fx.Node, name: str, args: list[Any], kw: dict[str, Any], val: Any) -> Any:
+        """Convolutions, pooling, batch/instance/group norm."""
+        x = args[0] if args else kw.get("input")
         if name in ("conv1d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d") or (
                 name == "conv2d" and _cv(kw.get("groups", args[6] if len(args) > 6 else 1)) != 1):
             w = args[1] if len(args) > 1 else kw["weight"]
@@ -259,6 +294,12 @@ class CallOps:
             b = kw.get("bias", args[3] if len(args) > 3 else None)
             eps = kw.get("eps", args[4] if len(args) > 4 else 1e-5)
             return self._group_norm(n, x, int(groups), w, b, float(_cv(eps)))
+        return UNHANDLED
+
+    def _call_scan_view(self, n: fx.Node, name: str, args: list[Any], kw: dict[str, Any], val: Any) -> Any:
+        """Flips, scans (cumsum, reverse cumsum, cumprod) and views."""
+        g = self.g
+        x = args[0] if args else kw.get("input")
         if name == "flip":
             dims = args[1] if len(args) > 1 else kw["dims"]
             dims = [dims] if isinstance(dims, int) else list(dims)
@@ -293,4 +334,4 @@ class CallOps:
             if src.op == "transpose":
                 raise self.fail(n, "reshape of a transposed view")
             return g.add("reshape", [x], {}, tuple(val.shape), origin=n.name)
-        raise self.fail(n, "no lowering for this operator")
+        return UNHANDLED

@@ -11,8 +11,20 @@ from torch import fx, nn
 from evokernel.generators.template.front.fxops import _MODULE_UNARY, _cv, _norm_dim
 
 
+UNHANDLED = object()  # a handler's answer for a module it does not lower (the next one is asked)
+
+
 class ModuleOps:
     def visit_module(self, n: fx.Node, mod: nn.Module, path: str) -> Any:
+        """The module call lowered by the first handler that knows the module's type."""
+        for handler in (self._module_elementwise, self._module_conv_pool_norm, self._module_other):
+            out = handler(n, mod, path)
+            if out is not UNHANDLED:
+                return out
+        raise self.fail(n, f"module {type(mod).__name__} is not supported")
+
+    def _module_elementwise(self, n: fx.Node, mod: nn.Module, path: str) -> Any:
+        """Activations, softmax/log_softmax, Linear, LayerNorm."""
         x = self.arg(n.args[0])
         for cls, fn in _MODULE_UNARY.items():
             if type(mod) is cls:
@@ -41,6 +53,11 @@ class ModuleOps:
             w = self.param(f"{path}.weight") if mod.weight is not None else None
             b = self.param(f"{path}.bias") if mod.bias is not None else None
             return self.layer_norm(x, mod.normalized_shape, w, b, float(mod.eps), n)
+        return UNHANDLED
+
+    def _module_conv_pool_norm(self, n: fx.Node, mod: nn.Module, path: str) -> Any:
+        """Convolutions, pooling, batch/instance/group norm."""
+        x = self.arg(n.args[0])
         if isinstance(mod, (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d,
                             nn.ConvTranspose3d)):
             if mod.padding_mode != "zeros" or isinstance(mod.padding, str):
@@ -87,6 +104,11 @@ class ModuleOps:
             w = self.param(f"{path}.weight") if mod.affine else None
             b = self.param(f"{path}.bias") if mod.affine else None
             return self._group_norm(n, x, mod.num_groups, w, b, float(mod.eps))
+        return UNHANDLED
+
+    def _module_other(self, n: fx.Node, mod: nn.Module, path: str) -> Any:
+        """Triplet margin loss, dropout, identity, flatten."""
+        x = self.arg(n.args[0])
         if isinstance(mod, nn.TripletMarginLoss):
             if mod.p != 2 or mod.swap:
                 raise self.fail(n, "triplet margin loss with p != 2 or swap")
@@ -108,7 +130,7 @@ class ModuleOps:
             return x
         if isinstance(mod, nn.Flatten):
             return self.g.add("reshape", [x], {}, tuple(self.values[n.name].shape), origin=n.name)
-        raise self.fail(n, f"module {type(mod).__name__} is not supported")
+        return UNHANDLED
 
     def _conv(self, n: fx.Node, args: list[int], stride: Any, padding: Any, dilation: Any) -> int:
         pair = lambda v: tuple(v) if isinstance(v, (tuple, list)) else (int(v), int(v))
