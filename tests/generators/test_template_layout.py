@@ -163,7 +163,8 @@ def test_family_tables_are_complete():
     """Every row of both tables provides what its table documents; every stage family the front end plans has a
     cpu writer; knob defaults lie in their spaces; the transforms of both targets have unique names."""
     from evokernel.generators.template.ascend import schedules as ascend_schedules
-    from evokernel.generators.template.ascend.families import BY_STAGE, FAMILIES as ASCEND
+    from evokernel.generators.template.ascend.families import BY_STAGE
+    from evokernel.generators.template.ascend.families import FAMILIES as ASCEND
     from evokernel.generators.template.cpu import schedules as cpu_schedules
     from evokernel.generators.template.cpu.families import FAMILIES as CPU
     from evokernel.generators.template.cpu.stage import StageWriter

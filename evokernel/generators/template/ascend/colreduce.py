@@ -10,8 +10,17 @@ from typing import Any
 
 from evokernel.generators.template.ascend import vector_project
 from evokernel.generators.template.ascend.names import _ident, _prod, _snake, own_init
+from evokernel.generators.template.ascend.project import TILING_FUNC_TAIL, tiling_func_head
 from evokernel.generators.template.ascend.row_compute import Consts
-from evokernel.generators.template.ascend.rowop import BLOCK_MODES, CORES, REDUCE_FNS, UB_BYTES, AscendOp, Ext
+from evokernel.generators.template.ascend.rowop import (
+    BLOCK_MODES,
+    CORES,
+    REDUCE_FNS,
+    UB_BYTES,
+    AscendOp,
+    Ext,
+    vector_cores,
+)
 from evokernel.generators.template.ascend.vecops import COMBINE_OP, IDENTITY, _indent
 from evokernel.generators.template.front.graph import AnalysisError
 from evokernel.generators.template.front.lower import Plan
@@ -96,79 +105,11 @@ class ColKernel:
         self.io = 2 if self.half else 4
 
     def render(self, cls: str, tiling_cls: str) -> tuple[str, Consts]:
-        op, T, A = self.op, self.T, self.A
+        op, A = self.op, self.A
         e = op.exts[0]
-        fn = op.graph.nodes[op.out].attrs["fn"]
-        comb = COMBINE_OP[fn]
-        acc = "facc" if self.half else "o"
-        src = "ft" if self.half else "l"
-        unit = [f"uint32_t ccp = (cc + {A - 1}) / {A} * {A};",
-                f"LocalTensor<{T}> o = q_out.AllocTensor<{T}>();",
-                f"Duplicate({acc}, {IDENTITY[fn]}, static_cast<int32_t>(cc));",
-                "for (uint32_t m0 = 0; m0 < M; m0 += midRows) {",
-                "    uint32_t mm = M - m0 < midRows ? M - m0 : midRows;",
-                "    CopyIn(a, m0, mm, c0, cc);",
-                f"    LocalTensor<{T}> l = q_x.DeQue<{T}>();"]
-        if self.half:
-            unit.append("    Cast(ft, l, RoundMode::CAST_NONE, static_cast<int32_t>(mm * ccp));")
-        if self.tree:
-            unit += ["    for (uint32_t w = mm; w > 1;) {  // pairwise: row i takes row i + w - h",
-                     "        uint32_t h = w / 2;",
-                     f"        {comb}({src}, {src}, {src}[(w - h) * ccp], static_cast<int32_t>(h * ccp));",
-                     "        w -= h;",
-                     "    }",
-                     f"    {comb}({acc}, {acc}, {src}, static_cast<int32_t>(cc));"]
-        else:
-            unit += ["    for (uint32_t r = 0; r < mm; ++r) {",
-                     f"        {comb}({acc}, {acc}, {src}[r * ccp], static_cast<int32_t>(cc));",
-                     "    }"]
-        unit += ["    q_x.FreeTensor(l);", "}"]
-        if fn == "mean":
-            unit.append(f"Muls({acc}, {acc}, invM, static_cast<int32_t>(cc));")
-        if self.half:
-            unit.append("Cast(o, facc, RoundMode::CAST_RINT, static_cast<int32_t>(cc));")
-        unit += ["q_out.EnQue(o);", "CopyOut(a, c0, cc);"]
-        pad_x = "cc == ccp ? 0 : static_cast<uint8_t>(ccp - cc)"
-        copyin = [f"uint32_t ccp = (cc + {A - 1}) / {A} * {A};",
-                  f"LocalTensor<{T}> l = q_x.AllocTensor<{T}>();",
-                  "uint64_t at = (static_cast<uint64_t>(a) * M + m0) * K + c0;",
-                  "if (ccp == cc && cc == K) {",
-                  "    DataCopy(l, gm_x[at], mm * cc);",
-                  "} else {  // mm rows of cc columns, K apart in GM; each row padded with zeros to 32 bytes",
-                  f"    DataCopyExtParams p(static_cast<uint16_t>(mm), static_cast<uint32_t>(cc * sizeof({T})), "
-                  f"static_cast<uint32_t>((K - cc) * sizeof({T})), 0, 0);",
-                  f"    DataCopyPad(l, gm_x[at], p, DataCopyPadExtParams<{T}>(true, 0, {pad_x}, 0));",
-                  "}",
-                  "q_x.EnQue(l);"]
-        copyout = [f"LocalTensor<{T}> o = q_out.DeQue<{T}>();",
-                   f"uint32_t ccp = (cc + {A - 1}) / {A} * {A};",
-                   "uint64_t at = static_cast<uint64_t>(a) * K + c0;",
-                   "if (ccp == cc) {",
-                   "    DataCopy(gm_out[at], o, cc);",
-                   "} else {",
-                   f"    DataCopyPad(gm_out[at], o, DataCopyExtParams(1, static_cast<uint32_t>(cc * sizeof({T})), 0, 0, 0));",
-                   "}",
-                   "q_out.FreeTensor(o);"]
-        init = ["uint32_t blockIdx = GetBlockIdx();",
-                "M = t.mid;",
-                "K = t.inner;",
-                "chunk = t.chunk;",
-                "midRows = t.midRows;",
-                "colChunks = t.colChunks;",
-                "myUnits = t.unitsPerBlock + (blockIdx < t.bigBlocks ? 1 : 0);",
-                "firstUnit = t.unitsPerBlock * blockIdx + (blockIdx < t.bigBlocks ? blockIdx : t.bigBlocks);",
-                "invM = 1.0f / static_cast<float>(M);",
-                f"gm_x.SetGlobalBuffer((__gm__ {T}*){e.name}, static_cast<uint64_t>(t.outer) * M * K);",
-                f"gm_out.SetGlobalBuffer((__gm__ {T}*)out, static_cast<uint64_t>(t.outer) * K);",
-                f"pipe.InitBuffer(q_x, BUFFER_NUM, midRows * t.cPad * sizeof({T}));",
-                f"pipe.InitBuffer(q_out, BUFFER_NUM, t.cPad * sizeof({T}));"]
-        members = ["TQue<QuePosition::VECIN, BUFFER_NUM> q_x;", "TQue<QuePosition::VECOUT, BUFFER_NUM> q_out;",
-                   f"GlobalTensor<{T}> gm_x, gm_out;"]
-        if self.half:
-            init += ["pipe.InitBuffer(b_ft, midRows * t.cPad * sizeof(float));",
-                     "pipe.InitBuffer(b_acc, t.cPad * sizeof(float));",
-                     "ft = b_ft.Get<float>();", "facc = b_acc.Get<float>();"]
-            members += ["TBuf<TPosition::VECCALC> b_ft, b_acc;", "LocalTensor<float> ft, facc;"]
+        unit = self._unit()
+        copyin, copyout = self._copies()
+        init, members = self._init_members(e)
         process = ["for (uint32_t u = 0; u < myUnits; ++u) {",
                    "    uint32_t unit = firstUnit + u;",
                    "    uint32_t a = unit / colChunks;",
@@ -207,15 +148,98 @@ class ColKernel:
         c.vecin_buffers = self.bn
         return "\n".join(lines), c
 
+    def _unit(self) -> list[str]:
+        """``Unit(a, c0, cc)``: the accumulator over all M reduced rows, tile by tile, then written out."""
+        op, T, A = self.op, self.T, self.A
+        fn = op.graph.nodes[op.out].attrs["fn"]
+        comb = COMBINE_OP[fn]
+        acc = "facc" if self.half else "o"
+        src = "ft" if self.half else "l"
+        unit = [f"uint32_t ccp = (cc + {A - 1}) / {A} * {A};",
+                f"LocalTensor<{T}> o = q_out.AllocTensor<{T}>();",
+                f"Duplicate({acc}, {IDENTITY[fn]}, static_cast<int32_t>(cc));",
+                "for (uint32_t m0 = 0; m0 < M; m0 += midRows) {",
+                "    uint32_t mm = M - m0 < midRows ? M - m0 : midRows;",
+                "    CopyIn(a, m0, mm, c0, cc);",
+                f"    LocalTensor<{T}> l = q_x.DeQue<{T}>();"]
+        if self.half:
+            unit.append("    Cast(ft, l, RoundMode::CAST_NONE, static_cast<int32_t>(mm * ccp));")
+        if self.tree:
+            unit += ["    for (uint32_t w = mm; w > 1;) {  // pairwise: row i takes row i + w - h",
+                     "        uint32_t h = w / 2;",
+                     f"        {comb}({src}, {src}, {src}[(w - h) * ccp], static_cast<int32_t>(h * ccp));",
+                     "        w -= h;",
+                     "    }",
+                     f"    {comb}({acc}, {acc}, {src}, static_cast<int32_t>(cc));"]
+        else:
+            unit += ["    for (uint32_t r = 0; r < mm; ++r) {",
+                     f"        {comb}({acc}, {acc}, {src}[r * ccp], static_cast<int32_t>(cc));",
+                     "    }"]
+        unit += ["    q_x.FreeTensor(l);", "}"]
+        if fn == "mean":
+            unit.append(f"Muls({acc}, {acc}, invM, static_cast<int32_t>(cc));")
+        if self.half:
+            unit.append("Cast(o, facc, RoundMode::CAST_RINT, static_cast<int32_t>(cc));")
+        unit += ["q_out.EnQue(o);", "CopyOut(a, c0, cc);"]
+        return unit
+
+    def _copies(self) -> tuple[list[str], list[str]]:
+        """``CopyIn`` (mm reduced rows of a column chunk, zero-padded to 32 bytes) and ``CopyOut``."""
+        T, A = self.T, self.A
+        pad_x = "cc == ccp ? 0 : static_cast<uint8_t>(ccp - cc)"
+        copyin = [f"uint32_t ccp = (cc + {A - 1}) / {A} * {A};",
+                  f"LocalTensor<{T}> l = q_x.AllocTensor<{T}>();",
+                  "uint64_t at = (static_cast<uint64_t>(a) * M + m0) * K + c0;",
+                  "if (ccp == cc && cc == K) {",
+                  "    DataCopy(l, gm_x[at], mm * cc);",
+                  "} else {  // mm rows of cc columns, K apart in GM; each row padded with zeros to 32 bytes",
+                  f"    DataCopyExtParams p(static_cast<uint16_t>(mm), static_cast<uint32_t>(cc * sizeof({T})), "
+                  f"static_cast<uint32_t>((K - cc) * sizeof({T})), 0, 0);",
+                  f"    DataCopyPad(l, gm_x[at], p, DataCopyPadExtParams<{T}>(true, 0, {pad_x}, 0));",
+                  "}",
+                  "q_x.EnQue(l);"]
+        copyout = [f"LocalTensor<{T}> o = q_out.DeQue<{T}>();",
+                   f"uint32_t ccp = (cc + {A - 1}) / {A} * {A};",
+                   "uint64_t at = static_cast<uint64_t>(a) * K + c0;",
+                   "if (ccp == cc) {",
+                   "    DataCopy(gm_out[at], o, cc);",
+                   "} else {",
+                   f"    DataCopyPad(gm_out[at], o, DataCopyExtParams(1, static_cast<uint32_t>(cc * sizeof({T})), 0, 0, 0));",
+                   "}",
+                   "q_out.FreeTensor(o);"]
+        return copyin, copyout
+
+    def _init_members(self, e: Ext) -> tuple[list[str], list[str]]:
+        T = self.T
+        init = ["uint32_t blockIdx = GetBlockIdx();",
+                "M = t.mid;",
+                "K = t.inner;",
+                "chunk = t.chunk;",
+                "midRows = t.midRows;",
+                "colChunks = t.colChunks;",
+                "myUnits = t.unitsPerBlock + (blockIdx < t.bigBlocks ? 1 : 0);",
+                "firstUnit = t.unitsPerBlock * blockIdx + (blockIdx < t.bigBlocks ? blockIdx : t.bigBlocks);",
+                "invM = 1.0f / static_cast<float>(M);",
+                f"gm_x.SetGlobalBuffer((__gm__ {T}*){e.name}, static_cast<uint64_t>(t.outer) * M * K);",
+                f"gm_out.SetGlobalBuffer((__gm__ {T}*)out, static_cast<uint64_t>(t.outer) * K);",
+                f"pipe.InitBuffer(q_x, BUFFER_NUM, midRows * t.cPad * sizeof({T}));",
+                f"pipe.InitBuffer(q_out, BUFFER_NUM, t.cPad * sizeof({T}));"]
+        members = ["TQue<QuePosition::VECIN, BUFFER_NUM> q_x;", "TQue<QuePosition::VECOUT, BUFFER_NUM> q_out;",
+                   f"GlobalTensor<{T}> gm_x, gm_out;"]
+        if self.half:
+            init += ["pipe.InitBuffer(b_ft, midRows * t.cPad * sizeof(float));",
+                     "pipe.InitBuffer(b_acc, t.cPad * sizeof(float));",
+                     "ft = b_ft.Get<float>();", "facc = b_acc.Get<float>();"]
+            members += ["TBuf<TPosition::VECCALC> b_ft, b_acc;", "LocalTensor<float> ft, facc;"]
+        return init, members
+
 
 def _col_geometry(op: AscendOp, knobs: dict[str, Any], c: Consts, cores: int, ub: int) -> dict[str, int] | None:
     assert op.col is not None
     outer, mid, inner = op.col[:3]
     A = c.align
     tile = int(knobs.get("tile", 4096))
-    mode = BLOCK_MODES[knobs.get("blocks", "all")]
-    if mode == 1:
-        cores = max(cores // 2, 1)
+    mode, cores = vector_cores(knobs, cores)
     kpad = (inner + A - 1) // A * A
     if kpad <= tile:
         chunk = inner
@@ -261,15 +285,7 @@ def host(op: AscendOp, knobs: dict[str, Any], c: Consts, tiling_cls: str) -> str
         f"constexpr uint32_t BLOCK_MODE = {BLOCK_MODES[knobs.get('blocks', 'all')]};  // 0 all cores, 1 half",
         f"constexpr uint32_t ALIGN = {c.align};  // elements per 32-byte block",
         f"constexpr uint64_t TILE_BYTES = {c.row_bytes}, ACC_BYTES = {c.col_bytes};  // UB bytes per element",
-        "",
-        "static ge::graphStatus TilingFunc(gert::TilingContext* context)",
-        "{",
-        f"    {tiling_cls} tiling;",
-        "    auto platform = platform_ascendc::PlatformAscendC(context->GetPlatformInfo());",
-        "    uint64_t ub = 0;",
-        "    platform.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ub);",
-        "    uint32_t coreNum = platform.GetCoreNumAiv();",
-        "    if (BLOCK_MODE == 1) coreNum = coreNum / 2 > 0 ? coreNum / 2 : 1;"] + shape + [
+        ""] + tiling_func_head(tiling_cls) + shape + [
         "    if (outer == 0 || mid == 0 || inner == 0) return ge::GRAPH_FAILED;",
         "    uint32_t K = static_cast<uint32_t>(inner);",
         "    uint32_t kPad = (K + ALIGN - 1) / ALIGN * ALIGN;",
@@ -305,11 +321,4 @@ def host(op: AscendOp, knobs: dict[str, Any], c: Consts, tiling_cls: str) -> str
         "    tiling.set_midRows(static_cast<uint32_t>(rows));",
         "    tiling.set_colChunks(colChunks);",
         "    tiling.set_unitsPerBlock(units / blockDim);",
-        "    tiling.set_bigBlocks(units % blockDim);",
-        "    tiling.SaveToBuffer(context->GetRawTilingData()->GetData(), context->GetRawTilingData()->GetCapacity());",
-        "    context->GetRawTilingData()->SetDataSize(tiling.GetDataSize());",
-        "    size_t* workspace = context->GetWorkspaceSizes(1);",
-        "    workspace[0] = 0;",
-        "    return ge::GRAPH_SUCCESS;",
-        "}",
-        "}"])
+        "    tiling.set_bigBlocks(units % blockDim);"] + TILING_FUNC_TAIL)

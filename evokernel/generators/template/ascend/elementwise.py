@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from evokernel.generators.template.ascend import vector_project
+from evokernel.generators.template.ascend.project import TILING_FUNC_TAIL, tiling_func_head
 from evokernel.generators.template.ascend.row_compute import Consts
 from evokernel.generators.template.ascend.row_kernel import RowKernel
-from evokernel.generators.template.ascend.rowop import BLOCK_MODES, CORES, UB_BYTES, AscendOp
+from evokernel.generators.template.ascend.rowop import BLOCK_MODES, CORES, UB_BYTES, AscendOp, vector_cores
 from evokernel.generators.template.ascend.vecops import _indent
 
 NAME = "ascend_elementwise"
@@ -40,9 +41,7 @@ def geometry(op: AscendOp, knobs: dict[str, Any], c: Consts, cores: int = CORES,
         return None
     A = c.align
     tile = int(knobs.get("tile", 4096))
-    mode = BLOCK_MODES[knobs.get("blocks", "all")]
-    if mode == 1:
-        cores = max(cores // 2, 1)
+    mode, cores = vector_cores(knobs, cores)
     total = op.rows * op.N
     units = (total + A - 1) // A
     tile_max = (ub - c.scalar_bytes) // c.row_bytes // A * A
@@ -67,65 +66,10 @@ class FlatKernel(RowKernel):
         op, T = self.op, self.T
         J_ext = [e for e in op.exts if e.role == "J"]
         S_ext = [e for e in op.exts if e.role == "S"]
-        compute = ["uint32_t kk = 1, cc = len, ccp = len, nflat = len;", "(void)kk; (void)cc; (void)ccp;"]
-        compute += [f"LocalTensor<{T}> {self.io_var(e)} = q_{e.name}.DeQue<{T}>();" for e in J_ext]
-        compute += self.casts_in(J_ext)
-        compute.append(f"LocalTensor<{T}> o = q_out.AllocTensor<{T}>();")
-        compute += self.block(list(self.nodes), op.out, True)
-        compute += self.cast_out()
-        compute.append("q_out.EnQue(o);")
-        compute += [f"q_{e.name}.FreeTensor({self.io_var(e)});" for e in J_ext]
-        copyin = [f"DataCopyPadExtParams<{T}> noPad(false, 0, 0, 0);",
-                  f"DataCopyExtParams p(1, static_cast<uint32_t>(len * sizeof({T})), 0, 0, 0);",
-                  "bool aligned = (len % unitLength == 0);"]
-        for e in J_ext:
-            v = self.io_var(e)
-            copyin += [f"LocalTensor<{T}> {v} = q_{e.name}.AllocTensor<{T}>();",
-                       "if (aligned) {",
-                       f"    DataCopy({v}, gm_{e.name}[offset], len);",
-                       "} else {  // the unaligned tail of the tensor",
-                       f"    DataCopyPad({v}, gm_{e.name}[offset], p, noPad);",
-                       "}",
-                       f"q_{e.name}.EnQue({v});"]
-        copyout = [f"LocalTensor<{T}> o = q_out.DeQue<{T}>();",
-                   "if (len % unitLength == 0) {",
-                   "    DataCopy(gm_out[offset], o, len);",
-                   "} else {",
-                   f"    DataCopyPad(gm_out[offset], o, DataCopyExtParams(1, static_cast<uint32_t>(len * sizeof({T})), "
-                   "0, 0, 0));",
-                   "}",
-                   "q_out.FreeTensor(o);"]
+        compute = self._compute(J_ext)
+        copyin, copyout = self._copies(J_ext)
         args = ", ".join(f"GM_ADDR {e.name}" for e in op.exts) + ", GM_ADDR out"
-        init = ["uint32_t blockIdx = GetBlockIdx();",
-                "uint32_t myUnits = t.unitsPerBlock + (blockIdx < t.bigBlocks ? 1 : 0);",
-                "uint64_t start = (static_cast<uint64_t>(t.unitsPerBlock) * blockIdx + "
-                "(blockIdx < t.bigBlocks ? blockIdx : t.bigBlocks)) * t.unitLength;",
-                "uint64_t end = start + static_cast<uint64_t>(myUnits) * t.unitLength;",
-                "if (end > t.totalLength) end = t.totalLength;  // the last block ends on the real length",
-                "length = end > start ? static_cast<uint32_t>(end - start) : 0;",
-                "tileLength = t.tileLength;",
-                "unitLength = t.unitLength;"]
-        for e in J_ext:
-            init.append(f"gm_{e.name}.SetGlobalBuffer((__gm__ {T}*){e.name} + start, length);")
-        for e in S_ext:
-            init.append(f"gm_{e.name}.SetGlobalBuffer((__gm__ {T}*){e.name}, 1);")
-        init.append(f"gm_out.SetGlobalBuffer((__gm__ {T}*)out + start, length);")
-        for e in J_ext:
-            init.append(f"pipe.InitBuffer(q_{e.name}, BUFFER_NUM, tileLength * sizeof({T}));")
-        init.append(f"pipe.InitBuffer(q_out, BUFFER_NUM, tileLength * sizeof({T}));")
-        members = [f"TQue<QuePosition::VECIN, BUFFER_NUM> {', '.join('q_' + e.name for e in J_ext)};",
-                   "TQue<QuePosition::VECOUT, BUFFER_NUM> q_out;"]
-        if S_ext:
-            members.append("TQue<QuePosition::VECIN, 1> q_scalar;")
-        fbufs = [f"t{j}" for j in range(self.jpool.size)]
-        if self.half:
-            fbufs += [f"f_{e.name}" for e in J_ext] + ["fo"]
-        for b in fbufs:
-            init += [f"pipe.InitBuffer(b_{b}, tileLength * sizeof(float));", f"{b} = b_{b}.Get<float>();"]
-        init += self._scalar_loads(S_ext)
-        if fbufs:
-            members.append(f"TBuf<TPosition::VECCALC> {', '.join('b_' + b for b in fbufs)};")
-            members.append(f"LocalTensor<float> {', '.join(fbufs)};")
+        init, members, fbufs = self._init_members(J_ext, S_ext)
         process = ["for (uint32_t offset = 0; offset < length; offset += tileLength) {",
                    "    uint32_t len = length - offset < tileLength ? length - offset : tileLength;",
                    "    CopyIn(offset, len);",
@@ -166,6 +110,78 @@ class FlatKernel(RowKernel):
         c.vecin_buffers = self.bn * len(J_ext) + (1 if S_ext else 0)
         return "\n".join(lines), c
 
+    def _compute(self, J_ext: list[Any]) -> list[str]:
+        """``Compute(len)``: the chain over one flat tile."""
+        op, T = self.op, self.T
+        compute = ["uint32_t kk = 1, cc = len, ccp = len, nflat = len;", "(void)kk; (void)cc; (void)ccp;"]
+        compute += [f"LocalTensor<{T}> {self.io_var(e)} = q_{e.name}.DeQue<{T}>();" for e in J_ext]
+        compute += self.casts_in(J_ext)
+        compute.append(f"LocalTensor<{T}> o = q_out.AllocTensor<{T}>();")
+        compute += self.block(list(self.nodes), op.out, True)
+        compute += self.cast_out()
+        compute.append("q_out.EnQue(o);")
+        compute += [f"q_{e.name}.FreeTensor({self.io_var(e)});" for e in J_ext]
+        return compute
+
+    def _copies(self, J_ext: list[Any]) -> tuple[list[str], list[str]]:
+        """``CopyIn`` and ``CopyOut`` of a flat tile (the unaligned tail with DataCopyPad)."""
+        T = self.T
+        copyin = [f"DataCopyPadExtParams<{T}> noPad(false, 0, 0, 0);",
+                  f"DataCopyExtParams p(1, static_cast<uint32_t>(len * sizeof({T})), 0, 0, 0);",
+                  "bool aligned = (len % unitLength == 0);"]
+        for e in J_ext:
+            v = self.io_var(e)
+            copyin += [f"LocalTensor<{T}> {v} = q_{e.name}.AllocTensor<{T}>();",
+                       "if (aligned) {",
+                       f"    DataCopy({v}, gm_{e.name}[offset], len);",
+                       "} else {  // the unaligned tail of the tensor",
+                       f"    DataCopyPad({v}, gm_{e.name}[offset], p, noPad);",
+                       "}",
+                       f"q_{e.name}.EnQue({v});"]
+        copyout = [f"LocalTensor<{T}> o = q_out.DeQue<{T}>();",
+                   "if (len % unitLength == 0) {",
+                   "    DataCopy(gm_out[offset], o, len);",
+                   "} else {",
+                   f"    DataCopyPad(gm_out[offset], o, DataCopyExtParams(1, static_cast<uint32_t>(len * sizeof({T})), "
+                   "0, 0, 0));",
+                   "}",
+                   "q_out.FreeTensor(o);"]
+        return copyin, copyout
+
+    def _init_members(self, J_ext: list[Any], S_ext: list[Any]) -> tuple[list[str], list[str], list[str]]:
+        T = self.T
+        init = ["uint32_t blockIdx = GetBlockIdx();",
+                "uint32_t myUnits = t.unitsPerBlock + (blockIdx < t.bigBlocks ? 1 : 0);",
+                "uint64_t start = (static_cast<uint64_t>(t.unitsPerBlock) * blockIdx + "
+                "(blockIdx < t.bigBlocks ? blockIdx : t.bigBlocks)) * t.unitLength;",
+                "uint64_t end = start + static_cast<uint64_t>(myUnits) * t.unitLength;",
+                "if (end > t.totalLength) end = t.totalLength;  // the last block ends on the real length",
+                "length = end > start ? static_cast<uint32_t>(end - start) : 0;",
+                "tileLength = t.tileLength;",
+                "unitLength = t.unitLength;"]
+        for e in J_ext:
+            init.append(f"gm_{e.name}.SetGlobalBuffer((__gm__ {T}*){e.name} + start, length);")
+        for e in S_ext:
+            init.append(f"gm_{e.name}.SetGlobalBuffer((__gm__ {T}*){e.name}, 1);")
+        init.append(f"gm_out.SetGlobalBuffer((__gm__ {T}*)out + start, length);")
+        for e in J_ext:
+            init.append(f"pipe.InitBuffer(q_{e.name}, BUFFER_NUM, tileLength * sizeof({T}));")
+        init.append(f"pipe.InitBuffer(q_out, BUFFER_NUM, tileLength * sizeof({T}));")
+        members = [f"TQue<QuePosition::VECIN, BUFFER_NUM> {', '.join('q_' + e.name for e in J_ext)};",
+                   "TQue<QuePosition::VECOUT, BUFFER_NUM> q_out;"]
+        if S_ext:
+            members.append("TQue<QuePosition::VECIN, 1> q_scalar;")
+        fbufs = [f"t{j}" for j in range(self.jpool.size)]
+        if self.half:
+            fbufs += [f"f_{e.name}" for e in J_ext] + ["fo"]
+        for b in fbufs:
+            init += [f"pipe.InitBuffer(b_{b}, tileLength * sizeof(float));", f"{b} = b_{b}.Get<float>();"]
+        init += self._scalar_loads(S_ext)
+        if fbufs:
+            members.append(f"TBuf<TPosition::VECCALC> {', '.join('b_' + b for b in fbufs)};")
+            members.append(f"LocalTensor<float> {', '.join(fbufs)};")
+        return init, members, fbufs
+
 
 def host(op: AscendOp, knobs: dict[str, Any], c: Consts, tiling_cls: str) -> str:
     return "\n".join([
@@ -177,15 +193,7 @@ def host(op: AscendOp, knobs: dict[str, Any], c: Consts, tiling_cls: str) -> str
         f"constexpr uint64_t TILE_BYTES = {c.row_bytes};  // UB bytes per tile element: queues x BUFFER_NUM + "
         "float temporaries",
         f"constexpr uint64_t FIXED_BYTES = {c.scalar_bytes};",
-        "",
-        "static ge::graphStatus TilingFunc(gert::TilingContext* context)",
-        "{",
-        f"    {tiling_cls} tiling;",
-        "    auto platform = platform_ascendc::PlatformAscendC(context->GetPlatformInfo());",
-        "    uint64_t ub = 0;",
-        "    platform.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ub);",
-        "    uint32_t coreNum = platform.GetCoreNumAiv();",
-        "    if (BLOCK_MODE == 1) coreNum = coreNum / 2 > 0 ? coreNum / 2 : 1;",
+        ""] + tiling_func_head(tiling_cls) + [
         f"    uint32_t totalLength = static_cast<uint32_t>(context->GetInputShape({op.frame_ext})->GetStorageShape()"
         ".GetShapeSize());",
         "    if (totalLength == 0) return ge::GRAPH_FAILED;",
@@ -204,11 +212,4 @@ def host(op: AscendOp, knobs: dict[str, Any], c: Consts, tiling_cls: str) -> str
         "    tiling.set_unitLength(unit);",
         "    tiling.set_unitsPerBlock(units / blockDim);",
         "    tiling.set_bigBlocks(units % blockDim);",
-        "    tiling.set_tileLength(tileLength);",
-        "    tiling.SaveToBuffer(context->GetRawTilingData()->GetData(), context->GetRawTilingData()->GetCapacity());",
-        "    context->GetRawTilingData()->SetDataSize(tiling.GetDataSize());",
-        "    size_t* workspace = context->GetWorkspaceSizes(1);",
-        "    workspace[0] = 0;",
-        "    return ge::GRAPH_SUCCESS;",
-        "}",
-        "}"])
+        "    tiling.set_tileLength(tileLength);"] + TILING_FUNC_TAIL)

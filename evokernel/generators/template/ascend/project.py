@@ -7,6 +7,29 @@ from __future__ import annotations
 from evokernel.generators.template.front.graph import AnalysisError
 
 
+def tiling_func_head(tiling_cls: str) -> list[str]:
+    """The start of a vector family's TilingFunc: the platform's UB size and vector cores (half of them for the
+    ``blocks = half`` knob, the host's ``BLOCK_MODE`` 1)."""
+    return ["static ge::graphStatus TilingFunc(gert::TilingContext* context)",
+            "{",
+            f"    {tiling_cls} tiling;",
+            "    auto platform = platform_ascendc::PlatformAscendC(context->GetPlatformInfo());",
+            "    uint64_t ub = 0;",
+            "    platform.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ub);",
+            "    uint32_t coreNum = platform.GetCoreNumAiv();",
+            "    if (BLOCK_MODE == 1) coreNum = coreNum / 2 > 0 ? coreNum / 2 : 1;"]
+
+
+# the end of a vector family's TilingFunc: the tiling saved, no workspace; and of its namespace
+TILING_FUNC_TAIL = ["    tiling.SaveToBuffer(context->GetRawTilingData()->GetData(), context->GetRawTilingData()->GetCapacity());",
+                    "    context->GetRawTilingData()->SetDataSize(tiling.GetDataSize());",
+                    "    size_t* workspace = context->GetWorkspaceSizes(1);",
+                    "    workspace[0] = 0;",
+                    "    return ge::GRAPH_SUCCESS;",
+                    "}",
+                    "}"]
+
+
 def binding_source(kernel_name: str, op_type: str, params: str, alloc: str, args: str, doc: str) -> str:
     """python_bind_src: allocate the result, EXEC_NPU_CMD the aclnn op, register it for torch."""
     return "\n".join([

@@ -10,8 +10,20 @@ from typing import Any
 
 from evokernel.generators.template.ascend.names import flit
 from evokernel.generators.template.ascend.rowop import AscendOp, Ext
-from evokernel.generators.template.ascend.vecops import (BIN_OP, COMBINE_OP, IDENTITY, REDUCE_OP, SYNC_VS, UNARY_SCRATCH,
-                                                         Pool, Scalar, _indent, binary_code, scalar_binary, unary_code)
+from evokernel.generators.template.ascend.vecops import (
+    BIN_OP,
+    COMBINE_OP,
+    IDENTITY,
+    REDUCE_OP,
+    SYNC_VS,
+    UNARY_SCRATCH,
+    Pool,
+    Scalar,
+    _indent,
+    binary_code,
+    scalar_binary,
+    unary_code,
+)
 from evokernel.generators.template.front.graph import AnalysisError, Const
 
 

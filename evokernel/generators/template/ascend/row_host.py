@@ -6,8 +6,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from evokernel.generators.template.ascend.project import TILING_FUNC_TAIL, tiling_func_head
 from evokernel.generators.template.ascend.row_compute import Consts
-from evokernel.generators.template.ascend.rowop import BLOCK_MODES, CORES, MAX_REPEAT_CHUNK, MAX_TILE_ROWS, UB_BYTES, AscendOp
+from evokernel.generators.template.ascend.rowop import (
+    BLOCK_MODES,
+    CORES,
+    MAX_REPEAT_CHUNK,
+    MAX_TILE_ROWS,
+    UB_BYTES,
+    AscendOp,
+    vector_cores,
+)
 
 
 def _ub_bytes(c: Consts, k: int, cpad: int) -> int:
@@ -24,9 +33,7 @@ def geometry(op: AscendOp, knobs: dict[str, Any], c: Consts, cores: int = CORES,
         return None
     A = c.align
     tile = int(knobs.get("tile", 4096))
-    mode = BLOCK_MODES[knobs.get("blocks", "all")]
-    if mode == 1:
-        cores = max(cores // 2, 1)
+    mode, cores = vector_cores(knobs, cores)
     resident = knobs.get("row_mode", "stream") == "resident" and bool(op.reduces)
     repeat = knobs.get("vec_form", "count") == "repeat"
     max_chunk = MAX_REPEAT_CHUNK if repeat else 1 << 30
@@ -64,8 +71,7 @@ def geometry(op: AscendOp, knobs: dict[str, Any], c: Consts, cores: int = CORES,
 
 
 def host_row(op: AscendOp, knobs: dict[str, Any], c: Consts, tiling_cls: str) -> str:
-    resident = knobs.get("row_mode", "stream") == "resident" and bool(op.reduces)
-    repeat = knobs.get("vec_form", "count") == "repeat"
+    """The row program's TilingFunc (mirrored by :func:`geometry`)."""
     fe = op.exts[op.frame_ext] if op.frame_ext >= 0 else None
     if fe is not None and tuple(op.graph.nodes[fe.root].shape) == tuple(op.frame):
         shape = ["    const gert::Shape& shape = context->GetInputShape(%d)->GetStorageShape();" % op.frame_ext,
@@ -73,38 +79,7 @@ def host_row(op: AscendOp, knobs: dict[str, Any], c: Consts, tiling_cls: str) ->
                  "    uint32_t rows = cols == 0 ? 0 : static_cast<uint32_t>(shape.GetShapeSize() / cols);"]
     else:
         shape = [f"    uint32_t cols = {op.N};", f"    uint32_t rows = {op.rows};"]
-    return "\n".join([
-        "namespace optiling {",
-        f"constexpr uint32_t TILE_ELEMS = {int(knobs.get('tile', 4096))};",
-        f"constexpr uint32_t BUFFER_NUM = {int(knobs.get('buffer_num', 1))};",
-        f"constexpr uint32_t BLOCK_MODE = {BLOCK_MODES[knobs.get('blocks', 'all')]};  // 0 all cores, 1 half, "
-        "2 at least one tile per block",
-        f"constexpr bool RESIDENT = {'true' if resident else 'false'};  // whole rows stay in UB for every phase",
-        f"constexpr uint32_t MAX_CHUNK = {MAX_REPEAT_CHUNK if repeat else 1 << 30};",
-        "constexpr uint32_t MAX_TILE_ROWS = 255;",
-        f"constexpr uint32_t ALIGN = {c.align};  // elements per 32-byte block",
-        "// UB bytes per element of: a tile (rows x chunk), a chunk, a row slot, 8 slots, 64 per tile row; fixed",
-        f"constexpr uint64_t ROW_BYTES = {c.row_bytes}, COL_BYTES = {c.col_bytes}, SLOT_BYTES = {c.slot_bytes};",
-        f"constexpr uint64_t BCAST_BYTES = {c.bcast_bytes}, FOLD_BYTES = {c.fold_bytes}, "
-        f"FIXED_BYTES = {c.scalar_bytes};",
-        f"constexpr bool WORK = {'true' if c.work else 'false'};",
-        "",
-        "static uint64_t UbBytes(uint64_t k, uint64_t cPad)",
-        "{",
-        "    uint64_t kPad = (k + ALIGN - 1) / ALIGN * ALIGN;",
-        "    uint64_t work = WORK ? ((cPad + 63) / 64 + 7) / 8 * 8 : 0;",
-        "    return ROW_BYTES * k * cPad + COL_BYTES * cPad + SLOT_BYTES * kPad + BCAST_BYTES * 8 * kPad +",
-        "           FOLD_BYTES * 64 * k + 4 * work + FIXED_BYTES;",
-        "}",
-        "",
-        "static ge::graphStatus TilingFunc(gert::TilingContext* context)",
-        "{",
-        f"    {tiling_cls} tiling;",
-        "    auto platform = platform_ascendc::PlatformAscendC(context->GetPlatformInfo());",
-        "    uint64_t ub = 0;",
-        "    platform.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ub);",
-        "    uint32_t coreNum = platform.GetCoreNumAiv();",
-        "    if (BLOCK_MODE == 1) coreNum = coreNum / 2 > 0 ? coreNum / 2 : 1;"] + shape + [
+    return "\n".join(_host_constants(op, knobs, c) + tiling_func_head(tiling_cls) + shape + [
         "    if (rows == 0 || cols == 0) return ge::GRAPH_FAILED;",
         "    uint32_t blockDim = rows < coreNum ? rows : coreNum;",
         "    uint32_t rowCap = BLOCK_MODE == 2 ? rows : (rows + blockDim - 1) / blockDim;",
@@ -141,11 +116,34 @@ def host_row(op: AscendOp, knobs: dict[str, Any], c: Consts, tiling_cls: str) ->
         "    tiling.set_tileRows(k);",
         "    tiling.set_chunk(chunk);",
         "    tiling.set_kPad((k + ALIGN - 1) / ALIGN * ALIGN);",
-        "    tiling.set_cPad((chunk + ALIGN - 1) / ALIGN * ALIGN);",
-        "    tiling.SaveToBuffer(context->GetRawTilingData()->GetData(), context->GetRawTilingData()->GetCapacity());",
-        "    context->GetRawTilingData()->SetDataSize(tiling.GetDataSize());",
-        "    size_t* workspace = context->GetWorkspaceSizes(1);",
-        "    workspace[0] = 0;",
-        "    return ge::GRAPH_SUCCESS;",
+        "    tiling.set_cPad((chunk + ALIGN - 1) / ALIGN * ALIGN);"] + TILING_FUNC_TAIL)
+
+
+def _host_constants(op: AscendOp, knobs: dict[str, Any], c: Consts) -> list[str]:
+    """The TilingFunc's constants: the schedule's knobs and the UB bytes per kind of buffer, and ``UbBytes``."""
+    resident = knobs.get("row_mode", "stream") == "resident" and bool(op.reduces)
+    repeat = knobs.get("vec_form", "count") == "repeat"
+    return [
+        "namespace optiling {",
+        f"constexpr uint32_t TILE_ELEMS = {int(knobs.get('tile', 4096))};",
+        f"constexpr uint32_t BUFFER_NUM = {int(knobs.get('buffer_num', 1))};",
+        f"constexpr uint32_t BLOCK_MODE = {BLOCK_MODES[knobs.get('blocks', 'all')]};  // 0 all cores, 1 half, "
+        "2 at least one tile per block",
+        f"constexpr bool RESIDENT = {'true' if resident else 'false'};  // whole rows stay in UB for every phase",
+        f"constexpr uint32_t MAX_CHUNK = {MAX_REPEAT_CHUNK if repeat else 1 << 30};",
+        "constexpr uint32_t MAX_TILE_ROWS = 255;",
+        f"constexpr uint32_t ALIGN = {c.align};  // elements per 32-byte block",
+        "// UB bytes per element of: a tile (rows x chunk), a chunk, a row slot, 8 slots, 64 per tile row; fixed",
+        f"constexpr uint64_t ROW_BYTES = {c.row_bytes}, COL_BYTES = {c.col_bytes}, SLOT_BYTES = {c.slot_bytes};",
+        f"constexpr uint64_t BCAST_BYTES = {c.bcast_bytes}, FOLD_BYTES = {c.fold_bytes}, "
+        f"FIXED_BYTES = {c.scalar_bytes};",
+        f"constexpr bool WORK = {'true' if c.work else 'false'};",
+        "",
+        "static uint64_t UbBytes(uint64_t k, uint64_t cPad)",
+        "{",
+        "    uint64_t kPad = (k + ALIGN - 1) / ALIGN * ALIGN;",
+        "    uint64_t work = WORK ? ((cPad + 63) / 64 + 7) / 8 * 8 : 0;",
+        "    return ROW_BYTES * k * cPad + COL_BYTES * cPad + SLOT_BYTES * kPad + BCAST_BYTES * 8 * kPad +",
+        "           FOLD_BYTES * 64 * k + 4 * work + FIXED_BYTES;",
         "}",
-        "}"])
+        ""]

@@ -5,6 +5,8 @@ one, and the row program the cube family runs after a matmul.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from evokernel.generators.template.ascend.row_compute import Consts, RowCompute
 from evokernel.generators.template.ascend.rowop import Ext
 from evokernel.generators.template.ascend.vecops import IDENTITY, _indent
@@ -32,60 +34,22 @@ class RowKernel(RowCompute):
         return init
 
     def render(self, cls: str, tiling_cls: str) -> tuple[str, Consts]:
-        op, T, A = self.op, self.T, self.A
-        exts = op.exts
-        J_ext = [e for e in exts if e.role == "J"]
-        C_ext = [e for e in exts if e.role == "C"]
-        R_ext = [e for e in exts if e.role == "R"]
-        S_ext = [e for e in exts if e.role == "S"]
-        out_j = op.out_kind == "J"
-        tile_prelude = [f"uint32_t ccp = {self.pad('cc')};", "bool flat = (kk == 1 || cc == ccp);",
-                        "uint32_t nflat = (kk - 1) * ccp + cc;", "uint8_t rs = static_cast<uint8_t>(ccp / 8);",
-                        "(void)flat; (void)nflat; (void)rs;"]
+        exts = self.op.exts
+        J_ext, C_ext, R_ext, S_ext = ([e for e in exts if e.role == r] for r in ("J", "C", "R", "S"))
         helpers: list[str] = []
-        tile: list[str] = []
+        tile = self._tile(R_ext, helpers)
+        c = self._consts(J_ext, C_ext, R_ext, S_ext)
+        init, members, tbufs, locals_ = self._init(J_ext, C_ext, R_ext, S_ext, c)
+        return self._class_text(cls, tiling_cls, init, self._process(), tile, helpers, members, tbufs, locals_,
+                                S_ext), c
+
+    def _tile(self, R_ext: list[Ext], helpers: list[str]) -> list[str]:
+        """The body of ``Tile(row0, kk)``: the per-row inputs, the phases (resident, or one streaming pass per
+        reduction and one for the output), a per-row output; the copy-in and copy-out helpers go to ``helpers``."""
+        op, T = self.op, self.T
+        out_j = op.out_kind == "J"
         copyins: dict[tuple[str, ...], str] = {}
-
-        def copyin(es: list[Ext]) -> str:
-            key = tuple(e.name for e in es)
-            if key in copyins:
-                return copyins[key]
-            name = f"CopyIn{len(copyins)}"
-            copyins[key] = name
-            body = [f"uint32_t ccp = {self.pad('cc')};",
-                    "bool dense = (ccp == cc) && (kk == 1 || cc == N);",
-                    f"DataCopyPadExtParams<{T}> noPad(false, 0, 0, 0);", "(void)dense;"]
-            for e in es:
-                v = self.io_var(e)
-                body.append(f"LocalTensor<{T}> {v} = q_{e.name}.AllocTensor<{T}>();")
-                if e.role == "J":
-                    src = f"gm_{e.name}[static_cast<uint64_t>(row0) * N + c0]"
-                    body += ["if (dense) {",
-                             f"    DataCopy({v}, {src}, kk * cc);",
-                             "} else {",
-                             f"    DataCopyExtParams p(static_cast<uint16_t>(kk), static_cast<uint32_t>(cc * sizeof({T})), "
-                             f"static_cast<uint32_t>((N - cc) * sizeof({T})), 0, 0);",
-                             f"    DataCopyPad({v}, {src}, p, noPad);",
-                             "}"]
-                else:
-                    src = f"gm_{e.name}[c0]"
-                    body += ["if (ccp == cc) {",
-                             f"    DataCopy({v}, {src}, cc);",
-                             "} else {",
-                             f"    DataCopyExtParams p(1, static_cast<uint32_t>(cc * sizeof({T})), 0, 0, 0);",
-                             f"    DataCopyPad({v}, {src}, p, noPad);",
-                             "}"]
-                body.append(f"q_{e.name}.EnQue({v});")
-            helpers.extend([f"__aicore__ inline void {name}(uint32_t row0, uint32_t kk, uint32_t c0, uint32_t cc)",
-                            "{"] + _indent(body, 4) + ["}"])
-            return name
-
-        def deque(es: list[Ext]) -> list[str]:
-            return [f"LocalTensor<{T}> {self.io_var(e)} = q_{e.name}.DeQue<{T}>();" for e in es] + self.casts_in(es)
-
-        def free(es: list[Ext]) -> list[str]:
-            return [f"q_{e.name}.FreeTensor({self.io_var(e)});" for e in es]
-
+        tile: list[str] = []
         # per tile: the per-row inputs
         tile.append(f"uint32_t kp = {self.pad('kk')};")
         for e in R_ext:
@@ -97,51 +61,10 @@ class RowKernel(RowCompute):
             if self.half:
                 tile.append(f"Cast(rs{self.slot_of[e.nid]}, lr_{e.name}, RoundMode::CAST_NONE, static_cast<int32_t>(kp));")
             tile += self.brcb(e.nid)
-        out_alloc = [f"LocalTensor<{T}> o = q_out.AllocTensor<{T}>();"]
         if self.resident:
-            loads = self.loads_for(list(self.nodes))
-            ci = copyin(loads)
-            tile.append(f"{ci}(row0, kk, 0, N);")
-            body = ["uint32_t c0 = 0, cc = N;", "(void)c0;"] + tile_prelude + deque(loads)
-            if out_j:
-                body += out_alloc
-            body += self.block(list(self.nodes), op.out if out_j else None, True)
-            if out_j:
-                body += self.cast_out() + ["q_out.EnQue(o);"]
-            body += free(loads)
-            tile += ["{"] + _indent(body, 4) + ["}"]
-            if out_j:
-                tile.append("CopyOut(row0, kk, 0, N);")
+            tile += self._tile_resident(lambda es: self._copyin(es, copyins, helpers))
         else:
-            for i in self.nodes:
-                n = self.g.nodes[i]
-                if self.kinds[i] not in ("R", "G"):
-                    continue
-                if n.op == "reduce":
-                    items = self.deps(n.args[0]) + [i]
-                    loads = self.loads_for(items)
-                    ci = copyin(loads)
-                    fn = n.attrs["fn"]
-                    tile.append(f"Duplicate(rs{self.slot_of[i]}, {IDENTITY[fn]}, static_cast<int32_t>(kp));")
-                    body = tile_prelude + deque(loads) + self.block(items, None, False) + free(loads)
-                    tile += ["for (uint32_t c0 = 0; c0 < N; c0 += chunk) {",
-                             "    uint32_t cc = N - c0 < chunk ? N - c0 : chunk;",
-                             f"    {ci}(row0, kk, c0, cc);",
-                             "    {"] + _indent(body, 8) + ["    }", "}"]
-                    tile += self.finalize(i)
-                else:
-                    tile += self.block([i], None, True)
-            if out_j:
-                items = self.deps(op.out)
-                loads = self.loads_for(items)
-                ci = copyin(loads)
-                body = tile_prelude + deque(loads) + out_alloc
-                body += self.block(items, op.out, False) + self.cast_out() + ["q_out.EnQue(o);"] + free(loads)
-                tile += ["for (uint32_t c0 = 0; c0 < N; c0 += chunk) {",
-                         "    uint32_t cc = N - c0 < chunk ? N - c0 : chunk;",
-                         f"    {ci}(row0, kk, c0, cc);",
-                         "    {"] + _indent(body, 8) + ["    }",
-                                                       "    CopyOut(row0, kk, c0, cc);", "}"]
+            tile += self._tile_stream(lambda es: self._copyin(es, copyins, helpers))
         out_g = op.out_kind == "G"
         if not out_j and not out_g:
             src = f"rs{self.slot_of[op.out]}"
@@ -151,7 +74,124 @@ class RowKernel(RowCompute):
                      "    q_out.EnQue(o);", "}", "CopyOut(row0, kk, 0, N);"]
         for e in R_ext:
             tile.append(f"q_{e.name}.FreeTensor(lr_{e.name});")
+        helpers += self._copy_out()
+        return tile
 
+    def _prelude(self) -> list[str]:
+        return [f"uint32_t ccp = {self.pad('cc')};", "bool flat = (kk == 1 || cc == ccp);",
+                "uint32_t nflat = (kk - 1) * ccp + cc;", "uint8_t rs = static_cast<uint8_t>(ccp / 8);",
+                "(void)flat; (void)nflat; (void)rs;"]
+
+    def _deque(self, es: list[Ext]) -> list[str]:
+        T = self.T
+        return [f"LocalTensor<{T}> {self.io_var(e)} = q_{e.name}.DeQue<{T}>();" for e in es] + self.casts_in(es)
+
+    def _free(self, es: list[Ext]) -> list[str]:
+        return [f"q_{e.name}.FreeTensor({self.io_var(e)});" for e in es]
+
+    def _copyin(self, es: list[Ext], copyins: dict[tuple[str, ...], str], helpers: list[str]) -> str:
+        """The name of the copy-in helper of these inputs (written into ``helpers`` the first time)."""
+        T = self.T
+        key = tuple(e.name for e in es)
+        if key in copyins:
+            return copyins[key]
+        name = f"CopyIn{len(copyins)}"
+        copyins[key] = name
+        body = [f"uint32_t ccp = {self.pad('cc')};",
+                "bool dense = (ccp == cc) && (kk == 1 || cc == N);",
+                f"DataCopyPadExtParams<{T}> noPad(false, 0, 0, 0);", "(void)dense;"]
+        for e in es:
+            v = self.io_var(e)
+            body.append(f"LocalTensor<{T}> {v} = q_{e.name}.AllocTensor<{T}>();")
+            if e.role == "J":
+                src = f"gm_{e.name}[static_cast<uint64_t>(row0) * N + c0]"
+                body += ["if (dense) {",
+                         f"    DataCopy({v}, {src}, kk * cc);",
+                         "} else {",
+                         f"    DataCopyExtParams p(static_cast<uint16_t>(kk), static_cast<uint32_t>(cc * sizeof({T})), "
+                         f"static_cast<uint32_t>((N - cc) * sizeof({T})), 0, 0);",
+                         f"    DataCopyPad({v}, {src}, p, noPad);",
+                         "}"]
+            else:
+                src = f"gm_{e.name}[c0]"
+                body += ["if (ccp == cc) {",
+                         f"    DataCopy({v}, {src}, cc);",
+                         "} else {",
+                         f"    DataCopyExtParams p(1, static_cast<uint32_t>(cc * sizeof({T})), 0, 0, 0);",
+                         f"    DataCopyPad({v}, {src}, p, noPad);",
+                         "}"]
+            body.append(f"q_{e.name}.EnQue({v});")
+        helpers.extend([f"__aicore__ inline void {name}(uint32_t row0, uint32_t kk, uint32_t c0, uint32_t cc)",
+                        "{"] + _indent(body, 4) + ["}"])
+        return name
+
+
+    def _tile_resident(self, copyin: Any) -> list[str]:
+        """A tile of whole rows read once; every phase in UB."""
+        op, T = self.op, self.T
+        out_j = op.out_kind == "J"
+        tile_prelude = self._prelude()
+        out_alloc = [f"LocalTensor<{T}> o = q_out.AllocTensor<{T}>();"]
+        deque, free = self._deque, self._free
+        tile: list[str] = []
+        loads = self.loads_for(list(self.nodes))
+        ci = copyin(loads)
+        tile.append(f"{ci}(row0, kk, 0, N);")
+        body = ["uint32_t c0 = 0, cc = N;", "(void)c0;"] + tile_prelude + deque(loads)
+        if out_j:
+            body += out_alloc
+        body += self.block(list(self.nodes), op.out if out_j else None, True)
+        if out_j:
+            body += self.cast_out() + ["q_out.EnQue(o);"]
+        body += free(loads)
+        tile += ["{"] + _indent(body, 4) + ["}"]
+        if out_j:
+            tile.append("CopyOut(row0, kk, 0, N);")
+        return tile
+
+    def _tile_stream(self, copyin: Any) -> list[str]:
+        """One pass over the row's chunks per reduction (recomputing what it reduces), then one for the output."""
+        op, T = self.op, self.T
+        out_j = op.out_kind == "J"
+        tile_prelude = self._prelude()
+        out_alloc = [f"LocalTensor<{T}> o = q_out.AllocTensor<{T}>();"]
+        deque, free = self._deque, self._free
+        tile: list[str] = []
+        for i in self.nodes:
+            n = self.g.nodes[i]
+            if self.kinds[i] not in ("R", "G"):
+                continue
+            if n.op == "reduce":
+                items = self.deps(n.args[0]) + [i]
+                loads = self.loads_for(items)
+                ci = copyin(loads)
+                fn = n.attrs["fn"]
+                tile.append(f"Duplicate(rs{self.slot_of[i]}, {IDENTITY[fn]}, static_cast<int32_t>(kp));")
+                body = tile_prelude + deque(loads) + self.block(items, None, False) + free(loads)
+                tile += ["for (uint32_t c0 = 0; c0 < N; c0 += chunk) {",
+                         "    uint32_t cc = N - c0 < chunk ? N - c0 : chunk;",
+                         f"    {ci}(row0, kk, c0, cc);",
+                         "    {"] + _indent(body, 8) + ["    }", "}"]
+                tile += self.finalize(i)
+            else:
+                tile += self.block([i], None, True)
+        if out_j:
+            items = self.deps(op.out)
+            loads = self.loads_for(items)
+            ci = copyin(loads)
+            body = tile_prelude + deque(loads) + out_alloc
+            body += self.block(items, op.out, False) + self.cast_out() + ["q_out.EnQue(o);"] + free(loads)
+            tile += ["for (uint32_t c0 = 0; c0 < N; c0 += chunk) {",
+                     "    uint32_t cc = N - c0 < chunk ? N - c0 : chunk;",
+                     f"    {ci}(row0, kk, c0, cc);",
+                     "    {"] + _indent(body, 8) + ["    }",
+                                                   "    CopyOut(row0, kk, c0, cc);", "}"]
+        return tile
+
+    def _copy_out(self) -> list[str]:
+        """The ``CopyOut`` helper: a tile of rows (J), or per-row values (R); none for a whole-tensor result."""
+        op, T = self.op, self.T
+        out_j, out_g = op.out_kind == "J", op.out_kind == "G"
         if out_j:
             co = [f"LocalTensor<{T}> o = q_out.DeQue<{T}>();",
                   f"uint32_t ccp = {self.pad('cc')};",
@@ -169,10 +209,16 @@ class RowKernel(RowCompute):
                   "(void)c0; (void)cc;",
                   f"DataCopyPad(gm_out[row0], o, DataCopyExtParams(1, static_cast<uint32_t>(kk * sizeof({T})), 0, 0, 0));",
                   "q_out.FreeTensor(o);"]
-        if not out_g:
-            helpers += ["__aicore__ inline void CopyOut(uint32_t row0, uint32_t kk, uint32_t c0, uint32_t cc)",
-                        "{"] + _indent(co, 4) + ["}"]
+        if out_g:
+            return []
+        return ["__aicore__ inline void CopyOut(uint32_t row0, uint32_t kk, uint32_t c0, uint32_t cc)",
+                "{"] + _indent(co, 4) + ["}"]
 
+
+    def _consts(self, J_ext: list[Ext], C_ext: list[Ext], R_ext: list[Ext], S_ext: list[Ext]) -> Consts:
+        """The UB bytes per kind of buffer (after the tile's code: the pools' sizes are known then)."""
+        op, A = self.op, self.A
+        out_j, out_g = op.out_kind == "J", op.out_kind == "G"
         # UB budget (bytes per element of each buffer kind)
         io, bn = self.io, self.bn
         count_red = bool(op.reduces) and not self.repeat
@@ -190,8 +236,14 @@ class RowKernel(RowCompute):
         c.scalar_bytes = (32 if S_ext else 0) + (64 if out_g else 0)
         c.work = count_red
         c.vecin_buffers = bn * (len(J_ext) + len(C_ext) + len(R_ext)) + (1 if S_ext else 0)
+        return c
 
-        args = ", ".join(f"GM_ADDR {e.name}" for e in exts) + ", GM_ADDR out"
+    def _init(self, J_ext: list[Ext], C_ext: list[Ext], R_ext: list[Ext], S_ext: list[Ext], c: Consts
+              ) -> tuple[list[str], list[str], list[str], list[str]]:
+        """Init's lines, the queue members, the TBufs and the LocalTensors they hold."""
+        op, T = self.op, self.T
+        exts = op.exts
+        out_j, out_g = op.out_kind == "J", op.out_kind == "G"
         init = ["uint32_t blockIdx = GetBlockIdx();",
                 "N = t.cols;",
                 "tileRows = t.tileRows;",
@@ -219,6 +271,13 @@ class RowKernel(RowCompute):
                      "invTotal = 1.0f / (static_cast<float>(t.rows) * static_cast<float>(N));"]
         else:
             init.append(f"gm_out.SetGlobalBuffer((__gm__ {T}*)out + firstRow, myRows);")
+        return self._buffers(init, J_ext, C_ext, R_ext, S_ext, c)
+
+    def _buffers(self, init: list[str], J_ext: list[Ext], C_ext: list[Ext], R_ext: list[Ext], S_ext: list[Ext],
+                 c: Consts) -> tuple[list[str], list[str], list[str], list[str]]:
+        T = self.T
+        out_j, out_g = self.op.out_kind == "J", self.op.out_kind == "G"
+        count_red = bool(self.op.reduces) and not self.repeat
         tile_elems = "tileRows * cPad"
         for e in J_ext:
             init.append(f"pipe.InitBuffer(q_{e.name}, BUFFER_NUM, {tile_elems} * sizeof({T}));")
@@ -280,6 +339,11 @@ class RowKernel(RowCompute):
                     "gwork = gsum[16];", "Duplicate(gacc, 0.0f, 8);"]
             locals_ += ["gacc", "gpart", "gwork"]
         init += get + self._scalar_loads(S_ext)
+        return init, members, tbufs, locals_
+
+    def _process(self) -> list[str]:
+        op = self.op
+        out_g = op.out_kind == "G"
         process = ["for (uint32_t row0 = 0; row0 < myRows; row0 += tileRows) {",
                    "    uint32_t kk = myRows - row0 < tileRows ? myRows - row0 : tileRows;",
                    "    Tile(row0, kk);",
@@ -295,6 +359,13 @@ class RowKernel(RowCompute):
                         "SetAtomicAdd<float>();",
                         "DataCopyPad(gm_out, gacc, DataCopyExtParams(1, sizeof(float), 0, 0, 0));",
                         "SetAtomicNone();"]
+        return process
+
+    def _class_text(self, cls: str, tiling_cls: str, init: list[str], process: list[str], tile: list[str],
+                    helpers: list[str], members: list[str], tbufs: list[str], locals_: list[str],
+                    S_ext: list[Ext]) -> str:
+        exts, T = self.op.exts, self.T
+        args = ", ".join(f"GM_ADDR {e.name}" for e in exts) + ", GM_ADDR out"
         gms = ", ".join(f"gm_{e.name}" for e in exts) + ", gm_out"
         scal = "".join(f", s_{e.name} = 0.0f" for e in S_ext)
         cls_lines = [
@@ -320,4 +391,4 @@ class RowKernel(RowCompute):
             "    uint32_t N = 0, tileRows = 0, chunk = 0, kPad = 0, cPad = 0, myRows = 0;",
             f"    float invN = 0.0f, invTotal = 0.0f{scal};",
             "};"]
-        return "\n".join(cls_lines), c
+        return "\n".join(cls_lines)

@@ -116,7 +116,16 @@ def unary_code(fn: str, attrs: dict[str, Any], D: str, X: str, T: list[str], n: 
               f"Exp({T[0]}, {T[0]}, {n});", f"Muls({T[1]}, {T[0]}, {flit(-1.0)}, {n});",
               f"Adds({T[1]}, {T[1]}, 1.0f, {n});", f"Adds({T[0]}, {T[0]}, 1.0f, {n});",
               f"Div({T[1]}, {T[1]}, {T[0]}, {n});", f"Mul({D}, {X}, {T[1]}, {n});"]
-    elif fn == "softsign":
+    else:
+        c += _unary_more(fn, attrs, D, X, T, n)
+    return c
+
+
+def _unary_more(fn: str, attrs: dict[str, Any], D: str, X: str, T: list[str], n: str) -> list[str]:
+    """The rest of :func:`unary_code`: the piecewise and parametric functions."""
+    c: list[str] = []
+    e = c.append
+    if fn == "softsign":
         c += [f"Abs({T[0]}, {X}, {n});", f"Adds({T[0]}, {T[0]}, 1.0f, {n});", f"Div({D}, {X}, {T[0]}, {n});"]
     elif fn in ("hardsigmoid", "hardswish"):
         H = D if fn == "hardsigmoid" else T[0]

@@ -13,7 +13,6 @@ from evokernel.generators.template.ascend.project import binding_source, model_s
 from evokernel.generators.template.ascend.row_compute import Consts
 from evokernel.generators.template.ascend.rowop import AscendOp
 
-
 Geometry = Callable[[AscendOp, dict[str, Any], Consts], "dict[str, int] | None"]
 Host = Callable[[AscendOp, dict[str, Any], Consts, str], str]
 

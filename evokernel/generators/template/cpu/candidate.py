@@ -43,7 +43,36 @@ def render_candidate(plan: Plan, knobs: dict[str, Any], header: str) -> str:
     fast = knobs.get("math", "libm") == "fast" and int(knobs.get("vec", 1)) > 1 and uses
     body = "\n".join(c.cpp for c in codes)
     cpp = prelude(fast, uses=body) + "\n" + body  # only the helpers the kernel uses: a trace a prompt can show whole
-    # forward
+    lines = _forward_lines(plan, codes)
+    init = g.init_source or "def __init__(self):\n    super().__init__()"
+    init = "\n".join("    " + ln for ln in init.splitlines())
+    args = ", ".join(g.input_names)
+    fwd = "\n".join("        " + ln for ln in lines)
+    return f'''"""{header}"""
+import torch
+import torch.nn as nn
+
+from evokernel.cpu import load_cpp
+
+CPP_SOURCE = r"""
+{cpp}
+"""
+
+lib = load_cpp(CPP_SOURCE)
+
+
+class ModelNew(nn.Module):
+{init}
+
+    def forward(self, {args}):
+{fwd}
+'''
+
+
+def _forward_lines(plan: Plan, codes: list[StageCode]) -> list[str]:
+    """ModelNew.forward's body: shape checks of the inputs, the parameters a stage reads, a ``torch.empty`` per
+    stage output and the call of its native function, views as aliases."""
+    g = plan.graph
     lines: list[str] = []
     var: dict[int, str] = {}
     def add_aliases(src_id: int) -> None:
@@ -92,26 +121,4 @@ def render_candidate(plan: Plan, knobs: dict[str, Any], header: str) -> str:
     if out not in var:
         raise AnalysisError("the output is not computed by any stage")
     lines.append(f"return {var[out]}")
-    init = g.init_source or "def __init__(self):\n    super().__init__()"
-    init = "\n".join("    " + ln for ln in init.splitlines())
-    args = ", ".join(g.input_names)
-    fwd = "\n".join("        " + ln for ln in lines)
-    return f'''"""{header}"""
-import torch
-import torch.nn as nn
-
-from evokernel.cpu import load_cpp
-
-CPP_SOURCE = r"""
-{cpp}
-"""
-
-lib = load_cpp(CPP_SOURCE)
-
-
-class ModelNew(nn.Module):
-{init}
-
-    def forward(self, {args}):
-{fwd}
-'''
+    return lines

@@ -46,27 +46,7 @@ class Writer(StageWriter):  # the im2col paths use the packed gemm (:func:`~.mat
         ecall = self.epi_call(k, st, epi_ptrs, "(n * CO + co) * OH + oh", "0", "OW", fnames)
         algo = kn.get("conv_algo", "direct")
         if algo == "direct":
-            body = f"""  {_omp(kn, collapse=2)}
-  for (int64_t n = 0; n < NB; ++n)
-    for (int64_t co = 0; co < CO; ++co)
-      for (int64_t oh = 0; oh < OH; ++oh) {{
-        for (int64_t ow = 0; ow < OW; ++ow) {{
-          float acc = HAS_BIAS ? Bias[co] : 0.0f;
-          for (int64_t ci = 0; ci < CI; ++ci)
-            for (int64_t kh = 0; kh < KH; ++kh) {{
-              const int64_t ih = oh * SH - PH + kh * DH;
-              if (ih < 0 || ih >= H) continue;
-              for (int64_t kw = 0; kw < KW; ++kw) {{
-                const int64_t iw = ow * SW - PW + kw * DW;
-                if (iw < 0 || iw >= W) continue;
-                acc += Wt[((co * CI + ci) * KH + kh) * KW + kw] * X[((n * CI + ci) * H + ih) * W + iw];
-              }}
-            }}
-          C[((n * CO + co) * OH + oh) * OW + ow] = acc;
-        }}
-        {ecall}
-      }}
-"""
+            body = _conv2d_direct(ecall, _omp, kn)
         elif algo == "im2col":
             # per image: col (CI*KH*KW x OH*OW) = unfolded input, then the packed gemm
             # C[n] (CO x OH*OW) = W (CO x CI*KH*KW) @ col; bias and the epilogue per finished row block
@@ -85,85 +65,10 @@ class Writer(StageWriter):  # the im2col paths use the packed gemm (:func:`~.mat
                 for (int64_t j = {j0}; j < {j1}; ++j) cr[j] += bv; }}{epi}
             }}"""
             gemm_body = packed_gemm(self.knobs, 0, conv_ecall)
-            body = f"""  const int64_t P = OH * OW, KK = CI * KH * KW;
-  float* col = (float*)std::malloc(sizeof(float) * (size_t)(KK * P + 16));
-  float* const Cout = C;
-  (void)Cout;
-  for (int64_t n = 0; n < NB; ++n) {{
-    {_omp(kn)}
-    for (int64_t q = 0; q < KK; ++q) {{
-      const int64_t ci = q / (KH * KW), kh = (q / KW) % KH, kw = q % KW;
-      float* dst = col + q * P;
-      for (int64_t oh = 0; oh < OH; ++oh) {{
-        const int64_t ih = oh * SH - PH + kh * DH;
-        float* d = dst + oh * OW;
-        if (ih < 0 || ih >= H) {{ for (int64_t ow = 0; ow < OW; ++ow) d[ow] = 0.0f; continue; }}
-        const float* xrow = X + ((n * CI + ci) * H + ih) * W;
-        for (int64_t ow = 0; ow < OW; ++ow) {{
-          const int64_t iw = ow * SW - PW + kw * DW;
-          d[ow] = (iw >= 0 && iw < W) ? xrow[iw] : 0.0f;
-        }}
-      }}
-    }}
-    float* const Cn = Cout + n * CO * P;
-    {{
-      const float* A = Wt;
-      const float* B = col;
-      float* C = Cn;
-      const int64_t BATCH = 1, M = CO, N = P, K = KK, sA = 0, sB = 0, sC = 0;
-{gemm_body}
-    }}
-  }}
-  std::free(col);
-"""
+            body = _conv2d_im2col(gemm_body, _omp, kn)
         else:
             OCB = int(kn.get("conv_ocb", 4))
-            body = f"""  const int64_t ncb = (CO + {OCB - 1}) / {OCB};
-  {_omp(kn, collapse=2)}
-  for (int64_t n = 0; n < NB; ++n)
-    for (int64_t cb = 0; cb < ncb; ++cb) {{
-      const int64_t co0 = cb * {OCB};
-      const int64_t nco = std::min<int64_t>({OCB}, CO - co0);
-      for (int64_t oh = 0; oh < OH; ++oh) {{
-        float* rows[{OCB}];
-        for (int64_t o = 0; o < nco; ++o) {{
-          rows[o] = C + ((n * CO + co0 + o) * OH + oh) * OW;
-          const float b0 = HAS_BIAS ? Bias[co0 + o] : 0.0f;
-          for (int64_t ow = 0; ow < OW; ++ow) rows[o][ow] = b0;
-        }}
-        for (int64_t ci = 0; ci < CI; ++ci)
-          for (int64_t kh = 0; kh < KH; ++kh) {{
-            const int64_t ih = oh * SH - PH + kh * DH;
-            if (ih < 0 || ih >= H) continue;
-            const float* xrow = X + ((n * CI + ci) * H + ih) * W;
-            for (int64_t kw = 0; kw < KW; ++kw) {{
-              // valid ow: 0 <= ow*SW - PW + kw*DW < W
-              const int64_t off = kw * DW - PW;
-              int64_t lo = off >= 0 ? 0 : (-off + SW - 1) / SW;
-              int64_t hi = (W - 1 - off) >= 0 ? (W - 1 - off) / SW + 1 : 0;
-              hi = std::min<int64_t>(hi, OW);
-              if (lo >= hi) continue;
-              for (int64_t o = 0; o < nco; ++o) {{
-                const float wv = Wt[(((co0 + o) * CI + ci) * KH + kh) * KW + kw];
-                float* __restrict dst = rows[o];
-                if (SW == 1) {{
-                  const float* __restrict src = xrow + off;
-                  #pragma omp simd
-                  for (int64_t ow = lo; ow < hi; ++ow) dst[ow] += wv * src[ow];
-                }} else {{
-                  for (int64_t ow = lo; ow < hi; ++ow) dst[ow] += wv * xrow[ow * SW + off];
-                }}
-              }}
-            }}
-          }}
-        for (int64_t o = 0; o < nco; ++o) {{
-          const int64_t co = co0 + o;
-          {ecall}
-          (void)co;
-        }}
-      }}
-    }}
-"""
+            body = _conv2d_rowvec(OCB, ecall, _omp, kn)
         cpp = epi_fn + f'extern "C" void stage{k}({", ".join(params)}) {{\n' + body + "}\n"
         call = [f"p{x}", f"p{w}", f"p{bias}" if bias is not None else f"p{w}", "out"] + [f"p{e}" for e in epi_ext] + \
             [str(v) for v in (NB, CI, H, Wd, CO, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw, 1 if bias is not None else 0)]
@@ -221,125 +126,15 @@ class Writer(StageWriter):  # the im2col paths use the packed gemm (:func:`~.mat
                 if (id < 0 || id >= ID) continue;""", """                  const int64_t ih = oh * SH - PH + kh * DH;
                   if (ih < 0 || ih >= IH) continue;""", """                    const int64_t iw = ow * SW - PW + kw * DW;
                     if (iw < 0 || iw >= IW) continue;"""
-            body = f"""  const int64_t CIG = CI / G, COG = CO / G;
-  {_omp(kn, collapse=2)}
-  for (int64_t n = 0; n < NB; ++n)
-    for (int64_t co = 0; co < CO; ++co) {{
-      const int64_t g = co / COG;
-      for (int64_t od = 0; od < OD; ++od)
-        for (int64_t oh = 0; oh < OH; ++oh) {{
-          float* row = C + ((n * CO + co) * OD + od) * OH * OW + oh * OW;
-          for (int64_t ow = 0; ow < OW; ++ow) {{
-            float acc = HAS_BIAS ? Bias[co] : 0.0f;
-            for (int64_t ci = g * CIG; ci < (g + 1) * CIG; ++ci)
-              for (int64_t kd = 0; kd < KD; ++kd) {{
-{taps[0]}
-                for (int64_t kh = 0; kh < KH; ++kh) {{
-{taps[1]}
-                  const float* xrow = X + (((n * CI + ci) * ID + id) * IH + ih) * IW;
-                  for (int64_t kw = 0; kw < KW; ++kw) {{
-{taps[2]}
-                    acc += Wt[{widx}] * xrow[iw];
-                  }}
-                }}
-              }}
-            row[ow] = acc;
-          }}
-          {ecall}
-        }}
-    }}
-  (void)COG; (void)CIG;
-"""
+            body = _convnd_direct(widx, ecall, _omp, kn, taps)
         else:
             OCB = int(kn.get("conv_ocb", 4))
             if T:
                 # scatter each input row into the output row it reaches: ow = iw*SW - PW + kw*DW
-                acc_rows = f"""              const int64_t td = od + PD - kd * DD;
-              if (td < 0 || td % SD) continue;
-              const int64_t id = td / SD;
-              if (id >= ID) continue;
-              for (int64_t kh = 0; kh < KH; ++kh) {{
-                const int64_t th = oh + PH - kh * DH;
-                if (th < 0 || th % SH) continue;
-                const int64_t ih = th / SH;
-                if (ih >= IH) continue;
-                const float* xrow = X + (((n * CI + ci) * ID + id) * IH + ih) * IW;
-                for (int64_t kw = 0; kw < KW; ++kw) {{
-                  const int64_t off = kw * DW - PW;  // ow = iw * SW + off
-                  int64_t lo = off >= 0 ? 0 : (-off + SW - 1) / SW;
-                  int64_t hi = (OW - 1 - off) >= 0 ? (OW - 1 - off) / SW + 1 : 0;
-                  hi = std::min<int64_t>(hi, IW);
-                  if (lo >= hi) continue;
-                  for (int64_t o = 0; o < nco; ++o) {{
-                    const int64_t co = co0 + o;
-                    const float wv = Wt[{widx}];
-                    float* __restrict dst = rows[o];
-                    if (SW == 1) {{
-                      float* __restrict d = dst + off;
-                      #pragma omp simd
-                      for (int64_t iw = lo; iw < hi; ++iw) d[iw] += wv * xrow[iw];
-                    }} else {{
-                      for (int64_t iw = lo; iw < hi; ++iw) dst[iw * SW + off] += wv * xrow[iw];
-                    }}
-                  }}
-                }}
-              }}"""
+                acc_rows = _convnd_scatter_rows(widx)
             else:
-                acc_rows = f"""              const int64_t id = od * SD - PD + kd * DD;
-              if (id < 0 || id >= ID) continue;
-              for (int64_t kh = 0; kh < KH; ++kh) {{
-                const int64_t ih = oh * SH - PH + kh * DH;
-                if (ih < 0 || ih >= IH) continue;
-                const float* xrow = X + (((n * CI + ci) * ID + id) * IH + ih) * IW;
-                for (int64_t kw = 0; kw < KW; ++kw) {{
-                  const int64_t off = kw * DW - PW;  // iw = ow * SW + off
-                  int64_t lo = off >= 0 ? 0 : (-off + SW - 1) / SW;
-                  int64_t hi = (IW - 1 - off) >= 0 ? (IW - 1 - off) / SW + 1 : 0;
-                  hi = std::min<int64_t>(hi, OW);
-                  if (lo >= hi) continue;
-                  for (int64_t o = 0; o < nco; ++o) {{
-                    const int64_t co = co0 + o;
-                    const float wv = Wt[{widx}];
-                    float* __restrict dst = rows[o];
-                    if (SW == 1) {{
-                      const float* __restrict src = xrow + off;
-                      #pragma omp simd
-                      for (int64_t ow = lo; ow < hi; ++ow) dst[ow] += wv * src[ow];
-                    }} else {{
-                      for (int64_t ow = lo; ow < hi; ++ow) dst[ow] += wv * xrow[ow * SW + off];
-                    }}
-                  }}
-                }}
-              }}"""
-            body = f"""  const int64_t CIG = CI / G, COG = CO / G;
-  const int64_t cbg = (COG + {OCB - 1}) / {OCB};  // channel blocks per group (a block never spans groups)
-  {_omp(kn, collapse=2)}
-  for (int64_t n = 0; n < NB; ++n)
-    for (int64_t b = 0; b < G * cbg; ++b) {{
-      const int64_t g = b / cbg;
-      const int64_t co0 = g * COG + (b % cbg) * {OCB};
-      const int64_t nco = std::min<int64_t>({OCB}, (g + 1) * COG - co0);
-      for (int64_t od = 0; od < OD; ++od)
-        for (int64_t oh = 0; oh < OH; ++oh) {{
-          float* rows[{OCB}];
-          for (int64_t o = 0; o < nco; ++o) {{
-            rows[o] = C + (((n * CO + co0 + o) * OD + od) * OH + oh) * OW;
-            const float b0 = HAS_BIAS ? Bias[co0 + o] : 0.0f;
-            for (int64_t ow = 0; ow < OW; ++ow) rows[o][ow] = b0;
-          }}
-          for (int64_t ci = g * CIG; ci < (g + 1) * CIG; ++ci)
-            for (int64_t kd = 0; kd < KD; ++kd) {{
-{acc_rows}
-            }}
-          for (int64_t o = 0; o < nco; ++o) {{
-            const int64_t co = co0 + o;
-            {ecall}
-            (void)co;
-          }}
-        }}
-    }}
-  (void)COG; (void)CIG;
-"""
+                acc_rows = _convnd_gather_rows(widx)
+            body = _convnd_rowvec(OCB, acc_rows, ecall, _omp, kn)
             if algo == "im2col":
                 body = self._convnd_gemm(k, st, bool(T), epi_ptrs, fnames, body)
         cpp = epi_fn + f'extern "C" void stage{k}({", ".join(params)}) {{\n' + body + "}\n"
@@ -372,46 +167,15 @@ class Writer(StageWriter):  # the im2col paths use the packed gemm (:func:`~.mat
                 for (int64_t j = {j0}; j < {j1}; ++j) cr[j] += bv; }}{epi_rows.replace("(ROW)", "row_").replace("J0", j0).replace("J1", j1)}
             }}"""
             gemm = packed_gemm(self.knobs, 0, ecall)
-            return f"""  const int64_t CIG = CI / G, COG = CO / G, K3 = KD * KH * KW, KK = CIG * K3, P = OD * OH * OW;
-  if ((double)G * KK * P * 4.0 > 268435456.0) {{
-{fallback}
-    return;
-  }}
-  float* col = (float*)std::malloc(sizeof(float) * (size_t)(G * KK * P + 16));
-  float* const Cout = C;
-  (void)Cout;
-  for (int64_t n = 0; n < NB; ++n) {{
-    {_omp(self.knobs)}
-    for (int64_t q = 0; q < G * KK; ++q) {{
-      const int64_t ci = q / K3, kd = (q / (KH * KW)) % KD, kh = (q / KW) % KH, kw = q % KW;
-      float* dst = col + q * P;
-      for (int64_t od = 0; od < OD; ++od) {{
-        const int64_t id = od * SD - PD + kd * DD;
-        for (int64_t oh = 0; oh < OH; ++oh) {{
-          const int64_t ih = oh * SH - PH + kh * DH;
-          float* d = dst + (od * OH + oh) * OW;
-          if (id < 0 || id >= ID || ih < 0 || ih >= IH) {{ for (int64_t ow = 0; ow < OW; ++ow) d[ow] = 0.0f; continue; }}
-          const float* xrow = X + (((n * CI + ci) * ID + id) * IH + ih) * IW;
-          for (int64_t ow = 0; ow < OW; ++ow) {{
-            const int64_t iw = ow * SW - PW + kw * DW;
-            d[ow] = (iw >= 0 && iw < IW) ? xrow[iw] : 0.0f;
-          }}
-        }}
-      }}
-    }}
-    {{
-      const float* A = Wt;
-      const float* B = col;
-      float* C = Cout + n * CO * P;
-      const int64_t BATCH = G, M = COG, N = P, K = KK, sA = COG * KK, sB = KK * P, sC = COG * P;
-{gemm}
-    }}
-  }}
-  std::free(col);
-"""
+            return _convnd_im2col(fallback, gemm, _omp, self)
         gemm = packed_gemm(self.knobs, 0, lambda r, j0, j1: "")
         epi_all = epi_rows.replace("(ROW)", "co").replace("J0", "0").replace("J1", "OD * OH * OW")
-        return f"""  const int64_t CIG = CI / G, COG = CO / G, K3 = KD * KH * KW, IP = ID * IH * IW;
+        return _convnd_col2im(fallback, gemm, epi_all, _omp, self)
+
+
+def _convnd_col2im(fallback: Any, gemm: Any, epi_all: Any, _omp: Any, self: Any) -> str:
+    """Transposed convolution as the packed gemm W^T @ X per (image, group), then col2im."""
+    return f"""  const int64_t CIG = CI / G, COG = CO / G, K3 = KD * KH * KW, IP = ID * IH * IW;
   if ((double)CO * K3 * IP * 4.0 > 268435456.0) {{
 {fallback}
     return;
@@ -471,3 +235,293 @@ class Writer(StageWriter):  # the im2col paths use the packed gemm (:func:`~.mat
   std::free(wt);
   std::free(col);
 """
+
+
+
+def _convnd_im2col(fallback: Any, gemm: Any, _omp: Any, self: Any) -> str:
+    """Direct convolution as im2col + the packed gemm per (image, group)."""
+    return f"""  const int64_t CIG = CI / G, COG = CO / G, K3 = KD * KH * KW, KK = CIG * K3, P = OD * OH * OW;
+  if ((double)G * KK * P * 4.0 > 268435456.0) {{
+{fallback}
+    return;
+  }}
+  float* col = (float*)std::malloc(sizeof(float) * (size_t)(G * KK * P + 16));
+  float* const Cout = C;
+  (void)Cout;
+  for (int64_t n = 0; n < NB; ++n) {{
+    {_omp(self.knobs)}
+    for (int64_t q = 0; q < G * KK; ++q) {{
+      const int64_t ci = q / K3, kd = (q / (KH * KW)) % KD, kh = (q / KW) % KH, kw = q % KW;
+      float* dst = col + q * P;
+      for (int64_t od = 0; od < OD; ++od) {{
+        const int64_t id = od * SD - PD + kd * DD;
+        for (int64_t oh = 0; oh < OH; ++oh) {{
+          const int64_t ih = oh * SH - PH + kh * DH;
+          float* d = dst + (od * OH + oh) * OW;
+          if (id < 0 || id >= ID || ih < 0 || ih >= IH) {{ for (int64_t ow = 0; ow < OW; ++ow) d[ow] = 0.0f; continue; }}
+          const float* xrow = X + (((n * CI + ci) * ID + id) * IH + ih) * IW;
+          for (int64_t ow = 0; ow < OW; ++ow) {{
+            const int64_t iw = ow * SW - PW + kw * DW;
+            d[ow] = (iw >= 0 && iw < IW) ? xrow[iw] : 0.0f;
+          }}
+        }}
+      }}
+    }}
+    {{
+      const float* A = Wt;
+      const float* B = col;
+      float* C = Cout + n * CO * P;
+      const int64_t BATCH = G, M = COG, N = P, K = KK, sA = COG * KK, sB = KK * P, sC = COG * P;
+{gemm}
+    }}
+  }}
+  std::free(col);
+"""
+
+
+
+def _convnd_rowvec(OCB: Any, acc_rows: Any, ecall: Any, _omp: Any, kn: Any) -> str:
+    """convnd with whole output rows of OCB channels (a block never spans groups) kept while the taps accumulate."""
+    return f"""  const int64_t CIG = CI / G, COG = CO / G;
+  const int64_t cbg = (COG + {OCB - 1}) / {OCB};  // channel blocks per group (a block never spans groups)
+  {_omp(kn, collapse=2)}
+  for (int64_t n = 0; n < NB; ++n)
+    for (int64_t b = 0; b < G * cbg; ++b) {{
+      const int64_t g = b / cbg;
+      const int64_t co0 = g * COG + (b % cbg) * {OCB};
+      const int64_t nco = std::min<int64_t>({OCB}, (g + 1) * COG - co0);
+      for (int64_t od = 0; od < OD; ++od)
+        for (int64_t oh = 0; oh < OH; ++oh) {{
+          float* rows[{OCB}];
+          for (int64_t o = 0; o < nco; ++o) {{
+            rows[o] = C + (((n * CO + co0 + o) * OD + od) * OH + oh) * OW;
+            const float b0 = HAS_BIAS ? Bias[co0 + o] : 0.0f;
+            for (int64_t ow = 0; ow < OW; ++ow) rows[o][ow] = b0;
+          }}
+          for (int64_t ci = g * CIG; ci < (g + 1) * CIG; ++ci)
+            for (int64_t kd = 0; kd < KD; ++kd) {{
+{acc_rows}
+            }}
+          for (int64_t o = 0; o < nco; ++o) {{
+            const int64_t co = co0 + o;
+            {ecall}
+            (void)co;
+          }}
+        }}
+    }}
+  (void)COG; (void)CIG;
+"""
+
+
+
+def _convnd_gather_rows(widx: Any) -> str:
+    """convnd rows, direct: the input row of each tap accumulated into the output row."""
+    return f"""              const int64_t id = od * SD - PD + kd * DD;
+              if (id < 0 || id >= ID) continue;
+              for (int64_t kh = 0; kh < KH; ++kh) {{
+                const int64_t ih = oh * SH - PH + kh * DH;
+                if (ih < 0 || ih >= IH) continue;
+                const float* xrow = X + (((n * CI + ci) * ID + id) * IH + ih) * IW;
+                for (int64_t kw = 0; kw < KW; ++kw) {{
+                  const int64_t off = kw * DW - PW;  // iw = ow * SW + off
+                  int64_t lo = off >= 0 ? 0 : (-off + SW - 1) / SW;
+                  int64_t hi = (IW - 1 - off) >= 0 ? (IW - 1 - off) / SW + 1 : 0;
+                  hi = std::min<int64_t>(hi, OW);
+                  if (lo >= hi) continue;
+                  for (int64_t o = 0; o < nco; ++o) {{
+                    const int64_t co = co0 + o;
+                    const float wv = Wt[{widx}];
+                    float* __restrict dst = rows[o];
+                    if (SW == 1) {{
+                      const float* __restrict src = xrow + off;
+                      #pragma omp simd
+                      for (int64_t ow = lo; ow < hi; ++ow) dst[ow] += wv * src[ow];
+                    }} else {{
+                      for (int64_t ow = lo; ow < hi; ++ow) dst[ow] += wv * xrow[ow * SW + off];
+                    }}
+                  }}
+                }}
+              }}"""
+
+
+
+def _convnd_scatter_rows(widx: Any) -> str:
+    """convnd rows, transposed: each input row scattered into the output row it reaches."""
+    return f"""              const int64_t td = od + PD - kd * DD;
+              if (td < 0 || td % SD) continue;
+              const int64_t id = td / SD;
+              if (id >= ID) continue;
+              for (int64_t kh = 0; kh < KH; ++kh) {{
+                const int64_t th = oh + PH - kh * DH;
+                if (th < 0 || th % SH) continue;
+                const int64_t ih = th / SH;
+                if (ih >= IH) continue;
+                const float* xrow = X + (((n * CI + ci) * ID + id) * IH + ih) * IW;
+                for (int64_t kw = 0; kw < KW; ++kw) {{
+                  const int64_t off = kw * DW - PW;  // ow = iw * SW + off
+                  int64_t lo = off >= 0 ? 0 : (-off + SW - 1) / SW;
+                  int64_t hi = (OW - 1 - off) >= 0 ? (OW - 1 - off) / SW + 1 : 0;
+                  hi = std::min<int64_t>(hi, IW);
+                  if (lo >= hi) continue;
+                  for (int64_t o = 0; o < nco; ++o) {{
+                    const int64_t co = co0 + o;
+                    const float wv = Wt[{widx}];
+                    float* __restrict dst = rows[o];
+                    if (SW == 1) {{
+                      float* __restrict d = dst + off;
+                      #pragma omp simd
+                      for (int64_t iw = lo; iw < hi; ++iw) d[iw] += wv * xrow[iw];
+                    }} else {{
+                      for (int64_t iw = lo; iw < hi; ++iw) dst[iw * SW + off] += wv * xrow[iw];
+                    }}
+                  }}
+                }}
+              }}"""
+
+
+
+def _convnd_direct(widx: Any, ecall: Any, _omp: Any, kn: Any, taps: Any) -> str:
+    """convnd, direct: each output element gathers its taps."""
+    return f"""  const int64_t CIG = CI / G, COG = CO / G;
+  {_omp(kn, collapse=2)}
+  for (int64_t n = 0; n < NB; ++n)
+    for (int64_t co = 0; co < CO; ++co) {{
+      const int64_t g = co / COG;
+      for (int64_t od = 0; od < OD; ++od)
+        for (int64_t oh = 0; oh < OH; ++oh) {{
+          float* row = C + ((n * CO + co) * OD + od) * OH * OW + oh * OW;
+          for (int64_t ow = 0; ow < OW; ++ow) {{
+            float acc = HAS_BIAS ? Bias[co] : 0.0f;
+            for (int64_t ci = g * CIG; ci < (g + 1) * CIG; ++ci)
+              for (int64_t kd = 0; kd < KD; ++kd) {{
+{taps[0]}
+                for (int64_t kh = 0; kh < KH; ++kh) {{
+{taps[1]}
+                  const float* xrow = X + (((n * CI + ci) * ID + id) * IH + ih) * IW;
+                  for (int64_t kw = 0; kw < KW; ++kw) {{
+{taps[2]}
+                    acc += Wt[{widx}] * xrow[iw];
+                  }}
+                }}
+              }}
+            row[ow] = acc;
+          }}
+          {ecall}
+        }}
+    }}
+  (void)COG; (void)CIG;
+"""
+
+
+
+def _conv2d_rowvec(OCB: Any, ecall: Any, _omp: Any, kn: Any) -> str:
+    """conv2d with rows of output kept in L1 for OCB output channels at a time, vectorised along ow."""
+    return f"""  const int64_t ncb = (CO + {OCB - 1}) / {OCB};
+  {_omp(kn, collapse=2)}
+  for (int64_t n = 0; n < NB; ++n)
+    for (int64_t cb = 0; cb < ncb; ++cb) {{
+      const int64_t co0 = cb * {OCB};
+      const int64_t nco = std::min<int64_t>({OCB}, CO - co0);
+      for (int64_t oh = 0; oh < OH; ++oh) {{
+        float* rows[{OCB}];
+        for (int64_t o = 0; o < nco; ++o) {{
+          rows[o] = C + ((n * CO + co0 + o) * OH + oh) * OW;
+          const float b0 = HAS_BIAS ? Bias[co0 + o] : 0.0f;
+          for (int64_t ow = 0; ow < OW; ++ow) rows[o][ow] = b0;
+        }}
+        for (int64_t ci = 0; ci < CI; ++ci)
+          for (int64_t kh = 0; kh < KH; ++kh) {{
+            const int64_t ih = oh * SH - PH + kh * DH;
+            if (ih < 0 || ih >= H) continue;
+            const float* xrow = X + ((n * CI + ci) * H + ih) * W;
+            for (int64_t kw = 0; kw < KW; ++kw) {{
+              // valid ow: 0 <= ow*SW - PW + kw*DW < W
+              const int64_t off = kw * DW - PW;
+              int64_t lo = off >= 0 ? 0 : (-off + SW - 1) / SW;
+              int64_t hi = (W - 1 - off) >= 0 ? (W - 1 - off) / SW + 1 : 0;
+              hi = std::min<int64_t>(hi, OW);
+              if (lo >= hi) continue;
+              for (int64_t o = 0; o < nco; ++o) {{
+                const float wv = Wt[(((co0 + o) * CI + ci) * KH + kh) * KW + kw];
+                float* __restrict dst = rows[o];
+                if (SW == 1) {{
+                  const float* __restrict src = xrow + off;
+                  #pragma omp simd
+                  for (int64_t ow = lo; ow < hi; ++ow) dst[ow] += wv * src[ow];
+                }} else {{
+                  for (int64_t ow = lo; ow < hi; ++ow) dst[ow] += wv * xrow[ow * SW + off];
+                }}
+              }}
+            }}
+          }}
+        for (int64_t o = 0; o < nco; ++o) {{
+          const int64_t co = co0 + o;
+          {ecall}
+          (void)co;
+        }}
+      }}
+    }}
+"""
+
+
+
+def _conv2d_im2col(gemm_body: Any, _omp: Any, kn: Any) -> str:
+    """conv2d as im2col + the packed gemm, per image."""
+    return f"""  const int64_t P = OH * OW, KK = CI * KH * KW;
+  float* col = (float*)std::malloc(sizeof(float) * (size_t)(KK * P + 16));
+  float* const Cout = C;
+  (void)Cout;
+  for (int64_t n = 0; n < NB; ++n) {{
+    {_omp(kn)}
+    for (int64_t q = 0; q < KK; ++q) {{
+      const int64_t ci = q / (KH * KW), kh = (q / KW) % KH, kw = q % KW;
+      float* dst = col + q * P;
+      for (int64_t oh = 0; oh < OH; ++oh) {{
+        const int64_t ih = oh * SH - PH + kh * DH;
+        float* d = dst + oh * OW;
+        if (ih < 0 || ih >= H) {{ for (int64_t ow = 0; ow < OW; ++ow) d[ow] = 0.0f; continue; }}
+        const float* xrow = X + ((n * CI + ci) * H + ih) * W;
+        for (int64_t ow = 0; ow < OW; ++ow) {{
+          const int64_t iw = ow * SW - PW + kw * DW;
+          d[ow] = (iw >= 0 && iw < W) ? xrow[iw] : 0.0f;
+        }}
+      }}
+    }}
+    float* const Cn = Cout + n * CO * P;
+    {{
+      const float* A = Wt;
+      const float* B = col;
+      float* C = Cn;
+      const int64_t BATCH = 1, M = CO, N = P, K = KK, sA = 0, sB = 0, sC = 0;
+{gemm_body}
+    }}
+  }}
+  std::free(col);
+"""
+
+
+
+def _conv2d_direct(ecall: Any, _omp: Any, kn: Any) -> str:
+    """conv2d, direct: one output value at a time."""
+    return f"""  {_omp(kn, collapse=2)}
+  for (int64_t n = 0; n < NB; ++n)
+    for (int64_t co = 0; co < CO; ++co)
+      for (int64_t oh = 0; oh < OH; ++oh) {{
+        for (int64_t ow = 0; ow < OW; ++ow) {{
+          float acc = HAS_BIAS ? Bias[co] : 0.0f;
+          for (int64_t ci = 0; ci < CI; ++ci)
+            for (int64_t kh = 0; kh < KH; ++kh) {{
+              const int64_t ih = oh * SH - PH + kh * DH;
+              if (ih < 0 || ih >= H) continue;
+              for (int64_t kw = 0; kw < KW; ++kw) {{
+                const int64_t iw = ow * SW - PW + kw * DW;
+                if (iw < 0 || iw >= W) continue;
+                acc += Wt[((co * CI + ci) * KH + kh) * KW + kw] * X[((n * CI + ci) * H + ih) * W + iw];
+              }}
+            }}
+          C[((n * CO + co) * OH + oh) * OW + ow] = acc;
+        }}
+        {ecall}
+      }}
+"""
+

@@ -76,6 +76,13 @@ def packed_gemm(kn: dict[str, Any], tb: int, ecall: Any) -> str:
     ofor_b = "" if omp_mode == "off" else "#pragma omp for schedule(static)"
     ofor_m = "" if omp_mode == "off" else ("#pragma omp for schedule(static)" if omp_mode == "static"
                                            else "#pragma omp for schedule(dynamic, 1)")
+    return (_packed_b(KC, NC, NR, par, MC, ofor_b, bpack)
+            + _packed_a(ofor_m, MC, MR, NR, acc_decl, acc_zero, acc_load, acc_load_tmp, bload, fma)
+            + _packed_store(st_full, st_tmp, ecall))
+
+
+def _packed_b(KC: Any, NC: Any, NR: Any, par: Any, MC: Any, ofor_b: Any, bpack: Any) -> str:
+    """B packed in panels (per jc, pc), in parallel over the panels."""
     return f"""  const int64_t kcm = std::min<int64_t>({KC}, K), ncm = std::min<int64_t>({NC}, (N + {NR - 1}) / {NR} * {NR});
   float* Bp_all = (float*)std::aligned_alloc(64, ((size_t)(kcm * ncm) * sizeof(float) + 127) / 64 * 64);
   for (int64_t bt = 0; bt < BATCH; ++bt) {{
@@ -98,7 +105,13 @@ def packed_gemm(kn: dict[str, Any], tb: int, ecall: Any) -> str:
         float* dst = Bp_all + jp * {NR} * kc;
 {bpack}
       }}
-      {ofor_m}
+"""
+
+
+def _packed_a(ofor_m: Any, MC: Any, MR: Any, NR: Any, acc_decl: Any, acc_zero: Any, acc_load: Any, acc_load_tmp:
+              Any, bload: Any, fma: Any) -> str:
+    """A packed per row block, the register tile's loop over kc."""
+    return f"""      {ofor_m}
       for (int64_t ic = 0; ic < M; ic += {MC}) {{
         const int64_t mc = std::min<int64_t>({MC}, M - ic);
         for (int64_t ip = 0; ip < mc; ip += {MR}) {{
@@ -140,7 +153,12 @@ def packed_gemm(kn: dict[str, Any], tb: int, ecall: Any) -> str:
 {fma}
               }}
             }}
-            if (full) {{
+"""
+
+
+def _packed_store(st_full: Any, st_tmp: Any, ecall: Any) -> str:
+    """The register tile stored back (a temporary at the edges), the epilogue per finished row block."""
+    return f"""            if (full) {{
 {st_full}
             }} else {{
 {st_tmp}
@@ -161,3 +179,4 @@ def packed_gemm(kn: dict[str, Any], tb: int, ecall: Any) -> str:
   }}
   std::free(Bp_all);
 """
+

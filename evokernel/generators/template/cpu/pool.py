@@ -134,7 +134,17 @@ class Writer(StageWriter):
             [f"int64_t {v}" for v in ("NB", "CC", "ID", "IH", "IW", "OD", "OH", "OW", "KD", "KH", "KW", "SD", "SH",
                                       "SW", "PD", "PH", "PW", "DD", "DH", "DW", "INCLUDE_PAD")] + \
             [f"int64_t {f}" for f in fnames]
-        body = f"""  {_omp(kn)}
+        body = _poolnd_loops(win, inner, ecall, _omp, kn)
+        cpp = epi_fn + f'extern "C" void stage{k}({", ".join(params)}) {{\n' + body + "}\n"
+        call = [f"p{x}", "out"] + [f"p{e}" for e in epi_ext] + [str(v) for v in (
+            NB, CC, ID, IH, IW, OD, OH, OW, *a["k"], *a["s"], *a["p"], *a["d"], 1 if a["include_pad"] else 0)] + \
+            [str(d) for d in frame]
+        return StageCode(f"stage{k}", cpp, call)
+
+
+def _poolnd_loops(win: Any, inner: Any, ecall: Any, _omp: Any, kn: Any) -> str:
+    """The pooling loops over (n, c) planes and output points."""
+    return f"""  {_omp(kn)}
   for (int64_t nc = 0; nc < NB * CC; ++nc) {{
     const float* xp = X + nc * ID * IH * IW;
     for (int64_t od = 0; od < OD; ++od)
@@ -150,8 +160,4 @@ class Writer(StageWriter):
   (void)KD; (void)KH; (void)KW; (void)SD; (void)SH; (void)SW; (void)PD; (void)PH; (void)PW;
   (void)DD; (void)DH; (void)DW; (void)INCLUDE_PAD;
 """
-        cpp = epi_fn + f'extern "C" void stage{k}({", ".join(params)}) {{\n' + body + "}\n"
-        call = [f"p{x}", "out"] + [f"p{e}" for e in epi_ext] + [str(v) for v in (
-            NB, CC, ID, IH, IW, OD, OH, OW, *a["k"], *a["s"], *a["p"], *a["d"], 1 if a["include_pad"] else 0)] + \
-            [str(d) for d in frame]
-        return StageCode(f"stage{k}", cpp, call)
+

@@ -11,7 +11,6 @@ from torch import fx
 from evokernel.generators.template.front.fxops import _BINARY, _UNARY_FUNCS, _VIEW_METHODS, _cv, _norm_dim, _wrap
 from evokernel.generators.template.front.graph import Const, Ref
 
-
 UNHANDLED = object()  # a handler's answer for a name it does not lower (the next one is asked)
 
 

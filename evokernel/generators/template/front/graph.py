@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+
 class AnalysisError(ValueError):
     """The task cannot be analysed (untraceable, unsupported op, unsupported layout)."""
 

@@ -10,7 +10,6 @@ from torch import fx, nn
 
 from evokernel.generators.template.front.fxops import _MODULE_UNARY, _cv, _norm_dim
 
-
 UNHANDLED = object()  # a handler's answer for a module it does not lower (the next one is asked)
 
 

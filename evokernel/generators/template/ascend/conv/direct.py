@@ -205,6 +205,14 @@ def _kernel_text(op: ConvOp, knobs: dict[str, Any], tiling_cls: str, sh: int, ph
     else:  # every weight read from GM by the scalar unit
         w_init = w_load = w_free = w_member = ""
         w_read = f"wGm.GetValue({w_idx})"
+    return (_direct_head(sh, ph, pw, dh, dw, args, tiling_cls, x, wt, bias_init, w_init, op, knobs)
+            + _direct_process(start, w_load, w_read, w_free)
+            + _direct_tail(w_member, args, op))
+
+
+def _direct_head(sh: Any, ph: Any, pw: Any, dh: Any, dw: Any, args: Any, tiling_cls: Any, x: Any, wt: Any,
+                 bias_init: Any, w_init: Any, op: Any, knobs: Any) -> str:
+    """The header, the class and its Init."""
     return f"""#include "kernel_operator.h"
 using namespace AscendC;
 
@@ -228,7 +236,12 @@ public:
         pipe.InitBuffer(inQueue, BUFFER_NUM, woTile * sizeof(float));
         pipe.InitBuffer(outQueue, 1, coTile * woTile * sizeof(float));
 {w_init}    }}
-    __aicore__ inline void Process()
+"""
+
+
+def _direct_process(start: Any, w_load: Any, w_read: Any, w_free: Any) -> str:
+    """Process: the units of work, the taps, the Axpys, the rows out."""
+    return f"""    __aicore__ inline void Process()
     {{
         // a unit of work: one chunk of woTile columns of an output row (n, oh) for a pass of coTile channels
         for (uint32_t item = GetBlockIdx(); item < batch * ho * coPasses * wChunks; item += GetBlockNum()) {{
@@ -279,7 +292,12 @@ public:
 {w_free}        }}
     }}
 
-private:
+"""
+
+
+def _direct_tail(w_member: Any, args: Any, op: Any) -> str:
+    """The input-row copy, the members and the kernel entry."""
+    return f"""private:
     __aicore__ inline void CopyRow(uint32_t src, int32_t lo, int32_t count)
     {{
         // count input values to UB [lo, lo + count); [0, lo) is the convolution's left zero padding
@@ -305,3 +323,4 @@ extern "C" __global__ __aicore__ void {op.kernel_name}({args}, GM_ADDR out, GM_A
     op.Init({", ".join(e.name for e in op.exts)}, out, tiling_data);
     op.Process();
 }}"""
+

@@ -76,6 +76,14 @@ def vector_class(op: Any, tiling_cls: str, s: dict[str, int]) -> str:
                     if bias else "")
     sw = op.stride[1]
     body = _BODY_1D if _ci_rows(op) else _BODY_2D if sw == 1 else _strided_body()
+    return (_im2col_head(sh, sw, ph, pw, dh, dw, args, tiling_cls, x, bias_init, op, bias)
+            + _im2col_body(extra_items, bias_items, body, sw, _ci_rows, op)
+            + _im2col_copy_out(weights_fn, bias_members, sw))
+
+
+def _im2col_head(sh: Any, sw: Any, ph: Any, pw: Any, dh: Any, dw: Any, args: Any, tiling_cls: Any, x: Any,
+                 bias_init: Any, op: Any, bias: Any) -> str:
+    """The class and its Init."""
     return f"""constexpr int32_t STRIDE_H = {sh}, STRIDE_W = {sw}, PAD_H = {ph}, PAD_W = {pw}, DIL_H = {dh}, DIL_W = {dw};
 constexpr uint32_t FILL = {FILL};
 
@@ -104,7 +112,12 @@ public:
         pipe.InitBuffer(que, BUFFER_NUM, bufFloats * sizeof(float));
         pipe.InitBuffer(fillBuf, 2 * FILL * sizeof(float));
 {_STRIDED_INIT if sw > 1 else ""}    }}
-    __aicore__ inline void Im2col()
+"""
+
+
+def _im2col_body(extra_items: Any, bias_items: Any, body: Any, sw: Any, _ci_rows: Any, op: Any) -> str:
+    """Im2col: the col rows of each work item, W' with the bias column."""
+    return f"""    __aicore__ inline void Im2col()
     {{
         LocalTensor<float> fill = fillBuf.Get<float>();
         zeros = fill;
@@ -118,7 +131,12 @@ public:
         for (uint32_t item = vid; item < convItems + {extra_items}; item += vnum) {{
 {bias_items}{body}        }}
     }}
-    __aicore__ inline void CopyOut()
+"""
+
+
+def _im2col_copy_out(weights_fn: Any, bias_members: Any, sw: Any) -> str:
+    """CopyOut (C's padded rows into the output), the helpers and the members."""
+    return f"""    __aicore__ inline void CopyOut()
     {{
         // C (rows of Np floats in the workspace) -> out (rows of P floats): outRows rows x outPiece columns a unit
         uint32_t rowsAll = batch * cout, pieces = (P + outPiece - 1) / outPiece;
@@ -163,6 +181,7 @@ private:
     uint32_t vid = 0, vnum = 1;
 {_STRIDED_MEMBERS if sw > 1 else ""}}};
 """
+
 
 
 _BODY_2D = '''            // row (ci, r, s) of col[n] for output rows [oh0, oh0 + rows)

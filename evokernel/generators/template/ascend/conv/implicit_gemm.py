@@ -118,6 +118,13 @@ def _host(op: Any, knobs: dict[str, Any], tiling_cls: str, s: dict[str, int], mi
     }
 """
     sets = "".join(f"    tiling.set_{f}({f});\n" for f in FIELDS)
+    return (_host_consts(sh, sw, ph, pw, dh, dw, bias, op, knobs)
+            + _host_shapes(shape_read, direct_check, nd)
+            + _host_chunks(UB_FLOATS, tiling_cls, sets, s, mix, _ci_rows, op)) + host_tail(op)
+
+
+def _host_consts(sh: Any, sw: Any, ph: Any, pw: Any, dh: Any, dw: Any, bias: Any, op: Any, knobs: Any) -> str:
+    """The includes and the module's constants."""
     return f"""#include "{op.kernel_name}_tiling.h"
 #include "register/op_def_registry.h"
 #include "tiling/platform/platform_ascendc.h"
@@ -134,7 +141,12 @@ constexpr uint32_t HAS_BIAS = {bias};
 constexpr uint32_t FILL = {FILL};    // floats of the zero and the ones rows kept in UB
 constexpr uint32_t MARGIN = {MARGIN};
 
-static ge::graphStatus TilingFunc(gert::TilingContext* context)
+"""
+
+
+def _host_shapes(shape_read: Any, direct_check: Any, nd: Any) -> str:
+    """TilingFunc: the shapes read and checked, the GEMM per image."""
+    return f"""static ge::graphStatus TilingFunc(gert::TilingContext* context)
 {{
     const gert::Shape& x = context->GetInputShape(0)->GetStorageShape();
     const gert::Shape& wt = context->GetInputShape(1)->GetStorageShape();
@@ -156,7 +168,12 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     uint32_t M = cout, K = kc + HAS_BIAS, N = copyOut ? Np : P;
     uint32_t baseM = BASE_M, baseN = BASE_N, baseK = BASE_K;
     uint32_t tilesM = (M + BASE_M - 1) / BASE_M, tilesN = (N + BASE_N - 1) / BASE_N;
-    // the vector cores' UB: BUFFER_NUM row buffers, the zero and ones rows, the bias
+"""
+
+
+def _host_chunks(UB_FLOATS: Any, tiling_cls: Any, sets: Any, s: Any, mix: Any, _ci_rows: Any, op: Any) -> str:
+    """TilingFunc: the vector cores' chunks, the workspace, the tiling set; then InferShape and the OpDef."""
+    return f"""    // the vector cores' UB: BUFFER_NUM row buffers, the zero and ones rows, the bias
     uint64_t biasFloats = HAS_BIAS ? (cout + 7) / 8 * 8 : 0;
     uint32_t wa = (wo + 7) / 8 * 8;
     uint32_t spanA = ((wo - 1) * STRIDE_W + 1 + 7) / 8 * 8;  // input columns a strided output row reads
@@ -195,7 +212,8 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
 }}
 }}
 
-""" + host_tail(op)
+"""
+
 
 
 def _sub(text: str, old: str, new: str) -> str:

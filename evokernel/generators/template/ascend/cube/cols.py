@@ -16,9 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from evokernel.generators.template.ascend import names, vecops
 from evokernel.generators.template.front.graph import AnalysisError, Const
-from evokernel.generators.template.ascend import names
-from evokernel.generators.template.ascend import vecops
 
 UB_BUDGET = 160 * 1024  # bytes of the 192 KiB Unified Buffer this phase may use (the rest: alignment slack)
 
@@ -41,7 +40,6 @@ def chain_code(g: Any, cut: int, pre: list[int], src: int, by_root: dict[int, st
     """The elementwise chain from C (``x``) to ``src`` as instructions over a tile (``n`` elements, ``rr`` rows
     of ``w``; ``y`` its result), its per-column operands (root, argument name, loaded into ``col<k>``) and the
     number of tile buffers ``v<k>`` it uses."""
-
     val: dict[int, str] = {cut: "x"}
     cols: list[tuple[int, str]] = []
     col_of: dict[int, str] = {}
@@ -93,7 +91,6 @@ def _sizes(op: Any, nbuf: int, ncols: int) -> tuple[int, int]:
 
 def stats_class(op: Any, bn: Any, tiling_cls: str) -> str:
     """The column-statistics class (``Kernel<Op>Stats``)."""
-
     chain, cols, nbuf = _plan(op, bn)
     rows, width = _sizes(op, nbuf, len(cols))
     cls = f"Kernel{op.op_type}Stats"
@@ -115,6 +112,14 @@ def stats_class(op: Any, bn: Any, tiling_cls: str) -> str:
     tbufs = ", ".join(["b_s0", "b_s1", "b_acc", "b_mean"] + [f"b_v{k}" for k in range(nbuf)])
     col_q = (f"    TQue<QuePosition::VECIN, 1> {', '.join(f'q_col{k}' for k in range(len(cols)))};\n" if cols else "")
     col_gms = "".join(f", gm_col{k}" for k in range(len(cols)))
+    return (_stats_head(rows, width, cls, args, tiling_cls, col_gm, col_bufs, tile_bufs, v_get)
+            + _stats_process(col_load, col_free, names, bn)
+            + _stats_tail(col_q, tbufs, col_gms, members, ind, chain))
+
+
+def _stats_head(rows: Any, width: Any, cls: Any, args: Any, tiling_cls: Any, col_gm: Any, col_bufs: Any, tile_bufs:
+                Any, v_get: Any) -> str:
+    """The class and its Init (this vector core's slice of column blocks)."""
     return f"""constexpr uint32_t BN_ROWS = {rows};  // the column statistics' tile: rows of C
 constexpr uint32_t BN_COLS = {width};  // and columns (a chunk of a vector core's slice)
 
@@ -145,7 +150,12 @@ public:
 {v_get}        acc = b_acc.Get<float>();
         mean = b_mean.Get<float>();
     }}
-    __aicore__ inline void Process()
+"""
+
+
+def _stats_process(col_load: Any, col_free: Any, names: Any, bn: Any) -> str:
+    """Process: per chunk of columns, the mean pass and the centred pass."""
+    return f"""    __aicore__ inline void Process()
     {{
         for (uint32_t cc0 = c0; cc0 < c0 + cw; cc0 += BN_COLS) {{
             uint32_t w = c0 + cw - cc0 < BN_COLS ? c0 + cw - cc0 : BN_COLS;
@@ -167,7 +177,12 @@ public:
 {col_free}        }}
     }}
 
-private:
+"""
+
+
+def _stats_tail(col_q: Any, tbufs: Any, col_gms: Any, members: Any, ind: Any, chain: Any) -> str:
+    """Pass over all M rows, the members."""
+    return f"""private:
     __aicore__ inline void Pass(uint32_t cc0, uint32_t w, bool centred)
     {{
         Duplicate(acc, 0.0f, w);
@@ -208,6 +223,7 @@ private:
     float invM = 0.0f;
 }};
 """
+
 
 
 def vector_phase(op: Any, bn: Any, T: str) -> str:

@@ -17,12 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from evokernel.generators.template.front.graph import AnalysisError, Const, Graph, Node, Ref
-from evokernel.generators.template.front.lower import Plan
-from evokernel.generators.template.ascend import names
-from evokernel.generators.template.ascend import rowop
+from evokernel.generators.template.ascend import names, rowop
 from evokernel.generators.template.ascend.cube import cols as COLS
 from evokernel.generators.template.ascend.cube import norms as NORMS
+from evokernel.generators.template.front.graph import AnalysisError, Const, Graph, Node, Ref
+from evokernel.generators.template.front.lower import Plan
 
 PHASE_MAX_S = 8  # groups narrower than this (values per group) are normalised by the phase
 UB_BUDGET = 160 * 1024
@@ -43,7 +42,6 @@ class GnPhase:
 def rewrite(plan: Plan, cut: int, region: list[int]) -> tuple[Plan, int, list[int], GnPhase | None]:
     """The region after a small-group GroupNorm: the norm's output becomes the row program's input (the phase
     computes it); unchanged (and None) otherwise."""
-
     g = plan.graph
     norms = [i for i in region if g.nodes[i].op == "group_norm"]
     if len(norms) != 1 or any(g.nodes[i].op == "batch_norm" for i in region) or g.half:
@@ -76,7 +74,6 @@ def rewrite(plan: Plan, cut: int, region: list[int]) -> tuple[Plan, int, list[in
 
 def phase_exts(phase: GnPhase, g: Graph) -> list[Any]:
     """The phase's own operands (chain operands, the norm's weight and bias) as kernel operands."""
-
     out, seen = [], set()
     ids = [a for i in phase.pre for a in g.nodes[i].args if isinstance(a, int)] + \
         [a for a in (phase.weight, phase.bias) if a is not None]
@@ -127,6 +124,14 @@ def phase_class(op: Any, phase: GnPhase, tiling_cls: str) -> str:
     locals_ = ["s0", "s1", "gs", "gt", "gm", "o_"] + [f"v{k}" for k in range(nbuf)] + [v for v, _ in loads]
     bufs = ["b_s0", "b_s1", "b_gs", "b_gt", "b_gm"] + [f"b_v{k}" for k in range(nbuf)] + [f"b_{v}" for v, _ in loads]
     gms = ["gm_c", "gm_z"] + [f"gm_col{k}" for k in range(len(cols))] + (["gm_w", "gm_b"] if affine else [])
+    return (_phase_head(S, G, N, GP, rows, cls, args, wb, tiling_cls, col_gm, wb_gm, col_bufs, tile_bufs)
+            + _phase_run(aff, loads, ind, chain, names, S, phase, col_get)
+            + _phase_tail(gms, locals_, bufs))
+
+
+def _phase_head(S: Any, G: Any, N: Any, GP: Any, rows: Any, cls: Any, args: Any, wb: Any, tiling_cls: Any, col_gm:
+                Any, wb_gm: Any, col_bufs: Any, tile_bufs: Any) -> str:
+    """The class and its Init."""
     return f"""constexpr uint32_t GN_S = {S};  // values per group (the GroupNorm's {G} groups of the {N} features)
 constexpr uint32_t GN_GP = {GP};  // groups per row in UB, rounded to 8
 constexpr uint32_t GN_ROWS = {rows};  // rows of C per tile
@@ -157,7 +162,12 @@ public:
         eoff = b_eoff.Get<uint32_t>();
         goff = b_goff.Get<uint32_t>();
 {tile_bufs}    }}
-    __aicore__ inline void Run(uint32_t first, uint32_t rows)
+"""
+
+
+def _phase_run(aff: Any, loads: Any, ind: Any, chain: Any, names: Any, S: Any, phase: Any, col_get: Any) -> str:
+    """Run: a tile of rows normalised per group into Z."""
+    return f"""    __aicore__ inline void Run(uint32_t first, uint32_t rows)
     {{
 {ind(["// the per-column operands, once", *col_get.rstrip().splitlines()], 0) if loads else ""}
         // byte offsets: every group's first value in a tile (padding lanes: the row's first value), and each
@@ -210,7 +220,12 @@ public:
         }}
     }}
 
-private:
+"""
+
+
+def _phase_tail(gms: Any, locals_: Any, bufs: Any) -> str:
+    """The group sums, the members."""
+    return f"""private:
     __aicore__ inline void GroupSums(const LocalTensor<float>& src, uint32_t ng)
     {{
         Gather(gs, src, goff, 0, ng);
@@ -230,6 +245,7 @@ private:
     uint32_t M = 0, N = 0;
 }};
 """
+
 
 
 def vector_branch(op: Any, phase: GnPhase, cls: str, init_args: str, names: list[str]) -> str:

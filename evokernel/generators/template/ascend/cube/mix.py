@@ -94,7 +94,18 @@ def mixed(op: CubeOp, text: str, T: str, tiling_cls: str) -> str:
         finish = f"                Cast(y, {result}, RoundMode::CAST_RINT, count);"
     else:
         finish = f"                DataCopy(y, {result}, count);"
-    epi = f"""
+    epi = _epilogue_head(cls, tiling_cls, T) + _epilogue_process(T, body, finish)
+    i = text.index('extern "C" __global__ __aicore__ void')
+    entry = mix_entry(op, cls, f"""        {cls}Epilogue op;
+        op.Init(out, workspace, tiling_data);
+        op.Process();
+""")
+    return text[:i] + epi.lstrip("\n") + "\n" + entry
+
+
+def _epilogue_head(cls: Any, tiling_cls: Any, T: Any) -> str:
+    """The vector cores' epilogue class and its Init."""
+    return f"""
 // The vector cores: the epilogue on their half of each tile's rows.
 class {cls}Epilogue {{
 public:
@@ -113,7 +124,12 @@ public:
         pipe.InitBuffer(outQueue, 1, chunk * baseN * sizeof({T}));
         pipe.InitBuffer(work, 4 * bytes);
     }}
-    __aicore__ inline void Process()
+"""
+
+
+def _epilogue_process(T: Any, body: Any, finish: Any) -> str:
+    """Process: per tile, wait for the slot, the chain on half the rows, flag back."""
+    return f"""    __aicore__ inline void Process()
     {{
         LocalTensor<float> all = work.Get<float>();
         LocalTensor<float> w0 = all, w1 = all[chunk * baseN], t0 = all[2 * chunk * baseN], t1 = all[3 * chunk * baseN];
@@ -158,9 +174,4 @@ private:
     uint32_t M = 0, N = 0, baseM = 0, baseN = 0, tilesM = 0, tilesN = 0, core = 0, sub = 0, chunk = 0;
 }};
 """
-    i = text.index('extern "C" __global__ __aicore__ void')
-    entry = mix_entry(op, cls, f"""        {cls}Epilogue op;
-        op.Init(out, workspace, tiling_data);
-        op.Process();
-""")
-    return text[:i] + epi.lstrip("\n") + "\n" + entry
+

@@ -86,6 +86,26 @@ def rewrite(plan: Plan, cut: int, region: list[int]) -> tuple[Plan, int, list[in
     if len(c.shape) != 2 or tuple(norm.shape) != tuple(c.shape):
         raise AnalysisError(f"{norm.origin}: a {norm.op} of a tensor of shape {norm.shape}, not the matmul's output "
                             f"{tuple(c.shape)}")
+    M, N, groups = _check(plan, cut, region, nid)
+    g2 = _regrouped(plan, cut, region, M, N, groups)
+    info = NormInfo(groups=groups)
+    exp: list[int] = []
+    y = _expand(g2, nid, norm, region, N, info, exp)
+    for n in g2.nodes[:len(g.nodes)]:
+        n.args = [Ref(y) if (isinstance(a, int) and a == nid) else a for a in n.args]
+    if g.output == nid:
+        g2.output = Ref(y)
+    k = region.index(nid)
+    region2 = list(region[:k]) + exp + list(region[k + 1:])
+    if info.bn is not None:
+        _check_bn_chain(g2, cut, info.bn)
+    return Plan(g2, [], dict(plan.aliases)), cut, region2, info
+
+
+def _check(plan: Plan, cut: int, region: list[int], nid: int) -> tuple[int, int, int]:
+    """(M, N, groups) of a norm the row program can run, or AnalysisError naming what is not templated."""
+    g = plan.graph
+    norm, c = g.nodes[nid], g.nodes[cut]
     M, N = (int(d) for d in c.shape)
     if norm.op == "batch_norm" and not norm.attrs.get("batch_stats"):
         raise AnalysisError(f"{norm.origin}: an eval-mode batch norm after the matmul (running statistics) is "
@@ -95,7 +115,6 @@ def rewrite(plan: Plan, cut: int, region: list[int]) -> tuple[Plan, int, list[in
     groups = int(norm.attrs["groups"]) if norm.op == "group_norm" else 1
     if groups < 1 or N % groups:
         raise AnalysisError(f"{norm.origin}: {groups} groups do not divide N = {N}")
-    S = N // groups
     inside = set(region)
     users = g.users()
     if norm.op == "group_norm":
@@ -110,6 +129,25 @@ def rewrite(plan: Plan, cut: int, region: list[int]) -> tuple[Plan, int, list[in
                 raise AnalysisError(f"{n.origin}: shape {n.shape} next to a GroupNorm (only the matmul's "
                                     f"{(M, N)} is templated)")
     root_of = lambda k: plan.aliases.get(k, k)  # noqa: E731
+    # operands of the region (outside it): in group mode they are seen per group, and must be read only here
+    for i in region:
+        for a in g.nodes[i].args:
+            if isinstance(a, int) and a not in inside and a != cut and groups > 1:
+                s = tuple(g.nodes[a].shape)
+                if s and s[-1] == N and any(u not in inside for u in users[a]):
+                    raise AnalysisError(f"{g.nodes[a].origin}: an operand of a GroupNorm region read elsewhere too")
+                r = root_of(a)
+                if r != a and s and s[-1] == N:
+                    raise AnalysisError(f"{g.nodes[a].origin}: a view of an operand next to a GroupNorm")
+    return M, N, groups
+
+
+def _regrouped(plan: Plan, cut: int, region: list[int], M: int, N: int, groups: int) -> Graph:
+    """The graph with every node id kept (the cube's operands are matched by id) and the region's shapes seen per
+    group of columns; the norm's expansion is appended to it and what read the norm reads its last node."""
+    g = plan.graph
+    S = N // groups
+    inside = set(region)
 
     def group_shape(shape: tuple[int, ...], what: str) -> tuple[int, ...]:
         """A shape of the region seen per group of columns."""
@@ -121,19 +159,6 @@ def rewrite(plan: Plan, cut: int, region: list[int]) -> tuple[Plan, int, list[in
         raise AnalysisError(f"{what} of shape {s} next to a GroupNorm (operands per column, per row, full or "
                             "scalar)")
 
-    # operands of the region (outside it): in group mode they are seen per group, and must be read only here
-    for i in region:
-        for a in g.nodes[i].args:
-            if isinstance(a, int) and a not in inside and a != cut and groups > 1:
-                s = tuple(g.nodes[a].shape)
-                if s and s[-1] == N and any(u not in inside for u in users[a]):
-                    raise AnalysisError(f"{g.nodes[a].origin}: an operand of a GroupNorm region read elsewhere too")
-                r = root_of(a)
-                if r != a and s and s[-1] == N:
-                    raise AnalysisError(f"{g.nodes[a].origin}: a view of an operand next to a GroupNorm")
-
-    # the rewritten graph keeps every node id (the cube's operands are matched by id); the norm's expansion is
-    # appended and what read the norm reads its last node
     g2 = Graph(nodes=[], input_names=list(g.input_names), output=g.output, init_source=g.init_source,
                init_params=list(g.init_params), half=g.half)
     region_ext = {a for i in region for a in g.nodes[i].args if isinstance(a, int) and a not in inside}
@@ -142,9 +167,12 @@ def rewrite(plan: Plan, cut: int, region: list[int]) -> tuple[Plan, int, list[in
         if n.id == cut or n.id in inside or n.id in region_ext:
             shape = group_shape(shape, n.origin or n.op)
         g2.nodes.append(Node(n.id, n.op, list(n.args), dict(n.attrs), shape, n.dtype, n.origin))
-    info = NormInfo(groups=groups)
-    exp: list[int] = []
+    return g2
 
+
+def _expand(g2: Graph, nid: int, norm: Node, region: list[int], N: int, info: NormInfo, exp: list[int]) -> Any:
+    """The norm's expansion appended to ``g2`` (its nodes in ``exp``): mean, variance, rsqrt for a GroupNorm; the
+    batch statistics as inputs for a BatchNorm; the affine weight and bias. Returns the last node."""
     def add(op: str, args: list[Any], attrs: dict[str, Any], shape: tuple[int, ...], in_region: bool = True) -> int:
         k = int(g2.add(op, args, attrs, shape, origin=norm.origin))
         if in_region:
@@ -172,15 +200,7 @@ def rewrite(plan: Plan, cut: int, region: list[int]) -> tuple[Plan, int, list[in
     if w is not None:
         y = add("binary", [Ref(y), w], {"fn": "mul"}, sh)
         y = add("binary", [Ref(y), b], {"fn": "add"}, sh)
-    for n in g2.nodes[:len(g.nodes)]:
-        n.args = [Ref(y) if (isinstance(a, int) and a == nid) else a for a in n.args]
-    if g.output == nid:
-        g2.output = Ref(y)
-    k = region.index(nid)
-    region2 = list(region[:k]) + exp + list(region[k + 1:])
-    if info.bn is not None:
-        _check_bn_chain(g2, cut, info.bn)
-    return Plan(g2, [], dict(plan.aliases)), cut, region2, info
+    return y
 
 
 def _check_bn_chain(g: Graph, cut: int, bn: BatchNormInfo) -> None:

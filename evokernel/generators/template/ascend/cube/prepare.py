@@ -6,6 +6,8 @@ to a row program (:mod:`.rows`).
 """
 from __future__ import annotations
 
+from typing import Any
+
 from evokernel.generators.template.ascend.cube import norms as NORMS
 from evokernel.generators.template.ascend.cube import rows as ROWS
 from evokernel.generators.template.ascend.gemm.op import CubeExt, CubeOp
@@ -83,16 +85,22 @@ def prepare(plan: Plan, task_name: str, task_source: str = "") -> CubeOp:
         raise AnalysisError("the output is not produced by the matmul kernel")
     exts = [CubeExt(*o) for o in kernel_operands(g, (a_id, b_id, bias_id), root_of,
                                                  "matmul operands must be inputs or parameters")]
-    used = {e.name for e in exts}
     init_source = g.init_source if (not task_source or own_init(task_source)) else ""
-    if row_op is not None:  # the row program's own operands (residuals, norm weights) follow the cube's
-        for e in list(row_op.exts) + list(getattr(row_op, "phase_exts", [])):  # (+ what a phase before it reads)
-            if e.nid != cut and e.pyexpr and all(x.root != e.root for x in exts):  # (no pyexpr: computed)
-                name = e.name
-                while name in used or name in ("out", "workspace", "tiling", "slot"):
-                    name += "_"
-                used.add(name)
-                e.name = name
-                exts.append(CubeExt(name, e.pyexpr, e.root))
+    if row_op is not None:
+        _add_row_operands(exts, row_op, cut)
     return CubeOp(g, _snake(task_name), M, K, N, trans_b, half, exts, bias_id is not None, relu,
                   tuple(g.nodes[g.output].shape), init_source, epilogue=epilogue, row_op=row_op, batch=batch)
+
+
+def _add_row_operands(exts: list[CubeExt], row_op: Any, cut: int) -> None:
+    """The row program's own operands (residuals, norm weights; + what a phase before it reads) after the cube's,
+    under names unique among the kernel's arguments; C and what the kernel computes (no pyexpr) are not operands."""
+    used = {e.name for e in exts}
+    for e in list(row_op.exts) + list(getattr(row_op, "phase_exts", [])):
+        if e.nid != cut and e.pyexpr and all(x.root != e.root for x in exts):
+            name = e.name
+            while name in used or name in ("out", "workspace", "tiling", "slot"):
+                name += "_"
+            used.add(name)
+            e.name = name
+            exts.append(CubeExt(name, e.pyexpr, e.root))

@@ -21,9 +21,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from evokernel.generators.template.front.graph import AnalysisError
 from evokernel.generators.template.ascend.cube import mix
 from evokernel.generators.template.ascend.cube import rows as ROWS
+from evokernel.generators.template.front.graph import AnalysisError
 
 L1_BYTES = 512 * 1024
 
@@ -136,13 +136,11 @@ def tile_order(text: str) -> str:
 def resident(op: Any, knobs: dict[str, Any], text: str, T: str, tiling_cls: str) -> str:
     """The whole kernel text of a resident-A schedule: the cube core's class changed, then the MIX hand-over the
     operator needs (``ascend_cube_kernel.mixed`` or the row program), then the tile order."""
-
     why = refusal(op, knobs)
     if why is not None:
         raise AnalysisError(why)
     text = resident_kernel(op, text, T)
     if op.row_op is not None:
-
         text = ROWS.mix_rows(op, knobs, text, T, tiling_cls)
     elif op.mix:
         text = mix.mixed(op, text, T, tiling_cls)

@@ -20,16 +20,14 @@ import copy
 import dataclasses
 from typing import Any
 
-from evokernel.generators.template.front.graph import AnalysisError, Node
-from evokernel.generators.template.front.lower import Plan, Stage
-from evokernel.generators.template.ascend import row_host
-from evokernel.generators.template.ascend import row_kernel
-from evokernel.generators.template.ascend import rowop
+from evokernel.generators.template.ascend import row_host, row_kernel, rowop
 from evokernel.generators.template.ascend.cube import cols as COLS
 from evokernel.generators.template.ascend.cube import gnorm as GN
 from evokernel.generators.template.ascend.cube import norms as NORMS
 from evokernel.generators.template.ascend.cube import pool as POOL
 from evokernel.generators.template.ascend.cube.mix import mix_entry
+from evokernel.generators.template.front.graph import AnalysisError, Node
+from evokernel.generators.template.front.lower import Plan, Stage
 
 MM = "mm"  # the row program's name for the matmul's output
 
@@ -37,8 +35,6 @@ MM = "mm"  # the row program's name for the matmul's output
 def prepare_rows(plan: Plan, cut: int, region: list[int], task_name: str, task_source: str) -> Any:
     """The row program over the matmul's output (node ``cut``) as an ``ascend/rowop.AscendOp`` whose input
     ``mm`` is C; raises AnalysisError with the vector template's reason when it cannot be written."""
-
-
     plan, cut, region, pool = POOL.rewrite(plan, cut, region)  # a pooling first: the row program reads P
     if pool is not None and any(plan.graph.nodes[i].op in NORMS.NORM_OPS for i in region):
         raise AnalysisError("after the matmul: a pooling and a GroupNorm/BatchNorm (one of them is templated)")
@@ -118,7 +114,6 @@ def split_ok(row_op: Any, knobs: dict[str, Any]) -> bool:
 
 def row_geometry(row_op: Any, knobs: dict[str, Any], base_m: int) -> tuple[dict[str, Any], Any, str, dict[str, int]] | None:
     """(row knobs, Consts, the row class's text, geometry for half a row block) or None when no tile fits."""
-
     half_rows = -(-min(base_m, row_op.rows) // 2)
     for mode in ([knobs.get("row_mode", "resident"), "stream"] if knobs.get("row_mode", "resident") == "resident"
                  else ["stream"]):
@@ -286,7 +281,13 @@ def mix_rows(op: Any, knobs: dict[str, Any], text: str, T: str, tiling_cls: str)
     init_args = ", ".join("workspace" if n == "slot" else n for n in names)
     call_args = ", ".join(f"{n}" for n in names)
     i = text.index('extern "C" __global__ __aicore__ void')
-    entry = mix_entry(op, cls, f"""        // the vector cores: the row program on their half of each row block in this AI core's slot
+    entry = mix_entry(op, cls, _block_rows_vector(cls, init_args, T, _rows_call, call_args, op))
+    return text[:i] + rcls + "\n\n" + entry
+
+
+def _block_rows_vector(cls: Any, init_args: Any, T: Any, _rows_call: Any, call_args: Any, op: Any) -> str:
+    """The vector cores' side of the row-block hand-over: per row block of this AI core, wait for the slot, run the row program on half its rows, flag back."""
+    return f"""        // the vector cores: the row program on their half of each row block in this AI core's slot
         {cls}Rows op;
         op.Init({init_args}, out, tiling_data);
         uint32_t core = GetBlockIdx() / GetTaskRation();
@@ -304,8 +305,8 @@ def mix_rows(op: Any, knobs: dict[str, Any], text: str, T: str, tiling_cls: str)
             }}
             CrossCoreSetFlag<2, PIPE_MTE3>(1);  // done with the slot
         }}
-""")
-    return text[:i] + rcls + "\n\n" + entry
+"""
+
 
 
 def _rows_call(row_op: Any, args: str, first: str) -> str:

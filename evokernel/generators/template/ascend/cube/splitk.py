@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+
 from evokernel.generators.template.ascend.cube import mix
 from evokernel.generators.template.ascend.cube.mix import mix_entry
 
@@ -140,7 +141,6 @@ def splitk_kernel(op: Any, knobs: dict[str, Any], text: str, T: str, tiling_cls:
 def _sum_class(op: Any, cls: str, T: str, tiling_cls: str) -> str:
     """The vector cores' class: after the barrier, an equal share of C's rows each, in passes of at most
     sumRows x sumCols; the partials added in float, then the ReLU / epilogue, the cast, the write."""
-
     if op.relu:
         steps, result = ["Relu(w0, x, count);"], "w0"
     elif op.epilogue:
@@ -150,6 +150,11 @@ def _sum_class(op: Any, cls: str, T: str, tiling_cls: str) -> str:
         steps, result = [], "x"
     body = "".join("                " + ln + "\n" for ln in steps)
     finish = (f"Cast(y, {result}, RoundMode::CAST_RINT, count);" if op.half else f"DataCopy(y, {result}, count);")
+    return _sum_head(cls, tiling_cls, T) + _sum_process(T, body, finish) + _sum_tail(T)
+
+
+def _sum_head(cls: Any, tiling_cls: Any, T: Any) -> str:
+    """The summing class and its Init."""
     return f"""
 // The vector cores: the sum of the K ranges' partial C, then the epilogue, on an equal share of the rows each.
 class {cls}Sum {{
@@ -165,7 +170,12 @@ public:
         pipe.InitBuffer(outQueue, 1, sumRows * sumCols * sizeof({T}));
         pipe.InitBuffer(work, 4 * bytes);
     }}
-    __aicore__ inline void Process()
+"""
+
+
+def _sum_process(T: Any, body: Any, finish: Any) -> str:
+    """Process: each core's rows in passes, the ranges added in order, the epilogue, C out."""
+    return f"""    __aicore__ inline void Process()
     {{
         SyncAll<false>();  // the cube cores have written every range's partial C
         uint32_t cores = GetBlockNum() * GetTaskRation(), idx = GetBlockIdx();
@@ -199,7 +209,12 @@ public:
         }}
     }}
 
-private:
+"""
+
+
+def _sum_tail(T: Any) -> str:
+    """Load (a range's partial into UB), the members."""
+    return f"""private:
     __aicore__ inline LocalTensor<float> Load(uint32_t range, uint32_t r0, uint32_t c0, uint32_t rows, uint32_t cols)
     {{
         LocalTensor<float> p = inQueue.AllocTensor<float>();
@@ -220,6 +235,7 @@ private:
     uint32_t M = 0, N = 0, splitK = 1, sumCols = 0, sumRows = 0;
 }};
 """
+
 
 
 def splitk_host(op: Any, knobs: dict[str, Any], host: str, split: int) -> str:

@@ -11,13 +11,9 @@ from typing import Any
 
 from evokernel.generators.template.ascend.gemm.op import CubeOp
 
-
-def kernel(op: CubeOp, knobs: dict[str, Any], T: str, tiling_cls: str) -> str:
-    a, b = op.exts[0].name, op.exts[1].name
-    bias = op.exts[2].name if op.bias else None
-    k0 = 32 // op.esize
-    if op.trans_b:  # b is N x K: NZ with column blocks of k0 along K, each n (rounded to 16) rows; no transpose
-        b_copy = """        Nd2NzParams bParams;
+# B into L1 and from L1 into L0B (Zn fractals), per layout of B:
+# N x K (given transposed): NZ with column blocks of k0 along K, each n (rounded to 16) rows; no transpose
+_B_NK_COPY = """        Nd2NzParams bParams;
         bParams.ndNum = 1;
         bParams.nValue = n;
         bParams.dValue = k;
@@ -27,7 +23,7 @@ def kernel(op: CubeOp, knobs: dict[str, Any], T: str, tiling_cls: str) -> str:
         bParams.dstNzNStride = 1;
         bParams.dstNzMatrixStride = 0;
         DataCopy(b1Local, bGm[n0 * K + k0], bParams);"""
-        b_split = """        uint32_t nBlocks = CeilDiv(n, 16), kBlocks = CeilDiv(k, C0);
+_B_NK_SPLIT = """        uint32_t nBlocks = CeilDiv(n, 16), kBlocks = CeilDiv(k, C0);
         LoadData2DParams params;
         params.repeatTimes = nBlocks;
         params.srcStride = 1;
@@ -35,9 +31,9 @@ def kernel(op: CubeOp, knobs: dict[str, Any], T: str, tiling_cls: str) -> str:
         for (uint32_t j = 0; j < kBlocks; ++j) {
             LoadData(b2Local[j * nBlocks * FRACTAL], b1Local[j * CeilDiv(n, 16) * FRACTAL], params);
         }"""
-    elif not op.half:  # float b is K x N: 16-row bands of B, each a Zz matrix of 16 x 8 fractals, then
-        # LoadDataWithTranspose: a 16 x 16 square (two neighbouring fractals) -> the L0B fractals (2j, p), (2j+1, p)
-        b_copy = """        uint32_t bands = k / 16, tail = k % 16, nPad = CeilDiv(n, 16) * 16;
+# float K x N: 16-row bands of B, each a Zz matrix of 16 x 8 fractals, then LoadDataWithTranspose: a 16 x 16 square
+# (two neighbouring fractals) -> the L0B fractals (2j, p), (2j+1, p)
+_B_FLOAT_KN_COPY = """        uint32_t bands = k / 16, tail = k % 16, nPad = CeilDiv(n, 16) * 16;
         Nd2NzParams bParams;
         bParams.nValue = 16;
         bParams.dValue = n;
@@ -64,7 +60,7 @@ def kernel(op: CubeOp, knobs: dict[str, Any], T: str, tiling_cls: str) -> str:
             bParams.dstNzMatrixStride = 0;
             DataCopy(b1Local[bands * nPad * 16], bGm[(k0 + bands * 16) * N + n0], bParams);
         }"""
-        b_split = """        uint32_t nBlocks = CeilDiv(n, 16), bands = CeilDiv(k, 16);
+_B_FLOAT_KN_SPLIT = """        uint32_t nBlocks = CeilDiv(n, 16), bands = CeilDiv(k, 16);
         for (uint32_t j = 0; j < bands; ++j) {
             LoadData2dTransposeParams params;
             params.startIndex = j * nBlocks;  // band j's squares, one per 16 columns
@@ -74,8 +70,8 @@ def kernel(op: CubeOp, knobs: dict[str, Any], T: str, tiling_cls: str) -> str:
             params.dstFracGap = nBlocks - 1;  // the square's second fractal: the next k block, same n block
             LoadDataWithTranspose(b2Local[2 * j * nBlocks * FRACTAL], b1Local, params);
         }"""
-    else:  # b is K x N: NZ with column blocks of 16 along N, each k (rounded to 16) rows; fractals transposed
-        b_copy = """        Nd2NzParams bParams;
+# half K x N: NZ with column blocks of 16 along N, each k (rounded to 16) rows; fractals transposed
+_B_HALF_KN_COPY = """        Nd2NzParams bParams;
         bParams.ndNum = 1;
         bParams.nValue = k;
         bParams.dValue = n;
@@ -85,7 +81,7 @@ def kernel(op: CubeOp, knobs: dict[str, Any], T: str, tiling_cls: str) -> str:
         bParams.dstNzNStride = 1;
         bParams.dstNzMatrixStride = 0;
         DataCopy(b1Local, bGm[k0 * N + n0], bParams);"""
-        b_split = """        uint32_t nBlocks = CeilDiv(n, 16), kBlocks = CeilDiv(k, 16);
+_B_HALF_KN_SPLIT = """        uint32_t nBlocks = CeilDiv(n, 16), kBlocks = CeilDiv(k, 16);
         LoadData2DParams params;
         params.repeatTimes = nBlocks;
         params.srcStride = kBlocks;
@@ -93,6 +89,36 @@ def kernel(op: CubeOp, knobs: dict[str, Any], T: str, tiling_cls: str) -> str:
         for (uint32_t j = 0; j < kBlocks; ++j) {
             LoadData(b2Local[j * nBlocks * FRACTAL], b1Local[j * FRACTAL], params);
         }"""
+
+
+def kernel(op: CubeOp, knobs: dict[str, Any], T: str, tiling_cls: str) -> str:
+    a, b = op.exts[0].name, op.exts[1].name
+    bias = op.exts[2].name if op.bias else None
+    k0 = 32 // op.esize
+    b_copy, b_split = _b_layout(op)
+    bias_members, bias_init, bias_load, bias_use, bias_free = _bias_parts(bias, T)
+    quant = "QuantMode_t::F322F16" if op.half else "QuantMode_t::NoQuant"
+    b_rows = "N * K" if op.trans_b else "K * N"
+    text = (_class_head(k0, tiling_cls, T, a, b, b_rows, bias_init, bias_free, op, bias, knobs)
+            + _class_copies(bias_load, T, b_copy, b_split)
+            + _class_tail(T, bias_use, quant, bias_members, op))
+    return text
+
+
+def _b_layout(op: CubeOp) -> tuple[str, str]:
+    """How B gets into L1 (``b_copy``) and from there into L0B as Zn fractals (``b_split``): N x K (given
+    transposed) without a transpose; a float K x N in 16-row bands through LoadDataWithTranspose; a half K x N with
+    the fractals transposed by LoadData."""
+    if op.trans_b:
+        return _B_NK_COPY, _B_NK_SPLIT
+    if not op.half:
+        return _B_FLOAT_KN_COPY, _B_FLOAT_KN_SPLIT
+    return _B_HALF_KN_COPY, _B_HALF_KN_SPLIT
+
+
+def _bias_parts(bias: str | None, T: str) -> tuple[str, str, str, str, str]:
+    """The bias's members, Init lines, LoadBias method, Mmad call and free (GM -> L1 -> the bias table, added by the
+    first K step's Mmad); without a bias a plain Mmad."""
     bias_members = ""
     bias_init = ""
     bias_load = ""
@@ -130,9 +156,12 @@ def kernel(op: CubeOp, knobs: dict[str, Any], T: str, tiling_cls: str) -> str:
             Mmad(c1Local, a2Local, b2Local, params);
         }"""
         bias_free = "            inQueueBias2.FreeTensor(bias2Local);\n"
-    quant = "QuantMode_t::F322F16" if op.half else "QuantMode_t::NoQuant"
-    b_rows = "N * K" if op.trans_b else "K * N"
-    text = f"""#include "kernel_operator.h"
+    return bias_members, bias_init, bias_load, bias_use, bias_free
+
+
+def _class_head(k0: Any, tiling_cls: Any, T: Any, a: Any, b: Any, b_rows: Any, bias_init: Any, bias_free: Any, op: Any, bias: Any, knobs: Any) -> str:
+    """The header, the class, its Init and the tile loop of Process."""
+    return f"""#include "kernel_operator.h"
 using namespace AscendC;
 
 constexpr int32_t BUFFER_NUM = {int(knobs["buffer_num"])};
@@ -179,7 +208,12 @@ public:
         }}
     }}
 
-private:
+"""
+
+
+def _class_copies(bias_load: Any, T: Any, b_copy: Any, b_split: Any) -> str:
+    """The copies: A and B from GM into L1 (ND -> NZ), then into L0A/L0B."""
+    return f"""private:
 {bias_load}    __aicore__ inline void CopyIn(uint32_t m0, uint32_t n0, uint32_t k0, uint32_t m, uint32_t n, uint32_t k)
     {{
         LocalTensor<{T}> a1Local = inQueueA1.AllocTensor<{T}>();
@@ -224,7 +258,12 @@ private:
         inQueueB2.EnQue<{T}>(b2Local);
         inQueueB1.FreeTensor(b1Local);
     }}
-    __aicore__ inline void Compute(LocalTensor<float>& c1Local, uint32_t m, uint32_t n, uint32_t k, bool first)
+"""
+
+
+def _class_tail(T: Any, bias_use: Any, quant: Any, bias_members: Any, op: Any) -> str:
+    """Mmad, the Fixpipe out, the members and the kernel entry."""
+    return f"""    __aicore__ inline void Compute(LocalTensor<float>& c1Local, uint32_t m, uint32_t n, uint32_t k, bool first)
     {{
         LocalTensor<{T}> a2Local = inQueueA2.DeQue<{T}>();
         LocalTensor<{T}> b2Local = inQueueB2.DeQue<{T}>();
@@ -270,4 +309,4 @@ extern "C" __global__ __aicore__ void {op.kernel_name}({", ".join(f"GM_ADDR {e.n
     op.Init({", ".join(e.name for e in op.exts)}, out, tiling_data);
     op.Process();
 }}"""
-    return text
+
