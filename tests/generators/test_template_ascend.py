@@ -280,6 +280,17 @@ def test_float32_matmuls_of_the_cpu_suites_go_to_the_cube(gen, suite_task, path)
     assert "LoadDataWithTranspose" in g.source and "Mmad(" in g.source
 
 
+def test_argmax_is_refused_with_a_reason(gen, tmp_path):
+    """KernelBench level1 51/52 (argmax/argmin over a dim) plan as a midreduce stage; the colreduce family refuses
+    it by name (it used to fail with a KeyError on the missing reduce dims)."""
+    p = tmp_path / "argmax.py"
+    p.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+                 "    def forward(self, x):\n        return torch.argmax(x, dim=1)\n\n\n"
+                 "def get_inputs():\n    return [torch.randn(4, 16, 32)]\n\n\ndef get_init_inputs():\n    return []\n")
+    with pytest.raises(GenerationError, match="argreduce .int64 indices out. has no Ascend C template"):
+        gen.generate(_req(load_task(p)))
+
+
 def test_partial_broadcast_is_refused(gen, custom):
     with pytest.raises(GenerationError, match="broadcasts over some leading dims"):
         gen.generate(_req(custom["partial_broadcast"]))

@@ -60,6 +60,8 @@ def prepare(plan: Plan, task_name: str, task_source: str = "") -> AscendOp:
     g = plan.graph
     st = plan.stages[0]
     r = g.nodes[st.out]
+    if r.op != "reduce":  # argmax / argmin: an index output
+        raise AnalysisError(f"{r.origin}: {r.op} (int64 indices out) has no Ascend C template")
     src = r.args[0]
     root = plan.aliases.get(src, src)
     shape = tuple(g.nodes[src].shape)
