@@ -79,7 +79,7 @@ def main() -> None:
     import ascend_run
 
     from evokernel.generators.template import TemplateGenerator
-    from evokernel.generators.template import ascend_schedules as AS
+    from evokernel.generators.template.ascend import schedules as AS
     from evokernel.generators.template.generator import ascend_op_for
     from evokernel.tasks import load_task
     from evokernel.verifier.backends.ascend_sim.build import kernel_cores

@@ -1,5 +1,5 @@
 """Modelled latency of the template's two convolution lowerings on ascend-sim (vector: the direct convolution of
-``ascend_conv.py``; cube: the implicit GEMM of ``ascend_conv_cube.py``), draft and best refinement, per conv task.
+``ascend/conv/direct.py``; cube: the implicit GEMM of ``ascend/conv/implicit_gemm.py``), draft and best refinement, per conv task.
 
     python -m evokernel.evals.conv_lowerings [--steps 6] [--tasks npu_l1/36_conv2d_3x3.py ...]
     python -m evokernel.evals.conv_lowerings --kernelbench /work/shared/benchmarks/kernelbench   # level-1 convs
@@ -28,7 +28,8 @@ def _verify(verifier: Any, task: Any, source: str) -> float | None:
 def lowering_run(gen: Any, verifier: Any, task: Any, lowering: str, steps: int) -> dict[str, Any]:
     """Draft and hill-climbed best of one lowering: {'draft_us', 'best_us', 'best' (its knobs), 'used'}."""
     from evokernel.generators.base import ContextItem, GenerationRequest
-    from evokernel.generators.template import ascend_schedules as AS
+    from evokernel.generators.template.front.search import knobs_of
+    from evokernel.generators.template.ascend import schedules as AS
     from evokernel.generators.template.generator import ascend_op_for
 
     op = ascend_op_for(task)
@@ -54,7 +55,7 @@ def lowering_run(gen: Any, verifier: Any, task: Any, lowering: str, steps: int) 
             best, best_sched, best_src, children = lat, r.schedule, r.source, []
         else:
             children.append(child)
-    return {"draft_us": draft, "best_us": best, "best": AS.knobs_of(best_sched), "used": used}
+    return {"draft_us": draft, "best_us": best, "best": knobs_of(best_sched), "used": used}
 
 
 def eager_us(verifier: Any, task: Any, source: str) -> float | None:
@@ -87,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
             task = load_task(suites / path)
             vec = lowering_run(gen, verifier, task, "vector", a.steps)
             cube = lowering_run(gen, verifier, task, "cube", a.steps)
-            from evokernel.generators.template import ascend_schedules as AS
+            from evokernel.generators.template.ascend import schedules as AS
             from evokernel.generators.template.generator import ascend_op_for
 
             src = gen.render_ascend(task, ascend_op_for(task), AS.make_schedule("ascend_conv", dict(AS.CONSERVATIVE),
@@ -107,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
 def _kernelbench(gen: Any, verifier: Any, root: Path) -> int:
     """One draft per KernelBench level-1 conv file (fitted to ascend-sim), with each lowering."""
     from evokernel.generators.base import GenerationError
-    from evokernel.generators.template import ascend_schedules as AS
+    from evokernel.generators.template.ascend import schedules as AS
     from evokernel.generators.template.generator import ascend_op_for
     from evokernel.task_fit import fit_task
     from evokernel.tasks import load_task

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from evokernel.generators.base import ContextItem, GenerationError, GenerationRequest
 from evokernel.generators.template import TemplateGenerator
-from evokernel.generators.template import ascend_schedules as AS
+from evokernel.generators.template.ascend import schedules as AS
+from evokernel.generators.template.front.search import knobs_of
 from evokernel.generators.template.generator import ascend_op_for
 from evokernel.tasks import load_task
 from evokernel.verifier.trusted.verifier import Verifier, VerifyConfig
@@ -47,7 +48,7 @@ def latency(gen, verifier, task, op, knobs) -> float | None:
 
 def refine(gen, verifier, task, op, steps: int) -> tuple[float, list[str]]:
     best = AS.make_schedule("ascend_cube", dict(AS.CONSERVATIVE), "draft")
-    best_us = latency(gen, verifier, task, op, AS.knobs_of(best))
+    best_us = latency(gen, verifier, task, op, knobs_of(best))
     kept: list[str] = []
     children: list[ContextItem] = []
     for i in range(steps):

@@ -62,7 +62,8 @@ def examples(backend: str = "cpu") -> Iterator[Item]:
 def _cpu_templates(suites: tuple[str, ...], explore_seeds: int) -> Iterator[Item]:
     from evokernel.generators.base import DRAFT, GenerationError, GenerationRequest
     from evokernel.generators.template import TemplateGenerator
-    from evokernel.generators.template import schedules as S
+    from evokernel.generators.template.cpu import schedules as S
+    from evokernel.generators.template.front.search import knobs_of
     from evokernel.generators.template.generator import _code_part, plan_for
     from evokernel.tasks import load_tasks
 
@@ -85,7 +86,7 @@ def _cpu_templates(suites: tuple[str, ...], explore_seeds: int) -> Iterator[Item
                 if code in seen:
                     return
                 seen.add(code)
-                knobs = S.knobs_of(sched)
+                knobs = knobs_of(sched)
                 yield Item(task, source, f"{suite}/{task.name}: {origin} {sched.get('transform')}", origin,
                            risky=any(knobs.get(k) == v for k, v in S.RISKY.items()),
                            meta={"schedule": knobs})
@@ -104,7 +105,8 @@ def _cpu_templates(suites: tuple[str, ...], explore_seeds: int) -> Iterator[Item
 def _ascend_templates(suites: tuple[str, ...]) -> Iterator[Item]:
     from evokernel.generators.base import GenerationError
     from evokernel.generators.template import TemplateGenerator
-    from evokernel.generators.template import ascend_schedules as AS
+    from evokernel.generators.template.ascend import schedules as AS
+    from evokernel.generators.template.front.search import knobs_of
     from evokernel.generators.template.generator import ascend_op_for
     from evokernel.tasks import load_tasks
 
@@ -129,7 +131,7 @@ def _ascend_templates(suites: tuple[str, ...]) -> Iterator[Item]:
                     continue
                 seen.add(sig)
                 yield Item(task, source, f"{suite}/{task.name}: {origin} {sched.get('transform')}", origin,
-                           meta={"schedule": AS.knobs_of(sched)})
+                           meta={"schedule": knobs_of(sched)})
 
 
 def corpus(backend: str = "cpu", *, templates: bool = True, explore_seeds: int = 3) -> Iterator[Item]:

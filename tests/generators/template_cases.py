@@ -24,7 +24,7 @@ def draft(gen, task, seed=3):
 def transform_variants(gen, task, family: str, fast: dict) -> list:
     """Every refinement step (each transform) from the draft's schedule and from the tuned start ``fast`` (knobs
     over the conservative ones): ``(schedule, source, geometry)`` for each distinct kernel the host can tile."""
-    from evokernel.generators.template import ascend_schedules as AS
+    from evokernel.generators.template.ascend import schedules as AS
     from evokernel.generators.template.generator import ascend_op_for
 
     op = ascend_op_for(task)

@@ -7,7 +7,8 @@ import pytest
 
 from evokernel.generators.base import ContextItem, GenerationError, GenerationRequest
 from evokernel.generators.template import TemplateGenerator, analyze, plan_for
-from evokernel.generators.template import schedules as S
+from evokernel.generators.template.cpu import schedules as S
+from evokernel.generators.template.front.search import canonical
 from evokernel.tasks import load_task, load_tasks
 
 
@@ -184,13 +185,13 @@ def test_refine_chooses_an_untried_real_transform(gen, suite_task):
     sp = ContextItem("s", "trace", start.source, {"schedule": json.dumps(start.schedule), "feasible": True,
                                                    "latency_ms": 50.0})
     children: list[ContextItem] = []
-    seen = {S.canonical(start.schedule)}
+    seen = {canonical(start.schedule)}
     for i in range(6):
         r = gen.generate(_req(task, "refine", seed=7, start_point=sp, children=list(children)))
-        assert S.canonical(r.schedule) not in seen
+        assert canonical(r.schedule) not in seen
         assert r.schedule["transform"] in S.TRANSFORM_NAMES or "+" in r.schedule["transform"]
         assert r.source != start.source
-        seen.add(S.canonical(r.schedule))
+        seen.add(canonical(r.schedule))
         children.append(_trace(f"c{i}", r.schedule, latency=60.0, parent="s"))
 
 
@@ -267,7 +268,7 @@ def test_fast_schedule_feasible_and_risky_tail_fails_honestly(verifier, suite_ta
 
 
 def test_shape_prior_picks_the_algorithm():
-    from evokernel.generators.template.schedules import shape_knobs
+    from evokernel.generators.template.cpu.schedules import shape_knobs
 
     assert shape_knobs([("gemm", {}, {"m": 64, "n": 64, "k": 64})]) == {"gemm_algo": "packed"}
     assert shape_knobs([("gemm", {}, {"m": 4, "n": 512, "k": 512})]) == {}  # a few rows: the ikj form
@@ -285,7 +286,7 @@ def test_shape_prior_picks_the_algorithm():
 def test_a_generated_kernel_carries_only_the_helpers_it_uses():
     """Traces of template kernels are prompt examples: the whole prelude (~9 kB of helpers) pushed the
     kernel itself past the 4 kB a prompt item had, in a real 1.5B run."""
-    from evokernel.generators.template.prelude import PRELUDE, prelude
+    from evokernel.generators.template.cpu.prelude import PRELUDE, prelude
 
     relu = TemplateGenerator().generate(GenerationRequest(task=load_tasks("cpu-l1")[0], stage="draft"))
     assert len(relu.source) < 2500 < len(PRELUDE) and "ek_exp_poly" not in relu.source

@@ -10,8 +10,9 @@ import pytest
 
 from evokernel.generators.base import ContextItem, GenerationError, GenerationRequest
 from evokernel.generators.template import TemplateGenerator
-from evokernel.generators.template import ascend_conv as CONV
-from evokernel.generators.template import ascend_schedules as AS
+from evokernel.generators.template.ascend import schedules as AS
+from evokernel.generators.template.ascend.conv import direct as CONV
+from evokernel.generators.template.front.search import canonical, knobs_of
 from evokernel.generators.template.generator import ascend_op_for
 from evokernel.tasks import load_task
 
@@ -119,7 +120,7 @@ def test_every_suite_conv_vector_lowering_feasible_and_refines_feasible(gen, sui
     r = gen.generate(GenerationRequest(task=task, stage="refine", backend="ascend-sim", seed=0, start_point=start,
                                        children=[]))
     assert r.schedule["family"] == "ascend_conv" and r.schedule["transform"] in AS.TRANSFORM_NAMES
-    assert AS.canonical(r.schedule) != AS.canonical(sched)
+    assert canonical(r.schedule) != canonical(sched)
     _feasible(ascend_verifier, task, r.source)
 
 
@@ -129,7 +130,7 @@ def test_other_knobs_stay_feasible_and_weights_in_ub_pay_off(gen, suite_task, as
     task = suite_task("npu_l1/36_conv2d_3x3.py")
     op = ascend_op_for(task)
     sched = AS.make_schedule("ascend_conv", {**VECTOR, **knobs}, "x")
-    assert AS.knobs_of(sched) == {**AS.knobs_of(sched), **knobs}
+    assert knobs_of(sched) == {**knobs_of(sched), **knobs}
     source, _, geo = gen.render_ascend(task, op, sched)
     assert geo is not None and geo["coTile"] == min(knobs["co_tile"], 32)
     v = _feasible(ascend_verifier, task, source)

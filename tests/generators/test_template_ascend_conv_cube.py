@@ -1,4 +1,4 @@
-"""The conv family's cube lowering (``ascend_conv_cube.py``): dense convolutions as an implicit GEMM (im2col on the
+"""The conv family's cube lowering (``ascend/conv/implicit_gemm.py``): dense convolutions as an implicit GEMM (im2col on the
 vector cores into a GM workspace, SyncAll, the cube template's batched GEMM, the padded C copied out), drafted by
 default where it applies, checked against the PyTorch reference through the real ascend-sim verifier, and broken
 variants of the generated kernel that the verifier must refuse."""
@@ -8,8 +8,9 @@ import pytest
 
 from evokernel.generators.base import ContextItem, GenerationRequest
 from evokernel.generators.template import TemplateGenerator
-from evokernel.generators.template import ascend_conv_cube as CC
-from evokernel.generators.template import ascend_schedules as AS
+from evokernel.generators.template.ascend import schedules as AS
+from evokernel.generators.template.ascend.conv import implicit_gemm as CC
+from evokernel.generators.template.front.search import canonical, knobs_of
 from evokernel.generators.template.generator import ascend_op_for
 
 from template_cases import draft, transform_variants, write_tasks
@@ -105,7 +106,7 @@ def test_dense_suite_convs_draft_on_the_cube_faster_and_refine_feasible(gen, sui
     start = ContextItem(id="d", kind="trace", text=d.source, meta={"schedule": d.schedule, "feasible": True})
     r = gen.generate(GenerationRequest(task=task, stage="refine", backend="ascend-sim", seed=0, start_point=start,
                                        children=[]))
-    assert r.schedule["transform"] in AS.TRANSFORM_NAMES and AS.canonical(r.schedule) != AS.canonical(d.schedule)
+    assert r.schedule["transform"] in AS.TRANSFORM_NAMES and canonical(r.schedule) != canonical(d.schedule)
     _feasible(ascend_verifier, task, r.source)
 
 
@@ -143,7 +144,7 @@ def test_strides_dilation_padding_bias_and_1d_match_the_reference(gen, tasks, as
     d = draft(gen, task)
     assert "Mmad(" in d.source, name
     kind = CASES[name][2]
-    geo = CC.geometry(ascend_op_for(task), AS.knobs_of(d.schedule))
+    geo = CC.geometry(ascend_op_for(task), knobs_of(d.schedule))
     assert geo["copyOut"] == (kind == "copy-out") and geo["im2col"] == (kind != "aic-only")
     assert ("KERNEL_TYPE_AIC_ONLY" in d.source) == (kind == "aic-only")
     assert ("Gather(" in d.source) == name.startswith(("stride_w2", "conv1d_stride3"))

@@ -8,8 +8,9 @@ import pytest
 
 from evokernel.generators.base import GenerationError, GenerationRequest
 from evokernel.generators.template import TemplateGenerator
-from evokernel.generators.template import ascend_cube as CUBE
-from evokernel.generators.template import ascend_schedules as AS
+from evokernel.generators.template.ascend import schedules as AS
+from evokernel.generators.template.ascend.cube.geometry import geometry as cube_geometry
+from evokernel.generators.template.front.search import canonical
 from evokernel.generators.template.generator import ascend_op_for
 from evokernel.tasks import load_task
 
@@ -119,13 +120,13 @@ def test_the_suite_matmul_drafts_and_refines_to_feasible_variants(gen, suite_tas
     v = ascend_verifier.verify(task, draft.source)
     assert v.feasible, v.feedback
     start = ContextItem(id="d", kind="trace", text=draft.source, meta={"schedule": draft.schedule, "feasible": True})
-    seen = {AS.canonical(draft.schedule)}
+    seen = {canonical(draft.schedule)}
     for seed in range(3):
         r = gen.generate(GenerationRequest(task=task, stage="refine", backend="ascend-sim", seed=seed,
                                            start_point=start, children=[]))
         assert r.schedule["family"] == "ascend_cube" and r.schedule["transform"] in AS.TRANSFORM_NAMES
-        assert AS.canonical(r.schedule) not in seen or seed
-        seen.add(AS.canonical(r.schedule))
+        assert canonical(r.schedule) not in seen or seed
+        seen.add(canonical(r.schedule))
         vr = ascend_verifier.verify(task, r.source)
         assert vr.feasible, (r.schedule, vr.feedback)
 
@@ -138,10 +139,10 @@ def test_what_the_cube_template_refuses_it_names(tasks, name):
 
 def test_schedules_that_overflow_the_cube_buffers_have_no_geometry(tasks):
     op = ascend_op_for(tasks["mm_bias_f16"])
-    assert CUBE.geometry(op, {"base_m": 256, "base_n": 256, "base_k": 32, "buffer_num": 1}) is None  # L0C 256 KiB
-    assert CUBE.geometry(op, {"base_m": 256, "base_n": 64, "base_k": 128, "buffer_num": 1}) is not None  # 64 KiB: fits
-    assert CUBE.geometry(op, {"base_m": 256, "base_n": 64, "base_k": 128, "buffer_num": 2}) is None  # L0A: 2 x 64 KiB
-    geo = CUBE.geometry(op, {"base_m": 64, "base_n": 64, "base_k": 64, "buffer_num": 2})
+    assert cube_geometry(op, {"base_m": 256, "base_n": 256, "base_k": 32, "buffer_num": 1}) is None  # L0C 256 KiB
+    assert cube_geometry(op, {"base_m": 256, "base_n": 64, "base_k": 128, "buffer_num": 1}) is not None  # 64 KiB: fits
+    assert cube_geometry(op, {"base_m": 256, "base_n": 64, "base_k": 128, "buffer_num": 2}) is None  # L0A: 2 x 64 KiB
+    geo = cube_geometry(op, {"base_m": 64, "base_n": 64, "base_k": 64, "buffer_num": 2})
     assert geo == {"baseM": 64, "baseN": 64, "baseK": 64, "tilesM": 1, "tilesN": 1, "blockDim": 1, "kSteps": 2}
 
 

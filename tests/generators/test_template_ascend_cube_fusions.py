@@ -10,7 +10,7 @@ import pytest
 
 from evokernel.generators.base import GenerationError
 from evokernel.generators.template import TemplateGenerator
-from evokernel.generators.template import ascend_schedules as AS
+from evokernel.generators.template.ascend import schedules as AS
 from evokernel.generators.template.generator import ascend_op_for
 from evokernel.tasks import load_task
 

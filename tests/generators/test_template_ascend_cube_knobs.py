@@ -1,6 +1,6 @@
 """The cube template's matmul refinement knobs: split-K in float16 (float32 partial sums in a GM workspace, summed
-by the vector cores after SyncAll: a MIX kernel; ascend_cube_splitk.py) and L1-resident A (a row block of A copied
-into L1 once for all its N tiles; ascend_cube_resident.py). Each through the real ascend-sim verifier, with the
+by the vector cores after SyncAll: a MIX kernel; ascend/cube/splitk.py) and L1-resident A (a row block of A copied
+into L1 once for all its N tiles; ascend/cube/resident.py). Each through the real ascend-sim verifier, with the
 kernels that would beat the checks (a barrier before the partials are written, the bias in every range, A not
 reloaded for a new row block) refused, and the refusals by name where a knob does not apply."""
 import shutil
@@ -8,9 +8,9 @@ import shutil
 import pytest
 
 from evokernel.generators.template import TemplateGenerator
-from evokernel.generators.template import ascend_cube_resident as RES
-from evokernel.generators.template import ascend_cube_splitk as SPLITK
-from evokernel.generators.template import ascend_schedules as AS
+from evokernel.generators.template.ascend import schedules as AS
+from evokernel.generators.template.ascend.cube import resident as RES
+from evokernel.generators.template.ascend.cube import splitk as SPLITK
 from evokernel.generators.template.generator import ascend_op_for
 
 from template_cases import draft
@@ -183,7 +183,7 @@ def _refine_from(gen, task, knobs):
 
 
 def test_refinement_tries_split_k_where_tiles_are_few_and_k_long(gen, suite_task):
-    """The cube priors (ascend_schedules.prior_scores): 33 (9 draft tiles for 20 cube cores, K = 2048) refines a
+    """The cube priors (ascend/schedules.prior_scores): 33 (9 draft tiles for 20 cube cores, K = 2048) refines a
     tuned kernel with split-K first; 31 (48 tiles, K = 264) does not, and takes resident A after its tiles."""
     tuned = {"base_k": 128, "buffer_num": 2}
     assert _refine_from(gen, suite_task(L33), tuned)["transform"] == "split_k_2"

@@ -1,5 +1,5 @@
 """GroupNorm, training-mode BatchNorm and pooling along the features after a matmul in the cube template
-(ascend_cube_norms.py, ascend_cube_cols.py, ascend_cube_pool.py): npu_l2 19 (GroupNorm), 20 (BatchNorm1d with
+(ascend/cube/norms.py, ascend/cube/cols.py, ascend/cube/pool.py): npu_l2 19 (GroupNorm), 20 (BatchNorm1d with
 batch statistics) and 21 (AvgPool1d over the features) draft feasible through the real ascend-sim verifier and
 their refined variants stay feasible; the kernels that would beat the checks (a GroupNorm normalised over whole
 rows, batch statistics over one vector core's rows, the statistics read without the vector cores' barrier,
@@ -11,7 +11,7 @@ import pytest
 
 from evokernel.generators.base import GenerationError
 from evokernel.generators.template import TemplateGenerator
-from evokernel.generators.template import ascend_schedules as AS
+from evokernel.generators.template.ascend import schedules as AS
 from evokernel.generators.template.generator import ascend_op_for
 from evokernel.tasks import load_task
 

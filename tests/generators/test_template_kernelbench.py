@@ -191,7 +191,7 @@ _CONV_FORMS = [(rel, algo) for rel in sorted(_SMALL) if any(k in rel for k in ("
 @needs_kb
 @pytest.mark.parametrize("rel,algo", [(r, "direct") for r in sorted(_SMALL)] + _CONV_FORMS)
 def test_real_files_lower_and_are_feasible(verifier, rel, algo):
-    from evokernel.generators.template.codegen import render_candidate
+    from evokernel.generators.template.cpu.candidate import render_candidate
 
     task = load_task(KB / rel, _SMALL[rel])
     plan = plan_for(task)
@@ -283,7 +283,7 @@ def test_draft_algorithm_follows_the_shapes(rel, want):
 def test_batch_norm_of_a_linear_output_is_computed_row_by_row(verifier, tmp_path, stats):
     """BatchNorm1d on (N, C) with batch statistics (level2 41's shape; KernelBench's models run in
     training mode): per-column statistics accumulated over contiguous rows, then the epilogue per row."""
-    from evokernel.generators.template.codegen import render_candidate
+    from evokernel.generators.template.cpu.candidate import render_candidate
 
     task = _task_file(tmp_path, """
         import torch

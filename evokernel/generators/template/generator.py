@@ -5,8 +5,10 @@ exploration -- sometimes with the risky no-remainder knob -- or the conservative
 refining applies one schedule transform to the start point, skipping transforms already tried
 among its children and preferring those that paid off in retrieved memory.
 
-Backends: ``cpu`` (C++ through ``load_cpp``: :mod:`.codegen`, :mod:`.schedules`) and ``ascend-sim`` /
-``ascend`` (Ascend C operator projects: :mod:`.ascend_codegen`, :mod:`.ascend_schedules`).
+Layers: the front end (:mod:`.front`: task analysis, lowering into a stage plan, the schedule search) feeds two
+back ends, ``cpu`` (C++ through ``load_cpp``: :mod:`.cpu.candidate`, :mod:`.cpu.schedules`) and ``ascend-sim`` /
+``ascend`` (Ascend C operator projects: :mod:`.ascend.families`, :mod:`.ascend.schedules`); this module, above
+both, holds the draft and refine policy.
 """
 from __future__ import annotations
 
@@ -17,15 +19,18 @@ import zlib
 from typing import Any
 
 from evokernel.generators.base import DRAFT, REFINE, Generation, GenerationError, GenerationRequest
-from evokernel.generators.template import ascend_codegen as AC
-from evokernel.generators.template import ascend_schedules as AS
-from evokernel.generators.template import schedules as S
-from evokernel.generators.template.analysis import AnalysisError, analyze
-from evokernel.generators.template.codegen import render_candidate
-from evokernel.generators.template.lower import Plan, build_plan
+from evokernel.generators.template.ascend import families as ascend_families
+from evokernel.generators.template.ascend import schedules as AS
+from evokernel.generators.template.ascend.project import candidate_file
+from evokernel.generators.template.cpu import schedules as S
+from evokernel.generators.template.cpu.candidate import render_candidate
+from evokernel.generators.template.front.graph import AnalysisError
+from evokernel.generators.template.front.lower import Plan, build_plan
+from evokernel.generators.template.front.search import canonical, knobs_of, memory_draft_knobs
+from evokernel.generators.template.front.trace import analyze
 
 _PLANS: dict[str, Plan] = {}
-_ASCEND_OPS: dict[str, AC.AscendOp] = {}
+_ASCEND_OPS: dict[str, Any] = {}  # AscendOp, CubeOp or ConvOp
 ASCEND_BACKENDS = ("ascend-sim", "ascend")
 
 
@@ -40,13 +45,13 @@ def plan_for(task: Any) -> Plan:
     return _PLANS[key]
 
 
-def ascend_op_for(task: Any) -> AC.AscendOp:
+def ascend_op_for(task: Any) -> Any:
     """The task as one Ascend C operator (cached by ``task.key``); raises GenerationError."""
     key = task.key
     if key not in _ASCEND_OPS:
         try:
             plan = build_plan(analyze(task, allow_half=True))  # float16 tasks: float compute, half I/O
-            _ASCEND_OPS[key] = AC.prepare(plan, task.name, task.source)
+            _ASCEND_OPS[key] = ascend_families.prepare(plan, task.name, task.source)
         except AnalysisError as exc:
             raise GenerationError(f"template generator cannot write an Ascend C kernel for {task.name}: {exc}") from None
     return _ASCEND_OPS[key]
@@ -68,7 +73,7 @@ def _anchors(plan: Plan) -> list[tuple[str, dict[str, Any], dict[str, int]]]:
 
 
 def _describe(sched: dict[str, Any]) -> str:
-    knobs = S.knobs_of(sched)
+    knobs = knobs_of(sched)
     return ", ".join(f"{k}={v}" for k, v in knobs.items())
 
 
@@ -110,12 +115,12 @@ class TemplateGenerator:
         return Generation(source=source, summary=summary, schedule=sched, model="template", reply=reply)
 
     def render(self, task: Any, plan: Plan, sched: dict[str, Any]) -> str:
-        key = (task.key, S.canonical(sched))
+        key = (task.key, canonical(sched))
         if key not in self._source_cache:
             header = (f"Template-generated kernel for {task.name}: stages "
                       f"{' -> '.join(st.family for st in plan.stages)}.\n\nSchedule: {_describe(sched)}\n")
             try:
-                self._source_cache[key] = render_candidate(plan, S.knobs_of(sched), header)
+                self._source_cache[key] = render_candidate(plan, knobs_of(sched), header)
             except AnalysisError as exc:
                 raise GenerationError(f"template generator cannot handle {task.name}: {exc}") from None
         return self._source_cache[key]
@@ -130,7 +135,7 @@ class TemplateGenerator:
         # conv says which tiles and vector widths paid off, not which algorithm suits these shapes)
         by_shape = S.shape_knobs(_anchors(plan))
         retry_after_failure = request.iteration > 0 and bool(request.last_feedback)
-        remembered, source_id = S.memory_draft_knobs(request.context, family)
+        remembered, source_id = memory_draft_knobs(request.context, family)
         if remembered is not None:
             if retry_after_failure:  # another task's schedule failed here: keep it, minus the risky knobs
                 remembered = {**remembered, **{k: S.CONSERVATIVE[k] for k in S.RISKY}}
@@ -153,14 +158,14 @@ class TemplateGenerator:
         start = sp.schedule() if hasattr(sp, "schedule") else None
         if not start or start.get("family") != family:
             start = S.make_schedule(family, families, dict(S.CONSERVATIVE), "draft")
-        start = S.make_schedule(family, families, {**S.CONSERVATIVE, **S.knobs_of(start)}, "start")
-        tried = {S.canonical(start)}
+        start = S.make_schedule(family, families, {**S.CONSERVATIVE, **knobs_of(start)}, "start")
+        tried = {canonical(start)}
         tried_code = {_code_part(self.render(request.task, plan, start))}
         for child in request.children:
             cs = child.schedule() if hasattr(child, "schedule") else None
             if cs:
-                cs = S.make_schedule(family, families, {**S.CONSERVATIVE, **S.knobs_of(cs)}, "x")
-                tried.add(S.canonical(cs))
+                cs = S.make_schedule(family, families, {**S.CONSERVATIVE, **knobs_of(cs)}, "x")
+                tried.add(canonical(cs))
                 tried_code.add(_code_part(self.render(request.task, plan, cs)))
         scores = S.transform_scores(request.context, family)
         prefer: list[str] = []
@@ -189,24 +194,24 @@ class TemplateGenerator:
         source, _, geo = self.render_ascend(request.task, op, sched)
         if geo is None:
             raise GenerationError(f"no feasible Ascend C tiling for {request.task.name} with {_describe(sched)}")
-        knobs = ", ".join(f"{k}={v}" for k, v in AS.knobs_of(sched).items())
+        knobs = ", ".join(f"{k}={v}" for k, v in knobs_of(sched).items())
         summary = f"{sched['transform']}: Ascend C {op.op_class} kernel ({op.family}) with {knobs}"
         reply = (f"template generator: Ascend C operator {op.op_type} for {request.task.name} ({op.op_class}, "
                  f"frame {op.rows}x{op.N}); schedule {sched}; host tiling {geo}")
         return Generation(source=source, summary=summary, schedule=sched, model="template", reply=reply)
 
-    def render_ascend(self, task: Any, op: AC.AscendOp, sched: dict[str, Any]
+    def render_ascend(self, task: Any, op: Any, sched: dict[str, Any]
                       ) -> tuple[str, str, dict[str, int] | None]:
         """(candidate source, behaviour signature, host geometry or None when the tiling would fail).
 
         The signature is the kernel source plus the tiling the host computes for the task's shapes:
         two schedules with the same signature behave identically (e.g. a larger tile target for
         rows that already fit whole)."""
-        key = (task.key, AS.canonical(sched))
+        key = (task.key, canonical(sched))
         if key not in self._ascend_cache:
-            knobs = AS.knobs_of(sched)
+            knobs = knobs_of(sched)
             try:
-                parts, _, geo = AC.render_project(op, knobs)
+                parts, _, geo = ascend_families.render_project(op, knobs)
             except AnalysisError as exc:
                 raise GenerationError(f"template generator cannot write an Ascend C kernel for {task.name}: "
                                       f"{exc}") from None
@@ -214,17 +219,17 @@ class TemplateGenerator:
                       f"({op.family}), frame {op.rows} x {op.N}.\n\nSchedule: {_describe(sched)}\n"
                       f"Host tiling for these shapes: {geo}\n")
             try:
-                source = AC.candidate_file(parts, header)
+                source = candidate_file(parts, header)
             except AnalysisError as exc:
                 raise GenerationError(str(exc)) from None
             signature = parts["kernel_src"] + "\n" + json.dumps(geo, sort_keys=True)
             self._ascend_cache[key] = (source, signature, geo)
         return self._ascend_cache[key]
 
-    def _ascend_feasible(self, task: Any, op: AC.AscendOp, sched: dict[str, Any]) -> bool:
+    def _ascend_feasible(self, task: Any, op: Any, sched: dict[str, Any]) -> bool:
         return self.render_ascend(task, op, sched)[2] is not None
 
-    def _ascend_draft(self, request: GenerationRequest, op: AC.AscendOp) -> dict[str, Any]:
+    def _ascend_draft(self, request: GenerationRequest, op: Any) -> dict[str, Any]:
         family, task = op.family, request.task
         remembered, source_id = AS.memory_draft_knobs(request.context, family)
         if remembered is not None:
@@ -245,23 +250,23 @@ class TemplateGenerator:
                                   "(too many input queues for the 8 VECIN buffers, or the UB cannot hold a chunk)")
         return sched
 
-    def _ascend_refine(self, request: GenerationRequest, op: AC.AscendOp) -> dict[str, Any]:
+    def _ascend_refine(self, request: GenerationRequest, op: Any) -> dict[str, Any]:
         family, task = op.family, request.task
         sp = request.start_point
         assert sp is not None
         start = sp.schedule() if hasattr(sp, "schedule") else None
         if not start or start.get("family") != family:
             start = AS.make_schedule(family, dict(AS.CONSERVATIVE), "draft")
-        start = AS.make_schedule(family, {**AS.CONSERVATIVE, **AS.knobs_of(start)}, "start")
-        tried = {AS.canonical(start)}
+        start = AS.make_schedule(family, {**AS.CONSERVATIVE, **knobs_of(start)}, "start")
+        tried = {canonical(start)}
         tried_sig = {self.render_ascend(task, op, start)[1]}
         for child in request.children:
             cs = child.schedule() if hasattr(child, "schedule") else None
             if cs and cs.get("family") == family:
-                cs = AS.make_schedule(family, {**AS.CONSERVATIVE, **AS.knobs_of(cs)}, "x")
-                tried.add(AS.canonical(cs))
+                cs = AS.make_schedule(family, {**AS.CONSERVATIVE, **knobs_of(cs)}, "x")
+                tried.add(canonical(cs))
                 tried_sig.add(self.render_ascend(task, op, cs)[1])
-        scores = AS.prior_scores(family, op.N, len(op.reduces), op)
+        scores = AS.prior_scores(op)
         for t, v in AS.transform_scores(request.context, family).items():
             scores[t] = scores.get(t, 0.0) + v
         prefer: list[str] = []

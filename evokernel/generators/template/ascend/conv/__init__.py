@@ -1,0 +1,1 @@
+"""The ``ascend_conv`` family (one convolution, two lowerings); its table row is :mod:`.family`."""

@@ -1,0 +1,65 @@
+"""The ``layout`` family: transpose copies (the last two dims swapped, in ``tile`` x ``tile`` blocks) and
+triu/tril masks. Knobs: tile, omp.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from evokernel.generators.template.cpu.stage import StageCode, StageWriter, _omp, _prod
+from evokernel.generators.template.front.lower import Stage
+
+NAME = "layout"
+KNOBS: dict[str, list[Any]] = {"omp": ["static", "dynamic", "off"], "tile": [8, 32, 64]}
+DEFAULTS: dict[str, Any] = {"omp": "static", "tile": 32}
+
+
+class Writer(StageWriter):
+    def render(self, k: int, st: Stage) -> StageCode:
+        return self.layout_stage(k, st)
+
+    # -------------------------------------------------------------------------------- layout
+    def layout_stage(self, k: int, st: Stage) -> StageCode:
+        """``transpose_copy`` (the last two dims swapped, in ``tile`` x ``tile`` blocks) and ``trimask``
+        (triu/tril: entries outside the triangle zeroed)."""
+        g, kn = self.g, self.knobs
+        node = g.nodes[st.anchor]  # type: ignore[index]
+        x = node.args[0]
+        src = g.nodes[x].shape
+        B = _prod(src[:-2])
+        R, Cn = src[-2], src[-1]
+        TL = int(kn.get("tile", 32))
+        if node.op == "transpose_copy":
+            body = f"""  {_omp(kn, collapse=2)}
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i0 = 0; i0 < R; i0 += {TL}) {{
+      const float* xs = X + b * R * CN;
+      float* ys = Y + b * R * CN;
+      for (int64_t j0 = 0; j0 < CN; j0 += {TL}) {{
+        const int64_t i1 = std::min<int64_t>(i0 + {TL}, R), j1 = std::min<int64_t>(j0 + {TL}, CN);
+        for (int64_t j = j0; j < j1; ++j)
+          for (int64_t i = i0; i < i1; ++i) ys[j * R + i] = xs[i * CN + j];
+      }}
+    }}
+  (void)DIAG; (void)UPPER;
+"""
+        else:
+            body = f"""  {_omp(kn, collapse=2)}
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < R; ++i) {{
+      const float* xr = X + (b * R + i) * CN;
+      float* yr = Y + (b * R + i) * CN;
+      // triu keeps j - i >= DIAG, tril keeps j - i <= DIAG
+      const int64_t edge = std::min<int64_t>(std::max<int64_t>(i + DIAG + (UPPER ? 0 : 1), 0), CN);
+      const int64_t k0 = UPPER ? edge : 0, k1 = UPPER ? CN : edge;
+      for (int64_t j = 0; j < CN; ++j) yr[j] = 0.0f;
+      #pragma omp simd
+      for (int64_t j = k0; j < k1; ++j) yr[j] = xr[j];
+    }}
+  (void){TL};
+"""
+        params = ["const float* __restrict X", "float* __restrict Y", "int64_t B", "int64_t R", "int64_t CN",
+                  "int64_t DIAG", "int64_t UPPER"]
+        cpp = f'extern "C" void stage{k}({", ".join(params)}) {{\n' + body + "}\n"
+        a = node.attrs
+        return StageCode(f"stage{k}", cpp, [f"p{x}", "out", str(B), str(R), str(Cn), str(a.get("diagonal", 0)),
+                                            "1" if a.get("upper") else "0"])

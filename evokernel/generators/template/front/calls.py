@@ -1,0 +1,336 @@
+"""Function and method calls lowered into the IR (a mixin of :class:`~.normalise.Normaliser`): torch functions,
+``torch.nn.functional``, operators and tensor methods -- elementwise, reductions, matmuls, views, scans, losses.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from torch import fx
+
+from evokernel.generators.template.front.fxops import _BINARY, _UNARY_FUNCS, _VIEW_METHODS, _cv, _norm_dim, _wrap
+from evokernel.generators.template.front.graph import Const, Ref
+
+UNHANDLED = object()  # a handler's answer for a name it does not lower (the next one is asked)
+
+
+class CallOps:
+    def visit_call(self, n: fx.Node, name: str, args: list[Any], kw: dict[str, Any], val: Any) -> Any:
+        """The call lowered by the first handler that knows its name."""
+        for handler in (self._call_elementwise, self._call_reduction, self._call_loss, self._call_matmul,
+                        self._call_conv_pool_norm, self._call_scan_view):
+            out = handler(n, name, args, kw, val)
+            if out is not UNHANDLED:
+                return out
+        raise self.fail(n, "no lowering for this operator")
+
+    def _call_elementwise(self, n: fx.Node, name: str, args: list[Any], kw: dict[str, Any], val: Any) -> Any:
+        """Indexing a min/max result, .T, elementwise functions and binary operators."""
+        g = self.g
+        x = args[0] if args else kw.get("input")
+        if name in ("getitem",):
+            base, idx = args
+            if isinstance(base, tuple) and base and base[0] == "minmax":
+                if idx == 0:
+                    return base[1]
+                raise self.fail(n, "argmax/argmin indices are not supported")
+            raise self.fail(n, "indexing a tensor")
+        if name == "getattr":
+            base, attr = args
+            if isinstance(base, tuple) and base and base[0] == "minmax" and attr == "values":
+                return base[1]
+            if attr == "T" and isinstance(base, int):
+                shp = self.shape(base)
+                if len(shp) != 2:
+                    raise self.fail(n, ".T of a non-2-D tensor")
+                return g.add("transpose", [base], {}, (shp[1], shp[0]), origin=n.name)
+            raise self.fail(n, f"attribute .{attr}")
+        if name in _UNARY_FUNCS:
+            return self.unary(_UNARY_FUNCS[name], x, n)
+        if name == "gelu":
+            approx = kw.get("approximate", args[1] if len(args) > 1 else "none")
+            return self.unary("gelu_tanh" if approx == "tanh" else "gelu", x, n)
+        if name == "leaky_relu":
+            slope = kw.get("negative_slope", args[1] if len(args) > 1 else 0.01)
+            return self.unary("leaky_relu", x, n, slope=float(_cv(slope)))
+        if name == "elu":
+            alpha = kw.get("alpha", args[1] if len(args) > 1 else 1.0)
+            return self.unary("elu", x, n, alpha=float(_cv(alpha)))
+        if name == "softplus":
+            beta = kw.get("beta", args[1] if len(args) > 1 else 1.0)
+            thr = kw.get("threshold", args[2] if len(args) > 2 else 20.0)
+            return self.unary("softplus", x, n, beta=float(_cv(beta)), threshold=float(_cv(thr)))
+        if name in ("clamp", "clip", "hardtanh"):
+            lo_default, hi_default = (-1.0, 1.0) if name == "hardtanh" else (None, None)
+            lo = kw.get("min", kw.get("min_val", args[1] if len(args) > 1 else lo_default))
+            hi = kw.get("max", kw.get("max_val", args[2] if len(args) > 2 else hi_default))
+            lo, hi = _cv(lo), _cv(hi)
+            return self.unary("clamp", x, n, lo=None if lo is None else float(lo), hi=None if hi is None else float(hi))
+        if name in ("add", "sub", "subtract") and "alpha" in kw:
+            raise self.fail(n, "add/sub with alpha")
+        if name in _BINARY:
+            a = args[0]
+            b = args[1] if len(args) > 1 else kw.get("other", kw.get("exponent"))
+            return self.binary(_BINARY[name], _wrap(a), _wrap(b), n)
+        if name in ("neg",):
+            return self.unary("neg", x, n)
+        return UNHANDLED
+
+    def _call_reduction(self, n: fx.Node, name: str, args: list[Any], kw: dict[str, Any], val: Any) -> Any:
+        """Reductions, softmax/log_softmax, logsumexp, norms, layer norm."""
+        g = self.g
+        x = args[0] if args else kw.get("input")
+        if name in ("sum", "mean", "amax", "amin", "max", "min"):
+            dim = kw.get("dim", kw.get("axis", args[1] if len(args) > 1 else None))
+            keep = bool(kw.get("keepdim", args[2] if len(args) > 2 else False))
+            if name in ("max", "min") and len(args) > 1 and (type(args[1]) is Ref or isinstance(args[1], Const)):
+                return self.binary(name, x, args[1], n)
+            fn = {"max": "amax", "min": "amin"}.get(name, name)
+            if name in ("max", "min") and dim is None:
+                return self.reduce(fn, x, None, False, n)
+            r = self.reduce(fn, x, dim, keep, n)
+            if name in ("max", "min"):
+                return ("minmax", r)
+            return r
+        if name in ("softmax", "log_softmax"):
+            dim = kw.get("dim", args[1] if len(args) > 1 else None)
+            return self.softmax(x, _norm_dim(dim, self.shape(x), n, self), n, log=name == "log_softmax")
+        if name == "logsumexp":
+            dim = kw.get("dim", args[1] if len(args) > 1 else None)
+            keep = bool(kw.get("keepdim", args[2] if len(args) > 2 else False))
+            return self.logsumexp(x, dim, keep, n)
+        if name in ("norm", "vector_norm"):
+            p = kw.get("p", kw.get("ord", args[1] if len(args) > 1 else 2))
+            dim = kw.get("dim", args[2] if len(args) > 2 else None)
+            keep = bool(kw.get("keepdim", args[3] if len(args) > 3 else False))
+            if _cv(p) not in (2, 2.0, "fro"):
+                raise self.fail(n, f"norm with p={p}")
+            s = self.reduce("sum", self.unary("square", x, n), dim, True, n)
+            r = self.unary("sqrt", s, n)
+            if not keep:
+                r = g.add("reshape", [r], {}, tuple(val.shape), origin=n.name)
+            return r
+        if name == "layer_norm":
+            nshape = args[1] if len(args) > 1 else kw["normalized_shape"]
+            w = kw.get("weight", args[2] if len(args) > 2 else None)
+            b = kw.get("bias", args[3] if len(args) > 3 else None)
+            eps = kw.get("eps", args[4] if len(args) > 4 else 1e-5)
+            return self.layer_norm(x, nshape, w, b, float(_cv(eps)), n)
+        return UNHANDLED
+
+    def _call_loss(self, n: fx.Node, name: str, args: list[Any], kw: dict[str, Any], val: Any) -> Any:
+        """Losses (mse, cross entropy, smooth L1/Huber, KL divergence) and scalar tensors."""
+        g = self.g
+        if name == "mse_loss":
+            red = kw.get("reduction", "mean")
+            d = self.unary("square", self.binary("sub", args[0], args[1] if len(args) > 1 else kw["target"], n), n)
+            if red == "none":
+                return d
+            return self.reduce("mean" if red == "mean" else "sum", d, None, False, n)
+        if name == "cross_entropy":
+            logits = args[0]
+            target = args[1] if len(args) > 1 else kw["target"]
+            if any(k in kw for k in ("weight", "label_smoothing")) and (kw.get("weight") is not None or kw.get("label_smoothing", 0.0)):
+                raise self.fail(n, "cross_entropy with class weights or label smoothing")
+            if kw.get("reduction", "mean") != "mean" or len(self.shape(logits)) != 2:
+                raise self.fail(n, "cross_entropy other than mean over (N, C) logits")
+            if g.nodes[target].dtype != "i64":
+                raise self.fail(n, "cross_entropy with probability targets")
+            lse = self.logsumexp(logits, -1, True, n)
+            picked = g.add("gather_last", [logits, target], {}, self.shape(lse), origin=n.name)
+            return self.reduce("mean", self.binary("sub", lse, picked, n), None, False, n)
+        if name in ("tensor", "scalar_tensor", "as_tensor") and args and isinstance(args[0], (Const, int, float)) \
+                and not isinstance(args[0], bool) and tuple(val.shape) == ():
+            return _wrap(args[0])  # torch.tensor(0.5, device=x.device): a scalar constant
+        if name in ("smooth_l1_loss", "huber_loss"):
+            p, t = args[0], args[1] if len(args) > 1 else kw["target"]
+            red = kw.get("reduction", "mean")
+            beta = float(_cv(kw.get("beta", kw.get("delta", 1.0))))
+            d = self.unary("abs", self.binary("sub", p, t, n), n)
+            m = self.binary("min", d, self.c(beta), n)
+            # smooth L1: 0.5 m^2 / beta + (d - m), m = min(d, beta); Huber is beta times it
+            quad = self.binary("mul", self.unary("square", m, n), self.c(0.5 / beta), n)
+            loss = self.binary("add", quad, self.binary("sub", d, m, n), n)
+            if name == "huber_loss":
+                loss = self.binary("mul", loss, self.c(beta), n)
+            return loss if red == "none" else self.reduce("mean" if red == "mean" else "sum", loss, None, False, n)
+        if name == "kl_div":
+            inp, t = args[0], args[1] if len(args) > 1 else kw["target"]
+            red = kw.get("reduction", "mean")
+            log_target = bool(kw.get("log_target", False))
+            if log_target:
+                pointwise = self.binary("mul", self.unary("exp", t, n), self.binary("sub", t, inp, n), n)
+            else:
+                pointwise = self.binary("mul", t, self.binary("sub", self.unary("log", t, n), inp, n), n)
+            if red == "none":
+                return pointwise
+            total = self.reduce("sum", pointwise, None, False, n)
+            if red == "sum":
+                return total
+            count = self.shape(inp)[0] if red == "batchmean" else math.prod(self.shape(inp))
+            return self.binary("div", total, self.c(float(count)), n)
+        return UNHANDLED
+
+    def _call_matmul(self, n: fx.Node, name: str, args: list[Any], kw: dict[str, Any], val: Any) -> Any:
+        """Attention, einsum, matmuls, linear, transposes, triangle masks, arg-reductions."""
+        g = self.g
+        x = args[0] if args else kw.get("input")
+        if name == "scaled_dot_product_attention":
+            q, k_, v = args[0], args[1], args[2]
+            if any(kw.get(key) not in (None, False, 0.0) for key in ("attn_mask", "is_causal", "dropout_p", "enable_gqa")):
+                raise self.fail(n, "attention with a mask, causal mask, dropout or GQA")
+            scale = kw.get("scale")
+            scale = float(_cv(scale)) if scale is not None else 1.0 / math.sqrt(self.shape(q)[-1])
+            s_ = self.binary("mul", self.gemm(q, k_, n, trans_b=True), self.c(scale), n)
+            return self.gemm(self.softmax(s_, len(self.shape(s_)) - 1, n), v, n)
+        if name == "einsum":
+            return self._einsum(n, args, val)
+        if name in ("triu", "tril"):
+            diag = int(_cv(kw.get("diagonal", args[1] if len(args) > 1 else 0)))
+            if len(self.shape(x)) < 2:
+                raise self.fail(n, f"{name} of a 1-D tensor")
+            return g.add("trimask", [x], {"upper": name == "triu", "diagonal": diag}, self.shape(x), origin=n.name)
+        if name in ("argmax", "argmin"):
+            dim = kw.get("dim", args[1] if len(args) > 1 else None)
+            keep = bool(kw.get("keepdim", args[2] if len(args) > 2 else False))
+            if dim is None:
+                raise self.fail(n, f"{name} over the flattened tensor")
+            shp = self.shape(x)
+            d = int(_cv(dim)) % len(shp)
+            kshape = tuple(1 if i == d else s_ for i, s_ in enumerate(shp))
+            r = g.add("argreduce", [x], {"fn": name, "dim": d}, kshape, dtype="i64", origin=n.name)
+            if not keep:
+                r = g.add("reshape", [r], {}, tuple(val.shape), dtype="i64", origin=n.name)
+            return r
+        if name in ("matmul", "bmm", "mm"):
+            return self.gemm(args[0], args[1], n)
+        if name == "linear":
+            w = args[1] if len(args) > 1 else kw["weight"]
+            b = kw.get("bias", args[2] if len(args) > 2 else None)
+            y = self.gemm(x, w, n, trans_b=True)
+            return self.binary("add", y, b, n) if b is not None else y
+        if name in ("transpose", "swapaxes"):
+            shp = self.shape(x)
+            d0, d1 = sorted(d % len(shp) for d in (args[1], args[2]))
+            if (d0, d1) != (len(shp) - 2, len(shp) - 1):
+                raise self.fail(n, "transpose of other than the last two dims")
+            return g.add("transpose", [x], {}, tuple(val.shape), origin=n.name)
+        if name == "t":
+            return g.add("transpose", [x], {}, tuple(val.shape), origin=n.name)
+        return UNHANDLED
+
+    def _call_conv_pool_norm(self, n: fx.Node, name: str, args: list[Any], kw: dict[str, Any], val: Any) -> Any:
+        """Convolutions, pooling, batch/instance/group norm."""
+        x = args[0] if args else kw.get("input")
+        if name in ("conv1d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d") or (
+                name == "conv2d" and _cv(kw.get("groups", args[6] if len(args) > 6 else 1)) != 1):
+            w = args[1] if len(args) > 1 else kw["weight"]
+            b = kw.get("bias", args[2] if len(args) > 2 else None)
+            get = lambda key, i, default: kw.get(key, args[i] if len(args) > i else default)
+            if name.startswith("conv_transpose"):
+                # (input, weight, bias, stride, padding, output_padding, groups, dilation)
+                return self._convnd(n, [x, w] + ([b] if b is not None else []), get("stride", 3, 1),
+                                    get("padding", 4, 0), get("dilation", 7, 1), get("groups", 6, 1), True,
+                                    get("output_padding", 5, 0))
+            return self._convnd(n, [x, w] + ([b] if b is not None else []), get("stride", 3, 1), get("padding", 4, 0),
+                                get("dilation", 5, 1), get("groups", 6, 1), False, 0)
+        if name in ("max_pool1d", "max_pool3d", "avg_pool1d", "avg_pool3d"):
+            kind = "avg" if "avg" in name else "max"
+            if kw.get("return_indices"):
+                raise self.fail(n, "max pooling with indices")
+            get = lambda key, i, default: kw.get(key, args[i] if len(args) > i else default)
+            if kind == "max":
+                return self._poolnd(n, kind, x, get("kernel_size", 1, None), get("stride", 2, None), get("padding", 3, 0),
+                                    get("dilation", 4, 1), get("ceil_mode", 5, False), True, None)
+            return self._poolnd(n, kind, x, get("kernel_size", 1, None), get("stride", 2, None), get("padding", 3, 0), 1,
+                                get("ceil_mode", 4, False), get("count_include_pad", 5, True),
+                                get("divisor_override", 6, None))
+        if name in ("adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
+                    "adaptive_max_pool2d", "adaptive_max_pool3d"):
+            if kw.get("return_indices"):
+                raise self.fail(n, "adaptive max pooling with indices")
+            return self._adaptive_pool(n, "max" if "max" in name else "avg", x)
+        if name == "batch_norm":
+            get = lambda key, i, default: kw.get(key, args[i] if len(args) > i else default)
+            rm, rv, w, b = get("running_mean", 1, None), get("running_var", 2, None), get("weight", 3, None), get("bias", 4, None)
+            training = bool(_cv(get("training", 5, False)))
+            if (w is None) != (b is None):
+                raise self.fail(n, "batch norm with only one of weight and bias")
+            if training or rm is None:
+                rm = rv = None
+            return self._batch_norm(n, x, w, b, rm, rv, float(_cv(get("eps", 7, 1e-5))))
+        if name == "instance_norm":
+            get = lambda key, i, default: kw.get(key, args[i] if len(args) > i else default)
+            w, b = get("weight", 3, None), get("bias", 4, None)
+            if (w is None) != (b is None):
+                raise self.fail(n, "instance norm with only one of weight and bias")
+            return self._instance_norm(n, x, w, b, float(_cv(get("eps", 7, 1e-5))))
+        if name in ("conv2d",):
+            w = args[1]
+            b = kw.get("bias", args[2] if len(args) > 2 else None)
+            return self._conv(n, [x, w] + ([b] if b is not None else []),
+                              kw.get("stride", args[3] if len(args) > 3 else 1),
+                              kw.get("padding", args[4] if len(args) > 4 else 0),
+                              kw.get("dilation", args[5] if len(args) > 5 else 1))
+        if name in ("max_pool2d", "_max_pool2d", "avg_pool2d", "max_pool2d_with_indices"):
+            kind = "avg" if "avg" in name else "max"
+            if kw.get("return_indices"):
+                raise self.fail(n, "max_pool2d with indices")
+            k = kw.get("kernel_size", args[1] if len(args) > 1 else None)
+            s = kw.get("stride", args[2] if len(args) > 2 else None)
+            p = kw.get("padding", args[3] if len(args) > 3 else 0)
+            if kind == "max":
+                d = kw.get("dilation", args[4] if len(args) > 4 else 1)
+                ceil = kw.get("ceil_mode", args[5] if len(args) > 5 else False)
+                return self._pool(n, kind, x, k, s, p, d, ceil, True, None)
+            ceil = kw.get("ceil_mode", args[4] if len(args) > 4 else False)
+            inc = kw.get("count_include_pad", args[5] if len(args) > 5 else True)
+            div = kw.get("divisor_override", args[6] if len(args) > 6 else None)
+            return self._pool(n, kind, x, k, s, p, 1, ceil, inc, div)
+        if name == "group_norm":
+            groups = args[1] if len(args) > 1 else kw["num_groups"]
+            w = kw.get("weight", args[2] if len(args) > 2 else None)
+            b = kw.get("bias", args[3] if len(args) > 3 else None)
+            eps = kw.get("eps", args[4] if len(args) > 4 else 1e-5)
+            return self._group_norm(n, x, int(groups), w, b, float(_cv(eps)))
+        return UNHANDLED
+
+    def _call_scan_view(self, n: fx.Node, name: str, args: list[Any], kw: dict[str, Any], val: Any) -> Any:
+        """Flips, scans (cumsum, reverse cumsum, cumprod) and views."""
+        g = self.g
+        x = args[0] if args else kw.get("input")
+        if name == "flip":
+            dims = args[1] if len(args) > 1 else kw["dims"]
+            dims = [dims] if isinstance(dims, int) else list(dims)
+            src = g.nodes[x]
+            if src.op == "cumsum" and src.attrs.get("flipped_out") and [d % len(src.shape) for d in dims] == [src.attrs["dim"]]:
+                return g.add("cumsum", list(src.args), {"dim": src.attrs["dim"], "reverse": True}, src.shape,
+                             origin=n.name)
+            return g.add("flip", [x], {"dims": [d % len(self.shape(x)) for d in dims]}, self.shape(x), origin=n.name)
+        if name == "cumprod":
+            dim = int(_cv(kw.get("dim", args[1] if len(args) > 1 else None))) % len(self.shape(x))
+            return g.add("cumsum", [x], {"dim": dim, "reverse": False, "fn": "prod"}, self.shape(x), origin=n.name)
+        if name == "cumsum":
+            dim = kw.get("dim", args[1] if len(args) > 1 else None)
+            dim = int(dim) % len(self.shape(x))
+            src = g.nodes[x]
+            if src.op == "flip":
+                if src.attrs["dims"] != [dim]:
+                    raise self.fail(n, "cumsum of a flip along another dim")
+                # cumsum(x.flip(d), d) is the suffix sum of x read backwards: only the pattern
+                # cumsum(x.flip(d), d).flip(d) (a reverse cumsum) is supported
+                return g.add("cumsum", [src.args[0]], {"dim": dim, "reverse": True, "flipped_out": True},
+                             self.shape(x), origin=n.name)
+            return g.add("cumsum", [x], {"dim": dim, "reverse": False}, self.shape(x), origin=n.name)
+        if name in _VIEW_METHODS:
+            if not isinstance(x, int):
+                raise self.fail(n, "view of a constant")
+            src = g.nodes[x]
+            if name in ("contiguous", "float", "clone", "detach", "to") and tuple(val.shape) == src.shape:
+                if name in ("to", "float") and val.dtype != self.fdtype:
+                    raise self.fail(n, "dtype conversion")
+                return x
+            if src.op == "transpose":
+                raise self.fail(n, "reshape of a transposed view")
+            return g.add("reshape", [x], {}, tuple(val.shape), origin=n.name)
+        return UNHANDLED

@@ -1,0 +1,244 @@
+"""``call_module`` nodes lowered into the IR (a mixin of :class:`~.normalise.Normaliser`): activations, Linear,
+convolutions, pooling, normalisations, dropout and the losses as modules; and the conv/pool/norm helpers the
+functional forms (:mod:`.calls`) share.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from torch import fx, nn
+
+from evokernel.generators.template.front.fxops import _MODULE_UNARY, _cv, _norm_dim
+
+UNHANDLED = object()  # a handler's answer for a module it does not lower (the next one is asked)
+
+
+class ModuleOps:
+    def visit_module(self, n: fx.Node, mod: nn.Module, path: str) -> Any:
+        """The module call lowered by the first handler that knows the module's type."""
+        for handler in (self._module_elementwise, self._module_conv_pool_norm, self._module_other):
+            out = handler(n, mod, path)
+            if out is not UNHANDLED:
+                return out
+        raise self.fail(n, f"module {type(mod).__name__} is not supported")
+
+    def _module_elementwise(self, n: fx.Node, mod: nn.Module, path: str) -> Any:
+        """Activations, softmax/log_softmax, Linear, LayerNorm."""
+        x = self.arg(n.args[0])
+        for cls, fn in _MODULE_UNARY.items():
+            if type(mod) is cls:
+                return self.unary(fn, x, n)
+        if isinstance(mod, nn.GELU):
+            return self.unary("gelu_tanh" if mod.approximate == "tanh" else "gelu", x, n)
+        if isinstance(mod, nn.LeakyReLU):
+            return self.unary("leaky_relu", x, n, slope=float(mod.negative_slope))
+        if isinstance(mod, nn.ELU):
+            return self.unary("elu", x, n, alpha=float(mod.alpha))
+        if isinstance(mod, nn.Softplus):
+            return self.unary("softplus", x, n, beta=float(mod.beta), threshold=float(mod.threshold))
+        if isinstance(mod, nn.Hardtanh):
+            return self.unary("clamp", x, n, lo=float(mod.min_val), hi=float(mod.max_val))
+        if isinstance(mod, nn.Softmax):
+            return self.softmax(x, _norm_dim(mod.dim, self.shape(x), n, self), n)
+        if isinstance(mod, nn.LogSoftmax):
+            return self.softmax(x, _norm_dim(mod.dim, self.shape(x), n, self), n, log=True)
+        if isinstance(mod, nn.Linear):
+            w = self.param(f"{path}.weight")
+            y = self.gemm(x, w, n, trans_b=True)
+            if mod.bias is not None:
+                y = self.binary("add", y, self.param(f"{path}.bias"), n)
+            return y
+        if isinstance(mod, nn.LayerNorm):
+            w = self.param(f"{path}.weight") if mod.weight is not None else None
+            b = self.param(f"{path}.bias") if mod.bias is not None else None
+            return self.layer_norm(x, mod.normalized_shape, w, b, float(mod.eps), n)
+        return UNHANDLED
+
+    def _module_conv_pool_norm(self, n: fx.Node, mod: nn.Module, path: str) -> Any:
+        """Convolutions, pooling, batch/instance/group norm."""
+        x = self.arg(n.args[0])
+        if isinstance(mod, (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d,
+                            nn.ConvTranspose3d)):
+            if mod.padding_mode != "zeros" or isinstance(mod.padding, str):
+                raise self.fail(n, "convolution with a padding mode or string padding")
+            w = self.param(f"{path}.weight")
+            args = [x, w] + ([self.param(f"{path}.bias")] if mod.bias is not None else [])
+            transposed = isinstance(mod, (nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d))
+            if isinstance(mod, nn.Conv2d) and mod.groups == 1:
+                return self._conv(n, args, mod.stride, mod.padding, mod.dilation)
+            return self._convnd(n, args, mod.stride, mod.padding, mod.dilation, mod.groups, transposed,
+                                mod.output_padding if transposed else 0)
+        if isinstance(mod, (nn.MaxPool1d, nn.MaxPool3d, nn.AvgPool1d, nn.AvgPool3d)):
+            kind = "max" if isinstance(mod, (nn.MaxPool1d, nn.MaxPool3d)) else "avg"
+            if getattr(mod, "return_indices", False):
+                raise self.fail(n, "max pooling that returns indices")
+            return self._poolnd(n, kind, x, mod.kernel_size, mod.stride, mod.padding, getattr(mod, "dilation", 1),
+                                mod.ceil_mode, getattr(mod, "count_include_pad", True),
+                                getattr(mod, "divisor_override", None))
+        if isinstance(mod, (nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d, nn.AdaptiveAvgPool3d,
+                            nn.AdaptiveMaxPool1d, nn.AdaptiveMaxPool2d, nn.AdaptiveMaxPool3d)):
+            if getattr(mod, "return_indices", False):
+                raise self.fail(n, "adaptive max pooling that returns indices")
+            kind = "max" if "Max" in type(mod).__name__ else "avg"
+            return self._adaptive_pool(n, kind, x)
+        if isinstance(mod, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)):
+            batch_stats = mod.training or not mod.track_running_stats
+            w = self.param(f"{path}.weight") if mod.affine else None
+            b = self.param(f"{path}.bias") if mod.affine else None
+            rm = None if batch_stats else self.param(f"{path}.running_mean")
+            rv = None if batch_stats else self.param(f"{path}.running_var")
+            return self._batch_norm(n, x, w, b, rm, rv, float(mod.eps))
+        if isinstance(mod, (nn.InstanceNorm1d, nn.InstanceNorm2d, nn.InstanceNorm3d)):
+            if mod.track_running_stats and not mod.training:
+                raise self.fail(n, "instance norm with running statistics in eval mode")
+            w = self.param(f"{path}.weight") if mod.affine else None
+            b = self.param(f"{path}.bias") if mod.affine else None
+            return self._instance_norm(n, x, w, b, float(mod.eps))
+        if isinstance(mod, (nn.MaxPool2d, nn.AvgPool2d)):
+            kind = "max" if isinstance(mod, nn.MaxPool2d) else "avg"
+            return self._pool(n, kind, x, mod.kernel_size, mod.stride, mod.padding,
+                              getattr(mod, "dilation", 1), mod.ceil_mode,
+                              getattr(mod, "count_include_pad", True), getattr(mod, "divisor_override", None))
+        if isinstance(mod, nn.GroupNorm):
+            w = self.param(f"{path}.weight") if mod.affine else None
+            b = self.param(f"{path}.bias") if mod.affine else None
+            return self._group_norm(n, x, mod.num_groups, w, b, float(mod.eps))
+        return UNHANDLED
+
+    def _module_other(self, n: fx.Node, mod: nn.Module, path: str) -> Any:
+        """Triplet margin loss, dropout, identity, flatten."""
+        x = self.arg(n.args[0])
+        if isinstance(mod, nn.TripletMarginLoss):
+            if mod.p != 2 or mod.swap:
+                raise self.fail(n, "triplet margin loss with p != 2 or swap")
+            a_, p_, n_ = (self.arg(v) for v in n.args[:3])
+
+            def dist(u: Any, v: Any) -> Any:  # pairwise_distance: ||u - v + eps||_2 over the last dim
+                diff = self.binary("add", self.binary("sub", u, v, n), self.c(mod.eps), n)
+                return self.unary("sqrt", self.reduce("sum", self.unary("square", diff, n), -1, True, n), n)
+
+            loss = self.unary("relu", self.binary("add", self.binary("sub", dist(a_, p_), dist(a_, n_), n),
+                                                  self.c(mod.margin), n), n)
+            if mod.reduction == "none":
+                return self.g.add("reshape", [loss], {}, tuple(self.values[n.name].shape), origin=n.name)
+            return self.reduce("mean" if mod.reduction == "mean" else "sum", loss, None, False, n)
+        if isinstance(mod, nn.Dropout) and mod.training and mod.p > 0:
+            raise self.fail(n, f"Dropout(p={mod.p}) in training mode draws a random mask on every call: no "
+                               "deterministic kernel can match the reference")
+        if isinstance(mod, (nn.Identity, nn.Dropout)):
+            return x
+        if isinstance(mod, nn.Flatten):
+            return self.g.add("reshape", [x], {}, tuple(self.values[n.name].shape), origin=n.name)
+        return UNHANDLED
+
+    def _conv(self, n: fx.Node, args: list[int], stride: Any, padding: Any, dilation: Any) -> int:
+        pair = lambda v: tuple(v) if isinstance(v, (tuple, list)) else (int(v), int(v))
+        shape = tuple(self.values[n.name].shape)
+        if len(shape) != 4:
+            raise self.fail(n, "conv2d on a non-4-D input")
+        return self.g.add("conv2d", args, {"stride": pair(stride), "padding": pair(padding),
+                                           "dilation": pair(dilation), "bias": len(args) == 3}, shape, origin=n.name)
+
+    def _convnd(self, n: fx.Node, args: list[int], stride: Any, padding: Any, dilation: Any, groups: int,
+                transposed: bool, output_padding: Any) -> int:
+        """Any 1-, 2- or 3-D convolution, grouped or depthwise, direct or transposed (``convnd``); the
+        kernel treats it as 3-D with leading unit dims."""
+        shape = tuple(self.values[n.name].shape)
+        nd = len(shape) - 2
+        if nd not in (1, 2, 3) or len(self.shape(args[0])) != nd + 2:
+            raise self.fail(n, f"a convolution on a {len(self.shape(args[0]))}-D input (batched 1/2/3-D only)")
+        if isinstance(padding, str):
+            raise self.fail(n, "string padding")
+        tup = lambda v: tuple(int(_cv(e)) for e in v) if isinstance(v, (tuple, list)) else (int(_cv(v)),) * nd
+        pad3 = lambda t, fill: (fill,) * (3 - nd) + t
+        return self.g.add("convnd", args, {
+            "nd": nd, "stride": pad3(tup(stride), 1), "padding": pad3(tup(padding), 0),
+            "dilation": pad3(tup(dilation), 1), "groups": int(_cv(groups)), "transposed": bool(transposed),
+            "output_padding": pad3(tup(output_padding), 0), "bias": len(args) == 3}, shape, origin=n.name)
+
+    def _poolnd(self, n: fx.Node, kind: str, x: int, k: Any, s: Any, p: Any, d: Any, ceil: bool,
+                include_pad: bool, divisor: Any) -> int:
+        """Max or average pooling in 1, 2 or 3 dims (``poolnd``), as 3-D with leading unit dims."""
+        if divisor is not None:
+            raise self.fail(n, "average pooling with divisor_override")
+        shape = tuple(self.values[n.name].shape)
+        nd = len(shape) - 2
+        if nd not in (1, 2, 3) or len(self.shape(x)) != nd + 2:
+            raise self.fail(n, "pooling on an unbatched input")
+        tup = lambda v: tuple(int(_cv(e)) for e in v) if isinstance(v, (tuple, list)) else (int(_cv(v)),) * nd
+        s = k if s is None or (isinstance(s, (list, tuple)) and len(s) == 0) else s
+        pad3 = lambda t, fill: (fill,) * (3 - nd) + t
+        return self.g.add("poolnd", [x], {"kind": kind, "adaptive": False, "k": pad3(tup(k), 1), "s": pad3(tup(s), 1),
+                                          "p": pad3(tup(p), 0), "d": pad3(tup(d), 1), "ceil": bool(ceil),
+                                          "include_pad": bool(include_pad)}, shape, origin=n.name)
+
+    def _adaptive_pool(self, n: fx.Node, kind: str, x: int) -> int:
+        shape = tuple(self.values[n.name].shape)
+        nd = len(shape) - 2
+        if nd not in (1, 2, 3) or len(self.shape(x)) != nd + 2:
+            raise self.fail(n, "adaptive pooling on an unbatched input")
+        one = (1, 1, 1)
+        return self.g.add("poolnd", [x], {"kind": kind, "adaptive": True, "k": one, "s": one, "p": (0, 0, 0),
+                                          "d": one, "ceil": False, "include_pad": True}, shape, origin=n.name)
+
+    def _batch_norm(self, n: fx.Node, x: int, w: Any, b: Any, rm: Any, rv: Any, eps: float) -> int:
+        """Batch norm over dim 1 (``batch_norm``): statistics of the batch (training mode, or no running
+        statistics) or the running ones (eval mode)."""
+        shp = self.shape(x)
+        if len(shp) < 2:
+            raise self.fail(n, "batch norm on a 1-D input")
+        if (rm is None) != (rv is None):
+            raise self.fail(n, "batch norm with only one running statistic")
+        args = [x] + ([w, b] if w is not None else []) + ([rm, rv] if rm is not None else [])
+        for a in args[1:]:
+            if self.shape(a) != (shp[1],):
+                raise self.fail(n, "batch norm parameters that are not per channel")
+        return self.g.add("batch_norm", args, {"eps": eps, "affine": w is not None, "batch_stats": rm is None},
+                          shp, origin=n.name)
+
+    def _instance_norm(self, n: fx.Node, x: int, w: Any, b: Any, eps: float) -> int:
+        """Instance norm is group norm with one channel per group."""
+        shp = self.shape(x)
+        if len(shp) < 3:
+            raise self.fail(n, "instance norm on an unbatched input")
+        return self._group_norm(n, x, shp[1], w, b, eps)
+
+    def _einsum(self, n: fx.Node, args: list[Any], val: Any) -> int:
+        """einsum of two operands that is a matmul: ``...l,lk->...k`` (also with batch dims shared by both
+        operands, ``bij,bjk->bik``); anything else is refused."""
+        eq = args[0] if isinstance(args[0], str) else None
+        ops = list(args[1:]) if eq is not None else []
+        if len(ops) == 1 and isinstance(ops[0], (list, tuple)):
+            ops = list(ops[0])
+        if eq is None or len(ops) != 2 or "->" not in eq or "." in eq:
+            raise self.fail(n, "einsum other than two operands with an explicit output")
+        lhs, out = eq.replace(" ", "").split("->")
+        sa, sb = lhs.split(",")
+        if len(sb) < 2 or len(sa) < 2:
+            raise self.fail(n, f"einsum {eq!r} is not a matmul")
+        contracted = set(sa) & set(sb) - set(out)
+        if len(contracted) != 1 or sa[-1] not in contracted:
+            raise self.fail(n, f"einsum {eq!r}: only a contraction over the last dim of the first operand is supported")
+        l = sa[-1]
+        if sb[-2:] == l + sb[-1] and out == sa[:-1] + sb[-1] and sb[:-2] in ("", sa[:len(sb) - 2]):
+            return self.gemm(ops[0], ops[1], n)
+        if sb[-2:] == sb[-2] + l and out == sa[:-1] + sb[-2] and sb[:-2] in ("", sa[:len(sb) - 2]):
+            return self.gemm(ops[0], ops[1], n, trans_b=True)
+        raise self.fail(n, f"einsum {eq!r} is not a matmul this generator can lower")
+
+    def _pool(self, n: fx.Node, kind: str, x: int, k: Any, s: Any, p: Any, d: Any, ceil: bool,
+              include_pad: bool, divisor: Any) -> int:
+        pair = lambda v: tuple(v) if isinstance(v, (tuple, list)) else (int(v), int(v))
+        if divisor is not None:
+            raise self.fail(n, "avg_pool2d with divisor_override")
+        shape = tuple(self.values[n.name].shape)
+        if len(shape) != 4:
+            raise self.fail(n, "pool2d on a non-4-D input")
+        s = k if s is None or (isinstance(s, (list, tuple)) and len(s) == 0) else s
+        return self.g.add("pool2d", [x], {"kind": kind, "k": pair(k), "s": pair(s), "p": pair(p), "d": pair(d),
+                                          "ceil": bool(ceil), "include_pad": bool(include_pad)}, shape, origin=n.name)
+
+    def _group_norm(self, n: fx.Node, x: int, groups: int, w: Any, b: Any, eps: float) -> int:
+        args = [x] + ([w, b] if w is not None else [])
+        return self.g.add("group_norm", args, {"groups": int(groups), "eps": eps, "affine": w is not None},
+                          self.shape(x), origin=n.name)

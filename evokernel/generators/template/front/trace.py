@@ -1,0 +1,177 @@
+"""Task analysis: run the task source, build ``Model`` and its inputs on the meta device, trace ``forward`` with
+torch.fx, record every node's value, and normalise the graph (:mod:`.normalise`) into the IR of :mod:`.graph`.
+
+Composite operators (softmax, log_softmax, logsumexp, layer_norm, norms, losses, linear) are decomposed by the
+normaliser, so the stage builder only sees primitives. Anything else raises :class:`AnalysisError` naming the FX
+node. The reference ``__init__`` is rewritten for the candidate's ``ModelNew`` here (:func:`_init_source`).
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import textwrap
+import types
+from typing import Any
+
+import torch
+from torch import fx, nn
+
+from evokernel.generators.template.front.graph import AnalysisError, Graph
+from evokernel.generators.template.front.normalise import Normaliser
+from evokernel.torch_trace import FX_LOCK
+
+_CACHE: dict[str, Graph] = {}
+
+
+def clear_cache() -> None:
+    _CACHE.clear()
+
+
+# ----------------------------------------------------------------------------------------- tracing
+
+def _exec_task(task: Any) -> types.ModuleType:
+    module = types.ModuleType(f"evk_template_task_{task.key}")
+    module.__file__ = str(task.path)
+    try:
+        exec(compile(task.source, str(task.path), "exec"), module.__dict__)
+    except Exception as exc:  # noqa: BLE001 - a task that does not even import is out of scope
+        raise AnalysisError(f"executing the task source failed: {type(exc).__name__}: {exc}") from None
+    return module
+
+
+class _Recorder(fx.Interpreter):
+    """Runs the traced graph on meta tensors and keeps every node's value."""
+
+    def __init__(self, gm: fx.GraphModule):
+        super().__init__(gm)
+        self.values: dict[str, Any] = {}
+
+    def run_node(self, n: fx.Node) -> Any:
+        value = super().run_node(n)
+        self.values[n.name] = value
+        return value
+
+
+def _init_source(model_cls: type) -> tuple[str, list[str]]:
+    if "__init__" not in model_cls.__dict__:
+        return "", []  # nn.Module's own: the candidate's default __init__ does the same
+    try:
+        src = textwrap.dedent(inspect.getsource(model_cls.__init__))
+    except (OSError, TypeError):
+        return "", []
+    tree = ast.parse(src)
+    fn = tree.body[0]
+    assert isinstance(fn, ast.FunctionDef)
+    params = [a.arg for a in fn.args.args[1:]]
+
+    class Rewrite(ast.NodeTransformer):
+        # torch.randn(*s) / torch.rand(*s) -> torch.empty(*s).normal_() / .uniform_(): the same draws
+        # from the default generator, without touching torch compute names in the candidate
+        def visit_Call(self, node: ast.Call) -> ast.AST:
+            self.generic_visit(node)
+            f = node.func
+            # super(Model, self) -> super(): the candidate's class is ModelNew, which is not a Model
+            # (every real KernelBench file writes the two-argument form)
+            if isinstance(f, ast.Name) and f.id == "super" and node.args:
+                return ast.Call(func=f, args=[], keywords=[])
+            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "torch" \
+                    and f.attr in ("randn", "rand") and not node.keywords:
+                empty = ast.Call(func=ast.Attribute(value=ast.Name("torch", ast.Load()), attr="empty", ctx=ast.Load()),
+                                 args=node.args, keywords=[])
+                method = "normal_" if f.attr == "randn" else "uniform_"
+                return ast.Call(func=ast.Attribute(value=empty, attr=method, ctx=ast.Load()), args=[], keywords=[])
+            return node
+
+    fn = Rewrite().visit(fn)
+    # type hints name things (typing.Any, a task's own types) the candidate does not import; they do nothing
+    for a in ast.walk(fn):
+        if isinstance(a, ast.arg):
+            a.annotation = None
+        elif isinstance(a, ast.AnnAssign):
+            a.annotation = ast.Name("object", ast.Load())
+    fn.returns = None
+    fn = _inline_globals(fn, model_cls)
+    ast.fix_missing_locations(fn)
+    return ast.unparse(fn), params
+
+
+_CANDIDATE_GLOBALS = {"torch", "nn", "super", "self"}
+
+
+def _inline_globals(fn: Any, model_cls: type) -> Any:
+    """The candidate is a module of its own: a module-level constant of the task that ``__init__``
+    reads (a default argument, a size, a tuple) is inlined as its literal value; any other module-level
+    name (a helper function, a class) cannot follow the code and is refused with its name."""
+    bound = {a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)}
+    bound |= {t.id for t in ast.walk(fn) if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)}
+    glb = getattr(model_cls.__init__, "__globals__", {})
+
+    class Inline(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            if not isinstance(node.ctx, ast.Load) or node.id in bound or node.id in _CANDIDATE_GLOBALS:
+                return node
+            if node.id in glb:
+                value = glb[node.id]
+                if value is torch or value is nn:
+                    return ast.copy_location(ast.Name("torch" if value is torch else "nn", ast.Load()), node)
+                if isinstance(value, (bool, int, float, str, type(None))) or (
+                        isinstance(value, tuple) and all(isinstance(v, (bool, int, float, str)) for v in value)):
+                    return ast.copy_location(ast.Constant(value) if not isinstance(value, tuple) else
+                                             ast.parse(repr(value), mode="eval").body, node)
+                raise AnalysisError(f"Model.__init__ uses the module-level name {node.id!r} "
+                                    f"({type(value).__name__}), which a generated candidate cannot carry over")
+            if hasattr(builtins, node.id):
+                return node
+            raise AnalysisError(f"Model.__init__ uses the undefined name {node.id!r}")
+
+    return Inline().visit(fn)
+
+
+def analyze(task: Any, allow_half: bool = False) -> Graph:
+    """Analyse ``task`` (cached by ``task.key``); raises :class:`AnalysisError`.
+
+    ``allow_half``: also accept tasks whose inputs, parameters and output are all float16 (the graph is
+    then marked ``half``; its values are still typed f32 -- the code generator computes in float)."""
+    key = task.key + (":f16" if allow_half else "")
+    if key in _CACHE:
+        return _CACHE[key]
+    module = _exec_task(task)
+    for name in ("Model", "get_inputs", "get_init_inputs"):
+        if not hasattr(module, name):
+            raise AnalysisError(f"task does not define {name}")
+    try:
+        with torch.device("meta"):
+            init_args = list(module.get_init_inputs())
+            model = module.Model(*init_args)
+            inputs = list(module.get_inputs())
+    except Exception as exc:  # noqa: BLE001
+        raise AnalysisError(f"building the model on the meta device failed: {type(exc).__name__}: {exc}") from None
+    floats = {x.dtype for x in inputs if isinstance(x, torch.Tensor) and x.dtype.is_floating_point}
+    half = allow_half and floats == {torch.float16}
+    for i, x in enumerate(inputs):
+        if not isinstance(x, torch.Tensor):
+            raise AnalysisError(f"get_inputs()[{i}] is a {type(x).__name__}, not a tensor: scalar forward "
+                                "arguments are not supported (the kernel would need it as a runtime value)")
+        if x.dtype not in (torch.float16 if half else torch.float32, torch.int64):
+            raise AnalysisError(f"input {i} has dtype {x.dtype}; only float32 (and int64 indices) are supported"
+                                + (" (or float16 throughout)" if allow_half else ""))
+    with FX_LOCK:  # fx patches nn.Module.__call__ process-wide while it traces
+        try:
+            gm = fx.symbolic_trace(model)
+        except Exception as exc:  # noqa: BLE001
+            raise AnalysisError(f"torch.fx cannot trace Model.forward: {type(exc).__name__}: {exc}") from None
+        rec = _Recorder(gm)
+        try:
+            rec.run(*inputs)
+        except Exception as exc:  # noqa: BLE001
+            raise AnalysisError(f"shape propagation failed: {type(exc).__name__}: {exc}") from None
+    graph = Normaliser(gm, rec.values, model, half).run()
+    out_arg = list(gm.graph.nodes)[-1].args[0] if half else None
+    out_val = rec.values.get(out_arg.name) if isinstance(out_arg, fx.Node) else None
+    if half and isinstance(out_val, torch.Tensor) and out_val.dtype != torch.float16:
+        raise AnalysisError(f"a float16 task whose output is {out_val.dtype}")
+    graph.half = half
+    graph.init_source, graph.init_params = _init_source(type(model))
+    _CACHE[key] = graph
+    return graph
