@@ -435,3 +435,29 @@ def test_half_outputs_are_not_held_to_more_than_half_precision():
         assert compare(one_ulp, ref, [x.to(dtype)], 1e-2).ok
         assert compare(one_ulp, ref, [x.to(dtype)], 1e-4).ok  # strict mode: one unit of rounding still passes
         assert not compare((ref.float() * 1.05).to(dtype), ref, [x.to(dtype)], 1e-4).ok
+
+
+def test_a_few_elements_float32_itself_misses_are_asked_of_the_float64_answer():
+    # a GEMM on heavy-tailed inputs can cancel to a small value that float32 PyTorch misses by more than atol;
+    # an honest kernel in another summation order then lands outside atol of PyTorch's element, not of the answer
+    g = torch.Generator().manual_seed(3)
+    exact = torch.randn(64, 64, generator=g, dtype=torch.float64)
+    ref = exact.float()
+    ref[5, 7] = float(exact[5, 7]) + 0.03  # PyTorch's own rounding, this far off at one element
+    honest = exact.float()
+    honest[5, 7] = float(exact[5, 7]) - 0.027  # as far from the answer, on the other side
+    assert not compare(honest, ref, [], 1e-2).ok  # no second opinion: refused
+    assert compare(honest, ref, [], 1e-2, truth=lambda: exact).ok
+    # a candidate wrong at that element by more than 8x PyTorch's distance is refused, as is one whose other
+    # elements PyTorch got right
+    wrong = exact.float()
+    wrong[5, 7] = float(exact[5, 7]) - 0.3
+    assert not compare(wrong, ref, [], 1e-2, truth=lambda: exact).ok
+    wrong = honest.clone()
+    wrong[9, 9] += 0.05
+    assert not compare(wrong, ref, [], 1e-2, truth=lambda: exact).ok
+    # many misses are a wrong kernel: the float64 answer is not even computed
+    def never():
+        raise AssertionError("the float64 forward ran for a kernel that misses many elements")
+
+    assert not compare(exact.float() + 0.5, ref, [], 1e-2, truth=never).ok
