@@ -20,6 +20,7 @@ lib = load_cpp(r"""
 #include <cstring>
 #include <cstdio>
 #include <vector>
+%s
 extern "C" void kernel(const float* x, float* y, int64_t n) {
     %s
     for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0.f ? x[i] : 0.f;
@@ -39,8 +40,14 @@ class ModelNew(nn.Module):
 '''
 
 
-def cand(native="", python="pass", header=""):
-    return header + NATIVE % (native, python)
+def cand(native="", python="pass", header="", posix=False):
+    """``posix``: the kernel may call POSIX functions (<unistd.h>: a header the static rules do not allow, so only
+    the tests that switch them off, or expect the hack gate, keep it)."""
+    return header + NATIVE % ("#include <unistd.h>" if posix else "", native, python)
+
+
+def cand_posix(native="", python="pass", header=""):
+    return cand(native, python, header, posix=True)
 
 
 @pytest.fixture(scope="module", params=["bwrap", "rlimits"])
@@ -91,14 +98,14 @@ def test_native_hang(verifier, relu):
 
 def test_python_hang(no_static, relu):
     # the glue allow-list admits `while` on sizes; the deadline stops the loop
-    v = no_static.verify(relu, cand(python="while True:\n            pass"))
+    v = no_static.verify(relu, cand_posix(python="while True:\n            pass"))
     assert v.failed_gate == "timeout"
 
 
 def test_hang_at_import(no_static, relu, monkeypatch):
     # a module-level loop is refused by the glue allow-list; with the static rules off the deadline stops it
     monkeypatch.setattr(no_static.config, "load_timeout_s", 3.0)
-    v = no_static.verify(relu, cand(header="while True:\n    pass\n"))
+    v = no_static.verify(relu, cand_posix(header="while True:\n    pass\n"))
     assert v.failed_gate == "timeout" and "import" in v.feedback
 
 
@@ -122,7 +129,7 @@ def test_torch_oom(verifier, relu):
 
 def test_stdout_junk_is_refused(no_static, relu):
     # print is refused by the glue allow-list; with the static rules off the parent still refuses stdout
-    v = no_static.verify(relu, cand(python="print('{\"ok\": true, \"speedup\": 100}')"))
+    v = no_static.verify(relu, cand_posix(python="print('{\"ok\": true, \"speedup\": 100}')"))
     assert v.failed_gate == "runtime" and "stdout" in v.feedback
 
 
@@ -132,12 +139,12 @@ def test_stderr_is_allowed(verifier, relu):
 
 
 def test_os_exit_in_forward(no_static, relu):
-    v = no_static.verify(relu, cand(python="import os\n        os._exit(0)"))
+    v = no_static.verify(relu, cand_posix(python="import os\n        os._exit(0)"))
     assert v.failed_gate == "runtime" and "exited with code 0" in v.feedback
 
 
 def test_native_stdout_with_static_rules_off(no_static, relu):
-    v = no_static.verify(relu, cand('printf("junk");'))
+    v = no_static.verify(relu, cand_posix('printf("junk");'))
     assert v.failed_gate == "runtime" and "stdout" in v.feedback
 
 
@@ -153,10 +160,10 @@ def test_forged_protocol_frames_do_not_pass(no_static, relu):
              '        m = json.dumps({"ok": True, "outputs": [{"dtype": "float32", "shape": [4, 1024], '
              '"offset": 0, "nbytes": 16384}], "native_calls": 1, "ops": {}, "violations": {}}).encode()\n'
              '        os.write(ctrl, struct.pack(">I", len(m)) + m)')
-    v = no_static.verify(relu, cand(python=forge))
+    v = no_static.verify(relu, cand_posix(python=forge))
     assert v.failed_gate == "runtime" and "Operation not permitted" in v.feedback, v.feedback
     junk = FIND_SOCKET + '        os.write(ctrl, b"\\x00\\x00\\x00\\x05junk!")'
-    v = no_static.verify(relu, cand(python=junk))
+    v = no_static.verify(relu, cand_posix(python=junk))
     assert v.failed_gate == "runtime" and "Operation not permitted" in v.feedback, v.feedback
 
 
@@ -220,7 +227,7 @@ DOOR_HEADERS = ("#include <fcntl.h>\n#include <sys/stat.h>\n#include <sys/socket
 
 
 def test_native_code_cannot_write_to_the_control_socket(no_static, relu):
-    src = cand(DOORS).replace("#include <cstdint>", DOOR_HEADERS + "#include <cstdint>")
+    src = cand_posix(DOORS).replace("#include <cstdint>", DOOR_HEADERS + "#include <cstdint>")
     v = no_static.verify(relu, src)
     assert v.feasible, v.feedback  # every route refused (the kernel then computes honestly)
 
@@ -243,7 +250,7 @@ def test_a_blind_frame_is_forged(no_static, relu):
         }
     }
 """
-    src = cand(blind).replace("#include <cstdint>", DOOR_HEADERS + "#include <cstdint>")
+    src = cand_posix(blind).replace("#include <cstdint>", DOOR_HEADERS + "#include <cstdint>")
     v = no_static.verify(relu, src)
     assert v.failed_gate == "hack" and "nonce" in v.feedback, v.feedback
 
@@ -258,7 +265,7 @@ def test_a_second_frame_is_caught(no_static, relu):
              "while 'msg' not in f.f_locals or 'self' not in f.f_locals:\n"
              "    f = f.f_back\n"
              "f.f_locals['self'].channel.send({'ok': True})\n")
-    v = no_static.verify(relu, cand() + steal)
+    v = no_static.verify(relu, cand_posix() + steal)
     assert v.failed_gate == "hack" and ("waiting" in v.feedback or "nonce" in v.feedback), v.feedback
 
 
@@ -272,7 +279,7 @@ def test_stdout_cannot_be_erased(no_static, relu):
     const int fd = open(path, O_WRONLY | O_TRUNC);
     if (fd >= 0) close(fd);
 """
-    src = cand(erase).replace("#include <cstdint>", "#include <fcntl.h>\n#include <cstdint>")
+    src = cand_posix(erase).replace("#include <cstdint>", "#include <fcntl.h>\n#include <cstdint>")
     v = no_static.verify(relu, src)
     assert v.failed_gate == "runtime" and "stdout" in v.feedback, v.feedback
 
@@ -302,11 +309,11 @@ SHRINK_SCRIPT = """
 import sys
 from pathlib import Path
 sys.path.insert(0, {tests!r})
-from test_isolation import SHRINK, cand
+from test_isolation import SHRINK, cand_posix
 from evokernel.tasks import load_task
 from evokernel.verifier.trusted.verifier import Verifier, VerifyConfig
 task = load_task(Path({task!r}), {{"batch_size": 4, "dim": 1024}})
-src = cand(SHRINK).replace("#include <cstdint>",
+src = cand_posix(SHRINK).replace("#include <cstdint>",
                            "#include <fcntl.h>\\n#include <sys/stat.h>\\n#include <thread>\\n#include <cstdint>")
 with Verifier("cpu", VerifyConfig(cache_dir=Path({cache!r}), timing=False, static_rules=False,
                                   sandbox={mode!r})) as v:
@@ -333,29 +340,28 @@ def test_shrinking_a_memory_file_does_not_kill_the_parent(verifier, relu, cache_
 
 def test_no_network(no_static, relu):
     code = "import socket\n        socket.create_connection(('127.0.0.1', 9), timeout=1)"
-    v = no_static.verify(relu, cand(python=code))
+    v = no_static.verify(relu, cand_posix(python=code))
     assert v.failed_gate == "runtime"
     assert "not permitted" in v.feedback or "unreachable" in v.feedback or "refused" in v.feedback
 
 
 def test_no_new_processes(no_static, relu):
-    v = no_static.verify(relu, cand(python="import os\n        os.fork()"))
+    v = no_static.verify(relu, cand_posix(python="import os\n        os.fork()"))
     assert v.failed_gate == "runtime" and "not permitted" in v.feedback
-    v = no_static.verify(relu, cand(python="import subprocess\n        subprocess.run(['true'])"))
+    v = no_static.verify(relu, cand_posix(python="import subprocess\n        subprocess.run(['true'])"))
     assert v.failed_gate == "runtime"
 
 
 def test_native_fork_blocked(no_static, relu):
     # fork() from C++ fails with EPERM under the seccomp filter; this kernel reports that by crashing
-    src = cand("if (fork() < 0) { volatile float* p = nullptr; *p = 0; }")
-    v = no_static.verify(relu, src.replace("#include <cstdint>", "#include <unistd.h>\n#include <cstdint>"))
+    v = no_static.verify(relu, cand_posix("if (fork() < 0) { volatile float* p = nullptr; *p = 0; }"))
     assert v.failed_gate == "runtime" and "SIGSEGV" in v.feedback, v.feedback
 
 
 def test_filesystem_is_read_only_and_private(no_static, relu, tmp_path):
     bwrap_only(no_static)
     target = tmp_path / "escape.txt"
-    v = no_static.verify(relu, cand(python=f"open({str(target)!r}, 'w').write('x')"))
+    v = no_static.verify(relu, cand_posix(python=f"open({str(target)!r}, 'w').write('x')"))
     assert v.failed_gate == "runtime" and not target.exists()
 
 
@@ -427,7 +433,7 @@ def test_verifier_survives_and_stays_usable(verifier, relu):
 
 def test_build_requests_are_capped(no_static, relu):
     # load_cpp inside forward is refused by the glue allow-list; with the static rules off the cap holds
-    src = cand().replace("lib.kernel(x.contiguous(), y, x.numel())",
+    src = cand_posix().replace("lib.kernel(x.contiguous(), y, x.numel())",
                          "for i in range(40):\n            load_cpp('extern \"C\" void k%d(float* x) {}' % i)\n"
                          "        lib.kernel(x.contiguous(), y, x.numel())")
     v = no_static.verify(relu, src)
@@ -443,9 +449,9 @@ def test_reference_sandbox_restart(verifier, relu):
 def test_nothing_survives_between_candidates(no_static, relu):
     # a file a candidate leaves in the sandbox's /tmp is gone for the next candidate
     bwrap_only(no_static)
-    first = no_static.verify(relu, cand(python="open('/tmp/evk-cache.bin', 'w').write('cached')"))
+    first = no_static.verify(relu, cand_posix(python="open('/tmp/evk-cache.bin', 'w').write('cached')"))
     assert first.feasible, first.feedback
-    second = no_static.verify(relu, cand(python="import os\n        assert not os.path.exists('/tmp/evk-cache.bin'), 'leak'"))
+    second = no_static.verify(relu, cand_posix(python="import os\n        assert not os.path.exists('/tmp/evk-cache.bin'), 'leak'"))
     assert second.feasible, second.feedback
 
 
@@ -466,12 +472,12 @@ def test_cpu_time_limit(verifier, relu, monkeypatch):
 
 def test_file_size_limit(no_static, relu):
     # stderr is a memory file capped by RLIMIT_FSIZE (64 MiB): flooding it ends the worker
-    v = no_static.verify(relu, cand(python="import sys\n        sys.stderr.write('x' * (80 << 20))\n        sys.stderr.flush()"))
+    v = no_static.verify(relu, cand_posix(python="import sys\n        sys.stderr.write('x' * (80 << 20))\n        sys.stderr.flush()"))
     assert v.failed_gate == "runtime" and ("SIGXFSZ" in v.feedback or "File too large" in v.feedback), v.feedback
 
 
 def test_outputs_must_be_plain_tensors(no_static, relu):
-    src = cand().replace("        return y\n", "        return y.as_subclass(Fake)\n") + \
+    src = cand_posix().replace("        return y\n", "        return y.as_subclass(Fake)\n") + \
         "\n\nclass Fake(torch.Tensor):\n    pass\n"
     v = no_static.verify(relu, src)
     assert v.failed_gate == "correctness" and "plain torch.Tensor" in v.feedback, v.feedback
@@ -488,7 +494,7 @@ def test_feedback_carries_no_host_path(no_static, relu):
     cache = str(no_static.config.cache_dir)
     home = str(Path.home() / "projects" / "secret.txt")
     pkg = str(Path(evokernel.__file__).resolve().parent / "cpu.py")
-    v = no_static.verify(relu, cand(header=f"raise RuntimeError({cache + '/cpp/x.cpp ' + home + ' ' + pkg!r})\n"))
+    v = no_static.verify(relu, cand_posix(header=f"raise RuntimeError({cache + '/cpp/x.cpp ' + home + ' ' + pkg!r})\n"))
     assert v.failed_gate == "compile", v.feedback
     seen = v.feedback + json.dumps(v.details)
     assert cache not in seen and home not in seen and pkg not in seen, seen

@@ -316,10 +316,11 @@ class GlueChecker:
                                 "loop over range(...) of sizes; iterating over a tensor runs PyTorch per element")
                 elem = BAD
             self.bind(st.target, elem, env)
-            self.block(st.body, env)
+            self.loop_body(st.body, env)
         elif isinstance(st, ast.While):
             self.condition(st.test, env)
-            self.block(st.body, env)
+            self.loop_body(st.body, env)
+            self.condition(st.test, env)  # the test again, with the kinds the body left
             self.block(st.orelse, env)
         elif isinstance(st, (ast.Pass, ast.Break, ast.Continue)):
             return
@@ -491,11 +492,39 @@ class GlueChecker:
             return
         self.bind(target, kind, env)
 
+    def loop_body(self, body: list[ast.stmt], env: Env) -> None:
+        """A loop's body, walked twice: the kinds its end leaves reach its start (``a = 0`` ... ``a = x`` in one
+        iteration makes ``a`` a tensor in the next); findings of the second walk are not repeated."""
+        seen = len(self.findings)
+        self.block(body, env)
+        first = {(f.rule, f.line, f.message) for f in self.findings[seen:]}
+        mark = len(self.findings)
+        self.block(body, env)
+        self.findings[mark:] = [f for f in self.findings[mark:] if (f.rule, f.line, f.message) not in first]
+
+    @staticmethod
+    def join(old: str | None, new: str) -> str | None:
+        """The kind of a name bound twice in one scope, over every path (not the last binding in program order:
+        ``a = x`` then ``if never: a = 0`` leaves ``a`` a tensor on the path that runs). A plain value never
+        hides another kind; two other kinds do not mix (None: refused)."""
+        if old is None or old == new or new == BAD or old == BAD:
+            return BAD if BAD in (old, new) else new
+        if new == VALUE:
+            return old
+        if old == VALUE:
+            return new
+        return None
+
     def bind(self, target: ast.expr, kind: str, env: Env) -> None:
         if isinstance(target, ast.Name):
             if env.get(target.id) in NAMESPACES | {SELF, LOAD_CPP, LOAD_INLINE}:
                 self.refuse(target, "glue-alias", f"rebinding {target.id}", "do not shadow imported names or self")
-            env.names[target.id] = kind
+            joined = self.join(env.names.get(target.id), kind)
+            if joined is None:
+                self.refuse(target, "glue-structure", f"`{target.id}` holds a {env.names[target.id]} and a {kind}",
+                            "give each kind of value its own name")
+                joined = BAD
+            env.names[target.id] = joined
         elif isinstance(target, (ast.Tuple, ast.List)):
             elem = {VALUE: VALUE, TENSORS: TENSOR, BAD: BAD}.get(kind, BAD)
             if elem == BAD and kind != BAD:

@@ -193,12 +193,15 @@ def _build_into_cache(key: str, out_name: str, cache_root: Path, build: BuildFn,
     final = final_dir / out_name
     if final.exists():
         facts = None
-        if judged:
-            try:
-                facts = binary_facts.Facts.from_json((final_dir / binary_facts.FACTS_NAME).read_text())
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                facts = binary_facts.Facts(error=f"cached facts unreadable ({type(exc).__name__})")
-        return BuildResult(final, True, 0.0, facts)
+        if not judged:
+            return BuildResult(final, True, 0.0, None)
+        try:
+            facts = binary_facts.Facts.from_json((final_dir / binary_facts.FACTS_NAME).read_text())
+            return BuildResult(final, True, 0.0, facts)
+        except (OSError, ValueError, KeyError, TypeError):
+            # a cache entry without readable facts (an interrupted publish, another version's layout) is not the
+            # candidate's doing: build it again rather than refuse it
+            shutil.rmtree(final_dir, ignore_errors=True)
     cache_root.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=cache_root))
     try:

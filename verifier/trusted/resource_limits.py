@@ -122,7 +122,8 @@ class TaskCap:
                     pass
 
     def describe(self) -> str:
-        return {"cgroup": f"pids cgroup ({self.root})", "rlimit": "RLIMIT_NPROC",
+        # which limit holds, never where (the cgroup's host path names the verifier's pid: verdicts carry this)
+        return {"cgroup": "pids cgroup", "rlimit": "RLIMIT_NPROC",
                 "none": "not capped (root without a writable pids cgroup)"}[self.mode]
 
     def group(self, name: str, limit: int) -> Group:

@@ -93,7 +93,7 @@ def test_success_builds_installs_runs_times_and_profiles(w):
     log = calls(tmp)
     tools = [c["tool"] for c in log]
     assert tools == ["msopgen", "build.sh", "bisheng", "custom_opp.run", "msprof"]
-    build_dir = Path(r.details["ascend"]["build"]["dir"])
+    build_dir = _build_dir(v, r)
     assert log[0]["argv"][:2] == ["gen", "-i"] and log[0]["argv"][3:] == ["-c", "ai_core-Ascend910B2", "-lan", "cpp",
                                                                          "-out", "AddCustom"]
     assert log[0]["cwd"] == str(build_dir)
@@ -228,15 +228,23 @@ def test_hang_is_killed_at_the_deadline_as_a_timeout(w):
     assert v.verify(TASK, ADD).feasible
 
 
+def _build_dir(v, r) -> Path:
+    """The verdict names the build folder under `<cache>` (no host path in what a verdict says); the user's cache
+    folder is theirs to resolve."""
+    text = r.details["ascend"]["build"]["dir"]
+    assert text.startswith("<cache>/"), text
+    return Path(str(v.config.cache_dir) + text.removeprefix("<cache>"))
+
+
 def test_op_missing_from_the_install_is_explained(w):
     v, _ = w
     r = v.verify(TASK, ADD)
-    lib = Path(r.details["ascend"]["build"]["dir"]) / "opp" / "vendors" / "customize" / "op_api" / "lib" / "libcust_opapi.so"
+    lib = _build_dir(v, r) / "opp" / "vendors" / "customize" / "op_api" / "lib" / "libcust_opapi.so"
     lib.write_text("a library for some other operator\n")
     try:
         r2 = v.verify(TASK, ADD)
     finally:
-        shutil.rmtree(Path(r.details["ascend"]["build"]["dir"]))  # the next test rebuilds it
+        shutil.rmtree(_build_dir(v, r))  # the next test rebuilds it
     assert r2.failed_gate == "runtime" and "EZ3003" in r2.feedback and "not installed" in r2.feedback
 
 

@@ -136,8 +136,17 @@ def _host_texts(entry: dict) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if MANIFEST[n].get("slow") else n
-                                  for n in sorted(MANIFEST)])
+def _marks(name: str) -> list:
+    """slow: only in the long run; open: a door not closed yet, a strict xfail (closing it fails the test until
+    the manifest entry loses `open`)."""
+    e = MANIFEST[name]
+    marks = [pytest.mark.slow] if e.get("slow") else []
+    if e.get("open"):
+        marks.append(pytest.mark.xfail(strict=True, reason=f"open door: {e['open']}"))
+    return marks
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=_marks(n)) for n in sorted(MANIFEST)])
 def test_attack_is_stopped(request, cache_dir, name):
     entry = MANIFEST[name]
     backend = entry.get("backend", "cpu")
