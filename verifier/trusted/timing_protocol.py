@@ -235,7 +235,8 @@ def measure(v: Any, ref: Reference, cand: WorkerHandle, rng: random.Random, time
             # audit rounds: the candidate's call recorded like a trial's, at random among the timed ones (at least
             # one), its time not used -- a forward cannot tell a timed call from a recorded one, so one that lets
             # PyTorch compute only when it is not watched is caught (docs/verifier.md, "Timing protocol")
-            audit = not warm and (rng.random() < AUDIT_SHARE or (audits == 0 and len(sides[1].seconds) + 1 >= cfg.min_rounds))
+            last_chance = audits == 0 and len(sides[1].seconds) + 1 >= cfg.min_rounds
+            audit = not warm and (rng.random() < AUDIT_SHARE or last_chance)
             times, replies, outs = rr.run(warm, audit)
             if not replies["ref"].get("ok"):
                 raise TaskError(f"{ref.task.path}: the reference forward failed while timing: "
@@ -245,8 +246,9 @@ def measure(v: Any, ref: Reference, cand: WorkerHandle, rng: random.Random, time
             in_bytes = ref.input_bytes
             out_bytes = sum(e.numel() * e.element_size() for e in expected)
             rounds += 1
-            if audit:
+            if audit:  # its time spent counts against the budgets, its round against max_rounds
                 audits += 1
+                measured += times["cand"] + times["ref"]
                 continue
             if warm:
                 continue
@@ -255,8 +257,8 @@ def measure(v: Any, ref: Reference, cand: WorkerHandle, rng: random.Random, time
             measured += times["cand"] + times["ref"]
             n = len(sides[1].seconds)
             spent = time.perf_counter() - started
-            if n >= cfg.max_rounds or (n >= cfg.min_rounds and (measured >= cfg.timing_budget_s or
-                                                                spent >= cfg.timing_wall_budget_s)):
+            if n >= cfg.min_rounds and (n + audits >= cfg.max_rounds or measured >= cfg.timing_budget_s or
+                                        spent >= cfg.timing_wall_budget_s):
                 break
     timings["timed_calls"] = measured
     details["audit_rounds"] = audits
