@@ -47,7 +47,7 @@ class Env:
         from evokernel.graph.drafting import setup
 
         st = {"task": {"path": str(task_path), "overrides": {}, "suite": "cpu-l1"}}
-        st.update(setup(st))
+        st.update(setup(st, self.runtime()))
         st.update(kw)
         return st
 

@@ -103,16 +103,18 @@ def test_the_verify_node_records_a_verdict_for_junk(tmp_path, fuzz_verifier, sui
     from evokernel.graph.context import Context
     from evokernel.graph.drafting import setup
     from evokernel.nodes.verify import run_once, submission
+    from langgraph.runtime import Runtime
 
     resources.install(verifier=resources.VerifierService("cpu", verifier=verifier))
     try:
         path = suite_task("cpu_l1/01_relu.py").path
         st = {"task": {"path": str(path), "overrides": {"batch_size": 4}, "suite": "cpu-l1"}}
-        st.update(setup(st))
+        ctx = Context(memory_dir=str(tmp_path / "m"), run_dir=str(tmp_path / "r"), run_id="t")
+        st.update(setup(st, Runtime(context=ctx)))
         st["candidate"] = {"source": RELU, "code_hash": "h"}
         st["messages"] = [submission(RELU, "call-1")]
         fuzzed.update(target=2, payload=PAYLOADS[0])
-        out = run_once(st, Context(memory_dir=str(tmp_path / "m"), run_dir=str(tmp_path / "r"), run_id="t"))
+        out = run_once(st, ctx)
         v = out["verdict"]
         assert v["feasible"] is False and v["failed_gate"] == "runtime" and "nested" in v["feedback"]
         json.dumps(v)
