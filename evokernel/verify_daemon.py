@@ -3,8 +3,8 @@
     path, state = ensure("cpu", threads=1)      # reuse the running service, or start one and wait for it
     stop("cpu", 1); stop_all()                   # what --stop-server and the tests' fixtures call
 
-One service per user, backend, thread count, sandbox mode, build cache and EVOKERNEL_* environment (the
-*key*). Its files live in the **state directory** (``$EVOKERNEL_VERIFY_STATE``, else
+One service per user, backend, thread count, sandbox mode, build cache, EVOKERNEL_* environment, Python
+interpreter and PATH (the *key*). Its files live in the **state directory** (``$EVOKERNEL_VERIFY_STATE``, else
 ``$XDG_RUNTIME_DIR/evokernel``, else ``<cache>/run``), which must be ours and mode 0700:
 
 * ``v-KEY.json``, the state file: pid, socket, code version, argv, log (written atomically, once the
@@ -83,9 +83,11 @@ def state_dir() -> Path:
 
 
 def key(backend: str, threads: int) -> str:
-    env = sorted((k, v) for k, v in os.environ.items() if k.startswith("EVOKERNEL_") and k not in _PRIVATE_ENV)
+    env = sorted((k, v) for k, v in os.environ.items()
+                 if k.startswith("EVOKERNEL_") and k not in _PRIVATE_ENV and k != "EVOKERNEL_CACHE")  # resolved below
+    # the interpreter (another venv runs other code) and PATH (the sandbox and compilers it finds) too
     ident = json.dumps([os.getuid(), backend, threads, verify_server.sandbox_setting(),
-                        str(default_cache_dir().resolve()), env])
+                        str(default_cache_dir().resolve()), env, sys.executable, os.environ.get("PATH", "")])
     return hashlib.sha256(ident.encode()).hexdigest()[:16]
 
 
@@ -243,8 +245,10 @@ def _start(files: Files, backend: str, threads: int) -> dict[str, Any]:
     argv = _argv(backend, threads, idle)
     log = os.open(files.log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
+        # it outlives this directory: its cwd is /, the build cache named absolutely (as the key has it)
+        env = {**os.environ, STATE_ENV: str(files.dir.resolve()), "EVOKERNEL_CACHE": str(default_cache_dir().resolve())}
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
-                                close_fds=True, env={**os.environ, STATE_ENV: str(files.dir)})
+                                close_fds=True, cwd="/", env=env)
     finally:
         os.close(log)
     deadline = time.monotonic() + float(os.environ.get(START_ENV) or DEFAULT_START_S)
