@@ -46,6 +46,9 @@ def _print_verdict(result: object, as_json: bool, task_fit: dict | None = None, 
     if result.feasible and result.details.get("profile"):
         kind = "modelled" if result.latency_kind == "estimate" else "measured"
         print(f"profile ({kind}):\n  " + result.details["profile"].replace("\n", "\n  "))
+    baseline = result.details.get("compile_baseline") or {}
+    if result.feasible and baseline.get("ok") is False:  # asked for, but torch.compile fails on this task
+        print(f"no speedup vs torch.compile: {str(baseline.get('error')).splitlines()[0][:300]}")
     for w in result.details.get("emulator_warnings") or []:
         print(f"warning: {w}")
     judge = result.details.get("llm_judge")

@@ -59,3 +59,19 @@ def test_a_task_torch_compile_cannot_build_is_timed_against_eager_and_says_why(c
     again = compiling.verify(task, SIGMOID)  # remembered: no second attempt
     assert again.feasible and again.details["compile_baseline"]["reused"] is True
     assert again.details["compile_baseline"]["error"] == info["error"]
+
+
+def test_the_cli_says_when_there_is_no_speedup_vs_torch_compile(capsys):
+    from evokernel.cli import _print_verdict
+    from evokernel.verifier.verdict import Verdict
+
+    why = "torch.compile of the reference failed: run: BackendCompilerFailed: no compiler\nmore lines"
+    v = Verdict(feasible=True, failed_gate=None, feedback="ok", task="t", latency_ms=1.0, reference_ms=2.0, speedup=2.0,
+                details={"compile_baseline": {"ok": False, "error": why}})
+    _print_verdict(v, as_json=False)
+    out = capsys.readouterr().out
+    assert "no speedup vs torch.compile: torch.compile of the reference failed: run: BackendCompilerFailed" in out
+    assert "more lines" not in out
+    v.details = {"compile_baseline": {"ok": True, "reused": True}}
+    _print_verdict(v, as_json=False)
+    assert "no speedup vs torch.compile" not in capsys.readouterr().out
