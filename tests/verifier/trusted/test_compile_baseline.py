@@ -67,6 +67,7 @@ def test_the_cli_says_when_there_is_no_speedup_vs_torch_compile(capsys):
 
     why = "torch.compile of the reference failed: run: BackendCompilerFailed: no compiler\nmore lines"
     v = Verdict(feasible=True, failed_gate=None, feedback="ok", task="t", latency_ms=1.0, reference_ms=2.0, speedup=2.0,
+                noise=0.01, speedup_ci=(1.9, 2.1),
                 details={"compile_baseline": {"ok": False, "error": why}})
     _print_verdict(v, as_json=False)
     out = capsys.readouterr().out
