@@ -29,7 +29,7 @@ from evokernel.tasks import Task, TaskError
 from evokernel.verifier.message_codec import DTYPES, ProtocolError, TensorMeta
 from evokernel.verifier.trusted import compile_baseline, correctness, latency, regions, timing_protocol
 from evokernel.verifier.trusted.failures import INPUTS_MODIFIED, Fail, torch_ops_fail
-from evokernel.verifier.trusted.launcher import WorkerDied, WorkerHandle, WorkerTimeout
+from evokernel.verifier.trusted.launcher import WorkerHandle
 from evokernel.verifier.trusted.reference import Reference
 
 
