@@ -248,6 +248,16 @@ def speedup_vs_compile(records: Iterable[Record]) -> dict[str, float]:
     return _positive(best_kernels(records), "speedup_vs_compile")
 
 
+def compile_baseline_failures(records: Iterable[Record]) -> dict[str, str]:
+    """Per task where the compile baseline was asked for and torch.compile of the reference failed: why (the
+    first reason on record). Those tasks have no ``speedup_vs_compile``; the report names them."""
+    out: dict[str, str] = {}
+    for r in records:
+        if r.get("compile_error") and r["task"] not in out:
+            out[r["task"]] = str(r["compile_error"])
+    return out
+
+
 def fast_p(records: Iterable[Record], tasks: Iterable[str] | None = None,
            ps: Sequence[float] = DEFAULT_PS, among_correct: bool = False) -> dict[str, float | None]:
     """KernelBench's fast_p: share of ALL operators whose best kernel is correct AND has
@@ -396,6 +406,7 @@ def summarize_method(records: Iterable[Record], tasks: Iterable[str] | None = No
         "geomean_first_speedup_vs_eager": geomean(first_speedup_vs_eager(rs).values()),
         "geomean_speedup_vs_compile": geomean(compiled.values()),  # None unless the compile baseline ran
         "n_speedup_vs_compile": len(compiled),
+        "compile_baseline_failed": compile_baseline_failures(rs),
         "fast_p": fast_p(rs, order, ps),
         "per_category": per_category(rs, categories, order, ps=ps),
         "cumulative_success": cumulative_success(rs, order, budget),

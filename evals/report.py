@@ -158,6 +158,7 @@ def _group_summary(data: EvalData, group: Mapping[str, Any]) -> dict[str, Any]:
         out[k] = _sum(s.get(k) for s in seeds)
     out["spread"] = spread(seeds)
     out["per_seed"] = per_seed
+    out["compile_baseline_failed"] = {t: why for s in seeds for t, why in (s.get("compile_baseline_failed") or {}).items()}
     out["per_stage"] = {}
     for stage in data.stages:
         stage_tasks = [t for t in data.tasks if data.stage_of.get(t) == stage]

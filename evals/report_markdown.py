@@ -194,6 +194,11 @@ def render_markdown(summary: Mapping[str, Any], figures: Mapping[str, Any] | Non
         L += _table(["group", "geomean vs torch.compile"],
                     [[g, _with_sd(m["spread"].get("geomean_speedup_vs_compile"), "x", m["n_seeds"])]
                      for g, m in methods.items()])
+    failed = {t: why for m in methods.values() for t, why in (m.get("compile_baseline_failed") or {}).items()}
+    if failed:
+        L += ["", f"torch.compile of the reference failed on {len(failed)} operator(s) (timed against eager only, "
+              "no speedup vs torch.compile):", ""]
+        L += [f"* `{_esc(t)}`: {_esc(why.splitlines()[0][:200])}" for t, why in sorted(failed.items())]
 
     # outcomes of the attempts
     if any(sum((m.get("outcomes") or {}).values()) for m in methods.values()):

@@ -1,7 +1,7 @@
 """The `evokernel` command line.
 
     evokernel run [TASK_FILE|DIR|SUITE]... [--limit N] [--generator template|SPEC] [--budget T] [--settings FILE] ...
-    evokernel verify TASK_FILE CANDIDATE_FILE [--set NAME=VALUE]... [--fit auto|none] [--json]   (--serve: a warm verifier it reuses)
+    evokernel verify TASK_FILE CANDIDATE_FILE [--set NAME=VALUE]... [--fit auto|none] [--json] [--no-daemon]
     evokernel tasks list [SUITE]
     evokernel memory stats|list|show|export|import
     evokernel eval CONFIG [--method M]... [--seeds N] [--workers N] ...   (docs/evaluation.md)
@@ -33,17 +33,22 @@ tasks_app = typer.Typer(no_args_is_help=True, help="Browse tasks and built-in su
 app.add_typer(tasks_app, name="tasks")
 
 
-def _print_verdict(result: object, as_json: bool, task_fit: dict | None = None) -> None:
+def _print_verdict(result: object, as_json: bool, task_fit: dict | None = None, server: dict | None = None) -> None:
     if as_json:
         data = result.to_json()
         if task_fit is not None:
             data["task_fit"] = task_fit  # the sizes the verdict is about
+        if server is not None:
+            data["server"] = server  # the warm verifier that judged it (pid, verdicts served, code version)
         print(json.dumps(data, indent=None, default=str))
         return
     print(result.summary())
     if result.feasible and result.details.get("profile"):
         kind = "modelled" if result.latency_kind == "estimate" else "measured"
         print(f"profile ({kind}):\n  " + result.details["profile"].replace("\n", "\n  "))
+    baseline = result.details.get("compile_baseline") or {}
+    if result.feasible and baseline.get("ok") is False:  # asked for, but torch.compile fails on this task
+        print(f"no speedup vs torch.compile: {str(baseline.get('error')).splitlines()[0][:300]}")
     for w in result.details.get("emulator_warnings") or []:
         print(f"warning: {w}")
     judge = result.details.get("llm_judge")
@@ -75,33 +80,52 @@ def verify(
     timing: Annotated[bool, typer.Option(help="measure latency of feasible candidates")] = True,
     seed: Annotated[Optional[int], typer.Option(help="fix the otherwise secret seeds (for reproducing a verdict)")] = None,
     timeout: Annotated[float, typer.Option(help="seconds per forward call, on top of 50x the reference time")] = 20.0,
-    serve: Annotated[bool, typer.Option("--serve", help="run a warm verifier in the foreground that later `evokernel verify` calls use (same backend and --threads; background it with `&` or nohup); stops on Ctrl-C, SIGTERM, --stop-server or --idle-timeout")] = False,
+    serve: Annotated[bool, typer.Option("--serve", help="run the warm verifier in the foreground (otherwise the first `evokernel verify` starts it in the background); stops on Ctrl-C, SIGTERM, --stop-server or --idle-timeout")] = False,
     stop_server: Annotated[bool, typer.Option("--stop-server", help="stop the warm verifier for this backend and --threads")] = False,
-    no_server: Annotated[bool, typer.Option("--no-server", help="verify in this process even when a warm verifier is running")] = False,
+    no_daemon: Annotated[bool, typer.Option("--no-daemon", "--no-server", help="verify in this process: neither start nor use the warm background verifier")] = False,
     idle_timeout: Annotated[Optional[float], typer.Option(help="with --serve: stop after this many seconds without a request")] = None,
-    socket_file: Annotated[Optional[Path], typer.Option("--socket", help="the warm verifier's socket (default: one per user, backend, threads, sandbox mode and build cache)")] = None,
+    socket_file: Annotated[Optional[Path], typer.Option("--socket", help="use (or with --serve, listen on) this socket instead of the per-user background verifier")] = None,
     *,
     settings: Given,
 ) -> None:
     """Judge CANDIDATE_FILE against TASK_FILE: anti-hack, compile, correctness and latency gates.
 
-    With a warm verifier running (`evokernel verify --serve`), the verdict comes from it: the same checks,
-    without starting sandboxes and importing torch for every call."""
-    from evokernel import verify_server
+    The verdict comes from a warm verifier in the background (one per user, backend and --threads, started
+    by the first call, stopped when idle): the same checks, without starting sandboxes and importing torch
+    for every call. --no-daemon verifies in this process."""
+    from evokernel import verify_daemon, verify_server
 
     backend, fit, strict, compile_baseline, llm_judge = (settings.values[k] for k in VERIFY_SETTINGS)
 
-    path = socket_file or verify_server.socket_path(backend, threads)
     if serve:
-        verify_server.serve(backend, threads, path, idle_timeout)
+        try:
+            if socket_file is not None:
+                verify_server.serve(backend, threads, socket_file, idle_timeout)
+            else:
+                verify_daemon.serve(backend, threads, idle_timeout)
+        except verify_daemon.DaemonError as exc:
+            err.print(f"error: {exc}")
+            raise typer.Exit(2)
         return
     if stop_server:
+        if socket_file is None:
+            try:
+                stopped = verify_daemon.stop(backend, threads)
+            except verify_daemon.DaemonError as exc:
+                stopped, why = False, str(exc)
+            else:
+                why = "none is running"
+            if not stopped:
+                err.print(f"no warm verifier to stop: {why}")
+                raise typer.Exit(1)
+            err.print(f"stopped the warm verifier (backend {backend}, {threads} thread(s))")
+            return
         try:
-            verify_server.request(path, {"op": "stop"}, timeout=30)
+            verify_server.request(socket_file, {"op": "stop"}, timeout=30)
         except verify_server.NoServer as exc:
             err.print(f"no warm verifier to stop: {exc}")
             raise typer.Exit(1)
-        err.print(f"stopped the warm verifier at {path}")
+        err.print(f"stopped the warm verifier at {socket_file}")
         return
     if task_file is None or candidate_file is None:
         err.print("error: verify needs TASK_FILE and CANDIDATE_FILE (or --serve / --stop-server)")
@@ -121,12 +145,21 @@ def verify(
     except (OSError, UnicodeDecodeError) as exc:
         err.print(f"error: cannot read candidate file: {exc}")
         raise typer.Exit(2)
-    if not no_server and path.exists():
+    path: Optional[Path] = socket_file
+    if path is None and not no_daemon:
+        try:
+            with err.status(f"starting the warm {backend} verifier in the background..."):
+                path, _ = verify_daemon.ensure(backend, threads)
+        except verify_daemon.DaemonError as exc:
+            err.print(f"note: {exc}; verifying in this process")
+    if path is not None:
         # the fitted sizes travel as overrides: the server rewrites the same constants, so it judges the same source
         msg = {"op": "verify", "task_path": str(Path(task_file).resolve()), "overrides": task.applied_overrides,
                "candidate": source,
                "backend": backend, "threads": threads, "strict": strict, "trials": trials, "timing": timing,
                "compile_baseline": compile_baseline, "seed": seed, "timeout": timeout}
+        if socket_file is None:
+            msg["version"] = verify_daemon.code_version()
         try:
             reply = verify_server.request(path, msg)
         except verify_server.NoServer as exc:
@@ -137,7 +170,7 @@ def verify(
 
                 result = _judged(Verdict(**reply["verdict"]), task, source, llm_judge)
                 _sandbox_warning(str(reply.get("sandbox")))
-                _print_verdict(result, as_json, task.fit)
+                _print_verdict(result, as_json, task.fit, reply.get("server"))
                 raise typer.Exit(0 if result.feasible else 1)
             if not reply.get("incompatible"):
                 err.print(f"error: {reply.get('error')}")

@@ -168,6 +168,9 @@ def summarize_task(task_id: str, attempts: list[dict[str, Any]]) -> dict[str, An
         "speedup_vs_first": (first["latency_ms"] / best["latency_ms"]) if best else None,
         # the best kernel's own verdict: median of per-round ratios against eager timed in the same rounds
         "speedup_vs_eager": best.get("speedup_vs_eager") if best else None,
+        # with the compile baseline: the same kernel vs torch.compile of the reference, or why compile failed
+        "speedup_vs_compile": best.get("speedup_vs_compile") if best else None,
+        "compile_error": next((r["compile_error"] for r in feasible if r.get("compile_error")), None),
         "feasible_kernels": len(feasible),
         # "estimate" when the backend models latency (ascend-sim) instead of measuring it
         "latency_kind": (best.get("latency_kind") or "measured") if best else None,
@@ -192,6 +195,8 @@ def summarize(records: list[dict[str, Any]], task_order: Iterable[str] | None = 
         "compile_rate": metrics.compile_rate(records),
         "correctness": metrics.correctness(records, order),
         "geomean_speedup_vs_eager": metrics.geomean(t["speedup_vs_eager"] for t in tasks if t["speedup_vs_eager"]),
+        "geomean_speedup_vs_compile": metrics.geomean(t["speedup_vs_compile"] for t in tasks if t["speedup_vs_compile"]),
+        "compile_baseline_failed": {t["task"]: t["compile_error"] for t in tasks if t["compile_error"]},
         "tokens_in": usage["tokens_in"],
         "tokens_out": usage["tokens_out"],
         "cost_usd": usage["cost_usd"],

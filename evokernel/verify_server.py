@@ -19,11 +19,13 @@ import hashlib
 import os
 import signal
 import socket
+import struct
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from evokernel import verify_protocol
 from evokernel.paths import default_cache_dir
 from evokernel.verifier import message_codec as codec
 
@@ -41,6 +43,12 @@ def socket_path(backend: str, threads: int) -> Path:
     key = hashlib.sha256(f"{os.getuid()}|{backend}|{threads}|{sandbox_setting()}|{cache.resolve()}".encode())
     base = Path(os.environ.get("XDG_RUNTIME_DIR") or cache)
     return base / f"evokernel-verify-{key.hexdigest()[:16]}.sock"
+
+
+def peer_uid(conn: socket.socket) -> int:
+    """The uid of the process at the other end of a Unix socket (SO_PEERCRED)."""
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return struct.unpack("3i", creds)[1]
 
 
 # --- client -----------------------------------------------------------------------------------------
@@ -80,49 +88,54 @@ class Server:
         self.verifier: Any = None
         self.served = 0
         self.stopping = False
+        self.info: dict[str, Any] = {}  # added to ping and verify replies (the daemon's code version)
 
     def config(self, req: dict[str, Any]) -> Any:
         from evokernel.verifier.trusted.correctness import DEFAULT_TOL, STRICT_TOL
 
         cfg = self.verifier.config
-        cfg.tol = STRICT_TOL if req.get("strict") else DEFAULT_TOL
-        cfg.trials = int(req.get("trials", 4))
-        cfg.timing = bool(req.get("timing", True))
-        cfg.compile_baseline = bool(req.get("compile_baseline", False))
-        cfg.seed = None if req.get("seed") is None else int(req["seed"])
-        cfg.run_timeout_s = float(req.get("timeout", 20.0))
+        cfg.tol = STRICT_TOL if req["strict"] else DEFAULT_TOL
+        cfg.trials = req["trials"]
+        cfg.timing = req["timing"]
+        cfg.compile_baseline = req["compile_baseline"]
+        cfg.seed = req["seed"]
+        cfg.run_timeout_s = req["timeout"]
         return cfg
 
-    def handle(self, req: dict[str, Any]) -> dict[str, Any]:
-        op = req.get("op")
+    def handle(self, raw: Any) -> dict[str, Any]:
+        try:
+            req = verify_protocol.parse(raw)
+        except verify_protocol.RequestError as exc:
+            return {"ok": False, "error": f"malformed request: {exc}", "exit": 2}
+        op = req["op"]
         if op == "ping":
-            return {"ok": True, "pid": os.getpid(), "served": self.served}
+            return {"ok": True, "pid": os.getpid(), "served": self.served, **self.info}
         if op == "stop":
             self.stopping = True
             return {"ok": True}
-        if op != "verify":
-            return {"ok": False, "error": f"unknown request {op!r}"}
-        if req.get("backend") != self.backend or req.get("threads") != self.threads:
+        if req["backend"] != self.backend or req["threads"] != self.threads:
             return {"ok": False, "incompatible": f"this server runs backend {self.backend} with {self.threads} "
                     "thread(s)"}
+        if req["version"] is not None and self.info.get("version") not in (None, req["version"]):
+            return {"ok": False, "incompatible": "this server runs another version of the verifier's code"}
         from evokernel.tasks import TaskError, load_task
         from evokernel.verifier.trusted.launcher import SandboxError
 
         try:
-            task = load_task(str(req["task_path"]), dict(req.get("overrides") or {}))
-            source = str(req["candidate"])
+            task = load_task(req["task_path"], req["overrides"])
             self.config(req)
-            verdict = self.verifier.verify(task, source)
+            verdict = self.verifier.verify(task, req["candidate"])
         except (TaskError, SandboxError) as exc:
             return {"ok": False, "error": str(exc), "exit": 2}
-        except (KeyError, TypeError, ValueError) as exc:
-            return {"ok": False, "error": f"malformed request: {exc}", "exit": 2}
         self.served += 1
-        return {"ok": True, "verdict": verdict.to_json(), "sandbox": self.verifier.sandbox}
+        return {"ok": True, "verdict": verdict.to_json(), "sandbox": self.verifier.sandbox,
+                "server": {"pid": os.getpid(), "served": self.served, **self.info}}
 
     def serve_one(self, conn: socket.socket) -> None:
         with conn:
             conn.settimeout(30)
+            if peer_uid(conn) != os.getuid():
+                return  # the socket is 0600 in a 0700 directory: only another uid (root) gets here
             try:
                 req = codec.recv(conn.fileno(), time.monotonic() + 30, max_message=MAX_REQUEST)
             except codec.ProtocolError as exc:

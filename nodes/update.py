@@ -256,6 +256,9 @@ def update(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
               # only with --compile-baseline: torch.compile of the reference, timed in the same rounds
               "compile_ms": verdict.get("compile_baseline_ms") if feasible else None,
               "speedup_vs_compile": verdict.get("speedup_vs_compile") if feasible else None,
+              # the baseline was asked for but torch.compile failed on this task: why (the report lists it)
+              "compile_error": ((verdict.get("details") or {}).get("compile_baseline") or {}).get("error")
+              if feasible else None,
               "reward": reward, "reward_normalized": r_hat, "summary": summary,
               "feedback": None if feasible else _first_lines(verdict.get("feedback") or cand.get("error") or "", 6)[:600],
               "model": cand.get("model", ""),

@@ -15,6 +15,23 @@ SUITES = ROOT / "evokernel" / "suites"
 EXAMPLES = ROOT / "evokernel" / "examples" / "cpu"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def verify_daemons(tmp_path_factory):
+    """`evokernel verify` starts a warm background verifier: in tests, in a private state directory (inherited
+    by every subprocess), and every one still running is stopped when the session ends."""
+    from evokernel import verify_daemon
+
+    state = tmp_path_factory.mktemp("evk-verify-state")
+    old = os.environ.get(verify_daemon.STATE_ENV)
+    os.environ[verify_daemon.STATE_ENV] = str(state)
+    yield state
+    verify_daemon.stop_all(state)
+    if old is None:
+        os.environ.pop(verify_daemon.STATE_ENV, None)
+    else:
+        os.environ[verify_daemon.STATE_ENV] = old
+
+
 @pytest.fixture(scope="session")
 def cache_dir(tmp_path_factory):
     # a private build cache per test session: cold builds are exercised, and tests never share

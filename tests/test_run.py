@@ -43,3 +43,14 @@ def test_summary_follows_the_papers_definitions(tmp_path):
         rd.append(r)
     written = rd.write_summary(["a", "b"])
     assert json.loads((tmp_path / "run" / "summary.json").read_text()) == written and written["run_id"] == "r"
+
+
+def test_summary_carries_speedup_vs_compile_and_where_compile_failed():
+    records = [rec("a", 0, True, 2.0, vs_eager=1.5) | {"speedup_vs_compile": 1.2},
+               rec("b", 0, True, 1.0, vs_eager=3.0) | {"speedup_vs_compile": None, "compile_error": "it failed"},
+               rec("c", 0, False)]
+    s = summarize(records, ["a", "b", "c"])
+    a, b, c = s["tasks"]
+    assert a["speedup_vs_compile"] == 1.2 and a["compile_error"] is None
+    assert b["speedup_vs_compile"] is None and b["compile_error"] == "it failed" and c["speedup_vs_compile"] is None
+    assert s["geomean_speedup_vs_compile"] == 1.2 and s["compile_baseline_failed"] == {"b": "it failed"}

@@ -377,3 +377,28 @@ def test_fitted_sizes_and_categories_are_reported(tmp_path):
     # runs from before --fit: no section
     s = R.build_report(make_eval(tmp_path / "old"), figures=False)
     assert s["task_sizes"] is None and "## Task sizes" not in (tmp_path / "old" / "report.md").read_text()
+
+
+def test_the_report_names_operators_where_torch_compile_failed(tmp_path):
+    run = tmp_path / "runs" / "r1"
+    ctx = {"method": "refinement", "backend": "cpu", "generator": "template", "budget": T, "seed": 3,
+           "policy": "value", "memory_dir": "mem", "run_dir": "runs/r1", "compile_baseline": True}
+    run.mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({"run_id": "r1", "created": "2026-11-22T05:00:00+0000",
+                                              "settings": {"context": ctx, "tasks": TASKS}}))
+    rs = records("evo", 0, run_id="r1")
+    feasible = [r for r in rs if r["feasible"]]
+    assert len({r["task"] for r in feasible}) >= 2
+    for r in feasible:
+        if r["task"] == feasible[0]["task"]:
+            r["compile_error"] = "torch.compile of the reference failed: run: BackendCompilerFailed\nmore"
+        else:
+            r["speedup_vs_compile"] = 1.5
+    write_jsonl(run / "attempts.jsonl", rs)
+    s = R.build_report(run, tmp_path / "rep", dpi=DPI)
+    m = s["methods"]["refinement"]
+    assert m["compile_baseline_failed"] == {feasible[0]["task"]: feasible[0]["compile_error"]}
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "torch.compile of the reference failed on 1 operator(s)" in md
+    assert f"`{feasible[0]['task']}`: torch.compile of the reference failed: run: BackendCompilerFailed" in md
+    assert "Speedup vs torch.compile" in md

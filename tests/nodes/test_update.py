@@ -58,6 +58,15 @@ def test_compile_baseline_figures_reach_the_run_log(env):
     update(env.state(RELU, context=[], candidate={"source": "SRC", "code_hash": "h"}, verdict=v), env.runtime())
     (rec,) = lines(env)
     assert (rec["compile_ms"], rec["speedup_vs_compile"], rec["speedup_vs_eager"]) == (3.0, 0.75, 0.5)
+    assert rec["compile_error"] is None
+
+
+def test_a_failed_compile_baseline_reaches_the_run_log(env):
+    why = "torch.compile of the reference failed: run: BackendCompilerFailed"
+    v = ok(4.0) | {"details": {"compile_baseline": {"ok": False, "error": why}}}
+    update(env.state(RELU, context=[], candidate={"source": "SRC", "code_hash": "h"}, verdict=v), env.runtime())
+    (rec,) = lines(env)
+    assert rec["compile_error"] == why and rec["speedup_vs_compile"] is None and rec["feasible"]
 
 
 def test_usage_details_of_an_llm_attempt_reach_the_token_ledger(env):

@@ -179,6 +179,12 @@ class Worker:
             return self.run(msg)
         if op == "compile":
             assert self.role == "reference" and self.model is not None
+            # one compiled worker serves a task's verdicts, each with a new Model (its seeds): Dynamo reuses the
+            # compiled code while its guards hold; a fresh start every 32 models keeps its cache far from the
+            # recompile limit, past which it would run the forward eagerly without saying so
+            self.compiles = getattr(self, "compiles", 0) + 1
+            if self.compiles % 32 == 0:
+                torch._dynamo.reset()
             self.model = torch.compile(self.model)  # inductor; compiled lazily on the first run
             return {"ok": True}
         if op == "ping":

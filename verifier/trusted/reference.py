@@ -38,6 +38,9 @@ class Reference:
         self.output_bytes = 0
         self.eager_ops: list[dict[str, Any]] | None = None  # recorded ATen ops of one forward (model timing)
         self.inputs_worker: WorkerHandle | None = None
+        # the torch.compile baseline (`compile_baseline`): its worker, kept warm, or why compiling failed
+        self.compiled_worker: WorkerHandle | None = None
+        self.compile_error: str | None = None
         self.floors: dict[tuple[int, int], float] = {}  # (input bytes, output bytes) -> seconds of a copy
 
     # --- calls ------------------------------------------------------------------------------------
@@ -138,7 +141,7 @@ class Reference:
         return self.floors[key]
 
     def close(self) -> None:
-        for h in (self.handle, self.inputs_worker):
+        for h in (self.handle, self.inputs_worker, self.compiled_worker):
             if h is not None:
                 h.close()
 

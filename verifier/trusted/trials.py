@@ -27,9 +27,9 @@ import torch
 
 from evokernel.tasks import Task, TaskError
 from evokernel.verifier.message_codec import DTYPES, ProtocolError, TensorMeta
-from evokernel.verifier.trusted import correctness, latency, regions, timing_protocol
+from evokernel.verifier.trusted import compile_baseline, correctness, latency, regions, timing_protocol
 from evokernel.verifier.trusted.failures import INPUTS_MODIFIED, Fail, torch_ops_fail
-from evokernel.verifier.trusted.launcher import WorkerDied, WorkerHandle, WorkerTimeout
+from evokernel.verifier.trusted.launcher import WorkerHandle
 from evokernel.verifier.trusted.reference import Reference
 
 
@@ -201,15 +201,14 @@ class WorkerJudge:
             return None
         if v.backend.timing_mode == "model":
             return self.model_timing(details, timings)
-        t0 = time.perf_counter()
-        compiled = self.compiled_baseline() if cfg.compile_baseline else None
-        try:
-            timing = timing_protocol.measure(v, self.ref, cand, self.rng, cfg.run_timeout_s + 50 * max(ref_s),
-                                             timings, details, compiled)
-        finally:
-            if compiled is not None:
-                compiled.close()
-        timings["timing"] = time.perf_counter() - t0
+        compiled = None
+        if cfg.compile_baseline:  # compiled once per task and kept with its reference; None if compile fails
+            compiled = compile_baseline.prepare(self.ref, self.task, self.init_seed, self.params_seed, self.rng,
+                                                details, timings)
+        t1 = time.perf_counter()
+        timing = timing_protocol.measure(v, self.ref, cand, self.rng, cfg.run_timeout_s + 50 * max(ref_s),
+                                         timings, details, compiled)
+        timings["timing"] = time.perf_counter() - t1
         return timing
 
     def init_candidate(self, params_seed: int | None) -> None:
@@ -338,19 +337,3 @@ class WorkerJudge:
                        f"{self.io_bytes[1] / 2**20:.3f} MiB of outputs: the emulator's counters do not describe the "
                        "work (move every input into the UB with DataCopy and every output back to GM)")
 
-    def compiled_baseline(self) -> WorkerHandle:
-        """A reference worker running torch.compile(Model) (inductor), with the candidate's weights."""
-        handle = self.ref.pool.spawn_loaded(self.task)
-        init: dict[str, Any] = {"op": "init", "seed": self.init_seed}
-        if self.params_seed is not None:  # the models being timed were built with drawn constants
-            init["params_seed"] = self.params_seed
-        for msg in (init, {"op": "compile"}):
-            try:
-                reply = handle.call(msg, self.cfg.load_timeout_s)
-            except (WorkerDied, WorkerTimeout, ProtocolError) as exc:
-                handle.close()
-                raise TaskError(f"{self.task.path}: the torch.compile baseline failed: {exc}") from None
-            if not reply.get("ok"):
-                handle.close()
-                raise TaskError(f"{self.task.path}: the torch.compile baseline failed: {str(reply.get('error'))[-1500:]}")
-        return handle
