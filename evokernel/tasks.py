@@ -47,6 +47,8 @@ class Task:
     # what a fit did (evokernel.task_fit): {"mode", "changed": {NAME: [old, new]}, "bytes", "est_ms", ...};
     # None when no fit was asked for
     fit: dict[str, Any] | None = None
+    # NPUKernelBench's format (evokernel.task_formats.cases): one JSON line per case; () for one set of inputs
+    cases: tuple[str, ...] = ()
 
     @property
     def task_id(self) -> str:
@@ -227,6 +229,15 @@ def load_task(path: str | Path, overrides: dict[str, Any] | None = None, suite: 
     except SyntaxError as exc:
         raise TaskError(f"{p}:{exc.lineno}: task file is not valid Python: {exc.msg}") from None
     defined = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
+    from evokernel.task_formats import cases
+
+    if cases.is_cases_format(defined):  # get_input_groups() over a JSON file: cases appended, get_inputs() added
+        try:
+            source = cases.to_kernelbench(p, source, tree)
+        except cases.CasesError as exc:
+            raise TaskError(str(exc)) from None
+        tree = ast.parse(source, filename=str(p))
+        defined.add("get_inputs")
     missing = [n for n in REQUIRED if n not in defined]
     if missing:
         raise TaskError(f"{p}: not a KernelBench task: missing {', '.join(missing)} "
@@ -255,13 +266,18 @@ def fit_tasks(tasks: list[Task], fit: str | None, backend: str = "cpu") -> list[
         return [check_size(replace(t, fit={"mode": "none", "changed": {}}), backend) for t in tasks]
     if backend not in BUDGETS:
         raise TaskError(f"unknown backend {backend!r} (one of {', '.join(BUDGETS)})")
-    return [check_size(fit_task(t, backend), backend) for t in tasks]
+    from evokernel.task_formats.cases import fit_cases
+
+    return [check_size(fit_cases(t, backend) if t.cases else fit_task(t, backend), backend) for t in tasks]
 
 
 def _make_task(p: Path, source: str, tree: ast.Module, overrides: dict[str, Any], suite: str | None,
                fit: dict[str, Any] | None = None) -> Task:
     consts = {k: v for k, (_, v) in _module_constants(tree).items()}
     category = consts.pop("CATEGORY", None)
+    cases = consts.pop("EVOKERNEL_CASES", None)
+    for name in ("EVOKERNEL_CASE", "EVOKERNEL_CASES_FILE"):
+        consts.pop(name, None)
     doc = ast.get_docstring(tree)
     return Task(
         name=p.stem,
@@ -273,6 +289,7 @@ def _make_task(p: Path, source: str, tree: ast.Module, overrides: dict[str, Any]
         suite=suite,
         description=doc.strip().splitlines()[0] if doc and doc.strip() else "",
         fit=fit,
+        cases=tuple(cases) if isinstance(cases, (tuple, list)) else (),
     )
 
 
