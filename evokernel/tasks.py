@@ -31,6 +31,12 @@ class TaskError(ValueError):
     """A task file is missing, malformed, or an override does not apply."""
 
 
+class TaskList(list):
+    """The tasks of a directory; ``skipped`` holds one line per file that did not load (file: reason)."""
+
+    skipped: list[str]
+
+
 FIT_MODES = ("auto", "none")
 
 
@@ -242,6 +248,12 @@ def load_task(path: str | Path, overrides: dict[str, Any] | None = None, suite: 
     if missing:
         raise TaskError(f"{p}: not a KernelBench task: missing {', '.join(missing)} "
                         "(a task defines class Model(nn.Module), get_inputs() and get_init_inputs())")
+    from evokernel.task_formats.imports import install_hint, missing_packages
+
+    absent = missing_packages(tree)
+    if absent:
+        name, line = absent[0]
+        raise TaskError(f"{p}:{line}: imports {name}, which is not installed here ({install_hint(name)})")
     overrides = {k: _as_value(v) for k, v in (overrides or {}).items()}
     if overrides:
         source = _apply_overrides(source, tree, overrides, p)
@@ -324,6 +336,17 @@ def task_order(path: Path) -> tuple[int, int, str]:
     return (0, int(m.group(1)), path.name) if m else (1, 0, path.name)
 
 
+def _one_line(exc: Exception, path: Path) -> str:
+    """``file: reason`` on one line (the file named once)."""
+    text = " ".join(str(exc).split())
+    return text if text.startswith(str(path)) or text.startswith(path.name) else f"{path}: {text}"
+
+
+def skipped_files(tasks: list[Task]) -> list[str]:
+    """The one-line errors of the files a directory's loading skipped (none for a file or a suite)."""
+    return list(getattr(tasks, "skipped", []))
+
+
 def load_tasks(target: str | Path, overrides: dict[str, Any] | None = None, fit: str | None = None,
                backend: str = "cpu") -> list[Task]:
     """A task file, a directory of task files, a built-in suite name, or one task of a suite by its
@@ -346,7 +369,9 @@ def load_tasks(target: str | Path, overrides: dict[str, Any] | None = None, fit:
         files = sorted((f for f in p.glob("*.py") if not f.name.startswith("_")), key=task_order)
         if not files:
             raise TaskError(f"no task files (*.py) in {p}")
-        tasks = []
+        # a file that does not load is skipped with one line naming it and the reason (TaskList.skipped);
+        # the others load and run. Only a directory where no file loads is an error.
+        tasks, skipped = [], []
         for f in files:
             # an override applies to the tasks that define the constant
             try:
@@ -354,6 +379,20 @@ def load_tasks(target: str | Path, overrides: dict[str, Any] | None = None, fit:
             except (SyntaxError, ValueError, OSError, UnicodeDecodeError):
                 tree_consts = {}  # load_task says what is wrong with the file
             own = {k: v for k, v in (overrides or {}).items() if k in tree_consts}
-            tasks.append(load_task(f, own, suite or (p.name.replace("_", "-") if p.parent == SUITES_DIR else None)))
-        return fit_tasks(tasks, fit, backend)  # every file parsed and checked before any is fitted
+            try:
+                tasks.append(load_task(f, own, suite or (p.name.replace("_", "-") if p.parent == SUITES_DIR else None)))
+            except TaskError as exc:
+                skipped.append(_one_line(exc, f))
+        if not tasks:
+            raise TaskError(f"no task in {p} loads:\n" + "\n".join(skipped))
+        out = TaskList()
+        for t in tasks:  # every file parsed and checked before any is fitted; a fit that fails skips its task
+            try:
+                out.extend(fit_tasks([t], fit, backend))
+            except TaskError as exc:
+                skipped.append(_one_line(exc, t.path))
+        out.skipped = skipped
+        if not out:
+            raise TaskError(f"no task in {p} loads:\n" + "\n".join(skipped))
+        return out
     raise TaskError(f"no such task file, directory or suite: {target}")
