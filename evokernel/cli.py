@@ -219,8 +219,12 @@ def tasks_list(
     for line in skipped_files(tasks):  # one line per file of the directory that does not load
         err.print(f"skipped {line}")
     if as_json:
+        from evokernel.task_category import infer_op_mix
+
         print(json.dumps([{"name": t.name, "category": t.category, "path": str(t.path), "constants": t.constants,
-                           "description": t.description, "cases": len(t.cases)} for t in tasks], default=str))
+                           "description": t.description, "cases": len(t.cases),
+                           **({"op_mix": infer_op_mix(t)} if t.category == "model" else {})} for t in tasks],
+                         default=str))
         return
     table = Table("task", "category", "sizes", "description", title=f"{suite}: {len(tasks)} tasks")
     for t in tasks:
