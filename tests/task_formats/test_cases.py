@@ -120,12 +120,21 @@ def test_npukernelbench_cases_draw_on_meta(mkb_reference):
 
 
 @pytest.mark.slow
-def test_every_case_is_judged(verifier):
+def test_every_case_is_judged(cache_dir):
+    """Correct on every case and timed per case (geomean), or refused naming the first case it fails."""
+    import math
+
+    from evokernel.verifier.trusted.verifier import Verifier, VerifyConfig
+
     task = load_task(TASK, fit="auto")
-    good = verifier.verify(task, (DATA / "layer_norm_cases_kernel.py").read_text())
+    with Verifier("cpu", VerifyConfig(cache_dir=cache_dir, min_rounds=3, max_rounds=4, warmup=1)) as v:
+        good = v.verify(task, (DATA / "layer_norm_cases_kernel.py").read_text())
+        bad = v.verify(task, (DATA / "layer_norm_first_case_kernel.py").read_text())
     assert good.feasible, good.feedback
-    assert [c["case"] for c in good.details["cases"]] == [0, 1, 2]
+    cases_ = good.details["cases"]
+    assert [c["case"] for c in cases_] == [0, 1, 2] and "float16[2, 33, 128]" in cases_[1]["inputs"]
     assert good.details["trials"]["passed"] >= 3 * 2
-    bad = verifier.verify(task, (DATA / "layer_norm_first_case_kernel.py").read_text())
+    geo = math.exp(sum(math.log(c["speedup"]) for c in cases_) / 3)
+    assert good.speedup == pytest.approx(geo)
     assert not bad.feasible and bad.failed_gate in ("correctness", "runtime")
     assert "case 2/3" in bad.feedback
