@@ -97,6 +97,8 @@ def resolve_tasks(cfg: EvalConfig) -> list[dict[str, Any]]:
             tasks = load_tasks(entry, dict(cfg.set))
         except TaskError as e:
             raise ConfigError(f"tasks: {e}") from None
+        for line in getattr(tasks, "skipped", []):  # a bad file of a task directory: named, the rest runs
+            print(f"skipped {line}", file=sys.stderr)
         if cfg.limit:
             tasks = tasks[: cfg.limit]
         try:

@@ -92,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     try:
         tasks = load_tasks(args.directory, fit=args.fit, backend=args.backend)
+        for line in getattr(tasks, "skipped", []):
+            print(f"skipped {line}", file=sys.stderr)
         cats = [t.category for t in tasks]
     except TaskError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -159,7 +159,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from evokernel.verifier import Verifier, VerifyConfig
 
-    tasks = [t for target in args.suite for t in load_tasks(target, fit=args.fit)]
+    loaded = [load_tasks(target, fit=args.fit) for target in args.suite]
+    for line in (s for ts in loaded for s in getattr(ts, "skipped", [])):
+        print(f"skipped {line}", file=sys.stderr)
+    tasks = [t for ts in loaded for t in ts]
     if args.tasks:
         tasks = [t for t in tasks if any(s in t.name for s in args.tasks)]
     gen = TemplateGenerator()

@@ -247,13 +247,23 @@ def tasks_list(
     except TaskError as exc:
         err.print(f"error: {exc}")
         raise typer.Exit(2)
+    from evokernel.tasks import skipped_files
+
+    for line in skipped_files(tasks):  # one line per file of the directory that does not load
+        err.print(f"skipped {line}")
     if as_json:
+        from evokernel.task_category import infer_op_mix
+
         print(json.dumps([{"name": t.name, "category": t.category, "path": str(t.path), "constants": t.constants,
-                           "description": t.description} for t in tasks], default=str))
+                           "description": t.description, "cases": len(t.cases),
+                           **({"op_mix": infer_op_mix(t)} if t.category == "model" else {})} for t in tasks],
+                         default=str))
         return
     table = Table("task", "category", "sizes", "description", title=f"{suite}: {len(tasks)} tasks")
     for t in tasks:
         sizes = " ".join(f"{k}={v}" for k, v in t.constants.items() if isinstance(v, (int, float)))
+        if t.cases:
+            sizes = f"{len(t.cases)} cases {sizes}".strip()
         table.add_row(t.name, t.category, sizes, t.description)
     Console(width=160).print(table)
 

@@ -172,7 +172,7 @@ def _new(targets: list[str], sizes: dict[str, Any], limit: int, data: dict[str, 
     """(context, inputs, task ids, None) of a new run: its tasks loaded and fitted, its run directory made."""
     from evokernel.graph import resources
     from evokernel.run import RunDir, new_run_id
-    from evokernel.tasks import TaskError, fit_tasks, load_tasks
+    from evokernel.tasks import TaskError, fit_tasks, load_tasks, skipped_files
 
     if not targets:
         err.print("error: give task files, directories or suite names (e.g. evokernel run cpu-l1 --limit 3)")
@@ -180,7 +180,10 @@ def _new(targets: list[str], sizes: dict[str, Any], limit: int, data: dict[str, 
     run_id = data.get("run_id") or new_run_id()
     ctx = _context(data | {"run_id": run_id, "run_dir": data.get("run_dir") or str(Path("runs") / run_id)})
     try:
-        tasks = [t for target in targets for t in load_tasks(target, sizes)]
+        loaded = [load_tasks(target, sizes) for target in targets]
+        for line in (s for ts in loaded for s in skipped_files(ts)):  # a bad file of a directory: skipped, named
+            err.print(f"skipped {line}")
+        tasks = [t for ts in loaded for t in ts]
         unused = [name for name in sizes if not any(name in t.overrides for t in tasks)]
         if unused:
             raise TaskError(f"no task defines {', '.join(unused)} (--set applies to tasks defining the constant)")

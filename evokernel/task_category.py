@@ -40,6 +40,9 @@ elementwise      arithmetic: add, sub, mul, div, pow, neg, where, maximum/minimu
 normalization, pooling, softmax, reduction and scan; activation and elementwise ops are *glue*):
 
 1. no recognised op: ``uncategorized``;
+1b. a whole model (KernelBench level 3): a recurrent layer (LSTM, GRU, RNN and their cells), or three or more
+   anchor ops (matmul, convolution, attention): ``model``; the op mix (ops per class) is kept
+   (:func:`infer_op_mix`);
 2. attention: an attention op, or at least two matmuls with a softmax between them (and no
    convolution), with nothing else but glue: ``attention``;
 3. an anchor alone (several ops of the same anchor class allowed, e.g. a depthwise-separable conv):
@@ -67,7 +70,8 @@ from evokernel.torch_trace import FX_LOCK as _lock  # one lock for every fx trac
 
 UNCATEGORIZED = "uncategorized"
 CATEGORIES = ("matmul", "convolution", "attention", "fusion", "normalization", "pooling", "softmax", "reduction",
-              "scan", "loss", "activation", "elementwise", UNCATEGORIZED)
+              "scan", "loss", "activation", "elementwise", "model", UNCATEGORIZED)
+MODEL_ANCHORS = 3  # anchor ops (matmul, convolution, attention) from which a task is a whole model
 
 # ----------------------------------------------------------------------------------- op classes
 
@@ -76,6 +80,8 @@ _MATMUL = {"mm", "bmm", "matmul", "linear", "einsum", "addmm", "baddbmm", "addbm
 _CONV = {"conv", "conv_transpose", "convolution", "conv_tbc", "lazy_conv", "lazy_conv_transpose"}
 _ATTENTION = {"scaled_dot_product_attention", "multihead_attention", "multi_head_attention_forward",
               "transformer_encoder_layer", "transformer_decoder_layer", "transformer"}
+_RECURRENT = {"lstm", "gru", "rnn", "lstm_cell", "gru_cell", "rnn_cell", "rnn_tanh", "rnn_relu", "rnn_tanh_cell",
+              "rnn_relu_cell"}
 _NORM = {"batch_norm", "layer_norm", "instance_norm", "group_norm", "rms_norm", "local_response_norm",
          "normalize", "sync_batch_norm", "cross_map_lrn"}
 _POOL = {"max_pool", "avg_pool", "adaptive_max_pool", "adaptive_avg_pool", "lp_pool", "fractional_max_pool",
@@ -124,7 +130,8 @@ _IGNORED = {"view", "view_as", "reshape", "reshape_as", "permute", "transpose", 
             "tensor_split", "index", "index_put", "index_add", "scatter_add", "scatter_reduce", "nonzero", "bernoulli",
             "uniform_", "normal_", "fill_", "zero_", "copy_", "set_", "float_", "detach_"}
 
-_CLASSES = (("matmul", _MATMUL), ("convolution", _CONV), ("attention", _ATTENTION), ("normalization", _NORM),
+_CLASSES = (("matmul", _MATMUL), ("convolution", _CONV), ("attention", _ATTENTION), ("recurrent", _RECURRENT),
+            ("normalization", _NORM),
             ("pooling", _POOL), ("softmax", _SOFTMAX), ("scan", _SCAN), ("loss", _LOSS), ("reduction", _REDUCTION),
             ("activation", _ACTIVATION), ("elementwise", _ELEMENTWISE))
 _OP_CLASS = {name: cls for cls, names in _CLASSES for name in names}
@@ -541,6 +548,9 @@ def categorize(ops: list[OpCall], input_shapes: list[tuple[int, ...]] | None = N
     if not classes:
         return UNCATEGORIZED
     kinds = set(classes)
+    # 1b. a whole model
+    if "recurrent" in kinds or sum(classes.get(c, 0) for c in (*ANCHORS, "attention")) >= MODEL_ANCHORS:
+        return "model"
     glue = set(GLUE)
     # 2. attention
     manual_attention = classes.get("matmul", 0) >= 2 and "softmax" in kinds and "convolution" not in kinds and \
@@ -585,6 +595,16 @@ def _numel(shape: tuple[int, ...]) -> int:
     return n
 
 
+def op_mix(ops: list[OpCall]) -> dict[str, int]:
+    """Recognised ops per class, most frequent first (what a whole model is made of)."""
+    mix: dict[str, int] = {}
+    for op in ops:
+        c = op_class(op.name, op.tensor_args)
+        if c is not None:
+            mix[c] = mix.get(c, 0) + 1
+    return dict(sorted(mix.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
 def category_of_probe(p: Probe) -> str:
     if not p.ops:
         return UNCATEGORIZED
@@ -592,6 +612,7 @@ def category_of_probe(p: Probe) -> str:
 
 
 _cache: dict[str, str] = {}
+_mix_cache: dict[str, dict[str, int]] = {}
 
 
 def remember(key: str, category: str) -> None:
@@ -605,8 +626,19 @@ def infer_category(task: Any) -> str:
     if key in _cache:
         return _cache[key]
     try:
-        category = category_of_probe(probe(task.source, str(task.path)))
+        p = probe(task.source, str(task.path))
+        category = category_of_probe(p)
+        _mix_cache[key] = op_mix(p.ops)
     except Exception:  # noqa: BLE001 - belt and braces: probe() already catches everything
         category = UNCATEGORIZED
     _cache[key] = category
     return category
+
+
+def infer_op_mix(task: Any) -> dict[str, int]:
+    """Recognised ops per class of a task's traced forward (``{"convolution": 53, "normalization": 53, ...}``);
+    {} when it cannot be traced."""
+    if task.key not in _mix_cache:
+        _cache.pop(task.key, None)
+        infer_category(task)
+    return dict(_mix_cache.get(task.key, {}))

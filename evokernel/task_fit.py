@@ -561,7 +561,8 @@ def describe_fit(name: str, f: dict[str, Any] | None) -> str:
     stats = f"{mb:.1f} MiB, est {f.get('est_ms', 0):.1f} ms"
     changed = f.get("changed") or {}
     if changed:
-        what = ", ".join(f"{k} {_fmt(v[0])}->{_fmt(v[1])}" for k, v in changed.items())
+        what = ", ".join(f"{k} {_fmt(v[0])}->{_fmt(v[1])}" if k != "EVOKERNEL_CASES"
+                         else f"{f.get('cases_scaled', 0)}/{f.get('cases', 0)} cases scaled" for k, v in changed.items())
         line = f"{name}: fitted {what} ({stats})"
     else:
         line = f"{name}: sizes fit ({stats})"

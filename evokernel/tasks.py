@@ -31,6 +31,12 @@ class TaskError(ValueError):
     """A task file is missing, malformed, or an override does not apply."""
 
 
+class TaskList(list):
+    """The tasks of a directory; ``skipped`` holds one line per file that did not load (file: reason)."""
+
+    skipped: list[str]
+
+
 FIT_MODES = ("auto", "none")
 
 
@@ -47,6 +53,8 @@ class Task:
     # what a fit did (evokernel.task_fit): {"mode", "changed": {NAME: [old, new]}, "bytes", "est_ms", ...};
     # None when no fit was asked for
     fit: dict[str, Any] | None = None
+    # NPUKernelBench's format (evokernel.task_formats.cases): one JSON line per case; () for one set of inputs
+    cases: tuple[str, ...] = ()
 
     @property
     def task_id(self) -> str:
@@ -227,10 +235,25 @@ def load_task(path: str | Path, overrides: dict[str, Any] | None = None, suite: 
     except SyntaxError as exc:
         raise TaskError(f"{p}:{exc.lineno}: task file is not valid Python: {exc.msg}") from None
     defined = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
+    from evokernel.task_formats import cases
+
+    if cases.is_cases_format(defined):  # get_input_groups() over a JSON file: cases appended, get_inputs() added
+        try:
+            source = cases.to_kernelbench(p, source, tree)
+        except cases.CasesError as exc:
+            raise TaskError(str(exc)) from None
+        tree = ast.parse(source, filename=str(p))
+        defined.add("get_inputs")
     missing = [n for n in REQUIRED if n not in defined]
     if missing:
         raise TaskError(f"{p}: not a KernelBench task: missing {', '.join(missing)} "
                         "(a task defines class Model(nn.Module), get_inputs() and get_init_inputs())")
+    from evokernel.task_formats.imports import install_hint, missing_packages
+
+    absent = missing_packages(tree)
+    if absent:
+        name, line = absent[0]
+        raise TaskError(f"{p}:{line}: imports {name}, which is not installed here ({install_hint(name)})")
     overrides = {k: _as_value(v) for k, v in (overrides or {}).items()}
     if overrides:
         source = _apply_overrides(source, tree, overrides, p)
@@ -255,13 +278,18 @@ def fit_tasks(tasks: list[Task], fit: str | None, backend: str = "cpu") -> list[
         return [check_size(replace(t, fit={"mode": "none", "changed": {}}), backend) for t in tasks]
     if backend not in BUDGETS:
         raise TaskError(f"unknown backend {backend!r} (one of {', '.join(BUDGETS)})")
-    return [check_size(fit_task(t, backend), backend) for t in tasks]
+    from evokernel.task_formats.cases import fit_cases
+
+    return [check_size(fit_cases(t, backend) if t.cases else fit_task(t, backend), backend) for t in tasks]
 
 
 def _make_task(p: Path, source: str, tree: ast.Module, overrides: dict[str, Any], suite: str | None,
                fit: dict[str, Any] | None = None) -> Task:
     consts = {k: v for k, (_, v) in _module_constants(tree).items()}
     category = consts.pop("CATEGORY", None)
+    cases = consts.pop("EVOKERNEL_CASES", None)
+    for name in ("EVOKERNEL_CASE", "EVOKERNEL_CASES_FILE"):
+        consts.pop(name, None)
     doc = ast.get_docstring(tree)
     return Task(
         name=p.stem,
@@ -273,6 +301,7 @@ def _make_task(p: Path, source: str, tree: ast.Module, overrides: dict[str, Any]
         suite=suite,
         description=doc.strip().splitlines()[0] if doc and doc.strip() else "",
         fit=fit,
+        cases=tuple(cases) if isinstance(cases, (tuple, list)) else (),
     )
 
 
@@ -307,6 +336,17 @@ def task_order(path: Path) -> tuple[int, int, str]:
     return (0, int(m.group(1)), path.name) if m else (1, 0, path.name)
 
 
+def _one_line(exc: Exception, path: Path) -> str:
+    """``file: reason`` on one line (the file named once)."""
+    text = " ".join(str(exc).split())
+    return text if text.startswith(str(path)) or text.startswith(path.name) else f"{path}: {text}"
+
+
+def skipped_files(tasks: list[Task]) -> list[str]:
+    """The one-line errors of the files a directory's loading skipped (none for a file or a suite)."""
+    return list(getattr(tasks, "skipped", []))
+
+
 def load_tasks(target: str | Path, overrides: dict[str, Any] | None = None, fit: str | None = None,
                backend: str = "cpu") -> list[Task]:
     """A task file, a directory of task files, a built-in suite name, or one task of a suite by its
@@ -329,7 +369,9 @@ def load_tasks(target: str | Path, overrides: dict[str, Any] | None = None, fit:
         files = sorted((f for f in p.glob("*.py") if not f.name.startswith("_")), key=task_order)
         if not files:
             raise TaskError(f"no task files (*.py) in {p}")
-        tasks = []
+        # a file that does not load is skipped with one line naming it and the reason (TaskList.skipped);
+        # the others load and run. Only a directory where no file loads is an error.
+        tasks, skipped = [], []
         for f in files:
             # an override applies to the tasks that define the constant
             try:
@@ -337,6 +379,20 @@ def load_tasks(target: str | Path, overrides: dict[str, Any] | None = None, fit:
             except (SyntaxError, ValueError, OSError, UnicodeDecodeError):
                 tree_consts = {}  # load_task says what is wrong with the file
             own = {k: v for k, v in (overrides or {}).items() if k in tree_consts}
-            tasks.append(load_task(f, own, suite or (p.name.replace("_", "-") if p.parent == SUITES_DIR else None)))
-        return fit_tasks(tasks, fit, backend)  # every file parsed and checked before any is fitted
+            try:
+                tasks.append(load_task(f, own, suite or (p.name.replace("_", "-") if p.parent == SUITES_DIR else None)))
+            except TaskError as exc:
+                skipped.append(_one_line(exc, f))
+        if not tasks:
+            raise TaskError(f"no task in {p} loads:\n" + "\n".join(skipped))
+        out = TaskList()
+        for t in tasks:  # every file parsed and checked before any is fitted; a fit that fails skips its task
+            try:
+                out.extend(fit_tasks([t], fit, backend))
+            except TaskError as exc:
+                skipped.append(_one_line(exc, t.path))
+        out.skipped = skipped
+        if not out:
+            raise TaskError(f"no task in {p} loads:\n" + "\n".join(skipped))
+        return out
     raise TaskError(f"no such task file, directory or suite: {target}")

@@ -165,5 +165,10 @@ def test_fit_none_records_it_and_malformed_files_fail_before_any_fit(tmp_path):
     d.mkdir()
     (d / "1_ok.py").write_text(GOOD)
     (d / "2_syntax.py").write_text("def f(:\n")
+    # a malformed file of a directory is skipped with one line naming it; the others load (and are fitted)
+    tasks = load_tasks(d, fit="auto")
+    assert [t.name for t in tasks] == ["1_ok"] and tasks[0].fit["mode"] == "auto"
+    assert len(tasks.skipped) == 1 and "2_syntax.py:1: task file is not valid Python" in tasks.skipped[0]
+    (d / "1_ok.py").unlink()
     with pytest.raises(TaskError, match="2_syntax.py:1: task file is not valid Python"):
         load_tasks(d, fit="auto")

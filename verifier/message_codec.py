@@ -176,6 +176,7 @@ META = Obj({"dtype": Str(16, choices=frozenset(DTYPES)), "shape": List(Int(0, 2*
             "offset": Int(0, 2**50), "nbytes": Int(0, 2**50)}, required=("dtype", "shape", "offset", "nbytes"))
 # get_init_inputs(): numbers, strings, bools, None and (nested) lists of them (worker.init refuses the rest)
 INIT_ARGS = List(Value(depth=8, items=4096, text=4096), 256)
+CALL_ARGS = List(Value(depth=10, items=4096, text=4096), 256)
 # the reference's recorded ATen operators (op_recorder.ShapeRecorder; read by latency_model.estimate_eager)
 _TENSOR_DESC = Obj({"shape": List(Int(0, 2**62), 64), "dtype": Str(64)}, required=("shape", "dtype"))
 OP_RECORDS = List(Obj({"op": Str(512), "inputs": List(_TENSOR_DESC, 4096), "outputs": List(_TENSOR_DESC, 4096)},
@@ -186,7 +187,8 @@ _FAILED = {"ok": Bool(), "phase": Str(64, truncate=True), "error": Str(MAX_TEXT,
            "reason": Str(64, choices=frozenset({"output_too_large"}))}
 _OK_FIELDS: dict[str, dict[str, Spec]] = {
     "load": {}, "init": {"init_args": INIT_ARGS}, "ping": {}, "compile": {},
-    "make_inputs": {"inputs": List(META, 256), "need": Int(0, 2**50)},
+    # args: forward's call template when some arguments are not tensors (trial_inputs.encode_args)
+    "make_inputs": {"inputs": List(META, 256), "need": Int(0, 2**50), "args": CALL_ARGS},
     "run": {"outputs": List(META, 256), "native_calls": Int(), "inner_s": Num(), "native_reports": REPORTS,
             "ops": Map(Int(), 4096), "violations": Map(Int(), 4096), "inputs_after": List(META, 256)},
     "record_ops": {"ops": OP_RECORDS},

@@ -81,7 +81,7 @@ def test_shipped_configs_are_valid(monkeypatch):
         if len(cfg.methods) > 1 or len(cfg.policies) > 1:  # a comparison: the paper's protocol
             assert cfg.budget >= 10 and len(cfg.seeds) >= 3, p
     kb = [load_config(p) for p in (ROOT / "evals" / "configs").glob("kernelbench-cpu*.toml")]
-    assert len(kb) == 2 and all(c.fit == "auto" and c.generators == ["template"] for c in kb)
+    assert len(kb) == 3 and all(c.fit == "auto" and c.generators == ["template"] for c in kb)
 
 
 def test_tasks_resolve_in_stream_order_with_overrides_and_errors():

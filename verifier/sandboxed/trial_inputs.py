@@ -13,7 +13,7 @@ The random choices come from torch's generator, seeded by the trial's secret see
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import torch
 
@@ -41,3 +41,67 @@ PERTURBATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "shift": lambda t: t + 3.0,
     "heavy": _heavy,
 }
+
+
+# --- forward arguments that are not tensors (NPUKernelBench: normalized_shape, flags, a dtype) ---------
+def encode_args(inputs: list[Any]) -> list[Any] | None:
+    """The call template of a forward whose arguments are not all tensors: one entry per argument, ``["t", k]``
+    (the k-th tensor of the inputs) or ``["v", value]``, a value being None, a bool, int, float or str as it is,
+    or a tagged pair: ``["list", [values]]``, ``["tuple", [values]]``, ``["dtype", "float16"]`` (plain JSON lists,
+    as the message schema allows). None when every argument is a tensor (KernelBench's tasks: nothing is sent)."""
+    if all(isinstance(x, torch.Tensor) for x in inputs):
+        return None
+    template: list[Any] = []
+    count = 0
+
+    def value(v: Any, where: str) -> Any:
+        if v is None or isinstance(v, (bool, int, float, str)):
+            return v
+        if isinstance(v, (list, tuple)):
+            return ["list" if isinstance(v, list) else "tuple", [value(x, where) for x in v]]
+        if isinstance(v, torch.dtype):
+            return ["dtype", str(v).removeprefix("torch.")]
+        raise TypeError(f"{where} is a {type(v).__name__}; forward arguments are tensors, numbers, strings, "
+                        "None, torch dtypes and lists/tuples of them")
+
+    for i, x in enumerate(inputs):
+        if isinstance(x, torch.Tensor):
+            template.append(["t", count])
+            count += 1
+        else:
+            template.append(["v", value(x, f"get_inputs()[{i}]")])
+    return template
+
+
+def decode_args(template: Any, tensors: list[Any]) -> list[Any]:
+    """Forward's arguments from a call template (``encode_args``) and the tensors; ``ValueError`` on anything
+    that is not such a template."""
+    if not isinstance(template, list):
+        raise ValueError("the call template is not a list")
+
+    def value(v: Any, depth: int = 0) -> Any:
+        if depth > 16:
+            raise ValueError("call template nested too deeply")
+        if v is None or isinstance(v, (bool, int, float, str)):
+            return v
+        if isinstance(v, list) and len(v) == 2:
+            kind, inner = v
+            if kind in ("list", "tuple") and isinstance(inner, list):
+                items = [value(x, depth + 1) for x in inner]
+                return items if kind == "list" else tuple(items)
+            if kind == "dtype" and isinstance(inner, str):
+                dtype = getattr(torch, inner, None)
+                if isinstance(dtype, torch.dtype):
+                    return dtype
+        raise ValueError(f"bad value in the call template: {v!r}"[:200])
+
+    args = []
+    for entry in template:
+        if isinstance(entry, list) and len(entry) == 2 and entry[0] == "t" and type(entry[1]) is int \
+                and 0 <= entry[1] < len(tensors):
+            args.append(tensors[entry[1]])
+        elif isinstance(entry, list) and len(entry) == 2 and entry[0] == "v":
+            args.append(value(entry[1]))
+        else:
+            raise ValueError(f"bad entry in the call template: {entry!r}"[:200])
+    return args

@@ -26,7 +26,7 @@ import evokernel.cpu as native
 from evokernel.verifier import message_codec as protocol
 from evokernel.verifier.message_codec import MAX_TEXT, TensorMeta, align
 from evokernel.verifier.sandboxed.init_perturbation import drawn_constants
-from evokernel.verifier.sandboxed.trial_inputs import PERTURBATIONS
+from evokernel.verifier.sandboxed.trial_inputs import PERTURBATIONS, decode_args, encode_args
 from evokernel.verifier.sandboxed.op_recorder import OpRecorder, ScaleRecorder
 
 _DTYPE_BY_NAME = {name: getattr(torch, name) for name in protocol.DTYPES}
@@ -59,6 +59,7 @@ class Worker:
         self.filename = "candidate.py" if role == "candidate" else "task.py"
         self.model: Any = None
         self.inputs: list[Any] = []
+        self.call_args: list[Any] | None = None  # forward's call template when not every argument is a tensor
         self.inputs_are_views = False  # the inputs of the last run request: views into the shared region
         self.ascend_lib: Any = None  # custom_ops_lib of an Ascend C candidate (ascend-sim backend)
         self._library_fds: list[int] = []
@@ -247,7 +248,7 @@ class Worker:
 
         recorder = ShapeRecorder()
         with torch.no_grad(), recorder:
-            self.model(*self.inputs)
+            self.model(*self.forward_args(self.inputs))
         return {"ok": True, "ops": recorder.records}
 
     def init(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -277,15 +278,25 @@ class Worker:
     def make_inputs(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Reference only: inputs from a seed, perturbed, written to the shared region."""
         assert self.module is not None and self.role == "reference"
+        if "case" in msg:  # a task with cases (evokernel/task_formats/cases.py): get_inputs() draws this one
+            cases = getattr(self.module, "EVOKERNEL_CASES", None)
+            case = msg["case"]
+            if not isinstance(cases, tuple) or not isinstance(case, int) or not 0 <= case < len(cases):
+                raise _Fail("protocol", f"no case {case!r} in this task")
+            self.module.EVOKERNEL_CASE = case
         torch.manual_seed(int(msg["seed"]))
         inputs = list(self.module.get_inputs())
         perturb = PERTURBATIONS.get(str(msg.get("perturb", "none")))
         if perturb is None:
             raise _Fail("protocol", f"unknown perturbation {msg.get('perturb')!r}")
+        try:  # arguments that are not tensors (normalized_shape, a flag, a dtype) go by value in a call template
+            template = encode_args(inputs)
+        except TypeError as exc:
+            raise _Fail("task", str(exc)) from None
         tensors = []
-        for i, x in enumerate(inputs):
+        for x in inputs:
             if not isinstance(x, torch.Tensor):
-                raise _Fail("task", f"get_inputs()[{i}] is a {type(x).__name__}; only tensors are supported")
+                continue
             if x.is_floating_point():
                 x = perturb(x)
             tensors.append(x.contiguous())
@@ -294,7 +305,20 @@ class Worker:
             return {"ok": True, "need": need}
         metas = self._write(tensors, 0)
         self.inputs = tensors  # private already: the region holds a copy
-        return {"ok": True, "inputs": metas}
+        self.call_args = template
+        reply: dict[str, Any] = {"ok": True, "inputs": metas}
+        if template is not None:
+            reply["args"] = template
+        return reply
+
+    def forward_args(self, tensors: list[Any]) -> list[Any]:
+        """forward's arguments: the tensors, placed in the call template when there is one."""
+        if self.call_args is None:
+            return tensors
+        try:
+            return decode_args(self.call_args, tensors)
+        except ValueError as exc:
+            raise _Fail("protocol", str(exc)) from None
 
     def truth(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Reference only: the reference in float64 on the current inputs (floating inputs widened), for
@@ -308,7 +332,7 @@ class Worker:
         scale = ScaleRecorder()
         scale.note(inputs)
         with torch.no_grad(), scale:
-            out = self.model64(*inputs)
+            out = self.model64(*self.forward_args(inputs))
         outs = [o.double() if o.is_floating_point() else o for o in (out if isinstance(out, (list, tuple)) else [out])]
         return {"ok": True, "outputs": self._write(outs, int(msg.get("out_offset", 0))), "scale": scale.scale}
 
@@ -336,17 +360,19 @@ class Worker:
         if "inputs" in msg:
             metas = [TensorMeta.from_json(m, self.capacity) for m in msg["inputs"]]
             self.inputs, self.inputs_are_views = [self._view(m) for m in metas], True
+            self.call_args = msg.get("args")  # None: every argument is a tensor
         record = bool(msg.get("record"))
         before_calls = native._native_calls
         recorder = OpRecorder() if record else None
+        args = self.forward_args(self.inputs)
         t0 = time.perf_counter()
         try:
             with torch.no_grad():
                 if recorder is not None:
                     with recorder:
-                        out = self.model(*self.inputs)
+                        out = self.model(*args)
                 else:
-                    out = self.model(*self.inputs)
+                    out = self.model(*args)
         except BaseException as exc:  # noqa: BLE001
             if isinstance(exc, MemoryError):
                 raise _Fail("run", "MemoryError: out of memory (the candidate exceeded its memory limit)") from None

@@ -36,12 +36,14 @@ class Reference:
         self.pool, self.task, self.handle = pool, task, handle
         self.input_bytes = 0
         self.output_bytes = 0
-        self.eager_ops: list[dict[str, Any]] | None = None  # recorded ATen ops of one forward (model timing)
+        self.eager_ops: dict[int | None, list[dict[str, Any]]] = {}  # recorded ATen ops of one forward, per case
         self.inputs_worker: WorkerHandle | None = None
         # the torch.compile baseline (`compile_baseline`): its worker, kept warm, or why compiling failed
         self.compiled_worker: WorkerHandle | None = None
         self.compile_error: str | None = None
         self.floors: dict[tuple[int, int], float] = {}  # (input bytes, output bytes) -> seconds of a copy
+        self.case: int | None = None  # a task with cases (Task.cases): the case every make_inputs draws
+        self.args: list[Any] | None = None  # forward's call template of the last inputs (non-tensor arguments)
 
     # --- calls ------------------------------------------------------------------------------------
     def call(self, msg: dict[str, Any], timeout: float = 600.0, handle: WorkerHandle | None = None) -> dict[str, Any]:
@@ -70,15 +72,25 @@ class Reference:
         """Inputs from ``seed`` (perturbed), written at offset 0 of the worker's region."""
         handle = handle or self.handle
         for _ in range(8):
-            reply = self.call({"op": "make_inputs", "seed": seed, "perturb": perturb}, handle=handle)
+            reply = self.call({"op": "make_inputs", "seed": seed, "perturb": perturb, **self.case_msg()}, handle=handle)
             if "need" in reply:
                 handle.ensure_capacity(int(reply["need"]) * 2 + (1 << 20))
                 continue
             return self._input_metas(reply, handle)
         raise TaskError(f"{self.task.path}: could not reserve memory for the inputs")
 
+    def case_msg(self) -> dict[str, Any]:
+        """The part of a make_inputs request that names the case (nothing for a task without cases)."""
+        return {} if self.case is None else {"case": self.case}
+
+    def run_msg(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """A run request with the call template of the last inputs, when forward takes non-tensor arguments."""
+        return msg if self.args is None else {**msg, "args": self.args}
+
     def _input_metas(self, reply: dict[str, Any], handle: WorkerHandle) -> list[TensorMeta]:
         metas = [TensorMeta.from_json(m, handle.capacity) for m in reply["inputs"]]
+        args = reply.get("args")
+        self.args = args if isinstance(args, list) else None
         self.input_bytes = align(max((m.offset + m.nbytes for m in metas), default=0))
         return metas
 
@@ -117,9 +129,9 @@ class Reference:
 
     def recorded_ops(self) -> list[dict[str, Any]]:
         """The ATen operators one eager forward runs (the ascend-sim latency model's eager side)."""
-        if self.eager_ops is None:
-            self.eager_ops = list(self.call({"op": "record_ops"})["ops"])
-        return self.eager_ops
+        if self.case not in self.eager_ops:  # on the last inputs drawn: of this case
+            self.eager_ops[self.case] = list(self.call({"op": "record_ops"})["ops"])
+        return self.eager_ops[self.case]
 
     # --- the inputs worker ------------------------------------------------------------------------
     def inputs(self) -> WorkerHandle:

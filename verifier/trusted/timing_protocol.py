@@ -74,7 +74,7 @@ class InputStream:
 
     def _request(self) -> None:
         seed = self.rng.randrange(2**31)
-        self.worker.send({"op": "make_inputs", "seed": seed, "perturb": "none"})
+        self.worker.send({"op": "make_inputs", "seed": seed, "perturb": "none", **self.ref.case_msg()})
         self._pending = seed
 
     def next(self) -> list[TensorMeta]:
@@ -145,6 +145,7 @@ class Rounds:
         nbytes = self.ref.input_bytes
         reserve = nbytes * 2 + 4 * max(self.ref.output_bytes, 1 << 12) + (1 << 20)
         metas_json = [m.to_json() for m in in_metas]
+        run_msg = self.ref.run_msg({"op": "run", "inputs": metas_json, "out_offset": nbytes})
         order = list(self.sides)
         self.rng.shuffle(order)
         times: dict[str, float] = {}
@@ -160,9 +161,7 @@ class Rounds:
             s.stopped = False
             extra = 600.0 if (warm and s.name == "compiled") else 0.0  # torch.compile compiles on its first call
             t0 = time.perf_counter()
-            msg = {"op": "run", "inputs": metas_json, "out_offset": nbytes}
-            if audit and s.name == "cand":
-                msg["record"] = True
+            msg = dict(run_msg, record=True) if (audit and s.name == "cand") else run_msg
             reply = s.request(msg, self.timeout + extra, "a timed call")
             times[s.name] = time.perf_counter() - t0
             self._stop(s)  # nothing it left running may finish now

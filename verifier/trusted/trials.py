@@ -133,6 +133,49 @@ def sim_summary(reports: list[dict[str, Any]]) -> dict[str, Any]:
                            for r in reports for v in r.get("violations") or []][:50]}
 
 
+def case_label(task: Task, k: int) -> str:
+    return f"case {k + 1}/{len(task.cases)} ({case_shapes(task, k)})"
+
+
+def case_shapes(task: Task, k: int) -> str:
+    """A case's inputs in a few words: ``x float16[1, 128, 4096], normalized_shape=[4096]``."""
+    import json
+
+    try:
+        inputs = json.loads(task.cases[k]).get("inputs") or []
+    except (ValueError, AttributeError):
+        return "?"
+    parts = []
+    for i in inputs:
+        if not isinstance(i, dict):
+            continue
+        if i.get("type") == "tensor":
+            parts.append(f"{i.get('name')} {i.get('dtype')}{i.get('shape')}")
+        else:
+            parts.append(f"{i.get('name')}={i.get('value')}")
+    return ", ".join(parts)[:300]
+
+
+def geomean_timing(results: list[latency.Timing]) -> latency.Timing:
+    """One latency for a task with cases: the geometric mean of every field over the cases."""
+    import math
+
+    def g(values: list[float]) -> float:
+        vals = [max(x, 1e-12) for x in values]
+        return math.exp(sum(math.log(x) for x in vals) / len(vals))
+
+    compile_ms = [t.compile_ms for t in results]
+    vs_compile = [t.speedup_vs_compile for t in results]
+    return latency.Timing(
+        candidate_ms=g([t.candidate_ms for t in results]), reference_ms=g([t.reference_ms for t in results]),
+        speedup=g([t.speedup for t in results]), noise=max(t.noise for t in results),
+        ci_low=g([t.ci_low for t in results]), ci_high=g([t.ci_high for t in results]),
+        rounds=sum(t.rounds for t in results),
+        compile_ms=g(compile_ms) if all(c is not None for c in compile_ms) else None,  # type: ignore[arg-type]
+        speedup_vs_compile=g(vs_compile) if all(c is not None for c in vs_compile) else None,  # type: ignore[arg-type]
+        kind=results[0].kind)
+
+
 class WorkerJudge:
     """Judges one candidate in one sandboxed worker for the verifier ``v``."""
 
@@ -168,14 +211,26 @@ class WorkerJudge:
 
         self.init_candidate(None)
 
-        # gate 3: correctness, with the dynamic anti-hack checks on every trial
+        # gate 3: correctness, with the dynamic anti-hack checks on every trial; a task with cases
+        # (evokernel/task_formats/cases.py) runs the whole trial plan on every case, each from its own seeds
         t0 = time.perf_counter()
         ref_s: list[float] = []
         record: dict[str, Any] = {"passed": 0, "nonfinite_reference": []}
         details["trials"] = record  # filled as the trials go (a failed verdict says how far they got)
-        plan = trial_plan(cfg, self.rng)
-        for i, (label, perturb, seed) in enumerate(plan):
-            self.run_trial(label, perturb, seed, i == 0, ref_s, record)
+        cases: list[int | None] = list(range(len(self.task.cases))) or [None]
+        per_case: dict[int | None, tuple[list[list[dict[str, Any]]], tuple[int, int] | None]] = {}
+        plan: list[tuple[str, str, int]] = []
+        for k in cases:
+            self.ref.case, self.io_bytes, first_report = k, None, len(self.reports)
+            plan = trial_plan(cfg, self.rng)
+            if k is not None:
+                plan = [(f"{case_label(self.task, k)}: {label}", p, s) for label, p, s in plan]
+                record["case"] = k
+            for i, (label, perturb, seed) in enumerate(plan):
+                self.run_trial(label, perturb, seed, i == 0 and k in (None, 0), ref_s, record)
+            per_case[k] = (self.reports[first_report:], self.io_bytes)
+        self.ref.case = cases[0]
+        self.io_bytes = per_case[cases[0]][1]
         if cfg.perturbed_parameters:
             self.params_seed = self.rng.randrange(2**31)
             self.ref.init(self.init_seed, self.params_seed)
@@ -199,6 +254,29 @@ class WorkerJudge:
             details["emulator_warnings"] = warnings
         if not cfg.timing:
             return None
+        if cases == [None]:
+            return self.timed(details, timings, ref_s)
+        # a task with cases: every case timed (the models of the perturbed-parameter trial), then the geomean
+        all_reports = self.reports
+        results: list[latency.Timing] = []
+        details["cases"] = []
+        try:
+            for k in cases:
+                self.ref.case = k
+                self.reports, self.io_bytes = per_case[k]
+                if v.backend.timing_mode == "model":  # the eager side is recorded on this case's inputs
+                    self.ref.make_inputs(self.rng.randrange(2**31), "none")
+                t = self.timed(details, timings, ref_s)
+                results.append(t)
+                details["cases"].append({"case": k, "candidate_ms": t.candidate_ms, "reference_ms": t.reference_ms,
+                                         "speedup": t.speedup, "inputs": case_shapes(self.task, k)})
+        finally:
+            self.reports = all_reports
+        return geomean_timing(results)
+
+    def timed(self, details: dict[str, Any], timings: dict[str, float], ref_s: list[float]) -> latency.Timing:
+        """The latency of the current inputs' case: modelled by the backend, or measured."""
+        v, cfg = self.v, self.cfg
         if v.backend.timing_mode == "model":
             return self.model_timing(details, timings)
         compiled = None
@@ -206,9 +284,9 @@ class WorkerJudge:
             compiled = compile_baseline.prepare(self.ref, self.task, self.init_seed, self.params_seed, self.rng,
                                                 details, timings)
         t1 = time.perf_counter()
-        timing = timing_protocol.measure(v, self.ref, cand, self.rng, cfg.run_timeout_s + 50 * max(ref_s),
+        timing = timing_protocol.measure(v, self.ref, self.cand, self.rng, cfg.run_timeout_s + 50 * max(ref_s),
                                          timings, details, compiled)
-        timings["timing"] = time.perf_counter() - t1
+        timings["timing"] = timings.get("timing", 0.0) + time.perf_counter() - t1
         return timing
 
     def init_candidate(self, params_seed: int | None) -> None:
@@ -246,8 +324,9 @@ class WorkerJudge:
         regions.copy_prefix(ref.handle, cand, out_offset,
                             out_offset * 2 + 4 * max(ref.output_bytes, 1 << 12) + (1 << 20))
         metas_json = [m.to_json() for m in in_metas]
-        reply = v._cand_call(cand, {"op": "run", "inputs": metas_json, "record": True, "return_inputs": True,
-                                    "out_offset": out_offset}, timeout, f"forward ({label})")
+        reply = v._cand_call(cand, ref.run_msg({"op": "run", "inputs": metas_json, "record": True,
+                                                "return_inputs": True, "out_offset": out_offset}),
+                             timeout, f"forward ({label})")
         reports = reply.get("native_reports")
         if isinstance(reports, list):
             self.reports.append(reports)

@@ -24,6 +24,7 @@ from evokernel.generators.template.ascend.rowop import (
 from evokernel.generators.template.ascend.vecops import COMBINE_OP, IDENTITY, _indent
 from evokernel.generators.template.front.graph import AnalysisError
 from evokernel.generators.template.front.lower import Plan
+from evokernel.generators.template.front.graph import attr_expr
 
 NAME = "ascend_colreduce"
 STAGE = "midreduce"  # the plan stage this family drafts (one stage)
@@ -81,7 +82,7 @@ def prepare(plan: Plan, task_name: str, task_source: str = "") -> AscendOp:
     name = _ident(rnode.attrs["name"] if rnode.op == "input" else rnode.attrs["path"].replace(".", "_"))
     if name in ("out", "workspace", "tiling"):
         name += "1"
-    pyexpr = rnode.attrs["name"] if rnode.op == "input" else "self." + rnode.attrs["path"]
+    pyexpr = rnode.attrs["name"] if rnode.op == "input" else attr_expr("self", rnode.attrs["path"])
     ext = Ext(src, root, name, "J", pyexpr, shape)
     out_shape = tuple(g.nodes[g.output].shape)
     init_source = g.init_source if (not task_source or own_init(task_source)) else ""

@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 from evokernel.generators.template.front.graph import AnalysisError, Graph
+from evokernel.generators.template.front.graph import attr_expr
 
 
 def flit(v: float) -> str:
@@ -74,7 +75,7 @@ def kernel_operands(g: Graph, ids, root_of, refusal: str) -> list[tuple[str, str
         if rnode.op == "input":
             name, pyexpr = rnode.attrs["name"], rnode.attrs["name"]
         else:
-            name, pyexpr = rnode.attrs["path"].replace(".", "_"), "self." + rnode.attrs["path"]
+            name, pyexpr = rnode.attrs["path"].replace(".", "_"), attr_expr("self", rnode.attrs["path"])
         name = _ident(name)
         while name in used or name in ("out", "workspace", "tiling"):
             name += "_"

@@ -11,6 +11,7 @@ from typing import Any
 from evokernel.generators.template.ascend.names import _ident, _pascal, _prod, _snake, own_init
 from evokernel.generators.template.front.graph import AnalysisError, Graph
 from evokernel.generators.template.front.lower import Plan, Stage
+from evokernel.generators.template.front.graph import attr_expr
 
 CORES = 40  # GetCoreNumAiv() of the emulated 910B
 UB_BYTES = 196608
@@ -172,7 +173,7 @@ def _operands(g: Graph, st: Stage, frame: tuple[int, ...], root_of: Any, kinds: 
             pyexpr = rnode.attrs["name"]
         else:
             name = fresh(rnode.attrs["path"].replace(".", "_"))
-            pyexpr = "self." + rnode.attrs["path"]
+            pyexpr = attr_expr("self", rnode.attrs["path"])
         exts.append(Ext(e, root, name, role, pyexpr, tuple(node.shape)))
     # order: forward inputs first (by position), then parameters
     exts.sort(key=lambda x: (g.nodes[x.root].op != "input", g.nodes[x.root].attrs.get("index", 0), x.root))

@@ -17,7 +17,7 @@ from typing import Any
 from evokernel.generators.template.cpu.families import FAMILIES
 from evokernel.generators.template.cpu.prelude import prelude
 from evokernel.generators.template.cpu.stage import StageCode
-from evokernel.generators.template.front.graph import AnalysisError
+from evokernel.generators.template.front.graph import AnalysisError, attr_expr
 from evokernel.generators.template.front.lower import Plan, Stage
 
 
@@ -96,7 +96,7 @@ def _forward_lines(plan: Plan, codes: list[StageCode]) -> list[str]:
     for pid in sorted(used_params):
         n = g.nodes[pid]
         var[pid] = f"w{pid}"
-        lines.append(f"w{pid} = self.{n.attrs['path']}.contiguous()")
+        lines.append(f"w{pid} = {attr_expr('self', n.attrs['path'])}.contiguous()")
         add_aliases(pid)
     for k, (st, code) in enumerate(zip(plan.stages, codes)):
         shape = g.nodes[st.out].shape

@@ -81,3 +81,21 @@ def broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
             raise AnalysisError(f"shapes {a} and {b} do not broadcast")
         out.append(max(x, y))
     return tuple(out)
+
+
+def attr_expr(base: str, path: str) -> str:
+    """Python for the attribute at ``path`` (``network.0.weight``) of ``base`` (``self``): a dotted path written
+    as is, a numeric part (an ``nn.Sequential`` / ``nn.ModuleList`` index) as a subscript
+    (``self.network[0].weight``), any other part that is not an identifier (a ``ModuleDict`` key) through
+    ``getattr``. Written as ``self.`` + path, a multi-layer model's candidate would not be Python at all."""
+    import keyword
+
+    expr = base
+    for part in path.split("."):
+        if part.isidentifier() and not keyword.iskeyword(part):
+            expr += f".{part}"
+        elif part.isdigit():
+            expr += f"[{int(part)}]"
+        else:
+            expr = f"getattr({expr}, {part!r})"
+    return expr

@@ -22,6 +22,7 @@ from evokernel.generators.template.ascend.cube import cols as COLS
 from evokernel.generators.template.ascend.cube import norms as NORMS
 from evokernel.generators.template.front.graph import AnalysisError, Const, Graph, Node, Ref
 from evokernel.generators.template.front.lower import Plan
+from evokernel.generators.template.front.graph import attr_expr
 
 PHASE_MAX_S = 8  # groups narrower than this (values per group) are normalised by the phase
 UB_BUDGET = 160 * 1024
@@ -85,7 +86,7 @@ def phase_exts(phase: GnPhase, g: Graph) -> list[Any]:
         if r.op == "input":
             name, py = r.attrs["name"], r.attrs["name"]
         elif r.op == "param":
-            name, py = r.attrs["path"].replace(".", "_"), "self." + r.attrs["path"]
+            name, py = r.attrs["path"].replace(".", "_"), attr_expr("self", r.attrs["path"])
         else:
             raise AnalysisError(f"{r.origin}: an operand of the GroupNorm that is not an input or a parameter")
         out.append(rowop.Ext(a, a, names._ident(name), "C", py, tuple(r.shape)))
