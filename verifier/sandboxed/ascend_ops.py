@@ -79,9 +79,9 @@ class _Library:
         self.dll.evk_sim_describe_op.argtypes = [ctypes.c_char_p]
         self.dll.evk_sim_describe_op.restype = ctypes.c_char_p
         try:
-            self.kernel = ctypes.cast(getattr(self.dll, project.kernel_name), ctypes.c_void_p).value
+            self.kernel = ctypes.cast(getattr(self.dll, project.kernel_symbol), ctypes.c_void_p).value
         except AttributeError:
-            raise ProjectError(f"the built library has no kernel symbol {project.kernel_name}") from None
+            raise ProjectError(f"the built library has no kernel symbol {project.kernel_symbol}") from None
         raw = self.dll.evk_sim_describe_op(project.op_type.encode())
         if raw is None:
             raise ProjectError(f"host_operator_src registers no OpDef named {project.op_type} (the op in "
@@ -119,13 +119,13 @@ def _call(lib: "CustomOpsLib", py_name: str, binding: Any, args: tuple[Any, ...]
             if a.dtype not in _TORCH_NAME:
                 raise TypeError(f"custom_ops_lib.{py_name}: argument {i + 1} has unsupported dtype {a.dtype}")
             infos.append(TensorInfo(tuple(a.shape), _TORCH_NAME[a.dtype]))
-        elif isinstance(a, (bool, int, float)):
+        elif isinstance(a, (bool, int, float, str)):
             infos.append(a)
         elif isinstance(a, (list, tuple)) and all(isinstance(x, (int, float)) for x in a):
             infos.append(list(a))
         else:
             raise TypeError(f"custom_ops_lib.{py_name}: argument {i + 1} is a {type(a).__name__}; pass "
-                            "tensors and numbers")
+                            "tensors, numbers and strings")
     plan = plan_call(binding, infos)
     expect = f"aclnn{project.op_type}"
     if plan.aclnn != expect:
@@ -202,12 +202,16 @@ class CustomOpsLib:
             name = str(decl["name"]).encode()
             keep.append(name)
             kind = _ATTR_KIND.get(decl.get("type"), 0)
-            if kind in (0, 4) or (kind in (5, 6)) != isinstance(value, list):
+            if kind == 0 or (kind in (5, 6)) != isinstance(value, list) or (kind == 4) != isinstance(value, str):
                 raise ProjectError(f"EXEC_NPU_CMD passes {value!r} for attribute '{decl['name']}' of type "
-                                   f"{decl.get('type')}; the binding can pass numbers (int, float, bool attributes) "
-                                   "and lists of numbers (list_int, list_float attributes)")
+                                   f"{decl.get('type')}; the binding can pass numbers (int, float, bool attributes), "
+                                   "strings (str attributes) and lists of numbers (list_int, list_float attributes)")
             a = _Attr(name, kind, 0, 0.0, None, 0, None, None)
-            if kind in (1, 3):
+            if kind == 4:
+                sval = value.encode()
+                keep.append(sval)
+                a.s = sval
+            elif kind in (1, 3):
                 a.i = int(value)
             elif kind == 2:
                 a.f = float(value)

@@ -91,13 +91,19 @@ def kernel_prelude(project: Project) -> str:
         "#define EVK_SIM_KERNEL 1\n"
         + (f"#define EVK_SIM_MIX {cores}  // the cores this kernel runs on (build.py: kernel_cores)\n" if cores else "")
         # the kernel runs on the CPU, as in CANN's CPU debug build: sources keep their NPU-only parts (the
-        # <<<>>> launch helper of the samples' op_kernel files) under #ifndef ASCENDC_CPU_DEBUG
-        + "#define ASCENDC_CPU_DEBUG 1\n"
+        # <<<>>> launch helper of the samples' op_kernel files) under #ifndef ASCENDC_CPU_DEBUG, or under
+        # #ifndef __CCE_KT_TEST__, the CPU-debug macro of older CANN releases (community projects made with
+        # them keep `xxx_do(...) { xxx<<<...>>>(...); aclrtSynchronizeStream(...); }` in op_kernel)
+        + "#define ASCENDC_CPU_DEBUG 1\n#define __CCE_KT_TEST__ 1\n"
         '#include "kernel_operator.h"\n'
         f'#include "{project.tiling_header}"\n'
         "namespace optiling {}\n"
         "using namespace optiling;  // kernel code names the tiling struct without its namespace\n"
-        '#include "kernel_src.cpp"\n'
+        # a kernel named like a C library function (asinh, div, fmax) would clash with its declaration in the
+        # host C library the emulator links; the device has none: the entry is renamed (Project.kernel_symbol)
+        + (f"#define {project.kernel_name} {project.kernel_symbol}\n"
+           if project.kernel_symbol != project.kernel_name else "")
+        + '#include "kernel_src.cpp"\n'
     )
 
 

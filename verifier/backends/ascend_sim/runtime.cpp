@@ -656,6 +656,26 @@ double tm_finish() {
 }
 
 // Non-kernel-side reporting (host code, runtime checks).
+// stdout (fd 1) pointed at stderr for a scope: what host code prints goes to the log, not to the caller's
+// stdout (restored on restore() or at the end of the scope; C stdio and iostreams flushed on both edges).
+struct HostPrintsToStderr {
+    int saved = -1;
+    HostPrintsToStderr() {
+        std::fflush(stdout);
+        std::cout.flush();
+        saved = dup(1);
+        if (saved >= 0 && dup2(2, 1) < 0) { close(saved); saved = -1; }
+    }
+    void restore() {
+        if (saved < 0) return;
+        std::fflush(stdout);
+        std::cout.flush();
+        dup2(saved, 1);
+        close(saved);
+        saved = -1;
+    }
+    ~HostPrintsToStderr() { restore(); }
+};
 void host_violation(const char* rule, int sev, const char* fmt_, ...) __attribute__((format(printf, 3, 4)));
 void host_violation(const char* rule, int sev, const char* fmt_, ...) {
     va_list ap;
@@ -2125,6 +2145,18 @@ OpImplRegisterV2& OpImplRegisterV2::InferDataType(InferDataTypeKernelFunc f) {
     return *this;
 }
 
+static const char* kind_name_attr(AttrValue::Kind k) {
+    switch (k) {
+        case AttrValue::INT: return "an int";
+        case AttrValue::FLOAT: return "a float";
+        case AttrValue::BOOL: return "a bool";
+        case AttrValue::STR: return "a string";
+        case AttrValue::LIST_INT: return "a list of ints";
+        case AttrValue::LIST_FLOAT: return "a list of floats";
+        default: return "unset";
+    }
+}
+
 bool RuntimeAttrs::has(size_t i, AttrValue::Kind k) const {
     if (i >= attrs_.size()) {
         ::evk_sim::host_violation("tiling_context", ::evk_sim::SEV_WARNING,
@@ -2134,7 +2166,8 @@ bool RuntimeAttrs::has(size_t i, AttrValue::Kind k) const {
     }
     if (attrs_[i].kind != k) {
         ::evk_sim::host_violation("tiling_context", ::evk_sim::SEV_WARNING,
-                                  "GetAttrs(): attribute %zu read with the wrong type accessor", i);
+                                  "GetAttrs(): attribute %zu (%s) read with another type's accessor: it gets the "
+                                  "attribute's bytes reinterpreted, as on CANN", i, kind_name_attr(attrs_[i].kind));
         return false;
     }
     return true;
@@ -3616,6 +3649,7 @@ extern "C" int evk_sim_run(const evk_run_config* cfg) {
     ctx.tiling_.capacity_ = tiling_buf.size();
 
     // --- InferShape (reported, not used to size outputs) ---
+    HostPrintsToStderr infer_prints;
     if (e->infer_shape) {
         gert::InferShapeContext ic;
         ic.op_type_ = cfg->op_type;
@@ -3648,8 +3682,13 @@ extern "C" int evk_sim_run(const evk_run_config* cfg) {
         }
         if (!r.infer_shape_ok) host_violation("infer_shape_failed", SEV_WARNING, "InferShape did not return GRAPH_SUCCESS");
     }
+    infer_prints.restore();
 
     // --- TilingFunc ---
+    // Host code prints progress (printf, std::cout) from its TilingFunc; CANN runs it in the framework's
+    // process, where that output is harmless. Here the process's stdout is the candidate's channel to the
+    // verifier, so the host's prints go to stderr while InferShape and the TilingFunc run.
+    HostPrintsToStderr host_prints;
     if (!e->tiling) {
         host_violation("tiling_failed", SEV_FATAL, "no TilingFunc registered (AICore().SetTiling)");
         r.status = "tiling_failed";
@@ -3674,6 +3713,7 @@ extern "C" int evk_sim_run(const evk_run_config* cfg) {
         host_violation("tiling_failed", SEV_FATAL,
                        "TilingFunc crashed (e.g. a null pointer from GetInputShape/GetAttrs with a wrong index)");
     }
+    host_prints.restore();
     r.block_dim = ctx.block_dim_;
     r.tiling_key = ctx.tiling_key_;
     r.schedule_mode = ctx.schedule_mode_;

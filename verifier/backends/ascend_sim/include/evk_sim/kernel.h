@@ -24,10 +24,17 @@
     } while (0)
 #define TILING_KEY_IS(k) (::evk_sim::tiling_key() == static_cast<uint64_t>(k))
 #ifndef ASSERT
-#define ASSERT(cond)                                                                                      \
-    do {                                                                                                  \
-        if (!(cond)) ::evk_sim::fatal(EVK_RULE_KERNEL_ASSERT, __FILE__, __LINE__, "ASSERT(%s) failed", #cond); \
-    } while (0)
+// CANN's device build compiles ASSERT away (it checks only in the CPU debug build), so device code can
+// write it anywhere an empty expansion compiles, even as the suffix of an expression (a community entry's
+// `this->tileNum = tileNum ASSERT(tileNum != 0 && "...");`). Here it still checks, as the CPU debug build
+// does, and expands to `+ 0 * check(...)`: a valid statement on its own and a no-op term after an expression.
+namespace evk_sim {
+inline int assert_holds(bool ok, const char* file, int line, const char* text) {
+    if (!ok) ::evk_sim::fatal(EVK_RULE_KERNEL_ASSERT, file, line, "ASSERT(%s) failed", text);
+    return 0;
+}
+}  // namespace evk_sim
+#define ASSERT(cond) +0 * ::evk_sim::assert_holds(static_cast<bool>(cond), __FILE__, __LINE__, #cond)
 #endif
 #ifndef ascendc_assert
 #define ascendc_assert(cond, ...) ASSERT(cond)
@@ -413,6 +420,21 @@ public:
                                  loc.line))
             std::memcpy(::evk_sim::gm_host(p), &value, sizeof(T));
     }
+    // CANN: `__gm__ T& operator()(const uint64_t offset)`, one element of global memory by reference (the
+    // scalar unit reads and writes it). Here a reference-like proxy: reading it is GetValue, assigning it is
+    // SetValue, so the access is checked and counted as the scalar GM access it is.
+    struct GmElemRef {
+        const GlobalTensor* t;
+        uint64_t i;
+        ::evk_sim::SrcLoc loc;
+        operator T() const { return t->GetValue(i, loc); }
+        GmElemRef& operator=(T v) { t->SetValue(i, v, loc); return *this; }
+        GmElemRef& operator=(const GmElemRef& o) { t->SetValue(i, T(o), loc); return *this; }
+        GmElemRef& operator+=(T v) { t->SetValue(i, T(t->GetValue(i, loc) + v), loc); return *this; }
+        GmElemRef& operator-=(T v) { t->SetValue(i, T(t->GetValue(i, loc) - v), loc); return *this; }
+        GmElemRef& operator*=(T v) { t->SetValue(i, T(t->GetValue(i, loc) * v), loc); return *this; }
+    };
+    GmElemRef operator()(const uint64_t offset, EVK_LOC) const { return GmElemRef{this, offset, loc}; }
     template <typename... A> void SetL2CacheHint(A...) {}
     // bytes the tensor declares (0: unknown). A view of a sized tensor past its end has size 0
     // but stays "sized" so accesses are still flagged.
@@ -509,6 +531,13 @@ public:
         buf.qid_ = ::evk_sim::que_init(id_, static_cast<int>(pos), static_cast<int>(pos), 0, 1, len, true, loc.file,
                                        loc.line);
         return buf.qid_ >= 0;
+    }
+    // The queue form's three arguments on a TBuf: the documented TBuf form takes (buf, len) only, but community
+    // operators built with CANN call InitBuffer(tbuf, num, len) (LpNormV2 of hansheng1001/AscendCContest, whose
+    // repository keeps its device profile), so CANN's headers accept it. Taken here as one buffer of
+    // num * len bytes (an assumption: CANN documents no such overload).
+    template <TPosition pos> bool InitBuffer(TBuf<pos>& buf, uint8_t num, uint32_t len, EVK_LOC) {
+        return InitBuffer(buf, static_cast<uint32_t>(num) * len, loc);
     }
     void Reset(EVK_LOC) { ::evk_sim::pipe_reset(id_, loc.file, loc.line); }
     void Destroy(EVK_LOC) { ::evk_sim::pipe_reset(id_, loc.file, loc.line); }
@@ -1723,5 +1752,17 @@ EVK_FULLRED(ReduceMin, evk_detail::RED_MIN)
 #include "evk_sim/math_api.h"
 #include "evk_sim/reduce_api.h"
 #include "evk_sim/norm_api.h"
+
+// The kernel-side globals and macros of CANN's kernel headers that community code uses without a namespace:
+// `block_idx` (the block index, a builtin of the device compiler that older kernels read directly, as
+// GetBlockIdx() returns it) and `assert(cond)` (CANN's kernel assert, the 3_assert sample: a failed assert
+// stops the kernel with a message; here it is the kernel_assert fatal at its line).
+struct EvkBlockIdxVar {
+    operator int64_t() const { return ::evk_sim::block_idx(); }
+};
+inline constexpr EvkBlockIdxVar block_idx{};
+#include <cassert>
+#undef assert
+#define assert(cond) ((void)::evk_sim::assert_holds(static_cast<bool>(cond), __FILE__, __LINE__, #cond))
 
 #endif  // EVK_SIM_KERNEL_H

@@ -1,0 +1,320 @@
+"""Ascend C as the community writes it: operators nobody here wrote, run unchanged on ascend-sim.
+
+Each entry is an operator from a public repository (competition entries, course homework, personal operator
+collections, Ascend's contributed samples), read at a pinned commit from a mirror of that repository and
+never copied here. Op projects go through `evokernel ascend import` (sources byte for byte; json, binding and
+ModelNew generated when the project lacks them) and the verifier, against a PyTorch reference written here
+at sizes the operator's tiling is written for. Kernel-launch programs go through
+`evals/ascend_launch_samples.py` (kernel file unchanged, its ACL main() replaced by the emulator's launcher).
+
+    python -m evokernel.evals.ascend_community [--mirrors DIR] [--only NAME ...] [--json OUT]
+    python -m evokernel.evals.ascend_community --pin      # (re)write evals/ascend_community_pins.json
+
+Mirrors: ``DIR/<owner>+<name>/repo`` (bare or with a work tree), as the workplace's fetch leaves them;
+default ``$EVOKERNEL_COMMUNITY_MIRRORS`` or ``/work/.mirror``. Every source read is checked against the
+sha256 pinned in ``ascend_community_pins.json``: a changed file is an error, not a silent new row.
+
+The table (docs/ascend-sim.md, "Community operators"): operator, source, API, outcome, edits (none),
+modelled latency, and for every failure its class: emulator gap, stricter than CANN, harness, or a real bug
+in the operator (with the line).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import textwrap
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+PINS = Path(__file__).with_name("ascend_community_pins.json")
+DEFAULT_MIRRORS = Path("/work/.mirror")
+
+# repository -> the commit every file is read at
+REPOS = {
+    "hansheng1001/AscendCContest": "4904517a3365ea5c441ca5832ed1562939411e47",
+    "linnlh/ascendc-competition-s3": "04c0c97dc5623053fefc585786697a8c19b9504a",
+    "xsh20021105/AscendC-S3": "b863fdcb2fd9fa30ec90a185de20c13d43fc457c",
+    "KiaraStark/ascendc-homework": "1ffb17c666b2ff44e027c2d8e16fe460807a9dfb",
+    "Youshikawa/ascendC-S2": "61e00967069e91edbb6188bec76086d46369cbab",
+    "JasperXzy/AscendC-S7": "6eb59d473f33ccba22103476635179f66a72180b",
+    "A-Y-1/AscendC-S4": "fb57a6fb6eaf4d39b5c5988bd9b29709670872c4",
+    "JeffDing/AscendC_Code": "7fee495a931889a9f81fdc90462525c18e0fbdcf",
+    "EliwiiKeeya/my_operators_ascendc": "4b49a0148fc3bb19bb1f5047030fdad18d95b627",
+    "By-gitee/opDev": "25e8db87c0d04ac2319f30abdaa90728175418c8",  # gitee.com/ascend/samples: operator_contrib
+    "KernelHive/ascendc-skill": "c78f267d0423d59a51a02070e5bb845fde2dbd69",
+    "ChengruiZhang/AscendC-MatMul-Basic": "26114d402352e4f30e940e2745b7f8b49adb2a90",
+}
+
+
+def task(body: str, inputs: str, init: str = "[]", header: str = "import torch\nimport torch.nn as nn\n") -> str:
+    """A KernelBench task: ``body`` is forward's body (arguments: the names of ``inputs``' entries)."""
+    names = [n.split("=")[0].strip() for n in inputs.split(";") if n.strip()]
+    makers = [n.split("=", 1)[1].strip() for n in inputs.split(";") if n.strip()]
+    return (header + "\n\nclass Model(nn.Module):\n    def __init__(self, *args):\n        super().__init__()\n"
+            f"        self.args = args\n\n    def forward(self, {', '.join(names)}):\n"
+            + textwrap.indent(textwrap.dedent(body).strip(), "        ") + "\n\n\n"
+            f"def get_inputs():\n    torch.manual_seed(0)\n    return [{', '.join(makers)}]\n\n\n"
+            f"def get_init_inputs():\n    return {init}\n")
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str
+    repo: str
+    path: str             # the op project (or the folder above it) in the repository
+    api: str              # vector | cube | matmul-api
+    ref: str              # the task's source (task(...))
+    out_shape: str = ""   # the output's sizes for the generated binding when not the first input's
+    expect: str = "feasible"  # or the gate a real bug in the operator fails at
+    bug: str = ""         # for expect != feasible: the operator's line and what is wrong there
+    note: str = ""
+
+
+F32 = "torch.float32"
+F16 = "torch.float16"
+
+
+def rnd(shape: str, dtype: str = F32, lo: float = -1.0, hi: float = 1.0) -> str:
+    return f"(torch.rand({shape}, dtype=torch.float32) * {hi - lo} + {lo}).to({dtype})"
+
+
+HS = "hansheng1001/AscendCContest"
+LN = "linnlh/ascendc-competition-s3"
+XS = "xsh20021105/AscendC-S3"
+KS = "KiaraStark/ascendc-homework"
+YS = "Youshikawa/ascendC-S2"
+
+OPS: list[Op] = [
+    # --- elementwise and comparisons ---------------------------------------------------------------
+    Op("hs_addcmul", HS, "01Addcmul/FrameworkLaunch/Addcmul", "vector",
+       task("return input_data + value * x1 * x2",
+            f"value=torch.tensor([0.5]); input_data={rnd('32, 1024')}; x1={rnd('32, 1024')}; x2={rnd('32, 1024')}"),
+       out_shape="{input_data.sizes()}"),
+    Op("hs_fast_gelu", HS, "02FastGelu/FrameworkLaunch/FastGelu", "vector",
+       task("return x / (1 + torch.exp(-1.702 * x.abs())) * torch.exp(0.851 * (x - x.abs()))",
+            f"x={rnd('32, 1024', lo=-4, hi=4)}")),
+    Op("hs_fast_gelu_grad", HS, "03FastGeluGrad/FrameworkLaunch/FastGeluGrad", "vector",
+       task("""
+            a = x.abs(); e = torch.exp(-1.702 * a); ex = torch.exp(1.702 * (x - a))
+            return dy * (e + 1.702 * x * e + ex) / (e + 1) ** 2""",
+            f"dy={rnd('32, 1024')}; x={rnd('32, 1024', lo=-4, hi=4)}")),
+    Op("hs_less_equal", HS, "04LessEqual/FrameworkLaunch/LessEqualV2", "vector",
+       task("return x1 <= x2", f"x1={rnd('32, 1024')}; x2={rnd('32, 1024')}")),
+    Op("hs_mse_loss", HS, "05MseLoss/FrameworkLaunch/MseLoss", "vector",
+       task("return torch.mean((x - y) ** 2).reshape(1)", f"x={rnd('32, 1024')}; y={rnd('32, 1024')}"),
+       out_shape="{1}"),
+    Op("hs_mse_loss_grad", HS, "06MseLossGrad/FrameworkLaunch/MseLossGrad", "vector",
+       task("return 2.0 * (predict - label) * x / predict.numel()",
+            f"predict={rnd('32, 1024')}; label={rnd('32, 1024')}; x={rnd('32, 1024')}")),
+    Op("hs_clip_by_value", HS, "07ClipByValue/FrameworkLaunch/ClipByValue", "vector",
+       task("return torch.minimum(torch.maximum(x, minv), maxv)",
+            f"x={rnd('32, 1024', lo=-2, hi=2)}; minv=torch.tensor([-0.5]); maxv=torch.tensor([0.75])")),
+    Op("hs_lp_norm_v2", HS, "08LpNormV2/FrameworkLaunch/LpNormV2", "vector",
+       task("return torch.linalg.vector_norm(x, 2).reshape(1)", f"x={rnd('32, 1024')}"), out_shape="{1}",
+       note="p = 2 over all axes (its default axes {}), a reduction"),
+    Op("hs_spence", HS, "09Spence/FrameworkLaunch/Spence", "vector",
+       task("import scipy.special\nreturn torch.from_numpy(scipy.special.spence(x.double().numpy())).to(x.dtype)",
+            f"x={rnd('32, 1024', lo=0.1, hi=4)}")),
+    Op("ln_asinh", LN, "basic/asinh/asinh", "vector", task("return torch.asinh(x)", f"x={rnd('32, 1024', lo=-3, hi=3)}")),
+    Op("ln_asinh_grad", LN, "basic/asinh_grad/asinh_grad", "vector",
+       task("return dy / torch.cosh(y)", f"y={rnd('32, 1024', lo=-2, hi=2)}; dy={rnd('32, 1024')}")),
+    Op("ln_div", LN, "basic/div/div", "vector",
+       task("return x1 / x2", f"x1={rnd('32, 1024')}; x2={rnd('32, 1024', lo=0.5, hi=2)}")),
+    Op("ln_not_equal", LN, "basic/not_equal/not_equal", "vector",
+       task("return x1 != x2", f"x1=torch.randint(0, 3, (32, 1024)).float(); x2=torch.randint(0, 3, (32, 1024)).float()")),
+    Op("ln_is_close", LN, "basic/is_close/is_close", "vector",
+       task("return torch.isclose(x1, x2, rtol=1e-05, atol=1e-08)",
+            "x1=torch.randint(0, 3, (32, 1024)).float(); x2=torch.randint(0, 3, (32, 1024)).float()"),
+       note="integer-valued inputs, so about a third of the pairs are equal"),
+    Op("ln_softmax", LN, "basic/softmax/softmax", "vector",
+       task("return torch.softmax(x, -1)", f"x={rnd('64, 256', lo=-3, hi=3)}")),
+    Op("ln_log_sum_exp", LN, "basic/logsum_exp/logsum_exp", "vector",
+       task("return torch.logsumexp(x, 0)", f"x={rnd('64, 256', lo=-3, hi=3)}"), out_shape="{x.size(1)}"),
+    Op("ln_replication_pad2d", LN, "basic/replication_pad2d/replication_pad2d", "vector",
+       task("return torch.nn.functional.pad(x, [int(v) for v in paddings.tolist()], mode='replicate')",
+            f"x={rnd('2, 4, 16, 16')}; paddings=torch.tensor([1, 2, 3, 1], dtype=torch.int32)"),
+       out_shape="{x.size(0), x.size(1), x.size(2) + 4, x.size(3) + 3}"),
+    Op("xs_softmax", XS, "01-Softmax", "vector", task("return torch.softmax(x, -1)", f"x={rnd('64, 256', lo=-3, hi=3)}")),
+    Op("xs_not_equal", XS, "03-NotEqual", "vector",
+       task("return x1 != x2", f"x1=torch.randint(0, 3, (32, 1024)).float(); x2=torch.randint(0, 3, (32, 1024)).float()")),
+    Op("xs_asinh", XS, "04-Asinh", "vector", task("return torch.asinh(x)", f"x={rnd('32, 1024', lo=-3, hi=3)}")),
+    Op("xs_log_sum_exp", XS, "09-LogSumExp", "vector",
+       task("return torch.logsumexp(x, 0)", f"x={rnd('64, 256', lo=-3, hi=3)}"), out_shape="{x.size(1)}"),
+    Op("ks_softmax_custom", KS, "1_SoftMax/softmax", "vector",
+       task("return torch.softmax(x, -1)", f"x={rnd('64, 256', lo=-3, hi=3)}")),
+    Op("ks_div", KS, "Ascend_S3-main/02Div", "vector",
+       task("return x1 / x2", f"x1={rnd('32, 1024')}; x2={rnd('32, 1024', lo=0.5, hi=2)}")),
+    Op("ks_asinh_grad", KS, "Ascend_S3-main/05AsinhGrad", "vector",
+       task("return dy / torch.cosh(y)", f"y={rnd('32, 1024', lo=-2, hi=2)}; dy={rnd('32, 1024')}")),
+    Op("ks_replication_pad2d", KS, "Ascend_S3-main/10ReplicationPad2d", "vector",
+       task("return torch.nn.functional.pad(x, [int(v) for v in paddings.tolist()], mode='replicate')",
+            f"x={rnd('2, 4, 16, 16')}; paddings=torch.tensor([1, 2, 3, 1], dtype=torch.int32)"),
+       out_shape="{x.size(0), x.size(1), x.size(2) + 4, x.size(3) + 3}"),
+    Op("ys_gelu", YS, "ascends2/Gelu/Gelu", "vector",
+       task("return torch.nn.functional.gelu(x, approximate='tanh')", f"x={rnd('32, 1024', lo=-3, hi=3)}")),
+    Op("ys_lerp", YS, "ascends2/Lerp/Lerp", "vector",
+       task("return torch.lerp(start, end, weight)", f"start={rnd('32, 1024')}; end={rnd('32, 1024')}; weight={rnd('32, 1024', lo=0, hi=1)}")),
+    Op("ys_xlogy", YS, "ascends2/xlogy", "vector",
+       task("return torch.xlogy(x, y)", f"x={rnd('32, 1024')}; y={rnd('32, 1024', lo=0.1, hi=3)}")),
+    Op("ys_tril", YS, "ascends2/Tril/Tril", "vector", task("return torch.tril(x)", f"x={rnd('64, 64')}")),
+    Op("ys_triu", YS, "ascends2/Triu/Triu", "vector", task("return torch.triu(x)", f"x={rnd('64, 64')}")),
+    Op("ys_global_avg_pool", YS, "ascends2/GlobalAvgPool/GlobalAvgPool", "vector",
+       task("return x.mean(dim=(2, 3), keepdim=True)", f"x={rnd('2, 16, 8, 8')}"),
+       out_shape="{x.size(0), x.size(1), 1, 1}"),
+    Op("jx_fmax", "JasperXzy/AscendC-S7", "Fmax", "vector",
+       task("return torch.fmax(input, other)", f"input={rnd('32, 1024')}; other={rnd('32, 1024')}")),
+    Op("ay_heaviside", "A-Y-1/AscendC-S4", "Heaviside", "vector",
+       task("return torch.heaviside(input, values)",
+            f"input=torch.randint(-2, 3, (32, 1024)).float(); values={rnd('32, 1024')}")),
+    Op("jd_sinh", "JeffDing/AscendC_Code", "SinhCustomSample/FrameworkLaunch/SinhCustom", "vector",
+       task("return torch.sinh(x)", f"x={rnd('8, 2048', F16, -2, 2)}")),
+    Op("el_my_add", "EliwiiKeeya/my_operators_ascendc", "cann-opdev-classic/01_MyAddCustom", "vector",
+       task("return x + y", f"x={rnd('8, 2048', F16)}; y={rnd('8, 2048', F16)}")),
+    # --- the cube and the Matmul API -------------------------------------------------------------------
+    Op("el_my_matmul", "EliwiiKeeya/my_operators_ascendc", "cann-opdev-classic/02_MyMatmulCustom", "matmul-api",
+       task("return (a.float() @ b.float())", f"a={rnd('512, 512', F16)}; b={rnd('512, 1024', F16)}"),
+       out_shape="{a.size(0), b.size(1)}"),
+    Op("el_my_fusion", "EliwiiKeeya/my_operators_ascendc", "cann-opdev-classic/03_MyFusionCustom", "matmul-api",
+       task("c = a.float() @ b.float()\nreturn torch.where(c >= 0, c, 0.001 * c)",
+            f"a={rnd('1024, 256', F16)}; b={rnd('256, 640', F16)}"),
+       out_shape="{a.size(0), b.size(1)}"),
+    Op("sp_high_perf_matmul", "By-gitee/opDev", "operator_contrib/HighPerfMatMul/FrameworkLaunch", "matmul-api",
+       task("return (a.float() @ b.float())", f"a={rnd('1024, 1024', F16)}; b={rnd('1024, 1024', F16)}"),
+       out_shape="{a.size(0), b.size(1)}"),
+    Op("sp_high_perf_matmul_leaky", "By-gitee/opDev", "operator_contrib/MatmulLeakyReluCustom", "matmul-api",
+       task("c = a.float() @ b.float() + bias.float()\nreturn torch.where(c >= 0, c, 0.001 * c)",
+            f"a={rnd('1024, 256', F16)}; b={rnd('256, 640', F16)}; bias={rnd('640', F32)}"),
+       out_shape="{a.size(0), b.size(1)}"),
+    Op("sp_printf_matmul", "By-gitee/opDev", "operator/ascendc/1_utilities/0_printf/FrameworkLaunch", "matmul-api",
+       task("return (a.float() @ b.float() + bias.float())",
+            f"a={rnd('1024, 256', F16)}; b={rnd('256, 640', F16)}; bias={rnd('640', F32)}"),
+       out_shape="{a.size(0), b.size(1)}", note="printf in the kernel (CANN's debug print)"),
+    Op("sp_assert_matmul", "By-gitee/opDev", "operator/ascendc/1_utilities/3_assert/FrameworkLaunch", "matmul-api",
+       task("return (a.float() @ b.float() + bias.float())",
+            f"a={rnd('1024, 256', F16)}; b={rnd('256, 640', F16)}; bias={rnd('640', F32)}"),
+       out_shape="{a.size(0), b.size(1)}", note="assert in the kernel"),
+    Op("kh_gemm", "KernelHive/ascendc-skill",
+       "skills/ascend-kernel-generator/reference/ref_repositories/EvoKernel/ops-attention-910b/GEMMCustom", "cube",
+       task("return x @ weight_t", f"x={rnd('256, 256')}; weight_t={rnd('256, 256')}"),
+       out_shape="{x.size(0), weight_t.size(1)}",
+       note="an all-caps acronym in the op name (GEMMCustom)"),
+]
+
+
+def mirror_git(mirrors: Path, repo: str) -> Path:
+    d = mirrors / repo.replace("/", "+") / "repo"
+    return d / ".git" if (d / ".git").exists() else d
+
+
+def extract(mirrors: Path, repo: str, path: str, dest: Path) -> Path:
+    """``path`` of ``repo`` at its pinned commit under ``dest`` (git archive from the mirror)."""
+    git = mirror_git(mirrors, repo)
+    if not (git / "HEAD").exists():
+        raise FileNotFoundError(f"no mirror of {repo} at {git.parent} (fetch it, or give --mirrors)")
+    out = subprocess.run(["git", f"--git-dir={git}", "archive", REPOS[repo], path], capture_output=True, timeout=300)
+    if out.returncode != 0:
+        raise RuntimeError(f"git archive {repo}@{REPOS[repo][:12]} {path}: {out.stderr.decode(errors='replace')[-400:]}")
+    with tarfile.open(fileobj=io.BytesIO(out.stdout)) as tar:
+        tar.extractall(dest, filter="data")
+    return dest / path
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def load_pins() -> dict[str, dict[str, str]]:
+    return json.loads(PINS.read_text()) if PINS.exists() else {}
+
+
+def check_op(op: Op, mirrors: Path, verifier: Any, workdir: Path, pins: dict[str, dict[str, str]] | None,
+             ) -> dict[str, Any]:
+    """Import the operator unchanged, verify it: one row."""
+    from evokernel.ascend_import import ImportError_, import_project
+    from evokernel.tasks import load_task
+    from evokernel.verifier.backends.ascend_sim.project import read_strings
+
+    row: dict[str, Any] = {"operator": op.name, "repo": op.repo, "path": op.path, "api": op.api,
+                           "expected": op.expect, "bug": op.bug, "note": op.note}
+    base = workdir / op.name
+    src = extract(mirrors, op.repo, op.path, base / "src")
+    try:
+        project, text = import_project(src, base / "candidate.py", op.out_shape or None)
+    except ImportError_ as exc:
+        row.update(verdict="import", feedback=[str(exc)[:300]], edits=None, latency_us=None)
+        row["as_expected"] = op.expect == "import"
+        return row
+    files = {name: str(f.relative_to(base / "src")) for name, f in project.files.items()}
+    digests = {rel: sha256(base / "src" / rel) for rel in files.values()}
+    row["files"], row["sha256"] = files, digests
+    if pins is not None:
+        pinned = pins.get(op.name)
+        if pinned is None or pinned != digests:
+            raise RuntimeError(f"{op.name}: the sources read differ from the pinned sha256 (run --pin after checking "
+                               f"them): {digests} vs {pinned}")
+    strings = read_strings(text)
+    from evokernel.ascend_import import read_source
+    row["edits"] = sum(strings[name] != read_source(f) for name, f in project.files.items())
+    row["json_from_opdef"] = project.json_from_opdef
+    (base / "task.py").write_text(op.ref)
+    t0 = time.perf_counter()
+    verdict = verifier.verify(load_task(base / "task.py"), text)
+    row["verdict"] = "feasible" if verdict.feasible else verdict.failed_gate
+    row["as_expected"] = row["verdict"] == op.expect
+    row["latency_us"] = round((verdict.latency_ms or 0) * 1e3, 2) if verdict.feasible else None
+    row["warnings"] = list(verdict.details.get("emulator_warnings") or [])
+    row["feedback"] = verdict.feedback.splitlines()[:6]
+    row["seconds"] = round(time.perf_counter() - t0, 1)
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--mirrors", type=Path, default=None, help="folder of the repositories' mirrors")
+    ap.add_argument("--only", action="append", default=[], help="operator names to check (default: all)")
+    ap.add_argument("--json", type=Path, default=None, help="write the rows here")
+    ap.add_argument("--pin", action="store_true", help="record the sha256 of every file read (no check)")
+    args = ap.parse_args(argv)
+    mirrors = args.mirrors or Path(os.environ.get("EVOKERNEL_COMMUNITY_MIRRORS", DEFAULT_MIRRORS))
+    pins = None if args.pin else load_pins()
+    tmp = Path(tempfile.mkdtemp(prefix="evk-ascend-community-"))
+    from evokernel.verifier.trusted.verifier import Verifier, VerifyConfig
+
+    rows = []
+    with Verifier("ascend-sim", VerifyConfig(cache_dir=tmp / "cache", run_timeout_s=120.0)) as v:
+        for op in OPS:
+            if args.only and op.name not in args.only:
+                continue
+            try:
+                r = check_op(op, mirrors, v, tmp, pins)
+            except FileNotFoundError as exc:
+                print(f"{op.name:28s} skipped: {exc}", flush=True)
+                continue
+            rows.append(r)
+            lat = f"{r['latency_us']:.2f} us" if r.get("latency_us") is not None else "-"
+            print(f"{op.name:28s} {op.api:10s} edits {r.get('edits')}  {r['verdict']:10s} "
+                  f"{'as expected' if r['as_expected'] else 'NOT AS EXPECTED':15s} {lat:>11s}  "
+                  f"{(r.get('feedback') or [''])[0][:150] if not r['as_expected'] else ''}", flush=True)
+    if args.pin:
+        old = load_pins()
+        old.update({r["operator"]: r["sha256"] for r in rows if "sha256" in r})
+        PINS.write_text(json.dumps(dict(sorted(old.items())), indent=1) + "\n")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    ok = [r for r in rows if r["as_expected"] and not r.get("edits")]
+    print(f"{len(ok)} of {len(rows)} as expected with no edit to the operator's sources")
+    return 0 if len(ok) == len(rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
