@@ -383,7 +383,7 @@ def _py_default(v: Any) -> str:
     """A default our model_src rules accept: a negative number as a literal (-1), a list as a tuple (a mutable
     default is refused)."""
     if isinstance(v, list):
-        return "(" + "".join(f"{_py_default(x)}, " for x in v).rstrip(" ") + ")" if v else "()"
+        return repr(tuple(v))
     return repr(v)
 
 

@@ -225,19 +225,27 @@ struct AttrValue {
     TypedContinuousVector<bool> lb;
     // the value's bytes, zero-padded to 16, for an accessor of another scalar type (see RuntimeAttrs::pick)
     alignas(8) mutable unsigned char raw[16] = {};
-    bool scalar() const { return kind == INT || kind == FLOAT || kind == BOOL || kind == STR; }
+    // every kind has bytes a scalar accessor can be given: a list's are its (element count, element count)
+    // header as two 64-bit words (CANN keeps a list attribute as a ContinuousVector, a capacity and size
+    // header before the elements; an assumption about its layout)
+    bool scalar() const { return kind != NONE; }
     const void* ptr() const {
         switch (kind) {
             case INT: return &i;
             case FLOAT: return &f;
             case BOOL: return &b;
             case STR: return s.c_str();
-            default: return nullptr;
+            default: {
+                const uint64_t n = kind == LIST_INT ? li.v_.size() : kind == LIST_FLOAT ? lf.v_.size() : lb.v_.size();
+                std::memcpy(raw, &n, sizeof n);
+                std::memcpy(raw + 8, &n, sizeof n);
+                return raw;
+            }
         }
     }
     size_t bytes() const {
         return kind == INT ? sizeof i : kind == FLOAT ? sizeof f : kind == BOOL ? sizeof b
-             : kind == STR ? (s.size() + 1 < sizeof raw ? s.size() + 1 : sizeof raw) : 0;
+             : kind == STR ? (s.size() + 1 < sizeof raw ? s.size() + 1 : sizeof raw) : sizeof raw;
     }
 };
 
@@ -281,8 +289,9 @@ private:
         if (!has(i, k)) {
             if (i >= attrs_.size() || !attrs_[i].scalar()) return nullptr;
             const AttrValue& a = attrs_[i];
-            std::memset(a.raw, 0, sizeof a.raw);
-            std::memcpy(a.raw, a.ptr(), a.bytes());
+            unsigned char bytes[sizeof a.raw] = {};
+            std::memcpy(bytes, a.ptr(), a.bytes());
+            std::memcpy(a.raw, bytes, sizeof a.raw);
             return reinterpret_cast<const T*>(a.raw);
         }
         return reinterpret_cast<const T*>(attrs_[i].ptr());

@@ -1763,6 +1763,7 @@ struct EvkBlockIdxVar {
 inline constexpr EvkBlockIdxVar block_idx{};
 #include <cassert>
 #undef assert
-#define assert(cond) ((void)::evk_sim::assert_holds(static_cast<bool>(cond), __FILE__, __LINE__, #cond))
+// CANN's kernel assert takes an optional message format and arguments: assert(cond, "fmt %d", x)
+#define assert(cond, ...) ((void)::evk_sim::assert_holds(static_cast<bool>(cond), __FILE__, __LINE__, #cond))
 
 #endif  // EVK_SIM_KERNEL_H
