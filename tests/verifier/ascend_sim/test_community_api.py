@@ -121,3 +121,17 @@ def test_a_failing_assert_suffix_still_stops_the_block(sim, tmp_path):
                          dtypes={"x": "float", "y": "float"}, label="community_assert")
     r = sim.run_op(exe, tmp_path, "CommunityCustom", [("x", np.ones(256, np.float32))], [("y", (256,), np.float32)])
     assert "kernel_assert" in r.rules("fatal"), r.violations
+
+
+def test_a_zero_length_buffer_a_block_never_uses_is_a_warning(sim, tmp_path):
+    """Community tilings give a block without work buffers of 0 bytes; CANN documents no failure for that, so it
+    is a warning (was an error), and a use of such a buffer is still caught."""
+    idle = KERNEL.replace("    LocalTensor<float> v = buf.Get<float>();",
+                          "    TBuf<TPosition::VECCALC> idle;\n    pipe.InitBuffer(idle, 0);\n"
+                          "    LocalTensor<float> v = buf.Get<float>();")
+    exe = sim.op_project(tmp_path, op="CommunityCustom", kernel_name="community_custom", kernel_src=idle,
+                         host_src=HOST, tiling_src=TILING, tiling_header="community_custom_tiling.h",
+                         dtypes={"x": "float", "y": "float"}, label="community_idle")
+    r = sim.run_op(exe, tmp_path, "CommunityCustom", [("x", np.ones(256, np.float32))], [("y", (256,), np.float32)])
+    zero = [v for v in r.violations if "length of 0 bytes" in v["message"]]
+    assert zero and zero[0]["severity"] == "warning" and not r.rules("error"), r.violations
