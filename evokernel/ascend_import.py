@@ -80,6 +80,10 @@ class OpProject:
     kernel: str
     files: dict[str, Path] = field(default_factory=dict)  # which file became which string
     json_from_opdef: bool = False  # the project has no <Op>.json: project_json_src was written from the OpDef
+    # strings that hold files byte for byte after generated text (a kernel-launch sample's host string holds its
+    # main.cpp and tiling file: evokernel/ascend_launch_import.py)
+    embedded: dict[str, list[Path]] = field(default_factory=dict)
+    origin: str = "an Ascend C operator project"
 
 
 def snake_case(op: str) -> str:
@@ -417,11 +421,14 @@ def _literal(name: str, text: str) -> str:
 
 def candidate_source(p: OpProject, out_shape: str | None = None) -> str:
     bind, attrs = _binding(p, out_shape)
-    origin = "\n".join(f"  {k}: {v}" for k, v in p.files.items())
+    origin = "\n".join([f"  {k}: {v}" for k, v in p.files.items()] +
+                       [f"  {k}: {', '.join(str(f) for f in fs)} (after a generated prelude)" for k, fs in p.embedded.items()])
     made = ("project_json_src (described from the OpDef: the project has no json of its own), python_bind_src "
-            "and model_src are generated." if p.json_from_opdef else
+            "and model_src are generated." if p.json_from_opdef and not p.embedded else
+            "project_json_src, host_tiling_src, the rest of host_operator_src, python_bind_src and model_src are "
+            "generated." if p.embedded else
             "python_bind_src and model_src are generated from the json.")
-    parts = [f'"""{p.op}: an Ascend C operator project imported unchanged by `evokernel ascend import`.\n\n'
+    parts = [f'"""{p.op}: {p.origin} imported unchanged by `evokernel ascend import`.\n\n'
              f"From:\n{origin}\n{made}\"\"\"\n\n",
              _literal("project_json_src", p.json_text), _literal("host_tiling_src", p.tiling),
              _literal("host_operator_src", p.host), _literal("kernel_src", p.kernel),

@@ -201,6 +201,17 @@ CASE(r_block_write_overlap, GM_ADDR a, GM_ADDR out) {  // every block writes the
     DataCopy(io.go, x, 64);  // RULE block_write_overlap
 }
 
+CASE(r_block_write_identical, GM_ADDR a, GM_ADDR out) {  // every block writes the same values to the first 64 outputs
+    Io io(a, out);
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> b;
+    pipe.InitBuffer(b, 256);
+    LocalTensor<float> x = b.Get<float>();
+    DataCopy(x, io.ga, 64);
+    PipeBarrier<PIPE_ALL>();
+    DataCopy(io.go, x, 64);  // RULE block_write_identical
+}
+
 CASE(r_compare_granularity, GM_ADDR a, GM_ADDR out) {
     Io io(a, out);
     TPipe pipe;

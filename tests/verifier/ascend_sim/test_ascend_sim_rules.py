@@ -21,8 +21,9 @@ FATAL = {"r_ub_capacity", "r_deque_empty", "r_alloc_beyond_num", "r_gm_oob_write
              "r_gm_raw_read", "r_gm_raw_write", "r_gm_raw_memcpy"}
 RAW_GM = {"r_gm_raw_read", "r_gm_raw_write", "r_gm_raw_memcpy"}  # fatal and the run stops (rc 10)
 WARNING = {"r_gm_tensor_size", "r_half_overflow", "r_missing_sync", "r_set_without_wait", "r_input_written",
-           "r_low_precision", "r_leak"}
-BLOCK_DIM = {"r_block_write_overlap": 2, "r_fatal_in_block0_only": 2, "r_gm_raw_read": 2, "r_sync_all": 2}
+           "r_low_precision", "r_leak", "r_block_write_identical"}
+OVERLAPS = {"r_block_write_overlap", "r_block_write_identical"}  # reported for block 1, the second writer
+BLOCK_DIM = {"r_block_write_overlap": 2, "r_block_write_identical": 2, "r_fatal_in_block0_only": 2, "r_gm_raw_read": 2, "r_sync_all": 2}
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +63,7 @@ def test_rule_detected_at_kernel_line(case, sim, rule_prog):
     v = hits[0]
     want = "fatal" if case in FATAL else "warning" if case in WARNING else "error"
     assert v["severity"] == want, v
-    assert v["block"] == (1 if case == "r_block_write_overlap" else 0) and v["message"]
+    assert v["block"] == (1 if case in OVERLAPS else 0) and v["message"]
     statuses = [b["status"] for b in res.report["blocks"]]
     if case in FATAL:
         assert res.report["status"] == "aborted" and statuses[0] == "aborted"
@@ -99,6 +100,17 @@ def test_overlap_names_both_blocks(sim, rule_prog):
     res = run_case(sim, rule_prog, "r_block_write_overlap")
     v = res.find("block_write_overlap")[0]
     assert v["block"] == 1 and "already written by block 0" in v["message"]
+    assert "of them with other values" in v["message"] and not res.find("block_write_identical")
+
+
+def test_blocks_writing_the_same_values_are_a_warning(sim, rule_prog):
+    """Every block writes identical bytes to the same outputs (xsh20021105's Softmax and LogSumExp do): whichever
+    write lands last, the output is the same, so it is duplicated work (a warning), not a wrong result."""
+    res = run_case(sim, rule_prog, "r_block_write_identical")
+    assert not res.find("block_write_overlap") and res.rules("error") == set(), res.violations
+    v = res.find("block_write_identical")[0]
+    assert v["severity"] == "warning" and "already wrote, with the same values" in v["message"]
+    np.testing.assert_array_equal(res.outputs[0][:64], np.arange(64, dtype=F32))
 
 
 def test_crash_is_contained_and_reported(sim, rule_prog):

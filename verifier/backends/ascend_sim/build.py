@@ -17,7 +17,7 @@ from evokernel.cpu import CompileError
 from evokernel.verifier.trusted import native_build
 from evokernel.verifier.trusted.native_build import BuildResult, Runner, compiler_id
 
-from .project import Project
+from .project import LIBC_NAMES, Project
 
 SIM_DIR = Path(__file__).resolve().parent
 INCLUDE = SIM_DIR / "include"
@@ -101,10 +101,26 @@ def kernel_prelude(project: Project) -> str:
         "using namespace optiling;  // kernel code names the tiling struct without its namespace\n"
         # a kernel named like a C library function (asinh, div, fmax) would clash with its declaration in the
         # host C library the emulator links; the device has none: the entry is renamed (Project.kernel_symbol)
-        + (f"#define {project.kernel_name} {project.kernel_symbol}\n"
-           if project.kernel_symbol != project.kernel_name else "")
+        + (f"#define {project.kernel_name} evk_kernel_{project.kernel_name}\n"
+           if project.kernel_name in LIBC_NAMES else "")
         + '#include "kernel_src.cpp"\n'
+        + launch_adapter(project)
     )
+
+
+def launch_adapter(project: Project) -> str:
+    """A kernel-launch sample's entry takes its own parameters (Project.launch_args): an adapter with the
+    operator's arguments (inputs..., outputs..., workspace, tiling) calls it with each in its place."""
+    if project.launch_args is None:
+        return ""
+    n_in, n_out = len(project.inputs), len(project.outputs)
+    names = [f"evk_in{i}" for i in range(n_in)] + [f"evk_out{j}" for j in range(n_out)] + ["evk_ws", "evk_tiling"]
+    pick = {"input": lambda k: f"evk_in{k}", "output": lambda k: f"evk_out{k}", "workspace": lambda k: "evk_ws",
+            "tiling": lambda k: "evk_tiling"}
+    call = ", ".join(pick[kind](k) for kind, k in project.launch_args)
+    return (f'// a kernel-launch entry, called with its own parameters (project.launch_arguments)\n'
+            f'extern "C" void {project.kernel_symbol}({", ".join("GM_ADDR " + n for n in names)}) '
+            f"{{ {project.kernel_name}({call}); }}\n")
 
 
 def build_project(project: Project, combo: int, cache_root: Path, runner: Runner,

@@ -89,12 +89,20 @@ class Project:
     kernel_name: str  # the extern "C" kernel entry, e.g. add_custom
     tiling_header: str  # file name the host source includes for the tiling data, e.g. add_custom_tiling.h
     bindings: dict[str, "Binding"] = field(default_factory=dict)  # python name -> binding function
+    # A kernel whose parameters are not (inputs..., outputs..., workspace, tiling): a kernel-launch sample's entry
+    # (add_custom(x, y, z), threshold(tiling, in, out)). Each parameter is named for what it receives: ("input", i),
+    # ("output", j), ("workspace", 0) or ("tiling", 0); the build calls the entry through an adapter with the
+    # operator's usual arguments (build.kernel_prelude). None for an operator-project kernel.
+    launch_args: list[tuple[str, int]] | None = None
 
     @property
     def kernel_symbol(self) -> str:
         """The kernel entry's symbol in the built library: its name, unless that name is a C library
         function the emulator's headers declare (a kernel called asinh, div or fmax: on the device there is
-        no libm to clash with; here the build renames the entry, build.kernel_prelude)."""
+        no libm to clash with; here the build renames the entry, build.kernel_prelude), or the adapter of a
+        kernel-launch sample's entry."""
+        if self.launch_args is not None:
+            return f"evk_launch_{self.kernel_name}"
         return f"evk_kernel_{self.kernel_name}" if self.kernel_name in LIBC_NAMES else self.kernel_name
 
     @property
@@ -233,8 +241,55 @@ def parse_candidate(source: str) -> Project:
     includes = re.findall(r'#\s*include\s*"([^"]+)"', sources["host_operator_src"])
     tiling = next((i for i in includes if "tiling" in i.rsplit("/", 1)[-1] and i.endswith(".h")), f"{snake}_tiling.h")
     project = Project(sources, op, inputs, outputs, snake, tiling)
+    project.launch_args = launch_arguments(kernel_params(sources["kernel_src"], snake), inputs, outputs)
     project.bindings = parse_bindings(sources["python_bind_src"], op)
     return project
+
+
+def kernel_params(kernel_src: str, name: str) -> list[str]:
+    """The parameter names of the kernel entry ``name`` (``extern "C" __global__ __aicore__ void name(...)``)."""
+    text = strip_comments(kernel_src)
+    m = re.search(r'extern\s+"C"\s+(?:__global__\s+|__aicore__\s+)+void\s+' + re.escape(name) + r"\s*\(", text)
+    if not m:
+        return []
+    close = _match(text, m.end() - 1, "(", ")")
+    names = []
+    for decl in split_args(text[m.end():close]):
+        ident = re.search(r"([A-Za-z_]\w*)\s*(?:\[\s*\])?\s*$", decl.split("=")[0].strip())
+        if ident and decl.strip() != "void":
+            names.append(ident.group(1))
+    return names
+
+
+def launch_arguments(params: list[str], inputs: list[Param], outputs: list[Param]) -> list[tuple[str, int]] | None:
+    """How a kernel-launch sample's entry takes the operator's arguments, by parameter name (None for an
+    operator-project kernel: its parameters are the inputs, the outputs, the workspace and the tiling, in that
+    order, whatever their names, as CANN calls them). A kernel with another number of parameters is a
+    kernel-launch entry: each parameter must be an input or output of the json by name, or the workspace
+    (``workspace``, ``usrWorkspace``, ``ws``...) or the tiling (a name with ``tiling``), each at most once."""
+    if not params or len(params) == len(inputs) + len(outputs) + 2:
+        return None
+    where = {p.name: ("input", i) for i, p in enumerate(inputs)}
+    where.update({p.name: ("output", j) for j, p in enumerate(outputs)})
+    args: list[tuple[str, int]] = []
+    for name in params:
+        if name in where:
+            args.append(where[name])
+        elif "tiling" in name.lower():
+            args.append(("tiling", 0))
+        elif re.fullmatch(r"(?i)(usr|user|sys)?_?(workspace|work_space|ws)(_?gm)?", name):
+            args.append(("workspace", 0))
+        else:
+            raise ProjectError(f"kernel_src: the kernel's parameter {name!r} is neither an input or output of "
+                               "project_json_src (by name) nor the workspace or the tiling; a kernel whose "
+                               "parameters are not (inputs..., outputs..., workspace, tiling) is called by parameter "
+                               "name")
+    missing = [n for n in where if where[n] not in args]
+    twice = {a for a in args if args.count(a) > 1}
+    if missing or twice:
+        raise ProjectError(f"kernel_src: the kernel's parameters {params} must name every input and output of "
+                           f"project_json_src once (missing: {missing}, repeated: {sorted(twice)})")
+    return args
 
 
 # --- the binding (python_bind_src) ------------------------------------------------------------------

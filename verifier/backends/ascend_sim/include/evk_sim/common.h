@@ -184,6 +184,7 @@ int mem_of_buf(int buf);  // MEM_NONE for an invalid buffer
 #define EVK_RULE_GM_OOB "gm_out_of_bounds"
 #define EVK_RULE_GM_ALIGNMENT "gm_alignment"
 #define EVK_RULE_OVERLAP "block_write_overlap"
+#define EVK_RULE_OVERLAP_SAME "block_write_identical"
 #define EVK_RULE_RACE "cross_core_race"
 #define EVK_RULE_INPUT_WRITTEN "input_written"
 #define EVK_RULE_COMPARE_GRANULARITY "compare_granularity"

@@ -61,6 +61,10 @@ inline int assert_holds(bool ok, const char* file, int line, const char* text) {
 
 namespace evk_sim {
 void tiling_load_member(void* dst, const uint8_t* src, uint64_t off, uint64_t n, const char* file, int line);
+// The launch's GM workspace (the kernel's workspace argument) and its size; provided by the runtime when it
+// has them (weak: a build without them reports GetTensorC to the UB as not available).
+__attribute__((weak)) uint8_t* sys_workspace();
+__attribute__((weak)) uint64_t sys_workspace_bytes();
 
 // Per-type facts: name in reports, kind, the type arithmetic is done in.
 template <class T> struct Ty;
@@ -89,6 +93,7 @@ constexpr uint32_t bit(int k) { return 1u << k; }
 constexpr uint32_t DT_HF = bit(DK_F16) | bit(DK_F32);
 constexpr uint32_t DT_HF_I16_I32 = DT_HF | bit(DK_I16) | bit(DK_I32);
 constexpr uint32_t DT_B16 = bit(DK_I16) | bit(DK_U16);
+constexpr uint32_t DT_SHIFT = DT_B16 | bit(DK_I32) | bit(DK_U32);
 constexpr uint32_t DT_ALL = 0xffffffffu;
 
 template <class T> inline typename Ty<T>::C ld(int64_t off) {
@@ -188,6 +193,27 @@ inline int64_t GetTaskRation() { return ::evk_sim::sub_block_num(); }
 inline int64_t GetTaskRatio() { return ::evk_sim::sub_block_num(); }
 inline int64_t GetSystemCycle() { return 0; }
 inline void SetKernelMode(KernelMode) {}
+
+// Workspaces. CANN's basic API declares these in kernel_operator.h (kernel_operator_swap_mem_intf.h,
+// kernel_operator_common_intf.h), so kernels reach them without the Matmul header. GetSysWorkSpacePtr: the
+// system workspace (GM) the high-level APIs use; SetSysWorkspace sets it where the framework did not;
+// GetUserWorkspace returns the workspace argument, as CANN's CPU-debug build does (dav_c220
+// kernel_operator_common_impl.h).
+namespace evk_mm {
+inline uint8_t*& user_sys_workspace() {
+    static uint8_t* p = nullptr;
+    return p;
+}
+}  // namespace evk_mm
+inline __gm__ uint8_t* GetSysWorkSpacePtr() {
+    if (&::evk_sim::sys_workspace != nullptr) {
+        uint8_t* p = ::evk_sim::sys_workspace();
+        if (p) return p;
+    }
+    return evk_mm::user_sys_workspace();
+}
+inline void SetSysWorkspace(GM_ADDR workspace) { evk_mm::user_sys_workspace() = workspace; }
+inline __gm__ uint8_t* GetUserWorkspace(GM_ADDR workspace) { return workspace; }
 
 template <class... Args> inline void printf(const char* fmt, Args... args) { ::evk_sim::kernel_printf(fmt, args...); }
 
@@ -502,6 +528,13 @@ public:
         return evk_make_tensor<T>(
             ::evk_sim::tbuf_get(qid_, bufOffset, static_cast<uint64_t>(size) * sizeof(T), loc.file, loc.line));
     }
+    // The queue interface TBuf inherits from TQueBind in CANN (include/basic_api/kernel_tpipe.h declares them
+    // public; impl/basic_api/kernel_tbuf_impl.h): AllocTensor and DeQue are Get<T>(), EnQue and FreeTensor do
+    // nothing. A TBuf has no queue, so they order nothing either.
+    template <typename T> LocalTensor<T> AllocTensor(EVK_LOC) { return Get<T>(loc); }
+    template <typename T> LocalTensor<T> DeQue(EVK_LOC) { return Get<T>(loc); }
+    template <typename T> void EnQue(const LocalTensor<T>&) {}
+    template <typename T> void FreeTensor(LocalTensor<T>&) {}
     int qid_ = -1;
 };
 
@@ -615,8 +648,7 @@ template <HardEvent event> inline void WaitFlag(int32_t eventID, EVK_LOC) {
 template <pipe_t pipe> inline void PipeBarrier(EVK_LOC) {
     ::evk_sim::sync_barrier(evk_detail::pipe_of(pipe), loc.file, loc.line);
 }
-template <typename T> inline void DataCacheCleanAndInvalid(const GlobalTensor<T>&) {}
-template <typename T, int A = 0, int B = 0> inline void DataCacheCleanAndInvalid(const GlobalTensor<T>&) {}
+// DataCacheCleanAndInvalid: evk_sim/copy_api.h
 // Cross-core barrier. The hard form waits for every block; the soft form takes a GM workspace (32 bytes per
 // core, zeroed by the host) and a UB workspace (8 int32 per core) and waits for usedCores blocks (0: all).
 inline void SyncAll(EVK_LOC) { ::evk_sim::sync_all(0, true, loc.file, loc.line); }
@@ -1156,6 +1188,11 @@ EVK_SCALAR(Muls, x * s, ::evk_sim::DT_HF_I16_I32)
 EVK_SCALAR(Maxs, (evk_detail::FMax()(x, s)), ::evk_sim::DT_HF_I16_I32)
 EVK_SCALAR(Mins, (evk_detail::FMin()(x, s)), ::evk_sim::DT_HF_I16_I32)
 EVK_SCALAR(LeakyRelu, (x >= C(0) ? x : x * s), ::evk_sim::DT_HF)
+// ShiftLeft/ShiftRight ("逻辑计算/ShiftLeft.md", "ShiftRight.md"): A2 types int16/uint16/int32/uint32; a right
+// shift is logical for unsigned and arithmetic for signed types (the element is held sign- or zero-extended in
+// int64 here, and stored back truncated to T); shift counts up to the type's width (16 or 32) are documented.
+EVK_SCALAR(ShiftLeft, static_cast<C>(static_cast<uint64_t>(x) << (static_cast<uint64_t>(s) & 63)), ::evk_sim::DT_SHIFT)
+EVK_SCALAR(ShiftRight, static_cast<C>(x >> (static_cast<uint64_t>(s) & 63)), ::evk_sim::DT_SHIFT)
 #undef EVK_SCALAR
 
 // Axpy: dst = src * scalar + dst
@@ -1747,6 +1784,7 @@ EVK_FULLRED(ReduceMin, evk_detail::RED_MIN)
 
 }  // namespace AscendC
 
+#include "evk_sim/copy_api.h"
 #include "evk_sim/gather.h"
 #include "evk_sim/cube.h"
 #include "evk_sim/math_api.h"

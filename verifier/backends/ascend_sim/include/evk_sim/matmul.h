@@ -31,6 +31,10 @@
 #include "evk_sim/kernel.h"
 #include "evk_sim/matmul_tiling.h"
 
+// The matrix formats, at global scope as CANN's adv_api/matmul/matmul_config.h declares them (kernels write
+// CubeFormat::ND with or without AscendC::; AscendC::CubeFormat is kept for code written against the emulator).
+enum class CubeFormat : int32_t { ND = 0, NZ, ZN, ZZ, NN, ND_ALIGN, SCALAR, VECTOR, ROW_MAJOR = ND, COLUMN_MAJOR = 8 };
+
 // A kernel with the Matmul API is a MIX kernel (the AIC serves, the AIVs compute the rest), as CANN builds
 // it unless ASCENDC_CUBE_ONLY is defined; a build that decided otherwise (EVK_SIM_MIX, build.py) is followed.
 // ASCENDC_CUBE_ONLY: the Matmul runs on the cube core that calls it, even in a MIX kernel (CANN's "bare mix":
@@ -49,12 +53,6 @@ static const int evk_matmul_mix_registration_ = (set_mix_ratio(2), 0);
 }
 #endif
 
-namespace evk_sim {
-// The launch's GM workspace (the kernel's workspace argument) and its size; provided by the runtime when it
-// has them (weak: a build without them reports GetTensorC to the UB as not available).
-__attribute__((weak)) uint8_t* sys_workspace();
-__attribute__((weak)) uint64_t sys_workspace_bytes();
-}  // namespace evk_sim
 
 namespace AscendC {
 #ifndef EVK_SIM_TOTAL_VEC_LOCAL_SIZE
@@ -63,26 +61,9 @@ namespace AscendC {
 // (SetLocalWorkspace), a documented basic-API constant: 184 KiB.
 const int32_t TOTAL_VEC_LOCAL_SIZE = 184 * 1024;
 #endif
-enum class CubeFormat : int32_t { ND = 0, NZ, ZN, ZZ, NN, ND_ALIGN, SCALAR, VECTOR, ROW_MAJOR = ND, COLUMN_MAJOR = 8 };
+using ::CubeFormat;
 enum class LayoutMode : int32_t { NONE = 0, BSNGD, SBNGD, BNGS1S2, NORMAL };
 
-namespace evk_mm {
-inline uint8_t*& user_sys_workspace() {
-    static uint8_t* p = nullptr;
-    return p;
-}
-}  // namespace evk_mm
-
-// CANN: the system workspace (GM) the high-level APIs use; SetSysWorkspace sets it where the framework did not.
-inline __gm__ uint8_t* GetSysWorkSpacePtr() {
-    if (&::evk_sim::sys_workspace != nullptr) {
-        uint8_t* p = ::evk_sim::sys_workspace();
-        if (p) return p;
-    }
-    return evk_mm::user_sys_workspace();
-}
-inline void SetSysWorkspace(GM_ADDR workspace) { evk_mm::user_sys_workspace() = workspace; }
-inline __gm__ uint8_t* GetUserWorkspace(GM_ADDR workspace) { return workspace; }
 }  // namespace AscendC
 
 namespace matmul {
