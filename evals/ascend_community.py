@@ -25,6 +25,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -53,6 +54,12 @@ REPOS = {
     "By-gitee/opDev": "25e8db87c0d04ac2319f30abdaa90728175418c8",  # gitee.com/ascend/samples: operator_contrib
     "KernelHive/ascendc-skill": "c78f267d0423d59a51a02070e5bb845fde2dbd69",
     "ChengruiZhang/AscendC-MatMul-Basic": "26114d402352e4f30e940e2745b7f8b49adb2a90",
+    "Golden-Irises/AscendC": "51743e0450bb739d69c40540cb9984a0fe6f1266",
+    "wenyi1989/AscendC": "15ed32fd49d3d967555719a2569730a0bb56dfd9",
+    "HWXROS/AscendcS7": "36e18f936bd73636651adec5aabce9b7dd1f1912",
+    "linnlh/ascendc-perf-s2": "85a454d31f123b7add22e01fa675d418155d31b0",
+    "chiparon/ascendC": "dfe4b84ef7d44d30f763e1b320340a1b2c94e05c",
+    "bigorange1024/ascendc": "541ca73c1931f5d6d9cf34a18e9ad7f27b3437b5",
 }
 
 
@@ -78,6 +85,8 @@ class Op:
     expect: str = "feasible"  # or the gate a real bug in the operator fails at
     bug: str = ""         # for expect != feasible: the operator's line and what is wrong there
     note: str = ""
+    kind: str = "project"  # or "launch": a kernel-launch sample (its kernel, main.cpp and tiling file)
+    dtypes: str = ""      # kernel-launch samples: "name=dtype,..." where neither the kernel nor gen_data.py says
 
 
 F32 = "torch.float32"
@@ -208,6 +217,130 @@ OPS: list[Op] = [
             f"x={rnd('256, 256', 'torch.bfloat16')}; weight_t={rnd('256, 256', 'torch.bfloat16')}"),
        out_shape="{x.size(0), weight_t.size(1)}",
        note="an all-caps acronym in the op name (GEMMCustom)"),
+    # --- added in the second pass: more authors, the cube, kernel-launch samples ----------------------------
+    Op("gi_matmad", "Golden-Irises/AscendC", "MatMadCustom", "matmul-api",
+       task("return weight @ x + bias", f"weight={rnd('5, 12', lo=0.1, hi=15.6)}; x={rnd('12, 7', lo=1.1, hi=45.14)}; "
+                                        f"bias={rnd('7', lo=1.9, hi=8.1)}"),
+       out_shape="{weight.size(0), x.size(1)}", note="float Matmul API at its test case's 5 x 12 x 7, with bias"),
+    Op("gi_vec_add", "Golden-Irises/AscendC", "VecAddFl32", "vector",
+       task("return x + y", f"x={rnd('998', lo=0.01, hi=114.51)}; y={rnd('998', lo=1.14, hi=51.14)}")),
+    Op("gi_pool_avg", "Golden-Irises/AscendC", "PoolAvgCustom", "vector",
+       task("return x.reshape(x.size(0), -1, int(pool_size[0])).mean(-1)",
+            f"x={rnd('6, 27', lo=1.14, hi=51.4)}; pool_size=torch.tensor([9], dtype=torch.int32)"),
+       out_shape="{x.size(0), x.size(1) / 9}", note="pool size as an int32 tensor input; the output's width fixed "
+                                                    "to its test case's 27 / 9 in the binding"),
+    Op("gi_caffe2d", "Golden-Irises/AscendC", "Caffe2DCustom", "vector",
+       task("""
+            H, W = x.shape; kh, kw = kernel.shape; s = int(stride[0])
+            rows = []
+            for r in range(((H - kh) // s + 1) * ((W - kw) // s + 1)):
+                i0, j0 = divmod(r, (W - kw) // s + 1)
+                base = i0 * s * W + j0 * s
+                rows.append([base + i * W + j for i in range(kh) for j in range(kw)])
+            return torch.tensor(rows, dtype=torch.int32)""",
+            f"x={rnd('6, 8', lo=0.11, hi=11.4)}; kernel={rnd('4, 4', lo=0.1, hi=1)}; "
+            "stride=torch.tensor([2], dtype=torch.int32)"),
+       out_shape="{6, 16}", note="im2col indices of a 2-D input (int32 output)"),
+    Op("gi_caffe3d", "Golden-Irises/AscendC", "Caffe3DCustom", "vector",
+       task("""
+            C, H, W = x.shape; kh, kw = kernel.shape; s = int(stride[0])
+            rows = []
+            for r in range(((H - kh) // s + 1) * ((W - kw) // s + 1)):
+                i0, j0 = divmod(r, (W - kw) // s + 1)
+                base = i0 * s * W + j0 * s
+                rows.append([base + c * H * W + i * W + j for c in range(C) for i in range(kh) for j in range(kw)])
+            return torch.tensor(rows, dtype=torch.int32)""",
+            f"x={rnd('3, 5, 7', lo=1.14, hi=51.4)}; kernel={rnd('3, 3', lo=0.1, hi=1)}; "
+            "stride=torch.tensor([2], dtype=torch.int32)"),
+       out_shape="{6, 27}", note="im2col indices of a C x H x W input, written with scalar GM stores"),
+    Op("wy_lerp", "wenyi1989/AscendC", "Lerp", "vector",
+       task("return torch.lerp(start, end, weight)",
+            f"start={rnd('32, 1024')}; end={rnd('32, 1024')}; weight={rnd('32, 1024', lo=0, hi=1)}")),
+    Op("wy_xlogy", "wenyi1989/AscendC", "Xlogy", "vector",
+       task("return torch.xlogy(x1, x2)", f"x1={rnd('32, 1024')}; x2={rnd('32, 1024', lo=0.1, hi=3)}")),
+    Op("wy_tril", "wenyi1989/AscendC", "Tril", "vector", task("return torch.tril(x)", f"x={rnd('64, 64')}")),
+    Op("wy_triu", "wenyi1989/AscendC", "Triu/FrameworkLaunch", "vector", task("return torch.triu(x)", f"x={rnd('64, 64')}")),
+    Op("wy_global_avg_pool", "wenyi1989/AscendC", "GlobalAvgPool-02", "vector",
+       task("return x.mean(dim=(2, 3), keepdim=True)", f"x={rnd('2, 16, 8, 8')}"),
+       out_shape="{x.size(0), x.size(1), 1, 1}"),
+    Op("wy_three_nn", "wenyi1989/AscendC", "ThreeNN-02", "vector",
+       task("""
+            d = ((xyz1[:, :, None, :] - xyz2[:, None, :, :]) ** 2).sum(-1)
+            dist, idx = torch.topk(d, 3, dim=-1, largest=False, sorted=True)
+            return dist, idx.to(torch.int32)""", f"xyz1={rnd('2, 64, 3')}; xyz2={rnd('2, 32, 3')}"),
+       out_shape="{xyz1.size(0), xyz1.size(1), 3}", note="two outputs (squared distances, int32 indices)"),
+    Op("hx_fmax", "HWXROS/AscendcS7", "Fmax", "vector",
+       task("return torch.fmax(x, y)", f"x={rnd('32, 1024')}; y={rnd('32, 1024')}")),
+    Op("hx_pdist_grad", "HWXROS/AscendcS7", "PdistGrad", "vector",
+       task("""
+            with torch.enable_grad():
+                x = input.detach().clone().requires_grad_(True)
+                torch.nn.functional.pdist(x, p=self.args[0]).backward(grad)
+            return x.grad""",
+            f"grad={rnd('3')}; input={rnd('3, 32', lo=-1000, hi=1000)}; "
+            "pdist_output=torch.nn.functional.pdist(input, p=2.0)", init="[2.0]", header="import torch\nimport torch.nn as nn\n"),
+       out_shape="{input.sizes()}", note="its test case's 3 x 32; the attribute p has no default"),
+    Op("lp_depth_to_space", "linnlh/ascendc-perf-s2", "DepthToSpace", "vector",
+       task("""
+            n, h, w, c = x.shape; b = self.args[0]
+            return x.reshape(n, h, w, b, b, c // (b * b)).permute(0, 1, 3, 2, 4, 5).reshape(n, h * b, w * b, c // (b * b))""",
+            f"x={rnd('2, 8, 8, 32')}", init="[2]"),
+       out_shape="{x.size(0), x.size(1) * 2, x.size(2) * 2, x.size(3) / 4}", note="NHWC, DCR mode, block size 2"),
+    Op("lp_group_norm_v2", "linnlh/ascendc-perf-s2", "GroupNormV2", "vector",
+       task("""
+            n, c = x.shape[:2]; g = self.args[0]; eps = 1e-4
+            xg = x.reshape(n, g, -1)
+            mean = xg.mean(-1); var = xg.var(-1, unbiased=False); rstd = 1 / torch.sqrt(var + eps)
+            y = ((xg - mean[..., None]) * rstd[..., None]).reshape(x.shape) * gamma[None, :, None, None] + beta[None, :, None, None]
+            return y, mean, rstd""",
+            f"x={rnd('2, 32, 8, 8')}; gamma={rnd('32')}; beta={rnd('32')}", init="[4]"),
+       out_shape="x.sizes();{x.size(0), 4};{x.size(0), 4}", note="three outputs (y, mean, rstd); 4 groups"),
+    Op("lp_pdist", "linnlh/ascendc-perf-s2", "Pdist", "vector",
+       task("return torch.nn.functional.pdist(x, p=2.0)", f"x={rnd('32, 64')}"),
+       out_shape="{x.size(0) * (x.size(0) - 1) / 2}"),
+    Op("ln_nll_loss", LN, "perf/nll_loss", "vector",
+       task("return torch.nn.functional.nll_loss(x, target.long(), weight=weight, reduction='mean').reshape(1)",
+            f"x={rnd('8, 32', lo=-5, hi=5)}; target=torch.randint(0, 31, (8,), dtype=torch.int32); "
+            f"weight={rnd('32', lo=0, hi=1)}"),
+       out_shape="{1}", note="its test case's 8 x 32; CreateVecIndex, DataCacheCleanAndInvalid, GetUserWorkspace"),
+    Op("ks_log_sum_exp", KS, "3_LogSumExp", "vector",
+       task("return torch.logsumexp(x, 0)", f"x={rnd('64, 256', lo=-3, hi=3)}", init="[[0], False]"),
+       out_shape="{x.size(1)}", note="dim = [0] (a ListInt attribute its json calls an int64)"),
+    # kernel-launch samples (a kernel and the main() that launches it), through the same import
+    Op("jd_sinh_launch", "JeffDing/AscendC_Code", "SinhCustomSample/KernelLaunch/SinhKernelInvocation", "vector",
+       task("return torch.sinh(x)", f"x={rnd('8, 2048', F16, -2, 2)}"), kind="launch"),
+    Op("bo_add_launch", "bigorange1024/ascendc", "ascendc-tests/add_custom", "vector",
+       task("return x + y", f"x={rnd('8, 2048', F16)}; y={rnd('8, 2048', F16)}"), kind="launch",
+       note="its main() reads the device id from the environment in its NPU branch (not built here)"),
+    Op("ks_layer_norm_launch", KS, "LayerNormCustomSample/KernelLaunch/LayerNormKernelInvocation", "vector",
+       task("return torch.nn.functional.layer_norm(x, (x.size(-1),), gamma, beta, 1e-5)",
+            f"x={rnd('16384, 1024', lo=-3, hi=3)}; gamma={rnd('1024')}; beta={rnd('1024')}"), kind="launch",
+       note="its main()'s 16384 x 1024 (64 MiB of input)"),
+    Op("cz_matmul_launch", "ChengruiZhang/AscendC-MatMul-Basic", "", "cube",
+       task("return a.float() @ b.float()", f"a={rnd('64, 64', F16)}; b={rnd('64, 64', F16)}"),
+       out_shape="{a.size(0), b.size(1)}", kind="launch",
+       note="raw cube: ND2NZ by DataCopy, LoadData, Mmad, Fixpipe (two N halves)"),
+    Op("cp_matmul_leakyrelu_launch", "chiparon/ascendC",
+       "13_matmulleakyrelu_kernellaunch/MatmulLeakyReluInvocation", "matmul-api",
+       task("c = a.float() @ b.float() + bias\nreturn torch.where(c >= 0, c, 0.001 * c)",
+            f"a={rnd('1024, 256', F16)}; b={rnd('256, 640', F16)}; bias={rnd('640')}"),
+       out_shape="{a.size(0), b.size(1)}", kind="launch", note="its tiling file's GenerateTiling runs unchanged"),
+    Op("cp_matmul_leakyrelu_async_launch", "chiparon/ascendC",
+       "13_matmulleakyrelu_kernellaunch/MatmulLeakyReluInvocationAsync", "matmul-api",
+       task("c = a.float() @ b.float() + bias\nreturn torch.where(c >= 0, c, 0.001 * c)",
+            f"a={rnd('1024, 256', F16)}; b={rnd('256, 640', F16)}; bias={rnd('640')}"),
+       out_shape="{a.size(0), b.size(1)}", kind="launch", note="asynchronous Iterate"),
+    Op("cp_matmul_leakyrelu_v1_launch", "chiparon/ascendC",
+       "13_matmulleakyrelu_kernellaunch/Optimized/v1_shape_parallel/MatmulLeakyReluInvocationAsync", "matmul-api",
+       task("c = a.float() @ b.float() + bias\nreturn torch.where(c >= 0, c, 0.001 * c)",
+            f"a={rnd('1024, 256', F16)}; b={rnd('256, 640', F16)}; bias={rnd('640')}"),
+       out_shape="{a.size(0), b.size(1)}", kind="launch",
+       note="the author's optimisation: shape-parallel multi-core tiling; sizes and cores from the environment"),
+    Op("cp_matmul_leakyrelu_v2_launch", "chiparon/ascendC",
+       "13_matmulleakyrelu_kernellaunch/Optimized/v2_algorithm/MatmulLeakyReluInvocationAsync", "matmul-api",
+       task("c = a.float() @ b.float() + bias\nreturn torch.where(c >= 0, c, 0.001 * c)",
+            f"a={rnd('1024, 256', F16)}; b={rnd('256, 640', F16)}; bias={rnd('640')}"),
+       out_shape="{a.size(0), b.size(1)}", kind="launch", note="the author's second optimisation"),
 ]
 
 
@@ -216,12 +349,23 @@ def mirror_git(mirrors: Path, repo: str) -> Path:
     return d / ".git" if (d / ".git").exists() else d
 
 
+SOURCE_SUFFIXES = (".cpp", ".cc", ".h", ".hpp", ".json", ".py")
+
+
 def extract(mirrors: Path, repo: str, path: str, dest: Path) -> Path:
     """``path`` of ``repo`` at its pinned commit under ``dest`` (git archive from the mirror)."""
     git = mirror_git(mirrors, repo)
     if not (git / "HEAD").exists():
         raise FileNotFoundError(f"no mirror of {repo} at {git.parent} (fetch it, or give --mirrors)")
-    out = subprocess.run(["git", f"--git-dir={git}", "archive", REPOS[repo], path], capture_output=True, timeout=300)
+    # the sources only (a snapshot may lack a repository's large binaries: build outputs, PDFs)
+    listed = subprocess.run(["git", f"--git-dir={git}", "ls-tree", "-r", "--name-only", "-z", REPOS[repo], "--",
+                             path or "."], capture_output=True, timeout=300)
+    names = [n for n in listed.stdout.decode(errors="replace").split("\0")
+             if n.endswith(SOURCE_SUFFIXES) and not set(n.split("/")) & {"build", "build_out"}]
+    if listed.returncode != 0 or not names:
+        raise RuntimeError(f"{repo}@{REPOS[repo][:12]}: no sources under {path!r}")
+    out = subprocess.run(["git", f"--git-dir={git}", "archive", REPOS[repo], "--", *names], capture_output=True,
+                         timeout=300)
     if out.returncode != 0:
         raise RuntimeError(f"git archive {repo}@{REPOS[repo][:12]} {path}: {out.stderr.decode(errors='replace')[-400:]}")
     with tarfile.open(fileobj=io.BytesIO(out.stdout)) as tar:
@@ -240,23 +384,30 @@ def load_pins() -> dict[str, dict[str, str]]:
 def check_op(op: Op, mirrors: Path, verifier: Any, workdir: Path, pins: dict[str, dict[str, str]] | None,
              ) -> dict[str, Any]:
     """Import the operator unchanged, verify it: one row."""
-    from evokernel.ascend_import import ImportError_, import_project
+    from evokernel.ascend_import import ImportError_
+    from evokernel.ascend_launch_import import import_sample
     from evokernel.tasks import load_task
     from evokernel.verifier.backends.ascend_sim.project import read_strings
 
-    row: dict[str, Any] = {"operator": op.name, "repo": op.repo, "path": op.path, "api": op.api,
+    row: dict[str, Any] = {"operator": op.name, "repo": op.repo, "path": op.path, "api": op.api, "kind": op.kind,
                            "expected": op.expect, "bug": op.bug, "note": op.note}
     base = workdir / op.name
     src = extract(mirrors, op.repo, op.path, base / "src")
+    dtypes = dict(kv.split("=", 1) for kv in op.dtypes.split(",") if kv) or None
     try:
-        project, text = import_project(src, base / "candidate.py", op.out_shape or None)
+        project, text = import_sample(src, base / "candidate.py", op.out_shape or None, dtypes)
     except ImportError_ as exc:
         row.update(verdict="import", feedback=[str(exc)[:300]], edits=None, latency_us=None)
         row["as_expected"] = op.expect == "import"
         return row
-    files = {name: str(f.relative_to(base / "src")) for name, f in project.files.items()}
-    digests = {rel: sha256(base / "src" / rel) for rel in files.values()}
-    row["files"], row["sha256"] = files, digests
+    row["import"] = "kernel-launch" if project.embedded else "op project"
+    root = base / "src"
+    files = {name: str(f.relative_to(root)) for name, f in project.files.items()}
+    embedded = {name: [str(f.relative_to(root)) for f in fs] for name, fs in project.embedded.items()}
+    digests = {rel: sha256(root / rel) for rel in [*files.values(), *(r for fs in embedded.values() for r in fs)]}
+    row["files"], row["embedded"], row["sha256"] = files, embedded, digests
+    # the SoCs the operator registers (AddConfig): the emulator models an Ascend 910B
+    row["socs"] = sorted(set(re.findall(r'AddConfig\s*\(\s*"([^"]+)"', project.host)))
     if pins is not None:
         pinned = pins.get(op.name)
         if pinned is None or pinned != digests:
@@ -264,7 +415,9 @@ def check_op(op: Op, mirrors: Path, verifier: Any, workdir: Path, pins: dict[str
                                f"them): {digests} vs {pinned}")
     strings = read_strings(text)
     from evokernel.ascend_import import read_source
-    row["edits"] = sum(strings[name] != read_source(f) for name, f in project.files.items())
+    # edits: strings that differ from the file they came from, or do not hold a file they embed byte for byte
+    row["edits"] = sum(strings[name] != read_source(f) for name, f in project.files.items()) + sum(
+        read_source(f) not in strings[name] for name, fs in project.embedded.items() for f in fs)
     row["json_from_opdef"] = project.json_from_opdef
     (base / "task.py").write_text(op.ref)
     t0 = time.perf_counter()

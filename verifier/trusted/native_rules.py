@@ -14,7 +14,7 @@ from evokernel.verifier.trusted.findings import Finding
 
 
 _CPP_RULES: list[tuple[str, re.Pattern[str], str]] = [
-    ("cpp-torch", re.compile(r"#\s*include\s*[<\"](torch|ATen|c10|caffe2|pybind11|Python\.h)"),
+    ("cpp-torch", re.compile(r"#\s*include\s*[<\"](?:(torch|ATen|c10|caffe2|pybind11)/|(torch|ATen|pybind11)\.h\b|Python\.h)"),
      "load_cpp code must not include torch/ATen/Python headers; work on raw pointers"),
     ("cpp-torch", re.compile(r"\b(at|torch|c10|caffe2)\s*::"), "load_cpp code must not call into ATen/torch"),
     ("cpp-torch", re.compile(r"\bnamespace\s+(at|torch|c10)\b"), "declaring torch namespaces is not allowed"),
@@ -60,10 +60,19 @@ _ASCEND_EXTRA: list[tuple[str, re.Pattern[str], str]] = [
      "the emulator's internals (evk_*, EVK_*) are not part of Ascend C and must not be used"),
     ("ascend-include", re.compile(r'#\s*include\s*[<"](?!(kernel_operator\.h|register/|tiling/|graph/|exe_graph/|'
                                   r'lib/|op_common/|platform/|acl/|kernel_tiling/kernel_tiling\.h"|[a-z_]+\.h[">]|'
-                                  r'c[a-z]+>|[a-z_]+>|(\.\./op_kernel/)?[\w]+_tiling\.h"))'
+                                  r'c[a-z]+>|[a-z_]+>|(\./|\.\./op_kernel/)?[\w]+_tiling\.h"))'
                                   r'[^>"]*[>"]'),
      "Ascend C sources may include kernel_operator.h, the CANN headers (register/, tiling/, graph/, exe_graph/, "
      "lib/, kernel_tiling/kernel_tiling.h), the op's tiling header and the C++ standard library only"),
+]
+
+
+# An Ascend C candidate's host code (TilingFunc, a kernel-launch sample's main()) runs on the host, where CANN's
+# host code may read its environment (a sample's main() takes its sizes or device id from it); the verifier
+# runs it with a cleared environment (launcher.base_env: thread counts and paths, no secrets), so reading it
+# yields nothing to exploit. Changing the environment stays refused, and kernels (device code) may not touch it.
+_ASCEND_HOST_ENV: list[tuple[str, re.Pattern[str], str]] = [
+    ("cpp-env", re.compile(r"\b(setenv|putenv|unsetenv|clearenv|environ)\b"), "changing the environment is not allowed"),
 ]
 
 
@@ -150,8 +159,8 @@ def active_code(code: str, defined: frozenset[str] | set[str]) -> str:
 
 
 def check_native(source: str, kind: str = "cpp", defined: frozenset[str] | set[str] | None = None) -> list[Finding]:
-    """Rules over native source a candidate asks to build (``kind``: "cpp", "inline", "ascend" or
-    "binding", an Ascend C candidate's python_bind_src). ``defined``: the CPU-debug macros the build that
+    """Rules over native source a candidate asks to build (``kind``: "cpp", "inline", "ascend" (an Ascend C
+    kernel), "ascend-host" (its host sources) or "binding", an Ascend C candidate's python_bind_src). ``defined``: the CPU-debug macros the build that
     compiles it defines (None: every branch is checked, as for a device build)."""
     code = strip_comments(source)
     if defined is not None:
@@ -163,6 +172,8 @@ def check_native(source: str, kind: str = "cpp", defined: frozenset[str] | set[s
     findings: list[Finding] = []
     if kind == "ascend":
         rules = [r for r in _CPP_RULES if r[0] not in _ASCEND_SKIP] + _ASCEND_EXTRA
+    elif kind == "ascend-host":
+        rules = [r for r in _CPP_RULES if r[0] not in _ASCEND_SKIP | {"cpp-env"}] + _ASCEND_EXTRA + _ASCEND_HOST_ENV
     elif kind == "binding":
         rules = [r for r in _CPP_RULES if r[0] not in _INLINE_SKIP] + _INLINE_EXTRA + _BINDING_EXTRA
     elif kind == "cpp":

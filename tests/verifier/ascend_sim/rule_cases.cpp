@@ -149,10 +149,41 @@ CASE(r_uninitialised_read, GM_ADDR a, GM_ADDR out) {
     pipe.InitBuffer(c, 256);
     LocalTensor<float> x = b.Get<float>(), o = c.Get<float>();
     Duplicate(x, 1.0f, 32);
-    Add(o, x, x, 64);  // RULE uninitialised_read
+    Add(o, x, x, 64);  // lanes 32..63 are computed from unwritten bytes: they stay unwritten
     PipeBarrier<PIPE_ALL>();
-    DataCopy(io.go, o, 64);
+    DataCopy(io.go, o, 64);  // RULE uninitialised_read
 }
+
+// Lanes computed from unwritten bytes stay unwritten and are an error only where they are used: a count rounded
+// up to 256 bytes for Compare with only the real length copied out (A-Y-1's Heaviside) is fine; a reduction over
+// the unwritten lanes is refused at the reduction. LANES_USED: reduce all 64 lanes instead of the 32 written ones.
+template <bool LANES_USED> __aicore__ inline void UnwrittenLanes(GM_ADDR a, GM_ADDR out) {
+    Io io(a, out);
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> b, c, m, t, r;
+    pipe.InitBuffer(b, 256);
+    pipe.InitBuffer(c, 256);
+    pipe.InitBuffer(m, 32);
+    pipe.InitBuffer(t, 256);
+    pipe.InitBuffer(r, 32);
+    LocalTensor<float> x = b.Get<float>(), o = c.Get<float>(), tmp = t.Get<float>(), sum = r.Get<float>();
+    LocalTensor<uint8_t> bits = m.Get<uint8_t>();
+    DataCopy(x, io.ga, 32);
+    PipeBarrier<PIPE_ALL>();
+    CompareScalar(bits, x, 0.0f, CMPMODE::LE, 64);
+    Duplicate(o, 0.0f, 64);
+    Select(o, bits, o, 1.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, 64);
+    Add(o, o, x, 64);
+    PipeBarrier<PIPE_ALL>();
+    DataCopy(io.go, o, 32);
+    if (LANES_USED) {
+        ReduceSum(sum, o, tmp, 64);  // the unwritten lanes used: refused here
+    } else {
+        ReduceSum(sum, o, tmp, 32);
+    }
+}
+CASE(r_unwritten_lanes_unused, GM_ADDR a, GM_ADDR out) { UnwrittenLanes<false>(a, out); }
+CASE(r_unwritten_lanes_reduced, GM_ADDR a, GM_ADDR out) { UnwrittenLanes<true>(a, out); }
 
 CASE(r_gm_oob_write, GM_ADDR a, GM_ADDR out) {
     Io io(a, out);

@@ -103,6 +103,19 @@ def test_overlap_names_both_blocks(sim, rule_prog):
     assert "of them with other values" in v["message"] and not res.find("block_write_identical")
 
 
+def test_lanes_computed_from_unwritten_bytes_are_an_error_only_where_used(sim, rule_prog):
+    """Compare/Select/Add over 64 lanes of which 32 were loaded, then only the 32 copied out: no error (the NPU
+    computes garbage in the other lanes, which reaches nothing); a reduction over all 64 is refused at its line
+    and so is a copy-out of them (r_uninitialised_read)."""
+    res = run_case(sim, rule_prog, "r_unwritten_lanes_unused")
+    assert res.rc == 0 and res.rules("error") == set(), res.violations
+    x = np.arange(32, dtype=F32)
+    np.testing.assert_array_equal(res.outputs[0][:32], x + (x > 0))  # Select: 0 where x <= 0, else 1; plus x
+    res = run_case(sim, rule_prog, "r_unwritten_lanes_reduced")
+    line = next(i for i, t in enumerate(SRC.read_text().splitlines(), 1) if "the unwritten lanes used: refused" in t)
+    assert [v["line"] for v in res.find("uninitialised_read")] == [line], res.violations
+
+
 def test_blocks_writing_the_same_values_are_a_warning(sim, rule_prog):
     """Every block writes identical bytes to the same outputs (xsh20021105's Softmax and LogSumExp do): whichever
     write lands last, the output is the same, so it is duplicated work (a warning), not a wrong result."""

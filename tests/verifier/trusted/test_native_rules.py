@@ -104,3 +104,24 @@ def test_branches_the_build_never_compiles_are_skipped_only_for_that_build():
     chain = "#if defined(ASCENDC_CPU_DEBUG)\nint a;\n#elif 1\nconst char* e = getenv(\"X\");\n#else\nint b;\n#endif\n"
     assert check_native(chain, "ascend", CPU_DEBUG_MACROS) == []
     assert [f.rule for f in check_native(chain, "ascend", frozenset())] == ["cpp-env"]
+
+
+def test_ascend_host_code_may_read_the_environment_but_not_change_it():
+    """A kernel-launch sample's main() reads its sizes from the environment (chiparon/ascendC's matmul); the
+    verifier runs host code with a cleared environment. Kernels still may not, and nobody may change it."""
+    read = 'uint32_t m = std::getenv("MATMUL_M") ? 2048 : 1024;'
+    assert check_native(read, "ascend-host") == []
+    assert [f.rule for f in check_native(read, "ascend")] == ["cpp-env"]
+    assert [f.rule for f in check_native('setenv("X", "1", 1);', "ascend-host")] == ["cpp-env"]
+    assert [f.rule for f in check_native("extern char** environ;", "ascend-host")] == ["cpp-env"]
+
+
+def test_a_header_named_like_a_torch_library_is_not_torch():
+    """Golden-Irises/AscendC's Caffe2D operator includes its own "caffe2_d_tiling.h"; torch's caffe2 headers live
+    under caffe2/. A tiling header included as "./x_tiling.h" (KiaraStark's LogSumExp) is the op's own."""
+    assert check_native('#include "caffe2_d_tiling.h"\n', "ascend-host") == []
+    assert "cpp-torch" in [f.rule for f in check_native('#include "caffe2/core/context.h"\n', "ascend-host")]
+    assert [f.rule for f in check_native('#include <torch/extension.h>\n')] == ["cpp-torch"]
+    assert [f.rule for f in check_native('#include <Python.h>\n')] == ["cpp-torch"]
+    assert check_native('#include "./log_sum_exp_tiling.h"\n', "ascend-host") == []
+    assert [f.rule for f in check_native('#include "./secrets.h"\n', "ascend-host")] == ["ascend-include"]

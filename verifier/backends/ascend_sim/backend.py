@@ -50,7 +50,8 @@ SIM_DEFINED = {"kernel_src": native_rules.CPU_DEBUG_MACROS, "host_operator_src":
 def native_findings(project, sim: bool) -> list[tuple[str, Finding]]:
     """(field, finding) of the native rules over the three native sources."""
     return [(field, f) for field in NATIVE_FIELDS
-            for f in native_rules.check_native(project.sources[field], "ascend", SIM_DEFINED[field] if sim else None)]
+            for f in native_rules.check_native(project.sources[field], "ascend" if field == "kernel_src" else "ascend-host",
+                                               SIM_DEFINED[field] if sim else None)]
 
 
 def static_check_project(source: str, sim: bool = False) -> list[Finding]:

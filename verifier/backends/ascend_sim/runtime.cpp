@@ -479,6 +479,8 @@ std::string fmt(const char* f, ...) {
     return s;
 }
 
+int g_print_depth = 0;     // inside a kernel print's arguments (print_scope)
+bool g_lanes_lenient = false;  // inside vec_lanes_prologue's own checks (unwritten lanes propagate, not errors)
 int g_block_override = -2;  // a report made after the blocks ran, for the block it is about (resolve_overlaps)
 int current_block() { return g_block_override != -2 ? g_block_override : g_blk.active ? g_blk.idx : -1; }
 inline void note_loc(const char* file, int line) {
@@ -864,10 +866,11 @@ void local_access(const char* instr, int buf, int64_t off, uint64_t n, bool writ
                 }
             }
         }
-        if (bad)
+        if (bad && !g_lanes_lenient)  // a lane-wise instruction: its unwritten lanes propagate (vec_lanes_prologue)
             violation(EVK_RULE_UNINIT_READ, SEV_ERROR, file, line,
-                      "%s reads %llu byte(s) of %s never written in this block (first at byte %lld of %s); on the "
-                      "NPU that is stale data from another tile or kernel",
+                      "%s reads %llu byte(s) of %s never written in this block, or computed lane by lane only from "
+                      "such bytes (first at byte %lld of %s); on the NPU that is stale data from another tile or "
+                      "kernel",
                       instr, static_cast<unsigned long long>(bad), mem_name(mem_of_buf(buf)), static_cast<long long>(off - B.off + first),
                       buffer_origin(B, tmp));
         if (pad)
@@ -1150,7 +1153,9 @@ bool gm_access(const char* instr, const void* p, uint64_t n, bool write, const v
             }
         }
     }
-    if (g_race.on && g_race.cur >= 0) race_access(a, instr, static_cast<uint64_t>(q - a->base), n, write, file, line);
+    // a read made only to print its value (kernel.h's printf) is not race-checked: it reaches no output
+    if (g_race.on && g_race.cur >= 0 && (write || g_print_depth == 0))
+        race_access(a, instr, static_cast<uint64_t>(q - a->base), n, write, file, line);
     return true;
 }
 
@@ -1731,6 +1736,8 @@ void tiling_load_member(void* dst, const uint8_t* src, uint64_t off, uint64_t n,
     std::memcpy(dst, tmp.data() + off, n);
 }
 
+void print_scope(int delta) { g_print_depth = std::max(0, g_print_depth + delta); }
+
 void kernel_printf(const char* f, ...) {
     if (g_printf_bytes > 65536) return;
     va_list ap;
@@ -1876,6 +1883,50 @@ int64_t vec_count_prologue(const char* op, const char* dtype, const TD* dst, con
                   file, line);
     count_vec(op, dtype, static_cast<uint64_t>(count), (static_cast<uint64_t>(count) * maxsz + 255) / 256);
     return count;
+}
+
+// A count-form instruction that works lane by lane (elementwise arithmetic, Compare, Select): its destination lane
+// i is computed from lane i of each source (bit i of a bit-mask source; bit i of a bit-mask destination). Lanes
+// read from bytes never written in this block are not an error here: the destination lanes computed from them stay
+// "never written", and the error comes where such bytes are used for something that leaves the lane (a copy to
+// GM, a reduction, a scalar read). Kernels commonly compute on a count rounded up to 256 bytes (Compare's
+// granularity) and copy out only the real length: the padding lanes are garbage on the NPU but reach nothing.
+int64_t vec_lanes_prologue(const char* op, const char* dtype, const TD* dst, const TD* srcs, int nsrc, int64_t count,
+                           const TD* bits, bool dst_bits, const char* file, int line) {
+    std::vector<int64_t> tainted;
+    if (count > 0 && g_ub_init) {
+        auto unwritten = [](const TD& t, int64_t lo, int64_t n) {
+            const int64_t ub = static_cast<int64_t>(g_blk.init.size());
+            if (t.buf < 0 || lo < 0 || lo + n > ub) return false;  // out of range: the checks below say so
+            return std::memchr(g_ub_init + lo, 0, static_cast<size_t>(n)) != nullptr;
+        };
+        for (int64_t i = 0; i < count; ++i) {
+            bool bad = bits && unwritten(*bits, bits->off + i / 8, 1);
+            for (int k = 0; k < nsrc && !bad; ++k) bad = unwritten(srcs[k], srcs[k].off + i * srcs[k].esize, srcs[k].esize);
+            if (bad) tainted.push_back(i);
+        }
+    }
+    g_lanes_lenient = !tainted.empty();
+    int64_t n = 0;
+    try {
+        n = vec_count_prologue(op, dtype, dst, srcs, nsrc, count, dst_bits ? (static_cast<uint64_t>(count) + 7) / 8 : 0,
+                               file, line);
+        // the bit mask is read as count bits (after the prologue opened the instruction: the latency model attributes
+        // these reads to it)
+        if (bits && count > 0)
+            ub_access(op, bits->buf, bits->off, (static_cast<uint64_t>(count) + 7) / 8, false, PID_V, file, line);
+    } catch (...) {
+        g_lanes_lenient = false;
+        throw;
+    }
+    g_lanes_lenient = false;
+    if (dst && n > 0)
+        for (int64_t i : tainted) {
+            if (i >= n) break;
+            if (dst_bits) g_ub_init[dst->off + i / 8] = 0;
+            else std::memset(g_ub_init + dst->off + i * dst->esize, 0, dst->esize);
+        }
+    return n;
 }
 
 Plan plan_continuous(const char* op, uint64_t mask, int repeat, int lanes, bool is_set_mask, const char* file, int line) {

@@ -311,6 +311,9 @@ MaskState& mask_state();
 // Kernel tiling data copy (GET_TILING_DATA).
 void tiling_load(void* dst, const uint8_t* src, uint64_t n, const char* file, int line);
 void kernel_printf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+// Entering (+1) and leaving (-1) the evaluation of a kernel print's arguments (kernel.h's printf): GM reads made
+// only to be printed are not race-checked (runtime.cpp gm_access).
+void print_scope(int delta);
 
 // Conversions with an explicit rounding mode (Cast). kinds: see DtypeKind.
 enum DtypeKind : int {
@@ -331,6 +334,11 @@ struct TD {
 // Checks a count-form vector instruction (validity, 32-byte alignment, bounds, initialised
 // reads, pipe ordering), marks the written bytes and counts it. Returns the number of elements
 // to compute (0 when nothing can be done).
+// vec_count_prologue for an instruction computing lane by lane (runtime.cpp): unwritten source lanes make the
+// destination lanes they feed unwritten instead of an error. bits: a bit-mask source (Select); dst_bits: the
+// destination is a bit mask (Compare).
+int64_t vec_lanes_prologue(const char* op, const char* dtype, const TD* dst, const TD* srcs, int nsrc, int64_t count,
+                           const TD* bits, bool dst_bits, const char* file, int line);
 int64_t vec_count_prologue(const char* op, const char* dtype, const TD* dst, const TD* srcs, int nsrc,
                            int64_t count, uint64_t dst_bytes_override, const char* file, int line);
 // Dtype support check: `allowed` is a bit set over DtypeKind.

@@ -181,6 +181,12 @@ constexpr int32_t MAX_REPEAT_TIMES = 255;
 constexpr int32_t BLOCK_CUBE = 16;
 constexpr int32_t MASK_PLACEHOLDER = 0;
 constexpr uint64_t FULL_MASK = ~0ull;
+// The L2 cache hint of a GlobalTensor (SetL2CacheHint; impl/basic_api/utils/kernel_utils_macros.h): the emulator
+// models no L2 policy, so the hint changes nothing.
+enum class CacheMode { CACHE_MODE_DISABLE = 0, CACHE_MODE_NORMAL = 1, CACHE_MODE_LAST = 2, CACHE_MODE_PERSISTENT = 4 };
+// Integer helpers of the basic API (impl/basic_api/utils/kernel_utils_ceil_oom_que.h)
+constexpr inline uint32_t DivCeil(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
+constexpr inline uint32_t AlignUp(uint32_t a, uint32_t b) { return DivCeil(a, b) * b; }
 
 // ---------------------------------------------------------------------------------------------
 // Core identity
@@ -952,7 +958,8 @@ inline void unary_count(const char* op, uint32_t allowed, const LocalTensor<TD>&
                         int64_t count, F f, ::evk_sim::SrcLoc loc, const char* dtype = nullptr) {
     ::evk_sim::dtype_check(op, Ty<TD>::kind, allowed, loc.file, loc.line);
     ::evk_sim::TD d = dst.td(), s = src.td();
-    int64_t n = ::evk_sim::vec_count_prologue(op, dtype ? dtype : Ty<TD>::name, &d, &s, 1, count, 0, loc.file, loc.line);
+    int64_t n = ::evk_sim::vec_lanes_prologue(op, dtype ? dtype : Ty<TD>::name, &d, &s, 1, count, nullptr, false,
+                                              loc.file, loc.line);
     uint64_t ovf = 0;
     for (int64_t i = 0; i < n; ++i)
         st<TD>(d.off + i * sizeof(TD), f(ld<TS>(s.off + i * sizeof(TS))), ovf);
@@ -964,7 +971,7 @@ inline void binary_count(const char* op, uint32_t allowed, const LocalTensor<T>&
                          const LocalTensor<T>& b, int64_t count, F f, ::evk_sim::SrcLoc loc) {
     ::evk_sim::dtype_check(op, Ty<T>::kind, allowed, loc.file, loc.line);
     ::evk_sim::TD d = dst.td(), s[2] = {a.td(), b.td()};
-    int64_t n = ::evk_sim::vec_count_prologue(op, Ty<T>::name, &d, s, 2, count, 0, loc.file, loc.line);
+    int64_t n = ::evk_sim::vec_lanes_prologue(op, Ty<T>::name, &d, s, 2, count, nullptr, false, loc.file, loc.line);
     uint64_t ovf = 0;
     for (int64_t i = 0; i < n; ++i)
         st<T>(d.off + i * sizeof(T), f(ld<T>(s[0].off + i * sizeof(T)), ld<T>(s[1].off + i * sizeof(T))), ovf);
@@ -976,7 +983,7 @@ inline void ternary_count(const char* op, uint32_t allowed, const LocalTensor<T>
                           const LocalTensor<T>& b, int64_t count, F f, ::evk_sim::SrcLoc loc) {
     ::evk_sim::dtype_check(op, Ty<T>::kind, allowed, loc.file, loc.line);
     ::evk_sim::TD d = dst.td(), s[3] = {a.td(), b.td(), dst.td()};
-    int64_t n = ::evk_sim::vec_count_prologue(op, Ty<T>::name, &d, s, 3, count, 0, loc.file, loc.line);
+    int64_t n = ::evk_sim::vec_lanes_prologue(op, Ty<T>::name, &d, s, 3, count, nullptr, false, loc.file, loc.line);
     uint64_t ovf = 0;
     for (int64_t i = 0; i < n; ++i)
         st<T>(d.off + i * sizeof(T),
@@ -1370,7 +1377,8 @@ inline void compare_count(const char* op, const LocalTensor<U>& dst, const Local
     compare_checks(op, Ty<T>::kind, static_cast<int>(mode), count, sizeof(T), loc);
     ::evk_sim::TD d = dst.td(), s[2] = {src0.td(), src1 ? src1->td() : src0.td()};
     const uint64_t out_bytes = (static_cast<uint64_t>(count) + 7) / 8;
-    int64_t n = ::evk_sim::vec_count_prologue(op, Ty<T>::name, &d, s, src1 ? 2 : 1, count, out_bytes, loc.file, loc.line);
+    int64_t n = ::evk_sim::vec_lanes_prologue(op, Ty<T>::name, &d, s, src1 ? 2 : 1, count, nullptr, true, loc.file,
+                                              loc.line);
     if (n <= 0) return;
     std::memset(::evk_sim::g_ub + d.off, 0, out_bytes);
     for (int64_t i = 0; i < n; ++i) {
@@ -1441,11 +1449,9 @@ inline void select_count(const LocalTensor<T>& dst, const LocalTensor<U>& sel, c
     m.esize = 1;
     valid(sel.buf_, op, loc);
     if (src1 && use_scalar) valid(src1->buf_, op, loc);
-    int64_t n = ::evk_sim::vec_count_prologue(op, Ty<T>::name, &d, s, use_scalar ? 1 : 2, count, 0, loc.file, loc.line);
-    // the mask is read as count bits (checked after the prologue opened the instruction: the latency model
-    // attributes these reads to this Select)
-    ::evk_sim::ub_access(op, sel.buf_, sel.off_, (static_cast<uint64_t>(count) + 7) / 8, false, ::evk_sim::PID_V,
-                         loc.file, loc.line);
+    // the mask is read as count bits (lane i: bit i)
+    int64_t n = ::evk_sim::vec_lanes_prologue(op, Ty<T>::name, &d, s, use_scalar ? 1 : 2, count, &m, false, loc.file,
+                                              loc.line);
     if (src1 && use_scalar) {
         ::evk_sim::ub_access(op, src1->buf_, src1->off_, sizeof(T), false, ::evk_sim::PID_V, loc.file, loc.line);
         std::memcpy(&scalar, ::evk_sim::g_ub + src1->off_, sizeof(T));
@@ -1799,6 +1805,25 @@ struct EvkBlockIdxVar {
     operator int64_t() const { return ::evk_sim::block_idx(); }
 };
 inline constexpr EvkBlockIdxVar block_idx{};
+// A kernel print (AscendC::printf, printf, PRINTF): its arguments are evaluated inside a print scope, so a GM value
+// read only to be printed is not race-checked. A print of data another core is writing shows stale or new bytes on
+// the NPU, which changes no output (Ascend's printf sample prints C's first element from the AIVs while the AIC
+// computes it). The macro makes the scope's start the call's postfix-expression, which C++17 sequences before the
+// arguments: `AscendC::printf(f, x)` -> `AscendC::evk_print_begin()(f, x)`.
+struct EvkPrinter {
+    EvkPrinter() { ::evk_sim::print_scope(1); }
+    ~EvkPrinter() { ::evk_sim::print_scope(-1); }
+    EvkPrinter(const EvkPrinter&) = delete;
+    EvkPrinter& operator=(const EvkPrinter&) = delete;
+    template <class... Args> void operator()(const char* fmt, Args... args) const { ::evk_sim::kernel_printf(fmt, args...); }
+};
+inline EvkPrinter evk_print_begin() { return EvkPrinter(); }
+namespace AscendC {
+using ::evk_print_begin;
+}
+#define printf(...) evk_print_begin()(__VA_ARGS__)
+#undef PRINTF
+#define PRINTF(...) ::evk_print_begin()(__VA_ARGS__)
 #include <cassert>
 #undef assert
 // CANN's kernel assert takes an optional message format and arguments: assert(cond, "fmt %d", x)

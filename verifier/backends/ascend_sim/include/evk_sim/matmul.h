@@ -115,7 +115,33 @@ constexpr MatmulConfig CFG_NORM = {};
 constexpr MatmulConfig CFG_MDL = {false, false, true};
 constexpr MatmulConfig CFG_IBSHARE_NORM = {};
 inline constexpr MatmulConfig GetNormalConfig() { return CFG_NORM; }
-inline constexpr MatmulConfig GetMDLConfig() { return CFG_MDL; }
+// CANN's GetMDLConfig (adv_api/matmul/tiling.h) takes the MDL template's switches (preload, unit flag, message
+// reuse...): performance options of CANN's implementation; the emulator computes every config as NORM.
+inline constexpr MatmulConfig GetMDLConfig(const bool intrinsicsLimit = false, const bool batchLoop = false,
+                                           const uint32_t doMTE2Preload = 0, const bool isVecND2NZ = false,
+                                           bool isPerTensor = false, bool hasAntiQuantOffset = false,
+                                           const bool enUnitFlag = false, const bool isMsgReuse = true,
+                                           const bool enableUBReuse = true, const bool enableL1CacheUB = false,
+                                           const bool enableMixDualMaster = false,
+                                           const bool enableKdimReorderLoad = false,
+                                           const bool enableL1BankConflictOptimise = false) {
+    (void)intrinsicsLimit, (void)batchLoop, (void)doMTE2Preload, (void)isVecND2NZ, (void)isPerTensor;
+    (void)hasAntiQuantOffset, (void)enUnitFlag, (void)isMsgReuse, (void)enableUBReuse, (void)enableL1CacheUB;
+    (void)enableMixDualMaster, (void)enableKdimReorderLoad, (void)enableL1BankConflictOptimise;
+    return CFG_MDL;
+}
+// User callbacks of the Matmul (impl/adv_api/detail/matmul/utils/matmul_call_back.h): the copy-out and the A/B
+// loads replaced by the kernel's own functions. The emulator takes the default (all nullptr) only; a Matmul
+// given callbacks is refused when it runs (MatmulImpl::check_callbacks).
+template <void (*DataCopyOut)(const __gm__ void* gm, const LocalTensor<int8_t>& co1Local, const void* dataCopyOutParams,
+                              const uint64_t tilingPtr, const uint64_t dataPtr) = nullptr,
+          void (*CopyA1)(const LocalTensor<int8_t>& aMatrix, const __gm__ void* gm, int row, int col, int useM,
+                         int useK, const uint64_t tilingPtr, const uint64_t dataPtr) = nullptr,
+          void (*CopyB1)(const LocalTensor<int8_t>& bMatrix, const __gm__ void* gm, int row, int col, int useK,
+                         int useN, const uint64_t tilingPtr, const uint64_t dataPtr) = nullptr>
+struct MatmulCallBackFunc {
+    static constexpr bool evk_has_callbacks = DataCopyOut != nullptr || CopyA1 != nullptr || CopyB1 != nullptr;
+};
 
 // Constant tiling (CANN's "Matmul API constant" feature): shapes known at compile time.
 enum class MatmulConfigMode : int32_t { CONFIG_NORM = 0, CONFIG_MDL, CONFIG_SPECIALMDL, CONFIG_IBSHARE };
@@ -204,6 +230,10 @@ public:
     using BiasT = typename BIAS_TYPE::T;
     static_assert(std::is_same<SrcT, SrcBT>::value, "Matmul: A and B must have the same type");
 
+    static constexpr bool has_callbacks() {
+        if constexpr (std::is_class<MM_CB>::value) return MM_CB::evk_has_callbacks;
+        return false;
+    }
     MatmulImpl() = default;
     ~MatmulImpl() override {
         // a client tells its AIC it is done (the AIC serves until every client has said so)
@@ -213,6 +243,10 @@ public:
     // ---- set-up ----
     void Init(const TCubeTiling* tiling, TPipe* tpipe = nullptr, EVK_LOC) {
         if (!tiling) ::evk_sim::fatal(EVK_RULE_INVALID_ARGUMENT, loc.file, loc.line, "Matmul Init: no tiling");
+        if constexpr (has_callbacks())
+            ::evk_sim::fatal(EVK_RULE_UNSUPPORTED_API, loc.file, loc.line,
+                             "Matmul with user callbacks (MatmulCallBackFunc with a copy-out or A/B load function) is "
+                             "not emulated");
         tiling_ = *tiling;
         // a constant tiling (MatmulApiStaticTiling) fixes the shapes and base block at compile time
         using CfgT = std::remove_cv_t<std::remove_reference_t<decltype(MM_CFG)>>;
