@@ -233,8 +233,15 @@ def _host_source(op: str, kernel: str, roles: str, desc: dict, main_text: str, m
         f"// ---- {main_name} ----\n", main_text if main_text.endswith("\n") else main_text + "\n",
         "#undef main\n",
     ]
+    defined = _defined_functions(main_text)
     for name, text in helpers:
-        parts += [f"// ---- {name} ----\n", text if text.endswith("\n") else text + "\n"]
+        # main.cpp and its helpers are separate translation units on CANN; here they share one, so a function both
+        # define with internal linkage (a static or anonymous-namespace helper: two definitions could not link
+        # otherwise) is renamed in the helper's copy
+        clash = sorted(defined & _defined_functions(text))
+        parts += [f"// ---- {name} ----\n", "".join(f"#define {c} {c}_{_file_tag(name)}\n" for c in clash),
+                  text if text.endswith("\n") else text + "\n", "".join(f"#undef {c}\n" for c in clash)]
+        defined |= _defined_functions(text)
     parts.append(
         "// ---- generated ----\nnamespace optiling {\n"
         "static ge::graphStatus TilingFunc(gert::TilingContext* context) {\n"
@@ -246,6 +253,18 @@ def _host_source(op: str, kernel: str, roles: str, desc: dict, main_text: str, m
         '        this->AICore().AddConfig("ascend910b");\n    }\n};\n'
         f"OP_ADD({op});\n}}  // namespace ops\n")
     return "".join(parts)
+
+
+def _defined_functions(text: str) -> set[str]:
+    """Names of the functions a source file defines (a definition starts a line: type, name, parameters, body)."""
+    clean = _clean(text)
+    return set(re.findall(r"(?m)^[ \t]*(?:static\s+|inline\s+|constexpr\s+)*[A-Za-z_][\w:<>,\s\*&]*?[\s\*&]"
+                          r"([A-Za-z_]\w*)\s*\([^;{}()]*(?:\([^()]*\)[^;{}()]*)*\)\s*(?:const\s*)?\{", clean)) - {
+        "if", "for", "while", "switch", "return", "main"}
+
+
+def _file_tag(name: str) -> str:
+    return re.sub(r"\W", "_", Path(name).stem)
 
 
 def import_sample(root: Path, out: Path | None = None, out_shape: str | None = None,

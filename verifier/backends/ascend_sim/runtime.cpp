@@ -282,6 +282,7 @@ struct Queue {
     std::string file;
     int line = 0;
     uint64_t allocs = 0;
+    bool gm_pool = false;  // a CO2 queue on the 910B: CANN takes it from the TPipe's GM pool (not emulated)
 };
 
 struct PipeRec {
@@ -1372,6 +1373,30 @@ int que_init(int pipe, int pos_src, int pos_dst, int depth, int num, uint64_t le
         fatal(EVK_RULE_INVALID_TENSOR, file, line, "InitBuffer on a TPipe that no longer exists");
     // the memory the buffers live in: both ends of a bound queue must be in the same one
     const int mem = mem_of_position(pos_src);
+    if (pos_src == 8 && pos_dst == 8 && !is_tbuf) {
+        // CO2 on the 910B (arch 2201) is global memory (GetPhyType in CANN's impl/basic_api/kernel_event.h), and
+        // CANN's TPipe allocates a queue there from a GM pool (its CPU-debug build: a 1 MiB GM pool,
+        // kernel_utils_mode_cpu.h). Community cube kernels keep such a queue from the older CO1 -> CO2 -> GM path
+        // without using it (ChengruiZhang/AscendC-MatMul-Basic): the InitBuffer is accepted, a use is refused
+        // (que_alloc), since the emulator has no GM pool.
+        violation(EVK_RULE_TENSOR_POSITION, SEV_WARNING, file, line,
+                  "InitBuffer for TPosition CO2: on the 910B that is global memory (Fixpipe writes results there); "
+                  "CANN takes such a queue from its GM pool, which the emulator does not model (a use of it is "
+                  "refused)");
+        Queue q;
+        q.pipe = pipe;
+        q.pos_src = pos_src;
+        q.pos_dst = pos_dst;
+        q.depth = depth;
+        q.num = num;
+        q.gm_pool = true;
+        q.file = file ? file : "";
+        q.line = line;
+        g_blk.queues.push_back(std::move(q));
+        const int qid = static_cast<int>(g_blk.queues.size()) - 1;
+        g_blk.pipes[pipe].queues.push_back(qid);
+        return qid;
+    }
     if (mem == MEM_NONE || mem_of_position(pos_dst) != mem)
         fatal(EVK_RULE_UNSUPPORTED_API, file, line,
               "InitBuffer for TPosition %s%s%s: no local buffer there (VECIN/VECOUT/VECCALC are the Unified Buffer; "
@@ -1505,6 +1530,11 @@ SlotRef que_alloc(int qid, const char* file, int line) {
     tm_api_call();
     Queue& q = get_queue(qid, "AllocTensor", file, line);
     if (q.tbuf) fatal(EVK_RULE_QUEUE_PAIRING, file, line, "AllocTensor on a TBuf: use TBuf::Get<T>()");
+    if (q.gm_pool)
+        fatal(EVK_RULE_UNSUPPORTED_API, file, line,
+              "AllocTensor on a CO2 queue (InitBuffer at %s:%d): on the 910B CO2 is global memory, a queue there comes "
+              "from CANN's GM pool, which the emulator does not model; write L0C results with Fixpipe",
+              q.file.c_str(), q.line);
     ++g_blk.c.allocs;
     for (int k = 0; k < q.num; ++k) {
         int s = (q.next + k) % q.num;

@@ -142,7 +142,34 @@ template <class T> inline typename Ty<T>::C rnd(typename Ty<T>::C c, uint64_t& o
 enum KernelType { KERNEL_TYPE_AIV_ONLY = 0, KERNEL_TYPE_AIC_ONLY, KERNEL_TYPE_MIX_AIV_1_0, KERNEL_TYPE_MIX_AIC_1_1,
                   KERNEL_TYPE_MIX_AIC_1_2 };
 
+// GetSysWorkSpacePtr: at global scope, as CANN declares it (basic_api/kernel_operator_swap_mem_intf.h), and in
+// AscendC by a using-declaration (kernels call it both ways).
 namespace AscendC {
+namespace evk_mm {
+inline uint8_t*& user_sys_workspace() {
+    static uint8_t* p = nullptr;
+    return p;
+}
+}  // namespace evk_mm
+}  // namespace AscendC
+inline __gm__ uint8_t* GetSysWorkSpacePtr() {
+    if (&::evk_sim::sys_workspace != nullptr) {
+        uint8_t* p = ::evk_sim::sys_workspace();
+        if (p) return p;
+    }
+    return AscendC::evk_mm::user_sys_workspace();
+}
+// min/max: device code calls them unqualified (CANN's own examples do: batch_matmul_tensor_api.asc), and
+// AscendC::Std::min/max are the Utils API's (impl/utils/std/algorithm/min.h: (a < b) ? a : b).
+template <typename T, typename U> constexpr auto min(const T& src0, const U& src1) { return (src0 < src1) ? src0 : src1; }
+template <typename T, typename U> constexpr auto max(const T& src0, const U& src1) { return (src0 > src1) ? src0 : src1; }
+
+namespace AscendC {
+using ::GetSysWorkSpacePtr;
+namespace Std {
+using ::max;
+using ::min;
+}  // namespace Std
 
 // ---------------------------------------------------------------------------------------------
 // Enums and constants
@@ -179,6 +206,7 @@ constexpr int32_t DEFAULT_BLK_STRIDE = 1;
 constexpr int32_t DEFAULT_REPEAT_STRIDE = 8;
 constexpr int32_t MAX_REPEAT_TIMES = 255;
 constexpr int32_t BLOCK_CUBE = 16;
+constexpr int32_t DEFAULT_C0_SIZE = 32;  // bytes of a data block (impl/basic_api/utils/kernel_utils_constants.h)
 constexpr int32_t MASK_PLACEHOLDER = 0;
 constexpr uint64_t FULL_MASK = ~0ull;
 // The L2 cache hint of a GlobalTensor (SetL2CacheHint; impl/basic_api/utils/kernel_utils_macros.h): the emulator
@@ -205,19 +233,6 @@ inline void SetKernelMode(KernelMode) {}
 // system workspace (GM) the high-level APIs use; SetSysWorkspace sets it where the framework did not;
 // GetUserWorkspace returns the workspace argument, as CANN's CPU-debug build does (dav_c220
 // kernel_operator_common_impl.h).
-namespace evk_mm {
-inline uint8_t*& user_sys_workspace() {
-    static uint8_t* p = nullptr;
-    return p;
-}
-}  // namespace evk_mm
-inline __gm__ uint8_t* GetSysWorkSpacePtr() {
-    if (&::evk_sim::sys_workspace != nullptr) {
-        uint8_t* p = ::evk_sim::sys_workspace();
-        if (p) return p;
-    }
-    return evk_mm::user_sys_workspace();
-}
 inline void SetSysWorkspace(GM_ADDR workspace) { evk_mm::user_sys_workspace() = workspace; }
 inline __gm__ uint8_t* GetUserWorkspace(GM_ADDR workspace) { return workspace; }
 
