@@ -185,3 +185,12 @@ CASE(user_workspace, GM_ADDR x, GM_ADDR out) {
     og.SetGlobalBuffer((__gm__ float*)w, 8);
     og.SetValue(0, GetSysWorkSpacePtr() == nullptr ? 1.0f : 2.0f);
 }
+
+// Scalar code calling abs on floats unqualified, as device code does (HWXROS/AscendcS7's PdistGrad skips pairs whose
+// |gradient| < 1e-12): the float abs, not C's int abs of a truncated value.
+CASE(scalar_abs_f32, GM_ADDR x, GM_ADDR out) {
+    GlobalTensor<float> xg, og;
+    xg.SetGlobalBuffer((__gm__ float*)x, 8);
+    og.SetGlobalBuffer((__gm__ float*)out, 8);
+    for (int i = 0; i < 8; ++i) og.SetValue(i, abs(xg.GetValue(i)));
+}

@@ -135,3 +135,132 @@ def test_a_zero_length_buffer_a_block_never_uses_is_a_warning(sim, tmp_path):
     r = sim.run_op(exe, tmp_path, "CommunityCustom", [("x", np.ones(256, np.float32))], [("y", (256,), np.float32)])
     zero = [v for v in r.violations if "length of 0 bytes" in v["message"]]
     assert zero and zero[0]["severity"] == "warning" and not r.rules("error"), r.violations
+
+
+# A tiling header that carries its own host helpers (KiaraStark/ascendc-homework's SoftMax): CANN's kernel build reads
+# only the tiling data's definition from it, the emulator's kernel translation unit includes all of it, so the host
+# tiling APIs it calls (ge::Shape, AscendC::SoftMaxTilingFunc) must compile there too.
+TILING_WITH_HELPERS = r"""
+#include "register/tilingdata_base.h"
+#include "tiling/tiling_api.h"
+namespace optiling {
+BEGIN_TILING_DATA_DEF(HelperTilingData)
+  TILING_DATA_FIELD_DEF(uint32_t, length);
+  TILING_DATA_FIELD_DEF_STRUCT(SoftMaxTiling, softmaxTilingData);
+END_TILING_DATA_DEF;
+REGISTER_TILING_DATA_CLASS(HelperCustom, HelperTilingData)
+}
+namespace HelperTiling {
+inline void Compute(uint32_t rows, uint32_t cols, optiling::HelperTilingData& tiling) {
+    tiling.set_length(rows * cols);
+    ge::Shape shape({rows, cols});
+    AscendC::SoftMaxTilingFunc(shape, sizeof(float), 61440, tiling.softmaxTilingData);
+}
+}
+"""
+
+HELPER_HOST = r"""
+#include "helper_custom_tiling.h"
+#include "register/op_def_registry.h"
+namespace optiling {
+static ge::graphStatus TilingFunc(gert::TilingContext* context) {
+    HelperTilingData tiling;
+    const auto& s = context->GetInputShape(0)->GetStorageShape();
+    HelperTiling::Compute(s.GetDim(0), s.GetDim(1), tiling);
+    context->SetBlockDim(1);
+    tiling.SaveToBuffer(context->GetRawTilingData()->GetData(), context->GetRawTilingData()->GetCapacity());
+    context->GetRawTilingData()->SetDataSize(tiling.GetDataSize());
+    return ge::GRAPH_SUCCESS;
+}
+}
+namespace ops {
+class HelperCustom : public OpDef {
+public:
+    explicit HelperCustom(const char* name) : OpDef(name) {
+        this->Input("x").ParamType(REQUIRED).DataType({ge::DT_FLOAT}).Format({ge::FORMAT_ND});
+        this->Output("y").ParamType(REQUIRED).DataType({ge::DT_FLOAT}).Format({ge::FORMAT_ND});
+        this->AICore().SetTiling(optiling::TilingFunc);
+        this->AICore().AddConfig("ascend910b");
+    }
+};
+OP_ADD(HelperCustom);
+}
+"""
+
+# Device code as community kernels write it: GetSysWorkSpacePtr and min unqualified without a using-directive
+# (CANN declares the former globally; its own examples call min unqualified), AscendC::DEFAULT_C0_SIZE, and a CO2
+# queue kept from the pre-A2 cube path but never used (CANN allocates it from its GM pool).
+HELPER_KERNEL = r"""
+#include "kernel_operator.h"
+extern "C" __global__ __aicore__ void helper_custom(GM_ADDR x, GM_ADDR y, GM_ADDR workspace, GM_ADDR tiling) {
+    GET_TILING_DATA(t, tiling);
+    const uint32_t n = min(t.length, 256u);
+    const bool ws = GetSysWorkSpacePtr() == nullptr;
+    AscendC::GlobalTensor<float> xg, yg;
+    xg.SetGlobalBuffer((__gm__ float*)x, n);
+    yg.SetGlobalBuffer((__gm__ float*)y, n);
+    AscendC::TPipe pipe;
+    AscendC::TQue<AscendC::TPosition::CO2, 1> unused;
+    pipe.InitBuffer(unused, 1, 1024);
+    AscendC::TBuf<AscendC::TPosition::VECCALC> buf;
+    pipe.InitBuffer(buf, n * sizeof(float));
+    AscendC::LocalTensor<float> v = buf.Get<float>();
+    AscendC::DataCopy(v, xg, n);
+    AscendC::PipeBarrier<PIPE_ALL>();
+    AscendC::Muls(v, v, static_cast<float>(AscendC::DEFAULT_C0_SIZE / 32 + (ws ? 1 : 1)), n);
+    AscendC::PipeBarrier<PIPE_ALL>();
+    AscendC::DataCopy(yg, v, n);
+}
+"""
+
+
+def test_a_tiling_header_with_host_helpers_and_community_device_spellings(sim, tmp_path):
+    exe = sim.op_project(tmp_path, op="HelperCustom", kernel_name="helper_custom", kernel_src=HELPER_KERNEL,
+                         host_src=HELPER_HOST, tiling_src=TILING_WITH_HELPERS, tiling_header="helper_custom_tiling.h",
+                         dtypes={"x": "float", "y": "float"}, label="community_helpers")
+    x = np.linspace(-1, 1, 256, dtype=np.float32)
+    r = sim.run_op(exe, tmp_path, "HelperCustom", [("x", x.reshape(8, 32))], [("y", (8, 32), np.float32)])
+    assert r.rc == 0 and not r.rules("error"), r.stderr + str(r.violations)
+    np.testing.assert_array_equal(r.outputs["y"].reshape(-1), x * 2)
+    co2 = [v for v in r.violations if "CO2" in v["message"]]
+    assert co2 and co2[0]["severity"] == "warning", r.violations
+
+
+def test_a_used_co2_queue_is_refused(sim, tmp_path):
+    kernel = HELPER_KERNEL.replace("    pipe.InitBuffer(unused, 1, 1024);\n",
+                                   "    pipe.InitBuffer(unused, 1, 1024);\n"
+                                   "    AscendC::LocalTensor<float> c2 = unused.AllocTensor<float>();\n")
+    exe = sim.op_project(tmp_path, op="HelperCustom", kernel_name="helper_custom", kernel_src=kernel,
+                         host_src=HELPER_HOST, tiling_src=TILING_WITH_HELPERS, tiling_header="helper_custom_tiling.h",
+                         dtypes={"x": "float", "y": "float"}, label="community_co2_used")
+    r = sim.run_op(exe, tmp_path, "HelperCustom", [("x", np.ones((8, 32), np.float32))], [("y", (8, 32), np.float32)])
+    assert "unsupported_api" in r.rules("fatal"), r.violations
+
+
+MATMUL_CONFIG = r"""
+#include "kernel_operator.h"
+#include "lib/matmul_intf.h"
+using namespace matmul;
+// operator_contrib/HighPerfMatMul's spellings: an MDL config with its switches, the default callbacks, an L2 hint,
+// AscendC::DivCeil on 32-bit values
+template <typename T> __aicore__ inline int64_t DivCeil(int64_t a, int64_t b) { return (a + b - 1) / b; }
+extern "C" __global__ __aicore__ void k(GM_ADDR a, GM_ADDR b, GM_ADDR c) {
+    AscendC::GlobalTensor<half> g;
+    g.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(a), 16);
+    g.SetL2CacheHint(CacheMode::CACHE_MODE_DISABLE);
+    uint64_t blocks = 10;
+    uint64_t rounds = DivCeil(blocks, static_cast<uint64_t>(4));
+    (void)rounds;
+    typedef MatmulType<AscendC::TPosition::GM, CubeFormat::ND, half> aType;
+    typedef MatmulType<AscendC::TPosition::GM, CubeFormat::ND, float> cType;
+    constexpr static MatmulConfig MCFG_MDL = GetMDLConfig(false, false, 0, false, false, false, true);
+    MatmulImpl<aType, aType, cType, cType, MCFG_MDL, MatmulCallBackFunc<nullptr, nullptr, nullptr>> mm;
+    mm.SetSubBlockIdx(0);
+    mm.SetHF32(true, 1);
+}
+"""
+
+
+def test_the_matmul_api_spellings_of_a_high_performance_sample_compile(sim, tmp_path):
+    (tmp_path / "k.cpp").write_text(MATMUL_CONFIG)
+    sim._gxx(["-DEVK_SIM_KERNEL=1", "-fsyntax-only", "k.cpp"], cwd=tmp_path)

@@ -84,3 +84,10 @@ def test_workspace_functions_without_the_matmul_header(sim, prog):
     exe, d = prog
     res = ok(sim.launch(exe, d, "user_workspace", [np.zeros(8, np.float32)], [((8,), np.float32)]))
     assert res.outputs[0][0] in (1.0, 2.0)
+
+
+def test_unqualified_abs_on_a_float_is_the_float_abs(sim, prog):
+    exe, d = prog
+    x = np.array([-0.5, 0.25, -3.75, 1e-13, -2, 0, 7.5, -0.001], np.float32)
+    res = ok(sim.launch(exe, d, "scalar_abs_f32", [x], [((8,), np.float32)]))
+    np.testing.assert_array_equal(res.outputs[0], np.abs(x))

@@ -529,3 +529,17 @@ def test_the_kernel_launch_matmul_samples_host_tiling_compiles_unchanged(sim, tm
 
 # the kernel of that sample, and of 22_baremix_kernellaunch, run unchanged as rows of the kernel-launch samples
 # table (evals/ascend_launch_samples.py, tests/evals/test_ascend_launch_samples.py)
+
+
+def test_what_the_matmul_apis_own_instructions_report_says_it_comes_from_inside_the_api(sim, tmp_path_factory):
+    """A GlobalTensor for A declared at half its size: the emulated Matmul's own GM->L1 copy reads past it (a
+    warning, inside the real buffer). The report sits at the kernel's IterateAll, and says the instruction it names
+    is the API's, not a line of the kernel (it said 'DataCopy GM->L1 ... at' the kernel's line, a copy the kernel
+    never wrote)."""
+    built = build(sim, tmp_path_factory, "float16", dim=1, tag="-halfa",
+                  set_a="AscendC::GlobalTensor<aType> ah; ah.SetGlobalBuffer(aGlobal.GetPhyAddr(), "
+                        "tiling.M * tiling.Ka / 2); mm.SetTensorA(ah);")
+    res, ref = run(sim, built, "float16", 64, 64, 64)
+    assert res.rc == 0 and res.rules("error") == set(), res.violations
+    warn = [v for v in res.find("gm_out_of_bounds") if v["severity"] == "warning"]
+    assert warn and warn[0]["message"].startswith("inside the Matmul API (its own instructions"), res.violations

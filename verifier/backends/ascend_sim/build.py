@@ -123,6 +123,15 @@ def launch_adapter(project: Project) -> str:
             f"{{ {project.kernel_name}({call}); }}\n")
 
 
+# Strong symbols (functions, data) kernel.o and host.o both define: made local in kernel.o (objcopy).
+LOCALIZE_SHARED = (
+    "nm -g --defined-only kernel.o | awk '$2 ~ /^[TDBR]$/ {print $3}' | sort -u > k.syms && "
+    "nm -g --defined-only host.o | awk '$2 ~ /^[TDBR]$/ {print $3}' | sort -u > h.syms && "
+    "comm -12 k.syms h.syms > shared.syms && "
+    "{ [ ! -s shared.syms ] || objcopy --localize-symbols=shared.syms kernel.o; }"
+)
+
+
 def build_project(project: Project, combo: int, cache_root: Path, runner: Runner,
                   timeout: float = 300.0) -> BuildResult:
     """lib.so for dtype combination ``combo``: runtime + kernel + host, linked with --no-undefined."""
@@ -158,6 +167,10 @@ def build_project(project: Project, combo: int, cache_root: Path, runner: Runner
             f"({CXX} {common} -c host_operator_src.cpp -o host.o 2>host.log; echo $? > host.rc) & "
             f"wait; cat kernel.log host.log >&2; "
             f"[ \"$(cat kernel.rc)\" = 0 ] && [ \"$(cat host.rc)\" = 0 ] && "
+            # the tiling header is compiled into both translation units here, while CANN's kernel build reads only
+            # its tiling-data definitions (cmake/util/tiling_data_def_build.py): a host helper the header defines
+            # (not inline) would be defined twice; the kernel object's copies of such functions become local
+            f"{LOCALIZE_SHARED} && "
             f"{CXX} {' '.join(q(f) for f in LINK[:1])} -o lib.so kernel.o host.o {q(str(runtime.path))} "
             f"{' '.join(q(f) for f in LINK[1:])}"
         )

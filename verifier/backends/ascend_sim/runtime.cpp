@@ -481,6 +481,7 @@ std::string fmt(const char* f, ...) {
 }
 
 int g_print_depth = 0;     // inside a kernel print's arguments (print_scope)
+const char* g_api_scope = nullptr;  // inside a high-level API's own instructions (api_scope)
 bool g_lanes_lenient = false;  // inside vec_lanes_prologue's own checks (unwritten lanes propagate, not errors)
 int g_block_override = -2;  // a report made after the blocks ran, for the block it is about (resolve_overlaps)
 int current_block() { return g_block_override != -2 ? g_block_override : g_blk.active ? g_blk.idx : -1; }
@@ -492,6 +493,9 @@ inline void note_loc(const char* file, int line) {
 }
 
 void record(const char* rule, int sev, const char* file, int line, std::string msg) {
+    if (g_api_scope)
+        msg = fmt("inside the %s API (its own instructions, not a line of this kernel; the kernel calls it here): ",
+                  g_api_scope) + msg;
     if (!g_run) {
         std::fprintf(stderr, "[evk-sim %s] %s (%s:%d)\n", rule, msg.c_str(), file ? file : "?", line);
         return;
@@ -1367,6 +1371,19 @@ void grow_arena(uint64_t bytes) {
 }
 }  // namespace
 
+namespace {
+bool wrong_core_memory(int mem) { return g_blk.aicore >= 0 && (g_blk.role == 1) != (mem != MEM_UB); }
+void core_memory_check(const Queue& q, const char* what, const char* file, int line) {
+    const int mem = mem_of_position(q.pos_src);
+    if (wrong_core_memory(mem))
+        violation(EVK_RULE_TENSOR_POSITION, SEV_ERROR, file, line,
+                  "%s on a TPosition %s buffer (InitBuffer at %s:%d) on a %s core: %s", what, pos_name(q.pos_src),
+                  q.file.c_str(), q.line, g_blk.role == 1 ? "cube" : "vector",
+                  g_blk.role == 1 ? "the cube core (AIC) has L1/L0 buffers but no Unified Buffer"
+                                  : "a vector core (AIV) has the Unified Buffer only; L1/L0 are the cube core's");
+}
+}  // namespace
+
 int que_init(int pipe, int pos_src, int pos_dst, int depth, int num, uint64_t len, bool is_tbuf, const char* file,
              int line) {
     if (pipe < 0 || pipe >= static_cast<int>(g_blk.pipes.size()) || !g_blk.pipes[pipe].alive)
@@ -1374,15 +1391,16 @@ int que_init(int pipe, int pos_src, int pos_dst, int depth, int num, uint64_t le
     // the memory the buffers live in: both ends of a bound queue must be in the same one
     const int mem = mem_of_position(pos_src);
     if (pos_src == 8 && pos_dst == 8 && !is_tbuf) {
-        // CO2 on the 910B (arch 2201) is global memory (GetPhyType in CANN's impl/basic_api/kernel_event.h), and
-        // CANN's TPipe allocates a queue there from a GM pool (its CPU-debug build: a 1 MiB GM pool,
-        // kernel_utils_mode_cpu.h). Community cube kernels keep such a queue from the older CO1 -> CO2 -> GM path
-        // without using it (ChengruiZhang/AscendC-MatMul-Basic): the InitBuffer is accepted, a use is refused
+        // CO2 on the 910B (arch 2201) is global memory (GetPhyType in CANN's impl/basic_api/kernel_event.h).
+        // CANN's TPipe::InitBuffer books a queue there in its GM pool's addresses on the device (its CPU-debug build
+        // asserts "buffer pos can not be Hardware::GM": a debug check, compiled out of device builds;
+        // kernel_tpipe_impl.h). Community cube kernels keep such a queue from the older CO1 -> CO2 -> GM path
+        // without using it (ChengruiZhang/AscendC-MatMul-Basic): the InitBuffer is a warning, a use is refused
         // (que_alloc), since the emulator has no GM pool.
         violation(EVK_RULE_TENSOR_POSITION, SEV_WARNING, file, line,
                   "InitBuffer for TPosition CO2: on the 910B that is global memory (Fixpipe writes results there); "
-                  "CANN takes such a queue from its GM pool, which the emulator does not model (a use of it is "
-                  "refused)");
+                  "CANN's device build books such a queue in its GM pool (its CPU-debug build asserts on it), which "
+                  "the emulator does not model: a use of it is refused");
         Queue q;
         q.pipe = pipe;
         q.pos_src = pos_src;
@@ -1403,9 +1421,14 @@ int que_init(int pipe, int pos_src, int pos_dst, int depth, int num, uint64_t le
               "A1/B1/C1/TSCM L1; A2 L0A; B2 L0B; CO1 L0C; C2 the bias table; on the 910B CO2 is GM and "
               "Fixpipe writes it)",
               pos_name(pos_src), pos_src != pos_dst ? " -> " : "", pos_src != pos_dst ? pos_name(pos_dst) : "");
-    if (g_blk.aicore >= 0 && (g_blk.role == 1) != (mem != MEM_UB))  // a core of a MIX kernel
-        violation(EVK_RULE_TENSOR_POSITION, SEV_ERROR, file, line,
-                  "InitBuffer for TPosition %s on a %s core: %s", pos_name(pos_src), g_blk.role == 1 ? "cube" : "vector",
+    // a core of a MIX kernel initialising a buffer of the other core type's memory: CANN's TPipe::InitBuffer only
+    // books addresses (impl/basic_api/kernel_tpipe_impl.h: no core check), and MIX kernels commonly run one Init on
+    // both cores (the Matmul-LeakyRelu samples init their VECOUT queue before REGIST_MATMUL_OBJ sends the AIC off
+    // to serve): a warning here, an error when the buffer is used (core_memory_check)
+    if (wrong_core_memory(mem))
+        violation(EVK_RULE_TENSOR_POSITION, SEV_WARNING, file, line,
+                  "InitBuffer for TPosition %s on a %s core: %s (harmless unless this core uses the buffer)",
+                  pos_name(pos_src), g_blk.role == 1 ? "cube" : "vector",
                   g_blk.role == 1 ? "the cube core (AIC) has L1/L0 buffers but no Unified Buffer"
                                   : "a vector core (AIV) has the Unified Buffer only; L1/L0 are the cube core's");
     if (len == 0)  // CANN documents no failure for it; a block with no work sizes its buffers 0 (community tilings
@@ -1530,6 +1553,7 @@ SlotRef que_alloc(int qid, const char* file, int line) {
     tm_api_call();
     Queue& q = get_queue(qid, "AllocTensor", file, line);
     if (q.tbuf) fatal(EVK_RULE_QUEUE_PAIRING, file, line, "AllocTensor on a TBuf: use TBuf::Get<T>()");
+    core_memory_check(q, "AllocTensor", file, line);
     if (q.gm_pool)
         fatal(EVK_RULE_UNSUPPORTED_API, file, line,
               "AllocTensor on a CO2 queue (InitBuffer at %s:%d): on the 910B CO2 is global memory, a queue there comes "
@@ -1645,6 +1669,7 @@ int que_has_tensor(int qid) {
 SlotRef tbuf_get(int qid, uint64_t offset, uint64_t len, const char* file, int line) {
     Queue& q = get_queue(qid, "TBuf::Get", file, line);
     if (!q.tbuf) fatal(EVK_RULE_QUEUE_PAIRING, file, line, "Get on a TQue: use AllocTensor/DeQue");
+    core_memory_check(q, "TBuf::Get", file, line);
     Buffer& b = g_blk.bufs[q.bufs[0]];
     if (len == ~0ull) len = offset < b.len ? b.len - offset : 0;
     if (offset + len > b.len)
@@ -1767,6 +1792,7 @@ void tiling_load_member(void* dst, const uint8_t* src, uint64_t off, uint64_t n,
 }
 
 void print_scope(int delta) { g_print_depth = std::max(0, g_print_depth + delta); }
+void api_scope(const char* api) { g_api_scope = api; }
 
 void kernel_printf(const char* f, ...) {
     if (g_printf_bytes > 65536) return;

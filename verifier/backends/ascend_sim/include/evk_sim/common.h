@@ -314,6 +314,15 @@ void kernel_printf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 // Entering (+1) and leaving (-1) the evaluation of a kernel print's arguments (kernel.h's printf): GM reads made
 // only to be printed are not race-checked (runtime.cpp gm_access).
 void print_scope(int delta);
+// Inside a high-level API's own instructions (the Matmul server computing a request): reports made there say so,
+// since the instruction they name is the API's, not a line of the kernel (which is only where the API was called).
+void api_scope(const char* api);  // nullptr: leave
+struct ApiScope {
+    explicit ApiScope(const char* api) { api_scope(api); }
+    ~ApiScope() { api_scope(nullptr); }
+    ApiScope(const ApiScope&) = delete;
+    ApiScope& operator=(const ApiScope&) = delete;
+};
 
 // Conversions with an explicit rounding mode (Cast). kinds: see DtypeKind.
 enum DtypeKind : int {

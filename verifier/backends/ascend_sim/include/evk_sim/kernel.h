@@ -9,6 +9,11 @@
 #define EVK_SIM_KERNEL_H
 
 #include <exception>
+// <stdlib.h> and <math.h> in their C++ forms put std::abs's floating overloads (and the math functions) in the
+// global namespace: device code calls abs(x) on floats unqualified (HWXROS/AscendcS7's PdistGrad), which with
+// <cstdlib> alone would be C's int abs (a float truncated to an integer, silently)
+#include <math.h>
+#include <stdlib.h>
 
 #include "evk_sim/common.h"
 

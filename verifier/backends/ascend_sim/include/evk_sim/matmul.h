@@ -574,6 +574,9 @@ private:
     // Runs request m of client c on this (the AIC's) object.
     void serve(MatmulImpl& c, const evk_mm::Msg& m) {
         const ::evk_sim::SrcLoc loc = m.loc;
+        // what the emulated Matmul's own copies, loads and Mmads report is said to come from inside the API (it is
+        // located at the kernel's call: IterateAll, GetTensorC)
+        const ::evk_sim::ApiScope scope("Matmul");
         if (!buffers_)
             ::evk_sim::fatal(EVK_RULE_INVALID_TENSOR, loc.file, loc.line,
                              "Matmul: the cube core has no buffers for this object (REGIST_MATMUL_OBJ did not run "
