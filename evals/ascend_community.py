@@ -460,7 +460,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", action="append", default=[], help="operator names to check (default: all)")
     ap.add_argument("--json", type=Path, default=None, help="write the rows here")
     ap.add_argument("--pin", action="store_true", help="record the sha256 of every file read (no check)")
+    ap.add_argument("--markdown", type=Path, default=None, help="print the docs table of a run's --json rows, and stop")
     args = ap.parse_args(argv)
+    if args.markdown:
+        rows = json.loads(args.markdown.read_text())
+        print(markdown(rows))
+        print("\n".join(summary(rows)))
+        return 0
     mirrors = args.mirrors or Path(os.environ.get("EVOKERNEL_COMMUNITY_MIRRORS", DEFAULT_MIRRORS))
     pins = None if args.pin else load_pins()
     tmp = Path(tempfile.mkdtemp(prefix="evk-ascend-community-"))
@@ -492,6 +498,26 @@ def main(argv: list[str] | None = None) -> int:
     for line in summary(rows):
         print(line)
     return 0 if len(ok) == len(rows) else 1
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    """The docs table (docs/ascend-sim.md, "Community operators") from a run's rows."""
+    out = ["| operator | source | API | form | registered for | outcome | modelled latency | class, and where |",
+           "|---|---|---|---|---|---|---:|---|"]
+    for r in rows:
+        lat = f"{r['latency_us']:.2f} us" if r.get("latency_us") is not None else "-"
+        socs = ", ".join(s.replace("ascend", "") for s in r.get("socs") or []) or "any"
+        if r["verdict"] == "feasible" and r["as_expected"]:
+            cls = "runs unchanged and correct" + (f" ({r['note']})" if r.get("note") else "")
+        elif r["expected"] != "feasible" and r["as_expected"]:
+            cls = f"**real bug**: {r['bug']}"
+        elif off_target(r):
+            cls = "**310B only**: " + (r.get("feedback") or [""])[0].replace("|", "/")[:160]
+        else:
+            cls = "**open**: " + (r.get("feedback") or [""])[0].replace("|", "/")[:160]
+        out.append(f"| {r['operator']} | {r['repo']} `{r['path'] or '.'}` | {r['api']} | {r.get('import', '-')} | "
+                   f"{socs} | {r['verdict']} | {lat} | {cls} |")
+    return "\n".join(out) + "\n"
 
 
 def off_target(row: dict[str, Any]) -> bool:

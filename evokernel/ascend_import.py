@@ -248,8 +248,12 @@ def find_project(root: Path) -> OpProject:
                 # a json whose inputs, outputs or attributes (names, kinds) differ from the OpDef's loses to it (CANN
                 # registers the OpDef: PdistGrad's json of HWXROS/AscendcS7 omits the OpDef's attribute p, LogSumExp's
                 # of KiaraStark/ascendc-homework calls its ListInt attribute dim an int64)
-                names = lambda d: [[x.get("name") for x in d.get(k) or []] for k in ("input_desc", "output_desc", "attr")] + \
-                    [[_ATTR.get(str(a.get("type", "")).lower(), (a.get("type"),))[0] for a in d.get("attr") or []]]
+                def names(d: dict[str, Any]) -> list[Any]:
+                    io = [[x.get("name") for x in d.get(k) or []] for k in ("input_desc", "output_desc")]
+                    if described is None or not described.get("attr"):  # no OpDef attributes read: the json's
+                        return io
+                    return io + [[(a.get("name"), _ATTR.get(str(a.get("type", "")).lower(), (a.get("type"),))[0])
+                                  for a in d.get("attr") or []]]
                 if op in entries and (described is None or names(entries[op][0]) == names(described)):
                     desc, js = entries[op]
                     json_text, from_opdef = read_source(js), False

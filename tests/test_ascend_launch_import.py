@@ -8,7 +8,7 @@ import pytest
 
 from evokernel.ascend_import import ImportError_, read_source
 from evokernel.ascend_launch_import import find_launch_sample, import_sample
-from evokernel.verifier.backends.ascend_sim.project import ProjectError, launch_arguments, parse_candidate, read_strings
+from evokernel.verifier.backends.ascend_sim.project import launch_arguments, parse_candidate, read_strings
 
 KERNEL = r"""
 #include "kernel_operator.h"
@@ -216,7 +216,7 @@ def test_launch_arguments_by_name_and_an_op_project_kernel_by_position():
     assert launch_arguments(["a", "b", "ws", "t"], ins, outs) is None
     assert launch_arguments(["z", "x"], ins, outs) == [("output", 0), ("input", 0)]
     assert launch_arguments(["x", "z", "usrWorkspace"], ins, outs) == [("input", 0), ("output", 0), ("workspace", 0)]
-    with pytest.raises(ProjectError, match="neither an input"):
-        launch_arguments(["x", "y"], ins, outs)
-    with pytest.raises(ProjectError, match="missing"):
-        launch_arguments(["x", "tiling", "workspace"], ins, outs + [Param("w", ["float"])])
+    # names that do not describe the json: by position, as before (the run then says what goes wrong)
+    assert launch_arguments(["x", "y"], ins, outs) is None
+    assert launch_arguments(["x", "tiling", "workspace"], ins, outs + [Param("w", ["float"])]) is None
+    assert launch_arguments(["x", "x", "z"], ins, outs) is None

@@ -265,8 +265,9 @@ def launch_arguments(params: list[str], inputs: list[Param], outputs: list[Param
     """How a kernel-launch sample's entry takes the operator's arguments, by parameter name (None for an
     operator-project kernel: its parameters are the inputs, the outputs, the workspace and the tiling, in that
     order, whatever their names, as CANN calls them). A kernel with another number of parameters is a
-    kernel-launch entry: each parameter must be an input or output of the json by name, or the workspace
-    (``workspace``, ``usrWorkspace``, ``ws``...) or the tiling (a name with ``tiling``), each at most once."""
+    kernel-launch entry when its parameters name every input and output of the json once, the others being the
+    workspace (``workspace``, ``usrWorkspace``, ``ws``...) or the tiling (a name with ``tiling``); otherwise
+    (a kernel that does not match its json) it is called by position too, and the run says what goes wrong."""
     if not params or len(params) == len(inputs) + len(outputs) + 2:
         return None
     where = {p.name: ("input", i) for i, p in enumerate(inputs)}
@@ -280,15 +281,9 @@ def launch_arguments(params: list[str], inputs: list[Param], outputs: list[Param
         elif re.fullmatch(r"(?i)(usr|user|sys)?_?(workspace|work_space|ws)(_?gm)?", name):
             args.append(("workspace", 0))
         else:
-            raise ProjectError(f"kernel_src: the kernel's parameter {name!r} is neither an input or output of "
-                               "project_json_src (by name) nor the workspace or the tiling; a kernel whose "
-                               "parameters are not (inputs..., outputs..., workspace, tiling) is called by parameter "
-                               "name")
-    missing = [n for n in where if where[n] not in args]
-    twice = {a for a in args if args.count(a) > 1}
-    if missing or twice:
-        raise ProjectError(f"kernel_src: the kernel's parameters {params} must name every input and output of "
-                           f"project_json_src once (missing: {missing}, repeated: {sorted(twice)})")
+            return None  # not a kernel-launch entry the names describe: called by position, as before
+    if any(where[n] not in args for n in where) or len(set(args)) != len(args):
+        return None
     return args
 
 
