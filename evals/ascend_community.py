@@ -60,6 +60,7 @@ REPOS = {
     "linnlh/ascendc-perf-s2": "85a454d31f123b7add22e01fa675d418155d31b0",
     "chiparon/ascendC": "dfe4b84ef7d44d30f763e1b320340a1b2c94e05c",
     "bigorange1024/ascendc": "541ca73c1931f5d6d9cf34a18e9ad7f27b3437b5",
+    "llrnb666-arch/HPC101-AscendC-FusedRMSNorm": "7729cdf7bc37d77bd3c82448414b77cea3e96637",
 }
 
 
@@ -165,7 +166,13 @@ OPS: list[Op] = [
        task("return torch.logsumexp(x, 0)", f"x={rnd('64, 256', lo=-3, hi=3)}"), out_shape="{x.size(1)}",
        expect="correctness", bug='log_sum_exp.cpp:45-48: Ln(Sum(Exp(x))) without subtracting the maximum: exp overflows for the heavy-input trial'),
     Op("ks_softmax_custom", KS, "1_SoftMax/softmax", "vector",
-       task("return torch.softmax(x, -1)", f"x={rnd('64, 256', lo=-3, hi=3)}")),
+       task("""
+            m = x.max(-1, keepdim=True).values
+            s = torch.exp(x - m).sum(-1, keepdim=True)
+            return m.expand(-1, 8).contiguous(), s.expand(-1, 8).contiguous(), torch.softmax(x, -1)""",
+            f"x={rnd('64, 256', lo=-3, hi=3)}"),
+       out_shape="{x.size(0), 8};{x.size(0), 8};x.sizes()",
+       note="three outputs (max, sum: the SoftMax API's 32-byte rows; z)"),
     Op("ks_div", KS, "Ascend_S3-main/02Div", "vector",
        task("return x1 / x2", f"x1={rnd('32, 1024')}; x2={rnd('32, 1024', lo=0.5, hi=2)}")),
     Op("ks_asinh_grad", KS, "Ascend_S3-main/05AsinhGrad", "vector",
@@ -209,10 +216,17 @@ OPS: list[Op] = [
        task("return a @ b", f"a={rnd('512, 512')}; b={rnd('512, 512')}; bias={rnd('512')}"),
        out_shape="{a.size(0), b.size(1)}",
        note="float in HF32 mode (SetHF32: not modelled, fp32 here); its golden ignores the bias input; 512^3 of its "
-            "8192^3"),
+            "8192^3", expect="runtime",
+       bug="below 100 MB of data (its own case is 8192^3 = 768 MB) the host leaves the tiling's mTile/nTile at 0 "
+           "(SplitL2 runs only above, op_host/matmul_custom.cpp:307) and the kernel divides by them "
+           "(op_kernel/matmul_custom.cpp:132): integer division by zero, and no tile of c is written"),
     Op("sp_high_perf_matmul_leaky", "By-gitee/opDev", "operator_contrib/MatmulLeakyReluCustom", "matmul-api",
        task("return a @ b", f"a={rnd('512, 512')}; b={rnd('512, 512')}; bias={rnd('512')}"),
-       out_shape="{a.size(0), b.size(1)}", note="its golden is the plain product (LeakyRelu and bias commented out)"),
+       out_shape="{a.size(0), b.size(1)}", note="its golden is the plain product (LeakyRelu and bias commented out)",
+       expect="runtime",
+       bug="as HighPerfMatMul: below 100 MB of data mTile/nTile stay 0 (SplitL2 only above, "
+           "op_host/matmul_leakyrelu_custom.cpp:342) and the kernel divides by them "
+           "(op_kernel/matmul_leakyrelu_custom.cpp:143)"),
     Op("sp_printf_matmul", "By-gitee/opDev", "operator/ascendc/1_utilities/0_printf/FrameworkLaunch", "matmul-api",
        task("return (a.float() @ b.float() + bias.float())",
             f"a={rnd('1024, 256', F16)}; b={rnd('256, 640', F16)}; bias={rnd('640', F32)}"),
@@ -294,7 +308,9 @@ OPS: list[Op] = [
             f"grad={rnd('3')}; input=_x(); pdist_output=torch.nn.functional.pdist(_x(), p=2.0)", init="[2.0]",
             header="import torch\nimport torch.nn as nn\n\n\ndef _x():\n    torch.manual_seed(1)\n"
                    f"    return {rnd('3, 32', lo=-1000, hi=1000)}\n"),
-       out_shape="input.sizes()", note="its test case's 3 x 32; the attribute p has no default"),
+       out_shape="input.sizes()", note="its test case's 3 x 32; the attribute p has no default", expect="runtime",
+       bug="pdist_grad.cpp:135-136 call GetWithOffset(0, currentBlockSize): the arguments are (size, bufOffset), so "
+           "the tensors start 32 bytes in and Muls at :140 writes 32 bytes past the 128-byte gradBuf (:44)"),
     Op("lp_depth_to_space", "linnlh/ascendc-perf-s2", "DepthToSpace", "vector",
        task("""
             n, h, w, c = x.shape; b = self.args[0]
@@ -309,7 +325,9 @@ OPS: list[Op] = [
             y = ((xg - mean[..., None]) * rstd[..., None]).reshape(x.shape) * gamma[None, :, None, None] + beta[None, :, None, None]
             return y, mean, rstd""",
             f"x={rnd('2, 32, 8, 8')}; gamma={rnd('32')}; beta={rnd('32')}", init="[4]"),
-       out_shape="x.sizes();{x.size(0), 4};{x.size(0), 4}", note="three outputs (y, mean, rstd); 4 groups"),
+       out_shape="x.sizes();{x.size(0), 4};{x.size(0), 4}", expect="correctness",
+       bug="group_norm_v2.cpp:10-28, 80, 89 (the float path taken at :435): gamma and beta are never read (y is not "
+           "scaled nor shifted) and the outputs mean and rstd are never written"),
     Op("lp_pdist", "linnlh/ascendc-perf-s2", "Pdist", "vector",
        task("return torch.nn.functional.pdist(x, p=2.0)", f"x={rnd('32, 64')}"),
        out_shape="{x.size(0) * (x.size(0) - 1) / 2}"),
@@ -338,6 +356,27 @@ OPS: list[Op] = [
        out_shape="{a.size(0), b.size(1)}", kind="launch",
        note="raw cube: ND2NZ by DataCopy, LoadData, Mmad, Fixpipe (two N halves)",
        expect="runtime", bug="matmul_custom.cpp:104-114 (SplitB): LoadData of kBlocks = 4 fractals per half of B, which at the 64 x 64 x 64 its main() uses needs 8: half of L0B is never written (right only at its README's 32 x 32)"),
+    # the author's own optimisations of CANN's framework-launch Matmul samples (optimi-v1; baseline/ holds the
+    # samples as shipped, not gathered here)
+    Op("cp_matmul_multicore", "chiparon/ascendC", "optimi-v1/10_matmul_frameworklaunch/MatmulCustomMultiCore",
+       "matmul-api", task("return a.float() @ b.float() + bias",
+                          f"a={rnd('1024, 256', F16)}; b={rnd('256, 640', F16)}; bias={rnd('640')}"),
+       out_shape="{a.size(0), b.size(1)}", note="the typed tiling struct (context->GetTilingData<T>())"),
+    Op("cp_matmul_singlecore", "chiparon/ascendC", "optimi-v1/10_matmul_frameworklaunch/MatmulCustomSingleCore",
+       "matmul-api", task("return a.float() @ b.float() + bias",
+                          f"a={rnd('1024, 256', F16)}; b={rnd('256, 640', F16)}; bias={rnd('640')}"),
+       out_shape="{a.size(0), b.size(1)}", note="base block sizes from the shape (or the environment)"),
+    Op("cp_matmul_leakyrelu", "chiparon/ascendC", "optimi-v1/12_matmulleakyrelu_frameworklaunch/MatmulLeakyReluCustom",
+       "matmul-api", task("c = a.float() @ b.float() + bias\nreturn torch.where(c >= 0, c, 0.001 * c)",
+                          f"a={rnd('1024, 256', F16)}; b={rnd('256, 640', F16)}; bias={rnd('640')}"),
+       out_shape="{a.size(0), b.size(1)}"),
+    Op("ll_fused_add_rms_norm", "llrnb666-arch/HPC101-AscendC-FusedRMSNorm", "src/ascendc", "vector",
+       task("""
+            r = residual.float() + x.float()
+            y = r / torch.sqrt((r * r).mean(-1, keepdim=True) + 1e-6) * weight.float()
+            return y.half(), r.half()""",
+            f"x={rnd('32, 1024', F16)}; residual={rnd('32, 1024', F16)}; weight={rnd('1024', F16, lo=0.01, hi=2)}"),
+       out_shape="x.sizes();x.sizes()", note="a course lab (HPC101) for the 910B; two outputs (y, residual_out)"),
     Op("cp_matmul_leakyrelu_launch", "chiparon/ascendC",
        "13_matmulleakyrelu_kernellaunch/MatmulLeakyReluInvocation", "matmul-api",
        task("c = a.float() @ b.float() + bias\nreturn torch.where(c >= 0, c, 0.001 * c)",

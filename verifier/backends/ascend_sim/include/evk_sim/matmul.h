@@ -19,7 +19,9 @@
 // Float B in row-major ND and transposed float A are loaded into L1 in Zz (16-row bands) and moved to L0B/L0A by
 // LoadDataWithTranspose (16 x 16 float squares), as CANN does for 32-bit data; they need baseK % 16 == 0.
 // Not emulated (a clear error instead): A/B/C in L1/UB/NZ formats, int8, batch matmul, atomic accumulation into C, split K across cores, REGIST_MATMUL_OBJ without a
-// tiling. Asynchronous calls (sync=false) run synchronously; MDL/IBShare configs compute as NORM.
+// tiling. Asynchronous IterateAll runs synchronously; asynchronous Iterate (Iterate<false>) computes every block into
+// the workspace SetWorkspace gave, which GetTensorC<false> then reads block after block (below); MDL/IBShare
+// configs compute as NORM.
 #ifndef EVK_SIM_MATMUL_H
 #define EVK_SIM_MATMUL_H
 
@@ -311,11 +313,21 @@ public:
     void DisableBias() { has_bias_ = false; }
     void ClearBias() { has_bias_ = false; }
     void SetLocalWorkspace(const LocalTensor<uint8_t>& tmp) { (void)tmp; }  // 310P's UB scratch; unused on 910B
-    void SetWorkspace(GM_ADDR, int) {}
-    template <class T> void SetWorkspace(const GlobalTensor<T>&) {}
+    // The GM cache of the asynchronous Iterate (CANN's matmul_client.h keeps it as cacheWorkspaceAddr).
+    void SetWorkspace(GM_ADDR addr, int size) {
+        cache_ws_ = reinterpret_cast<uint8_t*>(addr);
+        cache_ws_bytes_ = size > 0 ? static_cast<uint64_t>(size) : 0;
+    }
+    template <class T> void SetWorkspace(const GlobalTensor<T>& g) {
+        cache_ws_ = reinterpret_cast<uint8_t*>(g.address_);
+        cache_ws_bytes_ = g.tensor_bytes_();
+    }
     void SetSubBlockIdx(uint8_t) {}
     void SetHF32(bool = false, int32_t = 0) {}
-    void End() { cursor_ = -1; }
+    void End() {
+        cursor_ = -1;
+        async_ = false;
+    }
 
     // ---- compute ----
     template <bool sync = true>
@@ -331,13 +343,29 @@ public:
     void WaitIterateAll() {}
 
     // Next baseM x baseN block of C (iterateOrder 0: M fastest); false after the last one.
+    // Asynchronous (sync = false), as CANN's documentation (Matmul-Kernel侧接口/Iterate.md: "mm.template
+    // Iterate<false>(); ... for (i < singleM/baseM*singleN/baseN) mm.template GetTensorC<false>(ub)") and its client
+    // (include/adv_api/matmul/matmul_client.h) do it: the first call has the cube compute every block of the
+    // single-core C into the workspace given by SetWorkspace, one baseM x baseN block after the other in the
+    // iteration order; the next calls only count (false after the last block); each GetTensorC to the UB copies
+    // the next block from there.
     template <bool sync = true> bool Iterate(bool enPartialSum = false, EVK_LOC) {
         if (enPartialSum)
             ::evk_sim::violation(EVK_RULE_UNSUPPORTED_API, ::evk_sim::SEV_ERROR, loc.file, loc.line,
                                  "Matmul Iterate(enPartialSum=true) is not emulated");
         if (!ready("Iterate", loc)) return false;
+        const int n = tiles_m() * tiles_n();
+        if constexpr (!sync) {
+            if (cursor_ < 0) {
+                iterate_async(loc);
+                cursor_ = 0;
+                return true;
+            }
+        } else {
+            if (cursor_ < 0) async_ = false;
+        }
         ++cursor_;
-        if (cursor_ >= tiles_m() * tiles_n()) {
+        if (cursor_ >= n) {
             cursor_ = -1;
             return false;
         }
@@ -347,6 +375,11 @@ public:
     // enSequentialWrite.
     template <bool sync = true>
     void GetTensorC(const GlobalTensor<DstT>& gm, uint8_t enAtomic = 0, bool enSequentialWrite = false, EVK_LOC) {
+        if (async_)
+            ::evk_sim::fatal(EVK_RULE_UNSUPPORTED_API, loc.file, loc.line,
+                             "Matmul GetTensorC to GM after an asynchronous Iterate<false>: CANN's client asserts the "
+                             "synchronous mode there (matmul_client.h); the asynchronous blocks are read into the "
+                             "UB (GetTensorC to a LocalTensor)");
         if (!current("GetTensorC", loc)) return;
         check_atomic(enAtomic, loc);
         const int mi = tile_m(cursor_), ni = tile_n(cursor_);
@@ -363,6 +396,10 @@ public:
     template <bool sync = true>
     void GetTensorC(const LocalTensor<DstT>& ub, uint8_t enAtomic = 0, bool enSequentialWrite = false, EVK_LOC) {
         (void)enSequentialWrite;
+        if (async_) {
+            get_async(ub, enAtomic, loc);
+            return;
+        }
         if (!current("GetTensorC", loc)) return;
         check_atomic(enAtomic, loc);
         uint8_t* ws = GetSysWorkSpacePtr();
@@ -467,6 +504,55 @@ public:
     int cursor_ = -1, sub_ = 0;
 
 private:
+    // the asynchronous Iterate: the GM cache (SetWorkspace), whether it holds this run's blocks, the next to read
+    uint8_t* cache_ws_ = nullptr;
+    uint64_t cache_ws_bytes_ = 0;
+    bool async_ = false;
+    int async_next_ = 0;
+
+    uint64_t tile_bytes() const { return static_cast<uint64_t>(tiling_.baseM) * tiling_.baseN * sizeof(DstT); }
+    void iterate_async(::evk_sim::SrcLoc loc) {
+        const int n = tiles_m() * tiles_n();
+        if (!cache_ws_)
+            ::evk_sim::fatal(EVK_RULE_INVALID_ARGUMENT, loc.file, loc.line,
+                             "Matmul Iterate<false> (asynchronous) without SetWorkspace: CANN computes the blocks "
+                             "into that GM cache and GetTensorC<false> reads them from it (matmul_client.h asserts "
+                             "it is set; GetTensorC.md: SetWorkspace must come before Iterate)");
+        if (cache_ws_bytes_ && static_cast<uint64_t>(n) * tile_bytes() > cache_ws_bytes_)
+            ::evk_sim::fatal(EVK_RULE_GM_OOB, loc.file, loc.line,
+                             "Matmul Iterate<false>: %d blocks of %llu bytes do not fit the %llu-byte workspace given "
+                             "to SetWorkspace", n, static_cast<unsigned long long>(tile_bytes()),
+                             static_cast<unsigned long long>(cache_ws_bytes_));
+        for (int t = 0; t < n; ++t) {
+            DstT* dst = reinterpret_cast<DstT*>(cache_ws_ + static_cast<uint64_t>(t) * tile_bytes());
+            request({evk_mm::TILE, sub_, obj_, this, t, dst, tiling_.baseN, loc}, dst, loc);
+        }
+        async_ = true;
+        async_next_ = 0;
+    }
+    void get_async(const LocalTensor<DstT>& ub, uint8_t enAtomic, ::evk_sim::SrcLoc loc) {
+        check_atomic(enAtomic, loc);
+        const int n = tiles_m() * tiles_n();
+        if (async_next_ >= n)
+            ::evk_sim::fatal(EVK_RULE_INVALID_ARGUMENT, loc.file, loc.line,
+                             "Matmul GetTensorC<false>: all %d blocks of the asynchronous Iterate were already read",
+                             n);
+        // CANN copies the destination's size from the block's place in the cache (CopyToUB(c, cache + cOffset_,
+        // c.GetSize())) and moves on by one block
+        GlobalTensor<DstT> g;
+        g.SetGlobalBuffer(reinterpret_cast<DstT*>(cache_ws_ + static_cast<uint64_t>(async_next_) * tile_bytes()),
+                          static_cast<uint64_t>(n - async_next_) * tiling_.baseM * tiling_.baseN);
+        DataCopy(ub, g, ub.GetSize(), loc);
+        ++async_next_;
+        TPipe* p = GetTPipePtr();
+        const TEventID ev = p ? p->FetchEventID(HardEvent::MTE2_V) : 0;
+        SetFlag<HardEvent::MTE2_V>(ev, loc);
+        WaitFlag<HardEvent::MTE2_V>(ev, loc);
+        const TEventID ev3 = p ? p->FetchEventID(HardEvent::MTE2_MTE3) : 0;
+        SetFlag<HardEvent::MTE2_MTE3>(ev3, loc);
+        WaitFlag<HardEvent::MTE2_MTE3>(ev3, loc);
+    }
+
     static constexpr int kSize = static_cast<int>(sizeof(SrcT));
     static constexpr int k0 = 32 / kSize;
     static constexpr bool kHalfLike = ::evk_sim::is_half_t<SrcT>::value || std::is_same<SrcT, bfloat16_t>::value;
