@@ -185,6 +185,33 @@ template <bool LANES_USED> __aicore__ inline void UnwrittenLanes(GM_ADDR a, GM_A
 CASE(r_unwritten_lanes_unused, GM_ADDR a, GM_ADDR out) { UnwrittenLanes<false>(a, out); }
 CASE(r_unwritten_lanes_reduced, GM_ADDR a, GM_ADDR out) { UnwrittenLanes<true>(a, out); }
 
+// The same for DataCopyPad's unspecified padding (linnlh's AsinhGrad computes a whole 32-byte block after an
+// unaligned load and copies out the real length): lane-wise work on it says nothing, a reduction over it is warned.
+template <bool LANES_USED> __aicore__ inline void PaddedLanes(GM_ADDR a, GM_ADDR out) {
+    Io io(a, out);
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> b, t, r;
+    pipe.InitBuffer(b, 256);
+    pipe.InitBuffer(t, 256);
+    pipe.InitBuffer(r, 32);
+    LocalTensor<float> x = b.Get<float>(), tmp = t.Get<float>(), sum = r.Get<float>();
+    DataCopyExtParams cp{1, 5 * sizeof(float), 0, 0, 0};  // 20 bytes: 12 bytes of unspecified padding after them
+    DataCopyPadExtParams<float> pad{false, 0, 0, 0.0f};
+    DataCopyPad(x, io.ga, cp, pad);
+    PipeBarrier<PIPE_ALL>();
+    Muls(x, x, 2.0f, 8);
+    Adds(x, x, 1.0f, 8);
+    PipeBarrier<PIPE_ALL>();
+    DataCopyPad(io.go, x, cp);
+    if (LANES_USED) {
+        ReduceSum(sum, x, tmp, 8);  // the padding lanes used: warned here
+    } else {
+        ReduceSum(sum, x, tmp, 5);
+    }
+}
+CASE(r_padded_lanes_unused, GM_ADDR a, GM_ADDR out) { PaddedLanes<false>(a, out); }
+CASE(r_padded_lanes_reduced, GM_ADDR a, GM_ADDR out) { PaddedLanes<true>(a, out); }
+
 CASE(r_gm_oob_write, GM_ADDR a, GM_ADDR out) {
     Io io(a, out);
     TPipe pipe;

@@ -116,6 +116,19 @@ def test_lanes_computed_from_unwritten_bytes_are_an_error_only_where_used(sim, r
     assert [v["line"] for v in res.find("uninitialised_read")] == [line], res.violations
 
 
+def test_lanes_computed_from_unspecified_padding_are_warned_only_where_used(sim, rule_prog):
+    """Muls/Adds over a 32-byte block of which 20 bytes were loaded by DataCopyPad (no padding value), then only
+    the 20 copied out: nothing said (the padding lanes reach nothing); a reduction over all 8 lanes is warned at
+    its line, not the Muls that first read the padding."""
+    res = run_case(sim, rule_prog, "r_padded_lanes_unused")
+    assert res.rc == 0 and not res.find("uninitialised_read"), res.violations
+    np.testing.assert_array_equal(res.outputs[0][:5], np.arange(5, dtype=F32) * 2 + 1)
+    res = run_case(sim, rule_prog, "r_padded_lanes_reduced")
+    line = next(i for i, t in enumerate(SRC.read_text().splitlines(), 1) if "the padding lanes used: warned" in t)
+    got = [(v["line"], v["severity"]) for v in res.find("uninitialised_read")]
+    assert got == [(line, "warning")], res.violations
+
+
 def test_blocks_writing_the_same_values_are_a_warning(sim, rule_prog):
     """Every block writes identical bytes to the same outputs (xsh20021105's Softmax and LogSumExp do): whichever
     write lands last, the output is the same, so it is duplicated work (a warning), not a wrong result."""

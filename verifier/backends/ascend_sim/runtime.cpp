@@ -878,7 +878,7 @@ void local_access(const char* instr, int buf, int64_t off, uint64_t n, bool writ
                       "kernel",
                       instr, static_cast<unsigned long long>(bad), mem_name(mem_of_buf(buf)), static_cast<long long>(off - B.off + first),
                       buffer_origin(B, tmp));
-        if (pad)
+        if (pad && !g_lanes_lenient)  // padding lanes propagate the same way (marked padding, not unwritten)
             violation(EVK_RULE_UNINIT_READ, SEV_WARNING, file, line,
                       "%s reads %llu byte(s) of the unspecified padding DataCopyPad leaves after an unaligned block "
                       "(first at byte %lld of %s); harmless for elementwise work on the padding, wrong for "
@@ -1424,13 +1424,8 @@ int que_init(int pipe, int pos_src, int pos_dst, int depth, int num, uint64_t le
     // a core of a MIX kernel initialising a buffer of the other core type's memory: CANN's TPipe::InitBuffer only
     // books addresses (impl/basic_api/kernel_tpipe_impl.h: no core check), and MIX kernels commonly run one Init on
     // both cores (the Matmul-LeakyRelu samples init their VECOUT queue before REGIST_MATMUL_OBJ sends the AIC off
-    // to serve): a warning here, an error when the buffer is used (core_memory_check)
-    if (wrong_core_memory(mem))
-        violation(EVK_RULE_TENSOR_POSITION, SEV_WARNING, file, line,
-                  "InitBuffer for TPosition %s on a %s core: %s (harmless unless this core uses the buffer)",
-                  pos_name(pos_src), g_blk.role == 1 ? "cube" : "vector",
-                  g_blk.role == 1 ? "the cube core (AIC) has L1/L0 buffers but no Unified Buffer"
-                                  : "a vector core (AIV) has the Unified Buffer only; L1/L0 are the cube core's");
+    // to serve): nothing is said here (CANN's own samples do it: no finding on honest code), a use of the buffer
+    // on that core is the error (core_memory_check)
     if (len == 0)  // CANN documents no failure for it; a block with no work sizes its buffers 0 (community tilings
                    // do); any use of such a buffer is still an ub_out_of_bounds error, so this is a warning
         violation(EVK_RULE_INVALID_ARGUMENT, SEV_WARNING, file, line,
@@ -1949,17 +1944,23 @@ int64_t vec_count_prologue(const char* op, const char* dtype, const TD* dst, con
 // granularity) and copy out only the real length: the padding lanes are garbage on the NPU but reach nothing.
 int64_t vec_lanes_prologue(const char* op, const char* dtype, const TD* dst, const TD* srcs, int nsrc, int64_t count,
                            const TD* bits, bool dst_bits, const char* file, int line) {
-    std::vector<int64_t> tainted;
+    // lanes computed from never-written bytes stay never written (0); from DataCopyPad's unspecified padding (and
+    // nothing never written), padding (2): its warning then comes where it is used, as the error does
+    std::vector<std::pair<int64_t, uint8_t>> tainted;
     if (count > 0 && g_ub_init) {
-        auto unwritten = [](const TD& t, int64_t lo, int64_t n) {
+        auto state = [](const TD& t, int64_t lo, int64_t n) -> uint8_t {
             const int64_t ub = static_cast<int64_t>(g_blk.init.size());
-            if (t.buf < 0 || lo < 0 || lo + n > ub) return false;  // out of range: the checks below say so
-            return std::memchr(g_ub_init + lo, 0, static_cast<size_t>(n)) != nullptr;
+            if (t.buf < 0 || lo < 0 || lo + n > ub) return 1;  // out of range: the checks below say so
+            if (std::memchr(g_ub_init + lo, 0, static_cast<size_t>(n))) return 0;
+            return std::memchr(g_ub_init + lo, 2, static_cast<size_t>(n)) ? 2 : 1;
         };
         for (int64_t i = 0; i < count; ++i) {
-            bool bad = bits && unwritten(*bits, bits->off + i / 8, 1);
-            for (int k = 0; k < nsrc && !bad; ++k) bad = unwritten(srcs[k], srcs[k].off + i * srcs[k].esize, srcs[k].esize);
-            if (bad) tainted.push_back(i);
+            uint8_t st = bits ? state(*bits, bits->off + i / 8, 1) : 1;
+            for (int k = 0; k < nsrc && st != 0; ++k) {
+                const uint8_t s = state(srcs[k], srcs[k].off + i * srcs[k].esize, srcs[k].esize);
+                if (s != 1) st = s;
+            }
+            if (st != 1) tainted.emplace_back(i, st);
         }
     }
     g_lanes_lenient = !tainted.empty();
@@ -1977,10 +1978,14 @@ int64_t vec_lanes_prologue(const char* op, const char* dtype, const TD* dst, con
     }
     g_lanes_lenient = false;
     if (dst && n > 0)
-        for (int64_t i : tainted) {
+        for (const auto& [i, st] : tainted) {
             if (i >= n) break;
-            if (dst_bits) g_ub_init[dst->off + i / 8] = 0;
-            else std::memset(g_ub_init + dst->off + i * dst->esize, 0, dst->esize);
+            if (dst_bits) {
+                uint8_t& b = g_ub_init[dst->off + i / 8];
+                if (b != 0) b = st;
+            } else {
+                std::memset(g_ub_init + dst->off + i * dst->esize, st, dst->esize);
+            }
         }
     return n;
 }

@@ -610,10 +610,13 @@ inline void fixpipe_gm(const GlobalTensor<T>& dst, const LocalTensor<U>& src, co
                              q == NoQuant ? "NoQuant" : q == F322F16 ? "F322F16" : "F322BF16");
         return;
     }
-    if (p.nSize % 16 && !p.isChannelSplit)
+    // The documentation asks nSize for a multiple of 16 (8 with channel split); CANN's own Matmul passes the
+    // unaligned width for an ND destination (impl/adv_api/detail/matmul/stage/copy_cube_out/copy_cube_out_utils.h:
+    // "params_.nSize = nSize" for CubeFormat::ND) and pads only NZ: so the warning is for NZ output.
+    if (nz && p.nSize % 16 && !p.isChannelSplit)
         ::evk_sim::violation(EVK_RULE_INVALID_ARGUMENT, ::evk_sim::SEV_WARNING, loc.file, loc.line,
-                             "Fixpipe nSize=%u: the API documents nSize as a multiple of 16 (8 with channel split)",
-                             p.nSize);
+                             "Fixpipe nSize=%u to an NZ destination: the API documents nSize as a multiple of 16 (8 "
+                             "with channel split)", p.nSize);
     if (static_cast<uint32_t>(p.srcStride) * 16 < static_cast<uint32_t>(p.mSize) ||
         (!nz && p.dstStride < p.nSize) || p.dstStride == 0) {
         ::evk_sim::violation(EVK_RULE_INVALID_ARGUMENT, ::evk_sim::SEV_ERROR, loc.file, loc.line,
