@@ -97,12 +97,16 @@ class Keep:
             name = str(decl["name"]).encode()
             self.alive.append(name)
             kind = ATTR_KIND.get(decl.get("type"), 0)
-            if kind in (0, 4) or (kind in (5, 6)) != isinstance(value, list):
+            if kind == 0 or (kind in (5, 6)) != isinstance(value, list) or (kind == 4) != isinstance(value, str):
                 raise ValueError(f"EXEC_NPU_CMD passes {value!r} for attribute '{decl['name']}' of type "
-                                 f"{decl.get('type')}; the binding can pass numbers (int, float, bool attributes) "
-                                 "and lists of numbers (list_int, list_float attributes)")
+                                 f"{decl.get('type')}; the binding can pass numbers (int, float, bool attributes), "
+                                 "strings (str attributes) and lists of numbers (list_int, list_float attributes)")
             a = Attr(name, kind, 0, 0.0, None, 0, None, None)
-            if kind in (1, 3):
+            if kind == 4:  # a string attribute (CANN's Attr(...).String): the bytes stay alive with the call
+                sval = value.encode()
+                self.alive.append(sval)
+                a.s = sval
+            elif kind in (1, 3):
                 a.i = int(value)
             elif kind == 2:
                 a.f = float(value)
