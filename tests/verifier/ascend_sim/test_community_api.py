@@ -123,6 +123,20 @@ def test_a_failing_assert_suffix_still_stops_the_block(sim, tmp_path):
     assert "kernel_assert" in r.rules("fatal"), r.violations
 
 
+def test_std_printf_in_a_kernel_is_the_kernel_print(sim, tmp_path):
+    """`std::printf` in device code is CANN's kernel printf, as the unqualified form is (the print macro once made
+    it `std::evk_print_begin`, which did not compile)."""
+    kernel = KERNEL.replace("    PipeBarrier<PIPE_ALL>();", '    PipeBarrier<PIPE_ALL>();\n    std::printf("std %u\\n", length);')
+    assert "std::printf" in kernel
+    exe = sim.op_project(tmp_path, op="CommunityCustom", kernel_name="community_custom", kernel_src=kernel,
+                         host_src=HOST, tiling_src=TILING, tiling_header="community_custom_tiling.h",
+                         dtypes={"x": "float", "y": "float"}, label="community_std_printf")
+    r = sim.run_op(exe, tmp_path, "CommunityCustom", [("x", np.ones(256, np.float32))], [("y", (256,), np.float32)],
+                   attrs={"scale": 2.0})
+    assert r.rc == 0, r.stderr + str(r.violations)
+    assert "std 256" in r.report.get("kernel_printf", ""), r.report.get("kernel_printf")
+
+
 def test_a_zero_length_buffer_a_block_never_uses_is_a_warning(sim, tmp_path):
     """Community tilings give a block without work buffers of 0 bytes; CANN documents no failure for that, so it
     is a warning (was an error), and a use of such a buffer is still caught."""

@@ -1841,6 +1841,10 @@ inline EvkPrinter evk_print_begin() { return EvkPrinter(); }
 namespace AscendC {
 using ::evk_print_begin;
 }
+// `std::printf(...)` in device code is the same kernel print (the device has no C library stdout)
+namespace std {
+using ::evk_print_begin;
+}
 #define printf(...) evk_print_begin()(__VA_ARGS__)
 #undef PRINTF
 #define PRINTF(...) ::evk_print_begin()(__VA_ARGS__)
