@@ -83,7 +83,7 @@ def _digest(tensors: list[torch.Tensor]) -> str:
     h = hashlib.blake2b(digest_size=16)
     for t in tensors:
         h.update(f"{t.dtype}{tuple(t.shape)}".encode())
-        h.update(t.contiguous().view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        h.update(t.detach().reshape(-1).contiguous().view(torch.uint8).numpy().tobytes() if t.numel() else b"")
     return h.hexdigest()
 
 

@@ -78,6 +78,11 @@ def w(world):
     return v, tmp
 
 
+def build_dir_of(r, tmp: Path) -> Path:
+    """The build folder a verdict names (its details say the cache as `<cache>`: host_text.HostText)."""
+    return Path(r.details["ascend"]["build"]["dir"].replace("<cache>", str(tmp / "cache"), 1))
+
+
 def test_success_builds_installs_runs_times_and_profiles(w):
     v, tmp = w
     r = v.verify(TASK, ADD)
@@ -93,7 +98,7 @@ def test_success_builds_installs_runs_times_and_profiles(w):
     log = calls(tmp)
     tools = [c["tool"] for c in log]
     assert tools == ["msopgen", "build.sh", "bisheng", "custom_opp.run", "msprof"]
-    build_dir = Path(r.details["ascend"]["build"]["dir"])
+    build_dir = build_dir_of(r, tmp)
     assert log[0]["argv"][:2] == ["gen", "-i"] and log[0]["argv"][3:] == ["-c", "ai_core-Ascend910B2", "-lan", "cpp",
                                                                          "-out", "AddCustom"]
     assert log[0]["cwd"] == str(build_dir)
@@ -229,14 +234,14 @@ def test_hang_is_killed_at_the_deadline_as_a_timeout(w):
 
 
 def test_op_missing_from_the_install_is_explained(w):
-    v, _ = w
+    v, tmp = w
     r = v.verify(TASK, ADD)
-    lib = Path(r.details["ascend"]["build"]["dir"]) / "opp" / "vendors" / "customize" / "op_api" / "lib" / "libcust_opapi.so"
+    lib = build_dir_of(r, tmp) / "opp" / "vendors" / "customize" / "op_api" / "lib" / "libcust_opapi.so"
     lib.write_text("a library for some other operator\n")
     try:
         r2 = v.verify(TASK, ADD)
     finally:
-        shutil.rmtree(Path(r.details["ascend"]["build"]["dir"]))  # the next test rebuilds it
+        shutil.rmtree(build_dir_of(r, tmp))  # the next test rebuilds it
     assert r2.failed_gate == "runtime" and "EZ3003" in r2.feedback and "not installed" in r2.feedback
 
 

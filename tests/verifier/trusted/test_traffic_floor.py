@@ -53,3 +53,12 @@ def test_the_same_traffic_is_refused_when_the_output_depends_on_the_input():
 def test_an_output_written_short_is_refused_even_with_value_free_inputs():
     with pytest.raises(Fail):
         judge([trial(X1, OUT_A), trial(X2, OUT_A)]).check_modelled_traffic({"kernels": [{"gm_bytes": 100}]}, {})
+
+
+def test_digests_take_every_tensor_form():
+    """A 0-dim output (a loss), a bool and a transposed tensor: the digest reads their bytes (a 0-dim view as bytes
+    raised and turned mse_loss's verdict into a runtime failure)."""
+    assert _digest([torch.tensor(1.5)]) != _digest([torch.tensor(2.5)])
+    assert _digest([torch.tensor(True)]) != _digest([torch.tensor(False)])
+    x = torch.arange(6.0).reshape(2, 3)
+    assert _digest([x.t()]) == _digest([x.t().contiguous()])
