@@ -206,7 +206,9 @@ OPS: list[Op] = [
        task("return torch.heaviside(input, values)",
             f"input=torch.randint(-2, 3, (32, 1024)).float(); values={rnd('32, 1024')}")),
     Op("jd_sinh", "JeffDing/AscendC_Code", "SinhCustomSample/FrameworkLaunch/SinhCustom", "vector",
-       task("return torch.sinh(x)", f"x={rnd('8, 2048', F16, -2, 2)}")),
+       task("return torch.sinh(x)", f"x={rnd('8, 2048', F16, -2, 2)}"),
+       expect="correctness", bug="sinh_custom.cpp:48-52: (Exp(x) - 1/Exp(x)) * 0.5 in half: Exp overflows to inf for "
+                                 "|x| > 11.09 where sinh stays finite up to 11.78 (the heavy-input trial)"),
     Op("el_my_add", "EliwiiKeeya/my_operators_ascendc", "cann-opdev-classic/01_MyAddCustom", "vector",
        task("return a + b + c", f"a={rnd('8, 2048')}; b={rnd('8, 2048')}; c={rnd('8, 2048')}"),
        note="o = a + b + c; TBuf::AllocTensor/FreeTensor"),

@@ -3589,7 +3589,7 @@ void add_alloc(Run& r, const std::string& name, int kind, void* data, uint64_t n
 // ---- the GM window ---------------------------------------------------------------------------------------
 constexpr uint64_t kGmPage = 4096;
 constexpr uint64_t kGmGap = 64 * 1024;       // unbacked gap before, between and after arguments
-constexpr uint64_t kWindowBytes = 1ull << 40;  // 1 TiB of address space, nothing mapped but the tiling view
+constexpr uint64_t kWindowBytes = 1ull << 39;  // 512 GiB of address space, nothing mapped but the tiling view (abi.WINDOW_BYTES)
 constexpr uint64_t kDefaultWindow = (1ull << 45) + (1ull << 40);  // 33 TiB: far below the mmap base, above the program
 constexpr uint64_t kTilingView = 1ull << 20;   // the tiling's read-only view (a tiling of at most 1 MiB)
 constexpr uint64_t kArgsStart = kTilingView + kGmGap;
