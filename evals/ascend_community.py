@@ -353,7 +353,9 @@ OPS: list[Op] = [
        expect="correctness", bug='log_sum_exp.cpp:82/56 (3_LogSumExp): Exp then Ln without subtracting the maximum: exp overflows for the heavy-input trial'),
     # kernel-launch samples (a kernel and the main() that launches it), through the same import
     Op("jd_sinh_launch", "JeffDing/AscendC_Code", "SinhCustomSample/KernelLaunch/SinhKernelInvocation", "vector",
-       task("return torch.sinh(x)", f"x={rnd('8, 2048', F16, -2, 2)}"), kind="launch"),
+       task("return torch.sinh(x)", f"x={rnd('8, 2048', F16, -2, 2)}"), kind="launch",
+       expect="correctness", bug="sinh_custom.cpp:48-52 (its kernel-launch copy): Exp in half overflows to inf for "
+                                 "|x| > 11.09 where sinh stays finite up to 11.78 (the heavy-input trial)"),
     Op("bo_add_launch", "bigorange1024/ascendc", "ascendc-tests/add_custom", "vector",
        task("return x + y", f"x={rnd('8, 2048', F16)}; y={rnd('8, 2048', F16)}"), kind="launch",
        note="its main() reads the device id from the environment in its NPU branch (not built here)"),
