@@ -4166,6 +4166,9 @@ extern "C" uint64_t evk_sim_window(uint64_t* size) {
     return g_win_base;
 }
 
+// Host code's getenv (include/evk_sim/host_env.h): an empty environment, every variable unset
+extern "C" char* evk_host_getenv(const char*) { return nullptr; }
+
 extern "C" const char* evk_sim_last_error(void) { return g_last_error.c_str(); }
 
 extern "C" const char* evk_sim_list_ops(void) {
