@@ -140,3 +140,18 @@ def test_a_candidate_using_the_high_level_sigmoid_api(ascend_verifier, suite_tas
     bad = src.replace(composed, "        Sigmoid(l_x, l_x, nflat);\n        Adds(o, l_x, 0.0f, nflat);\n")
     v = ascend_verifier.verify(task, bad)
     assert not v.feasible and "invalid_argument" in v.feedback and "overlap" in v.feedback
+
+
+def test_a_tiling_header_defining_a_host_helper_builds(ascend_verifier, add_task):
+    """A tiling header that defines (not inline) a host helper the TilingFunc calls (KiaraStark/ascendc-homework's
+    SoftMax does): CANN's kernel build reads only the header's tiling-data definitions, the emulator compiles all
+    of it into both translation units; the kernel's copy is made local so the link does not see it twice."""
+    src = ADD.replace("REGISTER_TILING_DATA_CLASS(AddCustom, AddCustomTilingData)\n}\n",
+                      "REGISTER_TILING_DATA_CLASS(AddCustom, AddCustomTilingData)\n}\n"
+                      "namespace AddHelper {\nuint32_t Units(uint32_t n, uint32_t unit) { return (n + unit - 1) / unit; }\n"
+                      "uint32_t g_calls = 0;\n}\n", 1)
+    src = src.replace("    AddCustomTilingData tiling;\n", "    AddCustomTilingData tiling;\n"
+                      "    AddHelper::g_calls += AddHelper::Units(8, 8);\n", 1)
+    assert "AddHelper::Units" in src and "g_calls += " in src
+    v = ascend_verifier.verify(add_task, src)
+    assert v.feasible, v.feedback

@@ -56,9 +56,9 @@ class _Library:
     def __init__(self, path: str, project: Project, index: int):
         self.dll = abi.declare(ctypes.CDLL(path))
         try:
-            self.kernel = ctypes.cast(getattr(self.dll, project.kernel_name), ctypes.c_void_p).value
+            self.kernel = ctypes.cast(getattr(self.dll, project.kernel_symbol), ctypes.c_void_p).value
         except AttributeError:
-            raise ProjectError(f"the built library has no kernel symbol {project.kernel_name}") from None
+            raise ProjectError(f"the built library has no kernel symbol {project.kernel_symbol}") from None
         if self.dll.evk_sim_set_window(abi.window_base(index)) != 0:
             raise ProjectError("the emulator could not place its global memory: "
                                + (self.dll.evk_sim_last_error() or b"").decode(errors="replace"))
@@ -98,13 +98,13 @@ def _call(lib: "CustomOpsLib", py_name: str, binding: Any, args: tuple[Any, ...]
             if a.dtype not in _TORCH_NAME:
                 raise TypeError(f"custom_ops_lib.{py_name}: argument {i + 1} has unsupported dtype {a.dtype}")
             infos.append(TensorInfo(tuple(a.shape), _TORCH_NAME[a.dtype]))
-        elif isinstance(a, (bool, int, float)):
+        elif isinstance(a, (bool, int, float, str)):
             infos.append(a)
         elif isinstance(a, (list, tuple)) and all(isinstance(x, (int, float)) for x in a):
             infos.append(list(a))
         else:
             raise TypeError(f"custom_ops_lib.{py_name}: argument {i + 1} is a {type(a).__name__}; pass "
-                            "tensors and numbers")
+                            "tensors, numbers and strings")
     plan = plan_call(binding, infos)
     expect = f"aclnn{project.op_type}"
     if plan.aclnn != expect:

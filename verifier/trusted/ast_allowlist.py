@@ -243,8 +243,7 @@ class GlueChecker:
             self.refuse(dec, "glue-structure", "a decorator", "decorators are not allowed in a candidate")
         a = fn.args
         for d in a.defaults + [d for d in a.kw_defaults if d is not None]:
-            if not isinstance(d, ast.Constant) and not (isinstance(d, (ast.Tuple, ast.List)) and
-                                                        all(isinstance(e, ast.Constant) for e in d.elts)):
+            if not _constant(d) and not (isinstance(d, (ast.Tuple, ast.List)) and all(_constant(e) for e in d.elts)):
                 self.refuse(d, "glue-structure", f"default argument `{self.src(d)}`",
                             "default arguments must be constants")
         for arg in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]:
@@ -728,3 +727,13 @@ def check_glue(source: str, filename: str = "candidate.py", *, native_modules: f
             seen.add(key)
             out.append(f)
     return out
+
+
+def _constant(node: ast.expr) -> bool:
+    """A literal: a constant, or a signed number (`-1` is UnaryOp(USub, 1) in the syntax tree, e.g. the
+    `dim=-1` default of a softmax's ModelNew)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+        return isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and \
+            not isinstance(node.value, bool)
+    return isinstance(node, ast.Constant)

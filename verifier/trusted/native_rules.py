@@ -14,7 +14,7 @@ from evokernel.verifier.trusted.findings import Finding
 
 
 _CPP_RULES: list[tuple[str, re.Pattern[str], str]] = [
-    ("cpp-torch", re.compile(r"#\s*include\s*[<\"](torch|ATen|c10|caffe2|pybind11|Python\.h)"),
+    ("cpp-torch", re.compile(r"#\s*include\s*[<\"](?:(torch|ATen|c10|caffe2|pybind11)/|(torch|ATen|pybind11)\.h\b|Python\.h)"),
      "load_cpp code must not include torch/ATen/Python headers; work on raw pointers"),
     ("cpp-torch", re.compile(r"\b(at|torch|c10|caffe2)\s*::"), "load_cpp code must not call into ATen/torch"),
     ("cpp-torch", re.compile(r"\bnamespace\s+(at|torch|c10)\b"), "declaring torch namespaces is not allowed"),
@@ -60,10 +60,19 @@ _ASCEND_EXTRA: list[tuple[str, re.Pattern[str], str]] = [
      "the emulator's internals (evk_*, EVK_*) are not part of Ascend C and must not be used"),
     ("ascend-include", re.compile(r'#\s*include\s*[<"](?!(kernel_operator\.h|register/|tiling/|graph/|exe_graph/|'
                                   r'lib/|op_common/|platform/|acl/|kernel_tiling/kernel_tiling\.h"|[a-z_]+\.h[">]|'
-                                  r'c[a-z]+>|[a-z_]+>|(\.\./op_kernel/)?[\w]+_tiling\.h"))'
+                                  r'c[a-z]+>|[a-z_]+>|(\./|\.\./op_kernel/)?[\w]+_tiling\.h"))'
                                   r'[^>"]*[>"]'),
      "Ascend C sources may include kernel_operator.h, the CANN headers (register/, tiling/, graph/, exe_graph/, "
      "lib/, kernel_tiling/kernel_tiling.h), the op's tiling header and the C++ standard library only"),
+]
+
+
+# An Ascend C candidate's host code (TilingFunc, a kernel-launch sample's main()) runs on the host, where CANN's
+# host code may read its environment (a sample's main() takes its sizes or device id from it); the verifier
+# runs it with a cleared environment (launcher.base_env: thread counts and paths, no secrets), so reading it
+# yields nothing to exploit. Changing the environment stays refused, and kernels (device code) may not touch it.
+_ASCEND_HOST_ENV: list[tuple[str, re.Pattern[str], str]] = [
+    ("cpp-env", re.compile(r"\b(setenv|putenv|unsetenv|clearenv|environ)\b"), "changing the environment is not allowed"),
 ]
 
 
@@ -83,15 +92,88 @@ _BINDING_EXTRA: list[tuple[str, re.Pattern[str], str]] = [
 ]
 
 
-def check_native(source: str, kind: str = "cpp") -> list[Finding]:
-    """Rules over native source a candidate asks to build (``kind``: "cpp", "inline", "ascend" or
-    "binding", an Ascend C candidate's python_bind_src)."""
+# The macros of CANN's CPU-debug build (ASCENDC_CPU_DEBUG; __CCE_KT_TEST__ in older releases). A build that
+# defines them (or leaves them undefined) never compiles the other branch of a conditional on them: an Ascend C
+# kernel-launch sample keeps its NPU launcher (ACL calls, the device id from the environment) under
+# #ifndef ASCENDC_CPU_DEBUG, which the emulator's build skips. active_code blanks such branches.
+CPU_DEBUG_MACROS = frozenset({"ASCENDC_CPU_DEBUG", "__CCE_KT_TEST__"})
+_COND = re.compile(r"^\s*#\s*(ifdef|ifndef|if|elif|else|endif)\b(.*)$")
+_DEFINE = re.compile(r"^\s*#\s*(define|undef)\s+([A-Za-z_]\w*)")
+
+
+def _cond_value(kind: str, expr: str, defined: set[str]) -> bool | None:
+    """True/False for a condition on the CPU-debug macros alone, None for anything else (both branches kept)."""
+    expr = expr.strip()
+    if kind in ("ifdef", "ifndef"):
+        name = expr.split()[0] if expr else ""
+        if name not in CPU_DEBUG_MACROS:
+            return None
+        return (name in defined) == (kind == "ifdef")
+    m = re.fullmatch(r"(!\s*)?(?:defined\s*\(\s*([A-Za-z_]\w*)\s*\)|defined\s+([A-Za-z_]\w*)|([A-Za-z_]\w*))"
+                     r"(?:\s*==\s*1)?", expr)
+    if not m:
+        return None
+    name = m.group(2) or m.group(3) or m.group(4)
+    if name not in CPU_DEBUG_MACROS:
+        return None
+    return (name in defined) != bool(m.group(1))
+
+
+def active_code(code: str, defined: frozenset[str] | set[str]) -> str:
+    """``code`` (comments removed) with the lines a build never compiles blanked: the inactive branches of
+    conditionals on the CPU-debug macros, given which of them the build defines (a #define/#undef of one in an
+    active part of the text counts from there on). Other conditionals keep both branches."""
+    defined = set(defined)
+    out: list[str] = []
+    stack: list[tuple[bool, bool | None, bool]] = []  # (enclosing active, this branch's value, a branch taken)
+    active = True
+    for line in code.split("\n"):
+        m = _COND.match(line)
+        if m:
+            kind, expr = m.group(1), m.group(2)
+            if kind in ("ifdef", "ifndef", "if"):
+                v = _cond_value(kind, expr, defined)
+                stack.append((active, v, v is True))
+                active = active and v is not False
+            elif kind == "elif" and stack:
+                outer, prev, taken = stack[-1]
+                v = _cond_value("if", expr, defined) if prev is not None else None
+                v = False if taken else v
+                stack[-1] = (outer, v, taken or v is True)
+                active = outer and v is not False
+            elif kind == "else" and stack:
+                outer, prev, taken = stack[-1]
+                v = None if prev is None else not taken
+                stack[-1] = (outer, v, True)
+                active = outer and v is not False
+            elif kind == "endif" and stack:
+                active = stack.pop()[0]
+            out.append(line)
+            continue
+        if active:
+            d = _DEFINE.match(line)
+            if d and d.group(2) in CPU_DEBUG_MACROS:
+                (defined.add if d.group(1) == "define" else defined.discard)(d.group(2))
+        out.append(line if active else "")
+    return "\n".join(out)
+
+
+def check_native(source: str, kind: str = "cpp", defined: frozenset[str] | set[str] | None = None) -> list[Finding]:
+    """Rules over native source a candidate asks to build (``kind``: "cpp", "inline", "ascend" (an Ascend C
+    kernel), "ascend-host" (its host sources) or "binding", an Ascend C candidate's python_bind_src). ``defined``: the CPU-debug macros the build that
+    compiles it defines (None: every branch is checked, as for a device build)."""
     code = strip_comments(source)
+    if defined is not None:
+        code = active_code(code, defined)
     includes_ok = code  # includes keep their quoted paths
-    body = _strip_strings(code)
+    # an #include names a header; what the code does with it is in the code (`#include <fstream>` alone opens
+    # nothing, `std::ofstream f(...)` does): the rules other than the include rules read the code without them
+    body = _strip_strings(re.sub(r"(?m)^\s*#\s*include\b.*$", "", code))
     findings: list[Finding] = []
     if kind == "ascend":
         rules = [r for r in _CPP_RULES if r[0] not in _ASCEND_SKIP] + _ASCEND_EXTRA
+    elif kind == "ascend-host":
+        rules = [r for r in _CPP_RULES if r[0] not in _ASCEND_SKIP | {"cpp-env"}] + _ASCEND_EXTRA + _ASCEND_HOST_ENV
     elif kind == "binding":
         rules = [r for r in _CPP_RULES if r[0] not in _INLINE_SKIP] + _INLINE_EXTRA + _BINDING_EXTRA
     elif kind == "cpp":

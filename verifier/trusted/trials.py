@@ -19,6 +19,8 @@ special-cases the defaults gains no speed from it. ``details["trials"]`` says wh
 """
 from __future__ import annotations
 
+import hashlib
+
 import random
 import time
 from typing import Any, Callable
@@ -72,6 +74,30 @@ def trial_plan(cfg: Any, rng: random.Random) -> list[tuple[str, str, int]]:
     plan = [("none", rng.randrange(2**31)) for _ in range(cfg.trials)]
     plan += [(p, rng.randrange(2**31)) for p in cfg.perturbations]
     return [(f"trial {i + 1}" + ("" if p == "none" else f" ({p} inputs)"), p, seed) for i, (p, seed) in enumerate(plan)]
+
+
+DIGEST_MAX_BYTES = 256 << 20  # trials larger than this keep no digests (the traffic floor then counts every input)
+
+
+def _digest(tensors: list[torch.Tensor]) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    for t in tensors:
+        h.update(f"{t.dtype}{tuple(t.shape)}".encode())
+        h.update(t.detach().reshape(-1).contiguous().view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return h.hexdigest()
+
+
+def value_free_inputs(digests: list[tuple[list[str], str]]) -> list[int]:
+    """The inputs whose values the reference's outputs do not depend on, as the trials show it: every trial's
+    expected outputs are identical although these inputs' values differed between trials (an im2col index table,
+    a zeros_like: the output is a function of shapes only). The traffic floor does not ask a kernel to read them
+    (an honest kernel has no reason to). Inputs that never changed (integer inputs the perturbations leave alone,
+    a task that seeds itself) stay counted; an output that changed keeps every input counted. The trials' inputs
+    and expected outputs are the reference's own, so a candidate cannot make an input look value-free."""
+    if len(digests) < 2 or len({out for _, out in digests}) != 1:
+        return []
+    n = min(len(ins) for ins, _ in digests)
+    return [i for i in range(n) if len({ins[i] for ins, _ in digests}) > 1]
 
 
 class Truth:
@@ -187,6 +213,9 @@ class WorkerJudge:
         self.params_seed: int | None = None  # set for the perturbed-parameter trial (and the timing after it)
         self.reports: list[list[dict[str, Any]]] = []  # emulator reports per correctness trial
         self.io_bytes: tuple[int, int] | None = None  # (input bytes, output bytes) of the first judged trial
+        # timing_mode "model": per judged trial, a digest of each input and of all expected outputs (value_free_inputs)
+        self.digests: list[tuple[list[str], str]] = []
+        self.input_bytes: list[int] = []  # bytes per input of the first judged trial
 
     def judge(self, gates: dict[str, bool | None], timings: dict[str, float],
               details: dict[str, Any]) -> latency.Timing | None:
@@ -309,8 +338,10 @@ class WorkerJudge:
         expected = [regions.tensor(self.ref.handle, m) for m in out_metas]
         inputs = [regions.tensor(self.ref.handle, m) for m in in_metas]
         if self.io_bytes is None:
-            self.io_bytes = (sum(t.numel() * t.element_size() for t in inputs),
-                             sum(t.numel() * t.element_size() for t in expected))
+            self.input_bytes = [t.numel() * t.element_size() for t in inputs]
+            self.io_bytes = (sum(self.input_bytes), sum(t.numel() * t.element_size() for t in expected))
+        if self.v.backend.timing_mode == "model" and self.io_bytes[0] + self.io_bytes[1] <= DIGEST_MAX_BYTES:
+            self.digests.append(([_digest([t]) for t in inputs], _digest(expected)))
         self.check_trial(in_metas, inputs, expected, label, late_check=first,
                          timeout=self.cfg.run_timeout_s + 50 * seconds,
                          truth=lambda seed=seed, perturb=perturb: self.ref.truth(seed, perturb))
@@ -407,12 +438,16 @@ class WorkerJudge:
                        "tampered with, or work done outside the Ascend C API):\n" + "\n".join(problems[:6]))
         if self.io_bytes is None:
             return
-        need = sum(self.io_bytes)
+        free = value_free_inputs(self.digests)
+        in_bytes = self.io_bytes[0] - sum(self.input_bytes[i] for i in free if i < len(self.input_bytes))
+        need = in_bytes + self.io_bytes[1]
         gm = sum(float(k.get("gm_bytes") or 0.0) for k in est.get("kernels") or [])
         details["modelled_traffic"] = {"gm_bytes": gm, "task_bytes": need}
+        if free:
+            details["modelled_traffic"]["value_free_inputs"] = free
         if gm < need:
             raise Fail("hack", f"the emulator's report shows {gm / 2**20:.3f} MiB of global-memory traffic, but the "
-                       f"operator must read {self.io_bytes[0] / 2**20:.3f} MiB of inputs and write "
+                       f"operator must read {in_bytes / 2**20:.3f} MiB of inputs and write "
                        f"{self.io_bytes[1] / 2**20:.3f} MiB of outputs: the emulator's counters do not describe the "
                        "work (move every input into the UB with DataCopy and every output back to GM)")
 

@@ -237,7 +237,7 @@ def _build_dir(v, r) -> Path:
 
 
 def test_op_missing_from_the_install_is_explained(w):
-    v, _ = w
+    v, tmp = w
     r = v.verify(TASK, ADD)
     lib = _build_dir(v, r) / "opp" / "vendors" / "customize" / "op_api" / "lib" / "libcust_opapi.so"
     lib.write_text("a library for some other operator\n")

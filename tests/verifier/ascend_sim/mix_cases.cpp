@@ -132,10 +132,33 @@ CASE(mix_write_owner, GM_ADDR mode_gm, GM_ADDR out) {
         if (mode == 0) {
             CrossCoreWaitFlag(0);
             for (int i = 0; i < 4; ++i) g.SetValue(blk * 8 + GetSubBlockIdx() * 4 + i, 2.0f);
-        } else if (mode == 1) {
-            for (int i = 0; i < 8; ++i) g.SetValue(blk * 8 + i, 3.0f);
+        } else if (mode == 1) {  // other values per writer: an overlap whose result depends on the order
+            for (int i = 0; i < 8; ++i) g.SetValue(blk * 8 + i, 3.0f + GetSubBlockIdx());
         } else if (GetSubBlockIdx() == 0) {
-            for (int i = 0; i < 8; ++i) g.SetValue(i, 4.0f);
+            for (int i = 0; i < 8; ++i) g.SetValue(i, 4.0f + blk);
         }
     }
 }
+
+// One Init for every core of a MIX kernel, as the Matmul-LeakyRelu samples write it: each core initialises a VECOUT
+// queue (CANN's InitBuffer only books addresses). USE 0: only the AIVs use it (fine); 1: the AIC allocates from it
+// (the cube core has no Unified Buffer: refused at that use).
+template <int USE> __aicore__ inline void SharedInit(GM_ADDR out) {
+    TPipe pipe;
+    TQue<TPosition::VECOUT, 1> q;
+    pipe.InitBuffer(q, 1, 256);
+    if (ASCEND_IS_AIV || USE) {
+        LocalTensor<float> t = q.AllocTensor<float>();  // the AIC's use when USE
+        if ASCEND_IS_AIV {
+            Duplicate(t, 1.0f, 64);
+            q.EnQue(t);
+            t = q.DeQue<float>();
+            GlobalTensor<float> g;
+            g.SetGlobalBuffer((__gm__ float*)out + GetBlockIdx() * 64, 64);
+            DataCopy(g, t, 64);
+        }
+        q.FreeTensor(t);
+    }
+}
+CASE(mix_shared_init, GM_ADDR out) { SharedInit<0>(out); }
+CASE(mix_shared_init_used, GM_ADDR out) { SharedInit<1>(out); }

@@ -302,3 +302,28 @@ template <bool SYNC> __aicore__ inline void ReadThenAdd(GM_ADDR acc, GM_ADDR out
 }
 CASE(race_read_then_add_sync, GM_ADDR acc, GM_ADDR out) { ReadThenAdd<true>(acc, out); }
 CASE(race_read_then_add_nosync, GM_ADDR acc, GM_ADDR out) { ReadThenAdd<false>(acc, out); }
+
+// (p) Ascend's printf sample: every AIV prints the first element of C before the AIC has written it, with nothing
+// ordering the two. PRINT 1: the value only reaches the print (no race: it changes no output); 0: the same read
+// is kept and written out (the race).
+template <int PRINT> __aicore__ inline void PrintEarly(GM_ADDR ws, GM_ADDR out) {
+    const int32_t blk = ASCEND_IS_AIC ? GetBlockIdx() : GetBlockIdx() / 2;
+    GlobalTensor<float> gws, gout;
+    gws.SetGlobalBuffer((__gm__ float*)ws + blk * 64, 64);
+    gout.SetGlobalBuffer((__gm__ float*)out + blk * 64, 64);
+    if ASCEND_IS_AIC {
+        for (int i = 0; i < 64; ++i) gws.SetValue(i, static_cast<float>(i));
+        CrossCoreSetFlag<2, PIPE_S>(0);
+    } else {
+        if (PRINT) {
+            AscendC::printf("first %f\n", gws.GetValue(0));  // read for the print only
+            PRINTF("second %f\n", gws.GetValue(1));
+        } else {
+            const float v = gws.GetValue(0);  // the racy read kept
+            gout.SetValue(GetSubBlockIdx(), v);
+        }
+        CrossCoreWaitFlag(0);
+    }
+}
+CASE(race_print_only, GM_ADDR ws, GM_ADDR out) { PrintEarly<1>(ws, out); }
+CASE(race_print_kept, GM_ADDR ws, GM_ADDR out) { PrintEarly<0>(ws, out); }

@@ -149,10 +149,68 @@ CASE(r_uninitialised_read, GM_ADDR a, GM_ADDR out) {
     pipe.InitBuffer(c, 256);
     LocalTensor<float> x = b.Get<float>(), o = c.Get<float>();
     Duplicate(x, 1.0f, 32);
-    Add(o, x, x, 64);  // RULE uninitialised_read
+    Add(o, x, x, 64);  // lanes 32..63 are computed from unwritten bytes: they stay unwritten
     PipeBarrier<PIPE_ALL>();
-    DataCopy(io.go, o, 64);
+    DataCopy(io.go, o, 64);  // RULE uninitialised_read
 }
+
+// Lanes computed from unwritten bytes stay unwritten and are an error only where they are used: a count rounded
+// up to 256 bytes for Compare with only the real length copied out (A-Y-1's Heaviside) is fine; a reduction over
+// the unwritten lanes is refused at the reduction. LANES_USED: reduce all 64 lanes instead of the 32 written ones.
+template <bool LANES_USED> __aicore__ inline void UnwrittenLanes(GM_ADDR a, GM_ADDR out) {
+    Io io(a, out);
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> b, c, m, t, r;
+    pipe.InitBuffer(b, 256);
+    pipe.InitBuffer(c, 256);
+    pipe.InitBuffer(m, 32);
+    pipe.InitBuffer(t, 256);
+    pipe.InitBuffer(r, 32);
+    LocalTensor<float> x = b.Get<float>(), o = c.Get<float>(), tmp = t.Get<float>(), sum = r.Get<float>();
+    LocalTensor<uint8_t> bits = m.Get<uint8_t>();
+    DataCopy(x, io.ga, 32);
+    PipeBarrier<PIPE_ALL>();
+    CompareScalar(bits, x, 0.0f, CMPMODE::LE, 64);
+    Duplicate(o, 0.0f, 64);
+    Select(o, bits, o, 1.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, 64);
+    Add(o, o, x, 64);
+    PipeBarrier<PIPE_ALL>();
+    DataCopy(io.go, o, 32);
+    if (LANES_USED) {
+        ReduceSum(sum, o, tmp, 64);  // the unwritten lanes used: refused here
+    } else {
+        ReduceSum(sum, o, tmp, 32);
+    }
+}
+CASE(r_unwritten_lanes_unused, GM_ADDR a, GM_ADDR out) { UnwrittenLanes<false>(a, out); }
+CASE(r_unwritten_lanes_reduced, GM_ADDR a, GM_ADDR out) { UnwrittenLanes<true>(a, out); }
+
+// The same for DataCopyPad's unspecified padding (linnlh's AsinhGrad computes a whole 32-byte block after an
+// unaligned load and copies out the real length): lane-wise work on it says nothing, a reduction over it is warned.
+template <bool LANES_USED> __aicore__ inline void PaddedLanes(GM_ADDR a, GM_ADDR out) {
+    Io io(a, out);
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> b, t, r;
+    pipe.InitBuffer(b, 256);
+    pipe.InitBuffer(t, 256);
+    pipe.InitBuffer(r, 32);
+    LocalTensor<float> x = b.Get<float>(), tmp = t.Get<float>(), sum = r.Get<float>();
+    DataCopyExtParams cp{1, 5 * sizeof(float), 0, 0, 0};  // 20 bytes: 12 bytes of unspecified padding after them
+    DataCopyPadExtParams<float> pad{false, 0, 0, 0.0f};
+    DataCopyPad(x, io.ga, cp, pad);
+    PipeBarrier<PIPE_ALL>();
+    Muls(x, x, 2.0f, 8);
+    Adds(x, x, 1.0f, 8);
+    PipeBarrier<PIPE_ALL>();
+    DataCopyPad(io.go, x, cp);
+    if (LANES_USED) {
+        ReduceSum(sum, x, tmp, 8);  // the padding lanes used: warned here
+    } else {
+        ReduceSum(sum, x, tmp, 5);
+    }
+}
+CASE(r_padded_lanes_unused, GM_ADDR a, GM_ADDR out) { PaddedLanes<false>(a, out); }
+CASE(r_padded_lanes_reduced, GM_ADDR a, GM_ADDR out) { PaddedLanes<true>(a, out); }
 
 CASE(r_gm_oob_write, GM_ADDR a, GM_ADDR out) {
     Io io(a, out);
@@ -199,6 +257,17 @@ CASE(r_block_write_overlap, GM_ADDR a, GM_ADDR out) {  // every block writes the
     DataCopy(x, io.ga[64 * GetBlockIdx()], 64);
     PipeBarrier<PIPE_ALL>();
     DataCopy(io.go, x, 64);  // RULE block_write_overlap
+}
+
+CASE(r_block_write_identical, GM_ADDR a, GM_ADDR out) {  // every block writes the same values to the first 64 outputs
+    Io io(a, out);
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> b;
+    pipe.InitBuffer(b, 256);
+    LocalTensor<float> x = b.Get<float>();
+    DataCopy(x, io.ga, 64);
+    PipeBarrier<PIPE_ALL>();
+    DataCopy(io.go, x, 64);  // RULE block_write_identical
 }
 
 CASE(r_compare_granularity, GM_ADDR a, GM_ADDR out) {
@@ -330,8 +399,9 @@ CASE(r_sync_all, GM_ADDR a, GM_ADDR out) {  // block 1 ends without the barrier 
 CASE(r_unsupported_api, GM_ADDR a, GM_ADDR out) {
     Io io(a, out);
     TPipe pipe;
-    TQue<TPosition::CO2, 1> q;  // CO2 is GM on the 910B: no local buffer
-    pipe.InitBuffer(q, 1, 64);  // RULE unsupported_api
+    TQue<TPosition::CO2, 1> q;  // CO2 is GM on the 910B: no local buffer (CANN books it in its GM pool)
+    pipe.InitBuffer(q, 1, 64);  // a warning (tensor_position): the booking alone is harmless
+    LocalTensor<float> t = q.AllocTensor<float>();  // RULE unsupported_api
 }
 
 CASE(r_fatal_in_block0_only, GM_ADDR a, GM_ADDR out) {  // block 0 stops, block 1 writes its half

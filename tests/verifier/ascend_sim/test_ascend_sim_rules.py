@@ -21,8 +21,9 @@ FATAL = {"r_ub_capacity", "r_deque_empty", "r_alloc_beyond_num", "r_gm_oob_write
              "r_gm_raw_read", "r_gm_raw_write", "r_gm_raw_memcpy"}
 RAW_GM = {"r_gm_raw_read", "r_gm_raw_write", "r_gm_raw_memcpy"}  # fatal and the run stops (rc 10)
 WARNING = {"r_gm_tensor_size", "r_half_overflow", "r_missing_sync", "r_set_without_wait", "r_input_written",
-           "r_low_precision", "r_leak"}
-BLOCK_DIM = {"r_block_write_overlap": 2, "r_fatal_in_block0_only": 2, "r_gm_raw_read": 2, "r_sync_all": 2}
+           "r_low_precision", "r_leak", "r_block_write_identical"}
+OVERLAPS = {"r_block_write_overlap", "r_block_write_identical"}  # reported for block 1, the second writer
+BLOCK_DIM = {"r_block_write_overlap": 2, "r_block_write_identical": 2, "r_fatal_in_block0_only": 2, "r_gm_raw_read": 2, "r_sync_all": 2}
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +63,7 @@ def test_rule_detected_at_kernel_line(case, sim, rule_prog):
     v = hits[0]
     want = "fatal" if case in FATAL else "warning" if case in WARNING else "error"
     assert v["severity"] == want, v
-    assert v["block"] == (1 if case == "r_block_write_overlap" else 0) and v["message"]
+    assert v["block"] == (1 if case in OVERLAPS else 0) and v["message"]
     statuses = [b["status"] for b in res.report["blocks"]]
     if case in FATAL:
         assert res.report["status"] == "aborted" and statuses[0] == "aborted"
@@ -99,6 +100,43 @@ def test_overlap_names_both_blocks(sim, rule_prog):
     res = run_case(sim, rule_prog, "r_block_write_overlap")
     v = res.find("block_write_overlap")[0]
     assert v["block"] == 1 and "already written by block 0" in v["message"]
+    assert "of them with other values" in v["message"] and not res.find("block_write_identical")
+
+
+def test_lanes_computed_from_unwritten_bytes_are_an_error_only_where_used(sim, rule_prog):
+    """Compare/Select/Add over 64 lanes of which 32 were loaded, then only the 32 copied out: no error (the NPU
+    computes garbage in the other lanes, which reaches nothing); a reduction over all 64 is refused at its line
+    and so is a copy-out of them (r_uninitialised_read)."""
+    res = run_case(sim, rule_prog, "r_unwritten_lanes_unused")
+    assert res.rc == 0 and res.rules("error") == set(), res.violations
+    x = np.arange(32, dtype=F32)
+    np.testing.assert_array_equal(res.outputs[0][:32], x + (x > 0))  # Select: 0 where x <= 0, else 1; plus x
+    res = run_case(sim, rule_prog, "r_unwritten_lanes_reduced")
+    line = next(i for i, t in enumerate(SRC.read_text().splitlines(), 1) if "the unwritten lanes used: refused" in t)
+    assert [v["line"] for v in res.find("uninitialised_read")] == [line], res.violations
+
+
+def test_lanes_computed_from_unspecified_padding_are_warned_only_where_used(sim, rule_prog):
+    """Muls/Adds over a 32-byte block of which 20 bytes were loaded by DataCopyPad (no padding value), then only
+    the 20 copied out: nothing said (the padding lanes reach nothing); a reduction over all 8 lanes is warned at
+    its line, not the Muls that first read the padding."""
+    res = run_case(sim, rule_prog, "r_padded_lanes_unused")
+    assert res.rc == 0 and not res.find("uninitialised_read"), res.violations
+    np.testing.assert_array_equal(res.outputs[0][:5], np.arange(5, dtype=F32) * 2 + 1)
+    res = run_case(sim, rule_prog, "r_padded_lanes_reduced")
+    line = next(i for i, t in enumerate(SRC.read_text().splitlines(), 1) if "the padding lanes used: warned" in t)
+    got = [(v["line"], v["severity"]) for v in res.find("uninitialised_read")]
+    assert got == [(line, "warning")], res.violations
+
+
+def test_blocks_writing_the_same_values_are_a_warning(sim, rule_prog):
+    """Every block writes identical bytes to the same outputs (xsh20021105's Softmax and LogSumExp do): whichever
+    write lands last, the output is the same, so it is duplicated work (a warning), not a wrong result."""
+    res = run_case(sim, rule_prog, "r_block_write_identical")
+    assert not res.find("block_write_overlap") and res.rules("error") == set(), res.violations
+    v = res.find("block_write_identical")[0]
+    assert v["severity"] == "warning" and "already wrote, with the same values" in v["message"]
+    np.testing.assert_array_equal(res.outputs[0][:64], np.arange(64, dtype=F32))
 
 
 def test_crash_is_contained_and_reported(sim, rule_prog):

@@ -59,7 +59,7 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context) {
     tiling.SaveToBuffer(context->GetRawTilingData()->GetData(), context->GetRawTilingData()->GetCapacity());
     context->GetRawTilingData()->SetDataSize(tiling.GetDataSize());
     size_t* ws = context->GetWorkspaceSizes(1);
-    ws[0] = plat.GetLibApiWorkSpaceSize();
+    ws[0] = plat.GetLibApiWorkSpaceSize()@USER_WS@;
     return ge::GRAPH_SUCCESS;
 }
 }
@@ -117,6 +117,24 @@ public:
         mm.IterateAll(cGlobal);
 #elif @MODE@ == 1
         while (mm.Iterate()) mm.GetTensorC(cGlobal);
+#elif @MODE@ == 3
+        // as MatmulLeakyReluInvocationAsync does it (and CANN's Iterate.md example): one asynchronous Iterate has
+        // the cube compute every block into the workspace, GetTensorC<false> reads them one after the other
+        @SET_WS@
+        mm.template Iterate<false>();
+        const uint32_t roundM = (tiling.singleCoreM + tiling.baseM - 1) / tiling.baseM;
+        const uint32_t blocks = roundM * ((tiling.singleCoreN + tiling.baseN - 1) / tiling.baseN);
+        for (uint32_t count = 0; count < blocks; ++count) {
+            AscendC::LocalTensor<cType> t = outQueue.AllocTensor<cType>();
+            mm.template GetTensorC<false>(t, false, true);
+            AscendC::LeakyRelu(t, t, (cType)0.1f, tiling.baseM * tiling.baseN);
+            outQueue.EnQue(t);
+            t = outQueue.DeQue<cType>();
+            AscendC::DataCopyParams cp = {(uint16_t)tiling.baseM, (uint16_t)(tiling.baseN * sizeof(cType) / 32), 0,
+                                          (uint16_t)((tiling.N - tiling.baseN) * sizeof(cType) / 32)};
+            AscendC::DataCopy(cGlobal[count % roundM * tiling.baseM * tiling.N + count / roundM * tiling.baseN], t, cp);
+            outQueue.FreeTensor(t);
+        }
 #else
         // as 12_matmulleakyrelu does it: each block into the UB, LeakyRelu there, out to its place in C
         // (whole blocks: the split is even); the UB path needs the system workspace (SetSysWorkspace)
@@ -142,6 +160,7 @@ public:
     AscendC::GlobalTensor<aType> aGlobal, bGlobal;
     AscendC::GlobalTensor<cType> cGlobal;
     AscendC::GlobalTensor<float> biasGlobal;
+    AscendC::GlobalTensor<cType> wsGlobal;  // MODE 3: this core's share of the user workspace
     AscendC::TQue<AscendC::TPosition::VECOUT, 1> outQueue;
     TCubeTiling tiling;
     bool transB = false;
@@ -153,11 +172,16 @@ extern "C" __global__ __aicore__ void mm_custom(GM_ADDR a, GM_ADDR b, GM_ADDR bi
     GET_TILING_DATA(tilingData, tiling);
     MmKernel<DTYPE_A, DTYPE_C> k;
     AscendC::TPipe pipe;
-#if @MODE@ == 2
+#if @MODE@ >= 2
     AscendC::SetSysWorkspace(workspace);
 #endif
     @REGIST@
-#if @MODE@ == 2
+#if @MODE@ == 3
+    const TCubeTiling& ct = tilingData.cubeTilingData;
+    k.wsGlobal.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(AscendC::GetUserWorkspace(workspace)) +
+                               GetBlockIdx() * ct.singleCoreM * ct.singleCoreN, ct.singleCoreM * ct.singleCoreN);
+#endif
+#if @MODE@ >= 2
     pipe.InitBuffer(k.outQueue, 1, tilingData.cubeTilingData.baseM * tilingData.cubeTilingData.baseN * sizeof(float));
 #endif
     k.Init(a, b, bias, c, tilingData.cubeTilingData, tilingData.trans != 0);
@@ -180,14 +204,15 @@ def bf16_value(bits: np.ndarray) -> np.ndarray:
 def build(sim, tmp_path_factory, dtype="float16", *, trans_b=False, bias=True, dim=8, extra="", post="", mode=0,
           c_type="float", cube_only=False, ratio1=False,
           set_a="mm.SetTensorA(aGlobal);", regist="REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), k.mm, "
-          "&tilingData.cubeTilingData);", tag=""):
+          "&tilingData.cubeTilingData);", tag="", set_ws="mm.SetWorkspace(wsGlobal);"):
     host = (HOST.replace("@TRANS_B@", "true" if trans_b else "false").replace("@DIM@", str(dim))
-            .replace("@EXTRA@", extra).replace("@POST@", post).replace("@BIAS@", "true" if bias else "false")
+            .replace("@EXTRA@", extra).replace("@POST@", post)
+            .replace("@USER_WS@", " + (size_t)M * N * 4" if mode == 3 else "").replace("@BIAS@", "true" if bias else "false")
             .replace("@C_LIST@", "ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT" if c_type == "float"
                      else "ge::DT_FLOAT16, ge::DT_BF16, ge::DT_FLOAT")
             .replace("@BLOCK_DIM@", "tiling.cubeTilingData.usedCoreNum" if cube_only or ratio1
                      else "(tiling.cubeTilingData.usedCoreNum + 1) / 2"))
-    kernel = (KERNEL.replace("@MODE@", str(mode)).replace("@SET_A@", set_a).replace("@REGIST@", regist)
+    kernel = (KERNEL.replace("@MODE@", str(mode)).replace("@SET_WS@", set_ws).replace("@SET_A@", set_a).replace("@REGIST@", regist)
               .replace("@SET_BIAS@", "mm.SetBias(biasGlobal);" if bias else "")
               .replace("@CUBE_ONLY@", "#define ASCENDC_CUBE_ONLY" if cube_only else
                        "#define EVK_SIM_MIX 1  // what the ascend-sim build defines for KERNEL_TYPE_MIX_AIC_1_1"
@@ -324,6 +349,23 @@ def test_get_tensor_c_into_the_ub_through_the_workspace_then_a_vector_epilogue(s
     aiv = [blk for blk in res.report["blocks"] if blk.get("core") == "aiv"]
     # the AIVs moved each C block GM (workspace) -> UB and UB -> GM themselves
     assert sum(blk["counters"]["mte3_bytes"] for blk in aiv) == 256 * 320 * 4
+
+
+def test_an_asynchronous_iterate_fills_the_workspace_and_get_tensor_c_reads_block_after_block(sim, tmp_path_factory):
+    # Iterate<false> once, then GetTensorC<false> per block (CANN's Iterate.md); the emulator used to hand out the
+    # first block every time
+    built = build(sim, tmp_path_factory, "float16", dim=8, extra="t.SetFixSplit(64, 80, -1);", mode=3, tag="-async")
+    res, ref = run(sim, built, "float16", 256, 320, 96, seed=9)
+    assert res.rc == 0 and res.rules("error") == set(), (res.stderr[-2000:], res.violations)
+    np.testing.assert_allclose(res.outputs["c"], np.where(ref >= 0, ref, 0.1 * ref), rtol=2e-3, atol=2e-3)
+
+
+def test_an_asynchronous_iterate_without_set_workspace_is_refused(sim, tmp_path_factory):
+    built = build(sim, tmp_path_factory, "float16", dim=8, extra="t.SetFixSplit(64, 80, -1);", mode=3,
+                  tag="-async-nows", set_ws="")
+    res, _ = run(sim, built, "float16", 256, 320, 96, seed=9)
+    v = res.find("invalid_argument")
+    assert v and v[0]["severity"] == "fatal" and "SetWorkspace" in v[0]["message"], res.violations
 
 
 @pytest.mark.parametrize("m,n,k,dim", [(32, 32, 32, 2), (70, 50, 90, 4), (130, 72, 200, 8)])
@@ -529,3 +571,17 @@ def test_the_kernel_launch_matmul_samples_host_tiling_compiles_unchanged(sim, tm
 
 # the kernel of that sample, and of 22_baremix_kernellaunch, run unchanged as rows of the kernel-launch samples
 # table (evals/ascend_launch_samples.py, tests/evals/test_ascend_launch_samples.py)
+
+
+def test_what_the_matmul_apis_own_instructions_report_says_it_comes_from_inside_the_api(sim, tmp_path_factory):
+    """A GlobalTensor for A declared at half its size: the emulated Matmul's own GM->L1 copy reads past it (a
+    warning, inside the real buffer). The report sits at the kernel's IterateAll, and says the instruction it names
+    is the API's, not a line of the kernel (it said 'DataCopy GM->L1 ... at' the kernel's line, a copy the kernel
+    never wrote)."""
+    built = build(sim, tmp_path_factory, "float16", dim=1, tag="-halfa",
+                  set_a="AscendC::GlobalTensor<aType> ah; ah.SetGlobalBuffer(aGlobal.GetPhyAddr(), "
+                        "tiling.M * tiling.Ka / 2); mm.SetTensorA(ah);")
+    res, ref = run(sim, built, "float16", 64, 64, 64)
+    assert res.rc == 0 and res.rules("error") == set(), res.violations
+    warn = [v for v in res.find("gm_out_of_bounds") if v["severity"] == "warning"]
+    assert warn and warn[0]["message"].startswith("inside the Matmul API (its own instructions"), res.violations

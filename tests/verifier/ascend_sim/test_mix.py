@@ -127,3 +127,17 @@ def test_one_ai_core_may_rewrite_its_own_output_other_cores_may_not(sim, prog):
                      options=MIX)
     msg = res.find("block_write_overlap")[0]["message"]
     assert "AIV 0 of AI core 1 (block 2)" in msg and "AIV 0 of AI core 0 (block 0)" in msg
+
+
+def test_an_init_shared_by_both_core_types_is_an_error_only_where_used(sim, prog):
+    """Every core of a MIX kernel runs one Init that initialises a VECOUT queue (CANN's InitBuffer only books
+    addresses; CANN's Matmul-LeakyRelu samples do it): nothing said on the AIC; its use there (AllocTensor) is the
+    error."""
+    exe, d = prog
+    res = sim.launch(exe, d, "mix_shared_init", [], [((128,), np.float32)], block_dim=1, options=MIX)
+    assert res.rc == 0 and res.rules("error") == set(), res.violations
+    assert res.find("tensor_position") == [], res.violations
+    np.testing.assert_array_equal(res.outputs[0], np.ones(128, np.float32))
+    res = sim.launch(exe, d, "mix_shared_init_used", [], [((128,), np.float32)], block_dim=1, options=MIX)
+    errors = [v for v in res.find("tensor_position") if v["severity"] == "error"]
+    assert errors and "AllocTensor" in errors[0]["message"] and "cube core" in errors[0]["message"], res.violations

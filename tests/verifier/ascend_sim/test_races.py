@@ -270,3 +270,18 @@ def test_atomic_adds_after_an_unordered_read(sim, prog, case):
     line = line_of("DataCopy(ga, y, 8);  // the atomic add after block 0's read")
     assert [(v["line"], v["blocks"]) for v in found] == [(line, [1])], res.violations
     assert "writes (atomic add) 32 byte(s) of in/out" in found[0]["message"], found[0]["message"]
+
+
+@pytest.mark.parametrize("case", ["race_print_only", "race_print_kept"])
+def test_a_value_read_only_to_be_printed_is_no_race(sim, prog, case):
+    """Ascend's printf sample prints C from the AIVs before the AIC computes it: the print may show stale data on
+    the NPU, but nothing of it reaches an output, so it is not refused; the same read kept and stored is."""
+    exe, d = prog
+    res = sim.launch(exe, d, case, [], [((64,), np.float32), ((64,), np.float32)], block_dim=1, options=MIX)
+    assert res.rc == 0, res.stderr
+    found = races(res)
+    if case == "race_print_only":
+        assert found == [] and res.rules("error") == set(), res.violations
+        assert "first" in res.report.get("kernel_printf", "") + res.stderr
+    else:
+        assert [v["line"] for v in found] == [line_of("the racy read kept")], res.violations

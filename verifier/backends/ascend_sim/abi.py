@@ -12,17 +12,19 @@ GE_CODE = {"float32": 0, "float16": 1, "int8": 2, "int32": 3, "uint8": 4, "int16
 ELEMENT_BYTES = {"float32": 4, "float16": 2, "int8": 1, "int32": 4, "uint8": 1, "int16": 2, "int64": 8,
                  "float64": 8, "bool": 1, "bfloat16": 2}
 ATTR_KIND = {"int": 1, "float": 2, "bool": 3, "str": 4, "list_int": 5, "list_float": 6}
-# where each library's GM window goes in a process (evk_sim_set_window): library k at 2^45 + (2k+1) TiB, so the
-# windows and the guards between them lie in [2^45, 2^45 + 2^44) (sandboxed/ascend_seccomp.py forbids mapping
-# changes there)
+# where each library's GM window goes in a process (evk_sim_set_window): library k at 2^45 + (2k+1) * 512 GiB (a
+# window is 512 GiB: runtime.cpp kWindowBytes), so the windows and the guards between them lie in
+# [2^45, 2^45 + 2^44) (sandboxed/ascend_seccomp.py forbids mapping changes there). 16 libraries: one per dtype
+# combination, all loaded before the seccomp layer (community projects declare up to 9: JasperXzy's Fmax)
 SUPER_WINDOW = (1 << 45, 1 << 44)
-MAX_LIBRARIES = 8
+WINDOW_BYTES = 1 << 39
+MAX_LIBRARIES = 16
 
 
 def window_base(k: int) -> int:
     if not 0 <= k < MAX_LIBRARIES:
         raise ValueError(f"at most {MAX_LIBRARIES} emulator libraries per process")
-    return SUPER_WINDOW[0] + (2 * k + 1) * (1 << 40)
+    return SUPER_WINDOW[0] + (2 * k + 1) * WINDOW_BYTES
 
 
 class Tensor(ctypes.Structure):
@@ -97,12 +99,16 @@ class Keep:
             name = str(decl["name"]).encode()
             self.alive.append(name)
             kind = ATTR_KIND.get(decl.get("type"), 0)
-            if kind in (0, 4) or (kind in (5, 6)) != isinstance(value, list):
+            if kind == 0 or (kind in (5, 6)) != isinstance(value, list) or (kind == 4) != isinstance(value, str):
                 raise ValueError(f"EXEC_NPU_CMD passes {value!r} for attribute '{decl['name']}' of type "
-                                 f"{decl.get('type')}; the binding can pass numbers (int, float, bool attributes) "
-                                 "and lists of numbers (list_int, list_float attributes)")
+                                 f"{decl.get('type')}; the binding can pass numbers (int, float, bool attributes), "
+                                 "strings (str attributes) and lists of numbers (list_int, list_float attributes)")
             a = Attr(name, kind, 0, 0.0, None, 0, None, None)
-            if kind in (1, 3):
+            if kind == 4:  # a string attribute (CANN's Attr(...).String): the bytes stay alive with the call
+                sval = value.encode()
+                self.alive.append(sval)
+                a.s = sval
+            elif kind in (1, 3):
                 a.i = int(value)
             elif kind == 2:
                 a.f = float(value)

@@ -50,10 +50,25 @@ def _line_of(source: str, field: str) -> int:
     return 0
 
 
-def static_check_project(source: str) -> list[Finding]:
-    """The static rules of an Ascend C candidate (ascend-sim and ascend): the outer file is read, never
-    run; model_src gets the Python rules and may only call the binding's exported functions; the native
-    sources get the native rules plus Ascend C includes only."""
+# What the emulator's build defines per native source (build.kernel_prelude: the kernel is built as CANN's
+# CPU-debug build builds it; the host sources get only what they define themselves): the rules then skip the
+# branches that build never compiles (native_rules.active_code). None: a device build (the ascend backend).
+SIM_DEFINED = {"kernel_src": native_rules.CPU_DEBUG_MACROS, "host_operator_src": frozenset(),
+               "host_tiling_src": frozenset()}
+
+
+def native_findings(project, sim: bool) -> list[tuple[str, Finding]]:
+    """(field, finding) of the native rules over the three native sources."""
+    return [(field, f) for field in NATIVE_FIELDS
+            for f in native_rules.check_native(project.sources[field], "ascend" if field == "kernel_src" else "ascend-host",
+                                               SIM_DEFINED[field] if sim else None)]
+
+
+def static_check_project(source: str, sim: bool = False) -> list[Finding]:
+    """The static rules of an Ascend C candidate (ascend-sim with ``sim``, and ascend): the outer file is read,
+    never run; model_src gets the Python rules and may only call the binding's exported functions; the native
+    sources get the native rules plus Ascend C includes only (for ascend-sim, over the code its build
+    compiles)."""
     try:
         project = parse_candidate(source)
     except ProjectError as exc:
@@ -70,9 +85,8 @@ def static_check_project(source: str) -> list[Finding]:
     if "custom_ops_lib" not in model:
         findings.append(Finding("structure", 0, "model_src must call the operator through "
                                      f"custom_ops_lib.{next(iter(project.bindings))}(...)"))
-    for field in NATIVE_FIELDS:
-        for f in native_rules.check_native(project.sources[field], "ascend"):
-            findings.append(Finding(f.rule, f.line, f"{field}: {f.message}"))
+    for field, f in native_findings(project, sim):
+        findings.append(Finding(f.rule, f.line, f"{field}: {f.message}"))
     for f in native_rules.check_native(project.sources["python_bind_src"], "binding"):
         findings.append(Finding(f.rule, f.line, f"python_bind_src: {f.message}"))
     return findings
@@ -114,7 +128,7 @@ class AscendSimBackend(Backend):
 
     # --- gate 1: static rules ----------------------------------------------------------------------
     def static_check(self, source: str) -> list[Finding]:
-        return static_check_project(source)
+        return static_check_project(source, sim=True)
 
     # --- gate 2: builds ----------------------------------------------------------------------------
     def _runner(self, argv: list[str], cwd: Path, timeout: float, writable: Path) -> tuple[int | None, str]:
@@ -150,7 +164,7 @@ class AscendSimBackend(Backend):
             if st.project is not None and source != st.source:
                 raise ProjectError("one candidate per verdict: the worker asked for another project's build")
             if rules:
-                findings = [f"{fld}: {f}" for fld in NATIVE_FIELDS for f in native_rules.check_native(project.sources[fld], "ascend")]
+                findings = [f"{fld}: {f}" for fld, f in native_findings(project, sim=True)]
                 if findings:
                     log.hack += [f"native source {f}" for f in findings]
                     return {"ok": False, "error": "rejected by the verifier's native-code rules"}
@@ -260,9 +274,9 @@ class AscendSimBackend(Backend):
 
         attrs = request.get("attrs") or []
         if not isinstance(attrs, list) or not all(
-                isinstance(a, (int, float)) or (isinstance(a, list) and all(isinstance(x, (int, float)) for x in a))
+                isinstance(a, (int, float, str)) or (isinstance(a, list) and all(isinstance(x, (int, float)) for x in a))
                 for a in attrs):
-            raise ValueError("attributes must be numbers or lists of numbers")
+            raise ValueError("attributes must be numbers, strings or lists of numbers")
         return {"op": project.op_type,
                 "inputs": [tensor(t, d, True) for t, d in zip(ins, opdef["inputs"])],
                 "outputs": [tensor(t, d, False) for t, d in zip(outs, opdef["outputs"])],

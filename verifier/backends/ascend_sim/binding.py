@@ -56,7 +56,7 @@ class CallPlan:
     aclnn: str
     inputs: list[TensorInfo]
     outputs: list[TensorInfo]
-    attrs: list[Any]  # in EXEC_NPU_CMD order: bool, int, float or list values
+    attrs: list[Any]  # in EXEC_NPU_CMD order: bool, int, float, str or list values
     allocs: list[Alloc] = field(default_factory=list)
     returns: list[TensorInfo] = field(default_factory=list)
 
@@ -361,8 +361,13 @@ def plan_call(binding: Binding, args: list[Any], where: str = "python_bind_src")
             if not isinstance(a, (list, tuple)):
                 raise ProjectError(f"{binding.cpp_name}(): argument {i + 1} ({name}) must be a list of ints")
             a = list(a)
+        elif kind == "string":
+            if not isinstance(a, str):
+                raise ProjectError(f"{binding.cpp_name}(): argument {i + 1} ({name}) must be a string")
         elif isinstance(a, TensorInfo):
             raise ProjectError(f"{binding.cpp_name}(): argument {i + 1} ({name}) must be a number, got a tensor")
+        elif isinstance(a, str):
+            raise ProjectError(f"{binding.cpp_name}(): argument {i + 1} ({name}) must be a number, got a string")
         env[name] = a
     state: dict[str, Any] = {"exec_args": None, "aclnn": "", "returns": []}
     _run(binding.body, env, state, binding.cpp_name, where)
@@ -374,8 +379,9 @@ def plan_call(binding: Binding, args: list[Any], where: str = "python_bind_src")
     for a in exec_args:
         if isinstance(a, TensorInfo):
             (outputs if a.alloc is not None else inputs).append(a)
-        elif isinstance(a, (bool, int, float)) or (isinstance(a, list) and all(isinstance(x, (int, float)) for x in a)):
-            attrs.append(a)
+        elif isinstance(a, (bool, int, float, str)) or (
+                isinstance(a, list) and all(isinstance(x, (int, float)) for x in a)):
+            attrs.append(a)  # a str: a string attribute (a std::string parameter passed through)
         else:
             raise ProjectError(f"{where} ({binding.cpp_name}): EXEC_NPU_CMD argument {a!r} is neither a tensor nor "
                                "a number")

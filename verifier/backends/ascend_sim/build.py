@@ -28,7 +28,7 @@ from evokernel.verifier.trusted import binary_facts, native_build
 from evokernel.verifier.trusted.native_build import BuildResult, Runner, compiler_id
 
 from . import judge
-from .project import Project
+from .project import LIBC_NAMES, Project
 
 SIM_DIR = Path(__file__).resolve().parent
 INCLUDE = SIM_DIR / "include"
@@ -123,14 +123,36 @@ def kernel_prelude(project: Project) -> str:
         "#define EVK_SIM_KERNEL 1\n"
         + (f"#define EVK_SIM_MIX {cores}  // the cores this kernel runs on (build.py: kernel_cores)\n" if cores else "")
         # the kernel runs on the CPU, as in CANN's CPU debug build: sources keep their NPU-only parts (the
-        # <<<>>> launch helper of the samples' op_kernel files) under #ifndef ASCENDC_CPU_DEBUG
-        + "#define ASCENDC_CPU_DEBUG 1\n"
+        # <<<>>> launch helper of the samples' op_kernel files) under #ifndef ASCENDC_CPU_DEBUG, or under
+        # #ifndef __CCE_KT_TEST__, the CPU-debug macro of older CANN releases (community projects made with
+        # them keep `xxx_do(...) { xxx<<<...>>>(...); aclrtSynchronizeStream(...); }` in op_kernel)
+        + "#define ASCENDC_CPU_DEBUG 1\n#define __CCE_KT_TEST__ 1\n"
         '#include "kernel_operator.h"\n'
         f'#include "{project.tiling_header}"\n'
         "namespace optiling {}\n"
         "using namespace optiling;  // kernel code names the tiling struct without its namespace\n"
-        '#include "kernel_src.cpp"\n'
+        # a kernel named like a C library function (asinh, div, fmax) would clash with its declaration in the
+        # host C library the emulator links; the device has none: the entry is renamed (Project.kernel_symbol)
+        + (f"#define {project.kernel_name} evk_kernel_{project.kernel_name}\n"
+           if project.kernel_name in LIBC_NAMES else "")
+        + '#include "kernel_src.cpp"\n'
+        + launch_adapter(project)
     )
+
+
+def launch_adapter(project: Project) -> str:
+    """A kernel-launch sample's entry takes its own parameters (Project.launch_args): an adapter with the
+    operator's arguments (inputs..., outputs..., workspace, tiling) calls it with each in its place."""
+    if project.launch_args is None:
+        return ""
+    n_in, n_out = len(project.inputs), len(project.outputs)
+    names = [f"evk_in{i}" for i in range(n_in)] + [f"evk_out{j}" for j in range(n_out)] + ["evk_ws", "evk_tiling"]
+    pick = {"input": lambda k: f"evk_in{k}", "output": lambda k: f"evk_out{k}", "workspace": lambda k: "evk_ws",
+            "tiling": lambda k: "evk_tiling"}
+    call = ", ".join(pick[kind](k) for kind, k in project.launch_args)
+    return (f'// a kernel-launch entry, called with its own parameters (project.launch_arguments)\n'
+            f'extern "C" void {project.kernel_symbol}({", ".join("GM_ADDR " + n for n in names)}) '
+            f"{{ {project.kernel_name}({call}); }}\n")
 
 
 def _write_sources(work: Path, project: Project) -> None:
@@ -238,11 +260,17 @@ def build_kernel(project: Project, combo: int, cache_root: Path, runner: Runner,
                        cache_root, runner, timeout, list(macros))
 
 
+# host code's getenv is the emulator's empty environment (include/evk_sim/host_env.h): the host object never
+# reaches the process environment (judge.py), and a TilingFunc's tuning knob reads as unset
+HOST_FLAGS = ("-include", "evk_sim/host_env.h")
+
+
 def build_host(project: Project, cache_root: Path, runner: Runner, timeout: float = 300.0) -> BuildResult:
     """The host library (runtime + host TU: TilingFunc, InferShape, OpDef); its facts in ``result.facts``."""
     src = project.sources
-    return _build_unit("host", project, [project.tiling_header, src["host_tiling_src"], src["host_operator_src"]],
-                       cache_root, runner, timeout, [])
+    flags = list(HOST_FLAGS)
+    return _build_unit("host", project, [project.tiling_header, " ".join(flags), src["host_tiling_src"],
+                                         src["host_operator_src"]], cache_root, runner, timeout, flags)
 
 
 def _ascend_diagnostics(text: str, project: Project) -> str:

@@ -326,7 +326,8 @@ def _kernel_hints(e: Estimate, report: dict, blocks: list[dict], crit_blocks: li
                      "tiles (fewer, larger DataCopy calls)")
     raw = sum(b["counters"]["mte2_bytes"] + b["counters"]["mte3_bytes"] for b in blocks if "counters" in b)
     if raw and e.gm_bytes > 1.15 * raw:
-        hints.append(f"{pct(e.gm_bytes / raw - 1)} of the GM traffic is burst padding (short or unaligned rows): "
+        # the padding's share of the traffic moved (at most 100%), not its ratio to the useful bytes
+        hints.append(f"{pct(1 - raw / e.gm_bytes)} of the GM traffic is burst padding (short or unaligned rows): "
                      "align GM offsets and row lengths to 512 B, copy longer contiguous rows")
     # scalar work
     sc = {}

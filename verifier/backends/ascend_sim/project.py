@@ -44,6 +44,20 @@ TORCH_TO_TYPE = {"float32": "float", "float16": "float16", "bfloat16": "bfloat16
                  "int32": "int32", "uint8": "uint8", "int16": "int16", "int64": "int64", "bool": "bool"}
 
 
+# C and C++ library functions declared at global scope by the headers the emulator's kernel side includes
+# (<cmath>, <cstdlib>, <cstring>, <cstdio>): an extern "C" kernel of one of these names would conflict with
+# the library's declaration, so the build renames such an entry (Project.kernel_symbol).
+LIBC_NAMES = frozenset("""
+acos acosh asin asinh atan atan2 atanh cbrt ceil copysign cos cosh erf erfc exp exp2 expm1 fabs fdim floor fma fmax
+fmin fmod frexp hypot ilogb ldexp lgamma llrint llround log log10 log1p log2 logb lrint lround modf nan nearbyint
+nextafter nexttoward pow remainder remquo rint round scalbln scalbn sin sinh sqrt tan tanh tgamma trunc abs labs llabs
+div ldiv lldiv atof atoi atol atoll strtod strtof strtol strtoul rand srand malloc calloc realloc free abort exit
+atexit getenv system bsearch qsort memcpy memmove memset memcmp memchr strcpy strncpy strcat strncat strcmp strncmp
+strlen strchr strrchr strstr strtok printf fprintf sprintf snprintf puts putchar getchar fopen fclose fread fwrite
+remove rename perror select signal raise time clock sleep gamma j0 j1 jn y0 y1 yn drem significand exp10 pow10
+""".split())
+
+
 class ProjectError(ValueError):
     """The candidate is not a well-formed operator project (reported at the compile gate)."""
 
@@ -75,6 +89,21 @@ class Project:
     kernel_name: str  # the extern "C" kernel entry, e.g. add_custom
     tiling_header: str  # file name the host source includes for the tiling data, e.g. add_custom_tiling.h
     bindings: dict[str, "Binding"] = field(default_factory=dict)  # python name -> binding function
+    # A kernel whose parameters are not (inputs..., outputs..., workspace, tiling): a kernel-launch sample's entry
+    # (add_custom(x, y, z), threshold(tiling, in, out)). Each parameter is named for what it receives: ("input", i),
+    # ("output", j), ("workspace", 0) or ("tiling", 0); the build calls the entry through an adapter with the
+    # operator's usual arguments (build.kernel_prelude). None for an operator-project kernel.
+    launch_args: list[tuple[str, int]] | None = None
+
+    @property
+    def kernel_symbol(self) -> str:
+        """The kernel entry's symbol in the built library: its name, unless that name is a C library
+        function the emulator's headers declare (a kernel called asinh, div or fmax: on the device there is
+        no libm to clash with; here the build renames the entry, build.kernel_prelude), or the adapter of a
+        kernel-launch sample's entry."""
+        if self.launch_args is not None:
+            return f"evk_launch_{self.kernel_name}"
+        return f"evk_kernel_{self.kernel_name}" if self.kernel_name in LIBC_NAMES else self.kernel_name
 
     @property
     def snake(self) -> str:
@@ -200,6 +229,11 @@ def parse_candidate(source: str) -> Project:
     op, inputs, outputs = parse_project_json(sources["project_json_src"])
     snake = pascal_to_snake(op)
     kernels = _KERNEL_RE.findall(sources["kernel_src"])
+    # msopgen names GEMMCustom's kernel gemm_custom; projects made with other tools (and the EvoKernel paper's
+    # operators) split every capital: g_e_m_m_custom. Both spellings name the same op's entry.
+    per_capital = re.sub(r"(?<!^)(?=[A-Z])", "_", op).lower()
+    if snake not in kernels and per_capital in kernels:
+        snake = per_capital
     if snake not in kernels:
         found = f" (found: {', '.join(kernels)})" if kernels else ""
         raise ProjectError(f"kernel_src must define the kernel entry `extern \"C\" __global__ __aicore__ void "
@@ -207,8 +241,50 @@ def parse_candidate(source: str) -> Project:
     includes = re.findall(r'#\s*include\s*"([^"]+)"', sources["host_operator_src"])
     tiling = next((i for i in includes if "tiling" in i.rsplit("/", 1)[-1] and i.endswith(".h")), f"{snake}_tiling.h")
     project = Project(sources, op, inputs, outputs, snake, tiling)
+    project.launch_args = launch_arguments(kernel_params(sources["kernel_src"], snake), inputs, outputs)
     project.bindings = parse_bindings(sources["python_bind_src"], op)
     return project
+
+
+def kernel_params(kernel_src: str, name: str) -> list[str]:
+    """The parameter names of the kernel entry ``name`` (``extern "C" __global__ __aicore__ void name(...)``)."""
+    text = strip_comments(kernel_src)
+    m = re.search(r'extern\s+"C"\s+(?:__global__\s+|__aicore__\s+)+void\s+' + re.escape(name) + r"\s*\(", text)
+    if not m:
+        return []
+    close = _match(text, m.end() - 1, "(", ")")
+    names = []
+    for decl in split_args(text[m.end():close]):
+        ident = re.search(r"([A-Za-z_]\w*)\s*(?:\[\s*\])?\s*$", decl.split("=")[0].strip())
+        if ident and decl.strip() != "void":
+            names.append(ident.group(1))
+    return names
+
+
+def launch_arguments(params: list[str], inputs: list[Param], outputs: list[Param]) -> list[tuple[str, int]] | None:
+    """How a kernel-launch sample's entry takes the operator's arguments, by parameter name (None for an
+    operator-project kernel: its parameters are the inputs, the outputs, the workspace and the tiling, in that
+    order, whatever their names, as CANN calls them). A kernel with another number of parameters is a
+    kernel-launch entry when its parameters name every input and output of the json once, the others being the
+    workspace (``workspace``, ``usrWorkspace``, ``ws``...) or the tiling (a name with ``tiling``); otherwise
+    (a kernel that does not match its json) it is called by position too, and the run says what goes wrong."""
+    if not params or len(params) == len(inputs) + len(outputs) + 2:
+        return None
+    where = {p.name: ("input", i) for i, p in enumerate(inputs)}
+    where.update({p.name: ("output", j) for j, p in enumerate(outputs)})
+    args: list[tuple[str, int]] = []
+    for name in params:
+        if name in where:
+            args.append(where[name])
+        elif "tiling" in name.lower():
+            args.append(("tiling", 0))
+        elif re.fullmatch(r"(?i)(usr|user|sys)?_?(workspace|work_space|ws)(_?gm)?", name):
+            args.append(("workspace", 0))
+        else:
+            return None  # not a kernel-launch entry the names describe: called by position, as before
+    if any(where[n] not in args for n in where) or len(set(args)) != len(args):
+        return None
+    return args
 
 
 # --- the binding (python_bind_src) ------------------------------------------------------------------
@@ -219,7 +295,7 @@ def parse_candidate(source: str) -> Project:
 @dataclass
 class Binding:
     cpp_name: str
-    params: list[tuple[str, str]]  # (kind "tensor"|"scalar"|"list", name)
+    params: list[tuple[str, str]]  # (kind "tensor"|"scalar"|"list"|"string", name)
     body: list[str]  # statements, comments removed
     line: int
 
@@ -267,12 +343,14 @@ def _param_kind(decl: str) -> tuple[str, str]:
     name, typ = m.group(1), decl[: m.start()]
     if re.search(r"\bTensor\b", typ) and not re.search(r"TensorList|vector", typ):
         return "tensor", name
+    if re.search(r"\b(?:std::)?string\b|string_view|\bchar\s*\*", typ):
+        return "string", name  # a string attribute (CANN's Attr(...).String)
     if re.search(r"IntArrayRef|vector|ArrayRef", typ):
         return "list", name
     if re.search(r"\b(double|float|int|int64_t|int32_t|bool|long|Scalar)\b", typ):
         return "scalar", name
     raise ProjectError(f"python_bind_src: unsupported parameter type in `{decl}` (use at::Tensor, double, "
-                       "int64_t, bool or at::IntArrayRef)")
+                       "int64_t, bool, std::string or at::IntArrayRef)")
 
 
 _RET_TYPE = r"(?:(?:at|torch)::Tensor|\bTensor|std::vector\s*<\s*(?:at|torch)::Tensor\s*>|std::tuple\s*<[^;{}()]*>|\bauto)"

@@ -184,6 +184,7 @@ int mem_of_buf(int buf);  // MEM_NONE for an invalid buffer
 #define EVK_RULE_GM_OOB "gm_out_of_bounds"
 #define EVK_RULE_GM_ALIGNMENT "gm_alignment"
 #define EVK_RULE_OVERLAP "block_write_overlap"
+#define EVK_RULE_OVERLAP_SAME "block_write_identical"
 #define EVK_RULE_RACE "cross_core_race"
 #define EVK_RULE_INPUT_WRITTEN "input_written"
 #define EVK_RULE_COMPARE_GRANULARITY "compare_granularity"
@@ -310,6 +311,18 @@ MaskState& mask_state();
 // Kernel tiling data copy (GET_TILING_DATA).
 void tiling_load(void* dst, const uint8_t* src, uint64_t n, const char* file, int line);
 void kernel_printf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+// Entering (+1) and leaving (-1) the evaluation of a kernel print's arguments (kernel.h's printf): GM reads made
+// only to be printed are not race-checked (runtime.cpp gm_access).
+void print_scope(int delta);
+// Inside a high-level API's own instructions (the Matmul server computing a request): reports made there say so,
+// since the instruction they name is the API's, not a line of the kernel (which is only where the API was called).
+void api_scope(const char* api);  // nullptr: leave
+struct ApiScope {
+    explicit ApiScope(const char* api) { api_scope(api); }
+    ~ApiScope() { api_scope(nullptr); }
+    ApiScope(const ApiScope&) = delete;
+    ApiScope& operator=(const ApiScope&) = delete;
+};
 
 // Conversions with an explicit rounding mode (Cast). kinds: see DtypeKind.
 enum DtypeKind : int {
@@ -330,6 +343,11 @@ struct TD {
 // Checks a count-form vector instruction (validity, 32-byte alignment, bounds, initialised
 // reads, pipe ordering), marks the written bytes and counts it. Returns the number of elements
 // to compute (0 when nothing can be done).
+// vec_count_prologue for an instruction computing lane by lane (runtime.cpp): unwritten source lanes make the
+// destination lanes they feed unwritten instead of an error. bits: a bit-mask source (Select); dst_bits: the
+// destination is a bit mask (Compare).
+int64_t vec_lanes_prologue(const char* op, const char* dtype, const TD* dst, const TD* srcs, int nsrc, int64_t count,
+                           const TD* bits, bool dst_bits, const char* file, int line);
 int64_t vec_count_prologue(const char* op, const char* dtype, const TD* dst, const TD* srcs, int nsrc,
                            int64_t count, uint64_t dst_bytes_override, const char* file, int line);
 // Dtype support check: `allowed` is a bit set over DtypeKind.

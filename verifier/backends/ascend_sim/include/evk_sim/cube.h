@@ -493,25 +493,26 @@ inline void mmad(const LocalTensor<TD>& dst, const LocalTensor<TA>& fm, const Lo
     // inputs the result depends on: rows < m of A and columns < n of B over k < K (the padding of the last
     // fractal is computed on the NPU too, from whatever it holds; it is marked written only if that was)
     std::vector<uint8_t> a_ok(Mp), b_ok(Np);
-    uint64_t bad = 0;
+    uint64_t bad_rows = 0, bad_cols = 0;  // counted apart: one count of "rows and columns" meant neither
     for (int r = 0; r < Mp; ++r) {
         bool ok = true;
         for (int kk = 0; kk < p.k && ok; ++kk) ok = init_all(a_off(r, kk), sizeof(TA));
         a_ok[r] = ok;
-        if (!ok && r < p.m) ++bad;
+        if (!ok && r < p.m) ++bad_rows;
     }
     for (int c = 0; c < Np; ++c) {
         bool ok = true;
         for (int kk = 0; kk < p.k && ok; ++kk) ok = init_all(b_off(kk, c), sizeof(TB));
         b_ok[c] = ok;
-        if (!ok && c < p.n) ++bad;
+        if (!ok && c < p.n) ++bad_cols;
     }
-    if (bad)
+    if (bad_rows || bad_cols)
         ::evk_sim::violation(EVK_RULE_UNINIT_READ, ::evk_sim::SEV_ERROR, loc.file, loc.line,
-                             "Mmad reads L0A/L0B data never written in this block (%llu of the %u rows of A and %u "
-                             "columns of B it uses over k=%u hold unwritten elements): check the LoadData repeats "
-                             "and strides, and the ND2NZ copy into L1",
-                             static_cast<unsigned long long>(bad), p.m, p.n, p.k);
+                             "Mmad reads L0A/L0B data never written in this block: %llu of the %u rows of A (L0A) and "
+                             "%llu of the %u columns of B (L0B) it uses over k=%u hold unwritten elements; check the "
+                             "LoadData repeats and strides into the %s, and the ND2NZ copy into L1",
+                             static_cast<unsigned long long>(bad_rows), p.m, static_cast<unsigned long long>(bad_cols),
+                             p.n, p.k, bad_rows && bad_cols ? "L0A and L0B" : bad_rows ? "L0A" : "L0B");
     using C = typename ::evk_sim::Ty<TD>::C;
     using CA = typename ::evk_sim::Ty<TA>::C;
     std::vector<CA> arow(static_cast<size_t>(p.k));
@@ -609,10 +610,13 @@ inline void fixpipe_gm(const GlobalTensor<T>& dst, const LocalTensor<U>& src, co
                              q == NoQuant ? "NoQuant" : q == F322F16 ? "F322F16" : "F322BF16");
         return;
     }
-    if (p.nSize % 16 && !p.isChannelSplit)
+    // The documentation asks nSize for a multiple of 16 (8 with channel split); CANN's own Matmul passes the
+    // unaligned width for an ND destination (impl/adv_api/detail/matmul/stage/copy_cube_out/copy_cube_out_utils.h:
+    // "params_.nSize = nSize" for CubeFormat::ND) and pads only NZ: so the warning is for NZ output.
+    if (nz && p.nSize % 16 && !p.isChannelSplit)
         ::evk_sim::violation(EVK_RULE_INVALID_ARGUMENT, ::evk_sim::SEV_WARNING, loc.file, loc.line,
-                             "Fixpipe nSize=%u: the API documents nSize as a multiple of 16 (8 with channel split)",
-                             p.nSize);
+                             "Fixpipe nSize=%u to an NZ destination: the API documents nSize as a multiple of 16 (8 "
+                             "with channel split)", p.nSize);
     if (static_cast<uint32_t>(p.srcStride) * 16 < static_cast<uint32_t>(p.mSize) ||
         (!nz && p.dstStride < p.nSize) || p.dstStride == 0) {
         ::evk_sim::violation(EVK_RULE_INVALID_ARGUMENT, ::evk_sim::SEV_ERROR, loc.file, loc.line,

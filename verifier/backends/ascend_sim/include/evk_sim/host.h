@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <iostream>  // CANN's op-definition headers include it: host code prints with std::cout unincluded
 #include <initializer_list>
 #include <limits>
 #include <string>
@@ -82,6 +83,8 @@ class TypeUtils {
 public:
     static std::string DataTypeToSerialString(DataType dt);
     static std::string FormatToSerialString(Format f) { return f == FORMAT_ND ? "ND" : "FORMAT_" + std::to_string(int(f)); }
+    // graph/utils/type_utils.h: the element size of a dtype in bytes; false for a type without one
+    static bool GetDataTypeLength(DataType dt, uint32_t& length);
 };
 
 // element size in bytes (0 for unknown)
@@ -94,6 +97,12 @@ inline int GetSizeByDataType(DataType dt) {
         case DT_COMPLEX128: return 16;
         default: return 0;
     }
+}
+inline bool TypeUtils::GetDataTypeLength(DataType dt, uint32_t& length) {
+    const int n = GetSizeByDataType(dt);
+    if (n <= 0) return false;
+    length = static_cast<uint32_t>(n);
+    return true;
 }
 }  // namespace ge
 
@@ -214,15 +223,39 @@ struct AttrValue {
     TypedContinuousVector<int64_t> li;
     TypedContinuousVector<float> lf;
     TypedContinuousVector<bool> lb;
+    // the value's bytes, zero-padded to 16, for an accessor of another scalar type (see RuntimeAttrs::pick)
+    alignas(8) mutable unsigned char raw[16] = {};
+    // every kind has bytes a scalar accessor can be given: a list's are its (element count, element count)
+    // header as two 64-bit words (CANN keeps a list attribute as a ContinuousVector, a capacity and size
+    // header before the elements; an assumption about its layout)
+    bool scalar() const { return kind != NONE; }
+    const void* ptr() const {
+        switch (kind) {
+            case INT: return &i;
+            case FLOAT: return &f;
+            case BOOL: return &b;
+            case STR: return s.c_str();
+            default: {
+                const uint64_t n = kind == LIST_INT ? li.v_.size() : kind == LIST_FLOAT ? lf.v_.size() : lb.v_.size();
+                std::memcpy(raw, &n, sizeof n);
+                std::memcpy(raw + 8, &n, sizeof n);
+                return raw;
+            }
+        }
+    }
+    size_t bytes() const {
+        return kind == INT ? sizeof i : kind == FLOAT ? sizeof f : kind == BOOL ? sizeof b
+             : kind == STR ? (s.size() + 1 < sizeof raw ? s.size() + 1 : sizeof raw) : sizeof raw;
+    }
 };
 
 class RuntimeAttrs {
 public:
     size_t GetAttrNum() const { return attrs_.size(); }
-    const int64_t* GetInt(size_t i) const { return has(i, AttrValue::INT) ? &attrs_[i].i : nullptr; }
-    const float* GetFloat(size_t i) const { return has(i, AttrValue::FLOAT) ? &attrs_[i].f : nullptr; }
-    const bool* GetBool(size_t i) const { return has(i, AttrValue::BOOL) ? &attrs_[i].b : nullptr; }
-    const char* GetStr(size_t i) const { return has(i, AttrValue::STR) ? attrs_[i].s.c_str() : nullptr; }
+    const int64_t* GetInt(size_t i) const { return pick<int64_t>(i, AttrValue::INT); }
+    const float* GetFloat(size_t i) const { return pick<float>(i, AttrValue::FLOAT); }
+    const bool* GetBool(size_t i) const { return pick<bool>(i, AttrValue::BOOL); }
+    const char* GetStr(size_t i) const { return pick<char>(i, AttrValue::STR); }
     const TypedContinuousVector<int64_t>* GetListInt(size_t i) const {
         return has(i, AttrValue::LIST_INT) ? &attrs_[i].li : nullptr;
     }
@@ -232,10 +265,11 @@ public:
     template <typename T> const T* GetAttrPointer(size_t i) const {
         if (i >= attrs_.size()) return nullptr;
         const AttrValue& a = attrs_[i];
-        if constexpr (std::is_same<T, float>::value) return a.kind == AttrValue::FLOAT ? &a.f : nullptr;
-        else if constexpr (std::is_same<T, int64_t>::value) return a.kind == AttrValue::INT ? &a.i : nullptr;
-        else if constexpr (std::is_same<T, bool>::value) return a.kind == AttrValue::BOOL ? &a.b : nullptr;
-        else if constexpr (std::is_same<T, char>::value) return a.kind == AttrValue::STR ? a.s.c_str() : nullptr;
+        if constexpr (std::is_same<T, float>::value) return pick<float>(i, AttrValue::FLOAT);
+        else if constexpr (std::is_same<T, int64_t>::value) return pick<int64_t>(i, AttrValue::INT);
+        else if constexpr (std::is_same<T, bool>::value) return pick<bool>(i, AttrValue::BOOL);
+        else if constexpr (std::is_same<T, char>::value) return pick<char>(i, AttrValue::STR);
+        else if constexpr (std::is_arithmetic<T>::value) return pick<T>(i, a.kind);  // int32_t, double, ...: the bytes
         else if constexpr (std::is_same<T, TypedContinuousVector<int64_t>>::value)
             return a.kind == AttrValue::LIST_INT ? &a.li : nullptr;
         else if constexpr (std::is_same<T, TypedContinuousVector<float>>::value)
@@ -246,6 +280,22 @@ public:
 
 private:
     bool has(size_t i, AttrValue::Kind k) const;
+    // CANN's attribute accessors return a pointer to the attribute's stored bytes, typed as asked: GetInt on a
+    // float attribute reads the float's bytes as an int64 (RuntimeAttrs::GetAttrPointer<T> is a reinterpret
+    // cast, and GetInt/GetFloat/GetBool/GetStr are GetAttrPointer of their type). A TilingFunc that asks with
+    // the wrong type gets those bytes here too (zero-padded to 16), with a warning naming the attribute,
+    // rather than a nullptr CANN would not give (which crashed such TilingFuncs before).
+    template <typename T> const T* pick(size_t i, AttrValue::Kind k) const {
+        if (!has(i, k)) {
+            if (i >= attrs_.size() || !attrs_[i].scalar()) return nullptr;
+            const AttrValue& a = attrs_[i];
+            unsigned char bytes[sizeof a.raw] = {};
+            std::memcpy(bytes, a.ptr(), a.bytes());
+            std::memcpy(a.raw, bytes, sizeof a.raw);
+            return reinterpret_cast<const T*>(a.raw);
+        }
+        return reinterpret_cast<const T*>(attrs_[i].ptr());
+    }
 };
 
 class TilingData {

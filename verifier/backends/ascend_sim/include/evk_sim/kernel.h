@@ -9,6 +9,11 @@
 #define EVK_SIM_KERNEL_H
 
 #include <exception>
+// <stdlib.h> and <math.h> in their C++ forms put std::abs's floating overloads (and the math functions) in the
+// global namespace: device code calls abs(x) on floats unqualified (HWXROS/AscendcS7's PdistGrad), which with
+// <cstdlib> alone would be C's int abs (a float truncated to an integer, silently)
+#include <math.h>
+#include <stdlib.h>
 
 #include "evk_sim/common.h"
 
@@ -24,10 +29,17 @@
     } while (0)
 #define TILING_KEY_IS(k) (::evk_sim::tiling_key() == static_cast<uint64_t>(k))
 #ifndef ASSERT
-#define ASSERT(cond)                                                                                      \
-    do {                                                                                                  \
-        if (!(cond)) ::evk_sim::fatal(EVK_RULE_KERNEL_ASSERT, __FILE__, __LINE__, "ASSERT(%s) failed", #cond); \
-    } while (0)
+// CANN's device build compiles ASSERT away (it checks only in the CPU debug build), so device code can
+// write it anywhere an empty expansion compiles, even as the suffix of an expression (a community entry's
+// `this->tileNum = tileNum ASSERT(tileNum != 0 && "...");`). Here it still checks, as the CPU debug build
+// does, and expands to `+ 0 * check(...)`: a valid statement on its own and a no-op term after an expression.
+namespace evk_sim {
+inline int assert_holds(bool ok, const char* file, int line, const char* text) {
+    if (!ok) ::evk_sim::fatal(EVK_RULE_KERNEL_ASSERT, file, line, "ASSERT(%s) failed", text);
+    return 0;
+}
+}  // namespace evk_sim
+#define ASSERT(cond) +0 * ::evk_sim::assert_holds(static_cast<bool>(cond), __FILE__, __LINE__, #cond)
 #endif
 #ifndef ascendc_assert
 #define ascendc_assert(cond, ...) ASSERT(cond)
@@ -54,6 +66,10 @@
 
 namespace evk_sim {
 void tiling_load_member(void* dst, const uint8_t* src, uint64_t off, uint64_t n, const char* file, int line);
+// The launch's GM workspace (the kernel's workspace argument) and its size; provided by the runtime when it
+// has them (weak: a build without them reports GetTensorC to the UB as not available).
+__attribute__((weak)) uint8_t* sys_workspace();
+__attribute__((weak)) uint64_t sys_workspace_bytes();
 
 // Per-type facts: name in reports, kind, the type arithmetic is done in.
 template <class T> struct Ty;
@@ -82,6 +98,7 @@ constexpr uint32_t bit(int k) { return 1u << k; }
 constexpr uint32_t DT_HF = bit(DK_F16) | bit(DK_F32);
 constexpr uint32_t DT_HF_I16_I32 = DT_HF | bit(DK_I16) | bit(DK_I32);
 constexpr uint32_t DT_B16 = bit(DK_I16) | bit(DK_U16);
+constexpr uint32_t DT_SHIFT = DT_B16 | bit(DK_I32) | bit(DK_U32);
 constexpr uint32_t DT_ALL = 0xffffffffu;
 
 template <class T> inline typename Ty<T>::C ld(int64_t off) {
@@ -130,7 +147,34 @@ template <class T> inline typename Ty<T>::C rnd(typename Ty<T>::C c, uint64_t& o
 enum KernelType { KERNEL_TYPE_AIV_ONLY = 0, KERNEL_TYPE_AIC_ONLY, KERNEL_TYPE_MIX_AIV_1_0, KERNEL_TYPE_MIX_AIC_1_1,
                   KERNEL_TYPE_MIX_AIC_1_2 };
 
+// GetSysWorkSpacePtr: at global scope, as CANN declares it (basic_api/kernel_operator_swap_mem_intf.h), and in
+// AscendC by a using-declaration (kernels call it both ways).
 namespace AscendC {
+namespace evk_mm {
+inline uint8_t*& user_sys_workspace() {
+    static uint8_t* p = nullptr;
+    return p;
+}
+}  // namespace evk_mm
+}  // namespace AscendC
+inline __gm__ uint8_t* GetSysWorkSpacePtr() {
+    if (&::evk_sim::sys_workspace != nullptr) {
+        uint8_t* p = ::evk_sim::sys_workspace();
+        if (p) return p;
+    }
+    return AscendC::evk_mm::user_sys_workspace();
+}
+// min/max: device code calls them unqualified (CANN's own examples do: batch_matmul_tensor_api.asc), and
+// AscendC::Std::min/max are the Utils API's (impl/utils/std/algorithm/min.h: (a < b) ? a : b).
+template <typename T, typename U> constexpr auto min(const T& src0, const U& src1) { return (src0 < src1) ? src0 : src1; }
+template <typename T, typename U> constexpr auto max(const T& src0, const U& src1) { return (src0 > src1) ? src0 : src1; }
+
+namespace AscendC {
+using ::GetSysWorkSpacePtr;
+namespace Std {
+using ::max;
+using ::min;
+}  // namespace Std
 
 // ---------------------------------------------------------------------------------------------
 // Enums and constants
@@ -167,8 +211,15 @@ constexpr int32_t DEFAULT_BLK_STRIDE = 1;
 constexpr int32_t DEFAULT_REPEAT_STRIDE = 8;
 constexpr int32_t MAX_REPEAT_TIMES = 255;
 constexpr int32_t BLOCK_CUBE = 16;
+constexpr int32_t DEFAULT_C0_SIZE = 32;  // bytes of a data block (impl/basic_api/utils/kernel_utils_constants.h)
 constexpr int32_t MASK_PLACEHOLDER = 0;
 constexpr uint64_t FULL_MASK = ~0ull;
+// The L2 cache hint of a GlobalTensor (SetL2CacheHint; impl/basic_api/utils/kernel_utils_macros.h): the emulator
+// models no L2 policy, so the hint changes nothing.
+enum class CacheMode { CACHE_MODE_DISABLE = 0, CACHE_MODE_NORMAL = 1, CACHE_MODE_LAST = 2, CACHE_MODE_PERSISTENT = 4 };
+// Integer helpers of the basic API (impl/basic_api/utils/kernel_utils_ceil_oom_que.h)
+constexpr inline uint32_t DivCeil(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
+constexpr inline uint32_t AlignUp(uint32_t a, uint32_t b) { return DivCeil(a, b) * b; }
 
 // ---------------------------------------------------------------------------------------------
 // Core identity
@@ -181,6 +232,14 @@ inline int64_t GetTaskRation() { return ::evk_sim::sub_block_num(); }
 inline int64_t GetTaskRatio() { return ::evk_sim::sub_block_num(); }
 inline int64_t GetSystemCycle() { return 0; }
 inline void SetKernelMode(KernelMode) {}
+
+// Workspaces. CANN's basic API declares these in kernel_operator.h (kernel_operator_swap_mem_intf.h,
+// kernel_operator_common_intf.h), so kernels reach them without the Matmul header. GetSysWorkSpacePtr: the
+// system workspace (GM) the high-level APIs use; SetSysWorkspace sets it where the framework did not;
+// GetUserWorkspace returns the workspace argument, as CANN's CPU-debug build does (dav_c220
+// kernel_operator_common_impl.h).
+inline void SetSysWorkspace(GM_ADDR workspace) { evk_mm::user_sys_workspace() = workspace; }
+inline __gm__ uint8_t* GetUserWorkspace(GM_ADDR workspace) { return workspace; }
 
 template <class... Args> inline void printf(const char* fmt, Args... args) { ::evk_sim::kernel_printf(fmt, args...); }
 
@@ -413,6 +472,21 @@ public:
                                  loc.line))
             std::memcpy(::evk_sim::gm_host(p), &value, sizeof(T));
     }
+    // CANN: `__gm__ T& operator()(const uint64_t offset)`, one element of global memory by reference (the
+    // scalar unit reads and writes it). Here a reference-like proxy: reading it is GetValue, assigning it is
+    // SetValue, so the access is checked and counted as the scalar GM access it is.
+    struct GmElemRef {
+        const GlobalTensor* t;
+        uint64_t i;
+        ::evk_sim::SrcLoc loc;
+        operator T() const { return t->GetValue(i, loc); }
+        GmElemRef& operator=(T v) { t->SetValue(i, v, loc); return *this; }
+        GmElemRef& operator=(const GmElemRef& o) { t->SetValue(i, T(o), loc); return *this; }
+        GmElemRef& operator+=(T v) { t->SetValue(i, T(t->GetValue(i, loc) + v), loc); return *this; }
+        GmElemRef& operator-=(T v) { t->SetValue(i, T(t->GetValue(i, loc) - v), loc); return *this; }
+        GmElemRef& operator*=(T v) { t->SetValue(i, T(t->GetValue(i, loc) * v), loc); return *this; }
+    };
+    GmElemRef operator()(const uint64_t offset, EVK_LOC) const { return GmElemRef{this, offset, loc}; }
     template <typename... A> void SetL2CacheHint(A...) {}
     // bytes the tensor declares (0: unknown). A view of a sized tensor past its end has size 0
     // but stays "sized" so accesses are still flagged.
@@ -480,6 +554,13 @@ public:
         return evk_make_tensor<T>(
             ::evk_sim::tbuf_get(qid_, bufOffset, static_cast<uint64_t>(size) * sizeof(T), loc.file, loc.line));
     }
+    // The queue interface TBuf inherits from TQueBind in CANN (include/basic_api/kernel_tpipe.h declares them
+    // public; impl/basic_api/kernel_tbuf_impl.h): AllocTensor and DeQue are Get<T>(), EnQue and FreeTensor do
+    // nothing. A TBuf has no queue, so they order nothing either.
+    template <typename T> LocalTensor<T> AllocTensor(EVK_LOC) { return Get<T>(loc); }
+    template <typename T> LocalTensor<T> DeQue(EVK_LOC) { return Get<T>(loc); }
+    template <typename T> void EnQue(const LocalTensor<T>&) {}
+    template <typename T> void FreeTensor(LocalTensor<T>&) {}
     int qid_ = -1;
 };
 
@@ -509,6 +590,13 @@ public:
         buf.qid_ = ::evk_sim::que_init(id_, static_cast<int>(pos), static_cast<int>(pos), 0, 1, len, true, loc.file,
                                        loc.line);
         return buf.qid_ >= 0;
+    }
+    // The queue form's three arguments on a TBuf: the documented TBuf form takes (buf, len) only, but community
+    // operators built with CANN call InitBuffer(tbuf, num, len) (LpNormV2 of hansheng1001/AscendCContest, whose
+    // repository keeps its device profile), so CANN's headers accept it. Taken here as one buffer of
+    // num * len bytes (an assumption: CANN documents no such overload).
+    template <TPosition pos> bool InitBuffer(TBuf<pos>& buf, uint8_t num, uint32_t len, EVK_LOC) {
+        return InitBuffer(buf, static_cast<uint32_t>(num) * len, loc);
     }
     void Reset(EVK_LOC) { ::evk_sim::pipe_reset(id_, loc.file, loc.line); }
     void Destroy(EVK_LOC) { ::evk_sim::pipe_reset(id_, loc.file, loc.line); }
@@ -586,8 +674,7 @@ template <HardEvent event> inline void WaitFlag(int32_t eventID, EVK_LOC) {
 template <pipe_t pipe> inline void PipeBarrier(EVK_LOC) {
     ::evk_sim::sync_barrier(evk_detail::pipe_of(pipe), loc.file, loc.line);
 }
-template <typename T> inline void DataCacheCleanAndInvalid(const GlobalTensor<T>&) {}
-template <typename T, int A = 0, int B = 0> inline void DataCacheCleanAndInvalid(const GlobalTensor<T>&) {}
+// DataCacheCleanAndInvalid: evk_sim/copy_api.h
 // Cross-core barrier. The hard form waits for every block; the soft form takes a GM workspace (32 bytes per
 // core, zeroed by the host) and a UB workspace (8 int32 per core) and waits for usedCores blocks (0: all).
 inline void SyncAll(EVK_LOC) { ::evk_sim::sync_all(0, true, loc.file, loc.line); }
@@ -891,7 +978,8 @@ inline void unary_count(const char* op, uint32_t allowed, const LocalTensor<TD>&
                         int64_t count, F f, ::evk_sim::SrcLoc loc, const char* dtype = nullptr) {
     ::evk_sim::dtype_check(op, Ty<TD>::kind, allowed, loc.file, loc.line);
     ::evk_sim::TD d = dst.td(), s = src.td();
-    int64_t n = ::evk_sim::vec_count_prologue(op, dtype ? dtype : Ty<TD>::name, &d, &s, 1, count, 0, loc.file, loc.line);
+    int64_t n = ::evk_sim::vec_lanes_prologue(op, dtype ? dtype : Ty<TD>::name, &d, &s, 1, count, nullptr, false,
+                                              loc.file, loc.line);
     uint64_t ovf = 0;
     for (int64_t i = 0; i < n; ++i)
         st<TD>(d.off + i * sizeof(TD), f(ld<TS>(s.off + i * sizeof(TS))), ovf);
@@ -903,7 +991,7 @@ inline void binary_count(const char* op, uint32_t allowed, const LocalTensor<T>&
                          const LocalTensor<T>& b, int64_t count, F f, ::evk_sim::SrcLoc loc) {
     ::evk_sim::dtype_check(op, Ty<T>::kind, allowed, loc.file, loc.line);
     ::evk_sim::TD d = dst.td(), s[2] = {a.td(), b.td()};
-    int64_t n = ::evk_sim::vec_count_prologue(op, Ty<T>::name, &d, s, 2, count, 0, loc.file, loc.line);
+    int64_t n = ::evk_sim::vec_lanes_prologue(op, Ty<T>::name, &d, s, 2, count, nullptr, false, loc.file, loc.line);
     uint64_t ovf = 0;
     for (int64_t i = 0; i < n; ++i)
         st<T>(d.off + i * sizeof(T), f(ld<T>(s[0].off + i * sizeof(T)), ld<T>(s[1].off + i * sizeof(T))), ovf);
@@ -915,7 +1003,7 @@ inline void ternary_count(const char* op, uint32_t allowed, const LocalTensor<T>
                           const LocalTensor<T>& b, int64_t count, F f, ::evk_sim::SrcLoc loc) {
     ::evk_sim::dtype_check(op, Ty<T>::kind, allowed, loc.file, loc.line);
     ::evk_sim::TD d = dst.td(), s[3] = {a.td(), b.td(), dst.td()};
-    int64_t n = ::evk_sim::vec_count_prologue(op, Ty<T>::name, &d, s, 3, count, 0, loc.file, loc.line);
+    int64_t n = ::evk_sim::vec_lanes_prologue(op, Ty<T>::name, &d, s, 3, count, nullptr, false, loc.file, loc.line);
     uint64_t ovf = 0;
     for (int64_t i = 0; i < n; ++i)
         st<T>(d.off + i * sizeof(T),
@@ -1127,6 +1215,11 @@ EVK_SCALAR(Muls, x * s, ::evk_sim::DT_HF_I16_I32)
 EVK_SCALAR(Maxs, (evk_detail::FMax()(x, s)), ::evk_sim::DT_HF_I16_I32)
 EVK_SCALAR(Mins, (evk_detail::FMin()(x, s)), ::evk_sim::DT_HF_I16_I32)
 EVK_SCALAR(LeakyRelu, (x >= C(0) ? x : x * s), ::evk_sim::DT_HF)
+// ShiftLeft/ShiftRight ("逻辑计算/ShiftLeft.md", "ShiftRight.md"): A2 types int16/uint16/int32/uint32; a right
+// shift is logical for unsigned and arithmetic for signed types (the element is held sign- or zero-extended in
+// int64 here, and stored back truncated to T); shift counts up to the type's width (16 or 32) are documented.
+EVK_SCALAR(ShiftLeft, static_cast<C>(static_cast<uint64_t>(x) << (static_cast<uint64_t>(s) & 63)), ::evk_sim::DT_SHIFT)
+EVK_SCALAR(ShiftRight, static_cast<C>(x >> (static_cast<uint64_t>(s) & 63)), ::evk_sim::DT_SHIFT)
 #undef EVK_SCALAR
 
 // Axpy: dst = src * scalar + dst
@@ -1304,7 +1397,8 @@ inline void compare_count(const char* op, const LocalTensor<U>& dst, const Local
     compare_checks(op, Ty<T>::kind, static_cast<int>(mode), count, sizeof(T), loc);
     ::evk_sim::TD d = dst.td(), s[2] = {src0.td(), src1 ? src1->td() : src0.td()};
     const uint64_t out_bytes = (static_cast<uint64_t>(count) + 7) / 8;
-    int64_t n = ::evk_sim::vec_count_prologue(op, Ty<T>::name, &d, s, src1 ? 2 : 1, count, out_bytes, loc.file, loc.line);
+    int64_t n = ::evk_sim::vec_lanes_prologue(op, Ty<T>::name, &d, s, src1 ? 2 : 1, count, nullptr, true, loc.file,
+                                              loc.line);
     if (n <= 0) return;
     std::memset(::evk_sim::g_ub + d.off, 0, out_bytes);
     for (int64_t i = 0; i < n; ++i) {
@@ -1375,11 +1469,9 @@ inline void select_count(const LocalTensor<T>& dst, const LocalTensor<U>& sel, c
     m.esize = 1;
     valid(sel.buf_, op, loc);
     if (src1 && use_scalar) valid(src1->buf_, op, loc);
-    int64_t n = ::evk_sim::vec_count_prologue(op, Ty<T>::name, &d, s, use_scalar ? 1 : 2, count, 0, loc.file, loc.line);
-    // the mask is read as count bits (checked after the prologue opened the instruction: the latency model
-    // attributes these reads to this Select)
-    ::evk_sim::ub_access(op, sel.buf_, sel.off_, (static_cast<uint64_t>(count) + 7) / 8, false, ::evk_sim::PID_V,
-                         loc.file, loc.line);
+    // the mask is read as count bits (lane i: bit i)
+    int64_t n = ::evk_sim::vec_lanes_prologue(op, Ty<T>::name, &d, s, use_scalar ? 1 : 2, count, &m, false, loc.file,
+                                              loc.line);
     if (src1 && use_scalar) {
         ::evk_sim::ub_access(op, src1->buf_, src1->off_, sizeof(T), false, ::evk_sim::PID_V, loc.file, loc.line);
         std::memcpy(&scalar, ::evk_sim::g_ub + src1->off_, sizeof(T));
@@ -1718,10 +1810,47 @@ EVK_FULLRED(ReduceMin, evk_detail::RED_MIN)
 
 }  // namespace AscendC
 
+#include "evk_sim/copy_api.h"
 #include "evk_sim/gather.h"
 #include "evk_sim/cube.h"
 #include "evk_sim/math_api.h"
 #include "evk_sim/reduce_api.h"
 #include "evk_sim/norm_api.h"
+
+// The kernel-side globals and macros of CANN's kernel headers that community code uses without a namespace:
+// `block_idx` (the block index, a builtin of the device compiler that older kernels read directly, as
+// GetBlockIdx() returns it) and `assert(cond)` (CANN's kernel assert, the 3_assert sample: a failed assert
+// stops the kernel with a message; here it is the kernel_assert fatal at its line).
+struct EvkBlockIdxVar {
+    operator int64_t() const { return ::evk_sim::block_idx(); }
+};
+inline constexpr EvkBlockIdxVar block_idx{};
+// A kernel print (AscendC::printf, printf, PRINTF): its arguments are evaluated inside a print scope, so a GM value
+// read only to be printed is not race-checked. A print of data another core is writing shows stale or new bytes on
+// the NPU, which changes no output (Ascend's printf sample prints C's first element from the AIVs while the AIC
+// computes it). The macro makes the scope's start the call's postfix-expression, which C++17 sequences before the
+// arguments: `AscendC::printf(f, x)` -> `AscendC::evk_print_begin()(f, x)`.
+struct EvkPrinter {
+    EvkPrinter() { ::evk_sim::print_scope(1); }
+    ~EvkPrinter() { ::evk_sim::print_scope(-1); }
+    EvkPrinter(const EvkPrinter&) = delete;
+    EvkPrinter& operator=(const EvkPrinter&) = delete;
+    template <class... Args> void operator()(const char* fmt, Args... args) const { ::evk_sim::kernel_printf(fmt, args...); }
+};
+inline EvkPrinter evk_print_begin() { return EvkPrinter(); }
+namespace AscendC {
+using ::evk_print_begin;
+}
+// `std::printf(...)` in device code is the same kernel print (the device has no C library stdout)
+namespace std {
+using ::evk_print_begin;
+}
+#define printf(...) evk_print_begin()(__VA_ARGS__)
+#undef PRINTF
+#define PRINTF(...) ::evk_print_begin()(__VA_ARGS__)
+#include <cassert>
+#undef assert
+// CANN's kernel assert takes an optional message format and arguments: assert(cond, "fmt %d", x)
+#define assert(cond, ...) ((void)::evk_sim::assert_holds(static_cast<bool>(cond), __FILE__, __LINE__, #cond))
 
 #endif  // EVK_SIM_KERNEL_H

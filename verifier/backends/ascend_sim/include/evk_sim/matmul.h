@@ -19,7 +19,9 @@
 // Float B in row-major ND and transposed float A are loaded into L1 in Zz (16-row bands) and moved to L0B/L0A by
 // LoadDataWithTranspose (16 x 16 float squares), as CANN does for 32-bit data; they need baseK % 16 == 0.
 // Not emulated (a clear error instead): A/B/C in L1/UB/NZ formats, int8, batch matmul, atomic accumulation into C, split K across cores, REGIST_MATMUL_OBJ without a
-// tiling. Asynchronous calls (sync=false) run synchronously; MDL/IBShare configs compute as NORM.
+// tiling. Asynchronous IterateAll runs synchronously; asynchronous Iterate (Iterate<false>) computes every block into
+// the workspace SetWorkspace gave, which GetTensorC<false> then reads block after block (below); MDL/IBShare
+// configs compute as NORM.
 #ifndef EVK_SIM_MATMUL_H
 #define EVK_SIM_MATMUL_H
 
@@ -30,6 +32,10 @@
 
 #include "evk_sim/kernel.h"
 #include "evk_sim/matmul_tiling.h"
+
+// The matrix formats, at global scope as CANN's adv_api/matmul/matmul_config.h declares them (kernels write
+// CubeFormat::ND with or without AscendC::; AscendC::CubeFormat is kept for code written against the emulator).
+enum class CubeFormat : int32_t { ND = 0, NZ, ZN, ZZ, NN, ND_ALIGN, SCALAR, VECTOR, ROW_MAJOR = ND, COLUMN_MAJOR = 8 };
 
 // A kernel with the Matmul API is a MIX kernel (the AIC serves, the AIVs compute the rest), as CANN builds
 // it unless ASCENDC_CUBE_ONLY is defined; a build that decided otherwise (EVK_SIM_MIX, build.py) is followed.
@@ -49,12 +55,6 @@ static const int evk_matmul_mix_registration_ = (set_mix_ratio(2), 0);
 }
 #endif
 
-namespace evk_sim {
-// The launch's GM workspace (the kernel's workspace argument) and its size; provided by the runtime when it
-// has them (weak: a build without them reports GetTensorC to the UB as not available).
-__attribute__((weak)) uint8_t* sys_workspace();
-__attribute__((weak)) uint64_t sys_workspace_bytes();
-}  // namespace evk_sim
 
 namespace AscendC {
 #ifndef EVK_SIM_TOTAL_VEC_LOCAL_SIZE
@@ -63,26 +63,9 @@ namespace AscendC {
 // (SetLocalWorkspace), a documented basic-API constant: 184 KiB.
 const int32_t TOTAL_VEC_LOCAL_SIZE = 184 * 1024;
 #endif
-enum class CubeFormat : int32_t { ND = 0, NZ, ZN, ZZ, NN, ND_ALIGN, SCALAR, VECTOR, ROW_MAJOR = ND, COLUMN_MAJOR = 8 };
+using ::CubeFormat;
 enum class LayoutMode : int32_t { NONE = 0, BSNGD, SBNGD, BNGS1S2, NORMAL };
 
-namespace evk_mm {
-inline uint8_t*& user_sys_workspace() {
-    static uint8_t* p = nullptr;
-    return p;
-}
-}  // namespace evk_mm
-
-// CANN: the system workspace (GM) the high-level APIs use; SetSysWorkspace sets it where the framework did not.
-inline __gm__ uint8_t* GetSysWorkSpacePtr() {
-    if (&::evk_sim::sys_workspace != nullptr) {
-        uint8_t* p = ::evk_sim::sys_workspace();
-        if (p) return p;
-    }
-    return evk_mm::user_sys_workspace();
-}
-inline void SetSysWorkspace(GM_ADDR workspace) { evk_mm::user_sys_workspace() = workspace; }
-inline __gm__ uint8_t* GetUserWorkspace(GM_ADDR workspace) { return workspace; }
 }  // namespace AscendC
 
 namespace matmul {
@@ -134,7 +117,33 @@ constexpr MatmulConfig CFG_NORM = {};
 constexpr MatmulConfig CFG_MDL = {false, false, true};
 constexpr MatmulConfig CFG_IBSHARE_NORM = {};
 inline constexpr MatmulConfig GetNormalConfig() { return CFG_NORM; }
-inline constexpr MatmulConfig GetMDLConfig() { return CFG_MDL; }
+// CANN's GetMDLConfig (adv_api/matmul/tiling.h) takes the MDL template's switches (preload, unit flag, message
+// reuse...): performance options of CANN's implementation; the emulator computes every config as NORM.
+inline constexpr MatmulConfig GetMDLConfig(const bool intrinsicsLimit = false, const bool batchLoop = false,
+                                           const uint32_t doMTE2Preload = 0, const bool isVecND2NZ = false,
+                                           bool isPerTensor = false, bool hasAntiQuantOffset = false,
+                                           const bool enUnitFlag = false, const bool isMsgReuse = true,
+                                           const bool enableUBReuse = true, const bool enableL1CacheUB = false,
+                                           const bool enableMixDualMaster = false,
+                                           const bool enableKdimReorderLoad = false,
+                                           const bool enableL1BankConflictOptimise = false) {
+    (void)intrinsicsLimit, (void)batchLoop, (void)doMTE2Preload, (void)isVecND2NZ, (void)isPerTensor;
+    (void)hasAntiQuantOffset, (void)enUnitFlag, (void)isMsgReuse, (void)enableUBReuse, (void)enableL1CacheUB;
+    (void)enableMixDualMaster, (void)enableKdimReorderLoad, (void)enableL1BankConflictOptimise;
+    return CFG_MDL;
+}
+// User callbacks of the Matmul (impl/adv_api/detail/matmul/utils/matmul_call_back.h): the copy-out and the A/B
+// loads replaced by the kernel's own functions. The emulator takes the default (all nullptr) only; a Matmul
+// given callbacks is refused when it runs (MatmulImpl::check_callbacks).
+template <void (*DataCopyOut)(const __gm__ void* gm, const LocalTensor<int8_t>& co1Local, const void* dataCopyOutParams,
+                              const uint64_t tilingPtr, const uint64_t dataPtr) = nullptr,
+          void (*CopyA1)(const LocalTensor<int8_t>& aMatrix, const __gm__ void* gm, int row, int col, int useM,
+                         int useK, const uint64_t tilingPtr, const uint64_t dataPtr) = nullptr,
+          void (*CopyB1)(const LocalTensor<int8_t>& bMatrix, const __gm__ void* gm, int row, int col, int useK,
+                         int useN, const uint64_t tilingPtr, const uint64_t dataPtr) = nullptr>
+struct MatmulCallBackFunc {
+    static constexpr bool evk_has_callbacks = DataCopyOut != nullptr || CopyA1 != nullptr || CopyB1 != nullptr;
+};
 
 // Constant tiling (CANN's "Matmul API constant" feature): shapes known at compile time.
 enum class MatmulConfigMode : int32_t { CONFIG_NORM = 0, CONFIG_MDL, CONFIG_SPECIALMDL, CONFIG_IBSHARE };
@@ -223,6 +232,10 @@ public:
     using BiasT = typename BIAS_TYPE::T;
     static_assert(std::is_same<SrcT, SrcBT>::value, "Matmul: A and B must have the same type");
 
+    static constexpr bool has_callbacks() {
+        if constexpr (std::is_class<MM_CB>::value) return MM_CB::evk_has_callbacks;
+        return false;
+    }
     MatmulImpl() = default;
     ~MatmulImpl() override {
         // a client tells its AIC it is done (the AIC serves until every client has said so)
@@ -232,6 +245,10 @@ public:
     // ---- set-up ----
     void Init(const TCubeTiling* tiling, TPipe* tpipe = nullptr, EVK_LOC) {
         if (!tiling) ::evk_sim::fatal(EVK_RULE_INVALID_ARGUMENT, loc.file, loc.line, "Matmul Init: no tiling");
+        if constexpr (has_callbacks())
+            ::evk_sim::fatal(EVK_RULE_UNSUPPORTED_API, loc.file, loc.line,
+                             "Matmul with user callbacks (MatmulCallBackFunc with a copy-out or A/B load function) is "
+                             "not emulated");
         tiling_ = *tiling;
         // a constant tiling (MatmulApiStaticTiling) fixes the shapes and base block at compile time
         using CfgT = std::remove_cv_t<std::remove_reference_t<decltype(MM_CFG)>>;
@@ -296,11 +313,21 @@ public:
     void DisableBias() { has_bias_ = false; }
     void ClearBias() { has_bias_ = false; }
     void SetLocalWorkspace(const LocalTensor<uint8_t>& tmp) { (void)tmp; }  // 310P's UB scratch; unused on 910B
-    void SetWorkspace(GM_ADDR, int) {}
-    template <class T> void SetWorkspace(const GlobalTensor<T>&) {}
+    // The GM cache of the asynchronous Iterate (CANN's matmul_client.h keeps it as cacheWorkspaceAddr).
+    void SetWorkspace(GM_ADDR addr, int size) {
+        cache_ws_ = reinterpret_cast<uint8_t*>(addr);
+        cache_ws_bytes_ = size > 0 ? static_cast<uint64_t>(size) : 0;
+    }
+    template <class T> void SetWorkspace(const GlobalTensor<T>& g) {
+        cache_ws_ = reinterpret_cast<uint8_t*>(g.address_);
+        cache_ws_bytes_ = g.tensor_bytes_();
+    }
     void SetSubBlockIdx(uint8_t) {}
     void SetHF32(bool = false, int32_t = 0) {}
-    void End() { cursor_ = -1; }
+    void End() {
+        cursor_ = -1;
+        async_ = false;
+    }
 
     // ---- compute ----
     template <bool sync = true>
@@ -316,13 +343,29 @@ public:
     void WaitIterateAll() {}
 
     // Next baseM x baseN block of C (iterateOrder 0: M fastest); false after the last one.
+    // Asynchronous (sync = false), as CANN's documentation (Matmul-Kernel侧接口/Iterate.md: "mm.template
+    // Iterate<false>(); ... for (i < singleM/baseM*singleN/baseN) mm.template GetTensorC<false>(ub)") and its client
+    // (include/adv_api/matmul/matmul_client.h) do it: the first call has the cube compute every block of the
+    // single-core C into the workspace given by SetWorkspace, one baseM x baseN block after the other in the
+    // iteration order; the next calls only count (false after the last block); each GetTensorC to the UB copies
+    // the next block from there.
     template <bool sync = true> bool Iterate(bool enPartialSum = false, EVK_LOC) {
         if (enPartialSum)
             ::evk_sim::violation(EVK_RULE_UNSUPPORTED_API, ::evk_sim::SEV_ERROR, loc.file, loc.line,
                                  "Matmul Iterate(enPartialSum=true) is not emulated");
         if (!ready("Iterate", loc)) return false;
+        const int n = tiles_m() * tiles_n();
+        if constexpr (!sync) {
+            if (cursor_ < 0) {
+                iterate_async(loc);
+                cursor_ = 0;
+                return true;
+            }
+        } else {
+            if (cursor_ < 0) async_ = false;
+        }
         ++cursor_;
-        if (cursor_ >= tiles_m() * tiles_n()) {
+        if (cursor_ >= n) {
             cursor_ = -1;
             return false;
         }
@@ -332,6 +375,11 @@ public:
     // enSequentialWrite.
     template <bool sync = true>
     void GetTensorC(const GlobalTensor<DstT>& gm, uint8_t enAtomic = 0, bool enSequentialWrite = false, EVK_LOC) {
+        if (async_)
+            ::evk_sim::fatal(EVK_RULE_UNSUPPORTED_API, loc.file, loc.line,
+                             "Matmul GetTensorC to GM after an asynchronous Iterate<false>: CANN's client asserts the "
+                             "synchronous mode there (matmul_client.h); the asynchronous blocks are read into the "
+                             "UB (GetTensorC to a LocalTensor)");
         if (!current("GetTensorC", loc)) return;
         check_atomic(enAtomic, loc);
         const int mi = tile_m(cursor_), ni = tile_n(cursor_);
@@ -348,6 +396,10 @@ public:
     template <bool sync = true>
     void GetTensorC(const LocalTensor<DstT>& ub, uint8_t enAtomic = 0, bool enSequentialWrite = false, EVK_LOC) {
         (void)enSequentialWrite;
+        if (async_) {
+            get_async(ub, enAtomic, loc);
+            return;
+        }
         if (!current("GetTensorC", loc)) return;
         check_atomic(enAtomic, loc);
         uint8_t* ws = GetSysWorkSpacePtr();
@@ -452,6 +504,55 @@ public:
     int cursor_ = -1, sub_ = 0;
 
 private:
+    // the asynchronous Iterate: the GM cache (SetWorkspace), whether it holds this run's blocks, the next to read
+    uint8_t* cache_ws_ = nullptr;
+    uint64_t cache_ws_bytes_ = 0;
+    bool async_ = false;
+    int async_next_ = 0;
+
+    uint64_t tile_bytes() const { return static_cast<uint64_t>(tiling_.baseM) * tiling_.baseN * sizeof(DstT); }
+    void iterate_async(::evk_sim::SrcLoc loc) {
+        const int n = tiles_m() * tiles_n();
+        if (!cache_ws_)
+            ::evk_sim::fatal(EVK_RULE_INVALID_ARGUMENT, loc.file, loc.line,
+                             "Matmul Iterate<false> (asynchronous) without SetWorkspace: CANN computes the blocks "
+                             "into that GM cache and GetTensorC<false> reads them from it (matmul_client.h asserts "
+                             "it is set; GetTensorC.md: SetWorkspace must come before Iterate)");
+        if (cache_ws_bytes_ && static_cast<uint64_t>(n) * tile_bytes() > cache_ws_bytes_)
+            ::evk_sim::fatal(EVK_RULE_GM_OOB, loc.file, loc.line,
+                             "Matmul Iterate<false>: %d blocks of %llu bytes do not fit the %llu-byte workspace given "
+                             "to SetWorkspace", n, static_cast<unsigned long long>(tile_bytes()),
+                             static_cast<unsigned long long>(cache_ws_bytes_));
+        for (int t = 0; t < n; ++t) {
+            DstT* dst = reinterpret_cast<DstT*>(cache_ws_ + static_cast<uint64_t>(t) * tile_bytes());
+            request({evk_mm::TILE, sub_, obj_, this, t, dst, tiling_.baseN, loc}, dst, loc);
+        }
+        async_ = true;
+        async_next_ = 0;
+    }
+    void get_async(const LocalTensor<DstT>& ub, uint8_t enAtomic, ::evk_sim::SrcLoc loc) {
+        check_atomic(enAtomic, loc);
+        const int n = tiles_m() * tiles_n();
+        if (async_next_ >= n)
+            ::evk_sim::fatal(EVK_RULE_INVALID_ARGUMENT, loc.file, loc.line,
+                             "Matmul GetTensorC<false>: all %d blocks of the asynchronous Iterate were already read",
+                             n);
+        // CANN copies the destination's size from the block's place in the cache (CopyToUB(c, cache + cOffset_,
+        // c.GetSize())) and moves on by one block
+        GlobalTensor<DstT> g;
+        g.SetGlobalBuffer(reinterpret_cast<DstT*>(cache_ws_ + static_cast<uint64_t>(async_next_) * tile_bytes()),
+                          static_cast<uint64_t>(n - async_next_) * tiling_.baseM * tiling_.baseN);
+        DataCopy(ub, g, ub.GetSize(), loc);
+        ++async_next_;
+        TPipe* p = GetTPipePtr();
+        const TEventID ev = p ? p->FetchEventID(HardEvent::MTE2_V) : 0;
+        SetFlag<HardEvent::MTE2_V>(ev, loc);
+        WaitFlag<HardEvent::MTE2_V>(ev, loc);
+        const TEventID ev3 = p ? p->FetchEventID(HardEvent::MTE2_MTE3) : 0;
+        SetFlag<HardEvent::MTE2_MTE3>(ev3, loc);
+        WaitFlag<HardEvent::MTE2_MTE3>(ev3, loc);
+    }
+
     static constexpr int kSize = static_cast<int>(sizeof(SrcT));
     static constexpr int k0 = 32 / kSize;
     static constexpr bool kHalfLike = ::evk_sim::is_half_t<SrcT>::value || std::is_same<SrcT, bfloat16_t>::value;
@@ -559,6 +660,9 @@ private:
     // Runs request m of client c on this (the AIC's) object.
     void serve(MatmulImpl& c, const evk_mm::Msg& m) {
         const ::evk_sim::SrcLoc loc = m.loc;
+        // what the emulated Matmul's own copies, loads and Mmads report is said to come from inside the API (it is
+        // located at the kernel's call: IterateAll, GetTensorC)
+        const ::evk_sim::ApiScope scope("Matmul");
         if (!buffers_)
             ::evk_sim::fatal(EVK_RULE_INVALID_TENSOR, loc.file, loc.line,
                              "Matmul: the cube core has no buffers for this object (REGIST_MATMUL_OBJ did not run "

@@ -127,10 +127,13 @@ using RmsNormTiling = ::AscendC::tiling::RmsNormTiling;
 #undef EVK_NT_U32_ACC
 #undef EVK_NT_F32_ACC
 
-#ifndef EVK_SIM_KERNEL
+// The tiling functions are host code, but a tiling header may define its own host helpers that call them, and
+// the emulator's kernel translation unit includes the tiling header (CANN's kernel build reads only the tiling
+// data's definition from it); so they compile on both sides (pure arithmetic on the structs above).
 #include <vector>
-
+#ifndef EVK_SIM_KERNEL
 #include "evk_sim/host.h"
+#endif
 
 // ge::Shape (graph/tensor.h): the shape type of the high-level APIs' host tiling functions
 #ifndef EVK_SIM_GE_SHAPE
@@ -367,5 +370,4 @@ using ::AscendC::GetSoftMaxMinTmpSize;
 using ::AscendC::IsBasicBlockInSoftMax;
 using ::AscendC::SoftMaxTilingFunc;
 }  // namespace optiling
-#endif  // !EVK_SIM_KERNEL
 #endif
