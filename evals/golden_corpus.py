@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+from evokernel.families import family
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "evokernel" / "examples"
 # "Task: evokernel/suites/cpu_l1/01_relu.py" (cpu examples) or "task: npu_l1/11_elementwise_add.py" (ascend)
@@ -50,7 +52,7 @@ def examples(backend: str = "cpu") -> Iterator[Item]:
     """The shipped examples of ``backend`` (``cpu`` or ``ascend-sim``), each with the task it names."""
     from evokernel.tasks import load_task
 
-    folder = EXAMPLES / ("cpu" if backend == "cpu" else "ascend")
+    folder = EXAMPLES / family(backend)
     for path in sorted(folder.glob("*.py")):
         task_path = _example_task(path)
         if task_path is None:

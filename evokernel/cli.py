@@ -233,10 +233,10 @@ def doctor(
     """Check whether this machine can run BACKEND: one row per requirement (ok / warn / FAIL). Exit 1 on a FAIL."""
     from rich.text import Text
 
-    from evokernel.doctor import BACKENDS, FAIL, WARN, failed, report, run_checks
+    from evokernel.doctor import FAIL, WARN, failed, report, run_checks, targets
 
-    if backend not in BACKENDS:
-        err.print(f"error: unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    if backend not in targets():
+        err.print(f"error: unknown backend {backend!r}; choose one of {', '.join(targets())}")
         raise typer.Exit(2)
     if as_json:
         checks = run_checks(backend)

@@ -2,6 +2,9 @@
 
     run_checks("cpu" | "ascend-sim" | "ascend" | "local", environ=None) -> [Check(name, status, detail, remedy)]
 
+Which checks a backend gets is its registry row's ``doctor`` (verifier/backends/registry.py): names of the
+groups in :data:`CHECKS`, in display order.
+
 "local" is not a backend but the local model (`--model local:NAME`, docs/local-model.md): llama-cpp-python,
 the registry models fetched and verified, the managed servers running and healthy.
 
@@ -26,7 +29,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-BACKENDS = ("cpu", "ascend-sim", "ascend", "local")
+from evokernel.verifier.backends import registry
+
+LOCAL = "local"  # not a backend: the local model's checks
+
 OK, WARN, FAIL = "ok", "warn", "FAIL"
 MIN_PYTHON = (3, 11)
 SOC_ENV = "EVOKERNEL_ASCEND_SOC"
@@ -501,22 +507,32 @@ def _guard_many(name: str, fn: Callable[[], list[Check]]) -> list[Check]:
                       "report this (evokernel doctor bug) and check the item by hand")]
 
 
+# the check groups a registry row's ``doctor`` names: group -> (environment -> its rows)
+CHECKS: dict[str, Callable[[dict[str, str]], list[Check]]] = {
+    "python": lambda env: [_guard("python", check_python)],
+    "torch": lambda env: [_guard("torch", check_torch)],
+    "bubblewrap": lambda env: [_guard("bubblewrap", lambda: check_bwrap(env))],
+    "g++": lambda env: [_guard("g++", lambda: check_cxx(env))],
+    "ascend-sim emulator": lambda env: [_guard("ascend-sim emulator", check_emulator)],
+    "ascend": lambda env: _ascend_checks(env),
+    "ray": lambda env: [_guard("ray", lambda: check_ray(env))],
+    "local model": lambda env: [_guard("local model", check_local_model)],
+}
+LOCAL_CHECKS = ("python", "local model")
+
+
+def targets() -> tuple[str, ...]:
+    """What `evokernel doctor --backend` takes: every registered backend, and ``local``."""
+    return registry.names() + (LOCAL,)
+
+
 def run_checks(backend: str, environ: dict[str, str] | None = None) -> list[Check]:
     """Every check for ``backend`` against ``environ`` (default os.environ), in display order."""
-    if backend not in BACKENDS:
-        raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    if backend not in targets():
+        raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(targets())}")
     env = dict(os.environ if environ is None else environ)
-    if backend == "local":
-        return [_guard("python", check_python), _guard("local model", check_local_model)]
-    checks = [_guard("python", check_python), _guard("torch", check_torch), _guard("bubblewrap", lambda: check_bwrap(env))]
-    if backend in ("cpu", "ascend-sim"):
-        checks.append(_guard("g++", lambda: check_cxx(env)))
-    if backend == "ascend-sim":
-        checks.append(_guard("ascend-sim emulator", check_emulator))
-    if backend == "ascend":
-        checks.extend(_ascend_checks(env))
-    checks.append(_guard("ray", lambda: check_ray(env)))
-    return checks
+    groups = LOCAL_CHECKS if backend == LOCAL else registry.spec(backend).doctor
+    return [check for group in groups for check in CHECKS[group](env)]
 
 
 def report(backend: str, checks: list[Check]) -> dict:

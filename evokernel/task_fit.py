@@ -46,11 +46,13 @@ import json
 import math
 import os
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from evokernel.tasks import Task, TaskError, _apply_overrides, _as_value, _constants, with_sizes
+from evokernel.verifier.backends import registry
 
 FIT_VERSION = 1
 
@@ -112,16 +114,25 @@ class FitBudget:
 
 MiB = 1 << 20
 
-BUDGETS: dict[str, FitBudget] = {
-    # one CPU core measures the eager reference: 1-50 ms (a shrink aims at 15 ms), and at most 128 MiB of
-    # task tensors (the built-in cpu suites, sized by hand for this machine, all fit unchanged)
-    "cpu": FitBudget(max_bytes=128 * MiB, min_ms=1.0, max_ms=50.0, aim_ms=15.0),
-    # the Ascend C emulator runs every candidate element by element on the CPU: much smaller tasks
-    # (the npu suites are 0.5-4 MiB)
-    "ascend-sim": FitBudget(max_bytes=8 * MiB, min_ms=0.05, max_ms=10.0, aim_ms=2.0),
-    # a real NPU: device memory is the limit, not the CPU's time
-    "ascend": FitBudget(max_bytes=2048 * MiB, min_ms=0.0, max_ms=None, aim_ms=None),
-}
+
+
+class _Budgets(Mapping[str, FitBudget]):
+    """Backend name -> its FitBudget, read from the backend registry's rows (``BackendSpec.fit``) on each access,
+    so a backend registered later (a test's fake one) has its budget too."""
+
+    def __getitem__(self, backend: str) -> FitBudget:
+        row = registry.REGISTRY[backend]  # KeyError for an unknown backend, like a dict
+        return FitBudget(max_bytes=row.fit.max_bytes, min_ms=row.fit.min_ms, max_ms=row.fit.max_ms,
+                         aim_ms=row.fit.aim_ms)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(registry.names())
+
+    def __len__(self) -> int:
+        return len(registry.REGISTRY)
+
+
+BUDGETS: Mapping[str, FitBudget] = _Budgets()
 
 
 def budget_for(backend: str | FitBudget) -> FitBudget:
@@ -342,19 +353,25 @@ def fit_task(task: Task, budget: FitBudget | str = "cpu") -> Task:
 # sizes as written, `evokernel verify --fit none`): 0.48 GB of tensors judged feasible (also timed), 0.96 GB and
 # 1.9 GB failed (the candidate worker could not take trial 2's inputs: ENOMEM), 3.8 GB failed in the reference.
 # So an eighth of the worker's allowance (tests/test_task_fit.py checks it against VerifyConfig).
-# The limit holds where the tensors live in a CPU worker: the cpu and ascend-sim backends. A real NPU (ascend) keeps
-# them in device memory, which its fit budget already bounds (2 GiB); no limit of ours is measured there.
+# The limit holds where the tensors live in a CPU worker (a registry row with ``worker_memory``: cpu, ascend-sim). A
+# real NPU (ascend) keeps them in device memory, which its fit budget already bounds (2 GiB); no limit of ours is
+# measured there.
 WORKER_MEMORY_MB = 4096
 LIMIT_BYTES = WORKER_MEMORY_MB * MiB // 8
-LIMITED_BACKENDS = ("cpu", "ascend-sim")
+
+
+def limited(backend: str) -> bool:
+    """Whether ``backend``'s task tensors live in a CPU verifier worker (:data:`LIMIT_BYTES` applies)."""
+    row = registry.REGISTRY.get(backend)
+    return row is not None and row.worker_memory
 
 
 def check_size(task: Task, backend: str = "cpu") -> Task:
-    """``task`` if its tensors fit a verifier worker (:data:`LIMIT_BYTES`, on :data:`LIMITED_BACKENDS`); else a
+    """``task`` if its tensors fit a verifier worker (:data:`LIMIT_BYTES`, where :func:`limited`); else a
     :class:`TaskError` naming its size and the setting that fits it. The size is the fit's (``Task.fit["bytes"]``)
     or, for sizes as written, measured on PyTorch's meta device (cached like fits). A task that cannot be probed
     passes: the verifier judges it."""
-    if backend not in LIMITED_BACKENDS:
+    if not limited(backend):
         return task
     record = task.fit or {}
     size = record.get("bytes") if record.get("mode") == "auto" else _size_as_written(task)

@@ -169,7 +169,7 @@ def generator(ctx: Context) -> Any:
 def static_rules(ctx: Context) -> Any:
     """``check(source) -> findings``: the static anti-hack rules of the run's backend (nothing runs)."""
     def make() -> Any:
-        from evokernel.verifier.backends.cpu import make_backend
+        from evokernel.verifier.backends.factory import make_backend
         from evokernel.verifier.trusted.native_build import default_cache_dir
 
         return make_backend(ctx.backend, default_cache_dir()).static_check

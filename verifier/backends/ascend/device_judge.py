@@ -6,6 +6,7 @@ inputs and expected outputs come from the trusted CPU reference worker with the 
 the cpu backend; the device process returns the candidate's outputs, the inputs after the call, its
 custom-op call counts, the ATen operators it dispatched and its clock evidence, and everything is
 judged here (see verifier/backends/ascend/backend.py and docs/ascend.md).
+It lives beside the backend it judges: the verifier reaches it through the registry row's `device_judge`.
 """
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from typing import Any
 import torch
 
 from evokernel.tasks import Task, TaskError
+from evokernel.verifier.backends.ascend.backend import BuildFailed
+from evokernel.verifier.backends.ascend_sim.project import ProjectError
 from evokernel.verifier.trusted import correctness, latency, regions
 from evokernel.verifier.trusted.failures import INPUTS_MODIFIED, Fail, torch_ops_fail
 from evokernel.verifier.trusted.reference import Reference
@@ -54,9 +57,6 @@ class DeviceJudge:
         as for cpu; the backend's device process returns the candidate's outputs, the inputs after the call,
         its custom-op call counts, the ATen operators it dispatched and its clock evidence; everything is
         judged here. See verifier/backends/ascend/backend.py."""
-        from evokernel.verifier.backends.ascend.backend import BuildFailed
-        from evokernel.verifier.backends.ascend_sim.project import ProjectError
-
         cfg, be = self.cfg, self.backend
         task, source, ref, rng = self.task, self.source, self.ref, self.rng
         init_seed, init_args = self.init_seed, self.init_args
