@@ -9,7 +9,7 @@ on a cluster the units spread over the nodes, and a node that dies takes its act
 sees ``RayActorError`` for those units and runs them again elsewhere with ``--resume`` (their checkpoints and
 attempt logs are in the eval directory, which every node must see at the same path).
 
-``--ray``: see :mod:`evokernel.ray_runtime` (``auto``, ``local`` or a cluster address).
+``--ray``: see :mod:`evokernel.runtime.ray_cluster` (``auto``, ``local`` or a cluster address).
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import sys
 import time
 from typing import Any
 
-from evokernel.ray_runtime import EngineError, check_reachable, connect, loopback_only, said
+from evokernel.runtime.ray_cluster import EngineError, check_reachable, connect, loopback_only, said
 from evokernel.verifier.backends.registry import spec
 
 __all__ = ["ENV_PREFIXES", "EngineError", "RayEngine", "UnitLost", "check_reachable", "die_with_parent", "forwarded_env", "loopback_only", "unit_resources"]

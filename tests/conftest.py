@@ -34,7 +34,7 @@ def verifier(cache_dir):
 @pytest.fixture(scope="session")
 def suite_task():
     """suite_task("cpu_l1/01_relu.py", batch_size=8) -> Task"""
-    from evokernel.tasks import load_task
+    from evokernel.tasks.load import load_task
 
     def make(path: str, **overrides):
         return load_task(SUITES / path, overrides)

@@ -139,7 +139,7 @@ class VerifierPool:
                  call_timeout_s: float = CALL_TIMEOUT_S, actor_class: type = VerifierActor):
         if size < 1:
             raise ValueError(f"a verifier pool needs at least one member, got {size}")
-        from evokernel.ray_runtime import connect
+        from evokernel.runtime.ray_cluster import connect
 
         self.backend = backend
         self.size = size
@@ -180,7 +180,7 @@ class VerifierPool:
         """Wait until the actor is placed and its verifier started; the device it got."""
         from ray.exceptions import GetTimeoutError
 
-        from evokernel.ray_runtime import EngineError, said
+        from evokernel.runtime.ray_cluster import EngineError, said
 
         try:
             return self.ray.get(actor.device.remote(), timeout=self._start_timeout)
@@ -210,9 +210,15 @@ class VerifierPool:
 
     # --- verdicts -----------------------------------------------------------------------------
     def verify(self, task: Any, source: str) -> Verdict:
-        from ray.exceptions import ActorDiedError, ActorUnavailableError, GetTimeoutError, RayActorError, WorkerCrashedError
+        from ray.exceptions import (
+            ActorDiedError,
+            ActorUnavailableError,
+            GetTimeoutError,
+            RayActorError,
+            WorkerCrashedError,
+        )
 
-        from evokernel.ray_runtime import EngineError, said
+        from evokernel.runtime.ray_cluster import EngineError, said
         from evokernel.verifier.trusted.launcher import SandboxError
 
         lost = (RayActorError, ActorDiedError, ActorUnavailableError, WorkerCrashedError, GetTimeoutError, SandboxError)

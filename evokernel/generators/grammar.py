@@ -15,7 +15,7 @@ is guaranteed and the model writes only what varies: the summary, the C++ source
   one python block, nothing after it.
 
 Only OpenAI-compatible llama.cpp servers read the field (``LLMGenerator(grammar=...)`` sends it; the managed
-local models of :mod:`evokernel.local_server` turn it on, ``EVOKERNEL_LOCAL_GRAMMAR=0`` turns it off).
+local models of :mod:`evokernel.generators.local.server` turn it on, ``EVOKERNEL_LOCAL_GRAMMAR=0`` turns it off).
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""evals/template_fingerprint.py: the template generator's sources for a sample of suite tasks match the reference
-fingerprint (evals/template_fingerprint.json: every kernel as of the layered template), and a changed kernel is
+"""evals/bench/template_fingerprint.py: the template generator's sources for a sample of suite tasks match the reference
+fingerprint (evals/bench/template_fingerprint.json: every kernel as of the layered template), and a changed kernel is
 named. After a deliberate change to what the generator writes, rewrite the reference with the script's --out."""
 from __future__ import annotations
 

@@ -1,33 +1,34 @@
 """The backend registry: one `BackendSpec` row per target, read by everything that differs between targets.
 
     from evokernel.verifier.backends.registry import spec, names
-    spec("ascend-sim").fit.max_bytes      # 8 MiB: how small task_fit makes a task for the emulator
+    spec("ascend-sim").fit.max_bytes      # 8 MiB: how small a fit makes a task for the emulator
     spec("ascend").resources              # {"CPU": 1.0, "NPU": 1.0}: what one verifier actor holds in Ray
 
 A row says, for one backend: where its `Backend` class is (verifier/backends/<folder>/), its family (the seed
 and prompt folder it shares), the task-fit budget, whether its tensors live in a CPU worker, the Ray resources
 of one verifier actor, the reply grammar of a local model, the `evokernel doctor` checks, the sandboxed
-worker's loader and how latency is taken. Nothing else in the code base names a backend: doctor, task_fit,
-the pool, the grammar, the template generator, the memory's seed and the eval harness all read the row.
+worker's loader and how latency is taken. What differs by backend is read from the row: doctor, task fitting,
+the pool, the grammar, the template generator, the memory's seed and the eval harness (tools about one backend,
+such as `evokernel ascend mkb` on the emulator, still name theirs).
 
 Pure data, importable from any layer (it imports nothing of the project): the class is named by its import
 path and resolved by `verifier.backends.factory.make_backend`, so that task fitting or the CLI never
 imports a backend's build machinery. Adding a backend (say CUDA) = one folder under verifier/backends/
-and one row here (docs/backends.md walks through it); tests/verifier/test_backend_registry.py checks every
+and one row here (docs/backends.md walks through it); tests/verifier/backends/test_registry.py checks every
 row against its class.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["BackendSpec", "Fit", "REGISTRY", "DEFAULT", "names", "register", "spec", "unregister"]
+__all__ = ["BackendSpec", "Fit", "REGISTRY", "DEFAULT", "family", "names", "register", "spec", "unregister"]
 
 MiB = 1 << 20
 
 
 @dataclass(frozen=True)
 class Fit:
-    """How large a task may be on this backend (task_fit.FitBudget's numbers; see evokernel/task_fit.py)."""
+    """How large a task may be on this backend (the numbers of evokernel.tasks.fit.FitBudget)."""
 
     max_bytes: int  # inputs + output + parameters
     min_ms: float  # the window of estimated eager time (reported; a fit never scales up)
@@ -41,7 +42,7 @@ class BackendSpec:
     backend_class: str  # "module:Class" of its verifier.backends.base.Backend
     family: str  # seed knowledge (memory/seed/<family>/) and prompts (prompts/<family>/) shared with its family
     fit: Fit
-    # the candidate's tensors live in a CPU verifier worker (task_fit.check_size's worker limit applies);
+    # the candidate's tensors live in a CPU verifier worker (tasks.fit.check_size: the worker limit applies);
     # False for a device that holds them itself (bounded by its fit budget)
     worker_memory: bool
     # what one verifier actor of the pool holds in Ray (verifier/pool.py); a pool member without a device
@@ -49,7 +50,7 @@ class BackendSpec:
     resources: dict[str, float] = field(default_factory=lambda: {"CPU": 1.0})
     device_env: str | None = None  # the variable Ray sets to the device it gave an actor (reported by the pool)
     grammar: str = "one_python_block"  # the reply grammar of a local model (generators/grammar.py GRAMMARS)
-    # `evokernel doctor --backend NAME`: the check groups, in display order (evokernel/doctor.py CHECKS)
+    # `evokernel doctor --backend NAME`: the check groups, in display order (evokernel/cli/doctor.py CHECKS)
     doctor: tuple[str, ...] = ("python", "torch", "bubblewrap", "ray")
     worker_loader: str = "python"  # how the sandboxed worker loads a candidate (sandboxed/worker.py LOADERS)
     timing: str = "wall"  # "wall": timed by the parent; "model": estimated by the backend; "device": on the device
@@ -86,6 +87,19 @@ def spec(name: str) -> BackendSpec:
         return REGISTRY[name]
     except KeyError:
         raise ValueError(f"unknown backend {name!r} (available: {', '.join(REGISTRY)})") from None
+
+
+
+def family(backend: str) -> str:
+    """The family (seed and prompt folder name) of ``backend``: ``ascend-sim`` -> ``ascend``; a name that is no
+    backend is a family of its own.
+
+    The Ascend C emulator (``ascend-sim``) and real Ascend NPUs (``ascend``) take the same candidates and the same
+    API, so they share one seed folder (``memory/seed/ascend/``) and one prompt folder (``prompts/ascend/``), and
+    their seed items have the same ids (``seed:ascend:<stem>``): what the memory learns about those items on the
+    emulator carries over to the hardware."""
+    row = REGISTRY.get(backend)
+    return row.family if row is not None else backend
 
 
 register(BackendSpec(

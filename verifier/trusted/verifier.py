@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from evokernel.tasks import Task, TaskError
+from evokernel.tasks.task import Task, TaskError
 from evokernel.verifier.backends.base import BuildLog
 from evokernel.verifier.backends.factory import make_backend, resolve
 from evokernel.verifier.backends.registry import spec
@@ -31,7 +31,14 @@ from evokernel.verifier.message_codec import ForgedFrame, ProtocolError
 from evokernel.verifier.trusted import correctness, latency, native_build, regions, resource_limits, timing_protocol
 from evokernel.verifier.trusted.failures import Fail, classify_death
 from evokernel.verifier.trusted.host_text import HostText
-from evokernel.verifier.trusted.launcher import SandboxError, WorkerDied, WorkerHandle, WorkerTimeout, Zygote, worker_cpus
+from evokernel.verifier.trusted.launcher import (
+    SandboxError,
+    WorkerDied,
+    WorkerHandle,
+    WorkerTimeout,
+    Zygote,
+    worker_cpus,
+)
 from evokernel.verifier.trusted.reference import Reference, ReferencePool
 from evokernel.verifier.verdict import Verdict
 

@@ -7,11 +7,13 @@ from typing import Any
 
 import pytest
 
-from evokernel import doctor, task_fit
+from evokernel.cli import doctor
+from evokernel.tasks import fit as task_fit
 from evokernel.evals.engine import unit_resources
-from evokernel.families import family
+from evokernel.verifier.backends.registry import family
 from evokernel.generators.grammar import GRAMMARS, grammar_for
-from evokernel.tasks import TaskError, load_task
+from evokernel.tasks.task import TaskError
+from evokernel.tasks.load import load_task
 from evokernel.verifier.backends.base import Backend
 from evokernel.verifier.backends.factory import backend_class, make_backend, resolve
 from evokernel.verifier.backends.registry import REGISTRY, BackendSpec, Fit, names, register, spec, unregister

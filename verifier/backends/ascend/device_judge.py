@@ -19,14 +19,13 @@ from typing import Any
 
 import torch
 
-from evokernel.tasks import Task, TaskError
+from evokernel.tasks.task import Task, TaskError
 from evokernel.verifier.backends.ascend.backend import BuildFailed
 from evokernel.verifier.backends.ascend_sim.project import ProjectError
 from evokernel.verifier.trusted import correctness, latency, regions
 from evokernel.verifier.trusted.failures import INPUTS_MODIFIED, Fail, torch_ops_fail
 from evokernel.verifier.trusted.reference import Reference
 from evokernel.verifier.trusted.trials import Truth, compare_outputs, reductions, reference_trial, trial_plan
-
 
 # device memory for the timed calls' fresh input sets and their outputs (the number of timed calls is capped
 # by it, so that no call repeats inputs)
