@@ -76,3 +76,17 @@ def test_an_import_without_a_reason_is_reported(tmp_path):
     f.write_text("def a():\n    # lazy: torch, only when probing\n    import torch\n    import torch.fx\n\n    return torch\n\n\n"
                  "def b():\n    import json\n\n    return json\n")
     assert lazy_imports.unexplained(f) == [(10, "import json")]
+
+
+def test_a_lower_room_importing_a_higher_one_breaks_the_top_layers(tmp_path):
+    """The rooms' order (docs/architecture.md): the tasks reaching up into the graph fail the lint; so does the
+    backend registry importing anything of the project."""
+    root = copy_checkout(tmp_path)
+    fit = root / "evokernel" / "tasks" / "fit.py"
+    fit.write_text(fit.read_text() + "\n\ndef _up():\n    from evokernel.graph import context\n\n    return context\n")
+    registry = root / "verifier" / "backends" / "registry.py"
+    registry.write_text(registry.read_text() + "\nfrom evokernel.tasks import task as _task  # noqa: E402\n")
+    r = lint_imports.lint(root / "pyproject.toml", root)
+    assert r.returncode != 0, r.stdout[-3000:]
+    assert "evokernel.tasks.fit -> evokernel.graph.context" in r.stdout
+    assert "registry imports nothing of the project (every room may read it) BROKEN" in r.stdout

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import sys
@@ -37,6 +38,14 @@ def honest_items(refine: int) -> list[tuple[str, str, str, str]]:
     return [(f"honest/{i.origin}", i.label, i.task.source, i.source) for i in chosen]
 
 
+def _kernelbench_root() -> Path | None:
+    """KernelBench's root ($EVOKERNEL_KERNELBENCH, else ../shared/benchmarks/kernelbench beside the checkout), as the
+    attack corpus's tests find it; None when absent."""
+    env = os.environ.get("EVOKERNEL_KERNELBENCH")
+    p = Path(env) if env else ROOT / ".." / "shared" / "benchmarks" / "kernelbench"
+    return p.resolve() if (p / "level1").is_dir() else None
+
+
 def attack_items() -> list[tuple[str, str, str, str]]:
     from evokernel.tasks.load import load_task
 
@@ -44,8 +53,15 @@ def attack_items() -> list[tuple[str, str, str, str]]:
         return []
     manifest = tomllib.loads((ATTACKS / "manifest.toml").read_text())
     out = []
+    kb = _kernelbench_root()
     for name, e in manifest.items():
-        task = load_task(ROOT / e["task"], dict(e.get("set", {})))
+        if e.get("external"):  # KernelBench's own file, read in place: kernelbench/<level>/<file>
+            if kb is None:
+                continue  # not on this machine (set EVOKERNEL_KERNELBENCH)
+            path = kb / e["task"].removeprefix("kernelbench/")
+        else:
+            path = ROOT / e["task"]
+        task = load_task(path, dict(e.get("set", {})))
         out.append((f"attack/{e['class']}", name, task.source, (ATTACKS / name).read_text()))
     return out
 
