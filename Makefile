@@ -1,5 +1,5 @@
 # EvoKernel developer entry points. Each target creates or reuses .venv at the repo root.
-.PHONY: setup run demo demo-ascend test test-llm bench clean
+.PHONY: setup run demo demo-ascend test test-llm bench lint-imports clean
 
 setup:
 	@bash scripts/setup.sh
@@ -24,7 +24,10 @@ test-llm: setup  ## the tests that drive a real local model: installs the [local
 	@HF_HUB_OFFLINE=1 .venv/bin/python -m pytest -q -m llm tests
 
 bench: setup  ## seconds per verdict and timing noise (prints a table)
-	@HF_HUB_OFFLINE=1 .venv/bin/python -m evokernel.evals.bench_verifier
+	@HF_HUB_OFFLINE=1 .venv/bin/python -m evokernel.evals.bench.bench_verifier
+
+lint-imports: setup  ## the import contracts of pyproject.toml, over the installed layout (graph/, verifier/, ... included)
+	@.venv/bin/python scripts/lint_imports.py
 
 clean:
 	rm -rf build *.egg-info .pytest_cache

@@ -22,6 +22,9 @@ setup(
         "evokernel": ["suites/*/*.py", "suites/*/*.md", "examples/*/*.py", "examples/*.py"],
         "evokernel.prompts": ["*.md", "*/*.md"],
         "evokernel.verifier": ["*.md"],
+        # the torch/extension.h a load_inline candidate's own unit is compiled against (no Python in it)
+        "evokernel.verifier.trusted": ["inline_include/*/*.h"],
+        "evokernel.evals.bench": ["*.json"],
         "evokernel.memory": ["seed/*/*.md"],
         # the Ascend C emulator is compiled from source on the user's machine (per candidate)
         "evokernel.verifier.backends.ascend_sim": ["runtime.cpp", "README.md", "include/*.h", "include/*/*.h",

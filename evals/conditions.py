@@ -13,6 +13,8 @@ import subprocess
 from importlib import metadata
 from typing import Any
 
+from evokernel.verifier.backends.registry import spec
+
 PACKAGES = ("evokernel", "torch", "numpy", "langgraph", "langchain-core", "langchain-openai", "chromadb",
             "sentence-transformers", "matplotlib")
 
@@ -106,7 +108,7 @@ def modelled_protocol(backend: str) -> dict[str, str]:
 
 def collect(strict: bool, backend: str) -> dict[str, Any]:
     out: dict[str, Any] = protocol(strict, backend)
-    if backend == "ascend-sim":
+    if spec(backend).timing == "model":
         out.update(modelled_protocol(backend))
     out["hardware"] = hardware()
     out["software"] = software()

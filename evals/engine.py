@@ -9,7 +9,7 @@ on a cluster the units spread over the nodes, and a node that dies takes its act
 sees ``RayActorError`` for those units and runs them again elsewhere with ``--resume`` (their checkpoints and
 attempt logs are in the eval directory, which every node must see at the same path).
 
-``--ray``: see :mod:`evokernel.ray_runtime` (``auto``, ``local`` or a cluster address).
+``--ray``: see :mod:`evokernel.runtime.ray_cluster` (``auto``, ``local`` or a cluster address).
 """
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ import sys
 import time
 from typing import Any
 
-from evokernel.ray_runtime import EngineError, check_reachable, connect, loopback_only, said
+from evokernel.runtime.ray_cluster import EngineError, check_reachable, connect, loopback_only, said
+from evokernel.verifier.backends.registry import spec
 
 __all__ = ["ENV_PREFIXES", "EngineError", "RayEngine", "UnitLost", "check_reachable", "die_with_parent", "forwarded_env", "loopback_only", "unit_resources"]
 
@@ -49,10 +50,7 @@ def unit_resources(backend: str, concurrency: int = 1) -> dict[str, float]:
     (verifier/pool.py), so the unit's process holds none (it generates, retrieves and waits)."""
     if concurrency > 1:
         return {"CPU": 0.0}
-    res: dict[str, float] = {"CPU": 1.0}
-    if backend == "ascend":
-        res["NPU"] = 1.0
-    return res
+    return dict(spec(backend).resources)  # the backend's registry row
 
 
 def die_with_parent() -> None:

@@ -55,7 +55,7 @@ from typing import Any, Callable
 from evokernel.evals.config import ConfigError, EvalConfig, make_config, upgrade
 from evokernel.evals.engine import UnitLost, unit_resources
 from evokernel.evals.memory_server import LOOPBACK, ChromaServer, server_host
-from evokernel.run import safe_name
+from evokernel.runtime.run_dir import safe_name
 from evokernel.settings import write_settings_file
 
 EVAL_JSON = "eval.json"
@@ -87,7 +87,8 @@ def resolve_tasks(cfg: EvalConfig) -> list[dict[str, Any]]:
     size fit (``cfg.fit``: each unit's `evokernel run --fit` computes the same, deterministically).
     Bad entries and unused overrides are errors."""
     from evokernel.graph.resources import task_id
-    from evokernel.tasks import TaskError, fit_tasks, load_tasks
+    from evokernel.tasks.load import fit_tasks, load_tasks
+    from evokernel.tasks.task import TaskError
 
     out: list[dict[str, Any]] = []
     seen: dict[str, str] = {}

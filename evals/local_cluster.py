@@ -35,7 +35,7 @@ class LocalCluster:
             raise ValueError("a cluster needs at least its head node")
         self.specs = nodes
         self.timeout = start_timeout_s
-        from evokernel.ray_runtime import cluster_mode, patient_gcs
+        from evokernel.runtime.ray_cluster import cluster_mode, patient_gcs
 
         patient_gcs()  # for the nodes (self.env below copies it) and for this process's own client
         cluster_mode()  # this process may have run a private (loopback-only) Ray before: its clients join as members

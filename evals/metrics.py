@@ -146,7 +146,7 @@ def _timed(r: Record) -> bool:
 
 def best_kernels(records: Iterable[Record]) -> dict[str, Record]:
     """Per task, the feasible record with the lowest latency (the earliest one on ties), as
-    ``evokernel.run.summarize_task`` picks it. Tasks whose feasible kernels were all untimed map to
+    ``evokernel.runtime.run_dir.summarize_task`` picks it. Tasks whose feasible kernels were all untimed map to
     their first feasible record; tasks without a feasible kernel are absent."""
     out: dict[str, Record] = {}
     for task, rs in _by_task(records).items():

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evokernel.verifier.backends.registry import names, spec
+
 from . import metrics as M
 
 EVAL_JSON = "eval.json"
@@ -32,7 +34,7 @@ RESOURCES: tuple[str, ...] = ("tokens_in", "tokens_out", "cost_usd", "wall_s")
 PAIRED_METRICS: tuple[str, ...] = ("solved", "log_speedup_vs_eager", "log_speedup_vs_first", "first_feasible_attempt")
 NOT_RECORDED = "not recorded"
 #: backends whose latencies are modelled, not measured (the report says so)
-MODELLED_BACKENDS = ("ascend-sim",)
+MODELLED_BACKENDS = tuple(name for name in names() if spec(name).timing == "model")
 #: at most this many operators in the trajectory figure when the config names none
 N_TRAJECTORIES = 4
 

@@ -1,3 +1,3 @@
-from evokernel.cli import main
+from evokernel.cli.app import main
 
 main()

@@ -344,6 +344,7 @@ def load_cpp(source: str, extra_cflags: tuple[str, ...] | list[str] = ()) -> Nat
     if _BUILDER is not None:
         path = _BUILDER(source, flags)
     else:
+        # lazy: outside a verifier only (in the sandbox the worker installs its builder first)
         from evokernel.verifier.trusted.native_build import build_cpp_local
 
         path = build_cpp_local(source, flags)

@@ -7,7 +7,7 @@ declaration instead of repeating it:
   settings plus the run's Python objects (``resources``);
 * the command line: ``evokernel run`` gets one option per setting, generated from the fields (the option's
   name is the field's with dashes, its help the field's help, its default the field's default;
-  :mod:`evokernel.cli_options`); ``evokernel verify`` and ``evokernel eval`` take the ones they use the same way;
+  :mod:`evokernel.cli.options`); ``evokernel verify`` and ``evokernel eval`` take the ones they use the same way;
 * the eval config (:mod:`evokernel.evals.config`): its run section is the settings whose ``eval`` role is
   ``"run"``, validated here; the others the eval harness sets per unit (the role says how), and it hands
   each unit its settings as a file (``evokernel run --settings FILE``), not as flags.
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from evokernel.graph.methods import METHODS
-from evokernel.tasks import FIT_MODES
+from evokernel.tasks.task import FIT_MODES
 
 SEED_KNOWLEDGE = ("all", "format")
 EVAL_RUN = "run"  # the eval role of a setting the eval config sets for all its runs (its run section)
@@ -226,7 +226,7 @@ def _hints() -> dict[str, type]:  # cached: the CLI asks once per option (0.15 s
 
 
 def _policies() -> tuple[str, ...]:
-    from evokernel.memory.retrieval import POLICIES  # the memory package loads numpy: only when validating
+    from evokernel.memory.retrieval import POLICIES  # lazy: the memory package loads numpy: only when validating
 
     return POLICIES
 

@@ -24,10 +24,11 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from evokernel.graph import drafting, refining, resources
-from evokernel.graph.drafting import FRESH_TASK
 from evokernel.graph.context import Context
+from evokernel.graph.drafting import FRESH_TASK
 from evokernel.graph.state import RunInput, RunState, TaskState
-from evokernel.tasks import fit_tasks, load_tasks
+from evokernel.tasks.load import fit_tasks, load_tasks
+
 
 def prepare(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
     """Expand the input (task files, directories, suite names) into the task queue; each task's sizes are fitted

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from evokernel.graph.context import Context
-from evokernel.tasks import Task, load_task
+from evokernel.tasks.load import load_task
+from evokernel.tasks.task import Task
 
 _lock = threading.RLock()
 _cache: dict[tuple, Any] = {}
@@ -169,7 +170,7 @@ def generator(ctx: Context) -> Any:
 def static_rules(ctx: Context) -> Any:
     """``check(source) -> findings``: the static anti-hack rules of the run's backend (nothing runs)."""
     def make() -> Any:
-        from evokernel.verifier.backends.cpu import make_backend
+        from evokernel.verifier.backends.factory import make_backend
         from evokernel.verifier.trusted.native_build import default_cache_dir
 
         return make_backend(ctx.backend, default_cache_dir()).static_check
@@ -195,14 +196,14 @@ def run_id(ctx: Context) -> str:
         return str(thread)
     with _lock:
         if not _process_run_id:
-            from evokernel.run import new_run_id
+            from evokernel.runtime.run_dir import new_run_id
 
             _process_run_id.append(new_run_id())
         return _process_run_id[0]
 
 
 def run_dir(ctx: Context) -> Any:
-    from evokernel.run import RunDir
+    from evokernel.runtime.run_dir import RunDir
 
     rid = run_id(ctx)
     path = Path(ctx.run_dir) if ctx.run_dir else Path("runs") / rid
@@ -240,7 +241,7 @@ def fitted_spec(spec: dict[str, Any], ctx: Context) -> dict[str, Any]:
     the main graph's ``prepare`` fits its queue; a spec that already records a fit is returned as it is."""
     if "fit" in spec:
         return spec
-    from evokernel.tasks import fit_tasks
+    from evokernel.tasks.load import fit_tasks
 
     [fitted] = fit_tasks([task(spec)], ctx.fit, ctx.backend)
     return spec_of(fitted)

@@ -41,8 +41,8 @@ class Embedder:
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
         # one encode at a time, and never while torch.fx traces in another thread (it patches nn.Module calls
-        # process-wide: evokernel/torch_trace.py); a batch of keys takes milliseconds
-        from evokernel.torch_trace import FX_LOCK
+        # process-wide: evokernel/runtime/torch_trace.py); a batch of keys takes milliseconds
+        from evokernel.runtime.torch_trace import FX_LOCK
 
         self._encode_lock = FX_LOCK
         self.hits = 0

@@ -20,7 +20,7 @@ and a content hash, so `MemoryStore.ensure_seed` is idempotent and replaces an i
 changed. ``apis_in(text, backend)`` finds which of the seed's API names occur in a piece of code (the
 exact-name lookup of APIs seen in retrieved code).
 
-Backends of one family (`evokernel.families`: ``ascend-sim`` and ``ascend``) share the folder of the
+Backends of one family (`evokernel.verifier.backends.registry`: ``ascend-sim`` and ``ascend``) share the folder of the
 family and the item ids; an item's ``meta["backend"]`` is the backend it was loaded for, so the store's
 per-backend lookups find it.
 """
@@ -32,7 +32,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from evokernel.families import family
+from evokernel.verifier.backends.registry import family
 
 from .store import MemoryItem
 

@@ -45,8 +45,15 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from .chroma import (MemoryLockedError, MemoryStoreError, dir_bump, dir_generation, dir_holders,  # noqa: F401
-                     open_collection, release_dir_lock)
+from .chroma import (  # noqa: F401
+    MemoryLockedError,
+    MemoryStoreError,
+    dir_bump,
+    dir_generation,
+    dir_holders,
+    open_collection,
+    release_dir_lock,
+)
 from .embeddings import DIM, Embedder, get_embedder
 from .value_service import LedgerOwnerError, open_ledger
 
@@ -602,7 +609,7 @@ class MemoryStore:
         was opened with ``search="exact"``: every row is scored in a 128-d PCA projection (a third of the
         memory traffic), and the best max(8k, 1024) rows passing the filters are rescored exactly; the
         similarities returned are always exact. Recall of the top 120 against the exact search is
-        measured by evals/bench_retrieval.py."""
+        measured by evals/bench/bench_retrieval.py."""
         if k <= 0:
             return []
         with self._mutex:

@@ -220,7 +220,7 @@ def connect_owner(setting: str) -> Any:
             if not address:
                 raise LedgerOwnerError(f"{SETTING_ENV}={setting} names a Ray actor, but no cluster address is set "
                                        f"({ADDRESS_ENV} or RAY_ADDRESS = HOST:PORT of the cluster's head)")
-            from evokernel.ray_runtime import cluster_mode
+            from evokernel.runtime.ray_cluster import cluster_mode
 
             cluster_mode()  # a member of the cluster, whatever a private Ray of this process set before
             try:

@@ -13,13 +13,13 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from evokernel import stop_request
-from evokernel.generators.base import (BudgetExceeded, ContextItem, GenerationError, GenerationRequest)
+from evokernel.generators.base import BudgetExceeded, ContextItem, GenerationError, GenerationRequest
 from evokernel.graph import resources
 from evokernel.graph.context import Context
 from evokernel.graph.methods import independent_samples, shows_children
 from evokernel.nodes.retrieve import stage_of
 from evokernel.nodes.verify import no_candidate, submission
+from evokernel.runtime import stop_request
 
 
 def _ctx_items(items: list[Any]) -> list[ContextItem]:

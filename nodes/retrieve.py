@@ -17,7 +17,7 @@ from langgraph.runtime import Runtime
 from evokernel.graph import resources
 from evokernel.graph.context import Context
 from evokernel.memory.retrieval import pool_size
-from evokernel.tasks import Task
+from evokernel.tasks.task import Task
 
 DRAFT_KINDS = ("experience", "trace")
 REFINE_KINDS = ("trace", "best_practice", "experience")

@@ -26,7 +26,7 @@ from langgraph.types import Command
 
 from evokernel.graph import resources
 from evokernel.graph.context import Context
-from evokernel.tasks import TaskError
+from evokernel.tasks.task import TaskError
 from evokernel.verifier.trusted.launcher import SandboxError
 
 VERIFY_TOOL = "verify_kernel"

@@ -1,7 +1,7 @@
 """Render a :class:`GenerationRequest` into chat messages from the template files of this package.
 
 Templates live in one folder per backend family (``cpu/system.md``, ``cpu/draft.md``, ``cpu/refine.md``;
-``ascend/`` serves both ascend-sim and ascend, see `evokernel.families`) and use :class:`string.Template`
+``ascend/`` serves both ascend-sim and ascend, see `evokernel.verifier.backends.registry`) and use :class:`string.Template`
 placeholders (``$name``; a literal dollar is ``$$``). Every template may use ``$backend`` (the backend's
 own name) and ``$target`` (the optional ``<family>/target-<backend>.md``: what differs between the
 backends of a family, e.g. emulated vs measured latency). The system template (also ``$tolerance``)
@@ -27,8 +27,8 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from evokernel.families import family
 from evokernel.generators.base import REFINE, ContextItem, GenerationRequest
+from evokernel.verifier.backends.registry import family
 
 __all__ = ["PromptOptions", "adapt_foreign_code", "backends", "load_template", "render_messages", "render_prompt", "target_notes",
            "truncate"]

@@ -19,7 +19,7 @@ EXAMPLES = ROOT / "evokernel" / "examples" / "cpu"
 def verify_daemons(tmp_path_factory):
     """`evokernel verify` starts a warm background verifier: in tests, in a private state directory (inherited
     by every subprocess), and every one still running is stopped when the session ends."""
-    from evokernel import verify_daemon
+    from evokernel.cli import verify_daemon
 
     state = tmp_path_factory.mktemp("evk-verify-state")
     old = os.environ.get(verify_daemon.STATE_ENV)
@@ -51,7 +51,7 @@ def verifier(cache_dir):
 @pytest.fixture(scope="session")
 def suite_task():
     """suite_task("cpu_l1/01_relu.py", batch_size=8) -> Task"""
-    from evokernel.tasks import load_task
+    from evokernel.tasks.load import load_task
 
     def make(path: str, **overrides):
         return load_task(SUITES / path, overrides)

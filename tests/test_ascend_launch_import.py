@@ -173,7 +173,7 @@ def test_the_rules_read_the_code_the_emulator_builds(tmp_path):
 def test_it_runs_on_the_emulator_as_its_main_launches_it(tmp_path, ascend_verifier):
     """The TilingFunc runs main()'s CPU-debug branch: 4 blocks, the tiling bytes MakeTiling wrote (the scale),
     then the kernel on the verifier's tensors through the adapter that orders its own parameters."""
-    from evokernel.tasks import load_task
+    from evokernel.tasks.load import load_task
 
     sample(tmp_path)
     _, text = import_sample(tmp_path)
@@ -186,7 +186,7 @@ def test_it_runs_on_the_emulator_as_its_main_launches_it(tmp_path, ascend_verifi
 
 
 def test_a_task_of_other_sizes_is_told_the_samples_sizes(tmp_path, ascend_verifier):
-    from evokernel.tasks import load_task
+    from evokernel.tasks.load import load_task
 
     sample(tmp_path)
     _, text = import_sample(tmp_path)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from evokernel.cli import app
+from evokernel.cli.app import app
 
 ROOT = Path(__file__).resolve().parent.parent
 RELU = ROOT / "evokernel" / "suites" / "cpu_l1" / "01_relu.py"
@@ -201,7 +201,7 @@ def test_prepare_fits_the_queue_and_carries_fitted_sizes_as_overrides(tmp_path, 
 
     from evokernel.graph.main import prepare
     from evokernel.graph.resources import task as spec_task
-    from evokernel.tasks import load_task
+    from evokernel.tasks.load import load_task
 
     big = tmp_path / "19_ReLU.py"
     big.write_text(RELU.read_text().replace("batch_size = 160", "batch_size = 4096")
@@ -279,7 +279,7 @@ def test_an_llm_run_says_when_the_experience_fell_back_to_the_template_sentence(
 
 def test_a_run_from_before_fit_was_a_setting_resumes_with_the_fit_it_had(tmp_path):
     """Older runs kept the fit in the graph's input (run.json's inputs); their context has none."""
-    from evokernel.cli_run import _resumed
+    from evokernel.cli.run import _resumed
     from evokernel.graph.context import Context
 
     ctx = Context(budget=3, run_dir=str(tmp_path), run_id="old").settings()

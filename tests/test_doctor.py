@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from evokernel import doctor
-from evokernel.cli import app
-from evokernel.doctor import FAIL, OK, WARN, Check, chips_in, run_checks
+from evokernel.cli import doctor
+from evokernel.cli.app import app
+from evokernel.cli.doctor import FAIL, OK, WARN, Check, chips_in, run_checks
 
 ASCEND_TESTS = Path(__file__).resolve().parent / "verifier" / "ascend"
 FAKE_CANN = ASCEND_TESTS / "fake_cann"
@@ -95,7 +95,7 @@ def test_cpu_backend_rows():
 
 
 def test_ray_row_names_the_cluster_or_the_local_default():
-    from evokernel.doctor import check_ray
+    from evokernel.cli.doctor import check_ray
 
     local = check_ray({})
     assert local.status == OK and "private local Ray" in local.detail

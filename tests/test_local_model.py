@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from evokernel import local_model as lm
-from evokernel import local_server as ls
-from evokernel.local_model import GGUFError, LocalModelError, ModelSpec
+from evokernel.generators.local import models as lm
+from evokernel.generators.local import server as ls
+from evokernel.generators.local.models import GGUFError, LocalModelError, ModelSpec
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
@@ -375,7 +375,8 @@ def test_another_process_reuses_it_and_the_last_client_stops_it(cache, fake_cmd,
     code = textwrap.dedent(f'''\
         import json, sys
         from pathlib import Path
-        from evokernel import local_model as lm, local_server as ls
+        from evokernel.generators.local import models as lm
+        from evokernel.generators.local import server as ls
         sys.path.insert(0, {str(TESTS)!r})
         script = {str(fake_cmd.script)!r}
         cmd = lambda m, port, n, t: [sys.executable, script, "--model", str(m.path), "--host", ls.HOST, "--port",
@@ -411,7 +412,8 @@ def test_a_server_whose_clients_were_all_killed_is_stopped_by_its_watchdog(cache
     monkeypatch.setenv(ls.WATCH_ENV, "0.1,0.5")
     code = textwrap.dedent(f'''\
         import json, os, signal, sys
-        from evokernel import local_model as lm, local_server as ls
+        from evokernel.generators.local import models as lm
+        from evokernel.generators.local import server as ls
         script = {str(fake_cmd.script)!r}
         cmd = lambda m, port, n, t: [sys.executable, script, "--model", str(m.path), "--host", ls.HOST, "--port",
                                      str(port), "--model_alias", m.alias]
@@ -470,7 +472,7 @@ def test_only_loopback_is_allowed(cache, fake_cmd, user_model):
 
 def llm_request():
     from evokernel.generators.base import GenerationRequest
-    from evokernel.tasks import load_task
+    from evokernel.tasks.load import load_task
 
     return GenerationRequest(task=load_task(ROOT / "evokernel" / "suites" / "cpu_l1" / "01_relu.py"), stage="draft")
 
@@ -592,8 +594,8 @@ def test_restarts_are_bounded(cache, fake_cmd, user_model):
 def test_status_stop_and_doctor(cache, fake_cmd, user_model):
     from typer.testing import CliRunner
 
-    from evokernel.cli import app
-    from evokernel.doctor import check_local_model, run_checks
+    from evokernel.cli.app import app
+    from evokernel.cli.doctor import check_local_model, run_checks
 
     s = ls.ManagedServer(user_model, command=fake_cmd()).ensure()
     pid = s.pid
@@ -619,7 +621,7 @@ def test_status_stop_and_doctor(cache, fake_cmd, user_model):
 def test_bench_measures_a_private_server(cache, fake_cmd, user_model, monkeypatch):
     from typer.testing import CliRunner
 
-    from evokernel.cli import app
+    from evokernel.cli.app import app
 
     monkeypatch.setenv(ls.CMD_ENV, f"{{python}} {fake_cmd.script} --model {{model}} --host {{host}} --port {{port}} "
                                    "--model_alias {alias}")
@@ -634,7 +636,7 @@ def test_bench_measures_a_private_server(cache, fake_cmd, user_model, monkeypatc
 def test_doctor_without_llama_cpp_says_how_to_install(cache, monkeypatch):
     import importlib.util
 
-    from evokernel.doctor import FAIL, check_local_model
+    from evokernel.cli.doctor import FAIL, check_local_model
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llama_cpp" else real(name, *a))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evokernel.mkb import MKBError, default_mkb, judge_run, load_references
+from evokernel.tasks.mkb import MKBError, default_mkb, judge_run, load_references
 
 MKB = default_mkb() or Path("/nonexistent")
 pytestmark = [pytest.mark.skipif(default_mkb() is None, reason="no MultiKernelBench here (EVOKERNEL_MKB: a checkout "
@@ -30,7 +30,7 @@ def run_dir(tmp_path_factory):
     """A run folder as MultiKernelBench's generate_and_write.py leaves it: <op>.txt replies (and _cot files)."""
     from evokernel.generators.base import GenerationRequest
     from evokernel.generators.template import TemplateGenerator
-    from evokernel.tasks import load_task
+    from evokernel.tasks.load import load_task
 
     d = tmp_path_factory.mktemp("mkb-run")
     refs = d / "refs"
@@ -56,7 +56,7 @@ def results(run_dir, ascend_verifier):
 
 
 def test_references_are_read_from_the_mirror_as_the_dataset_builds_them(tmp_path):
-    from evokernel.mkb import _materialise
+    from evokernel.tasks.mkb import _materialise
 
     refs = load_references(_materialise(MKB, tmp_path))
     assert refs["relu"].category == "activation" and refs["layer_norm"].category == "normalization"

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from evokernel.run import RunDir, summarize
+from evokernel.runtime.run_dir import RunDir, summarize
 
 
 def rec(task, it, feasible, lat=None, compiled=True, vs_eager=None):

@@ -8,8 +8,8 @@ import typer
 from typer.testing import CliRunner
 
 from evokernel import settings as S
-from evokernel.cli import app
-from evokernel.cli_options import option_name
+from evokernel.cli.app import app
+from evokernel.cli.options import option_name
 from evokernel.evals.config import RUN_SETTINGS, ConfigError, EvalConfig, make_config
 from evokernel.graph.context import Context
 

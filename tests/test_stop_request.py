@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from evokernel import stop_request
+from evokernel.runtime import stop_request
 
 
 def test_sigint_in_the_block_requests_a_stop_that_worker_threads_see():

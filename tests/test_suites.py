@@ -4,7 +4,7 @@ are executed in-process here."""
 import pytest
 import torch
 
-from evokernel.tasks import load_tasks
+from evokernel.tasks.load import load_tasks
 from evokernel.verifier.trusted.correctness import DEFAULT_TOL, compare
 
 SUITES = ("cpu-l1", "cpu-l2", "npu-l1", "npu-l2")

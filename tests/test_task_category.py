@@ -4,9 +4,9 @@ from collections import Counter
 
 import pytest
 
-from evokernel import task_category
-from evokernel.task_category import OpCall, categorize, infer_category, normalize_op, probe
-from evokernel.tasks import load_task, load_tasks
+from evokernel.tasks import category as task_category
+from evokernel.tasks.category import OpCall, categorize, infer_category, normalize_op, probe
+from evokernel.tasks.load import load_task, load_tasks
 
 
 from kernelbench_files import KB, needs_kernelbench  # noqa: E402

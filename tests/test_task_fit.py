@@ -5,10 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from evokernel import task_category, task_fit
-from evokernel.task_category import probe
-from evokernel.task_fit import BUDGETS, MiB, FitBudget, describe, fit_task, size_constants
-from evokernel.tasks import load_task, load_tasks
+from evokernel.tasks import category as task_category
+from evokernel.tasks import fit as task_fit
+from evokernel.tasks.category import probe
+from evokernel.tasks.fit import BUDGETS, MiB, FitBudget, describe, fit_task, size_constants
+from evokernel.tasks.load import load_task, load_tasks
 
 
 from kernelbench_files import KB, needs_kernelbench  # noqa: E402
@@ -112,7 +113,7 @@ def test_set_values_win_and_the_fit_works_around_them(tmp_path):
     both = load_task(p, {"batch_size": 64, "dim": 393216}, fit="auto")
     assert both.fit["changed"] == {} and not both.fit["fits"] and "no size constant" in both.fit["note"]
     # beyond what a worker holds: refused, with the fit's reason
-    from evokernel.tasks import TaskError
+    from evokernel.tasks.task import TaskError
 
     with pytest.raises(TaskError, match=r"12\.0 GiB.*even after fitting.*no size constant to scale"):
         load_task(p, {"batch_size": 4096, "dim": 393216}, fit="auto")
@@ -222,7 +223,7 @@ def test_all_200_kernelbench_files_fit_the_cpu_budget_and_stay_buildable():
 
 
 def test_a_task_too_large_for_a_verifier_worker_is_refused_at_load_naming_its_size_and_the_setting(tmp_path):
-    from evokernel.tasks import TaskError
+    from evokernel.tasks.task import TaskError
 
     p = write(tmp_path, RELU.format(batch=4096, dim=393216), "19_ReLU")  # KernelBench's: 12 GiB in + out
     with pytest.raises(TaskError, match=r"19_ReLU: its tensors .* take 12\.0 GiB, more than a verifier worker "

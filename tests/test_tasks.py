@@ -1,7 +1,8 @@
 """Task loading: KernelBench files, overrides, suites, malformed files."""
 import pytest
 
-from evokernel.tasks import TaskError, load_task, load_tasks, parse_override, suite_names
+from evokernel.tasks.task import TaskError, parse_override, suite_names
+from evokernel.tasks.load import load_task, load_tasks
 
 GOOD = '''"""Scale rows."""
 import torch

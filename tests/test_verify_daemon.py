@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from evokernel import verify_daemon, verify_protocol
-from evokernel.processes import pid_alive
+from evokernel.cli import verify_daemon, verify_protocol
+from evokernel.runtime.processes import pid_alive
 from evokernel.verifier import message_codec as codec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,7 +96,7 @@ def test_a_stale_state_file_and_a_foreign_pid_are_replaced(env):
         s.close()  # bound, never listening: connect() is refused
         files.state.write_text(json.dumps({"pid": stale_pid, "socket": str(files.socket),
                                            "version": verify_daemon.code_version(),
-                                           "argv": [sys.executable, "-m", "evokernel.verify_daemon"]}))
+                                           "argv": [sys.executable, "-m", "evokernel.cli.verify_daemon"]}))
         v = verdict(cli(RELU_TASK, RELU, *SMALL, "--json", env=env))
         assert v["server"]["pid"] != stale_pid and state_of(env)["pid"] == v["server"]["pid"]
         assert pid_alive(os.getpid())  # the foreign process was left alone
@@ -156,7 +156,7 @@ def test_two_concurrent_first_calls_start_one_daemon(env):
 
 
 def test_the_client_path_does_not_import_torch():
-    code = ("import sys, evokernel.cli, evokernel.verify_daemon as d\nd.code_version()\n"
+    code = ("import sys, evokernel.cli, evokernel.cli.verify_daemon as d\nd.code_version()\n"
             "assert 'torch' not in sys.modules, 'torch imported'\nprint('ok')")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert p.stdout.strip() == "ok", p.stderr
@@ -199,7 +199,7 @@ def test_malformed_requests_are_refused(bad, why):
 # --- helpers ------------------------------------------------------------------------------------------
 def _files_as_cli(env) -> verify_daemon.Files:
     """The files the CLI will use under ``env`` (the key covers the EVOKERNEL_* environment)."""
-    code = ("import json, sys, evokernel.verify_daemon as d\nf = d.Files('cpu', 1)\n"
+    code = ("import json, sys, evokernel.cli.verify_daemon as d\nf = d.Files('cpu', 1)\n"
             "print(json.dumps([str(f.state), str(f.socket)]))")
     p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=True)
     state, sock = json.loads(p.stdout)
@@ -224,7 +224,7 @@ def _daemon_pids() -> list[int]:
     for p in Path("/proc").iterdir():
         if p.name.isdigit():
             try:
-                if b"evokernel.verify_daemon" in (p / "cmdline").read_bytes() and pid_alive(int(p.name)):
+                if b"evokernel.cli.verify_daemon" in (p / "cmdline").read_bytes() and pid_alive(int(p.name)):
                     out.append(int(p.name))
             except OSError:
                 pass

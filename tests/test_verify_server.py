@@ -91,7 +91,7 @@ def test_a_stale_socket_is_removed_and_the_cli_verifies_in_process(tmp_path):
 
 
 def test_the_client_path_does_not_import_torch():
-    code = ("import sys, evokernel.cli, evokernel.verify_server\n"
+    code = ("import sys, evokernel.cli.app, evokernel.cli.verify_server\n"
             "assert 'torch' not in sys.modules, 'torch imported'\nprint('ok')")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert p.stdout.strip() == "ok", p.stderr

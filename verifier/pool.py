@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from evokernel.verifier.backends.registry import spec
 from evokernel.verifier.verdict import Verdict
 
 __all__ = ["MACHINE", "VerifierActor", "VerifierPool", "claim_cpus", "device_resources", "machine_verdict"]
@@ -44,11 +45,8 @@ CALL_TIMEOUT_S = 1800.0  # one verdict, native builds included (build timeout 60
 
 
 def device_resources(backend: str) -> dict[str, float]:
-    """What one verifier actor holds: a CPU core, and an NPU for the ascend backend."""
-    res = {"CPU": 1.0}
-    if backend == "ascend":
-        res["NPU"] = 1.0
-    return res
+    """What one verifier actor holds (the backend's registry row): a CPU core, and an NPU for the ascend backend."""
+    return dict(spec(backend).resources)
 
 
 SLOTS_ENV = "EVOKERNEL_CPU_SLOTS"  # a directory of core locks other than the host's (tests, separate tenants)
@@ -97,7 +95,7 @@ class VerifierActor:
         self.backend = backend
         self.cpus: list[int] = []
         self._locks: list[Any] = []
-        if backend != "ascend":
+        if spec(backend).device is None:  # no device of its own: the actor's core is its device
             deadline = time.monotonic() + CLAIM_WAIT_S
             self.cpus, self._locks = claim_cpus(1)
             while not self.cpus and time.monotonic() < deadline:
@@ -114,7 +112,7 @@ class VerifierActor:
         import ray
 
         return {"node": ray.get_runtime_context().get_node_id(), "host": socket.gethostname(), "pid": os.getpid(),
-                "cpus": self.cpus, "npus": os.environ.get("ASCEND_RT_VISIBLE_DEVICES") if self.backend == "ascend" else None}
+                "cpus": self.cpus, "npus": os.environ.get(env) if (env := spec(self.backend).device_env) else None}
 
     def verify(self, task: Any, source: str) -> Verdict:
         return self.service.verify(task, source)
@@ -141,7 +139,7 @@ class VerifierPool:
                  call_timeout_s: float = CALL_TIMEOUT_S, actor_class: type = VerifierActor):
         if size < 1:
             raise ValueError(f"a verifier pool needs at least one member, got {size}")
-        from evokernel.ray_runtime import connect
+        from evokernel.runtime.ray_cluster import connect
 
         self.backend = backend
         self.size = size
@@ -182,7 +180,7 @@ class VerifierPool:
         """Wait until the actor is placed and its verifier started; the device it got."""
         from ray.exceptions import GetTimeoutError
 
-        from evokernel.ray_runtime import EngineError, said
+        from evokernel.runtime.ray_cluster import EngineError, said
 
         try:
             return self.ray.get(actor.device.remote(), timeout=self._start_timeout)
@@ -212,9 +210,15 @@ class VerifierPool:
 
     # --- verdicts -----------------------------------------------------------------------------
     def verify(self, task: Any, source: str) -> Verdict:
-        from ray.exceptions import ActorDiedError, ActorUnavailableError, GetTimeoutError, RayActorError, WorkerCrashedError
+        from ray.exceptions import (
+            ActorDiedError,
+            ActorUnavailableError,
+            GetTimeoutError,
+            RayActorError,
+            WorkerCrashedError,
+        )
 
-        from evokernel.ray_runtime import EngineError, said
+        from evokernel.runtime.ray_cluster import EngineError, said
         from evokernel.verifier.trusted.launcher import SandboxError
 
         lost = (RayActorError, ActorDiedError, ActorUnavailableError, WorkerCrashedError, GetTimeoutError, SandboxError)

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from evokernel.tasks import Task
+from evokernel.tasks.task import Task
 
 DRAFT = "draft"
 REFINE = "refine"

@@ -15,9 +15,11 @@ is guaranteed and the model writes only what varies: the summary, the C++ source
   one python block, nothing after it.
 
 Only OpenAI-compatible llama.cpp servers read the field (``LLMGenerator(grammar=...)`` sends it; the managed
-local models of :mod:`evokernel.local_server` turn it on, ``EVOKERNEL_LOCAL_GRAMMAR=0`` turns it off).
+local models of :mod:`evokernel.generators.local.server` turn it on, ``EVOKERNEL_LOCAL_GRAMMAR=0`` turns it off).
 """
 from __future__ import annotations
+
+from evokernel.verifier.backends.registry import spec
 
 __all__ = ["CPU_CANDIDATE", "ONE_PYTHON_BLOCK", "grammar_for"]
 
@@ -39,6 +41,9 @@ root ::= summary "```python\n" block-body "```"
 ''' + _COMMON
 
 
+GRAMMARS: dict[str, str] = {"cpu_candidate": CPU_CANDIDATE, "one_python_block": ONE_PYTHON_BLOCK}
+
+
 def grammar_for(backend: str) -> str:
-    """The GBNF grammar of a candidate reply for ``backend``."""
-    return CPU_CANDIDATE if backend == "cpu" else ONE_PYTHON_BLOCK
+    """The GBNF grammar of a candidate reply for ``backend`` (its registry row's ``grammar``)."""
+    return GRAMMARS[spec(backend).grammar]

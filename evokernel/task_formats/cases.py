@@ -189,30 +189,6 @@ def fit_case(text: str, max_bytes: int) -> tuple[str, int]:
     return (json.dumps(case, separators=(",", ":")) if changed else text), size
 
 
-def fit_cases(task: Any, backend: str) -> Any:
-    """``task`` (a cases task) with every case fitted to ``backend``'s byte budget; ``Task.fit`` records
-    ``changed`` (the new cases, so ``applied_overrides`` reproduces the source), ``bytes`` (the largest case),
-    ``cases_scaled`` and ``fits``."""
-    from evokernel.task_fit import budget_for
-    from evokernel.tasks import with_sizes
-
-    b = budget_for(backend)
-    cases = list(task.cases)
-    fitted, sizes = zip(*(fit_case(c, b.max_bytes) for c in cases))
-    scaled = sum(1 for a, c in zip(fitted, cases) if a != c)
-    record: dict[str, Any] = {"mode": "auto", "backend": backend, "changed": {}, "bytes": max(sizes),
-                              "est_ms": 0.0, "fits": max(sizes) <= b.max_bytes, "cases": len(cases),
-                              "cases_scaled": scaled, "budget": {"max_bytes": b.max_bytes}}
-    if not record["fits"]:
-        record["note"] = "a case stays above the byte budget with every dimension at its floor"
-    if not scaled:
-        from dataclasses import replace
-
-        return replace(task, fit=record)
-    record["changed"] = {CASES: [f"{len(cases)} cases as written", list(fitted)]}
-    return with_sizes(task, {CASES: tuple(fitted)}, record)
-
-
 def describe_cases(record: dict[str, Any]) -> str:
     """What a cases fit changed, for a one-line summary."""
     return f"{record.get('cases_scaled', 0)}/{record.get('cases', 0)} cases scaled"

@@ -1,4 +1,4 @@
-"""The community operators of evals/ascend_community.py (read from mirrors at pinned commits; skipped without
+"""The community operators of evals/bench/ascend_community.py (read from mirrors at pinned commits; skipped without
 them): every one imports (op projects and kernel-launch samples alike), and what `evokernel ascend import` writes
 passes our own rules (the project parses, the binding plans, model_src passes the allow-list, the native sources
 pass the native rules as ascend-sim checks them) -- the importer and the verifier must agree."""
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from evokernel.ascend_launch_import import import_sample
-from evokernel.evals.ascend_community import OPS, REPOS, extract, load_pins, mirror_git, sha256
+from evokernel.evals.bench.ascend_community import OPS, REPOS, extract, load_pins, mirror_git, sha256
 from evokernel.verifier.backends.ascend_sim.project import parse_candidate, read_strings
 
 MIRRORS = Path("/work/.mirror")
@@ -29,7 +29,7 @@ def test_every_gathered_operator_imports_and_its_glue_passes_our_rules(op, tmp_p
     dtypes = dict(kv.split("=", 1) for kv in op.dtypes.split(",") if kv) or None
     project, text = import_sample(src, None, op.out_shape or None, dtypes)
     pins = load_pins()
-    assert op.name in pins, "run python -m evokernel.evals.ascend_community --pin"
+    assert op.name in pins, "run python -m evokernel.evals.bench.ascend_community --pin"
     read = [*project.files.values(), *(f for fs in project.embedded.values() for f in fs)]
     assert {str(f.relative_to(tmp_path)): sha256(f) for f in read} == pins[op.name]
     assert static_check_project(text, sim=True) == []

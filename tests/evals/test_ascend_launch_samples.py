@@ -1,4 +1,4 @@
-"""Ascend's kernel-launch samples compiled unchanged against ascend-sim (evals/ascend_launch_samples.py): the raw
+"""Ascend's kernel-launch samples compiled unchanged against ascend-sim (evals/bench/ascend_launch_samples.py): the raw
 cube (Mmad with and without bias), GatherMask on unaligned rows, the two SyncAll samples (Fill, a barrier,
 atomic adds into the neighbour's part), and the two whose host builds a matmul tiling (the Matmul API over
 the cores its tiling picks; a bare MIX kernel whose vector cores rewrite the cube core's output in place),
@@ -8,8 +8,8 @@ import shutil
 
 import pytest
 
-from evokernel.evals.ascend_launch_samples import BY_NAME, LAUNCH_SAMPLES, check_launch
-from evokernel.evals.ascend_samples import default_samples
+from evokernel.evals.bench.ascend_launch_samples import BY_NAME, LAUNCH_SAMPLES, check_launch
+from evokernel.evals.bench.ascend_samples import default_samples
 
 MIRROR = default_samples()
 pytestmark = [pytest.mark.skipif(MIRROR is None, reason="no mirror of Ascend's samples here (EVOKERNEL_ASCEND_SAMPLES)"),

@@ -3,7 +3,7 @@ import json
 
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
-from evokernel.evals import bench_llm_judge
+from evokernel.evals.bench import bench_llm_judge
 from evokernel.generators.llm import LLMGenerator
 from evokernel.verifier.trusted import llm_judge
 

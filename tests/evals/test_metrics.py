@@ -131,7 +131,7 @@ def test_speedup_vs_eager_and_geomean(log):
 
 
 def test_best_kernel_is_lowest_latency_not_highest_recorded_speedup():
-    # same verdict ratio semantics as evokernel.run.summarize_task: best = min latency
+    # same verdict ratio semantics as evokernel.runtime.run_dir.summarize_task: best = min latency
     rs = [rec(A, 0, True, True, None, 1.0, 1.1), rec(A, 1, True, True, None, 2.0, 3.0)]
     assert M.speedup_vs_eager(rs) == {A: 1.1}
 

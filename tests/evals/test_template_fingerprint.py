@@ -1,5 +1,5 @@
-"""evals/template_fingerprint.py: the template generator's sources for a sample of suite tasks match the reference
-fingerprint (evals/template_fingerprint.json: every kernel as of the layered template), and a changed kernel is
+"""evals/bench/template_fingerprint.py: the template generator's sources for a sample of suite tasks match the reference
+fingerprint (evals/bench/template_fingerprint.json: every kernel as of the layered template), and a changed kernel is
 named. After a deliberate change to what the generator writes, rewrite the reference with the script's --out."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import copy
 import json
 from pathlib import Path
 
-from evokernel.evals import template_fingerprint as fp
+from evokernel.evals.bench import template_fingerprint as fp
 
 REFERENCE = Path(fp.__file__).with_name("template_fingerprint.json")
 SAMPLE = ["cpu_l1/11_softmax", "cpu_l2/01_gemm_bias_relu", "npu_l1/19_softmax", "npu_l1/36_conv2d_3x3",

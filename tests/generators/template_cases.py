@@ -3,7 +3,7 @@ draft request the tests send."""
 from __future__ import annotations
 
 from evokernel.generators.base import GenerationRequest
-from evokernel.tasks import load_task
+from evokernel.tasks.load import load_task
 
 
 def write_tasks(directory, template: str, cases: dict, refused: dict) -> dict:

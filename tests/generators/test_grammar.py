@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evokernel import local_model as lm
+from evokernel.generators.local import models as lm
 from evokernel.generators.extract import extract_candidate
 from evokernel.generators.grammar import CPU_CANDIDATE, ONE_PYTHON_BLOCK
 

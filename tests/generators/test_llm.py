@@ -28,7 +28,7 @@ from evokernel.generators.llm import (
     Prices,
     make_generator,
 )
-from evokernel.tasks import load_task
+from evokernel.tasks.load import load_task
 
 ROOT = Path(__file__).resolve().parents[2]
 RELU_TASK = ROOT / "evokernel" / "suites" / "cpu_l1" / "01_relu.py"
@@ -130,7 +130,7 @@ def test_a_grammar_per_backend_goes_in_the_request_body_next_to_the_models_own_e
 def test_a_stop_request_ends_retrying_and_is_not_an_endpoint_failure(request_draft):
     """Ctrl-C releases a local model's server, so the call in flight fails: that is the stop, not a failing
     endpoint to retry (nor a generate failure to record against the model)."""
-    from evokernel import stop_request
+    from evokernel.runtime import stop_request
 
     def fail_after_stop(_request):
         stop_request.request()
@@ -391,7 +391,7 @@ def test_hybrid_spec_drafts_with_the_template_and_refines_with_the_llm(request_d
     task.write_text("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
                     "        return torch.fft.fft(x).real\n\ndef get_inputs():\n    return [torch.randn(4, 8)]\n\n"
                     "def get_init_inputs():\n    return []\n")
-    from evokernel.tasks import load_task
+    from evokernel.tasks.load import load_task
 
     with FakeOpenAI([REPLY]) as server:
         gen = make_generator("hybrid:openai:gpt-4o-mini", base_url=server.base_url, api_key="sk-test")

@@ -24,7 +24,7 @@ from evokernel.generators.base import GenerationRequest
 from evokernel.generators.llm import LLMEndpointError, LLMGenerator, Prices, make_generator
 from evokernel.generators.providers import LANGCHAIN_PROVIDERS, init_provider_chat_model, resolve_provider
 from evokernel.generators.retry import classify, is_retryable
-from evokernel.tasks import load_task
+from evokernel.tasks.load import load_task
 
 ROOT = Path(__file__).resolve().parents[2]
 RELU_TASK = ROOT / "evokernel" / "suites" / "cpu_l1" / "01_relu.py"

@@ -9,7 +9,7 @@ from evokernel.generators.base import ContextItem, GenerationError, GenerationRe
 from evokernel.generators.template import TemplateGenerator, analyze, plan_for
 from evokernel.generators.template.cpu import schedules as S
 from evokernel.generators.template.front.search import canonical
-from evokernel.tasks import load_task, load_tasks
+from evokernel.tasks.load import load_task, load_tasks
 
 
 def _req(task, stage="draft", **kw):

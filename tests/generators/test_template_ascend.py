@@ -15,7 +15,7 @@ from evokernel.generators.template.ascend import schedules as AS
 from evokernel.generators.template.ascend.families import FAMILIES
 from evokernel.generators.template.front.search import canonical
 from evokernel.generators.template.generator import ascend_op_for
-from evokernel.tasks import load_task, load_tasks
+from evokernel.tasks.load import load_task, load_tasks
 
 from template_cases import transform_variants
 

@@ -14,7 +14,7 @@ from evokernel.generators.template.ascend import schedules as AS
 from evokernel.generators.template.ascend.conv import direct as CONV
 from evokernel.generators.template.front.search import canonical, knobs_of
 from evokernel.generators.template.generator import ascend_op_for
-from evokernel.tasks import load_task
+from evokernel.tasks.load import load_task
 
 from template_cases import draft, write_tasks
 
@@ -203,7 +203,7 @@ KB_FEASIBLE = [50, 55, 56, 62, 63, 67, 76, 80, 82, 83, 84, 85, 87]
 
 
 def _kb_conv(number):
-    from evokernel.task_fit import fit_task
+    from evokernel.tasks.fit import fit_task
 
     path = next((KB / "level1").glob(f"{number}_conv*.py"))
     return fit_task(load_task(path), "ascend-sim")

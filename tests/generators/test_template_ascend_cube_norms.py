@@ -13,7 +13,7 @@ from evokernel.generators.base import GenerationError
 from evokernel.generators.template import TemplateGenerator
 from evokernel.generators.template.ascend import schedules as AS
 from evokernel.generators.template.generator import ascend_op_for
-from evokernel.tasks import load_task
+from evokernel.tasks.load import load_task
 
 from template_cases import draft, write_tasks
 

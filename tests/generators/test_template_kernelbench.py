@@ -12,7 +12,7 @@ import pytest
 
 from evokernel.generators.base import GenerationError, GenerationRequest
 from evokernel.generators.template import TemplateGenerator, plan_for
-from evokernel.tasks import load_task, load_tasks
+from evokernel.tasks.load import load_task, load_tasks
 
 from kernelbench_files import KB
 from kernelbench_files import needs_kernelbench as needs_kb

@@ -13,7 +13,6 @@ from pathlib import Path
 import grimp
 import pytest
 from importlinter import api as importlinter_api
-from importlinter.application import use_cases
 from importlinter.contracts.acyclic_siblings import AcyclicSiblingsContract
 from importlinter.contracts.forbidden import ForbiddenContract
 from importlinter.contracts.independence import IndependenceContract
@@ -46,12 +45,11 @@ def _kept(contract, graph) -> bool:
 
 
 def test_every_contract_is_kept(contracts, graph):
-    """What `lint-imports` checks, through import-linter's own entry (the configuration read and the graph built as
-    the command does), and each contract again on this test's graph."""
+    """Each template contract on this test's graph (the package's own folder, where the template lives); the whole
+    lint, over the installed layout with its mapped subpackages, is tests/test_import_contracts.py's."""
     assert set(contracts) >= {"template-layers", "template-front", "template-cpu", "template-ascend", "template-acyclic"}
-    assert use_cases.lint_imports(str(ROOT / "pyproject.toml"), cache_dir=None, no_logo=True) is use_cases.SUCCESS
-    broken = [cid for cid, c in contracts.items() if not _kept(c, graph)]
-    assert broken == [], f"broken import contracts: {broken} (run `lint-imports` for the chains)"
+    broken = [cid for cid, c in contracts.items() if cid.startswith("template-") and not _kept(c, graph)]
+    assert broken == [], f"broken import contracts: {broken} (run `python scripts/lint_imports.py` for the chains)"
 
 
 @pytest.mark.parametrize("cid, importer, imported", [

@@ -14,7 +14,7 @@ import pytest
 from evokernel.generators.base import GenerationError, GenerationRequest
 from evokernel.generators.template import TemplateGenerator
 from evokernel.generators.template.front.graph import attr_expr
-from evokernel.tasks import load_task, load_tasks
+from evokernel.tasks.load import load_task, load_tasks
 
 from task_mirrors import kernelbench_level3  # noqa: F401 - fixture
 
@@ -84,8 +84,8 @@ def test_every_planned_level3_candidate_parses(kernelbench_level3):
 def test_level3_categories(kernelbench_level3):
     """Whole networks are `model` with their op mix; only the two Swin files (Tensor.item() in __init__ on the
     meta device) stay uncategorized; 48/49 (einops) are named, not loaded."""
-    from evokernel.task_category import infer_op_mix
-    from evokernel.tasks import skipped_files
+    from evokernel.tasks.category import infer_op_mix
+    from evokernel.tasks.load import skipped_files
 
     tasks = load_tasks(kernelbench_level3)
     assert sorted(s.split("/")[-1].split(":")[0] for s in skipped_files(tasks)) == \

@@ -87,7 +87,7 @@ def test_drafting_then_refining_with_values_memory_and_run_log(tmp_path, memory_
 
     # the best kernel is a candidate `evokernel verify` accepts
     best = next((run_dir / "best").glob("*.py")).read_text()
-    from evokernel.tasks import load_task
+    from evokernel.tasks.load import load_task
     assert resources.verifier(Context()).verify(load_task(RELU, SMALL), best).feasible
 
     # a second run with the same memory retrieves what the first one stored
@@ -208,7 +208,7 @@ def test_the_python_example_of_docs_loop_runs_a_kernelbench_file_as_written(tmp_
 
     if KB is None:
         pytest.skip("KernelBench not found (set EVOKERNEL_KERNELBENCH)")
-    from evokernel.tasks import TaskError
+    from evokernel.tasks.task import TaskError
 
     relu = str(KB / "level1" / "19_ReLU.py")
     conn = sqlite3.connect(str(tmp_path / "ck.sqlite"), check_same_thread=False)
@@ -227,7 +227,7 @@ def test_the_python_example_of_docs_loop_runs_a_kernelbench_file_as_written(tmp_
 
 def test_a_task_given_to_drafting_directly_is_fitted_like_the_stream(tmp_path):
     """Studio's drafting graph takes {"task": {"path": ...}}: the spec is fitted by the run's fit, as prepare does."""
-    from evokernel.tasks import TaskError
+    from evokernel.tasks.task import TaskError
 
     big = tmp_path / "19_ReLU.py"
     big.write_text(RELU.read_text().replace("batch_size = 160", "batch_size = 4096").replace("dim = 65536", "dim = 393216"))

@@ -1,4 +1,4 @@
-"""`evokernel memory ...` commands, mounted the way evokernel/cli.py mounts them."""
+"""`evokernel memory ...` commands, mounted the way evokernel/cli/app.py mounts them."""
 import json
 import os
 
@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from evokernel import cli_memory  # noqa: E402
+from evokernel.cli import memory as cli_memory  # noqa: E402
 from evokernel.memory.embeddings import get_embedder  # noqa: E402
 from evokernel.memory.store import MemoryItem, MemoryStore  # noqa: E402
 from evokernel.memory.values import DRAFT, REFINE  # noqa: E402

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evokernel.families import family
+from evokernel.verifier.backends.registry import family
 from evokernel.memory.seed import apis_in, backends, load_seed
 from evokernel.memory.store import KINDS
 from evokernel.prompts.render import PromptOptions
@@ -75,7 +75,7 @@ def system_example() -> str:
     """The complete candidate of the ascend system prompt."""
     from evokernel.generators.base import GenerationRequest
     from evokernel.prompts.render import render_prompt
-    from evokernel.tasks import load_task
+    from evokernel.tasks.load import load_task
 
     task = load_task(NPU_L1 / "02_leaky_relu.py")
     system, _ = render_prompt(GenerationRequest(task=task, stage="draft", backend="ascend-sim"))
@@ -398,7 +398,7 @@ PROJECTS = [  # (candidate, task file, substitutions)
 @pytest.mark.slow
 @pytest.mark.parametrize("name,task_file,subs", PROJECTS, ids=[f"{p[0]}-{p[1][:-3]}" for p in PROJECTS])
 def test_projects_pass_the_verifier(ascend_verifier, name, task_file, subs):
-    from evokernel.tasks import load_task
+    from evokernel.tasks.load import load_task
 
     source = system_example() if name == "system-prompt example" else expand(vehicle_sources()[name])
     for k, v in subs.items():

@@ -4,7 +4,7 @@ from pathlib import Path
 from evokernel.nodes.generate import generate
 from evokernel.nodes.recall import earlier_best
 from evokernel.nodes.retrieve import retrieve
-from evokernel.tasks import load_task
+from evokernel.tasks.load import load_task
 
 RELU = Path(__file__).resolve().parents[2] / "evokernel" / "suites" / "cpu_l1" / "01_relu.py"
 

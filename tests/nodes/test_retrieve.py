@@ -2,7 +2,7 @@ from pathlib import Path
 
 from evokernel.memory.retrieval import pool_size
 from evokernel.nodes.retrieve import forward_ops, retrieve, task_key
-from evokernel.tasks import load_task
+from evokernel.tasks.load import load_task
 
 SUITE = Path(__file__).resolve().parents[2] / "evokernel" / "suites"
 RELU = SUITE / "cpu_l1" / "01_relu.py"

@@ -103,7 +103,7 @@ def test_update_is_idempotent_when_rerun_after_a_crash(env):
 
 
 def test_an_llm_reply_is_kept_once_beside_its_attempt(env):
-    from evokernel.run import RunDir
+    from evokernel.runtime.run_dir import RunDir
 
     cand = {"source": "SRC", "code_hash": "h", "reply": "Here is the kernel:\n```python\nSRC\n```", "tokens_in": 9}
     st = env.state(RELU, context=[], candidate=cand, verdict=FAIL)

@@ -52,7 +52,7 @@ def test_a_broken_task_or_a_missing_sandbox_is_not_a_verdict(env):
     import pytest
 
     from evokernel.graph import resources
-    from evokernel.tasks import TaskError
+    from evokernel.tasks.task import TaskError
     from evokernel.verifier.trusted.launcher import SandboxError
 
     for exc in (TaskError("task broken"), SandboxError("no bwrap")):

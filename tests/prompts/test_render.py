@@ -16,7 +16,7 @@ from evokernel.prompts.render import (
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from evokernel.generators.base import ContextItem, GenerationError, GenerationRequest
-from evokernel.tasks import load_task
+from evokernel.tasks.load import load_task
 
 ROOT = Path(__file__).resolve().parents[2]
 GEMM_TASK = ROOT / "evokernel" / "suites" / "cpu_l2" / "01_gemm_bias_relu.py"
@@ -254,7 +254,7 @@ def load_seed_items(backend):
 
 def test_prompts_of_two_tasks_share_the_system_prompt_and_the_knowledge_as_a_prefix(task):
     """The llama.cpp server reuses the longest common token prefix of consecutive prompts."""
-    from evokernel.tasks import load_task
+    from evokernel.tasks.load import load_task
 
     other = load_task(Path(task.path).parent / "11_softmax.py")
     core = [ContextItem("k1", "knowledge", "load_cpp(src) returns lib with the extern C functions.",
@@ -276,7 +276,7 @@ def test_a_trace_of_another_operator_is_shown_without_its_shape_guard():
     """A 1.5B model copied a transferred template trace with its shape guard and failed on its own inputs
     (docs/results.md, section 5): a trace of another task says so and loses the guard; the task's own
     traces are shown as they are."""
-    from evokernel.tasks import load_tasks
+    from evokernel.tasks.load import load_tasks
 
     tasks = {t.name: t for t in load_tasks("cpu-l1")}
     mean, total = tasks["10_mean_dim"], tasks["08_sum_dim"]
@@ -297,7 +297,7 @@ def test_every_template_draft_loses_exactly_its_guards_and_stays_python():
     import ast
 
     from evokernel.prompts.render import adapt_foreign_code
-    from evokernel.tasks import load_tasks
+    from evokernel.tasks.load import load_tasks
 
     checked = 0
     for t in load_tasks("cpu-l1") + load_tasks("cpu-l2"):

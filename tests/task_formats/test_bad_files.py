@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from evokernel.tasks import TaskError, load_tasks, skipped_files
+from evokernel.tasks.task import TaskError
+from evokernel.tasks.load import load_tasks, skipped_files
 
 ROOT = Path(__file__).resolve().parents[2]
 GOOD = ROOT / "evokernel" / "suites" / "cpu_l1" / "01_relu.py"

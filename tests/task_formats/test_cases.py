@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from evokernel.task_formats import cases
-from evokernel.tasks import TaskError, load_task, load_tasks
+from evokernel.tasks.task import TaskError
+from evokernel.tasks.load import load_task, load_tasks
 from evokernel.verifier.sandboxed.trial_inputs import decode_args, encode_args
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -95,7 +96,7 @@ def test_call_template_round_trip_and_refusals():
 def test_npukernelbench_levels_load_in_full(mkb_reference):
     """Every file loads with all its cases, but those whose reference calls torch_npu (NPU-only operators): each
     of those is named with the package and how to install it."""
-    from evokernel.tasks import skipped_files
+    from evokernel.tasks.load import skipped_files
 
     for level in ("npukernelbench_level0", "npukernelbench_level1", "npukernelbench_level2"):
         files = sorted((mkb_reference / level).glob("*.py"))

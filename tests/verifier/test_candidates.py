@@ -20,7 +20,7 @@ def test_manifest_covers_every_file():
 
 @pytest.mark.parametrize("name", sorted(MANIFEST))
 def test_candidate_is_rejected(verifier, name):
-    from evokernel.tasks import load_task
+    from evokernel.tasks.load import load_task
 
     entry = MANIFEST[name]
     task_path = ROOT / entry["task"]
@@ -34,7 +34,7 @@ def test_candidate_is_rejected(verifier, name):
 
 def test_an_output_far_larger_than_the_references_names_the_expected_shape(verifier):
     # a real 1.5B reply to sum over dim 1: `out = torch.empty_like(x)`, 1024x the reference's output
-    from evokernel.tasks import load_task
+    from evokernel.tasks.load import load_task
 
     task = load_task(ROOT / "evokernel" / "suites" / "cpu_l1" / "08_sum_dim.py", {"batch_size": 4})
     src = '''

@@ -310,7 +310,7 @@ import sys
 from pathlib import Path
 sys.path.insert(0, {tests!r})
 from test_isolation import SHRINK, cand_posix
-from evokernel.tasks import load_task
+from evokernel.tasks.load import load_task
 from evokernel.verifier.trusted.verifier import Verifier, VerifyConfig
 task = load_task(Path({task!r}), {{"batch_size": 4, "dim": 1024}})
 src = cand_posix(SHRINK).replace("#include <cstdint>",
@@ -506,7 +506,7 @@ def test_any_exception_while_judging_is_a_runtime_verdict(verifier, relu, monkey
     """A judge that slips on something (here: made to raise AttributeError, the exception of issue 28 that used
     to escape) gives a `runtime` verdict naming it; TaskError and SandboxError still reach the caller; the next
     candidate is judged normally."""
-    from evokernel.tasks import TaskError
+    from evokernel.tasks.task import TaskError
     from evokernel.verifier.trusted import trials
     from evokernel.verifier.trusted.launcher import SandboxError
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evokernel.tasks import load_task
+from evokernel.tasks.load import load_task
 from evokernel.verifier.pool import MACHINE, VerifierActor, VerifierPool, claim_cpus, device_resources
 
 pytestmark = pytest.mark.ray  # starts or joins Ray: its own process in make test (pyproject's markers)
@@ -20,7 +20,7 @@ SMALL = {"batch_size": 8, "dim": 4096}
 
 @pytest.fixture(scope="module")
 def ray_local(tmp_path_factory):
-    from evokernel.ray_runtime import connect
+    from evokernel.runtime.ray_cluster import connect
 
     # this module's members claim cores among themselves: tests of other modules may run pools beside them
     os.environ["EVOKERNEL_CPU_SLOTS"] = str(tmp_path_factory.mktemp("cpu-slots"))

@@ -79,19 +79,3 @@ class CpuBackend(Backend):
         log.seconds += result.seconds
         return {"ok": True, "path": str(result.path)}
 
-
-def make_backend(name: str, cache_dir: Path, build_timeout_s: float = 600.0) -> Backend:
-    if name == "cpu":
-        return CpuBackend(cache_dir, build_timeout_s)
-    if name == "ascend-sim":
-        from evokernel.verifier.backends.ascend_sim.backend import AscendSimBackend
-
-        return AscendSimBackend(cache_dir, build_timeout_s)
-    if name == "ascend":
-        from evokernel.verifier.backends.ascend.backend import AscendBackend
-
-        return AscendBackend(cache_dir, build_timeout_s)
-    raise ValueError(f"unknown backend {name!r} (available: {', '.join(BACKENDS)})")
-
-
-BACKENDS = ("cpu", "ascend-sim", "ascend")

@@ -48,6 +48,11 @@ def _short_traceback(exc: BaseException, filename: str) -> str:
     return "\n".join(lines)
 
 
+# how a candidate is loaded: loader name (a backend registry row's ``worker_loader``) -> the Worker method; "python"
+# executes the candidate file as a module (the reference is always loaded that way)
+LOADERS: dict[str, str] = {"python": "load", "ascend": "_load_ascend"}
+
+
 class Worker:
     def __init__(self, role: str, channel: protocol.WorkerChannel, data_fd: int):
         self.role = role
@@ -198,8 +203,11 @@ class Worker:
         torch.set_num_threads(int(msg.get("threads", 1)))
         if self.role == "candidate":
             self._install_build_hooks()
-        if msg.get("loader") == "ascend" and self.role == "candidate":
-            return self._load_ascend(msg)
+        loader = str(msg.get("loader") or "python")
+        if loader not in LOADERS:
+            raise _Fail("protocol", f"unknown loader {loader!r}")
+        if loader != "python" and self.role == "candidate":  # a backend's own loader (its registry row's worker_loader)
+            return getattr(self, LOADERS[loader])(msg)
         module = types.ModuleType("candidate" if self.role == "candidate" else "task")
         module.__file__ = self.filename
         try:

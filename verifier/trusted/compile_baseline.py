@@ -22,7 +22,7 @@ import random
 import time
 from typing import Any
 
-from evokernel.tasks import Task, TaskError
+from evokernel.tasks.task import Task, TaskError
 from evokernel.verifier.message_codec import ProtocolError
 from evokernel.verifier.trusted.launcher import WorkerDied, WorkerHandle, WorkerTimeout
 from evokernel.verifier.trusted.reference import Reference

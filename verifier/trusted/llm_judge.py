@@ -11,7 +11,7 @@ cannot be reached, is recorded in the verdict's details and changes nothing: the
 feasible verdict away, never give one, and never on a non-answer.
 
 Off by default (``--llm-judge SPEC`` on ``evokernel run`` and ``evokernel verify``: any generator spec,
-e.g. ``local:qwen2.5-coder-1.5b`` or ``openai:gpt-4o-mini``). ``python -m evokernel.evals.bench_llm_judge``
+e.g. ``local:qwen2.5-coder-1.5b`` or ``openai:gpt-4o-mini``). ``python -m evokernel.evals.bench.bench_llm_judge``
 measures its false positives on honest kernels (the shipped examples and the template generator's output)
 and what it catches on the adversarial corpus; docs/verifier.md has the numbers.
 """

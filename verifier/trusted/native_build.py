@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Callable
 
 from evokernel.cpu import CompileError
+from evokernel.runtime.paths import default_cache_dir  # noqa: F401 - re-exported: native_build.default_cache_dir
 from evokernel.verifier.trusted import binary_facts, binary_judge, inline_binding, resource_limits
-from evokernel.paths import default_cache_dir  # noqa: F401 - re-exported: native_build.default_cache_dir
 
 BASE_FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c++17")
 LINK_FLAGS = ("-Wl,--no-undefined", "-lm")

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Callable
 
-from evokernel.tasks import Task, TaskError
+from evokernel.tasks.task import Task, TaskError
 
 if TYPE_CHECKING:
     import torch

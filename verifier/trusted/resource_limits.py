@@ -34,7 +34,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from evokernel.processes import pid_alive
+from evokernel.runtime.processes import pid_alive
 
 BUILD_AS_MB = 3 * 1024
 BUILD_FILE_MB = 128

@@ -2,12 +2,12 @@
 
 The CPU has no profiler here (hardware counters are "not supported" in this VM; ``perf stat`` counts
 task-clock only), so the profile is an estimate from what the kernel must do, priced like the fit's
-eager estimate (`evokernel.task_fit.CPU_COSTS`, ns per unit of work on one core):
+eager estimate (`evokernel.tasks.fit.CPU_COSTS`, ns per unit of work on one core):
 
 * **memory roof**: the compulsory traffic, inputs + outputs + parameters read or written once, at the
   streaming price of a byte;
 * **compute roof**: the reference's work by class (matmul/conv FLOPs, pooling windows, reductions,
-  transcendental elementwise outputs; the meta probe of `evokernel.task_category.probe` counts them), at
+  transcendental elementwise outputs; the meta probe of `evokernel.tasks.category.probe` counts them), at
   eager PyTorch's price per unit (a hand kernel can beat those: a compute "efficiency" above 100% is
   possible and says so);
   where eager's price is its implementation rather than the work, the work is priced as the operation a
@@ -114,7 +114,7 @@ def _fmt(n: float) -> str:
 
 def _probe(task: Any) -> Any:
     """The task's meta probe with work counts, once per task source (trusted: the task file, meta device)."""
-    from evokernel.task_category import probe
+    from evokernel.tasks.category import probe
 
     key = task.key
     with _lock:
@@ -128,7 +128,7 @@ def roofline(task: Any, latency_ms: float | None, reference_ms: float | None) ->
     None when the task cannot be probed or a time is missing."""
     if not latency_ms or not reference_ms or latency_ms <= 0 or reference_ms <= 0:
         return None
-    from evokernel.task_fit import budget_for, estimate_ms
+    from evokernel.tasks.fit import budget_for, estimate_ms
 
     p = _probe(task)
     if not getattr(p, "ok", False):

@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 import torch
 
-from evokernel.tasks import TaskError
+from evokernel.tasks.task import TaskError
 from evokernel.verifier.message_codec import DTYPES, ProtocolError, TensorMeta
 from evokernel.verifier.trusted import correctness, cpu_isolation, latency, regions
 from evokernel.verifier.trusted.failures import Fail, torch_ops_fail

@@ -27,13 +27,12 @@ from typing import Any, Callable
 
 import torch
 
-from evokernel.tasks import Task, TaskError
+from evokernel.tasks.task import Task, TaskError
 from evokernel.verifier.message_codec import DTYPES, ProtocolError, TensorMeta
 from evokernel.verifier.trusted import compile_baseline, correctness, latency, regions, timing_protocol
 from evokernel.verifier.trusted.failures import INPUTS_MODIFIED, Fail, torch_ops_fail
 from evokernel.verifier.trusted.launcher import WorkerHandle
 from evokernel.verifier.trusted.reference import Reference
-
 
 REDRAWS = 3  # fresh secret seeds tried when a trial's reference output holds NaN/Inf
 PERTURBED_PARAMETERS = ("both models were built again with their constant initialisers drawn at random (a norm's "

@@ -8,7 +8,8 @@ code, sandboxed like the candidate so both are timed alike; `reference.py`), han
 copy of the inputs, compares in this process, keeps the clock, and never imports candidate code.
 Where each judge lives: `ast_allowlist.py` and `native_rules.py` (static), `binary_judge.py` (what a
 build is), `trials.py` (compile, construction, correctness in the worker), `timing_protocol.py`
-(latency), `device_judge.py` (backends that run candidates on a device), `failures.py` (verdict texts).
+(latency), the backend's device judge (backends that run candidates on a device: its registry row names it, e.g.
+verifier/backends/ascend/device_judge.py), `failures.py` (verdict texts).
 """
 from __future__ import annotations
 
@@ -22,14 +23,22 @@ from typing import Any
 
 import torch
 
-from evokernel.tasks import Task, TaskError
+from evokernel.tasks.task import Task, TaskError
 from evokernel.verifier.backends.base import BuildLog
-from evokernel.verifier.backends.cpu import make_backend
+from evokernel.verifier.backends.factory import make_backend, resolve
+from evokernel.verifier.backends.registry import spec
 from evokernel.verifier.message_codec import ForgedFrame, ProtocolError
 from evokernel.verifier.trusted import correctness, latency, native_build, regions, resource_limits, timing_protocol
 from evokernel.verifier.trusted.failures import Fail, classify_death
 from evokernel.verifier.trusted.host_text import HostText
-from evokernel.verifier.trusted.launcher import SandboxError, WorkerDied, WorkerHandle, WorkerTimeout, Zygote, worker_cpus
+from evokernel.verifier.trusted.launcher import (
+    SandboxError,
+    WorkerDied,
+    WorkerHandle,
+    WorkerTimeout,
+    Zygote,
+    worker_cpus,
+)
 from evokernel.verifier.trusted.reference import Reference, ReferencePool
 from evokernel.verifier.verdict import Verdict
 
@@ -200,9 +209,8 @@ class Verifier:
         cand: WorkerHandle | None = None
         try:
             if self.backend.timing_mode == "device":  # the backend runs the candidate itself (ascend: on an NPU)
-                from evokernel.verifier.trusted.device_judge import DeviceJudge
-
-                timing = DeviceJudge(self, task, source, ref, rng, init_seed, init_args).judge(gates, timings, details)
+                judge_class = resolve(spec(self.backend.name).device_judge)  # e.g. ascend/device_judge.py
+                timing = judge_class(self, task, source, ref, rng, init_seed, init_args).judge(gates, timings, details)
             else:
                 from evokernel.verifier.trusted.trials import WorkerJudge
 

@@ -28,10 +28,10 @@ from evokernel.generators.template.front.graph import AnalysisError
 from evokernel.generators.template.front.lower import Plan, build_plan
 from evokernel.generators.template.front.search import canonical, knobs_of, memory_draft_knobs
 from evokernel.generators.template.front.trace import analyze
+from evokernel.verifier.backends.registry import REGISTRY
 
 _PLANS: dict[str, Plan] = {}
 _ASCEND_OPS: dict[str, Any] = {}  # AscendOp, CubeOp or ConvOp
-ASCEND_BACKENDS = ("ascend-sim", "ascend")
 
 
 def plan_for(task: Any) -> Plan:
@@ -95,9 +95,10 @@ class TemplateGenerator:
 
     # ------------------------------------------------------------------------------ public
     def generate(self, request: GenerationRequest) -> Generation:
-        if request.backend in ASCEND_BACKENDS:
+        target = REGISTRY[request.backend].template if request.backend in REGISTRY else None
+        if target == "ascend":  # the back end named by the backend's registry row
             return self._generate_ascend(request)
-        if request.backend != "cpu":
+        if target != "cpu":
             raise GenerationError(f"template generator targets the cpu and ascend-sim/ascend backends, "
                                   f"not {request.backend}")
         plan = plan_for(request.task)

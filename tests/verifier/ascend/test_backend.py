@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from evokernel.tasks import load_task
+from evokernel.tasks.load import load_task
 from evokernel.verifier.backends.ascend.backend import AscendBackend, AscendSettings, BackendUnavailable, DeviceUnavailable
 from evokernel.verifier.trusted.verifier import Verifier, VerifyConfig
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evokernel.tasks import load_task
+from evokernel.tasks.load import load_task
 from evokernel.verifier.sandboxed import device_runner
 from evokernel.verifier.backends.ascend_sim.project import read_strings
 

@@ -1,15 +1,15 @@
 """Real Ascend C operators, as Ascend's public samples write them, imported unchanged and judged on ascend-sim.
 
-The samples are read in place from a mirror of their repository (evals/ascend_samples.py; set
+The samples are read in place from a mirror of their repository (evals/bench/ascend_samples.py; set
 EVOKERNEL_ASCEND_SAMPLES to a clone elsewhere); nothing of them is copied into this repository. Without
-a mirror these tests skip, and `python -m evokernel.evals.ascend_samples --fetch` checks the same rows."""
+a mirror these tests skip, and `python -m evokernel.evals.bench.ascend_samples --fetch` checks the same rows."""
 import pytest
 
-from evokernel.evals.ascend_samples import SAMPLES, check, default_samples
+from evokernel.evals.bench.ascend_samples import SAMPLES, check, default_samples
 
 MIRROR = default_samples()
 needs_samples = pytest.mark.skipif(MIRROR is None, reason="no mirror of Ascend's samples here "
-                                   "(EVOKERNEL_ASCEND_SAMPLES, or evals/ascend_samples.py --fetch)")
+                                   "(EVOKERNEL_ASCEND_SAMPLES, or evals/bench/ascend_samples.py --fetch)")
 
 
 @needs_samples

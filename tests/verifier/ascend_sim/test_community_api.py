@@ -1,6 +1,6 @@
 """What community Ascend C operators need of the emulator (issue 29): each check here failed before its fix.
 
-One operator project written the way the gathered community operators write theirs (evals/ascend_community.py):
+One operator project written the way the gathered community operators write theirs (evals/bench/ascend_community.py):
 an ASSERT as an expression suffix, `block_idx`, GlobalTensor's operator(), InitBuffer(TBuf, num, len), the
 kernel assert with a message; on the host std::cout without <iostream>, ge::TypeUtils::GetDataTypeLength, an
 attribute read with another type's accessor, and progress printed from the TilingFunc.

@@ -543,18 +543,18 @@ def test_impossible_requests_return_minus_one_with_a_reason(probe, args, message
 
 def _samples():
     try:
-        from evokernel.evals.ascend_samples import default_samples, extract
+        from evokernel.evals.bench.ascend_samples import default_samples, extract
     except Exception:  # noqa: BLE001 - the package is not importable here
         return None, None
     return default_samples(), extract
 
 
 def kernel_launch_tiling(sim, tmp_path):
-    """The sample's host GenerateTiling, compiled unchanged and run (evals/ascend_launch_samples.host_tiling)."""
+    """The sample's host GenerateTiling, compiled unchanged and run (evals/bench/ascend_launch_samples.host_tiling)."""
     mirror, extract = _samples()
     if mirror is None:
         pytest.skip("no mirror of Ascend's samples (EVOKERNEL_ASCEND_SAMPLES)")
-    from evokernel.evals.ascend_launch_samples import BY_NAME, host_tiling
+    from evokernel.evals.bench.ascend_launch_samples import BY_NAME, host_tiling
 
     sample = BY_NAME["matmul"]
     src = extract(mirror, sample.path, tmp_path)
@@ -570,7 +570,7 @@ def test_the_kernel_launch_matmul_samples_host_tiling_compiles_unchanged(sim, tm
 
 
 # the kernel of that sample, and of 22_baremix_kernellaunch, run unchanged as rows of the kernel-launch samples
-# table (evals/ascend_launch_samples.py, tests/evals/test_ascend_launch_samples.py)
+# table (evals/bench/ascend_launch_samples.py, tests/evals/test_ascend_launch_samples.py)
 
 
 def test_what_the_matmul_apis_own_instructions_report_says_it_comes_from_inside_the_api(sim, tmp_path_factory):

@@ -50,7 +50,7 @@ def main() -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault(SECRET_ENV, "evk-host-secret-" + secrets.token_hex(8))
 
-    from evokernel.tasks import load_task
+    from evokernel.tasks.load import load_task
     from evokernel.verifier.trusted.verifier import Verifier, VerifyConfig
 
     names = [n for n in MANIFEST if not args.attacks or any(a == n or a in n for a in args.attacks)]

@@ -100,7 +100,7 @@ def _task_path(entry: dict) -> Path | None:
 
 
 def _task(entry: dict, overrides: dict | None = None):
-    from evokernel.tasks import load_task
+    from evokernel.tasks.load import load_task
 
     path = _task_path(entry)
     if path is None or not path.is_file():

@@ -177,7 +177,7 @@ def test_ascend_model_src_passes_and_may_call_only_exported_functions():
 
 
 def test_every_golden_candidate_passes():
-    from evokernel.evals.golden_corpus import corpus
+    from evokernel.evals.bench.golden_corpus import corpus
     from evokernel.verifier.backends.ascend_sim.project import read_strings
 
     n = 0

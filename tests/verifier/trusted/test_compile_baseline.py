@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evokernel.tasks import load_task
+from evokernel.tasks.load import load_task
 
 ROOT = Path(__file__).resolve().parents[3]
 SIGMOID_TASK = ROOT / "evokernel" / "suites" / "cpu_l1" / "04_sigmoid.py"

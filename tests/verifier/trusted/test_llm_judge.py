@@ -1,7 +1,7 @@
 """The LLM judge tier of the hack gate: parsing, what a flag does to a verdict, and the run's verify node.
 
 The model is LangChain's fake chat model here; a real local model's false-positive and catch rates are
-measured by evokernel/evals/bench_llm_judge.py (docs/verifier.md)."""
+measured by evals/bench/bench_llm_judge.py (docs/verifier.md)."""
 from pathlib import Path
 
 import pytest

@@ -7,7 +7,7 @@ import textwrap
 import pytest
 import torch
 
-from evokernel.tasks import load_task
+from evokernel.tasks.load import load_task
 from evokernel.verifier.trusted.correctness import Exact
 
 TASK = '''

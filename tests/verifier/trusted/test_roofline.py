@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from evokernel.tasks import load_task
+from evokernel.tasks.load import load_task
 from evokernel.verifier.trusted.roofline import OVERHEAD_MS, roof_class, roofline
 
 L1 = Path(__file__).resolve().parents[3] / "evokernel" / "suites" / "cpu_l1"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from evokernel.tasks import load_task
+from evokernel.tasks.load import load_task
 from evokernel.verifier.trusted import cpu_isolation, latency, timing_protocol
 from evokernel.verifier.trusted.failures import Fail
 

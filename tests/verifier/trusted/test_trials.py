@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from evokernel.tasks import TaskError, load_task
+from evokernel.tasks.task import TaskError
+from evokernel.tasks.load import load_task
 
 ATTACKS = Path(__file__).resolve().parents[1] / "attacks"
 

@@ -19,7 +19,7 @@ from torch import fx, nn
 
 from evokernel.generators.template.front.graph import AnalysisError, Graph
 from evokernel.generators.template.front.normalise import Normaliser
-from evokernel.torch_trace import FX_LOCK
+from evokernel.runtime.torch_trace import FX_LOCK
 
 _CACHE: dict[str, Graph] = {}
 

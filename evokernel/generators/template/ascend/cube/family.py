@@ -97,7 +97,7 @@ def priors(op: CubeOp) -> dict[str, float]:
     idle over a long K, and A resident in L1 once the K steps are long."""
     p = {"base_k_128": 0.03, "base_mn_128": 0.025, "base_k_64": 0.015}
     # one long copy of A per row block (npu suites, modelled: 2-15% faster after base_k_128 + double_buffer,
-    # slower from the single-buffered draft; evals/cube_knobs.py)
+    # slower from the single-buffered draft; evals/bench/cube_knobs.py)
     p["a_resident"] = 0.018
     if getattr(op, "batch", 1) == 1 and getattr(op, "K", 0) >= 1024 and \
             -(-op.M // 64) * -(-op.N // 64) < 20:  # fewer draft tiles than the 20 cube cores, a long K
