@@ -30,7 +30,7 @@ from evokernel.cli import model as cli_model
 from evokernel.cli import run as cli_run
 from evokernel.cli.options import Given, err, fit_mode, overrides, with_settings
 from evokernel.tasks.fit import describe
-from evokernel.tasks.load import load_task, load_tasks
+from evokernel.tasks.load import load_task, load_tasks, skipped_files
 from evokernel.tasks.task import TaskError, suite_names
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
@@ -254,12 +254,10 @@ def tasks_list(
     except TaskError as exc:
         err.print(f"error: {exc}")
         raise typer.Exit(2)
-    from evokernel.tasks.load import skipped_files
-
     for line in skipped_files(tasks):  # one line per file of the directory that does not load
         err.print(f"skipped {line}")
     if as_json:
-        from evokernel.tasks.category import infer_op_mix
+        from evokernel.tasks.category import infer_op_mix  # lazy: the category probe traces with torch
 
         print(json.dumps([{"name": t.name, "category": t.category, "path": str(t.path), "constants": t.constants,
                            "description": t.description, "cases": len(t.cases),

@@ -134,9 +134,9 @@ def code_version() -> str:
     global _VERSION
     if _VERSION is not None:
         return _VERSION
-    import importlib.util
+    import importlib.util  # lazy: only when the code version is first asked for
 
-    import evokernel
+    import evokernel  # lazy: as above
 
     h = hashlib.sha256(evokernel.__version__.encode())
     roots = list(evokernel.__path__)
@@ -185,7 +185,7 @@ def ping(sock: Path, timeout: float = 5.0) -> dict[str, Any] | None:
     when it is busy with a verdict past ``timeout``). None when nobody listens."""
     if not sock.exists():
         return None
-    from evokernel.verifier import message_codec as codec
+    from evokernel.verifier import message_codec as codec  # lazy: only when a daemon is there to ask
 
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:

@@ -231,7 +231,7 @@ def read_task(path: str | Path, overrides: dict[str, Any] | None = None, suite: 
     except SyntaxError as exc:
         raise TaskError(f"{p}:{exc.lineno}: task file is not valid Python: {exc.msg}") from None
     defined = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
-    from evokernel.task_formats import cases
+    from evokernel.task_formats import cases  # lazy: task_formats reads this module's Task back
 
     if cases.is_cases_format(defined):  # get_input_groups() over a JSON file: cases appended, get_inputs() added
         try:
@@ -244,7 +244,7 @@ def read_task(path: str | Path, overrides: dict[str, Any] | None = None, suite: 
     if missing:
         raise TaskError(f"{p}: not a KernelBench task: missing {', '.join(missing)} "
                         "(a task defines class Model(nn.Module), get_inputs() and get_init_inputs())")
-    from evokernel.task_formats.imports import install_hint, missing_packages
+    from evokernel.task_formats.imports import install_hint, missing_packages  # lazy: read once a file parses
 
     absent = missing_packages(tree)
     if absent:
