@@ -243,7 +243,10 @@ def test_stop_freezes_every_thread_and_resume_lets_them_run():
         time.sleep(0.5)
         assert cpu_isolation.cpu_seconds(p.pid) - before < 0.02  # no thread ran while stopped
         cpu_isolation.resume(p.pid)
-        time.sleep(0.5)
+        # it runs again: CPU time grows (how fast depends on the machine's load, so wait for it, up to 30 s)
+        deadline = time.monotonic() + 30
+        while cpu_isolation.cpu_seconds(p.pid) - before <= 0.2 and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert cpu_isolation.cpu_seconds(p.pid) - before > 0.2
     finally:
         p.kill()
