@@ -663,8 +663,8 @@ class GlueChecker:
                                + COMPUTE_HINT)
         if kind in (VALUE, TENSOR, LAYER):
             return kind  # a basic-indexing tensor view; a layer of a ModuleList
-        if kind == TENSORS:
-            return TENSOR
+        if kind == TENSORS:  # a slice of a tuple of tensors is a tuple (possibly empty), an integer index a tensor
+            return TENSORS if isinstance(node.slice, ast.Slice) else TENSOR
         return self.refuse(node, "glue-structure", f"indexing `{self.src(node)}`", "index sizes, tensors and tuples")
 
     def comprehension(self, node: ast.ListComp | ast.GeneratorExp | ast.SetComp | ast.DictComp, env: Env,

@@ -218,7 +218,7 @@ def definition_findings(facts: Facts) -> list[Finding]:
     for name, dem, kind in facts.defined:
         if kind == "i":
             bad.append(f"{dem or name} (an indirect function, resolved at load time)")
-        elif kind in _STRONG and (dem.startswith(allow.RESERVED_NAMESPACES) or re.match(r"^_?Py", name)):
+        elif kind in _STRONG and (dem.startswith(allow.RESERVED_NAMESPACES) or re.match(r"^_?(Py|THP)", name) or re.match(r"^(_?Py|THP)", dem or "")):
             bad.append(dem or name)
     if not bad:
         return []

@@ -26,6 +26,9 @@ def _package_root() -> Path:
     return Path(evokernel.__file__).resolve().parent.parent
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all C0/C1 controls but \t and \n
+
+
 class HostText:
     def __init__(self, cache_dir: Path | str, home: str | None = None, package_root: Path | None = None):
         home = os.environ.get("HOME", "") if home is None else home
@@ -43,7 +46,12 @@ class HostText:
         self._pattern = re.compile(f"(?:{alternatives})" + r"(?![\w.-])") if ordered else None
 
     def text(self, s: str) -> str:
-        if self._pattern is None or not s:
+        """Host paths replaced by their labels; control characters (terminal escapes, NUL, carriage returns a
+        candidate printed to rewrite what a reader sees) shown as backslash-x escapes; newlines and tabs kept."""
+        if not s:
+            return s
+        s = _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", s)
+        if self._pattern is None:
             return s
         return self._pattern.sub(lambda m: self._labels[m.group(0)], s)
 

@@ -146,6 +146,9 @@ def test_instruction_findings_name_the_function():
     (("_ZNSt6vectorIiE9push_backEv", "std::vector<int>::push_back()", "T"), True),  # a strong std:: definition
     (("_ZN2at6Tensor5relu_Ev", "at::Tensor::relu_()", "T"), True), (("PyInit_evk_ext", "PyInit_evk_ext", "T"), True),
     (("PyRun_SimpleString", "PyRun_SimpleString", "T"), True), (("memcpy", "memcpy", "i"), True),
+    # libtorch_python's THP* names (red-team round 2 defined THPVariable_Wrap), mangled or not
+    (("_Z16THPVariable_WrapN2at10TensorBaseE", "THPVariable_Wrap(at::TensorBase)", "T"), True),
+    (("THPModule_fn", "THPModule_fn", "T"), True),
 ])
 def test_definitions_are_the_candidates_own_names(row, bad):
     assert bool(bj.definition_findings(bf.Facts(defined=[row]))) is bad

@@ -42,3 +42,22 @@ def test_against_the_real_compiler(tmp_path):
     assert p.returncode != 0
     out = reduce_diagnostics(p.stderr)
     assert "kernel.cpp:2: error:" in out and "#include <numeric>" in out
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+def test_a_candidates_file_macros_name_no_build_folder(tmp_path):
+    # red-team round 2: __FILE__ (the build folder under the cache) XOR-encoded on stderr, or spelled as template
+    # arguments in a compiler error, got past the feedback's scrubbing; the unit's __FILE__ is /build/... instead
+    import ctypes
+
+    from evokernel.verifier.trusted.native_build import build_cpp
+
+    src = ('#include <cstdint>\nextern "C" const char* file_macro() { return __FILE__; }\n'
+           'extern "C" const char* file_builtin() { return __builtin_FILE(); }\n')
+    built = build_cpp(src, (), tmp_path / "cache", judge=True)
+    lib = ctypes.CDLL(str(built.path))
+    for name in ("file_macro", "file_builtin"):
+        fn = getattr(lib, name)
+        fn.restype = ctypes.c_char_p
+        value = fn().decode()
+        assert value.startswith("/build/") and str(tmp_path) not in value, value
