@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,30 @@ def test_what_the_host_process_writes_is_untrusted(cache, tmp_path, written, err
 
     with pytest.raises(host.HostError, match=error):
         host.run_host(host_lib(cache), call(), tmp_path, runner=runner)
+
+
+def test_one_verdicts_host_processes_share_a_time_budget(tmp_path, monkeypatch):
+    # red-team round 2: a TilingFunc spinning just under the per-process CPU limit, on 8 distinct shapes, made one
+    # verdict take 200 s and come back feasible; the verdict's host processes now share one budget
+    from evokernel.verifier.backends.ascend_sim import backend as sim_backend
+    from evokernel.verifier.backends.ascend_sim import host as sim_host
+
+    calls = []
+
+    def slow_host(lib, request, scratch, *a, **kw):
+        calls.append(request)
+        time.sleep(0.05)
+        raise sim_host.HostError("spun")
+
+    monkeypatch.setattr(sim_host, "run_host", slow_host)
+    monkeypatch.setattr(sim_backend, "HOST_VERDICT_BASE_S", 0.0)
+    monkeypatch.setattr(sim_backend, "HOST_VERDICT_PER_CALL_S", 0.01)
+    b = sim_backend.AscendSimBackend(tmp_path)
+    try:
+        st = sim_backend._VerdictState(host_lib=tmp_path / "host.so")
+        first = b._compute_tiling(st, {"op": "SpinCustom"})
+        assert "spun" in first["error"] and len(calls) == 1
+        second = b._compute_tiling(st, {"op": "SpinCustom"})  # 0.05 s spent > 0.02 s allowed: not run
+        assert len(calls) == 1 and "tiling call(s) of this verdict" in second["error"], second
+    finally:
+        b.close()

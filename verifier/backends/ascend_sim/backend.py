@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -109,6 +110,14 @@ class _VerdictState:
     opdef: dict[str, Any] | None = None
     tilings: dict[str, dict[str, Any]] = field(default_factory=dict)  # request key -> answer
     served: dict[str, dict[str, Any]] = field(default_factory=dict)  # tiling id -> tiling
+    host_seconds: float = 0.0  # wall time of this verdict's host processes (tilings), against the budget below
+    host_calls: int = 0
+
+
+# One verdict's host processes together: a TilingFunc takes milliseconds and a process starts in about a second,
+# so this leaves room for many shapes on a loaded machine; a TilingFunc that spins just under the per-process CPU
+# limit on shape after shape (red-team round 2: 8 shapes, 200 s, feasible) is stopped by it.
+HOST_VERDICT_BASE_S, HOST_VERDICT_PER_CALL_S = 60.0, 5.0
 
 
 class AscendSimBackend(Backend):
@@ -286,12 +295,21 @@ class AscendSimBackend(Backend):
         assert st.host_lib is not None
         msg = self.load_message()["sim"]
         request = {"mode": "tiling", **call, "sim": {k: msg[k] for k in ("core_num_aiv", "hw_model_json")}}
+        allowed = HOST_VERDICT_BASE_S + HOST_VERDICT_PER_CALL_S * (st.host_calls + 1)
+        if st.host_seconds > allowed:
+            return {"ok": False, "error": f"The host code of {call['op']} used {st.host_seconds:.0f} s over "
+                                          f"{st.host_calls} tiling call(s) of this verdict (at most {allowed:.0f} s: "
+                                          f"a TilingFunc computes a tiling from shapes in milliseconds)"}
+        t0 = time.monotonic()
         try:
             result = host.run_host(st.host_lib, request, self._scratch())
         except host.HostError as exc:
             return {"ok": False, "error": f"The host code of {call['op']} failed: {exc}"}
         except OSError as exc:  # the verifier's own side (scratch folder, sandbox start): no verdict on the candidate
             return {"ok": False, "error": f"the verifier could not run the host process: {exc}"}
+        finally:
+            st.host_seconds += time.monotonic() - t0
+            st.host_calls += 1
         if not result.get("ok"):
             return {"ok": False, "error": f"The host code of {call['op']} failed: {result.get('error')}"}
         report = result.get("report")
