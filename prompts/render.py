@@ -277,11 +277,25 @@ def _fit(items: Iterable[ContextItem], render, budget: _Budget) -> tuple[list[st
     return shown, omitted
 
 
+def _categories(value: Any) -> list[str]:
+    if isinstance(value, str):
+        import json
+
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            return [value]
+    return [str(v) for v in value] if isinstance(value, (list, tuple)) else []
+
+
 def _context_sections(request: GenerationRequest, opts: PromptOptions, budget: _Budget,
                       kernel_form: bool = False) -> tuple[str, str]:
     """(the API knowledge section, the retrieved-context section)."""
     groups: dict[str, list[ContextItem]] = {k: [] for k in KIND_TITLES}
-    groups["knowledge"].extend(request.knowledge)
+    # the kernel-only form states its format in the system prompt: the backend's core items (the full file's
+    # format) would only contradict it
+    groups["knowledge"].extend(k for k in request.knowledge
+                               if not (kernel_form and "*" in _categories(k.meta.get("categories"))))
     other: list[ContextItem] = []
     for item in request.context:
         (groups[item.kind] if item.kind in groups and item.kind != "knowledge" else other).append(item)

@@ -234,3 +234,16 @@ def test_local_models_default_to_the_kernel_form_and_others_to_the_full_form(mon
     assert make_generator("openai:gpt-4o-mini", candidate_form="kernel").form == "kernel"
     with pytest.raises(ValueError, match="candidate form"):
         make_generator("openai:gpt-4o-mini", candidate_form="glue")
+
+
+def test_the_kernel_form_leaves_out_the_full_files_format_item(suite_task):
+    task = suite_task("cpu_l1/01_relu.py", batch_size=4, dim=100)
+    core = ContextItem(id="seed:cpu:00", kind="seed", text="CPU candidate format: class ModelNew ...",
+                       meta={"categories": ["*"], "title": "format"})
+    simd = ContextItem(id="seed:cpu:03", kind="seed", text="omp simd idiom", meta={"categories": ["activation"],
+                                                                                   "title": "SIMD"})
+    request = GenerationRequest(task=task, stage=DRAFT, knowledge=[core, simd])
+    _, kernel_human = render_prompt(request, kernel=declare(task))
+    _, full_human = render_prompt(request)
+    assert "omp simd idiom" in kernel_human and "CPU candidate format" not in kernel_human
+    assert "CPU candidate format" in full_human
