@@ -39,7 +39,8 @@ def _gbnf_lit(text: str) -> str:
 def _guard_rules(prefix: str, words: tuple[str, ...]) -> list[str]:
     """GBNF rules ``<prefix>-start``: the start of a line that does not begin with any of ``words``, then the rest
     of the line (``<prefix>-rest``). Built as a trie: at each depth the next character either leaves every word
-    (then anything may follow), continues one (one level down), or ends the line; a character that completes a word
+    (then anything may follow), continues one (one level down), or ends the line (below the top: the group is
+    optional); a character that completes a word
     has no alternative, so the word cannot be written there."""
     rules: list[str] = []
     counter = [0]
@@ -53,16 +54,14 @@ def _guard_rules(prefix: str, words: tuple[str, ...]) -> list[str]:
         excluded = ["\n", "`", '"'] + firsts + ([" ", "\t"] if depth == 0 else [])
         alts = [f"[^{''.join(_gbnf_char(c) for c in dict.fromkeys(excluded))}] {prefix}-rest",
                 f'"\\"" [^"`\\n]* "\\"" {prefix}-rest']
-        if depth:
-            alts.append('""')  # the line ends here
         for c in firsts:
-            if c in ('"',):
-                continue
             rest = tuple(w[1:] for w in ws if w[0] == c)
             if any(not r for r in rest):
                 continue  # c completes a forbidden word: no way on
             alts.append(f"{_gbnf_lit(c)} {node(rest, depth + 1)}")
-        rules.append(f"{name} ::= " + " | ".join(alts))
+        body = " | ".join(alts)
+        # below the top the line may also end here (the group is optional)
+        rules.append(f"{name} ::= " + (f"({body})?" if depth else body))
         return name
 
     top = node(words, 0)
@@ -103,11 +102,11 @@ def grammar_for(backend: str) -> str:
 
 def kernel_grammar(signature: str) -> str:
     """The GBNF grammar of a kernel-only reply (:mod:`evokernel.generators.kernel_form`): the summary, a cpp fence,
-    helper lines (none may begin ``extern "C"``, so the entry cannot be declared twice or differently), the declared
+    helper lines (none may begin ``extern``, so the entry cannot be declared twice or differently), the declared
     ``signature`` itself (written by the grammar, so its parameters are always the declared ones), the body's lines,
     the closing brace and fence; nothing after it."""
     return ("root ::= summary \"```cpp\\n\" helper-lines " + _gbnf_lit(signature + " {\n")
             + ' body-lines "}\\n```"\n'
             + 'summary ::= "Summary: " [^\\n`]+ "\\n\\n"\n'
-            + _cpp_lines("helper", FORBIDDEN_LINE_STARTS + ('extern "C"',))
-            + _cpp_lines("body", FORBIDDEN_LINE_STARTS + ('extern "C"',)))
+            + _cpp_lines("helper", FORBIDDEN_LINE_STARTS + ("extern ",))
+            + _cpp_lines("body", FORBIDDEN_LINE_STARTS + ("extern ",)))
