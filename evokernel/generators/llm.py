@@ -33,6 +33,7 @@ from tenacity import (
 
 from evokernel import stop_request
 from evokernel.generators.base import (
+    REFINE,
     Generation,
     GenerationError,
     GenerationRequest,
@@ -254,7 +255,7 @@ class LLMGenerator:
                  max_attempts: int = 4, *, backoff_initial_s: float = 1.0, backoff_max_s: float = 30.0,
                  prompt_options: Any = None, before_call: Callable[[], None] | None = None, repairs: int = 1,
                  send_seed: bool = False, grammar: Callable[[str], str | None] | None = None,
-                 form: str = "full"):
+                 form: str = "full", context_tokens: int | None = None, writes_experiences: bool = True):
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
         if repairs < 0:
@@ -265,6 +266,12 @@ class LLMGenerator:
         if form not in CANDIDATE_FORMS[1:]:
             raise ValueError(f"unknown candidate form {form!r} (one of {', '.join(CANDIDATE_FORMS[1:])})")
         self.form = form
+        # the model's context window in tokens when known (a local server's n_ctx): a refinement's raised reply
+        # cap must leave room for the prompt
+        self.context_tokens = context_tokens
+        # whether this model should write the per-attempt experience (nodes/update.py): a local model on shared
+        # cores does not by default, the call took 23-300 s and broke the server's prefix cache (issue 32)
+        self.writes_experiences = writes_experiences
         # the attempt's seed as the sampling seed of the request (llama.cpp honours it; without it the local
         # server sampled the same reply for the same prompt in every run, so run seeds changed nothing)
         self.send_seed = send_seed
@@ -399,9 +406,10 @@ class LLMGenerator:
                 grammar = kernel_grammar(spec.signature)
             else:
                 grammar = self.grammar(request.backend)
+        cap = self.reply_cap(request, messages, spec)
         for round_ in range(self.repairs + 1):
             seed = (request.seed + round_) % 2**31 if self.send_seed else None
-            text, tokens_in, tokens_out, cost, info = self._ask(messages, seed, grammar)
+            text, tokens_in, tokens_out, cost, info = self._ask(messages, seed, grammar, max_tokens=cap)
             total_in, total_out, total_cost = total_in + tokens_in, total_out + tokens_out, total_cost + cost
             calls, seconds = calls + info["calls"], seconds + info["seconds"]
             input_details = _add_details(input_details, info["input_token_details"])
@@ -409,7 +417,7 @@ class LLMGenerator:
             estimated = estimated or info["tokens_estimated"]
             self.last_call = dict(info, calls=calls, seconds=seconds, repairs=round_, tokens_estimated=estimated,
                                   input_token_details=input_details, output_token_details=output_details,
-                                  form="kernel" if spec is not None else "full")
+                                  form="kernel" if spec is not None else "full", reply_cap=cap)
             try:
                 if spec is not None:
                     from evokernel.generators.extract_kernel import extract_kernel
@@ -433,6 +441,38 @@ class LLMGenerator:
         return Generation(source=source, reply=text, summary=extract_summary(text, source),
                           tokens_in=total_in, tokens_out=total_out, cost_usd=total_cost, model=self.name, calls=calls,
                           usage_details=details or None)
+
+    def own_reply_cap(self) -> int | None:
+        """The chat model's own output cap (its ``max_tokens``-like field, or ``max_tokens`` in its extra body where
+        llama_cpp.server reads it); None when it sets none (the provider's default applies)."""
+        body = getattr(self.chat_model, "extra_body", None) or {}
+        if isinstance(body.get("max_tokens"), int):
+            return body["max_tokens"]
+        field = _max_tokens_field(type(self.chat_model))
+        value = getattr(self.chat_model, field, None) if field else None
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    def reply_cap(self, request: GenerationRequest, messages: list[BaseMessage], spec: Any = None) -> int | None:
+        """The output cap of this request when it must differ from the model's own: a refinement whose start point
+        (what the model restates and changes: the kernel in the kernel-only form) needs more tokens than the cap
+        gets room for it (its size, a quarter more, and 256 for the summary and the changes), within the context
+        window when it is known. None: the model's own cap. Round 2: a 1,726-token start point under a 1,024-token
+        cap could not even be restated."""
+        own = self.own_reply_cap()
+        if request.stage != REFINE or request.start_point is None or own is None:
+            return None
+        text = request.start_point.text or ""
+        if spec is not None:
+            from evokernel.generators.kernel_form import kernel_of_candidate
+
+            text = kernel_of_candidate(text) or text
+        need = (len(text) // CHARS_PER_TOKEN) * 5 // 4 + 256
+        if need <= own:
+            return None
+        if self.context_tokens:
+            prompt = sum(len(_content_text(m)) for m in messages) // CHARS_PER_TOKEN
+            need = min(need, self.context_tokens - prompt - 256)
+        return need if need > own else None
 
     def _kernel_spec(self, request: GenerationRequest) -> Any:
         """The declared kernel of the request's task when the kernel-only form applies (the cpu backend, a task
@@ -534,6 +574,13 @@ def make_generator(spec: str | BaseChatModel | Generator, *, temperature: float 
         kw["prompt_options"] = dataclasses.replace(options, max_context_chars=min(options.max_context_chars, chars))
         kw.setdefault("send_seed", True)
         kw.setdefault("form", "kernel")  # a weak model writes the kernel, the trusted side the glue (issue 32)
+        server = getattr(chat, "_evokernel_server", None)
+        if isinstance(getattr(server, "n_ctx", None), int):
+            kw.setdefault("context_tokens", server.n_ctx)
+        # the per-attempt experience by the template sentence: the model's call took 23-300 s on shared cores and
+        # broke the server's prefix cache for the next draft (EVOKERNEL_LOCAL_EXPERIENCES=1: the model writes them)
+        kw.setdefault("writes_experiences", os.environ.get("EVOKERNEL_LOCAL_EXPERIENCES", "0").strip().lower()
+                      in ("1", "true", "yes", "on"))
         if os.environ.get("EVOKERNEL_LOCAL_GRAMMAR", "1").strip().lower() not in ("0", "false", "no", "off"):
             from evokernel.generators.grammar import grammar_for
 

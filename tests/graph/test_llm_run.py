@@ -54,6 +54,8 @@ def test_llm_generator_through_http(tmp_path, monkeypatch, wired):
 
     lines = [json.loads(x) for x in (run_dir / "attempts.jsonl").read_text().splitlines()]
     assert [r["failed_gate"] for r in lines] == ["generate", None, None]
+    # the refinement returned the draft's code unchanged: its verdict is reused, the attempt still counted
+    assert [r["verdict_reused_from"] for r in lines] == [None, None, "01_relu#1"]
     assert [r["stage"] for r in lines] == ["draft", "draft", "refine"]
     assert all(r["tokens_in"] > 0 and r["tokens_out"] > 0 for r in lines)
     assert all(r["model"].endswith("gpt-4o-mini") for r in lines)
