@@ -28,6 +28,7 @@ import ast
 import inspect
 import keyword
 import re
+import threading
 import types
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,6 +49,7 @@ _DTYPE_NAMES = {torch.float32: "torch.float32", torch.float64: "torch.float64", 
                 torch.int32: "torch.int32", torch.int16: "torch.int16", torch.int8: "torch.int8",
                 torch.uint8: "torch.uint8", torch.bool: "torch.bool"}
 _CACHE: dict[str, KernelSpec] = {}
+_LOCK = threading.RLock()
 
 
 class KernelFormError(ValueError):
@@ -208,15 +210,25 @@ def _param_glue(path: str) -> str:
 
 
 def _run(task: Any, source: str | None = None) -> tuple[Any, list[Any], Any]:
-    """``(model, inputs, result)`` of the task's reference built and run on the meta device (no computation)."""
-    module = _exec_task(task, source)
-    try:
-        with torch.device("meta"), torch.no_grad():
-            model = module.Model(*list(module.get_init_inputs()))
-            inputs = list(module.get_inputs())
-            result = model(*inputs)
-    except Exception as exc:  # noqa: BLE001
-        raise KernelFormError(f"running the reference on the meta device failed: {type(exc).__name__}: {exc}") from None
+    """``(model, inputs, result)`` of the task's reference built and run on the meta device (no computation). A task
+    file may set process-wide state (the seed, the default dtype): it is put back afterwards, and one task runs at
+    a time (tasks side by side share this process)."""
+    with _LOCK:
+        saved = (torch.get_default_dtype(), torch.random.get_rng_state())
+        try:
+            module = _exec_task(task, source)
+            with torch.device("meta"), torch.no_grad():
+                model = module.Model(*list(module.get_init_inputs()))
+                inputs = list(module.get_inputs())
+                result = model(*inputs)
+        except KernelFormError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise KernelFormError(f"running the reference on the meta device failed: {type(exc).__name__}: "
+                                  f"{exc}") from None
+        finally:
+            torch.set_default_dtype(saved[0])
+            torch.random.set_rng_state(saved[1])
     return model, inputs, result
 
 

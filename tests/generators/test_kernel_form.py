@@ -247,3 +247,14 @@ def test_the_kernel_form_leaves_out_the_full_files_format_item(suite_task):
     _, full_human = render_prompt(request)
     assert "omp simd idiom" in kernel_human and "CPU candidate format" not in kernel_human
     assert "CPU candidate format" in full_human
+
+
+def test_declaring_leaves_the_process_random_state_and_default_dtype_alone(tmp_path):
+    import torch
+
+    path = tmp_path / "seeded.py"
+    path.write_text(TWO_OUTPUTS.replace("import torch.nn as nn\n", "import torch.nn as nn\ntorch.manual_seed(7)\n"
+                                        "torch.set_default_dtype(torch.float64)\n"))
+    state, dtype = torch.random.get_rng_state(), torch.get_default_dtype()
+    declare(load_task(path))
+    assert torch.equal(torch.random.get_rng_state(), state) and torch.get_default_dtype() == dtype
