@@ -33,6 +33,7 @@ from evokernel.graph.methods import METHODS
 from evokernel.tasks.task import FIT_MODES
 
 SEED_KNOWLEDGE = ("all", "format")
+CANDIDATE_FORMS = ("auto", "kernel", "full")  # evokernel.generators.llm.CANDIDATE_FORMS (kept light here)
 EVAL_RUN = "run"  # the eval role of a setting the eval config sets for all its runs (its run section)
 INPUTS = ("tasks", "set", "limit")  # what a settings file may hold besides settings: the run's input
 
@@ -70,6 +71,9 @@ class RunSettings:
                                          "(a managed llama.cpp server), hybrid:SPEC (the template drafts, SPEC "
                                          "refines), or a bare MODEL for OPENAI_BASE_URL (docs/generators.md)",
                              eval="one group per model of `models` (generator llm), else template")
+    candidate_form: str = setting("auto", "what an LLM writes on the cpu backend: kernel (one C++ function of a "
+                                          "signature declared from the task; the glue is generated), full (the "
+                                          "whole candidate file) or auto (kernel for local models, full for others)")
     temperature: float = setting(0.7, "sampling temperature of an LLM generator")
     budget: int = setting(30, "T: attempts per task, shared by drafting and refining", flags=("-T",))
     fit: str = setting("auto", "auto: scale each task's size constants down until it fits the backend's memory and "
@@ -158,7 +162,8 @@ class RunSettings:
                 ok = True
             if not ok:
                 raise SettingsError(f"{f.name} must be {kind.__name__}, got {value!r}", f.name)
-        choices = {"method": METHODS, "policy": _policies(), "seed_knowledge": SEED_KNOWLEDGE, "fit": FIT_MODES}
+        choices = {"method": METHODS, "policy": _policies(), "seed_knowledge": SEED_KNOWLEDGE, "fit": FIT_MODES,
+                   "candidate_form": CANDIDATE_FORMS}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise SettingsError(f"unknown {name} {getattr(self, name)!r} (one of {', '.join(allowed)})", name)

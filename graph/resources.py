@@ -162,9 +162,10 @@ def generator(ctx: Context) -> Any:
 
     ledger = tokens(ctx)
     # the cap is also checked between retries of one attempt
-    return _get(("generator", ctx.generator, ctx.temperature, ctx.strict, id(ledger)),
+    return _get(("generator", ctx.generator, ctx.temperature, ctx.strict, ctx.candidate_form, id(ledger)),
                 lambda: make_generator(ctx.generator, temperature=ctx.temperature, before_call=ledger.check,
-                                       prompt_options=PromptOptions(tolerance=1e-4 if ctx.strict else 1e-2)))
+                                       prompt_options=PromptOptions(tolerance=1e-4 if ctx.strict else 1e-2),
+                                       candidate_form=ctx.candidate_form))
 
 
 def static_rules(ctx: Context) -> Any:

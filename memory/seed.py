@@ -111,7 +111,7 @@ def parse_seed_file(path: Path) -> tuple[dict[str, Any], str]:
     kind = front.setdefault("kind", "seed")
     if kind not in SEED_KINDS:
         raise SeedError(f"{path}: kind must be one of {SEED_KINDS}, got {kind!r}")
-    for name in ("apis", "categories"):
+    for name in ("apis", "categories", "ops"):
         v = front.setdefault(name, [])
         if isinstance(v, str):
             front[name] = [v]
@@ -137,7 +137,8 @@ def _load(backend: str) -> tuple[MemoryItem, ...]:
             key=str(key),
             text=f"## {front['title']}\n\n{body}",
             meta={"backend": backend, "task": "", "category": next((c for c in categories if c != "*"), ""),
-                  "categories": categories, "apis": [str(a) for a in front["apis"]], "title": str(front["title"]),
+                  "categories": categories, "apis": [str(a) for a in front["apis"]],
+                  "ops": [str(o) for o in front["ops"]], "title": str(front["title"]),
                   "source": "seed", "run": "", "created": "", "iteration": 0, "content_hash": digest,
                   "seed_file": path.name},
         ))

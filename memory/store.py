@@ -683,23 +683,21 @@ class MemoryStore:
             return items
 
     def knowledge(self, backend: str, *, apis: Iterable[str] = (), category: str | None = None,
-                  limit: int = 4) -> list[MemoryItem]:
+                  limit: int = 4, ops: Iterable[str] = (), name: str = "") -> list[MemoryItem]:
         """Seed API knowledge, looked up without learned values: first the backend's core items (their
-        categories contain "*": the candidate format), then seed items whose ``apis`` name an API in
-        ``apis`` (most matches first), then seed items of ``category``; at most ``limit``."""
+        categories contain "*": the candidate format), then the other seed items ranked by how specifically
+        they match the task (:mod:`.knowledge`: the traced graph's ``ops``, words of the task's ``name``, the
+        ``category`` weighted by how few categories an item lists, the ``apis`` seen in retrieved code), best
+        first and ties in file order; items that match nothing are left out; at most ``limit``."""
+        from .knowledge import rank_knowledge
+
         seeds = self.find(kind="seed", backend=backend)
         wanted = {_norm_api(a) for a in apis}
         core = [s for s in seeds if "*" in _as_list(s.meta.get("categories"))]
-        matches = [(len(wanted & _api_forms(_as_list(s.meta.get("apis")))), i, s) for i, s in enumerate(seeds)]
-        by_api = sorted((m for m in matches if m[0]), key=lambda t: (-t[0], t[1]))
-        by_cat = [s for s in seeds if category is not None and category in _as_list(s.meta.get("categories"))]
-        out: list[MemoryItem] = []
-        seen: set[str] = set()
-        for s in core + [s for _, _, s in by_api] + by_cat:
-            if s.id not in seen and len(out) < limit:
-                seen.add(s.id)
-                out.append(s)
-        return out
+        rest = [s for s in seeds if s not in core]
+        ranked = rank_knowledge(rest, ops=ops, category=category, name=name, limit=limit,
+                                apis_of=lambda s: wanted & _api_forms(_as_list(s.meta.get("apis"))))
+        return (core + ranked)[:limit]
 
     def ensure_seed(self, backend: str) -> int:
         """Load the backend's seed knowledge (M0) from memory/seed/<family>/; items whose content is

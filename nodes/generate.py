@@ -59,6 +59,14 @@ def generate(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]
     if cand is None:
         return out
     if cand.get("source"):
+        if not cand.get("recalled_from"):  # a recalled kernel is judged again on purpose (nodes/recall.py)
+            from evokernel.nodes.verdict_cache import earlier_verdict
+
+            ctx = Context.coerce(runtime.context)
+            task = resources.task(state["task"])
+            reused = earlier_verdict(resources.verifier(ctx), task.key, cand.get("code_hash") or "")
+            if reused is not None:  # identical code: the old verdict, the attempt still counted (update)
+                return dict(out, messages=[], verdict=reused)
         call_id = f"{state.get('task_id', 'task')}#{state.get('iteration', 0)}"
         return dict(out, messages=[submission(cand["source"], call_id)])
     return dict(out, messages=[], verdict=no_candidate(cand))

@@ -1,7 +1,8 @@
 """q_filter: the stage's Q-value picks N items of the pool, ε-greedily (paper §3.4, Eq. 6).
 
-Seed API knowledge does not compete here: it has no learned value. It comes by its own path:
-exact names of APIs seen in the chosen items' code, then the task's category.
+Seed API knowledge does not compete here: it has no learned value. It comes by its own path, ranked by
+how specifically each item matches the task (the ops of its traced graph, its name, its category, APIs
+seen in the chosen items' code: memory/knowledge.py).
 """
 from __future__ import annotations
 
@@ -42,8 +43,10 @@ def q_filter(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]
     context = [c.item_id for c in chosen]
     items = store.get(context)
     if shares_memory(ctx.method) and ctx.seed_knowledge == "all":
+        from evokernel.memory.knowledge import task_ops
+
         knowledge = store.knowledge(ctx.backend, apis=api_names([i.text for i in items if i.kind == "trace"]),
-                                    category=task.category, limit=KNOWLEDGE_LIMIT)
+                                    category=task.category, limit=KNOWLEDGE_LIMIT, ops=task_ops(task), name=task.name)
     else:  # the baselines' one demonstration (and a run with no memory): the backend's candidate-format item
         knowledge = store.knowledge(ctx.backend, limit=1)
     return {"context": context, "knowledge": [k.id for k in knowledge]}

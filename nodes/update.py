@@ -87,6 +87,8 @@ def _asker(ctx: Context, cand: dict[str, Any]) -> Any:
     if not ctx.llm_experiences or cand.get("model") == "recall" or not shares_memory(ctx.method):
         return None
     gen = resources.generator(ctx)  # built by generate already (the template generator: cheap, and no `ask`)
+    if not getattr(gen, "writes_experiences", True):  # a local model: kept for generation (issue 32)
+        return None
     return gen if callable(getattr(gen, "ask", None)) else None
 
 
@@ -99,8 +101,11 @@ def _experience(ctx: Context, store: Any, asker: Any, exp_id: str, template_text
     if asker is None:
         from evokernel.graph.methods import shares_memory
 
+        gen = resources.generator(ctx) if ctx.llm_experiences else None
         why = ("off" if not ctx.llm_experiences else "recall" if cand.get("model") == "recall"
-               else f"baseline {ctx.method}" if not shares_memory(ctx.method) else "template generator")
+               else f"baseline {ctx.method}" if not shares_memory(ctx.method)
+               else "local model (off the critical path: EVOKERNEL_LOCAL_EXPERIENCES=1 turns it on)"
+               if not getattr(gen, "writes_experiences", True) else "template generator")
         return Written(template_text, "template", why)
     earlier = store.get([exp_id])
     if earlier and earlier[0].meta.get("experience_kind") == "model":
@@ -250,6 +255,8 @@ def update(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
     # 4: run log
     record = {"attempt_id": aid, "task": tid, "iteration": iteration, "stage": stage, "context": list(state.get("context") or []), "knowledge": list(state.get("knowledge") or []),
               "start_point": parent or None, "code_hash": cand.get("code_hash", ""), "feasible": feasible,
+              # identical code: the verdict of the earlier attempt, not judged again (nodes/verdict_cache.py)
+              "verdict_reused_from": verdict.get("reused_from") or None,
               "failed_gate": gate or None, "compiled": bool((verdict.get("gates") or {}).get("compile")),
               "latency_ms": latency, "eager_ms": eager, "speedup_vs_eager": vs_eager,
               "latency_kind": verdict.get("latency_kind", "measured") if feasible else None,

@@ -34,6 +34,8 @@ __all__ = ["PromptOptions", "adapt_foreign_code", "backends", "load_template", "
            "truncate"]
 
 TEMPLATE_NAMES = ("system", "draft", "refine")
+# the kernel-only form (evokernel.generators.kernel_form): the model writes one declared C++ function
+KERNEL_TEMPLATE_NAMES = ("kernel-system", "kernel-draft", "kernel-refine")
 
 # the order context kinds are shown in, with their section titles
 KIND_TITLES = {
@@ -64,8 +66,9 @@ def backends() -> list[str]:
 
 def load_template(backend: str, name: str) -> string.Template:
     """The template ``<family of backend>/<name>.md`` of this package."""
-    if name not in TEMPLATE_NAMES:
-        raise ValueError(f"unknown prompt template {name!r} (expected one of {', '.join(TEMPLATE_NAMES)})")
+    if name not in TEMPLATE_NAMES + KERNEL_TEMPLATE_NAMES:
+        names = ", ".join(TEMPLATE_NAMES + KERNEL_TEMPLATE_NAMES)
+        raise ValueError(f"unknown prompt template {name!r} (expected one of {names})")
     path = resources.files("evokernel.prompts") / family(backend) / f"{name}.md"
     if not path.is_file():
         raise FileNotFoundError(
@@ -185,17 +188,28 @@ def adapt_foreign_code(code: str) -> tuple[str, dict[str, str]]:
     return _SHAPE_GUARD.sub(drop, code), shapes
 
 
-def _render_code_item(item: ContextItem, heading: str, opts: PromptOptions, own_task: str = "") -> str:
+def _kernel_view(code: str) -> str | None:
+    """A kernel-only candidate's code as the kernel form shows it: the model's C++ alone (the glue is generated)."""
+    from evokernel.generators.kernel_form import KERNEL_MARK, kernel_of_candidate
+
+    return kernel_of_candidate(code) if KERNEL_MARK in code else None
+
+
+def _render_code_item(item: ContextItem, heading: str, opts: PromptOptions, own_task: str = "",
+                      kernel_form: bool = False) -> str:
     """A trace or a child: heading with outcome, summary, verifier feedback, then the code. A trace of
     another task (``own_task`` given and different) says so, and loses its shape guards (`adapt_foreign_code`)."""
     meta = item.meta
     code = item.text.strip()
+    lang = "python"
+    if kernel_form and (kernel := _kernel_view(code)) is not None:
+        code, lang = kernel.strip(), "cpp"
     lines = [f"{heading}{' (' + _outcome(meta) + ')' if _outcome(meta) else ''}"]
     task = meta.get("task")
     foreign = bool(own_task and task and task != own_task)
     if task:
         lines.append(f"Task: {task}" + (" (another operator: adapt what helps, do not copy it)" if foreign else ""))
-    if foreign:
+    if foreign and lang == "python":
         code, shapes = adapt_foreign_code(code)
         if shapes:
             sizes = ", ".join(f"{name} {shape}" for name, shape in shapes.items())
@@ -207,13 +221,13 @@ def _render_code_item(item: ContextItem, heading: str, opts: PromptOptions, own_
     if feedback := meta.get("feedback"):
         fb = truncate(str(feedback).strip(), min(opts.max_feedback_chars, opts.max_item_chars // 2))
         lines.append("Verifier feedback:\n" + _fence(fb))
-    lines.append(_fence(code, "python") if code else "(no code kept)")
+    lines.append(_fence(code, lang) if code else "(no code kept)")
     text = "\n".join(lines)
     if len(text) > opts.max_item_chars:
         # cut the code, not the outcome: re-render with a shorter code part
         overflow = len(text) - opts.max_item_chars
         code = truncate(code, max(len(code) - overflow - 80, 200))
-        text = "\n".join(lines[:-1] + [_fence(code, "python")])
+        text = "\n".join(lines[:-1] + [_fence(code, lang)])
     return text
 
 
@@ -263,10 +277,25 @@ def _fit(items: Iterable[ContextItem], render, budget: _Budget) -> tuple[list[st
     return shown, omitted
 
 
-def _context_sections(request: GenerationRequest, opts: PromptOptions, budget: _Budget) -> tuple[str, str]:
+def _categories(value: Any) -> list[str]:
+    if isinstance(value, str):
+        import json
+
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            return [value]
+    return [str(v) for v in value] if isinstance(value, (list, tuple)) else []
+
+
+def _context_sections(request: GenerationRequest, opts: PromptOptions, budget: _Budget,
+                      kernel_form: bool = False) -> tuple[str, str]:
     """(the API knowledge section, the retrieved-context section)."""
     groups: dict[str, list[ContextItem]] = {k: [] for k in KIND_TITLES}
-    groups["knowledge"].extend(request.knowledge)
+    # the kernel-only form states its format in the system prompt: the backend's core items (the full file's
+    # format) would only contradict it
+    groups["knowledge"].extend(k for k in request.knowledge
+                               if not (kernel_form and "*" in _categories(k.meta.get("categories"))))
     other: list[ContextItem] = []
     for item in request.context:
         (groups[item.kind] if item.kind in groups and item.kind != "knowledge" else other).append(item)
@@ -280,7 +309,7 @@ def _context_sections(request: GenerationRequest, opts: PromptOptions, budget: _
     counter = iter(range(1, 10_000))
     rendered["trace"] = _fit(groups["trace"],
                              lambda it: _render_code_item(it, f"#### Trace {next(counter)}", opts,
-                                                                      request.task.task_id), budget)
+                                                          request.task.task_id, kernel_form), budget)
     parts = [_section(KIND_TITLES[k], *rendered[k]) for k in KIND_TITLES if k != "knowledge"]
     parts.append(_section("Other notes", *rendered["other"]))
     body = "\n".join(p for p in parts if p)
@@ -303,12 +332,16 @@ def _task_line(request: GenerationRequest) -> str:
     return ("; ".join(bits) + ".\n") if bits else ""
 
 
-def render_prompt(request: GenerationRequest, options: PromptOptions | None = None) -> tuple[str, str]:
-    """``(system, human)`` prompt texts for ``request``."""
+def render_prompt(request: GenerationRequest, options: PromptOptions | None = None,
+                  kernel: Any = None) -> tuple[str, str]:
+    """``(system, human)`` prompt texts for ``request``; with ``kernel`` (a
+    :class:`~evokernel.generators.kernel_form.KernelSpec`) the kernel-only form's: the model is asked for the
+    declared function only."""
     opts = options or PromptOptions()
     backend = request.backend or "cpu"
     target = target_notes(backend)
-    system = load_template(backend, "system").substitute(tolerance=f"{opts.tolerance:g}", backend=backend,
+    prefix = "kernel-" if kernel is not None else ""
+    system = load_template(backend, prefix + "system").substitute(tolerance=f"{opts.tolerance:g}", backend=backend,
                                                          target=target)
     budget = _Budget(opts.max_context_chars)
 
@@ -319,13 +352,14 @@ def render_prompt(request: GenerationRequest, options: PromptOptions | None = No
         # the start point's own variants come first, in at most half of the budget
         share = budget.share(0.5) if (request.context or request.knowledge) else budget
         shown, omitted = _fit(request.children,
-                              lambda it: _render_code_item(it, f"### Variant {next(counter)}", opts), share)
+                              lambda it: _render_code_item(it, f"### Variant {next(counter)}", opts,
+                                                           kernel_form=kernel is not None), share)
         if shown or omitted:
             children_text = _section("Earlier refinements of this kernel and their outcomes", shown, omitted, "\n##")
             children_text = children_text.replace(
                 "outcomes\n\n", "outcomes\n\nVariants already tried from this same start point; "
                 "do not repeat them.\n\n", 1)
-    knowledge, context = _context_sections(request, opts, budget)
+    knowledge, context = _context_sections(request, opts, budget, kernel is not None)
 
     feedback = ""
     if request.last_feedback:
@@ -357,7 +391,11 @@ def render_prompt(request: GenerationRequest, options: PromptOptions | None = No
             profile=profile,
             children=children_text,
         )
-    human = load_template(backend, "refine" if refining else "draft").substitute(values)
+    if kernel is not None:
+        values.update(signature=kernel.signature, layout=kernel.describe())
+        if refining:
+            values.update(_kernel_start(request.start_point, opts))
+    human = load_template(backend, prefix + ("refine" if refining else "draft")).substitute(values)
     # API knowledge first: the backend's core items (the candidate format) are the same for every task,
     # so the system prompt plus this section is a prefix a local server's prompt cache reuses across
     # tasks and attempts; what varies (the task, retrieved context, feedback) comes after it
@@ -366,7 +404,23 @@ def render_prompt(request: GenerationRequest, options: PromptOptions | None = No
     return system, human
 
 
-def render_messages(request: GenerationRequest, options: PromptOptions | None = None) -> list[BaseMessage]:
-    """The chat messages for ``request``: one system message, one human message."""
-    system, human = render_prompt(request, options)
+def _kernel_start(start: ContextItem | None, opts: PromptOptions) -> dict[str, str]:
+    """The start point as the kernel form shows it: a kernel-only candidate's C++ alone; any other candidate (a
+    template draft, a full candidate) whole, with a note on reusing its C++ inside the declared entry."""
+    code = (start.text if start else "").strip()
+    kernel = _kernel_view(code) if code else None
+    if kernel is not None:
+        return {"start_note": "", "start_point": _fence(truncate(kernel.strip(), opts.max_code_chars), "cpp")}
+    note = ("\nIt is a whole candidate file whose Python calls its C++ functions; you write only `kernel`, so "
+            "reuse its C++ inside `kernel`: keep its helper functions as `static inline` (not `extern \"C\"`) "
+            "and do in `kernel` what its `forward` does (temporary buffers with `new`/`delete[]` or "
+            "`std::vector`).\n")
+    return {"start_note": note, "start_point": _fence(truncate(code, opts.max_code_chars) or "# (no source)", "python")}
+
+
+def render_messages(request: GenerationRequest, options: PromptOptions | None = None,
+                    kernel: Any = None) -> list[BaseMessage]:
+    """The chat messages for ``request``: one system message, one human message (``kernel``: the kernel-only
+    form's, see :func:`render_prompt`)."""
+    system, human = render_prompt(request, options, kernel)
     return [SystemMessage(content=system), HumanMessage(content=human)]

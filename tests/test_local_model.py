@@ -515,7 +515,17 @@ def test_make_generator_local_goes_through_llmgenerator_with_cost_0(cache, fake_
     log = tmp_path / "requests.jsonl"
     monkeypatch.setenv(ls.CMD_ENV, f"{{python}} {fake_cmd.script} --model {{model}} --host {{host}} --port {{port}} "
                                    f"--model_alias {{alias}} --requests {log}")
-    gen = make_generator(f"local:{user_model.path}", temperature=0.2, max_attempts=2, backoff_initial_s=0.01)
+    # a local model writes the kernel only by default (issue 32); this fake server answers with whole files.
+    # It leaves the per-attempt experience to the template (unless EVOKERNEL_LOCAL_EXPERIENCES=1), and knows its
+    # context window (a refinement's raised reply cap stays inside it)
+    default = make_generator(f"local:{user_model.path}", max_attempts=1)
+    assert default.form == "kernel" and default.writes_experiences is False
+    assert default.context_tokens == default.chat_model._evokernel_server.n_ctx
+    monkeypatch.setenv("EVOKERNEL_LOCAL_EXPERIENCES", "1")
+    assert make_generator(f"local:{user_model.path}", max_attempts=1).writes_experiences is True
+    monkeypatch.delenv("EVOKERNEL_LOCAL_EXPERIENCES")
+    gen = make_generator(f"local:{user_model.path}", temperature=0.2, max_attempts=2, backoff_initial_s=0.01,
+                         candidate_form="full")
     server = gen.chat_model._evokernel_server
     try:
         assert isinstance(gen, LLMGenerator) and gen.name == f"local:{user_model.path}" and gen.model == "tiny-user"
@@ -540,7 +550,7 @@ def test_make_generator_local_goes_through_llmgenerator_with_cost_0(cache, fake_
 
         assert sent[0]["json"]["grammar"] == CPU_CANDIDATE
         monkeypatch.setenv("EVOKERNEL_LOCAL_GRAMMAR", "0")
-        plain = make_generator(f"local:{user_model.path}", max_attempts=1)
+        plain = make_generator(f"local:{user_model.path}", max_attempts=1, candidate_form="full")
         plain.generate(llm_request())
         assert "grammar" not in json.loads(log.read_text().splitlines()[-1])["json"]
         monkeypatch.delenv("EVOKERNEL_LOCAL_GRAMMAR")

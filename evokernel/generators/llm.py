@@ -31,6 +31,7 @@ from tenacity import (
 )
 
 from evokernel.generators.base import (
+    REFINE,
     Generation,
     GenerationError,
     GenerationRequest,
@@ -66,6 +67,9 @@ __all__ = [
 ]
 
 CHARS_PER_TOKEN = 4
+# what the model writes: "auto" (kernel for local models, full for the others), "kernel" (one declared C++
+# function on the cpu backend: evokernel.generators.kernel_form) or "full" (the whole candidate file)
+CANDIDATE_FORMS = ("auto", "kernel", "full")
 
 
 class LLMEndpointError(RuntimeError):
@@ -175,12 +179,24 @@ class LLMGenerator:
     def __init__(self, chat_model: BaseChatModel, name: str | None = None, prices: Prices | None = None,
                  max_attempts: int = 4, *, backoff_initial_s: float = 1.0, backoff_max_s: float = 30.0,
                  prompt_options: Any = None, before_call: Callable[[], None] | None = None, repairs: int = 1,
-                 send_seed: bool = False, grammar: Callable[[str], str | None] | None = None):
+                 send_seed: bool = False, grammar: Callable[[str], str | None] | None = None,
+                 form: str = "full", context_tokens: int | None = None, writes_experiences: bool = True):
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
         if repairs < 0:
             raise ValueError("repairs must be at least 0")
         self.repairs = repairs
+        # "kernel": on the cpu backend the model writes one declared C++ function and the trusted side writes the
+        # glue (evokernel.generators.kernel_form); "full": the model writes the whole candidate file
+        if form not in CANDIDATE_FORMS[1:]:
+            raise ValueError(f"unknown candidate form {form!r} (one of {', '.join(CANDIDATE_FORMS[1:])})")
+        self.form = form
+        # the model's context window in tokens when known (a local server's n_ctx): a refinement's raised reply
+        # cap must leave room for the prompt
+        self.context_tokens = context_tokens
+        # whether this model should write the per-attempt experience (nodes/update.py): a local model on shared
+        # cores does not by default, the call took 23-300 s and broke the server's prefix cache (issue 32)
+        self.writes_experiences = writes_experiences
         # the attempt's seed as the sampling seed of the request (llama.cpp honours it; without it the local
         # server sampled the same reply for the same prompt in every run, so run seeds changed nothing)
         self.send_seed = send_seed
@@ -300,25 +316,40 @@ class LLMGenerator:
         every request are summed into the attempt. Raises GenerationError when none yields a candidate."""
         from evokernel.prompts.render import render_messages
 
-        messages = render_messages(request, self.prompt_options)
+        spec = self._kernel_spec(request)
+        messages = render_messages(request, self.prompt_options, kernel=spec)
         total_in = total_out = calls = 0
         total_cost, seconds = 0.0, 0.0
         input_details: dict[str, int] = {}
         output_details: dict[str, int] = {}
         estimated = False
-        grammar = self.grammar(request.backend) if self.grammar is not None else None
+        grammar = None
+        if self.grammar is not None:
+            if spec is not None:
+                from evokernel.generators.grammar import kernel_grammar
+
+                grammar = kernel_grammar(spec.signature)
+            else:
+                grammar = self.grammar(request.backend)
+        cap = self.reply_cap(request, messages, spec)
         for round_ in range(self.repairs + 1):
             seed = (request.seed + round_) % 2**31 if self.send_seed else None
-            text, tokens_in, tokens_out, cost, info = self._ask(messages, seed, grammar)
+            text, tokens_in, tokens_out, cost, info = self._ask(messages, seed, grammar, max_tokens=cap)
             total_in, total_out, total_cost = total_in + tokens_in, total_out + tokens_out, total_cost + cost
             calls, seconds = calls + info["calls"], seconds + info["seconds"]
             input_details = _add_details(input_details, info["input_token_details"])
             output_details = _add_details(output_details, info["output_token_details"])
             estimated = estimated or info["tokens_estimated"]
             self.last_call = dict(info, calls=calls, seconds=seconds, repairs=round_, tokens_estimated=estimated,
-                                  input_token_details=input_details, output_token_details=output_details)
+                                  input_token_details=input_details, output_token_details=output_details,
+                                  form="kernel" if spec is not None else "full", reply_cap=cap)
             try:
-                source = extract_candidate(text)
+                if spec is not None:
+                    from evokernel.generators.extract_kernel import extract_kernel
+
+                    source = spec.candidate(extract_kernel(text, spec))
+                else:
+                    source = extract_candidate(text)
                 break
             except GenerationError as exc:
                 message = str(exc)
@@ -329,15 +360,62 @@ class LLMGenerator:
                         message += f" (still, after {round_} repair request{'s' if round_ > 1 else ''})"
                     raise GenerationError(message, reply=text, tokens_in=total_in, tokens_out=total_out,
                                           cost_usd=total_cost) from None
-                messages = messages + [AIMessage(content=text), HumanMessage(content=REPAIR_REQUEST.format(error=message))]
+                repair = KERNEL_REPAIR_REQUEST if spec is not None else REPAIR_REQUEST
+                messages = messages + [AIMessage(content=text), HumanMessage(content=repair.format(error=message))]
         details = {k: v for k, v in (("input", input_details), ("output", output_details)) if v}
         return Generation(source=source, reply=text, summary=extract_summary(text, source),
                           tokens_in=total_in, tokens_out=total_out, cost_usd=total_cost, model=self.name, calls=calls,
                           usage_details=details or None)
 
+    def own_reply_cap(self) -> int | None:
+        """The chat model's own output cap (its ``max_tokens``-like field, or ``max_tokens`` in its extra body where
+        llama_cpp.server reads it); None when it sets none (the provider's default applies)."""
+        body = getattr(self.chat_model, "extra_body", None) or {}
+        if isinstance(body.get("max_tokens"), int):
+            return body["max_tokens"]
+        field = _max_tokens_field(type(self.chat_model))
+        value = getattr(self.chat_model, field, None) if field else None
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    def reply_cap(self, request: GenerationRequest, messages: list[BaseMessage], spec: Any = None) -> int | None:
+        """The output cap of this request when it must differ from the model's own: a refinement whose start point
+        (what the model restates and changes: the kernel in the kernel-only form) needs more tokens than the cap
+        gets room for it (its size, a quarter more, and 256 for the summary and the changes), within the context
+        window when it is known. None: the model's own cap. Round 2: a 1,726-token start point under a 1,024-token
+        cap could not even be restated."""
+        own = self.own_reply_cap()
+        if request.stage != REFINE or request.start_point is None or own is None:
+            return None
+        text = request.start_point.text or ""
+        if spec is not None:
+            from evokernel.generators.kernel_form import kernel_of_candidate
+
+            text = kernel_of_candidate(text) or text
+        need = (len(text) // CHARS_PER_TOKEN) * 5 // 4 + 256
+        if need <= own:
+            return None
+        if self.context_tokens:
+            prompt = sum(len(_content_text(m)) for m in messages) // CHARS_PER_TOKEN
+            need = min(need, self.context_tokens - prompt - 256)
+        return need if need > own else None
+
+    def _kernel_spec(self, request: GenerationRequest) -> Any:
+        """The declared kernel of the request's task when the kernel-only form applies (the cpu backend, a task
+        it can express); None for the full-candidate form."""
+        if self.form != "kernel" or (request.backend or "cpu") != "cpu":
+            return None
+        from evokernel.generators.kernel_form import KernelFormError, declare
+
+        try:
+            return declare(request.task)
+        except KernelFormError:
+            return None  # e.g. a scalar forward argument: the model writes the whole file for this task
+
 
 REPAIR_REQUEST = ("Your reply above cannot be used: {error}\n\nReply again with the whole candidate file in one "
                   "```python block (nothing else inside the block; a one-line `Summary:` may follow it).")
+KERNEL_REPAIR_REQUEST = ("Your reply above cannot be used: {error}\n\nReply again with the `Summary:` line and one "
+                         "```cpp block holding the whole function (nothing after the block).")
 
 
 # -- building generators from specs -------------------------------------------------------------
@@ -348,8 +426,12 @@ _chat_openai = chat_openai  # the name before providers.py
 def make_generator(spec: str | BaseChatModel | Generator, *, temperature: float | None = None,
                    timeout: float | None = 300.0, base_url: str | None = None, api_key: str | None = None,
                    max_tokens: int | None = None, prices: Prices | None = None, max_attempts: int = 4,
-                   name: str | None = None, model_kwargs: dict[str, Any] | None = None, **kw: Any) -> Generator:
+                   name: str | None = None, model_kwargs: dict[str, Any] | None = None,
+                   candidate_form: str = "auto", **kw: Any) -> Generator:
     """A generator from a spec.
+
+    ``candidate_form`` (:data:`CANDIDATE_FORMS`): what an LLM writes on the cpu backend; ``auto`` is the
+    kernel-only form for ``local:`` models (and the LLM of ``hybrid:local:...``) and the full file for the others.
 
     * ``"template"``: the offline template generator (``kw`` go to its constructor);
     * ``"openai:MODEL"`` or a bare ``"MODEL"``: ChatOpenAI with ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``
@@ -374,6 +456,10 @@ def make_generator(spec: str | BaseChatModel | Generator, *, temperature: float 
     as they are (``region_name`` for Bedrock, ``project`` for Vertex AI, ...). Remaining ``kw`` go to
     :class:`LLMGenerator` (``backoff_initial_s``, ``prompt_options``, ...).
     """
+    if candidate_form not in CANDIDATE_FORMS:
+        raise ValueError(f"unknown candidate form {candidate_form!r} (one of {', '.join(CANDIDATE_FORMS)})")
+    if candidate_form != "auto":
+        kw.setdefault("form", candidate_form)
     if isinstance(spec, BaseChatModel):
         return LLMGenerator(spec, name=name, prices=prices, max_attempts=max_attempts, **kw)
     if not isinstance(spec, str):
@@ -400,7 +486,7 @@ def make_generator(spec: str | BaseChatModel | Generator, *, temperature: float 
         return HybridGenerator(TemplateGenerator(), make_generator(
             model.strip(), temperature=temperature, timeout=timeout, base_url=base_url, api_key=api_key,
             max_tokens=max_tokens, prices=prices, max_attempts=max_attempts, name=name,
-            model_kwargs=model_kwargs, **kw))
+            model_kwargs=model_kwargs, candidate_form=candidate_form, **kw))
     if provider == "local" and model.strip():  # a llama.cpp server on 127.0.0.1, started or reused here
         from evokernel.generators.local.server import LOCAL_CONTEXT_CHARS, local_chat_model
         from evokernel.prompts.render import PromptOptions
@@ -412,6 +498,14 @@ def make_generator(spec: str | BaseChatModel | Generator, *, temperature: float 
         chars = int(os.environ.get("EVOKERNEL_LOCAL_CONTEXT_CHARS") or LOCAL_CONTEXT_CHARS)
         kw["prompt_options"] = dataclasses.replace(options, max_context_chars=min(options.max_context_chars, chars))
         kw.setdefault("send_seed", True)
+        kw.setdefault("form", "kernel")  # a weak model writes the kernel, the trusted side the glue (issue 32)
+        server = getattr(chat, "_evokernel_server", None)
+        if isinstance(getattr(server, "n_ctx", None), int):
+            kw.setdefault("context_tokens", server.n_ctx)
+        # the per-attempt experience by the template sentence: the model's call took 23-300 s on shared cores and
+        # broke the server's prefix cache for the next draft (EVOKERNEL_LOCAL_EXPERIENCES=1: the model writes them)
+        kw.setdefault("writes_experiences", os.environ.get("EVOKERNEL_LOCAL_EXPERIENCES", "0").strip().lower()
+                      in ("1", "true", "yes", "on"))
         if os.environ.get("EVOKERNEL_LOCAL_GRAMMAR", "1").strip().lower() not in ("0", "false", "no", "off"):
             from evokernel.generators.grammar import grammar_for
 

@@ -12,7 +12,7 @@ import pytest
 
 from evokernel.generators.local import models as lm
 from evokernel.generators.extract import extract_candidate
-from evokernel.generators.grammar import CPU_CANDIDATE, ONE_PYTHON_BLOCK
+from evokernel.generators.grammar import CPU_CANDIDATE, ONE_PYTHON_BLOCK, kernel_grammar
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "evokernel" / "examples" / "cpu").glob("*.py"))
@@ -94,3 +94,12 @@ def test_the_shapes_of_the_small_models_generate_failures_are_impossible(accepts
     no_summary = f"```python\n{relu}```"
     for text in (restated, open_string, prose_after, two_blocks, no_summary):
         assert not accepts(CPU_CANDIDATE, text)[0], text[:200]
+
+
+def test_the_kernel_grammar_parses_in_llama_cpp_and_allows_a_kernel_reply(accepts):
+    sig = 'extern "C" void kernel(const float* x, float* out, int64_t batch_size, int64_t dim)'
+    reply = (f"Summary: one pass.\n\n```cpp\n{sig} {{\n    const int64_t n = batch_size * dim;\n"
+             "    for (int64_t i = 0; i < n; ++i) out[i] = x[i] > 0.0f ? x[i] : 0.0f;\n}\n```")
+    ok, where = accepts(kernel_grammar(sig), reply)
+    assert ok, where
+    assert not accepts(kernel_grammar(sig), reply.replace("    const", "class ModelNew(nn.Module):\n    const"))[0]

@@ -54,6 +54,8 @@ def test_llm_generator_through_http(tmp_path, monkeypatch, wired):
 
     lines = [json.loads(x) for x in (run_dir / "attempts.jsonl").read_text().splitlines()]
     assert [r["failed_gate"] for r in lines] == ["generate", None, None]
+    # the refinement returned the draft's code unchanged: its verdict is reused, the attempt still counted
+    assert [r["verdict_reused_from"] for r in lines] == [None, None, "01_relu#1"]
     assert [r["stage"] for r in lines] == ["draft", "draft", "refine"]
     assert all(r["tokens_in"] > 0 and r["tokens_out"] > 0 for r in lines)
     assert all(r["model"].endswith("gpt-4o-mini") for r in lines)
@@ -77,3 +79,33 @@ def test_token_cap_stops_the_run_cleanly(tmp_path, monkeypatch, wired):
     lines = (run_dir / "attempts.jsonl").read_text().splitlines()
     assert len(lines) == 1  # the first call used the whole cap; no further call was made
     assert "token" in final["stop"].lower()
+
+
+def test_the_kernel_only_form_through_the_graph(tmp_path, monkeypatch, wired):
+    """`candidate_form = kernel` from the run settings to the generator: the model is asked for the declared
+    function only, its reply becomes a feasible candidate, a malformed reply is a `generate` failure that says
+    what to write, and a refinement identical to its start point is not judged again."""
+    kernel = ('Summary: max with zero.\n\n```cpp\nextern "C" void kernel(const float* x, float* out, int64_t batch_size, '
+              'int64_t dim) {\n    for (int64_t i = 0; i < batch_size * dim; ++i) out[i] = x[i] > 0.0f ? x[i] : 0.0f;\n}\n```')
+    replies = ["```cpp\nvoid something_else() {}\n```", "no code, sorry", kernel, kernel]
+    with FakeOpenAI(replies) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        run_dir = tmp_path / "run"
+        ctx = Context(generator="openai:gpt-4o-mini", budget=3, memory_dir=str(tmp_path / "mem"),
+                      run_dir=str(run_dir), run_id="kernel", candidate_form="kernel", llm_experiences=False)
+        run_dir.mkdir()
+        final = build_graph().invoke({"tasks": [str(RELU)], "overrides": SMALL}, context=ctx)
+        requests = list(server.requests)
+    assert len(requests) == 4  # the malformed draft, its repair request, a draft, a refinement
+    system = str(requests[0]["json"]["messages"][0]["content"])
+    human = str(requests[0]["json"]["messages"][1]["content"])
+    assert "You write that function only" in system and "class ModelNew" not in system
+    assert 'extern "C" void kernel(const float* x, float* out, int64_t batch_size, int64_t dim)' in human
+    lines = [json.loads(x) for x in (run_dir / "attempts.jsonl").read_text().splitlines()]
+    assert [r["failed_gate"] for r in lines] == ["generate", None, None]
+    assert "reply with one ```cpp block defining" in lines[0]["feedback"]
+    assert [r["verdict_reused_from"] for r in lines] == [None, None, "01_relu#1"]
+    refine = "\n".join(str(m["content"]) for m in requests[3]["json"]["messages"])
+    assert "```cpp\nextern \"C\" void kernel" in refine and "lib.kernel(" not in refine  # the kernel alone
+    assert final["results"][0]["feasible"]

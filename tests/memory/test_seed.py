@@ -53,7 +53,7 @@ def test_front_matter_errors(tmp_path):
         parse_seed_file(p)
     p.write_text('---\ntitle: T: sub\napis: [a, "b, c", extern "C"]\ncategories: x\n---\nbody\n')
     front, body = parse_seed_file(p)
-    assert front == {"title": "T: sub", "apis": ["a", "b, c", 'extern "C"'], "categories": ["x"], "kind": "seed"}
+    assert front == {"title": "T: sub", "apis": ["a", "b, c", 'extern "C"'], "categories": ["x"], "kind": "seed", "ops": []}
     assert body == "body\n"
 
 

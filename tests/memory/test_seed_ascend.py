@@ -173,15 +173,16 @@ def test_ensure_seed_and_knowledge_for_the_family(tmp_path):
         n = store.ensure_seed("ascend-sim")
         assert n == len(items()) and store.ensure_seed("ascend-sim") == 0
         core = ["seed:ascend:00_candidate_format", "seed:ascend:01_emulator_rules"]
-        # core items first, then by the number of API names seen in code, then by category
+        # core items first, then by how specifically an item matches (memory/knowledge.py): the one softmax item
+        # before the items whose APIs the retrieved code uses
         k = [i.id for i in store.knowledge("ascend-sim", apis={"Brcb", "WholeReduceMax", "x"}, category="softmax",
                                            limit=5)]
-        assert k == core + ["seed:ascend:07_mask_repeat_broadcast", "seed:ascend:06_reductions",
-                            "seed:ascend:11_row_softmax"]
-        for category, item in (("activation", "08_activations"), ("reduction", "06_reductions"),
-                               ("normalization", "12_layer_rms_norm"), ("softmax", "11_row_softmax"),
-                               ("elementwise", "02_pipeline_tque")):
-            assert [i.id for i in store.knowledge("ascend-sim", category=category, limit=3)] == core + [
+        assert k == core + ["seed:ascend:11_row_softmax", "seed:ascend:07_mask_repeat_broadcast",
+                            "seed:ascend:06_reductions"]
+        for category, ops, item in (("activation", {"gelu"}, "08_activations"), ("reduction", {"sum"}, "06_reductions"),
+                                    ("normalization", {"layer_norm"}, "12_layer_rms_norm"),
+                                    ("softmax", {"softmax"}, "11_row_softmax"), ("elementwise", set(), "02_pipeline_tque")):
+            assert [i.id for i in store.knowledge("ascend-sim", category=category, ops=ops, limit=3)] == core + [
                 f"seed:ascend:{item}"]
         assert store.knowledge("ascend") == [] and store.knowledge("cpu") == []
         # a value learned on the emulator stays with the item when the same memory serves real NPUs

@@ -114,6 +114,8 @@ def test_seed_and_knowledge(store):
     ids = [i.id for i in k]
     assert ids[0] == "seed:cpu:00_candidate_format"  # the core template always comes first
     assert "seed:cpu:03_simd_vectorisation" in ids[:3] and len(ids) == 4
+    # the normalization item (two categories) outranks OpenMP (eight); items matching nothing are left out
+    assert "seed:cpu:07_layer_rms_norm" in ids and "seed:cpu:01_openmp_parallel_for" not in ids
     assert all(i.kind == "seed" for i in k)
     # names as an identifier/pragma scan of code yields them
     k = store.knowledge("cpu", apis={"#pragma omp parallel", "reduction", "for", "x"}, limit=3)
