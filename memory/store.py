@@ -45,6 +45,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from .knowledge import _as_list
 from .chroma import (  # noqa: F401
     MemoryLockedError,
     MemoryStoreError,
@@ -798,15 +799,3 @@ def _api_forms(apis: Iterable[str]) -> set[str]:
         if m and m.end() < len(a) and a[m.end()] not in " ":
             forms.add(m.group(0))
     return forms
-
-
-def _as_list(v: Any) -> list[str]:
-    if v is None:
-        return []
-    if isinstance(v, str):
-        try:
-            parsed = json.loads(v)
-        except json.JSONDecodeError:
-            return [v]
-        return [str(x) for x in parsed] if isinstance(parsed, list) else [v]
-    return [str(x) for x in v]
