@@ -59,12 +59,13 @@ def generate(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]
     if cand is None:
         return out
     if cand.get("source"):
-        if not cand.get("recalled_from"):  # a recalled kernel is judged again on purpose (nodes/recall.py)
+        ctx = Context.coerce(runtime.context)
+        # a recalled kernel is judged again on purpose (nodes/recall.py); with review on, every verdict is reviewed
+        if not cand.get("recalled_from") and not ctx.review:
             from evokernel.nodes.verdict_cache import earlier_verdict
 
-            ctx = Context.coerce(runtime.context)
             task = resources.task(state["task"])
-            reused = earlier_verdict(resources.verifier(ctx), task.key, cand.get("code_hash") or "")
+            reused = earlier_verdict(resources.verifier(ctx), f"{ctx.run_id}|{task.key}", cand.get("code_hash") or "")
             if reused is not None:  # identical code: the old verdict, the attempt still counted (update)
                 return dict(out, messages=[], verdict=reused)
         call_id = f"{state.get('task_id', 'task')}#{state.get('iteration', 0)}"

@@ -18,7 +18,7 @@ from evokernel.generators.kernel_form import KernelFormError, declare
 from evokernel.memory.knowledge import rank_knowledge, task_ops
 from evokernel.memory.seed import load_seed
 from evokernel.prompts.render import render_prompt
-from evokernel.tasks import load_task
+from evokernel.tasks.load import load_task
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,7 +9,7 @@ from evokernel.generators.extract_kernel import extract_kernel
 from evokernel.generators.kernel_form import KERNEL_MARK, KernelFormError, declare, kernel_of_candidate
 from evokernel.generators.llm import LLMGenerator, make_generator
 from evokernel.prompts.render import render_prompt
-from evokernel.tasks import load_task
+from evokernel.tasks.load import load_task
 from evokernel.verifier.trusted.ast_allowlist import check_glue
 
 RELU = '''Summary: one pass, max with zero.

@@ -8,7 +8,7 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from evokernel.generators.base import DRAFT, REFINE, ContextItem, GenerationRequest
 from evokernel.generators.llm import LLMGenerator
 from evokernel.nodes.verdict_cache import code_hash, earlier_verdict, record_verdict
-from evokernel.tasks import load_task
+from evokernel.tasks.load import load_task
 from test_kernel_form import RELU
 
 from pathlib import Path

@@ -8,7 +8,7 @@ import pytest
 from evokernel.cpu import parse_extern_c
 from evokernel.memory.knowledge import name_words, rank_knowledge, score, task_ops
 from evokernel.memory.seed import load_seed
-from evokernel.tasks import load_task
+from evokernel.tasks.load import load_task
 
 SUITES = Path(__file__).resolve().parents[2] / "evokernel" / "suites"
 
