@@ -3,7 +3,7 @@
     path, state = ensure("cpu", threads=1)      # reuse the running service, or start one and wait for it
     stop("cpu", 1); stop_all()                   # what --stop-server and the tests' fixtures call
 
-One service per user, backend, thread count, sandbox mode, build cache, EVOKERNEL_* environment, Python
+One service per user, backend, thread count, sandbox mode, build cache, EVOKERNEL_*/ASCEND* environment, Python
 interpreter and PATH (the *key*). Its files live in the **state directory** (``$EVOKERNEL_VERIFY_STATE``, else
 ``$XDG_RUNTIME_DIR/evokernel``, else ``<cache>/run``), which must be ours and mode 0700:
 
@@ -82,9 +82,14 @@ def state_dir() -> Path:
     return d
 
 
+# the environment a verdict depends on: EvoKernel's own settings, and the Ascend toolkit's (the ascend backend finds
+# CANN and the NPU through them): a daemon started under other values is another daemon
+_KEY_ENV_PREFIXES = ("EVOKERNEL_", "ASCEND_", "ASCEND", "NPU_", "LD_LIBRARY_PATH")
+
+
 def key(backend: str, threads: int) -> str:
     env = sorted((k, v) for k, v in os.environ.items()
-                 if k.startswith("EVOKERNEL_") and k not in _PRIVATE_ENV and k != "EVOKERNEL_CACHE")  # resolved below
+                 if k.startswith(_KEY_ENV_PREFIXES) and k not in _PRIVATE_ENV and k != "EVOKERNEL_CACHE")  # resolved below
     # the interpreter (another venv runs other code) and PATH (the sandbox and compilers it finds) too
     ident = json.dumps([os.getuid(), backend, threads, verify_server.sandbox_setting(),
                         str(default_cache_dir().resolve()), env, sys.executable, os.environ.get("PATH", "")])

@@ -62,7 +62,7 @@ def test_a_task_torch_compile_cannot_build_is_timed_against_eager_and_says_why(c
 
 
 def test_the_cli_says_when_there_is_no_speedup_vs_torch_compile(capsys):
-    from evokernel.cli import _print_verdict
+    from evokernel.cli.app import _print_verdict
     from evokernel.verifier.verdict import Verdict
 
     why = "torch.compile of the reference failed: run: BackendCompilerFailed: no compiler\nmore lines"

@@ -456,8 +456,33 @@ def test_a_few_elements_float32_itself_misses_are_asked_of_the_float64_answer():
     wrong = honest.clone()
     wrong[9, 9] += 0.05
     assert not compare(wrong, ref, [], 1e-2, truth=lambda: exact).ok
+    # a NaN where the reference is finite never passes, however few
+    nan_one = honest.clone()
+    nan_one[1, 1] = float("nan")
+    assert not compare(nan_one, ref, [], 1e-2, truth=lambda: exact).ok
     # many misses are a wrong kernel: the float64 answer is not even computed
     def never():
         raise AssertionError("the float64 forward ran for a kernel that misses many elements")
 
     assert not compare(exact.float() + 0.5, ref, [], 1e-2, truth=never).ok
+
+
+def test_a_reference_that_overflowed_its_own_precision_is_not_repeated():
+    # a float16 GEMM on heavy inputs: PyTorch's half partial sums overflow (NaN/Inf) where the float64 answer is
+    # finite and representable; an honest kernel accumulating in float32 gives the answer there
+    exact = torch.tensor([1.0, 2.0, 300.0, 4.0], dtype=torch.float64)
+    ref = exact.half()
+    ref[2] = float("nan")
+    honest = exact.half()
+    assert not compare(honest, ref, [], 1e-2).ok  # no second opinion: the NaN must be repeated
+    assert compare(honest, ref, [], 1e-2, truth=lambda: exact).ok
+    wrong = honest.clone()
+    wrong[2] = 0.0  # not the answer either
+    assert not compare(wrong, ref, [], 1e-2, truth=lambda: exact).ok
+    # where the float64 answer is NaN too (or beyond the dtype), the NaN is the task's and must be repeated
+    nan_exact = exact.clone()
+    nan_exact[2] = float("nan")
+    assert not compare(honest, ref, [], 1e-2, truth=lambda: nan_exact).ok
+    big = exact.clone()
+    big[2] = 1e6
+    assert not compare(honest, ref, [], 1e-2, truth=lambda: big).ok

@@ -88,7 +88,7 @@ def attr_expr(base: str, path: str) -> str:
     as is, a numeric part (an ``nn.Sequential`` / ``nn.ModuleList`` index) as a subscript
     (``self.network[0].weight``), any other part that is not an identifier (a ``ModuleDict`` key) through
     ``getattr``. Written as ``self.`` + path, a multi-layer model's candidate would not be Python at all."""
-    import keyword
+    import keyword  # lazy: only where a path part is not an identifier (rare)
 
     expr = base
     for part in path.split("."):
