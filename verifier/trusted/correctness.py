@@ -290,9 +290,7 @@ def _against_truth(c: torch.Tensor, r: torch.Tensor, truth: Callable[[], torch.T
     element -- if the answer is at float32's noise level or the candidate carries it (module docstring).
     Positions where the reference (``fin`` False: masked to 0 in ``c`` and ``r`` already) or the float64 answer
     is NaN/Inf are not judged here: the scan judged them."""
-    got = truth()
-    exact_t, scale = (got.value, got.scale) if isinstance(got, Exact) else (got, 0.0)
-    exact = exact_t.to(torch.float64).reshape(c.shape)
+    exact, scale = _exact(truth, c.shape)
     finite = torch.isfinite(exact)
     if fin is not None:
         exact = exact.masked_fill(~fin, 0.0)  # float32 overflowed where float64 did not: not the opinion's
@@ -318,6 +316,13 @@ def _against_truth(c: torch.Tensor, r: torch.Tensor, truth: Callable[[], torch.T
     return op
 
 
+def _exact(truth: Callable[[], torch.Tensor | Exact], shape: torch.Size) -> tuple[torch.Tensor, float]:
+    """The float64 answer of one output in ``shape``, and its working scale (0: unknown)."""
+    got = truth()
+    value, scale = (got.value, got.scale) if isinstance(got, Exact) else (got, 0.0)
+    return value.to(torch.float64).reshape(shape), scale
+
+
 def _nonfinite_artifacts(c: torch.Tensor, r: torch.Tensor, truth: Callable[[], torch.Tensor | Exact], tol: float,
                          dtype: torch.dtype) -> bool:
     """Where the output does not repeat the reference's NaN/Inf: is each such reference value an artifact of its
@@ -326,8 +331,7 @@ def _nonfinite_artifacts(c: torch.Tensor, r: torch.Tensor, truth: Callable[[], t
     candidate's to repeat. A NaN/Inf the float64 answer has too must still be repeated."""
     same = (c == r) | (torch.isnan(c) & torch.isnan(r))
     miss = ~torch.isfinite(r) & ~same
-    got = truth()
-    exact = (got.value if isinstance(got, Exact) else got).to(torch.float64).reshape(c.shape)[miss]
+    exact = _exact(truth, c.shape)[0][miss]
     if not bool(torch.isfinite(exact).all()) or bool((exact.abs() > torch.finfo(dtype).max).any()):
         return False
     return bool(((c[miss].double() - exact).abs() <= tol + tol * exact.abs()).all())
@@ -344,8 +348,7 @@ def _elements_within_truth(c: torch.Tensor, r: torch.Tensor, truth: Callable[[],
     bad = ~((c - r).abs() <= tol + tol * r.abs())  # NaN compares false: a NaN output element is a miss
     if int(bad.sum()) > max(ELEMENT_OPINION_MAX, r.numel() // 1000) or not bool(torch.isfinite(c[bad]).all()):
         return False  # a wrong kernel misses many elements: no float64 forward for it
-    got = truth()
-    exact = (got.value if isinstance(got, Exact) else got).to(torch.float64).reshape(c.shape)[bad]
+    exact = _exact(truth, c.shape)[0][bad]
     if not bool(torch.isfinite(exact).all()):
         return False
     cb, rb = c[bad].double(), r[bad].double()
