@@ -19,6 +19,7 @@ from evokernel.tasks.load import load_task
 from template_cases import draft, write_tasks
 
 from kernelbench_files import KB, needs_kernelbench
+from verdicts import unexplained_warnings
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed by the ascend-sim emulator")
 
@@ -94,7 +95,7 @@ _draft = draft
 def _feasible(ascend_verifier, task, source):
     v = ascend_verifier.verify(task, source)
     assert v.feasible, v.feedback
-    assert not v.details.get("emulator_warnings"), v.details.get("emulator_warnings")
+    assert not unexplained_warnings(v), unexplained_warnings(v)
     return v
 
 

@@ -14,6 +14,7 @@ from evokernel.generators.template.front.search import canonical, knobs_of
 from evokernel.generators.template.generator import ascend_op_for
 
 from template_cases import draft, transform_variants, write_tasks
+from verdicts import unexplained_warnings
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed by the ascend-sim emulator")
 
@@ -84,7 +85,7 @@ def gen():
 def _feasible(ascend_verifier, task, source):
     v = ascend_verifier.verify(task, source)
     assert v.feasible, v.feedback
-    assert not v.details.get("emulator_warnings"), v.details.get("emulator_warnings")
+    assert not unexplained_warnings(v), unexplained_warnings(v)
     return v
 
 

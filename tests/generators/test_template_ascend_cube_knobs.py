@@ -14,6 +14,7 @@ from evokernel.generators.template.ascend.cube import splitk as SPLITK
 from evokernel.generators.template.generator import ascend_op_for
 
 from template_cases import draft
+from verdicts import unexplained_warnings
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed by the ascend-sim emulator")
 
@@ -38,7 +39,8 @@ def _render(gen, task, **knobs):
 def _feasible(ascend_verifier, task, source):
     v = ascend_verifier.verify(task, source)
     assert v.feasible, v.feedback
-    assert not v.details.get("emulator_warnings"), v.details.get("emulator_warnings")
+    warnings = unexplained_warnings(v)
+    assert not warnings, warnings
     return v
 
 

@@ -16,6 +16,7 @@ from evokernel.generators.template.generator import ascend_op_for
 from evokernel.tasks.load import load_task
 
 from template_cases import draft, write_tasks
+from verdicts import unexplained_warnings
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed by the ascend-sim emulator")
 
@@ -106,7 +107,7 @@ def gen():
 def _check(ascend_verifier, task, source):
     v = ascend_verifier.verify(task, source)
     assert v.feasible, v.feedback
-    assert not v.details.get("emulator_warnings"), v.details.get("emulator_warnings")
+    assert not unexplained_warnings(v), unexplained_warnings(v)
     return v
 
 

@@ -2,6 +2,7 @@
 from pathlib import Path
 
 import pytest
+from verdicts import unexplained_warnings
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "evokernel" / "examples" / "ascend").glob("*.py"))
@@ -18,4 +19,4 @@ def test_ascend_example_is_feasible(ascend_verifier, suite_task, example):
     v = ascend_verifier.verify(task, example.read_text())
     assert v.feasible, v.feedback
     assert v.latency_kind == "estimate" and v.latency_ms > 0
-    assert not v.details.get("emulator_warnings"), v.details.get("emulator_warnings")
+    assert not unexplained_warnings(v), unexplained_warnings(v)
