@@ -7,7 +7,7 @@ instead of raising.
 
 The numbers each figure draws come from small pure helpers, exposed so they can be checked (and
 reused in tables): :func:`tier_shares` / :func:`tier_counts`, :func:`curves_from_records` /
-:func:`curve_points`, :func:`best_so_far` / :func:`attempt_points`, :func:`q_series`,
+:func:`curve_points`, :func:`best_so_far` / :func:`attempt_points`, :func:`baseline_speedups`, :func:`q_series`,
 :func:`ablation_table`. The metrics themselves (which kernel is best, what counts as solved, speedup
 definitions) are those of :mod:`evokernel.evals.metrics`; nothing here redefines them.
 
@@ -442,6 +442,63 @@ def speedup_trajectories(records: Iterable[Record], tasks: Sequence[str], out: s
             uniq["infeasible attempt"] = Line2D([], [], marker="|", linestyle="", color="#d62728", markersize=9)
         fig.legend(list(uniq.values()), list(uniq), loc="outside lower center", ncols=len(uniq), fontsize=8,
                    frameon=False)
+    return _save(fig, out, dpi)
+
+
+# ---------------------------------------------------------------- 3b. the baselines users would pick instead
+
+
+def baseline_speedups(records: Iterable[Record], tasks: Sequence[str] | None = None) -> dict[str, dict[str, float | None]]:
+    """What :func:`baselines` draws: per operator with a correct kernel, its best kernel's speedup vs PyTorch
+    eager (:func:`metrics.speedup_vs_eager`) and vs ``torch.compile`` of the reference
+    (:func:`metrics.speedup_vs_compile`); None where that baseline has no number on record (e.g. compile failed)."""
+    records = list(records)
+    eager, compiled = M.speedup_vs_eager(records), M.speedup_vs_compile(records)
+    order = M.task_order(records, tasks)
+    return {t: {"eager": eager.get(t), "compile": compiled.get(t)} for t in order if t in eager or t in compiled}
+
+
+def baselines(records: Iterable[Record], out: str | Path, *, tasks: Sequence[str] | None = None,
+              subtitle: str | None = None, title: str = "Best kernel vs eager and vs torch.compile",
+              dpi: int = DPI) -> Path:
+    """One row per operator: two horizontal bars (log x), the best kernel's speedup vs eager and vs
+    torch.compile, with the 1x line (right of it: faster than what a user would pick instead). Operators whose
+    compile baseline failed show the eager bar only and are marked "compile failed". Data: :func:`baseline_speedups`."""
+    records = list(records)
+    rows = baseline_speedups(records, tasks)
+    if not rows:
+        return _no_data(out, title, subtitle, "no timed correct kernel", dpi=dpi)
+    failed = M.compile_baseline_failures(records)
+    names = list(rows)
+    fig = _figure(7.5, max(3.0, 0.42 * len(names) + 1.6))
+    _titles(fig, title, subtitle)
+    ax = fig.add_subplot()
+    h = 0.38
+    for k, (key, colour, label) in enumerate((("eager", "#1f77b4", "vs eager"), ("compile", "#ff7f0e", "vs torch.compile"))):
+        ys = [i + (k - 0.5) * h for i in range(len(names))]
+        vals = [_nan(rows[t][key]) for t in names]
+        # bars grow from 1x: to the right faster than the baseline, to the left slower
+        ax.barh(ys, [v - 1.0 for v in vals], height=h, color=colour, label=label, left=1.0)
+        for y, v in zip(ys, vals):
+            if v == v:  # not NaN
+                ax.annotate(f"{v:.2g}x", (v, y), textcoords="offset points", xytext=(3 if v >= 1 else -3, -3),
+                            ha="left" if v >= 1 else "right", fontsize=7)
+    for i, t in enumerate(names):
+        if rows[t]["compile"] is None and t in failed:
+            ax.annotate("compile failed", (1.0, i + 0.5 * h), textcoords="offset points", xytext=(3, -3),
+                        fontsize=7, color="#888888")
+    ax.set_xscale("log")
+    known = [v for t in names for v in rows[t].values() if v]
+    lo, hi = min(known + [1.0]), max(known + [1.0])
+    ax.set_xlim(lo / 1.6, hi * 1.6)  # room for the labels at the bar ends
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _pos: f"{v:g}" if round(v / 10 ** math.floor(math.log10(v)), 6) in (2, 3, 5) else ""))
+    ax.axvline(1.0, color="#555555", linestyle="--", linewidth=1)
+    ax.set_yticks(range(len(names)), [_short(t, 36) for t in names], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("speedup of the best kernel (x, log scale; right of the dashed line: faster)")
+    ax.grid(alpha=0.3, axis="x", which="both")
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2, fontsize=8, frameon=False)
     return _save(fig, out, dpi)
 
 

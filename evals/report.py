@@ -402,6 +402,11 @@ def make_figures(data: EvalData, summary: Mapping[str, Any], out: str | Path, dp
         notes["trajectories"] = f"{where}; operators: {', '.join(traj_tasks)}"
     else:
         notes["trajectories"] = f"{where}; no data: no operator with two timed feasible kernels"
+    # the baselines a user would pick instead: only where the run asked for the compile baseline
+    if arm is not None and (M.speedup_vs_compile(arm.records) or M.compile_baseline_failures(arm.records)):
+        files["baselines"] = rel(P.baselines(arm.records, fig_dir / "baselines.png",
+                                             subtitle=f"{where} · {subtitle(data, 'one seed')}", dpi=dpi))
+        notes["baselines"] = f"{where}; speedups of each operator's fastest correct kernel"
     if arm is None:
         files["q_values"] = None
         notes["q_values"] = "skipped: the reference group has no run on record"

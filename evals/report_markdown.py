@@ -288,6 +288,7 @@ def render_markdown(summary: Mapping[str, Any], figures: Mapping[str, Any] | Non
         "cumulative_success": "Cumulative success vs attempts (mean over seeds"
                               + ("; one line per group × stage)" if len(s["stages"]) > 1 else ")"),
         "trajectories": "Best-so-far latency of selected operators",
+        "baselines": "Best kernel vs PyTorch eager and vs torch.compile, per operator",
         "q_values": "Memory item values (Q1 draft, Q2 refine) over the value ledger",
         "comparison": "Groups compared (mean ± sd over seeds)",
     }

@@ -294,3 +294,29 @@ def test_a_run_from_before_fit_was_a_setting_resumes_with_the_fit_it_had(tmp_pat
     (tmp_path / "run.json").write_text(json.dumps({"run_id": "old", "settings": {
         "context": ctx, "tasks": ["cpu-l1/01_relu"], "inputs": inputs}}))
     assert _resumed({"run_dir": str(tmp_path)})[0].fit == "none"
+
+
+def _table_text(summary):
+    from rich.console import Console
+
+    from evokernel.cli.run import results_table
+
+    console = Console(width=200, record=True)
+    console.print(results_table(summary, "run r"))
+    return console.export_text()
+
+
+def test_the_run_table_shows_vs_compile_only_when_the_run_asked_for_that_baseline():
+    from evokernel.runtime.run_dir import summarize
+
+    base = [{"attempt_id": "r:a:0", "task": "a", "iteration": 0, "feasible": True, "compiled": True, "latency_ms": 1.0,
+             "speedup_vs_eager": 2.0},
+            {"attempt_id": "r:b:0", "task": "b", "iteration": 0, "feasible": True, "compiled": True, "latency_ms": 1.0,
+             "speedup_vs_eager": 0.5}]
+    plain = _table_text(summarize(base, ["a", "b"]))
+    assert "vs eager" in plain and "vs compile" not in plain and "geomean" in plain and "1.00x" in plain
+    with_compile = [base[0] | {"speedup_vs_compile": 1.25}, base[1] | {"compile_error": "inductor: no C++ compiler"}]
+    text = _table_text(summarize(with_compile, ["a", "b"]))
+    assert "vs compile" in text and "1.25x" in text and "compile failed" in text
+    geomean = next(line for line in text.splitlines() if "geomean" in line)
+    assert "1.00x" in geomean and "1.25x" in geomean  # sqrt(2 * 0.5) vs eager; only a has a compile number

@@ -55,13 +55,25 @@ def results_table(summary: dict[str, Any], title: str) -> Table:
     def lat(ms: Any) -> str:
         return _fmt(None if ms is None else ms * 1e3, ".2f") if est else _fmt(ms)
 
-    table = Table("task", "feasible", "first at", f"first {unit}", f"best {unit}", "best/first", "vs eager", "attempts",
-                  title=title, caption=caption)
+    # the torch.compile column only when the run asked for that baseline (a number or a failure on record)
+    compiled = any(t.get("speedup_vs_compile") or t.get("compile_error") for t in summary["tasks"])
+    if compiled:
+        caption += "\nvs compile: the best kernel vs torch.compile of the reference, timed in the same rounds"
+    columns = ["task", "feasible", "first at", f"first {unit}", f"best {unit}", "best/first", "vs eager"]
+    table = Table(*columns, *(["vs compile"] if compiled else []), "attempts", title=title, caption=caption)
     for t in summary["tasks"]:
         first_at = t["first_feasible_iteration"]
-        table.add_row(t["task"], "yes" if t["feasible"] else "no", _fmt(None if first_at is None else first_at + 1, "d"),
-                      lat(t["first_latency_ms"]), lat(t["best_latency_ms"]), _fmt(t["speedup_vs_first"], ".2f", "x"),
-                      _fmt(t["speedup_vs_eager"], ".2f", "x"), str(t["attempts"]))
+        row = [t["task"], "yes" if t["feasible"] else "no", _fmt(None if first_at is None else first_at + 1, "d"),
+               lat(t["first_latency_ms"]), lat(t["best_latency_ms"]), _fmt(t["speedup_vs_first"], ".2f", "x"),
+               _fmt(t["speedup_vs_eager"], ".2f", "x")]
+        if compiled:
+            vs = t.get("speedup_vs_compile")
+            row.append("compile failed" if vs is None and t.get("compile_error") else _fmt(vs, ".2f", "x"))
+        table.add_row(*row, str(t["attempts"]))
+    if len(summary["tasks"]) > 1 and summary.get("geomean_speedup_vs_eager"):
+        table.add_section()
+        table.add_row("geomean", "", "", "", "", "", _fmt(summary.get("geomean_speedup_vs_eager"), ".2f", "x"),
+                      *([_fmt(summary.get("geomean_speedup_vs_compile"), ".2f", "x")] if compiled else []), "")
     return table
 
 

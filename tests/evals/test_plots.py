@@ -341,3 +341,23 @@ def test_item_labels_drop_the_run_id():
     assert _item_label("trace:20261122-051917-6f05aa:cpu-l1/14_rms_norm:2") == "trace 14_rms_norm #2"
     assert _item_label("exp:r:relu:0") == "exp relu #0"
     assert _item_label("seed:cpu:00_candidate_format") == "seed:cpu:00_candidate_format"
+
+
+# ---------------------------------------------------------------- baselines (eager and torch.compile)
+
+
+def test_baseline_speedups_by_hand():
+    records = [rec("a", 0, True, 2.0, 0.5) | {"speedup_vs_compile": 0.4},
+               rec("a", 1, True, 1.0, 1.5) | {"speedup_vs_compile": 1.1},  # the fastest kernel's own numbers
+               rec("b", 0, True, 1.0, 2.0) | {"speedup_vs_compile": None, "compile_error": "inductor failed"},
+               rec("c", 0, False)]
+    assert P.baseline_speedups(records) == {"a": {"eager": 1.5, "compile": 1.1}, "b": {"eager": 2.0, "compile": None}}
+
+
+def test_baselines_png(tmp_path):
+    records = [rec("a", 0, True, 1.0, 1.5) | {"speedup_vs_compile": 0.7},
+               rec("b", 0, True, 1.0, 2.0) | {"compile_error": "inductor failed"}]
+    out = tmp_path / "baselines.png"
+    assert_png(P.baselines(records, out, subtitle="seed 0", dpi=DPI), out)
+    empty = tmp_path / "none.png"
+    assert_png(P.baselines([rec("c", 0, False)], empty, dpi=DPI), empty)

@@ -402,3 +402,18 @@ def test_the_report_names_operators_where_torch_compile_failed(tmp_path):
     assert "torch.compile of the reference failed on 1 operator(s)" in md
     assert f"`{feasible[0]['task']}`: torch.compile of the reference failed: run: BackendCompilerFailed" in md
     assert "Speedup vs torch.compile" in md
+    # the figure of both baselines is drawn only because the run asked for the compile baseline
+    assert s["figures"]["files"].get("baselines") and (tmp_path / "rep" / s["figures"]["files"]["baselines"]).is_file()
+    assert "Best kernel vs PyTorch eager and vs torch.compile" in md
+
+
+def test_no_baselines_figure_without_the_compile_baseline(tmp_path):
+    run = tmp_path / "runs" / "r1"
+    ctx = {"method": "refinement", "backend": "cpu", "generator": "template", "budget": T, "seed": 3,
+           "policy": "value", "memory_dir": "mem", "run_dir": "runs/r1"}
+    run.mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({"run_id": "r1", "created": "2026-11-22T05:00:00+0000",
+                                              "settings": {"context": ctx, "tasks": TASKS}}))
+    write_jsonl(run / "attempts.jsonl", records("evo", 0, run_id="r1"))
+    s = R.build_report(run, tmp_path / "rep", dpi=DPI)
+    assert "baselines" not in s["figures"]["files"]
