@@ -348,7 +348,7 @@ def fit_task(task: Task, budget: FitBudget | str = "cpu") -> Task:
 # copies of the inputs and the reference's output beside them. Measured here (KernelBench's ReLU at batch 4,
 # sizes as written, `evokernel verify --fit none`): 0.48 GB of tensors judged feasible (also timed), 0.96 GB and
 # 1.9 GB failed (the candidate worker could not take trial 2's inputs: ENOMEM), 3.8 GB failed in the reference.
-# So an eighth of the worker's allowance (tests/test_task_fit.py checks it against VerifyConfig).
+# So an eighth of the worker's allowance (tests/tasks/test_fit.py checks it against VerifyConfig).
 # The limit holds where the tensors live in a CPU worker (a registry row with ``worker_memory``: cpu, ascend-sim). A
 # real NPU (ascend) keeps them in device memory, which its fit budget already bounds (2 GiB); no limit of ours is
 # measured there.

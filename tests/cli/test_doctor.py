@@ -12,7 +12,7 @@ from evokernel.cli import doctor
 from evokernel.cli.app import app
 from evokernel.cli.doctor import FAIL, OK, WARN, Check, chips_in, run_checks
 
-ASCEND_TESTS = Path(__file__).resolve().parent / "verifier" / "ascend"
+ASCEND_TESTS = Path(__file__).resolve().parents[1] / "verifier" / "ascend"
 FAKE_CANN = ASCEND_TESTS / "fake_cann"
 FAKE_TORCH_NPU = ASCEND_TESTS / "fake_torch_npu"
 FAKE_TORCH_NPU_NOCANN = ASCEND_TESTS / "fake_torch_npu_nocann"

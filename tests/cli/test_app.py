@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RELU_TASK = ROOT / "evokernel" / "suites" / "cpu_l1" / "01_relu.py"
 RELU_EXAMPLE = ROOT / "evokernel" / "examples" / "cpu" / "01_relu.py"
 SMALL = ["--set", "batch_size=4", "--set", "dim=2048"]

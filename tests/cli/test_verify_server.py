@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RELU_TASK = ROOT / "evokernel" / "suites" / "cpu_l1" / "01_relu.py"
 RELU = ROOT / "evokernel" / "examples" / "cpu" / "01_relu.py"
 FALLBACK = ROOT / "tests" / "verifier" / "candidates" / "torch_relu_fallback.py"

@@ -22,7 +22,7 @@ from evokernel.generators.local import models as lm
 from evokernel.generators.local import server as ls
 from evokernel.generators.local.models import GGUFError, LocalModelError, ModelSpec
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[2]
 ROOT = TESTS.parent
 RELU_CANDIDATE = (ROOT / "evokernel" / "examples" / "cpu" / "01_relu.py").read_text()
 REPLY = "Summary: one vectorised pass.\n\n```python\n" + RELU_CANDIDATE + "```\n"

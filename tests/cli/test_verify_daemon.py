@@ -18,7 +18,7 @@ from evokernel.cli import verify_daemon, verify_protocol
 from evokernel.runtime.processes import pid_alive
 from evokernel.verifier import message_codec as codec
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RELU_TASK = ROOT / "evokernel" / "suites" / "cpu_l1" / "01_relu.py"
 RELU = ROOT / "evokernel" / "examples" / "cpu" / "01_relu.py"
 SMALL = ["--set", "batch_size=4", "--set", "dim=1024", "--no-timing"]

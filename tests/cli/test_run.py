@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from evokernel.cli.app import app
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RELU = ROOT / "evokernel" / "suites" / "cpu_l1" / "01_relu.py"
 SMALL = ["--set", "batch_size=16", "--set", "dim=4096"]
 
