@@ -57,6 +57,20 @@ def test_a_sandboxed_module_importing_the_trusted_side_breaks_the_verifier_contr
     assert "evokernel.verifier.sandboxed.trial_inputs -> evokernel.verifier.trusted.trials" in r.stdout
 
 
+
+def test_a_trusted_gate_importing_a_backend_breaks_the_neutral_contract(tmp_path):
+    """The gates reach a target only through the Backend interface: the emulator's report formatting imported
+    into the trials judge again (as it was, function-level) fails the lint."""
+    root = copy_checkout(tmp_path)
+    mod = root / "verifier" / "trusted" / "trials.py"
+    mod.write_text(mod.read_text() + "\n\ndef _warnings():\n    from evokernel.verifier.backends.ascend_sim.report "
+                   "import report_warnings\n\n    return report_warnings\n")
+    r = lint_imports.lint(root / "pyproject.toml", root)
+    assert r.returncode != 0, r.stdout[-3000:]
+    assert "never special-case a target (what differs reaches them through the Backend interface) BROKEN" in \
+        " ".join(r.stdout.split())
+
+
 _lazy_spec = importlib.util.spec_from_file_location("lazy_imports", ROOT / "scripts" / "lazy_imports.py")
 lazy_imports = importlib.util.module_from_spec(_lazy_spec)
 _lazy_spec.loader.exec_module(lazy_imports)

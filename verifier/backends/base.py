@@ -34,6 +34,15 @@ class Backend(ABC):
         ``trials`` holds the reports of each correctness trial, ``io_bytes`` the task's input and output bytes."""
         return []
 
+    def judge_report(self, report: dict[str, Any]) -> str:
+        """Feedback for a native run report the worker sent with a forward ('' = clean). A backend that runs no
+        emulator gets none from an honest worker, so any report is refused."""
+        return f"the {self.name} worker sent a native run report; this backend runs no emulator"
+
+    def report_warnings(self, trials: list[list[dict[str, Any]]]) -> list[str]:
+        """Distinct warning-level findings in the reports of the correctness trials (formatted for feedback)."""
+        return []
+
     @abstractmethod
     def static_check(self, source: str) -> list[Finding]:
         """Static anti-hack rules over the candidate source (raises SyntaxError if it does not parse)."""

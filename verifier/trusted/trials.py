@@ -136,20 +136,6 @@ def compare_outputs(label: str, got: list[torch.Tensor], expected: list[torch.Te
                        max_rel_err=cmp.max_rel_err)
 
 
-def sim_warnings(trials: list[list[dict[str, Any]]]) -> list[str]:
-    """Distinct warning-level emulator findings of the correctness trials (formatted for feedback)."""
-    from evokernel.verifier.backends.ascend_sim.report import format_violation
-
-    seen: dict[tuple[str, str, int], str] = {}
-    for reports in trials:
-        for r in reports:
-            for v in r.get("violations") or []:
-                key = (str(v.get("rule")), str(v.get("file")), int(v.get("line") or 0))
-                if v.get("severity") == "warning" and key not in seen:
-                    seen[key] = format_violation(v)
-    return list(seen.values())
-
-
 def sim_summary(reports: list[dict[str, Any]]) -> dict[str, Any]:
     """The structured part of a failed emulated run: status and the rules broken (details.emulator)."""
     last = reports[-1]
@@ -277,7 +263,7 @@ class WorkerJudge:
             raise TaskError(f"{self.task.path}: the reference output is NaN/Inf in every element on every trial")
         gates["hack"] = True
 
-        warnings = sim_warnings(self.reports)
+        warnings = v.backend.report_warnings(self.reports)
         if warnings:
             details["emulator_warnings"] = warnings
         if not cfg.timing:
@@ -370,9 +356,7 @@ class WorkerJudge:
             raise Fail(gate, f"{label}: forward failed: {error}\n{reply.get('detail', '')}".strip(), **extra)
         if isinstance(reports, list) and reports:
             # the worker raises on a broken rule; the parent judges the reports again all the same
-            from evokernel.verifier.backends.ascend_sim.report import judge_report
-
-            broken = [fb for fb in (judge_report(r) for r in reports if isinstance(r, dict)) if fb]
+            broken = [fb for fb in (self.v.backend.judge_report(r) for r in reports if isinstance(r, dict)) if fb]
             if broken or not all(isinstance(r, dict) for r in reports):
                 raise Fail("runtime", f"{label}: {broken[0] if broken else 'malformed emulator report'}",
                            emulator=sim_summary([r for r in reports if isinstance(r, dict)] or [{}]))

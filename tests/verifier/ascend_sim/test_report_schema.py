@@ -2,7 +2,7 @@
 real reports of the emulator -- an operator project (tiling, InferShape), a MIX kernel (per-core blocks), a
 kernel that breaks rules (violations), a run with the race detector (its statistics) -- pass the schema with
 nothing dropped, so the schema names every field the emulator writes; and every report the schema accepts is
-one the parent's consumers (judge_report, format_violation, estimate_kernel, trials.sim_summary/sim_warnings)
+one the parent's consumers (judge_report, format_violation, estimate_kernel, trials.sim_summary, report_warnings)
 read without an exception."""
 from __future__ import annotations
 
@@ -119,13 +119,14 @@ def strategy(spec, depth: int = 0):
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(report=strategy(REPORT))
 def test_consumers_read_any_report_the_schema_admits(report):
-    from evokernel.verifier.trusted.trials import sim_summary, sim_warnings
+    from evokernel.verifier.backends.ascend_sim.report import report_warnings
+    from evokernel.verifier.trusted.trials import sim_summary
 
     rep = REPORT.check(report, "report")
     judge_report(rep)
     for v in rep.get("violations") or []:
         format_violation(v)
-    sim_warnings([[rep]])
+    report_warnings([[rep]])
     sim_summary([rep])
     try:
         estimate_kernel(rep, Ascend910B())

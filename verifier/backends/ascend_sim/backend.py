@@ -36,6 +36,7 @@ from evokernel.verifier.trusted.launcher import SandboxSpec, run_sandboxed
 
 from . import abi, audit, build, host, judge
 from .project import FIELDS, Project, ProjectError, parse_candidate
+from . import report as report_text
 from .report import judge_report
 
 NATIVE_FIELDS = ("host_tiling_src", "host_operator_src", "kernel_src")
@@ -133,6 +134,12 @@ class AscendSimBackend(Backend):
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
+
+    def judge_report(self, report: dict[str, Any]) -> str:
+        return judge_report(report)
+
+    def report_warnings(self, trials: list[list[dict[str, Any]]]) -> list[str]:
+        return report_text.report_warnings(trials)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ascend-host-build")
 
     # --- gate 1: static rules ----------------------------------------------------------------------

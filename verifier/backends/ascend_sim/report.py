@@ -34,3 +34,15 @@ def format_violation(v: dict[str, Any]) -> str:
     block = f" (block {v.get('block')}" + (f", {len(blocks)} blocks" if len(blocks) > 1 else "") + \
             (f", {v['count']} hits)" if v.get("count", 1) > 1 else ")") if v.get("block", -1) >= 0 else ""
     return f"[{v.get('severity')}] {v.get('rule')}{where}{block}: {v.get('message')}"
+
+
+def report_warnings(trials: list[list[dict[str, Any]]]) -> list[str]:
+    """Distinct warning-level emulator findings of the correctness trials (formatted for feedback)."""
+    seen: dict[tuple[str, str, int], str] = {}
+    for reports in trials:
+        for r in reports:
+            for v in r.get("violations") or []:
+                key = (str(v.get("rule")), str(v.get("file")), int(v.get("line") or 0))
+                if v.get("severity") == "warning" and key not in seen:
+                    seen[key] = format_violation(v)
+    return list(seen.values())

@@ -3,7 +3,7 @@
 One place: the producer is the emulator (``report_json`` in runtime.cpp, ``stats_json`` in
 include/evk_sim/race.h) plus the worker's ``"call"`` entry (sandboxed/ascend_ops.py); the consumers are
 report.py (judge_report, format_violation), latency_model.py (estimate_kernel) and trusted/trials.py
-(sim_warnings, sim_summary, the modelled-traffic floor). The message codec checks every report of a
+(report_warnings, sim_summary, the modelled-traffic floor). The message codec checks every report of a
 ``run`` reply (or of a failure reply) against `REPORT` before any consumer sees it: unknown fields are
 dropped, a field of the wrong type or out of bounds is a ProtocolError (a ``runtime`` verdict).
 
