@@ -560,6 +560,8 @@ class GlueChecker:
         for v in node.values:
             if isinstance(v, ast.FormattedValue):
                 self.value_expr(v.value, env, "an f-string field")
+                if v.format_spec is not None:  # f"{x:{spec}}": the spec's own fields are values too
+                    self.value_expr(v.format_spec, env, "an f-string format spec")
         return VALUE
 
     def e_Name(self, node: ast.Name, env: Env) -> str:

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import ast
+import re
+import string
 
 from evokernel.verifier.trusted import nn_vocabulary as vocab
 from evokernel.verifier.trusted.ast_allowlist import (
@@ -128,6 +130,26 @@ def self_attribute(c: GlueChecker, node: ast.Attribute, env: Env) -> str:
                     "calling self's methods or nn.Module's machinery is not allowed")
 
 
+def plain_format_string(fmt: ast.expr) -> str:
+    """Why ``fmt.format(...)`` is not allowed ('' = it is): the format string must be a literal whose fields name an
+    argument by position or keyword only. A field like ``{0.__file__[3]}`` walks attributes and items of its
+    argument, past every rule on attribute access (red-team rt3_format_field_path_leak spelled a host path that way)."""
+    if not (isinstance(fmt, ast.Constant) and isinstance(fmt.value, str)):
+        return "str.format applies to a literal format string only"
+    pending = [fmt.value]
+    while pending:
+        try:
+            fields = list(string.Formatter().parse(pending.pop()))
+        except ValueError as exc:
+            return f"a malformed format string ({exc})"
+        for _, name, spec, _ in fields:
+            if name is not None and not re.fullmatch(r"\w*", name):
+                return f"format fields name an argument only ({{{name}}} reaches into it); format the value itself"
+            if spec:
+                pending.append(spec)
+    return ""
+
+
 def call(c: GlueChecker, node: ast.Call, env: Env) -> str:
     f = node.func
     fkind = c.expr(f, env)
@@ -148,7 +170,10 @@ def call(c: GlueChecker, node: ast.Call, env: Env) -> str:
             if k not in (TENSOR, TENSORS, VALUE):
                 return c.refuse(a, "glue-structure", f"passing a {k} to a native function",
                                 "pass tensors and plain values to native functions")
-        return TENSORS if c.context == "forward" else VALUE
+        # whatever native code returns may be a tensor (a load_inline function returns at::Tensor), in __init__ as in
+        # forward: typed a plain value there, it let `self.a @ self.b` pass as arithmetic on numbers (red-team
+        # rt3_value_kind_matmul_blind)
+        return TENSORS
     if fkind in (LOAD_CPP, LOAD_INLINE):
         if c.context != "module":
             return c.refuse(node, "glue-structure", f"{fkind}() inside ModelNew",
@@ -175,6 +200,13 @@ def call(c: GlueChecker, node: ast.Call, env: Env) -> str:
                                     f"Tensor.{name} takes sizes here; passing tensors to tensor methods is " + COMPUTE_HINT)
         return TENSORS if name in TENSOR_MULTI_METHODS else TENSOR
     if fkind.startswith("strmethod:"):
+        if any(k != VALUE for k in every):
+            return c.refuse(node, "glue-structure", f"`{c.src(node)}`",
+                            "string methods take plain values (numbers, strings, sizes) only")
+        if fkind == "strmethod:format":
+            why = plain_format_string(node.func.value)  # type: ignore[attr-defined]
+            if why:
+                return c.refuse(node, "glue-structure", f"`{c.src(node)}`", why)
         return VALUE
     if fkind.startswith("math:"):
         if any(k != VALUE for k in every):

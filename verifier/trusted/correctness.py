@@ -146,6 +146,11 @@ def _split_nonfinite(st: _Scan, cc: torch.Tensor, rr: torch.Tensor, start: int) 
     return cc[fin], rr[fin]
 
 
+# the magnitudes between which float32 sums of squares of a chunk neither underflow nor overflow (with room for a
+# chunk's worth of terms)
+_SQUARES_SAFE = (1e-15, 1e15)
+
+
 def _scan(c: torch.Tensor, r: torch.Tensor, tol: float) -> _Scan:
     """One pass over both tensors in chunks (floating, same shape and dtype). Chunks with a finite reference
     (all of them, nearly always) cost what they always did; one with NaN/Inf is split first."""
@@ -169,11 +174,20 @@ def _scan(c: torch.Tensor, r: torch.Tensor, tol: float) -> _Scan:
         # max(|d| - tol*|r|) <= tol  <=>  every |d| <= tol + tol*|r|; a NaN makes the max NaN (fails)
         if st.within and not float(torch.sub(d.abs(), rr.abs(), alpha=tol).max()) <= tol:
             st.within = False
+        c_lo, c_hi = torch.aminmax(cc)
+        c_lo_f, c_hi_f = float(c_lo), float(c_hi)
+        if rr.dtype == torch.float32:
+            # float32 squares underflow below ~1e-19 and overflow above ~1e19: a chunk whose values lie out there is
+            # summed in float64, or an output of tiny values has no norm at all and the norm-wise rules, the
+            # all-zeros guard among them, are silently skipped (red-team rt3_tiny_outputs_underflow: x*1e-30 for
+            # 1e-24*tanh(x) passed); a NaN/Inf output value leaves the chunk as it is (the elementwise rule fails it)
+            size = max(abs(lo_f), abs(hi_f), abs(c_lo_f), abs(c_hi_f))
+            if size < _SQUARES_SAFE[0] or (_SQUARES_SAFE[1] < size < math.inf):
+                d, cc, rr = d.double(), cc.double(), rr.double()
         st.diff_sq += float(torch.dot(d, d))
         st.ref_sq += float(torch.dot(rr, rr))
         st.cand_sq += float(torch.dot(cc, cc))
-        c_lo, c_hi = torch.aminmax(cc)
-        st.c_min, st.c_max = min(st.c_min, float(c_lo)), max(st.c_max, float(c_hi))
+        st.c_min, st.c_max = min(st.c_min, c_lo_f), max(st.c_max, c_hi_f)
         st.r_min, st.r_max = min(st.r_min, lo_f), max(st.r_max, hi_f)
     return st
 

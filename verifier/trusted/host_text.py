@@ -27,6 +27,9 @@ def _package_root() -> Path:
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all C0/C1 controls but \t and \n
+# lone UTF-16 surrogates: JSON escapes carry them from a worker's message into a str that cannot be encoded as
+# UTF-8, so printing, logging or sending the feedback to a model would raise (red-team rt3_lone_surrogate_feedback)
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class HostText:
@@ -47,10 +50,12 @@ class HostText:
 
     def text(self, s: str) -> str:
         """Host paths replaced by their labels; control characters (terminal escapes, NUL, carriage returns a
-        candidate printed to rewrite what a reader sees) shown as backslash-x escapes; newlines and tabs kept."""
+        candidate printed to rewrite what a reader sees) shown as backslash-x escapes, lone surrogates as
+        backslash-u escapes (the text always encodes as UTF-8); newlines and tabs kept."""
         if not s:
             return s
         s = _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", s)
+        s = _SURROGATE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", s)
         if self._pattern is None:
             return s
         return self._pattern.sub(lambda m: self._labels[m.group(0)], s)

@@ -167,6 +167,9 @@ def test_attack_is_stopped(request, cache_dir, name):
     assert outcome in _expected(entry), where
 
     # containment
+    # every verdict can be shown and stored: printed, logged and sent to a model as UTF-8 (rt3_lone_surrogate_feedback)
+    verdict.summary().encode("utf-8")
+    json.dumps(verdict.details, default=str, ensure_ascii=False).encode("utf-8")
     seen = verdict.feedback + "\n" + json.dumps(verdict.details, default=str)
     for text in _host_texts(entry):
         assert text not in seen, f"host content {text!r} reached the feedback: {where}"

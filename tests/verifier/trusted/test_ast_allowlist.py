@@ -419,3 +419,40 @@ class ModelNew(nn.Module):
         return out
 '''
     assert check_glue(src) == [], check_glue(src)
+
+
+FMT_GLUE = OK.replace("        return y.reshape(x.shape[0], -1)", "{line}\n        return y.reshape(x.shape[0], -1)")
+
+
+@pytest.mark.parametrize("line, refused", [
+    # red-team round 3 (rt3_format_field_path_leak): a format field walks its argument's attributes and items
+    ("        raise ValueError('{0.__file__[0]}|{0.__file__[1]}'.format(torch))", "plain values"),
+    ("        raise ValueError('{0.__class__}'.format(x.dim()))", "name an argument only"),
+    ("        raise ValueError('{0:{1.__doc__}}'.format(1, 2))", "name an argument only"),
+    ("        s = '{0.real}'\n        raise ValueError(s.format(1))", "literal format string"),
+    ("        w = 3\n        raise ValueError(f'{w:{torch}}')", "f-string field"),
+    ("        raise ValueError('{} rows, {n} cols, {0!r:>8}'.format(x.shape[0], n=x.shape[1]))", None),
+    ("        raise ValueError(f'{x.shape[0]:d} rows {x.dim():>{4}}')", None),
+])
+def test_format_strings_name_arguments_only(line, refused):
+    findings = check_glue(FMT_GLUE.replace("{line}", line))
+    if refused is None:
+        assert not findings, findings
+    else:
+        assert findings and refused in findings[0].message, findings
+
+
+def test_what_native_code_returns_in_init_is_a_tensor():
+    """red-team round 3 (rt3_value_kind_matmul_blind): a native call's result in __init__ was typed a plain value,
+    so `self.a @ self.b` in forward passed as arithmetic on numbers."""
+    src = OK.split("class ModelNew")[0] + """class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = lib.f(1)
+        self.b = lib.f(2)
+
+    def forward(self, x):
+        return self.a @ self.b
+"""
+    findings = check_glue(src)
+    assert findings and "tensor arithmetic" in findings[0].message, findings

@@ -90,6 +90,20 @@ def test_zeros_do_not_pass_tiny_outputs():
     assert not r.ok and "all zeros" in r.message
 
 
+@pytest.mark.parametrize("unit", [1e-24, 1e-40, 1e25])
+def test_outputs_of_tiny_or_huge_magnitude_keep_their_norms(unit):
+    # red-team round 3 (rt3_tiny_outputs_underflow): float32 squares of values below ~1e-19 flush to zero, so the
+    # norm-wise rule and the all-zeros guard had nothing to judge, and x * 1e-30 passed for 1e-24 * tanh(x)
+    x = torch.randn(64, 4096)
+    ref = torch.tanh(x) * unit
+    assert compare(ref * (1 + 1e-6), ref, [x], 1e-2).ok  # an honest kernel at this scale
+    if unit < 1:
+        assert not compare(x * 1e-30, ref, [x], 1e-2).ok
+        assert not compare(torch.zeros_like(ref), ref, [x], 1e-2).ok
+    else:
+        assert not compare(ref * 1.5, ref, [x], 1e-2).ok
+
+
 def test_constant_and_input_copy_are_degenerate():
     ref = torch.softmax(torch.randn(8, 16384), -1)
     const = torch.full_like(ref, 1.0 / 16384)

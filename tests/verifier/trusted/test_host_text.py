@@ -48,3 +48,13 @@ def test_control_characters_a_candidate_prints_are_shown_escaped(tmp_path):
     out = h.text("junk\x00\x1b[2J\rFEASIBLE 40.0x\nline\ttab")
     assert out == "junk\\x00\\x1b[2J\\x0dFEASIBLE 40.0x\nline\ttab"
     assert h.value({"stderr": "\x07bell"}) == {"stderr": "\\x07bell"}
+
+
+def test_lone_surrogates_are_shown_escaped_so_the_feedback_encodes(tmp_path):
+    # red-team round 3 (rt3_lone_surrogate_feedback): raise ValueError("\ud800") in forward; JSON carried the lone
+    # surrogate into the verdict, and `evokernel verify` died printing it (UnicodeEncodeError)
+    h = HostText(tmp_path / "cache", home="", package_root=tmp_path / "nowhere")
+    out = h.text("forward failed: ValueError: \ud800 and \udfff; kept: é \U0001F600")
+    assert out == "forward failed: ValueError: \\ud800 and \\udfff; kept: é \U0001F600"
+    out.encode("utf-8")
+    assert h.value({"error": ["\udc80"]}) == {"error": ["\\udc80"]}
