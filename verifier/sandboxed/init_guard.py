@@ -1,0 +1,280 @@
+"""Runs INSIDE the sandbox (candidate workers): what PyTorch may compute while ``ModelNew`` is constructed.
+
+``__init__`` is untimed and sees no inputs, but it may prepare tensors with PyTorch. Left free, it tabulates the
+task's whole function -- every float16 bit pattern from ``arange(65536).view(float16)``, or a float32 grid -- and
+the native "kernel" only looks values up. `InitGuard` is a dispatch mode active during construction that gives
+every tensor storage a *provenance* and allows compute on one provenance only:
+
+* **drawn**: random draws (``randn``, ``normal_``, ``uniform_`` ... and every ``nn.init`` function except
+  ``eye_``/``dirac_``), constant fills of a whole storage (``zeros``, ``ones``, ``full``, ``fill_``, ``zero_``,
+  a one-element ``torch.tensor(3.0)``), and what the allowed compute makes of drawn tensors;
+* **grid**: deterministic structure (``arange``, ``linspace``, ``logspace``, ``eye``, ``randperm``);
+* **blank**: ``empty`` not yet overwritten (its bytes are whatever the allocator reused);
+* **computed**: the result of refused compute (already a violation);
+* **python**: values that came from Python (``torch.tensor(list)`` of more than one element, a single value
+  written into part of a storage, ``t[i] = v``) and storages the mode never saw being made.
+
+The allowed compute (`AFFINE`) is affine arithmetic with scalar factors and dtype casts -- what honest
+constructors do (``1.0 + 0.5 * torch.empty(n).normal_()``, ``torch.randn(k) * 0.02``, ``.half()``) -- and only on
+drawn tensors. Everything else that computes (``exp``, ``reciprocal``, ``matmul``, ``sort``, a ``mul`` of two
+tensors ...) is a violation, and so is any compute whose input is grid, blank or python: weight preparation
+beyond an affine map belongs in native code, which ``__init__`` may call. Views, copies, ``cat``/``stack`` and the
+like move values without computing: the result carries the provenance of what it moved.
+
+What survives construction is audited (`audit`): the python-provenance tensors the model holds are capped at
+`PYTHON_CAP` elements in total, so a table Python computed (a list comprehension over ``math.exp``) is refused;
+a table that small is no more than the constants a kernel may carry in its own source.
+
+Nothing here is trusted by the parent beyond being a tripwire: it runs in the candidate's process.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator
+
+import torch
+from torch.multiprocessing.reductions import StorageWeakRef
+from torch.nn import init as nn_init
+from torch.utils._python_dispatch import TorchDispatchMode
+
+DRAWN, GRID, BLANK, PYTHON, COMPUTED = "drawn", "grid", "blank", "python", "computed"
+_RANK = {DRAWN: 0, BLANK: 1, GRID: 2, COMPUTED: 3, PYTHON: 4}  # the provenance of a mix: the worst of its parts
+
+PYTHON_CAP = 256  # elements of python-provenance state a constructed model may hold (small constants)
+
+RANDOM_FACTORIES = frozenset({"rand", "randn", "randint", "rand_like", "randn_like", "randint_like", "normal",
+                              "bernoulli", "poisson", "multinomial"})
+RANDOM_INPLACE = frozenset({"normal_", "uniform_", "bernoulli_", "exponential_", "geometric_", "log_normal_",
+                            "cauchy_", "random_"})
+CONSTANT_FACTORIES = frozenset({"zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "new_zeros",
+                                "new_ones", "new_full", "scalar_tensor"})
+CONSTANT_INPLACE = frozenset({"fill_", "zero_"})
+BLANK_FACTORIES = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided",
+                             "empty_permuted"})
+GRID_FACTORIES = frozenset({"arange", "linspace", "logspace", "eye", "randperm", "range", "tril_indices",
+                            "triu_indices"})
+# moving values without computing: views, copies, concatenation, padding with a constant, reordering
+MOVES = frozenset({
+    "view", "_unsafe_view", "reshape", "as_strided", "expand", "permute", "transpose", "t", "unsqueeze", "squeeze",
+    "flatten", "unflatten", "select", "slice", "narrow", "split", "split_with_sizes", "chunk", "unbind", "detach",
+    "alias", "lift_fresh_copy", "clone", "contiguous", "view_as", "expand_as", "movedim", "swapaxes", "swapdims",
+    "_reshape_alias", "cat", "stack", "repeat", "tile", "flip", "roll", "constant_pad_nd", "index_select",
+    "t_", "transpose_", "unsqueeze_", "squeeze_", "as_strided_", "diagonal", "unfold", "_to_copy", "copy_",
+})
+# no values at all (sizes, strides, metadata)
+METADATA = frozenset({"sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "is_contiguous", "size", "stride",
+                      "dim", "numel", "is_same_size", "_has_compatible_shallow_copy_type", "resize_", "set_",
+                      "_local_scalar_dense", "requires_grad_", "is_nonzero", "equal"})
+# the compute __init__ may run on drawn tensors: affine maps with scalar factors (casts are _to_copy/copy_)
+AFFINE = frozenset({"add", "add_", "sub", "sub_", "rsub", "neg", "neg_", "mul", "mul_", "div", "div_"})
+_SCALED = frozenset({"mul", "mul_", "div", "div_"})  # at most one operand with more than one element
+
+_GRID_INITS = frozenset({"eye_", "dirac_", "eye", "dirac"})  # nn.init functions that write structure
+
+
+def _tensors(value: Any) -> Iterator[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _tensors(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _tensors(v)
+
+
+def _ref(t: torch.Tensor) -> StorageWeakRef | None:
+    try:
+        return StorageWeakRef(t.untyped_storage())
+    except (RuntimeError, NotImplementedError):  # no storage (sparse, ...): unknown provenance
+        return None
+
+
+def _same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
+    ra, rb = _ref(a), _ref(b)
+    return ra is not None and rb is not None and ra.cdata == rb.cdata
+
+
+def _whole(t: torch.Tensor) -> bool:
+    """``t`` covers every byte of its storage (writing it replaces the storage's whole content)."""
+    return (t.storage_offset() == 0 and t.is_contiguous()
+            and t.numel() * t.element_size() == t.untyped_storage().nbytes())
+
+
+def _worst(labels: Any) -> str:
+    return max(labels, key=_RANK.__getitem__, default=DRAWN)
+
+
+class InitGuard(TorchDispatchMode):
+    """Provenance of every storage made while active, and the compute that broke the rule (`violations`:
+    operator name -> count, with what it was applied to)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._labels: dict[int, tuple[StorageWeakRef, str]] = {}
+        self.violations: dict[str, int] = {}
+        self.trusted = 0  # > 0 inside an nn.init function (its ops fill the tensor it is given, nothing else)
+
+    # --- provenance ----------------------------------------------------------------------------------------------
+    def label(self, t: torch.Tensor) -> str:
+        ref = _ref(t)
+        held = None if ref is None else self._labels.get(ref.cdata)
+        if held is None or held[0].expired():
+            return PYTHON  # made before the construction, or by a path the mode never saw
+        return held[1]
+
+    def set_label(self, t: torch.Tensor, label: str) -> None:
+        ref = _ref(t)
+        if ref is not None:
+            self._labels[ref.cdata] = (ref, label)
+
+    def write(self, target: torch.Tensor, label: str) -> None:
+        """``label``'s values written into ``target`` (all of its storage, or a part of it)."""
+        self.set_label(target, label if _whole(target) else _worst([label, self.label(target)]))
+
+    def _violate(self, name: str, inputs: list[str]) -> None:
+        key = name if all(i == DRAWN for i in inputs) else f"{name} on {_worst(inputs)} values"
+        self.violations[key] = self.violations.get(key, 0) + 1
+
+    # --- the dispatch ----------------------------------------------------------------------------------------------
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        name = func.overloadpacket.__name__
+        if self.trusted:
+            self._label_outputs(out, DRAWN)
+            return out
+        ins = list(_tensors(list(args) + list(kwargs.values())))
+        if name in METADATA:
+            pass
+        elif name in RANDOM_INPLACE:
+            self.write(ins[0], DRAWN)
+        elif name in CONSTANT_INPLACE:
+            # a whole storage filled with one value is a constant; one value written into a part is Python's data
+            self.set_label(ins[0], DRAWN if _whole(ins[0]) else PYTHON)
+        elif name in CONSTANT_FACTORIES or name in RANDOM_FACTORIES:
+            # *_like and new_* read their argument's shape only; normal(mean, std), bernoulli(p) ... read values
+            reads = [] if name.endswith("_like") or name.startswith("new_") else ins
+            self._check_compute(name, reads, allowed=True)
+            self._label_outputs(out, _worst([self.label(t) for t in reads]))
+        elif name in BLANK_FACTORIES:
+            self._label_outputs(out, BLANK)
+        elif name in GRID_FACTORIES:
+            self._label_outputs(out, GRID)
+        elif name == "lift_fresh":  # torch.tensor(data): one value is a constant, more are Python's data
+            self._label_outputs(out, DRAWN if out.numel() <= 1 else PYTHON)
+        elif name in MOVES:
+            self._move(name, args, ins, out)
+        elif name in AFFINE:
+            ok = not (name in _SCALED and sum(t.numel() > 1 for t in ins) > 1)
+            self._check_compute(name, ins, allowed=ok)
+            self._label_outputs(out, DRAWN if ok and all(self.label(t) == DRAWN for t in ins) else COMPUTED)
+        else:
+            self._check_compute(name, ins, allowed=False)
+            self._label_outputs(out, COMPUTED)  # refused already; what it made is not counted again
+        return out
+
+    def _label_outputs(self, out: Any, label: str) -> None:
+        for t in _tensors(out):
+            self.set_label(t, label)
+
+    def _check_compute(self, name: str, ins: list[torch.Tensor], allowed: bool) -> None:
+        labels = [self.label(t) for t in ins]
+        if not allowed or any(lb != DRAWN for lb in labels):
+            self._violate(name, labels)
+
+    def _move(self, name: str, args: Any, ins: list[torch.Tensor], out: Any) -> None:
+        if name == "copy_":
+            dst, src = args[0], args[1]
+            if isinstance(src, torch.Tensor):
+                label = self.label(src)
+                if dst.dtype != src.dtype:  # a converting copy is a cast: compute
+                    self._check_compute("copy_ (dtype cast)", [src], allowed=True)
+                elif not _whole(dst) and src.untyped_storage().nbytes() <= src.element_size():
+                    label = PYTHON  # one value written into a part of a storage: t[i] = v
+                self.write(dst, label)
+            return
+        if name == "_to_copy":
+            src = ins[0]
+            if src.dtype != out.dtype:
+                self._check_compute("_to_copy (dtype cast)", [src], allowed=True)
+            self._label_outputs(out, self.label(src))
+            return
+        # views share the storage (and its label); copies and concatenations carry the worst of their sources
+        label = _worst([self.label(t) for t in ins])
+        for t in _tensors(out):
+            if not any(_same_storage(t, i) for i in ins):
+                self.set_label(t, label)
+
+    # --- nn.init: its functions overwrite the tensor they are given ------------------------------------------------
+    @contextlib.contextmanager
+    def trusted_inits(self) -> Iterator[None]:
+        names = [n for n in dir(nn_init) if n[:1].islower() and callable(getattr(nn_init, n))
+                 and getattr(getattr(nn_init, n), "__module__", "") == nn_init.__name__]
+        held = {n: getattr(nn_init, n) for n in names}
+        guard = self
+
+        def wrap(fname: str, fn: Any) -> Any:
+            def run(*a: Any, **k: Any) -> Any:
+                guard.trusted += 1
+                try:
+                    result = fn(*a, **k)
+                finally:
+                    guard.trusted -= 1
+                if a and isinstance(a[0], torch.Tensor):
+                    guard.write(a[0], GRID if fname in _GRID_INITS else DRAWN)
+                return result
+            run.__name__, run.__doc__, run.__wrapped__ = fn.__name__, fn.__doc__, fn  # type: ignore[attr-defined]
+            return run
+
+        for n, fn in held.items():
+            setattr(nn_init, n, wrap(n, fn))
+        try:
+            yield
+        finally:
+            for n, fn in held.items():
+                setattr(nn_init, n, fn)
+
+    # --- what survives construction -------------------------------------------------------------------------------
+    def audit(self, model: Any) -> None:
+        """Counts the python-provenance elements ``model`` holds (parameters, buffers and tensor attributes of it
+        and its submodules); more than `PYTHON_CAP` is a violation."""
+        seen: set[int] = set()
+        total = 0
+        for t in _held_tensors(model):
+            ref = _ref(t)
+            if ref is not None and ref.cdata in seen:
+                continue
+            if ref is not None:
+                seen.add(ref.cdata)
+            if self.label(t) == PYTHON:
+                total += (t.untyped_storage().nbytes() // max(1, t.element_size())) if ref is not None else t.numel()
+        if total > PYTHON_CAP:
+            self.violations[f"{total} elements of Python-made data held (at most {PYTHON_CAP})"] = 1
+
+
+def _held_tensors(model: Any) -> Iterator[torch.Tensor]:
+    modules = list(model.modules()) if isinstance(model, torch.nn.Module) else [model]
+    stack: list[Any] = []
+    for m in modules:
+        stack.extend(vars(m).values())
+    seen: set[int] = set()
+    while stack:
+        v = stack.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        if isinstance(v, torch.Tensor):
+            yield v
+        elif isinstance(v, (list, tuple, set, frozenset)):
+            stack.extend(v)
+        elif isinstance(v, dict):  # _parameters, _buffers and plain dicts
+            stack.extend(v.values())
+
+
+@contextlib.contextmanager
+def guarded_construction() -> Iterator[InitGuard]:
+    """The guard for one construction: active with nn.init's functions trusted; ``audit`` the model after."""
+    guard = InitGuard()
+    with guard.trusted_inits(), guard:
+        yield guard
