@@ -14,9 +14,10 @@ every tensor storage a *provenance* and allows compute on one provenance only:
 * **python**: values that came from Python (``torch.tensor(list)`` of more than one element, a single value
   written into part of a storage, ``t[i] = v``) and storages the mode never saw being made.
 
-The allowed compute (`AFFINE`) is affine arithmetic with scalar factors and dtype casts -- what honest
-constructors do (``1.0 + 0.5 * torch.empty(n).normal_()``, ``torch.randn(k) * 0.02``, ``.half()``) -- and only on
-drawn tensors. Everything else that computes (``exp``, ``reciprocal``, ``matmul``, ``sort``, a ``mul`` of two
+The allowed compute (`AFFINE`) is affine arithmetic with Python-number factors on floating tensors and casts
+between floating dtypes -- what honest constructors do (``1.0 + 0.5 * torch.empty(n).normal_()``,
+``torch.randn(k) * 0.02``, ``.half()``) -- and only on drawn tensors: what it makes of drawn values is an affine
+image of random numbers, no function of the task. Everything else that computes (``exp``, ``reciprocal``, ``matmul``, ``sort``, a ``mul`` of two
 tensors ...) is a violation, and so is any compute whose input is grid, blank or python: weight preparation
 beyond an affine map belongs in native code, which ``__init__`` may call. Views, copies, ``cat``/``stack`` and the
 like move values without computing: the result carries the provenance of what it moved.
@@ -67,7 +68,22 @@ METADATA = frozenset({"sym_size", "sym_stride", "sym_numel", "sym_storage_offset
                       "_local_scalar_dense", "requires_grad_", "is_nonzero", "equal"})
 # the compute __init__ may run on drawn tensors: affine maps with scalar factors (casts are _to_copy/copy_)
 AFFINE = frozenset({"add", "add_", "sub", "sub_", "rsub", "neg", "neg_", "mul", "mul_", "div", "div_"})
-_SCALED = frozenset({"mul", "mul_", "div", "div_"})  # at most one operand with more than one element
+_SCALED = frozenset({"mul", "mul_", "div", "div_"})  # one tensor operand (the first), the factor a Python number
+
+
+def _affine(name: str, args: Any, ins: list[torch.Tensor], out: Any) -> bool:
+    """``name(*args)`` is an affine map with scalar coefficients, on floating tensors only: a product or quotient
+    of two tensors (x * x, 2 / x, x[j] * x[j]) is a polynomial or a reciprocal, integer arithmetic on a dtype view
+    of floats is bit manipulation (an exp approximation), so neither is."""
+    if not all(t.is_floating_point() for t in ins + list(_tensors(out))):
+        return False
+    if name in _SCALED:
+        return len(ins) == 1 and len(args) >= 1 and args[0] is ins[0]
+    return True
+
+
+def _float_cast(src: torch.Tensor, dtype: torch.dtype) -> bool:
+    return src.is_floating_point() and dtype.is_floating_point
 
 _GRID_INITS = frozenset({"eye_", "dirac_", "eye", "dirac"})  # nn.init functions that write structure
 
@@ -166,7 +182,7 @@ class InitGuard(TorchDispatchMode):
         elif name in MOVES:
             self._move(name, args, ins, out)
         elif name in AFFINE:
-            ok = not (name in _SCALED and sum(t.numel() > 1 for t in ins) > 1)
+            ok = _affine(name, args, ins, out)
             self._check_compute(name, ins, allowed=ok)
             self._label_outputs(out, DRAWN if ok and all(self.label(t) == DRAWN for t in ins) else COMPUTED)
         else:
@@ -189,7 +205,7 @@ class InitGuard(TorchDispatchMode):
             if isinstance(src, torch.Tensor):
                 label = self.label(src)
                 if dst.dtype != src.dtype:  # a converting copy is a cast: compute
-                    self._check_compute("copy_ (dtype cast)", [src], allowed=True)
+                    self._check_compute("copy_ (dtype cast)", [src], allowed=_float_cast(src, dst.dtype))
                 elif not _whole(dst) and src.untyped_storage().nbytes() <= src.element_size():
                     label = PYTHON  # one value written into a part of a storage: t[i] = v
                 self.write(dst, label)
@@ -197,7 +213,7 @@ class InitGuard(TorchDispatchMode):
         if name == "_to_copy":
             src = ins[0]
             if src.dtype != out.dtype:
-                self._check_compute("_to_copy (dtype cast)", [src], allowed=True)
+                self._check_compute("_to_copy (dtype cast)", [src], allowed=_float_cast(src, out.dtype))
             self._label_outputs(out, self.label(src))
             return
         # views share the storage (and its label); copies and concatenations carry the worst of their sources
