@@ -111,6 +111,14 @@ def _same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
     return ra is not None and rb is not None and ra.cdata == rb.cdata
 
 
+def _single(t: torch.Tensor) -> bool:
+    """``t``'s storage holds one value (a scalar, or a scalar expanded)."""
+    try:
+        return t.untyped_storage().nbytes() <= t.element_size()
+    except (RuntimeError, NotImplementedError):
+        return False
+
+
 def _whole(t: torch.Tensor) -> bool:
     """``t`` covers every byte of its storage (writing it replaces the storage's whole content)."""
     return (t.storage_offset() == 0 and t.is_contiguous()
@@ -148,6 +156,11 @@ class InitGuard(TorchDispatchMode):
         """``label``'s values written into ``target`` (all of its storage, or a part of it)."""
         self.set_label(target, label if _whole(target) else _worst([label, self.label(target)]))
 
+    def fill_part(self, target: torch.Tensor) -> None:
+        """A value the constructor chose (a fill, a draw from U(v, v), a scaling by a Python number) written into
+        ``target``: over a whole storage it is a constant, over a part it is an element write, Python's data."""
+        self.set_label(target, self.label(target) if _whole(target) else PYTHON)
+
     def _violate(self, name: str, inputs: list[str]) -> None:
         key = name if all(i == DRAWN for i in inputs) else f"{name} on {_worst(inputs)} values"
         self.violations[key] = self.violations.get(key, 0) + 1
@@ -163,11 +176,11 @@ class InitGuard(TorchDispatchMode):
         ins = list(_tensors(list(args) + list(kwargs.values())))
         if name in METADATA:
             pass
-        elif name in RANDOM_INPLACE:
-            self.write(ins[0], DRAWN)
-        elif name in CONSTANT_INPLACE:
-            # a whole storage filled with one value is a constant; one value written into a part is Python's data
-            self.set_label(ins[0], DRAWN if _whole(ins[0]) else PYTHON)
+        elif name in RANDOM_INPLACE or name in CONSTANT_INPLACE:
+            # a whole storage drawn or filled is drawn (or a constant); a part written is an element write
+            # (narrow(0, i, 1).uniform_(v, v) puts a chosen value there as surely as fill_(v))
+            self.set_label(ins[0], DRAWN)
+            self.fill_part(ins[0])
         elif name in CONSTANT_FACTORIES or name in RANDOM_FACTORIES:
             # *_like and new_* read their argument's shape only; normal(mean, std), bernoulli(p) ... read values
             reads = [] if name.endswith("_like") or name.startswith("new_") else ins
@@ -185,6 +198,8 @@ class InitGuard(TorchDispatchMode):
             ok = _affine(name, args, ins, out)
             self._check_compute(name, ins, allowed=ok)
             self._label_outputs(out, DRAWN if ok and all(self.label(t) == DRAWN for t in ins) else COMPUTED)
+            if name.endswith("_") and ins and out is ins[0] and ok:
+                self.fill_part(ins[0])  # t.narrow(0, i, 1).mul_(v): a chosen value into one element
         else:
             self._check_compute(name, ins, allowed=False)
             self._label_outputs(out, COMPUTED)  # refused already; what it made is not counted again
@@ -206,7 +221,7 @@ class InitGuard(TorchDispatchMode):
                 label = self.label(src)
                 if dst.dtype != src.dtype:  # a converting copy is a cast: compute
                     self._check_compute("copy_ (dtype cast)", [src], allowed=_float_cast(src, dst.dtype))
-                elif not _whole(dst) and src.untyped_storage().nbytes() <= src.element_size():
+                elif not _whole(dst) and _single(src):
                     label = PYTHON  # one value written into a part of a storage: t[i] = v
                 self.write(dst, label)
             return
@@ -216,8 +231,11 @@ class InitGuard(TorchDispatchMode):
                 self._check_compute("_to_copy (dtype cast)", [src], allowed=_float_cast(src, out.dtype))
             self._label_outputs(out, self.label(src))
             return
-        # views share the storage (and its label); copies and concatenations carry the worst of their sources
+        # views share the storage (and its label); copies and concatenations carry the worst of their sources, and
+        # a concatenation of single values (each a value the constructor chose) is Python's data
         label = _worst([self.label(t) for t in ins])
+        if name in ("cat", "stack") and any(_single(t) for t in ins):
+            label = PYTHON
         for t in _tensors(out):
             if not any(_same_storage(t, i) for i in ins):
                 self.set_label(t, label)
@@ -238,7 +256,10 @@ class InitGuard(TorchDispatchMode):
                 finally:
                     guard.trusted -= 1
                 if a and isinstance(a[0], torch.Tensor):
+                    whole = _whole(a[0])
                     guard.write(a[0], GRID if fname in _GRID_INITS else DRAWN)
+                    if not whole:  # constant_(t.narrow(0, i, 1), v): an element write
+                        guard.set_label(a[0], PYTHON)
                 return result
             run.__name__, run.__doc__, run.__wrapped__ = fn.__name__, fn.__doc__, fn  # type: ignore[attr-defined]
             return run

@@ -180,3 +180,30 @@ def test_eye_and_dirac_write_structure():
         nn.init.eye_(w)
         return holder(t=w * 2.0)
     assert any("on grid values" in k for k in violations(build))
+
+
+def _writes(n, write):
+    def build():
+        t = torch.zeros(n)
+        for i in range(n):
+            write(t.narrow(0, i, 1), 1 / (1 + math.exp(-(i - n / 2) / 64)))
+        return holder(t=t)
+    return build
+
+
+@pytest.mark.parametrize("write", [
+    lambda view, v: view.uniform_(v, v),  # a "random" draw from U(v, v)
+    lambda view, v: view.normal_(v, 0.0),
+    lambda view, v: nn.init.constant_(view, v),
+    lambda view, v: view.add_(v),  # a constant 0 plus a chosen number, one element at a time
+], ids=["uniform", "normal", "nn.init.constant_", "add_"])
+def test_chosen_values_written_element_by_element_are_python_data(write):
+    found = violations(_writes(PYTHON_CAP + 1, write))
+    assert any("Python-made data" in k for k in found), found
+
+
+def test_single_values_concatenated_are_python_data():
+    def build():
+        parts = [torch.empty(1).uniform_(v / 64, v / 64) for v in range(PYTHON_CAP + 1)]
+        return holder(t=torch.cat(parts))
+    assert any("Python-made data" in k for k in violations(build))
