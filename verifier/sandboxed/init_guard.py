@@ -41,7 +41,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 DRAWN, GRID, BLANK, PYTHON, COMPUTED = "drawn", "grid", "blank", "python", "computed"
 _RANK = {DRAWN: 0, BLANK: 1, GRID: 2, COMPUTED: 3, PYTHON: 4}  # the provenance of a mix: the worst of its parts
 
-PYTHON_CAP = 256  # elements of python-provenance state a constructed model may hold (small constants)
+PYTHON_CAP = 256  # values Python chose that a constructed model may hold (small constants)
 
 RANDOM_FACTORIES = frozenset({"rand", "randn", "randint", "rand_like", "randn_like", "randint_like", "normal",
                               "bernoulli", "poisson", "multinomial"})
@@ -111,6 +111,13 @@ def _same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
     return ra is not None and rb is not None and ra.cdata == rb.cdata
 
 
+def _capacity(t: torch.Tensor) -> int:
+    try:
+        return t.untyped_storage().nbytes() // max(1, t.element_size())
+    except (RuntimeError, NotImplementedError):
+        return t.numel()
+
+
 def _single(t: torch.Tensor) -> bool:
     """``t``'s storage holds one value (a scalar, or a scalar expanded)."""
     try:
@@ -135,31 +142,45 @@ class InitGuard(TorchDispatchMode):
 
     def __init__(self) -> None:
         super().__init__()
-        self._labels: dict[int, tuple[StorageWeakRef, str]] = {}
+        # storage -> (its weak reference, provenance, how many values Python chose in it)
+        self._labels: dict[int, tuple[StorageWeakRef, str, int]] = {}
         self.violations: dict[str, int] = {}
         self.trusted = 0  # > 0 inside an nn.init function (its ops fill the tensor it is given, nothing else)
 
     # --- provenance ----------------------------------------------------------------------------------------------
-    def label(self, t: torch.Tensor) -> str:
+    def _held(self, t: torch.Tensor) -> tuple[str, int]:
         ref = _ref(t)
         held = None if ref is None else self._labels.get(ref.cdata)
-        if held is None or held[0].expired():
-            return PYTHON  # made before the construction, or by a path the mode never saw
-        return held[1]
+        if held is None or held[0].expired():  # made before the construction, or by a path the mode never saw
+            return PYTHON, _capacity(t)
+        return held[1], held[2]
 
-    def set_label(self, t: torch.Tensor, label: str) -> None:
+    def label(self, t: torch.Tensor) -> str:
+        return self._held(t)[0]
+
+    def values(self, t: torch.Tensor) -> int:
+        """How many values Python chose in ``t``'s storage (its elements, for a storage the guard never saw)."""
+        label, count = self._held(t)
+        return count if label == PYTHON else 0
+
+    def set_label(self, t: torch.Tensor, label: str, count: int = 0) -> None:
         ref = _ref(t)
         if ref is not None:
-            self._labels[ref.cdata] = (ref, label)
+            self._labels[ref.cdata] = (ref, label, count if label == PYTHON else 0)
 
-    def write(self, target: torch.Tensor, label: str) -> None:
-        """``label``'s values written into ``target`` (all of its storage, or a part of it)."""
-        self.set_label(target, label if _whole(target) else _worst([label, self.label(target)]))
+    def write(self, target: torch.Tensor, label: str, count: int = 0) -> None:
+        """``label``'s values (``count`` of them Python's) written into ``target`` (its whole storage, or a part)."""
+        if _whole(target):
+            self.set_label(target, label, count)
+        else:
+            self.set_label(target, _worst([label, self.label(target)]), self.values(target) + count)
 
     def fill_part(self, target: torch.Tensor) -> None:
         """A value the constructor chose (a fill, a draw from U(v, v), a scaling by a Python number) written into
-        ``target``: over a whole storage it is a constant, over a part it is an element write, Python's data."""
-        self.set_label(target, self.label(target) if _whole(target) else PYTHON)
+        ``target``: over a whole storage it is a constant, over a part it is an element write -- one value of
+        Python's data (a padding row zeroed is one value; a table written entry by entry is as many as entries)."""
+        if not _whole(target):
+            self.set_label(target, PYTHON, self.values(target) + 1)
 
     def _violate(self, name: str, inputs: list[str]) -> None:
         key = name if all(i == DRAWN for i in inputs) else f"{name} on {_worst(inputs)} values"
@@ -170,17 +191,21 @@ class InitGuard(TorchDispatchMode):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         name = func.overloadpacket.__name__
-        if self.trusted:
-            self._label_outputs(out, DRAWN)
-            return out
         ins = list(_tensors(list(args) + list(kwargs.values())))
+        if self.trusted:  # inside nn.init: what it makes is drawn; the tensor it fills is labelled when it returns
+            for t in _tensors(out):
+                if not any(_same_storage(t, i) for i in ins):
+                    self.set_label(t, DRAWN)
+            return out
         if name in METADATA:
             pass
         elif name in RANDOM_INPLACE or name in CONSTANT_INPLACE:
             # a whole storage drawn or filled is drawn (or a constant); a part written is an element write
             # (narrow(0, i, 1).uniform_(v, v) puts a chosen value there as surely as fill_(v))
-            self.set_label(ins[0], DRAWN)
-            self.fill_part(ins[0])
+            if _whole(ins[0]):
+                self.set_label(ins[0], DRAWN)
+            else:
+                self.fill_part(ins[0])
         elif name in CONSTANT_FACTORIES or name in RANDOM_FACTORIES:
             # *_like and new_* read their argument's shape only; normal(mean, std), bernoulli(p) ... read values
             reads = [] if name.endswith("_like") or name.startswith("new_") else ins
@@ -191,15 +216,20 @@ class InitGuard(TorchDispatchMode):
         elif name in GRID_FACTORIES:
             self._label_outputs(out, GRID)
         elif name == "lift_fresh":  # torch.tensor(data): one value is a constant, more are Python's data
-            self._label_outputs(out, DRAWN if out.numel() <= 1 else PYTHON)
+            if out.numel() <= 1:
+                self._label_outputs(out, DRAWN)
+            else:
+                self.set_label(out, PYTHON, out.numel())
         elif name in MOVES:
             self._move(name, args, ins, out)
         elif name in AFFINE:
             ok = _affine(name, args, ins, out)
             self._check_compute(name, ins, allowed=ok)
-            self._label_outputs(out, DRAWN if ok and all(self.label(t) == DRAWN for t in ins) else COMPUTED)
-            if name.endswith("_") and ins and out is ins[0] and ok:
-                self.fill_part(ins[0])  # t.narrow(0, i, 1).mul_(v): a chosen value into one element
+            clean = ok and all(self.label(t) == DRAWN for t in ins)
+            if clean and name.endswith("_") and ins and out is ins[0] and not _whole(ins[0]):
+                self.fill_part(ins[0])  # t.narrow(0, i, 1).add_(v): a chosen value into one element
+            else:
+                self._label_outputs(out, DRAWN if clean else COMPUTED)
         else:
             self._check_compute(name, ins, allowed=False)
             self._label_outputs(out, COMPUTED)  # refused already; what it made is not counted again
@@ -218,27 +248,30 @@ class InitGuard(TorchDispatchMode):
         if name == "copy_":
             dst, src = args[0], args[1]
             if isinstance(src, torch.Tensor):
-                label = self.label(src)
                 if dst.dtype != src.dtype:  # a converting copy is a cast: compute
                     self._check_compute("copy_ (dtype cast)", [src], allowed=_float_cast(src, dst.dtype))
-                elif not _whole(dst) and _single(src):
-                    label = PYTHON  # one value written into a part of a storage: t[i] = v
-                self.write(dst, label)
+                if not _whole(dst) and _single(src):
+                    self.fill_part(dst)  # one value written into a part of a storage: t[i] = v
+                else:
+                    self.write(dst, self.label(src), self.values(src))
             return
         if name == "_to_copy":
             src = ins[0]
             if src.dtype != out.dtype:
                 self._check_compute("_to_copy (dtype cast)", [src], allowed=_float_cast(src, out.dtype))
-            self._label_outputs(out, self.label(src))
+            self.set_label(out, self.label(src), self.values(src))
             return
         # views share the storage (and its label); copies and concatenations carry the worst of their sources, and
         # a concatenation of single values (each a value the constructor chose) is Python's data
         label = _worst([self.label(t) for t in ins])
-        if name in ("cat", "stack") and any(_single(t) for t in ins):
-            label = PYTHON
+        count = sum(self.values(t) for t in ins)
+        if name in ("cat", "stack"):
+            singles = sum(1 for t in ins if _single(t) and self.label(t) != PYTHON)
+            if singles:
+                label, count = PYTHON, count + singles
         for t in _tensors(out):
             if not any(_same_storage(t, i) for i in ins):
-                self.set_label(t, label)
+                self.set_label(t, label, count)
 
     # --- nn.init: its functions overwrite the tensor they are given ------------------------------------------------
     @contextlib.contextmanager
@@ -259,7 +292,7 @@ class InitGuard(TorchDispatchMode):
                     whole = _whole(a[0])
                     guard.write(a[0], GRID if fname in _GRID_INITS else DRAWN)
                     if not whole:  # constant_(t.narrow(0, i, 1), v): an element write
-                        guard.set_label(a[0], PYTHON)
+                        guard.fill_part(a[0])
                 return result
             run.__name__, run.__doc__, run.__wrapped__ = fn.__name__, fn.__doc__, fn  # type: ignore[attr-defined]
             return run
@@ -284,10 +317,9 @@ class InitGuard(TorchDispatchMode):
                 continue
             if ref is not None:
                 seen.add(ref.cdata)
-            if self.label(t) == PYTHON:
-                total += (t.untyped_storage().nbytes() // max(1, t.element_size())) if ref is not None else t.numel()
+            total += self.values(t)
         if total > PYTHON_CAP:
-            self.violations[f"{total} elements of Python-made data held (at most {PYTHON_CAP})"] = 1
+            self.violations[f"{total} values made by Python held (at most {PYTHON_CAP})"] = 1
 
 
 def _held_tensors(model: Any) -> Iterator[torch.Tensor]:
