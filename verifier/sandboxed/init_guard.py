@@ -7,9 +7,9 @@ every tensor storage a *provenance* and allows compute on one provenance only:
 
 * **drawn**: random draws (``randn``, ``normal_``, ``uniform_`` ... and every ``nn.init`` function except
   ``eye_``/``dirac_``), constant fills of a whole storage (``zeros``, ``ones``, ``full``, ``fill_``, ``zero_``,
-  a one-element ``torch.tensor(3.0)``), and what the allowed compute makes of drawn tensors;
+  a one-element ``torch.tensor(3.0)``; ``empty``, which the guard zeroes: the allocator would hand back freed
+  memory as it was, a freed table included), and what the allowed compute makes of drawn tensors;
 * **grid**: deterministic structure (``arange``, ``linspace``, ``logspace``, ``eye``, ``randperm``);
-* **blank**: ``empty`` not yet overwritten (its bytes are whatever the allocator reused);
 * **computed**: the result of refused compute (already a violation);
 * **python**: values that came from Python (``torch.tensor(list)`` of more than one element, a single value
   written into part of a storage, ``t[i] = v``) and storages the mode never saw being made.
@@ -18,12 +18,12 @@ The allowed compute (`AFFINE`) is affine arithmetic with Python-number factors o
 between floating dtypes -- what honest constructors do (``1.0 + 0.5 * torch.empty(n).normal_()``,
 ``torch.randn(k) * 0.02``, ``.half()``) -- and only on drawn tensors: what it makes of drawn values is an affine
 image of random numbers, no function of the task. Everything else that computes (``exp``, ``reciprocal``, ``matmul``, ``sort``, a ``mul`` of two
-tensors ...) is a violation, and so is any compute whose input is grid, blank or python: weight preparation
+tensors ...) is a violation, and so is any compute whose input is grid or python: weight preparation
 beyond an affine map belongs in native code, which ``__init__`` may call. Views, copies, ``cat``/``stack`` and the
 like move values without computing: the result carries the provenance of what it moved.
 
-What survives construction is audited (`audit`): the python-provenance tensors the model holds are capped at
-`PYTHON_CAP` elements in total, so a table Python computed (a list comprehension over ``math.exp``) is refused;
+What survives construction is audited (`audit`): the values Python chose in the tensors the model holds are capped
+at `PYTHON_CAP` in total (counted through copies; an element write is one value), so a table Python computed (a list comprehension over ``math.exp``) is refused;
 a table that small is no more than the constants a kernel may carry in its own source.
 
 Nothing here is trusted by the parent beyond being a tripwire: it runs in the candidate's process.
@@ -38,8 +38,8 @@ from torch.multiprocessing.reductions import StorageWeakRef
 from torch.nn import init as nn_init
 from torch.utils._python_dispatch import TorchDispatchMode
 
-DRAWN, GRID, BLANK, PYTHON, COMPUTED = "drawn", "grid", "blank", "python", "computed"
-_RANK = {DRAWN: 0, BLANK: 1, GRID: 2, COMPUTED: 3, PYTHON: 4}  # the provenance of a mix: the worst of its parts
+DRAWN, GRID, PYTHON, COMPUTED = "drawn", "grid", "python", "computed"
+_RANK = {DRAWN: 0, GRID: 1, COMPUTED: 2, PYTHON: 3}  # the provenance of a mix: the worst of its parts
 
 PYTHON_CAP = 256  # values Python chose that a constructed model may hold (small constants)
 
@@ -109,6 +109,16 @@ def _ref(t: torch.Tensor) -> StorageWeakRef | None:
 def _same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
     ra, rb = _ref(a), _ref(b)
     return ra is not None and rb is not None and ra.cdata == rb.cdata
+
+
+def _zero_bytes(t: torch.Tensor, start: int) -> None:
+    """Zero ``t``'s storage from byte ``start`` on."""
+    try:
+        storage = t.untyped_storage()
+        if storage.nbytes() > start:
+            torch.empty(0, dtype=torch.uint8).set_(storage)[start:].zero_()
+    except (RuntimeError, NotImplementedError):
+        pass
 
 
 def _capacity(t: torch.Tensor) -> int:
@@ -189,15 +199,19 @@ class InitGuard(TorchDispatchMode):
     # --- the dispatch ----------------------------------------------------------------------------------------------
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
-        out = func(*args, **kwargs)
         name = func.overloadpacket.__name__
+        grown = args[0] if name == "resize_" and args and isinstance(args[0], torch.Tensor) else None
+        before = _capacity(grown) * grown.element_size() if grown is not None else 0
+        out = func(*args, **kwargs)
         ins = list(_tensors(list(args) + list(kwargs.values())))
         if self.trusted:  # inside nn.init: what it makes is drawn; the tensor it fills is labelled when it returns
             for t in _tensors(out):
                 if not any(_same_storage(t, i) for i in ins):
                     self.set_label(t, DRAWN)
             return out
-        if name in METADATA:
+        if grown is not None:
+            _zero_bytes(grown, before)  # resize_ that grew the storage: its new bytes, as empty's
+        elif name in METADATA:
             pass
         elif name in RANDOM_INPLACE or name in CONSTANT_INPLACE:
             # a whole storage drawn or filled is drawn (or a constant); a part written is an element write
@@ -212,7 +226,12 @@ class InitGuard(TorchDispatchMode):
             self._check_compute(name, reads, allowed=True)
             self._label_outputs(out, _worst([self.label(t) for t in reads]))
         elif name in BLANK_FACTORIES:
-            self._label_outputs(out, BLANK)
+            # the allocator hands back freed memory as it was (a freed Python-made table, a freed grid): zeroed here
+            # (ops inside this handler do not come back to the mode), an empty tensor is the constant 0
+            for t in _tensors(out):
+                _zero_bytes(t, 0)
+            self._label_outputs(out, DRAWN)
+
         elif name in GRID_FACTORIES:
             self._label_outputs(out, GRID)
         elif name == "lift_fresh":  # torch.tensor(data): one value is a constant, more are Python's data
