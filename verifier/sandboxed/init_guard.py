@@ -307,11 +307,12 @@ class InitGuard(TorchDispatchMode):
                     result = fn(*a, **k)
                 finally:
                     guard.trusted -= 1
-                if a and isinstance(a[0], torch.Tensor):
-                    whole = _whole(a[0])
-                    guard.write(a[0], GRID if fname in _GRID_INITS else DRAWN)
-                    if not whole:  # constant_(t.narrow(0, i, 1), v): an element write
-                        guard.fill_part(a[0])
+                target = a[0] if a else k.get("tensor")
+                if isinstance(target, torch.Tensor):
+                    if _whole(target):
+                        guard.set_label(target, GRID if fname in _GRID_INITS else DRAWN)
+                    else:  # constant_(t.narrow(0, i, 1), v): an element write
+                        guard.fill_part(target)
                 return result
             run.__name__, run.__doc__, run.__wrapped__ = fn.__name__, fn.__doc__, fn  # type: ignore[attr-defined]
             return run

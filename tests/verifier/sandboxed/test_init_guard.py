@@ -194,8 +194,9 @@ def _writes(n, write):
     lambda view, v: view.uniform_(v, v),  # a "random" draw from U(v, v)
     lambda view, v: view.normal_(v, 0.0),
     lambda view, v: nn.init.constant_(view, v),
+    lambda view, v: nn.init.constant_(tensor=view, val=v),
     lambda view, v: view.add_(v),  # a constant 0 plus a chosen number, one element at a time
-], ids=["uniform", "normal", "nn.init.constant_", "add_"])
+], ids=["uniform", "normal", "nn.init.constant_", "constant_ by keyword", "add_"])
 def test_chosen_values_written_element_by_element_are_python_data(write, request):
     if "add_" not in request.node.name:  # add_ on an element already written is compute on Python data
         assert violations(_writes(PYTHON_CAP, write)) == {}
