@@ -22,8 +22,8 @@ tensors ...) is a violation, and so is any compute whose input is grid or python
 beyond an affine map belongs in native code, which ``__init__`` may call. Views, copies, ``cat``/``stack`` and the
 like move values without computing: the result carries the provenance of what it moved.
 
-What survives construction is audited (`audit`): the values Python chose in the tensors the model holds are capped
-at `PYTHON_CAP` in total (counted through copies; an element write is one value), so a table Python computed (a list comprehension over ``math.exp``) is refused;
+The values Python chose during construction (a list's elements, one per element write) and the tensors the model
+holds that the guard never saw made are capped at `PYTHON_CAP` in total (`audit`), so a table Python computed (a list comprehension over ``math.exp``) is refused;
 a table that small is no more than the constants a kernel may carry in its own source.
 
 Nothing here is trusted by the parent beyond being a tripwire: it runs in the candidate's process.
@@ -152,45 +152,42 @@ class InitGuard(TorchDispatchMode):
 
     def __init__(self) -> None:
         super().__init__()
-        # storage -> (its weak reference, provenance, how many values Python chose in it)
-        self._labels: dict[int, tuple[StorageWeakRef, str, int]] = {}
+        self._labels: dict[int, tuple[StorageWeakRef, str]] = {}  # storage -> (its weak reference, provenance)
+        # values Python chose, over the whole construction (held or not: a temporary table copied by a native
+        # call into a drawn buffer was made all the same)
+        self.python_values = 0
         self.violations: dict[str, int] = {}
         self.trusted = 0  # > 0 inside an nn.init function (its ops fill the tensor it is given, nothing else)
 
     # --- provenance ----------------------------------------------------------------------------------------------
-    def _held(self, t: torch.Tensor) -> tuple[str, int]:
+    def seen(self, t: torch.Tensor) -> bool:
         ref = _ref(t)
         held = None if ref is None else self._labels.get(ref.cdata)
-        if held is None or held[0].expired():  # made before the construction, or by a path the mode never saw
-            return PYTHON, _capacity(t)
-        return held[1], held[2]
+        return held is not None and not held[0].expired()
 
     def label(self, t: torch.Tensor) -> str:
-        return self._held(t)[0]
+        ref = _ref(t)
+        held = None if ref is None else self._labels.get(ref.cdata)
+        if held is None or held[0].expired():
+            return PYTHON  # made before the construction, or by a path the mode never saw
+        return held[1]
 
-    def values(self, t: torch.Tensor) -> int:
-        """How many values Python chose in ``t``'s storage (its elements, for a storage the guard never saw)."""
-        label, count = self._held(t)
-        return count if label == PYTHON else 0
-
-    def set_label(self, t: torch.Tensor, label: str, count: int = 0) -> None:
+    def set_label(self, t: torch.Tensor, label: str) -> None:
         ref = _ref(t)
         if ref is not None:
-            self._labels[ref.cdata] = (ref, label, count if label == PYTHON else 0)
+            self._labels[ref.cdata] = (ref, label)
 
-    def write(self, target: torch.Tensor, label: str, count: int = 0) -> None:
-        """``label``'s values (``count`` of them Python's) written into ``target`` (its whole storage, or a part)."""
-        if _whole(target):
-            self.set_label(target, label, count)
-        else:
-            self.set_label(target, _worst([label, self.label(target)]), self.values(target) + count)
+    def write(self, target: torch.Tensor, label: str) -> None:
+        """``label``'s values written into ``target`` (its whole storage, or a part of it)."""
+        self.set_label(target, label if _whole(target) else _worst([label, self.label(target)]))
 
     def fill_part(self, target: torch.Tensor) -> None:
         """A value the constructor chose (a fill, a draw from U(v, v), a scaling by a Python number) written into
         ``target``: over a whole storage it is a constant, over a part it is an element write -- one value of
         Python's data (a padding row zeroed is one value; a table written entry by entry is as many as entries)."""
         if not _whole(target):
-            self.set_label(target, PYTHON, self.values(target) + 1)
+            self.set_label(target, PYTHON)
+            self.python_values += 1
 
     def _violate(self, name: str, inputs: list[str]) -> None:
         key = name if all(i == DRAWN for i in inputs) else f"{name} on {_worst(inputs)} values"
@@ -238,7 +235,8 @@ class InitGuard(TorchDispatchMode):
             if out.numel() <= 1:
                 self._label_outputs(out, DRAWN)
             else:
-                self.set_label(out, PYTHON, out.numel())
+                self.set_label(out, PYTHON)
+                self.python_values += out.numel()
         elif name in MOVES:
             self._move(name, args, ins, out)
         elif name in AFFINE:
@@ -272,25 +270,25 @@ class InitGuard(TorchDispatchMode):
                 if not _whole(dst) and _single(src):
                     self.fill_part(dst)  # one value written into a part of a storage: t[i] = v
                 else:
-                    self.write(dst, self.label(src), self.values(src))
+                    self.write(dst, self.label(src))
             return
         if name == "_to_copy":
             src = ins[0]
             if src.dtype != out.dtype:
                 self._check_compute("_to_copy (dtype cast)", [src], allowed=_float_cast(src, out.dtype))
-            self.set_label(out, self.label(src), self.values(src))
+            self.set_label(out, self.label(src))
             return
         # views share the storage (and its label); copies and concatenations carry the worst of their sources, and
         # a concatenation of single values (each a value the constructor chose) is Python's data
         label = _worst([self.label(t) for t in ins])
-        count = sum(self.values(t) for t in ins)
         if name in ("cat", "stack"):
             singles = sum(1 for t in ins if _single(t) and self.label(t) != PYTHON)
             if singles:
-                label, count = PYTHON, count + singles
+                label = PYTHON
+                self.python_values += singles
         for t in _tensors(out):
             if not any(_same_storage(t, i) for i in ins):
-                self.set_label(t, label, count)
+                self.set_label(t, label)
 
     # --- nn.init: its functions overwrite the tensor they are given ------------------------------------------------
     @contextlib.contextmanager
@@ -327,19 +325,20 @@ class InitGuard(TorchDispatchMode):
 
     # --- what survives construction -------------------------------------------------------------------------------
     def audit(self, model: Any) -> None:
-        """Counts the python-provenance elements ``model`` holds (parameters, buffers and tensor attributes of it
-        and its submodules); more than `PYTHON_CAP` is a violation."""
-        seen: set[int] = set()
-        total = 0
+        """The values Python chose during the construction, plus the elements of every storage ``model`` holds
+        (parameters, buffers, tensor attributes of it and its submodules, lists of them) that the guard never saw
+        made; more than `PYTHON_CAP` is a violation."""
+        counted: set[int] = set()
+        total = self.python_values
         for t in _held_tensors(model):
             ref = _ref(t)
-            if ref is not None and ref.cdata in seen:
-                continue
-            if ref is not None:
-                seen.add(ref.cdata)
-            total += self.values(t)
+            if ref is None or ref.cdata not in counted:
+                if ref is not None:
+                    counted.add(ref.cdata)
+                if not self.seen(t):
+                    total += _capacity(t)
         if total > PYTHON_CAP:
-            self.violations[f"{total} values made by Python held (at most {PYTHON_CAP})"] = 1
+            self.violations[f"{total} values made by Python (at most {PYTHON_CAP})"] = 1
 
 
 def _held_tensors(model: Any) -> Iterator[torch.Tensor]:

@@ -149,9 +149,11 @@ def test_python_made_tables_are_capped(make):
 
 
 def test_the_cap_counts_plain_attributes_and_lists_too():
+    outside = [torch.ones(200), torch.ones(200)]  # made before the guard: elements counted where they are held
+
     def build():
         m = nn.Module()
-        m.tables = [torch.tensor([float(i) for i in range(200)]), torch.tensor([float(i) for i in range(200)])]
+        m.tables = outside
         return m
     assert any("made by Python" in k for k in violations(build))
 
@@ -216,19 +218,28 @@ def test_a_padding_row_is_one_python_value():
     assert violations(lambda: nn.Embedding(1000, 512, padding_idx=0)) == {}
 
 
-def test_python_values_are_counted_through_copies():
-    def build():
+def test_python_values_count_once_and_also_when_not_held():
+    def copies():
         t = torch.tensor([float(i) for i in range(200)])
-        return holder(a=t.clone(), b=torch.cat([t, t]))
-    found = violations(build)
-    assert any("600 values made by Python" in k for k in found), found
+        return holder(a=t.clone(), b=torch.cat([t, t]))  # 200 values made, copied: 200, under the cap
+    assert violations(copies) == {}
 
+    def laundered():
+        t = torch.tensor([float(i) for i in range(PYTHON_CAP + 1)])  # never held: a native call could copy it
+        return holder(a=torch.zeros(PYTHON_CAP + 1))
+    assert any("made by Python" in k for k in violations(laundered))
+
+
+def test_a_tensor_the_guard_never_saw_counts_its_elements():
+    outside = torch.ones(PYTHON_CAP + 1)
+    assert any("made by Python" in k for k in violations(lambda: holder(t=outside)))
+    assert violations(lambda: holder(t=torch.ones(PYTHON_CAP + 1))) == {}
 
 def test_empty_memory_is_zeroed_so_a_freed_table_is_not_reused():
     def build():
-        table = torch.tensor([1 / (1 + math.exp(-(i - 2048) / 64)) for i in range(4096)])
-        del table  # freed: the next allocation of the size typically gets these bytes back
-        reused = torch.empty(4096)
+        table = torch.tensor([1 / (1 + math.exp(-(i - 128) / 16)) for i in range(PYTHON_CAP)])
+        del table  # freed: the next allocation of the size may get these bytes back
+        reused = torch.empty(PYTHON_CAP)
         grown = torch.zeros(1)
         grown.resize_(4096)
         return holder(a=reused, b=grown)
