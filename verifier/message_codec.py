@@ -184,7 +184,7 @@ OP_RECORDS = List(Obj({"op": Str(512), "inputs": List(_TENSOR_DESC, 4096), "outp
 _FAILED = {"ok": Bool(), "phase": Str(64, truncate=True), "error": Str(MAX_TEXT, truncate=True),
            "detail": Str(MAX_TEXT, truncate=True), "native_reports": REPORTS,
            # a failure the parent explains further (trials.py), named rather than matched in the error text
-           "reason": Str(64, choices=frozenset({"output_too_large"}))}
+           "reason": Str(64, choices=frozenset({"output_too_large", "init_compute"}))}
 _OK_FIELDS: dict[str, dict[str, Spec]] = {
     "load": {}, "init": {"init_args": INIT_ARGS}, "ping": {}, "compile": {},
     # args: forward's call template when some arguments are not tensors (trial_inputs.encode_args)

@@ -25,6 +25,7 @@ import torch
 import evokernel.cpu as native
 from evokernel.verifier import message_codec as protocol
 from evokernel.verifier.message_codec import MAX_TEXT, TensorMeta, align
+from evokernel.verifier.sandboxed.init_guard import guarded_construction
 from evokernel.verifier.sandboxed.init_perturbation import drawn_constants
 from evokernel.verifier.sandboxed.trial_inputs import PERTURBATIONS, decode_args, encode_args
 from evokernel.verifier.sandboxed.op_recorder import OpRecorder, ScaleRecorder
@@ -269,11 +270,19 @@ class Worker:
         self.model64 = None  # the float64 copy of an earlier model must never answer for this one
         torch.manual_seed(int(msg["seed"]))
         drawn = msg.get("params_seed")  # one trial and the timing: constant initialisers drawn at random
+        # a candidate's constructor may compute with PyTorch only what init_guard allows (no tables of the task)
+        guarded = guarded_construction() if self.role == "candidate" else contextlib.nullcontext()
         try:
-            with drawn_constants(int(drawn)) if drawn is not None else contextlib.nullcontext():
+            with guarded as guard, drawn_constants(int(drawn)) if drawn is not None else contextlib.nullcontext():
                 self.model = cls(*init_args)
         except BaseException as exc:  # noqa: BLE001
             raise _Fail("init", f"{type(exc).__name__}: {exc}", _short_traceback(exc, self.filename)) from None
+        if guard is not None:
+            guard.audit(self.model)
+            if guard.violations:
+                self.model = None
+                found = ", ".join(f"{k} x{v}" for k, v in sorted(guard.violations.items()))
+                raise _Fail("init", found, reason="init_compute")
         reply: dict[str, Any] = {"ok": True}
         if self.role == "reference":
             for a in init_args:

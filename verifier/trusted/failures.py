@@ -56,3 +56,14 @@ def torch_ops_fail(label: str, violations: dict[str, int], outside: str, home: s
     return Fail("hack", f"{label}: PyTorch compute ran during forward outside {outside}: {ops}. All computation "
                 f"must happen in {home}; forward may only allocate outputs, take views/reshapes and call "
                 ".contiguous()", torch_ops=violations)
+
+
+def init_compute_fail(found: str) -> Fail:
+    """The construction guard's finding (verifier/sandboxed/init_guard.py): PyTorch computed in ModelNew.__init__
+    beyond an affine map of drawn values, or the model holds a table Python made."""
+    return Fail("hack", f"ModelNew.__init__: {found[:600]}. In __init__ PyTorch may draw random values, fill "
+                "constants, view, copy and concatenate, cast and apply affine maps with scalar factors "
+                "(1.0 + 0.5 * torch.randn(n)) to such values; any other computation (exp, reciprocal, matmul, "
+                "sort, arithmetic on arange/linspace grids or on torch.tensor(list) data) belongs in native code, "
+                "which __init__ may call, and tensors built from Python lists hold at most a few hundred values",
+                init_compute=found[:600])

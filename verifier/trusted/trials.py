@@ -30,7 +30,7 @@ import torch
 from evokernel.tasks.task import Task, TaskError
 from evokernel.verifier.message_codec import DTYPES, ProtocolError, TensorMeta
 from evokernel.verifier.trusted import compile_baseline, correctness, latency, regions, timing_protocol
-from evokernel.verifier.trusted.failures import INPUTS_MODIFIED, Fail, torch_ops_fail
+from evokernel.verifier.trusted.failures import INPUTS_MODIFIED, Fail, init_compute_fail, torch_ops_fail
 from evokernel.verifier.trusted.launcher import WorkerHandle
 from evokernel.verifier.trusted.reference import Reference
 
@@ -309,6 +309,8 @@ class WorkerJudge:
         if params_seed is not None:
             msg["params_seed"] = params_seed
         reply = self.v._cand_call(self.cand, msg, self.cfg.load_timeout_s, "ModelNew construction")
+        if not reply.get("ok") and reply.get("reason") == "init_compute":
+            raise init_compute_fail(str(reply.get("error")))
         if not reply.get("ok"):
             raise Fail("runtime", f"constructing ModelNew{tuple(self.init_args)} failed: {reply.get('error')}\n"
                        f"{reply.get('detail', '')}".strip())
