@@ -10,7 +10,8 @@ only where they move nothing:
   code) must read a *whole* tensor (contiguous, from the first to the last byte of its storage) into a whole
   tensor of the same shape. A transpose, a broadcast, a strided, overlapping or partial read, a write at an
   offset or into a permuted view, a ``channels_last`` clone: each is a rearrangement, the native kernel's work;
-* **``fill_`` fills with a number**, never with a tensor's element;
+* **``fill_``/``zero_`` fill a whole tensor with a number**, never with a tensor's element, and never a slice
+  (native code that reads x[i] and fills row i of the output with it has PyTorch write the output);
 * **the returned outputs are the candidate's**: each is a contiguous tensor (the worker copies the outputs out
   in order, so a returned transposed or broadcast view would be one more PyTorch rearrangement) whose bytes overlap
   no input, no tensor of the model (parameters, buffers, tensor attributes) and no tensor a PyTorch copy wrote
@@ -28,6 +29,7 @@ import torch
 
 # ATen operators whose result holds bytes PyTorch copied from a tensor (not constants): source = first argument
 CLONES = frozenset({"clone", "lift_fresh_copy", "contiguous"})
+FILLS = frozenset({"fill_", "zero_"})  # in-place constants: a whole tensor at a time
 FINDING_PREFIX = "data movement: "
 
 
@@ -120,8 +122,12 @@ class Movement:
                            "tensor")
             elif tuple(src.shape) != tuple(dst.shape) and src.numel() != dst.numel():
                 self._find(f"aten::{name} broadcast a tensor of shape {_shape(src)} into {_shape(dst)}")
-        elif name == "fill_" and len(args) >= 2 and isinstance(args[1], torch.Tensor):
-            self._find("aten::fill_ filled with a tensor's element (fill with a number)")
+        elif name in FILLS and args and isinstance(args[0], torch.Tensor):
+            if name == "fill_" and len(args) >= 2 and isinstance(args[1], torch.Tensor):
+                self._find("aten::fill_ filled with a tensor's element (fill with a number)")
+            elif not whole(args[0]):
+                self._find(f"aten::{name} wrote a part of a tensor (a constant per slice is a scatter; fill whole "
+                           "tensors only)")
 
     def outputs(self, outs: list[Any], inputs: list[Any], model: Any) -> None:
         """The returned tensors: dense, the candidate's own memory, not written by a PyTorch copy."""

@@ -138,6 +138,19 @@ def test_fill_with_a_tensor_element_is_a_finding_and_with_a_number_is_not():
     assert _run(lambda x: torch.empty(4).fill_(3.0), [X]) == []
 
 
+def test_filling_a_part_of_a_tensor_is_a_finding():
+    def per_row(x):
+        out = torch.empty(6, 10)
+        for i in range(6):
+            out.select(0, i).fill_(float(i))  # stands for native code filling row i with a value it read from x
+        out.narrow(0, 0, 1).zero_()
+        return out
+
+    found = _run(per_row, [X])
+    assert any("aten::fill_ wrote a part" in f for f in found) and any("aten::zero_ wrote a part" in f for f in found)
+    assert _run(lambda x: torch.empty(6, 10).zero_(), [X]) == []
+
+
 # --- outputs ------------------------------------------------------------------------------------------
 
 
