@@ -11,7 +11,8 @@ only where they move nothing:
   tensor of the same shape. A transpose, a broadcast, a strided, overlapping or partial read, a write at an
   offset or into a permuted view, a ``channels_last`` clone: each is a rearrangement, the native kernel's work;
 * **``fill_``/``zero_`` fill a whole tensor with a number**, never with a tensor's element, and never a slice
-  (native code that reads x[i] and fills row i of the output with it has PyTorch write the output);
+  (native code that reads x[i] and fills row i of the output with it has PyTorch write the output); nor does
+  an allocation's ``out=`` form (``full.out``, ``zeros.out``) write into a part of a tensor;
 * **the returned outputs are the candidate's**: each is a contiguous tensor (the worker copies the outputs out
   in order, so a returned transposed or broadcast view would be one more PyTorch rearrangement) whose bytes overlap
   no input, no tensor of the model (parameters, buffers, tensor attributes) and no tensor a PyTorch copy wrote
@@ -122,6 +123,9 @@ class Movement:
                            "tensor")
             elif tuple(src.shape) != tuple(dst.shape) and src.numel() != dst.numel():
                 self._find(f"aten::{name} broadcast a tensor of shape {_shape(src)} into {_shape(dst)}")
+        elif isinstance(kwargs.get("out"), torch.Tensor) and not whole(kwargs["out"]):
+            # an allocation's out= form (full.out, zeros.out, ...): a constant written into a slice is a scatter
+            self._find(f"aten::{name} wrote a part of a tensor through out= (fill whole tensors only)")
         elif name in FILLS and args and isinstance(args[0], torch.Tensor):
             if name == "fill_" and len(args) >= 2 and isinstance(args[1], torch.Tensor):
                 self._find("aten::fill_ filled with a tensor's element (fill with a number)")

@@ -151,6 +151,17 @@ def test_filling_a_part_of_a_tensor_is_a_finding():
     assert _run(lambda x: torch.empty(6, 10).zero_(), [X]) == []
 
 
+def test_an_allocation_out_form_into_a_part_of_a_tensor_is_a_finding():
+    def per_row(x):
+        out = torch.empty(6, 10)
+        for i in range(6):  # native code would read x[i, 0] and have ATen's full.out write row i
+            torch.ops.aten.full.out([10], float(i), out=out.select(0, i))
+        return out
+
+    assert any("full wrote a part of a tensor through out=" in f for f in _run(per_row, [X]))
+    assert _run(lambda x: torch.ops.aten.full.out([6, 10], 1.0, out=torch.empty(6, 10)), [X]) == []
+
+
 # --- outputs ------------------------------------------------------------------------------------------
 
 
