@@ -319,6 +319,7 @@ def _candidate(torch: Any, npu: Any, device: Any, r: dict[str, Any], result: dic
                 for o in outs:
                     if type(o) is not torch.Tensor:  # noqa: E721 - subclasses and look-alikes are refused
                         raise TypeError(f"forward must return plain torch.Tensor(s), got {type(o).__qualname__}")
+                recorder.check_outputs(outs, list(dev_in), model)  # the candidate's own memory (data_movement.py)
                 outputs.append(_to_cpu(torch, outs))
                 after.append(_to_cpu(torch, dev_in))
             except BaseException as exc:  # noqa: BLE001

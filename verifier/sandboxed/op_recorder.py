@@ -2,7 +2,9 @@
 
 * `OpRecorder` (candidate workers, checked calls): every operator, and those outside `ALLOWED_OPS`
   (allocation, views, copies) as violations -- a tripwire behind the glue allow-list and the binary judge,
-  which already make PyTorch compute impossible in a candidate's process;
+  which already make PyTorch compute impossible in a candidate's process -- and, with
+  `data_movement.Movement`, every copy that rearranges data and every returned output that is not the
+  candidate's own memory (`check_outputs`): views and copies may not do a data-movement task's work;
 * `ShapeRecorder` (the trusted reference): each operator with its tensors' shapes and dtypes, from which
   the ascend-sim latency model estimates the eager reference on an NPU;
 * `ScaleRecorder` (the trusted reference's float64 run): the largest root-mean-square of any floating tensor
@@ -17,6 +19,8 @@ from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+
+from evokernel.verifier.sandboxed.data_movement import Movement
 
 
 # ATen operators that allocate, reshape or move memory without computing from the data.
@@ -33,12 +37,16 @@ ALLOWED_OPS = frozenset({
 
 
 class OpRecorder(TorchDispatchMode):
-    """Records every ATen operator dispatched while active (also those called from C++ extensions)."""
+    """Records every ATen operator dispatched while active (also those called from C++ extensions).
+
+    ``violations`` maps an operator outside `ALLOWED_OPS` to its count, and a data-movement finding
+    (`data_movement.FINDING_PREFIX` + text) to its count."""
 
     def __init__(self) -> None:
         super().__init__()
         self.calls: dict[str, int] = {}
         self.violations: dict[str, int] = {}
+        self.movement = Movement()
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         name = func.overloadpacket.__name__
@@ -48,7 +56,17 @@ class OpRecorder(TorchDispatchMode):
             bad = args[0].dtype != args[1].dtype  # a copy that converts dtype is compute
         if bad:
             self.violations[name] = self.violations.get(name, 0) + 1
-        return func(*args, **(kwargs or {}))
+        out = func(*args, **(kwargs or {}))
+        self.movement.op(name, args, kwargs or {}, out)
+        if self.movement.findings:
+            self.violations.update(self.movement.findings)
+        return out
+
+    def check_outputs(self, outs: list[Any], inputs: list[Any], model: Any) -> None:
+        """After ``forward``: the returned tensors must be the candidate's own memory (data_movement.py)."""
+        self.movement.outputs(outs, inputs, model)
+        self.violations.update(self.movement.findings)
+        self.movement.written.clear()
 
 
 class ShapeRecorder(TorchDispatchMode):

@@ -405,6 +405,8 @@ class Worker:
                             f"{type(o).__qualname__}")
             if o.device.type != "cpu":
                 raise _Fail("output", f"forward returned a tensor on {o.device}")
+        if recorder is not None:  # the outputs must be the candidate's own memory (data_movement.py)
+            recorder.check_outputs(outs, list(args), self.model)
         metas = self._write(outs, int(msg.get("out_offset", 0)))
         elapsed = time.perf_counter() - t0
         reply: dict[str, Any] = {"ok": True, "outputs": metas, "native_calls": native._native_calls - before_calls,

@@ -46,16 +46,26 @@ def classify_death(status: dict[str, Any], stderr: str, where: str) -> Fail:
     return Fail("runtime", f"the candidate process stopped answering during {where}{tail}", status=status)
 
 
+MOVEMENT_PREFIX = "data movement: "  # a data-movement finding in a worker's violations (sandboxed/data_movement.py)
+
 INPUTS_MODIFIED = ("forward modified its input tensor(s); a kernel must leave its inputs unchanged (write "
                    "results into a new output tensor)")
 
 
 def torch_ops_fail(label: str, violations: dict[str, int], outside: str, home: str) -> Fail:
-    """The dynamic anti-hack finding: ATen compute operators dispatched during forward."""
-    ops = ", ".join(f"aten::{k} x{v}" for k, v in sorted(violations.items()))
-    return Fail("hack", f"{label}: PyTorch compute ran during forward outside {outside}: {ops}. All computation "
-                f"must happen in {home}; forward may only allocate outputs, take views/reshapes and call "
-                ".contiguous()", torch_ops=violations)
+    """The dynamic anti-hack finding: ATen compute operators dispatched during forward, or data that PyTorch
+    moved for the kernel (keys with the recorder's ``data movement: `` prefix, sandboxed/data_movement.py)."""
+    moved = {k: v for k, v in violations.items() if k.startswith(MOVEMENT_PREFIX)}
+    ops = ", ".join(f"aten::{k} x{v}" for k, v in sorted(violations.items()) if k not in moved)
+    if ops:
+        return Fail("hack", f"{label}: PyTorch compute ran during forward outside {outside}: {ops}. All computation "
+                    f"must happen in {home}; forward may only allocate outputs, take views/reshapes and call "
+                    ".contiguous()", torch_ops=violations)
+    what = "; ".join(f"{k[len(MOVEMENT_PREFIX):]} (x{v})" for k, v in sorted(moved.items()))
+    return Fail("hack", f"{label}: PyTorch moved the data instead of {home}: {what}. Views are allowed, but "
+                "PyTorch may copy only a whole tensor byte for byte; every rearrangement (transpose, broadcast, "
+                "slice, concatenation, layout change) must be written by your kernel into an output it allocated",
+                torch_ops=violations)
 
 
 def init_compute_fail(found: str) -> Fail:

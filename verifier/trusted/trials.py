@@ -30,7 +30,7 @@ import torch
 from evokernel.tasks.task import Task, TaskError
 from evokernel.verifier.message_codec import DTYPES, ProtocolError, TensorMeta
 from evokernel.verifier.trusted import compile_baseline, correctness, latency, regions, timing_protocol
-from evokernel.verifier.trusted.failures import INPUTS_MODIFIED, Fail, init_compute_fail, torch_ops_fail
+from evokernel.verifier.trusted.failures import INPUTS_MODIFIED, MOVEMENT_PREFIX, Fail, init_compute_fail, torch_ops_fail
 from evokernel.verifier.trusted.launcher import WorkerHandle
 from evokernel.verifier.trusted.reference import Reference
 
@@ -363,7 +363,7 @@ class WorkerJudge:
                 raise Fail("runtime", f"{label}: {broken[0] if broken else 'malformed emulator report'}",
                            emulator=sim_summary([r for r in reports if isinstance(r, dict)] or [{}]))
         violations = reply.get("violations") or {}
-        if violations:
+        if any(not str(k).startswith(MOVEMENT_PREFIX) for k in violations):  # PyTorch computed
             raise torch_ops_fail(label, violations, "the native kernel", "native code")
         if not reply.get("native_calls"):
             raise Fail("hack", f"{label}: no native kernel ran during forward (a decoy kernel, or the output was "
@@ -381,6 +381,9 @@ class WorkerJudge:
         if len(after) != len(in_metas) or not all(regions.same_bytes(cand, a, ref.handle, b)
                                                   for a, b in zip(after, in_metas)):
             raise Fail("correctness", f"{label}: {INPUTS_MODIFIED}")
+        if violations:  # PyTorch moved data (after the inputs: a kernel that returns the input it overwrote in place
+            # is told that it modified its input, not that it returned the input's memory)
+            raise torch_ops_fail(label, violations, "the native kernel", "native code")
         compare_outputs(label, got, expected, inputs, self.cfg.tol, truth)
         if late_check:
             time.sleep(0.05)

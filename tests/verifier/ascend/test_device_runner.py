@@ -111,6 +111,15 @@ def test_aten_compute_in_forward_is_recorded(tmp_path):
     assert res["ok"] and res["violations"][0] == {"mul": 1}
 
 
+def test_data_movement_in_forward_is_recorded(tmp_path):
+    """The data-movement rule (sandboxed/data_movement.py) runs in the device runner's checked trials too."""
+    src = MODEL_SRC.replace("return custom_ops_lib.add_custom(x, y)", "return custom_ops_lib.add_custom(x, y).t()")
+    assert src != MODEL_SRC
+    proc, res, _, _, _ = run_runner(tmp_path, model_src=src, timing="none")
+    assert res["ok"] and all(any(k.startswith("data movement: forward returned a non-contiguous view") for k in v)
+                             for v in res["violations"]), res["violations"]
+
+
 def test_input_mutation_is_visible_to_the_parent(tmp_path):
     proc, res, _, inputs, out = run_runner(tmp_path, lib=LIB_MUTATES, timing="none")
     assert res["ok"]  # the runner reports; the parent decides

@@ -1,0 +1,152 @@
+"""Runs INSIDE the sandbox: what PyTorch may move during ``forward`` (the positive rule on data movement).
+
+Views and allocation are allowed glue, and so are the ATen copy operators a ``load_inline`` object may call, but a
+pure data-movement task (nearest upsampling, a transpose, a concat, a slice) is *nothing but* a copy through a
+view: if PyTorch's copy kernel may copy from any view, it does the whole task. So PyTorch's copies are allowed
+only where they move nothing:
+
+* **a copy duplicates a whole tensor byte for byte** -- a materialising copy (``clone``, ``copy_``,
+  ``lift_fresh_copy``, and so a ``.contiguous()``/``reshape`` that has to copy, from the glue or from native
+  code) must read a *whole* tensor (contiguous, from the first to the last byte of its storage) into a whole
+  tensor of the same shape. A transpose, a broadcast, a strided, overlapping or partial read, a write at an
+  offset or into a permuted view, a ``channels_last`` clone: each is a rearrangement, the native kernel's work;
+* **``fill_``/``zero_`` fill a whole tensor with a number**, never with a tensor's element, and never a slice
+  (native code that reads x[i] and fills row i of the output with it has PyTorch write the output); nor does
+  an allocation's ``out=`` form (``full.out``, ``zeros.out``) write into a part of a tensor;
+* **the returned outputs are the candidate's**: each is a contiguous tensor (the worker copies the outputs out
+  in order, so a returned transposed or broadcast view would be one more PyTorch rearrangement) whose bytes overlap
+  no input, no tensor of the model (parameters, buffers, tensor attributes) and no tensor a PyTorch copy wrote
+  during this forward.
+
+`Movement` judges the operators as `op_recorder.OpRecorder` sees them and the outputs after ``forward``; each
+breach is a *finding* (a short text). Like the recorder, nothing here is trusted by the parent beyond being a
+tripwire that runs in the candidate's process.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import torch
+
+# ATen operators whose result holds bytes PyTorch copied from a tensor (not constants): source = first argument
+CLONES = frozenset({"clone", "lift_fresh_copy", "contiguous"})
+FILLS = frozenset({"fill_", "zero_"})  # in-place constants: a whole tensor at a time
+FINDING_PREFIX = "data movement: "
+
+
+def whole(t: torch.Tensor) -> bool:
+    """Is ``t`` a whole tensor: contiguous in the standard order, from the first byte of its storage to the last?"""
+    if t.numel() == 0:
+        return True
+    if not t.is_contiguous():
+        return False
+    storage = t.untyped_storage()
+    return t.data_ptr() == storage.data_ptr() and t.numel() * t.element_size() == storage.nbytes()
+
+
+def byte_range(t: torch.Tensor) -> tuple[int, int] | None:
+    """[first, last) byte ``t`` can read (None: no element)."""
+    if t.numel() == 0:
+        return None
+    lo = hi = 0
+    for size, stride in zip(t.shape, t.stride()):
+        span = (size - 1) * stride
+        lo, hi = lo + min(span, 0), hi + max(span, 0)
+    es = t.element_size()
+    return t.data_ptr() + lo * es, t.data_ptr() + (hi + 1) * es
+
+
+def storage_range(t: torch.Tensor) -> tuple[int, int] | None:
+    """[first, last) byte of ``t``'s whole storage (None: empty)."""
+    storage = t.untyped_storage()
+    n = storage.nbytes()
+    return (storage.data_ptr(), storage.data_ptr() + n) if n else None
+
+
+def _overlap(a: tuple[int, int] | None, b: tuple[int, int] | None) -> bool:
+    return a is not None and b is not None and a[0] < b[1] and b[0] < a[1]
+
+
+def model_tensors(model: Any) -> list[torch.Tensor]:
+    """Every tensor a module tree holds: parameters, buffers and plain tensor attributes."""
+    found: list[torch.Tensor] = []
+    modules = model.modules() if isinstance(model, torch.nn.Module) else []
+    for m in modules:
+        found += [t for t in m.parameters(recurse=False)] + [t for t in m.buffers(recurse=False)]
+        found += [v for v in vars(m).values() if isinstance(v, torch.Tensor)]
+    return found
+
+
+def _flat_tensors(values: Iterable[Any]) -> list[torch.Tensor]:
+    out: list[torch.Tensor] = []
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            out.append(v)
+        elif isinstance(v, (list, tuple)):
+            out += _flat_tensors(v)
+        elif isinstance(v, dict):
+            out += _flat_tensors(v.values())
+    return out
+
+
+def _shape(t: torch.Tensor) -> str:
+    return "x".join(str(s) for s in t.shape) or "scalar"
+
+
+class Movement:
+    """The data-movement rule over one ``forward``: `op` sees each dispatched operator with its result,
+    `outputs` the returned tensors; `findings` counts each breach by its text."""
+
+    def __init__(self) -> None:
+        self.findings: dict[str, int] = {}
+        self.written: list[torch.Tensor] = []  # destinations of PyTorch copies, held so their memory is not reused
+
+    def _find(self, text: str) -> None:
+        key = FINDING_PREFIX + text
+        self.findings[key] = self.findings.get(key, 0) + 1
+
+    def op(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
+        if name in CLONES or name == "copy_":
+            if name == "copy_":
+                dst, src = (args[0], args[1]) if len(args) >= 2 else (None, None)
+            else:
+                src = args[0] if args else kwargs.get("self")
+                dst = kwargs.get("out", result)
+            if not (isinstance(src, torch.Tensor) and isinstance(dst, torch.Tensor)):
+                return
+            self.written.append(dst)
+            if not whole(src):
+                self._find(f"aten::{name} read a view (a transpose, broadcast, slice or strided window), not a "
+                           "whole tensor")
+            elif not whole(dst):
+                self._find(f"aten::{name} wrote into a view (an offset, a slice or a permuted layout), not a whole "
+                           "tensor")
+            elif tuple(src.shape) != tuple(dst.shape) and src.numel() != dst.numel():
+                self._find(f"aten::{name} broadcast a tensor of shape {_shape(src)} into {_shape(dst)}")
+        elif isinstance(kwargs.get("out"), torch.Tensor) and not whole(kwargs["out"]):
+            # an allocation's out= form (full.out, zeros.out, ...): a constant written into a slice is a scatter
+            self._find(f"aten::{name} wrote a part of a tensor through out= (fill whole tensors only)")
+        elif name in FILLS and args and isinstance(args[0], torch.Tensor):
+            if name == "fill_" and len(args) >= 2 and isinstance(args[1], torch.Tensor):
+                self._find("aten::fill_ filled with a tensor's element (fill with a number)")
+            elif not whole(args[0]):
+                self._find(f"aten::{name} wrote a part of a tensor (a constant per slice is a scatter; fill whole "
+                           "tensors only)")
+
+    def outputs(self, outs: list[Any], inputs: list[Any], model: Any) -> None:
+        """The returned tensors: dense, the candidate's own memory, not written by a PyTorch copy."""
+        theirs = [storage_range(t) for t in _flat_tensors(inputs) + model_tensors(model)]
+        copied = [storage_range(t) for t in self.written]
+        for o in outs:
+            if not isinstance(o, torch.Tensor) or o.numel() == 0:
+                continue
+            if not o.is_contiguous():
+                self._find("forward returned a non-contiguous view (a transpose, broadcast or strided window): "
+                           "return a contiguous tensor your kernel wrote")
+                continue
+            mine = byte_range(o)
+            if any(_overlap(mine, r) for r in theirs):
+                self._find("forward returned memory of an input or of the model (a view of it), not a tensor "
+                           "your kernel wrote")
+            elif any(_overlap(mine, r) for r in copied):
+                self._find("forward returned a tensor a PyTorch copy wrote, not one your kernel wrote")
