@@ -80,4 +80,4 @@ def copy_bytes(dst: torch.Tensor, src: torch.Tensor) -> None:
                            "bytes)")
         ctypes.memmove(dst.data_ptr(), storage.data_ptr() + start, nbytes)
     else:
-        dst.copy_(src)
+        dst.view(src.shape).copy_(src)
