@@ -289,6 +289,9 @@ _TORCH_ALLOWED = re.compile(r"^(?:" + "|".join([
     r"torchCheckMsgImpl)$",
     r"c10::(toString|warn|get_backtrace|demangle|str|typeMetaToScalarType|scalarTypeToTypeMeta|"
     r"impl::getGlobalPyInterpreter|impl::tls_local_dispatch_key_set)$",
+    # torch's factory functions (torch::empty_like ...) hold an AutoDispatchBelowADInplaceOrView, inline: honest
+    # load_inline code reaches these guards; a leaked one is caught at run time (sandboxed/dispatch_tls.py)
+    r"c10::impl::(Exclude|Include)DispatchKeyGuard::~?(Exclude|Include)DispatchKeyGuard$",
     r"caffe2::(TypeMeta|detail)::\w+(<[^()]*>)?$",
     r"(typeinfo|typeinfo name|vtable) for (c10::\w*Error|c10::Warning\w*|torch::autograd::AutogradMeta|"
     r"c10::TensorImpl|c10::UndefinedTensorImpl|c10::AutogradMetaInterface|c10::intrusive_ptr_target)$",
