@@ -25,6 +25,8 @@ import torch
 import evokernel.cpu as native
 from evokernel.verifier import message_codec as protocol
 from evokernel.verifier.message_codec import MAX_TEXT, TensorMeta, align
+from evokernel.verifier.sandboxed import dispatch_tls
+from evokernel.verifier.sandboxed.plain_tensor import NotPlain, check_plain, copy_bytes
 from evokernel.verifier.sandboxed.init_guard import guarded_construction
 from evokernel.verifier.sandboxed.init_perturbation import drawn_constants
 from evokernel.verifier.sandboxed.trial_inputs import PERTURBATIONS, decode_args, encode_args
@@ -91,7 +93,7 @@ class Worker:
                                 offset=meta.offset)
         return flat.view(meta.shape)
 
-    def _write(self, tensors: list[torch.Tensor], offset: int) -> list[dict[str, Any]]:
+    def _write(self, tensors: list[torch.Tensor], offset: int, what: str = "output") -> list[dict[str, Any]]:
         metas = []
         for t in tensors:
             name = _NAME_BY_DTYPE.get(t.dtype)
@@ -102,8 +104,16 @@ class Worker:
                 raise _Fail("run", f"output of shape {tuple(t.shape)} ({nbytes} bytes) is larger than the "
                             "space reserved for it (expected output size x4)", reason="output_too_large")
             meta = TensorMeta(name, tuple(t.shape), offset, nbytes)
-            if nbytes:
-                self._view(meta).copy_(t)
+            if self.role != "candidate":  # the reference is trusted: PyTorch's copy resolves its views' flags
+                if nbytes:
+                    self._view(meta).copy_(t)
+            else:  # the candidate's tensors: plain ones only, their bytes taken raw (plain_tensor.py)
+                try:
+                    check_plain(t, what)
+                    if nbytes:
+                        copy_bytes(self._view(meta), t)
+                except NotPlain as exc:
+                    raise _Fail("hack", str(exc)) from None
             metas.append(meta.to_json())
             offset = align(offset + nbytes)
         return metas
@@ -170,6 +180,23 @@ class Worker:
 
     # --- requests -----------------------------------------------------------------------------
     def handle(self, msg: dict[str, Any]) -> dict[str, Any]:
+        if self.role != "candidate":
+            return self._handle(msg)
+        # candidate code (its import, construction, forward) must leave the thread's dispatch keys as it found
+        # them (dispatch_tls.py); a change seen here or inside a native call (`_CountingModule`) fails the verdict,
+        # also when the candidate's own code caught the exception that reported it
+        saved = dispatch_tls.snapshot()
+        try:
+            return self._handle(msg)
+        finally:
+            try:
+                dispatch_tls.check_unchanged(saved, f"the candidate's code (request {str(msg.get('op'))[:32]!r})")
+            except dispatch_tls.DispatchStateChanged:
+                pass  # recorded in dispatch_tls.FOUND, reported below
+            if dispatch_tls.FOUND:
+                raise _Fail("hack", dispatch_tls.FOUND[0])  # noqa: B012 - the finding outranks any other outcome
+
+    def _handle(self, msg: dict[str, Any]) -> dict[str, Any]:
         op = msg.get("op")
         self._remap(int(msg.get("capacity", self.capacity)))
         if op == "load":
@@ -418,7 +445,7 @@ class Worker:
             reply["violations"] = recorder.violations
         if msg.get("return_inputs"):
             last = metas[-1]
-            reply["inputs_after"] = self._write(self.inputs, align(last["offset"] + last["nbytes"]))
+            reply["inputs_after"] = self._write(self.inputs, align(last["offset"] + last["nbytes"]), "input")
         return reply
 
     def serve(self) -> None:
@@ -457,7 +484,11 @@ class _CountingModule:
         if callable(value):
             def counted(*args: Any, **kwargs: Any) -> Any:
                 native._native_calls += 1
-                return value(*args, **kwargs)
+                saved = dispatch_tls.snapshot()
+                try:
+                    return value(*args, **kwargs)
+                finally:  # restored at once, so nothing after this call runs unseen (and reported by the worker)
+                    dispatch_tls.check_unchanged(saved, f"the native function {name}()")
 
             return counted
         return value

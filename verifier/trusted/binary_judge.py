@@ -6,15 +6,16 @@ types (inline_binding.py), so the candidate's object contains no binding code an
 The facts of that object (binary_facts.py) are ruled on here:
 
 1. **what it reaches** -- every undefined symbol must be on the allow-list: libc's memory, string, character
-   and stderr functions, every function libm/libmvec define, libgcc's arithmetic helpers, OpenMP's entry points
-   (not its settings), the C++ runtime without threads, clocks, files or the standard streams; for
+   and stderr functions, every function libm/libmvec define, libgcc's arithmetic helpers, OpenMP's runtime
+   and its thread-team queries by name (not its settings, clock or host queries), the C++ runtime without threads, clocks, files or the standard streams; for
    ``load_inline`` in addition libtorch's tensor API by name (data pointers, sizes, options, TORCH_CHECK's
    failure path, the parallel-for helpers) and the ATen operators that only allocate, view or copy
    (op_recorder.ALLOWED_OPS, through ``at::_ops::<op>::call``). No Python symbol at all, no pybind11, no
    out-of-line computing method (``at::Tensor::relu_``), no dispatcher, no TorchScript, no BLAS;
 2. **what it executes** -- every instruction of its code is in the families of ordinary compiled code
    (native_allowlists.instruction_allowed): no system call, interrupt, time-stamp or performance counter,
-   protection key, FS/GS base, transactional memory or user wait, however it was spelled;
+   protection key, FS/GS base, transactional memory, user wait or processor identity (``cpuid``, ``xgetbv``),
+   however it was spelled (an inline header function such as <cpuid.h>'s ``__get_cpuid`` included);
 3. **what it defines** -- its own names only: no strong definition in std::, at::, c10::, torch::,
    pybind11:: or of the Python API, no indirect function (ifunc);
 4. **what its own lines are, after preprocessing** -- only allow-listed headers included directly (and no
@@ -256,8 +257,12 @@ _LIBC_ALLOWED = {
     "pthread_cond_broadcast", "pthread_cond_destroy", "pthread_rwlock_rdlock", "pthread_rwlock_wrlock",
     "pthread_rwlock_unlock", "pthread_self", "pthread_equal",
 }
-_OMP_ALLOWED = re.compile(r"^(GOMP_(?!critical_name)\w+|omp_get_\w+|omp_in_parallel|omp_(init|set|unset|test|destroy)"
-                          r"_(nest_)?lock)$")
+# OpenMP: the runtime the compiler's pragmas call (GOMP_*), locks, and the queries about the current thread team --
+# by name: omp_get_wtime/wtick are clocks, omp_get_num_procs/place_*/partition_* describe the host's processors
+_OMP_QUERIES = frozenset({"omp_get_thread_num", "omp_get_num_threads", "omp_get_max_threads", "omp_get_level",
+                          "omp_get_active_level", "omp_get_team_size", "omp_get_ancestor_thread_num", "omp_in_parallel",
+                          "omp_in_final"})
+_OMP_ALLOWED = re.compile(r"^(GOMP_(?!critical_name)\w+|omp_(init|set|unset|test|destroy)_(nest_)?lock)$")
 # C++ runtime (demangled): allowed prefixes, refused ones checked first
 _CXX_REFUSED = re.compile(
     r"^(std::thread|std::jthread|std::this_thread|std::chrono|std::filesystem|std::__cxx11::basic_[io]?fstream|"
@@ -284,6 +289,8 @@ _TORCH_ALLOWED = re.compile(r"^(?:" + "|".join([
     r"torchCheckMsgImpl)$",
     r"c10::(toString|warn|get_backtrace|demangle|str|typeMetaToScalarType|scalarTypeToTypeMeta|"
     r"impl::getGlobalPyInterpreter|impl::tls_local_dispatch_key_set)$",
+    # torch's factory functions (torch::empty_like ...) hold an AutoDispatchBelowADInplaceOrView, inline: honest
+    # load_inline code reaches these guards; a leaked one is caught at run time (sandboxed/dispatch_tls.py)
     r"c10::impl::(Exclude|Include)DispatchKeyGuard::~?(Exclude|Include)DispatchKeyGuard$",
     r"caffe2::(TypeMeta|detail)::\w+(<[^()]*>)?$",
     r"(typeinfo|typeinfo name|vtable) for (c10::\w*Error|c10::Warning\w*|torch::autograd::AutogradMeta|"
@@ -321,6 +328,9 @@ def _category(name: str, dem: str) -> str | None:
         (r"^(stdout|stdin|puts|printf|vprintf|putchar|__printf_chk|__vprintf_chk|getchar|scanf)$", "stdout/stdin"),
         (r"^(exit|_exit|_Exit|quick_exit|at_quick_exit)$", "exiting the process"),
         (r"^(omp_set_\w+|omp_pause_resource\w*)$", "changing OpenMP's thread settings"),
+        (r"^omp_get_(wtime|wtick)$", "clocks and sleeping"),
+        (r"^omp_get_\w+$", "OpenMP's view of the host (processors, places, devices); a kernel may ask "
+                           "omp_get_thread_num/num_threads/max_threads"),
     ]
     for pattern, what in table:
         if re.match(pattern, n) or re.match(pattern, name):
@@ -371,7 +381,8 @@ def _without_return_type(qual: str) -> str:
 
 
 def _judge_symbol(name: str, dem: str, kind: str, policy: SymbolPolicy) -> str | None:
-    if name in _LIBC_ALLOWED or name in policy.libm or name in policy.libgcc or _OMP_ALLOWED.match(name):
+    if (name in _LIBC_ALLOWED or name in policy.libm or name in policy.libgcc or name in _OMP_QUERIES
+            or _OMP_ALLOWED.match(name)):
         return None
     qual = qualified_name(dem)
     if kind == "inline":

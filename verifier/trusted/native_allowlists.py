@@ -9,9 +9,10 @@ Every list here says what **is** allowed; anything not on it is refused, whateve
   and weak symbols are not on them);
 * **instructions** the candidate's object may execute, as families of x86-64 mnemonics the compiler emits for
   ordinary code (no system call, interrupt, time-stamp or performance counter, protection-key, FS/GS-base,
-  transactional-memory or user-wait instruction: none of those is in a family);
+  transactional-memory or user-wait instruction, no ``cpuid``/``xgetbv`` (the host's identity): none of those is in
+  a family);
 * **symbols** the object may reach (libc's memory/string/stderr functions, libm, libgcc's arithmetic helpers,
-  OpenMP, the C++ runtime; for ``load_inline`` in addition libtorch's tensor API and the ATen operators that
+  OpenMP's runtime and its thread-team queries by name, the C++ runtime; for ``load_inline`` in addition libtorch's tensor API and the ATen operators that
   only allocate, view or copy) -- the symbol rules live in binary_judge.py with their feedback;
 * **definitions** the object may add: its own names only (no strong definition in std::, at::, c10::,
   torch::, pybind11:: or of the Python API, no ifunc).
@@ -92,7 +93,7 @@ bextr blsi blsmsk blsr bzhi pdep pext crc32 cbw cwde cdqe cwd cdq cqo
 stos stosb stosw stosd stosq movs movsb movsw movsd movsq cmps cmpsb cmpsw cmpsd cmpsq scas scasb scasw scasd scasq
 lods lodsb lodsw lodsd lodsq lahf sahf clc stc cmc cld std
 call ret jmp loop loope loopne jrcxz jecxz nop endbr64 endbr32 pause ud2 lfence sfence mfence
-clflush clflushopt clwb cldemote cpuid xgetbv rdrand rdseed xsave xsave64 xsavec xsavec64 xrstor xrstor64 xsaveopt
+clflush clflushopt clwb cldemote rdrand rdseed xsave xsave64 xsavec xsavec64 xrstor xrstor64 xsaveopt
 fxsave fxsave64 fxrstor fxrstor64 ldmxcsr stmxcsr vldmxcsr vstmxcsr emms femms
 """.split())
 _JCC = re.compile(r"^(j[a-z]{1,4}|cmov[a-z]{1,4}|set[a-z]{1,4}|prefetch\w*)$")
@@ -128,7 +129,8 @@ INSTRUCTION_WHAT = {
     "rdfsbase": "the thread pointer (FS base)", "rdgsbase": "the GS base", "xbegin": "transactional memory",
     "xend": "transactional memory", "xabort": "transactional memory", "xtest": "transactional memory",
     "umonitor": "user-mode waiting", "umwait": "user-mode waiting", "tpause": "user-mode waiting",
-    "(bad)": "bytes that are not instructions",
+    "cpuid": "the processor's identity (model, features, hypervisor)", "xgetbv": "the processor's enabled state "
+    "(host features)", "(bad)": "bytes that are not instructions",
 }
 
 # --- definitions -------------------------------------------------------------------------------------------

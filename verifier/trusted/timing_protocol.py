@@ -193,7 +193,7 @@ def check_timed_output(reply: dict[str, Any], got: list[torch.Tensor] | None, ex
     element is judged: where the reference is NaN/Inf the output must repeat it (`correctness`)."""
     from evokernel.verifier.trusted.trials import Truth, reductions
     if not reply.get("ok"):
-        raise Fail("runtime", f"a timed call failed: {reply.get('error')}")
+        raise Fail("hack" if reply.get("phase") == "hack" else "runtime", f"a timed call failed: {reply.get('error')}")
     if not reply.get("native_calls"):
         raise Fail("hack", "a timed call ran no native kernel (behaviour differs between checked and timed calls)")
     if reply.get("violations"):

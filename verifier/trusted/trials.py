@@ -220,7 +220,7 @@ class WorkerJudge:
             msg = f"importing the candidate failed: {reply.get('error')}"
             if reply.get("detail"):
                 msg += "\n" + str(reply["detail"])
-            raise Fail("compile", msg)
+            raise Fail("hack" if reply.get("phase") == "hack" else "compile", msg)
         gates["compile"] = True
 
         self.init_candidate(None)
@@ -312,7 +312,7 @@ class WorkerJudge:
         if not reply.get("ok") and reply.get("reason") == "init_compute":
             raise init_compute_fail(str(reply.get("error")))
         if not reply.get("ok"):
-            raise Fail("runtime", f"constructing ModelNew{tuple(self.init_args)} failed: {reply.get('error')}\n"
+            raise Fail("hack" if reply.get("phase") == "hack" else "runtime", f"constructing ModelNew{tuple(self.init_args)} failed: {reply.get('error')}\n"
                        f"{reply.get('detail', '')}".strip())
 
     def run_trial(self, label: str, perturb: str, seed: int, first: bool, ref_s: list[float],
@@ -349,7 +349,8 @@ class WorkerJudge:
         if isinstance(reports, list):
             self.reports.append(reports)
         if not reply.get("ok"):
-            gate = "correctness" if reply.get("phase") == "output" else "runtime"
+            # "hack": the worker found candidate code breaking a run-time rule (a flagged output, dispatch state)
+            gate = {"output": "correctness", "hack": "hack"}.get(str(reply.get("phase")), "runtime")
             extra = {"emulator": sim_summary(reports)} if isinstance(reports, list) and reports else {}
             error = str(reply.get("error"))
             if reply.get("reason") == "output_too_large":  # e.g. torch.empty_like(x) for a reduction's output

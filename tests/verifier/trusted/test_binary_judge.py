@@ -61,6 +61,37 @@ def test_cpp_allow_list(name, dem):
     assert bj.symbol_findings(_facts((name, dem)), "cpp", bj.policy("cpp")) == []
 
 
+@pytest.mark.parametrize("name", ["omp_get_thread_num", "omp_get_num_threads", "omp_get_max_threads", "omp_get_level",
+                                  "omp_in_parallel", "GOMP_parallel", "omp_set_lock"])
+def test_openmp_team_queries_are_allowed(name):
+    assert bj.symbol_findings(_facts((name, name)), "cpp", bj.policy("cpp")) == []
+
+
+@pytest.mark.parametrize("name, why", [
+    ("omp_get_wtime", "clocks"), ("omp_get_wtick", "clocks"), ("omp_get_num_procs", "the host"),
+    ("omp_get_place_num_procs", "the host"), ("omp_get_num_devices", "the host"), ("omp_set_num_threads", "settings")])
+def test_openmp_clocks_and_host_queries_are_refused(name, why):
+    # rt3_cpuid_uptime_stderr: omp_get_wtime is libgomp's monotonic clock (the host's uptime), num_procs its CPUs
+    found = bj.symbol_findings(_facts((name, name)), "cpp", bj.policy("cpp"))
+    assert found and why in found[0].message, found
+
+
+CPUID = r"""
+#include <cpuid.h>
+#include <cstdint>
+extern "C" void kernel(const float* x, float* y, int64_t n) {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    __get_cpuid(1, &a, &b, &c, &d);  // the asm is on <cpuid.h>'s lines, not the candidate's
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] + (float)(c >> 31);
+}
+"""
+
+
+def test_cpuid_through_an_inline_header_function_is_refused(tmp_path):
+    found = [f for f in _build(tmp_path, CPUID) if f.rule == "native-instruction"]
+    assert found and "cpuid (the processor's identity" in found[0].message, found
+
+
 @pytest.mark.parametrize("name, dem, why", [
     ("dlsym", "dlsym", "dynamic loading"), ("fopen64", "fopen64", "files"), ("syscall", "syscall", "raw system"),
     ("_ZNSt6thread15_M_start_threadESt10unique_ptrINS_6_StateESt14default_deleteIS1_EEPFvvE",
@@ -87,7 +118,6 @@ def test_weak_symbols_are_judged_like_strong_ones():
     ("at::_ops::copy_::call(at::Tensor&, at::Tensor const&, bool)", True),
     ("c10::detail::torchCheckFail(char const*, char const*, unsigned int, char const*)", True),
     ("long c10::detail::maybe_wrap_dim_slow<long>(long, long, bool)", True),
-    ("c10::impl::ExcludeDispatchKeyGuard::ExcludeDispatchKeyGuard(c10::DispatchKeySet)", True),
     ("at::internal::set_thread_num(int)", True), ("vtable for torch::autograd::AutogradMeta", True),
     ("caffe2::TypeMeta::error_unsupported_typemeta(caffe2::TypeMeta)", True),
     # computing: an operator, an out-of-line computing method, the dispatcher, kernels behind it
@@ -100,6 +130,12 @@ def test_weak_symbols_are_judged_like_strong_ones():
     # the recorder's and the Python bridge's internals
     ("c10::impl::TorchDispatchModeTLS::pop_stack()", False), ("c10::impl::PythonDispatcherTLS::set_state(x)", False),
     ("c10::impl::tls_set_dispatch_key_excluded(c10::DispatchKey, bool)", False),
+    # dispatch-key guards: torch::empty_like's inline AutoDispatchBelowADInplaceOrView needs them (a leaked one
+    # is the worker's to catch: tests/verifier/sandboxed/test_dispatch_tls.py); forcing the whole state is refused
+    ("c10::impl::ExcludeDispatchKeyGuard::ExcludeDispatchKeyGuard(c10::DispatchKeySet)", True),
+    ("c10::impl::ExcludeDispatchKeyGuard::~ExcludeDispatchKeyGuard()", True),
+    ("c10::impl::ForceDispatchKeyGuard::ForceDispatchKeyGuard(c10::DispatchKeySet, c10::DispatchKeySet)", False),
+    ("at::AutoDispatchBelowAutograd::AutoDispatchBelowAutograd()", False),
     ("pybind11::module_::import(char const*)", False), ("cblas_sgemm", False), ("at::globalContext()", False),
 ])
 def test_inline_torch_symbols_are_a_positive_list(dem, ok):
@@ -119,7 +155,7 @@ def test_inline_code_reaches_no_python_at_all(name):
 @pytest.mark.parametrize("mnemonic", [
     "mov", "vfmadd231ps", "vpdpbusd", "vmaxps", "vminps", "vmovdqu8", "kmovw", "kortestw", "pxor", "paddd", "pshufb",
     "cvttss2si", "fld", "fistp", "cmovne", "setg", "jae", "call", "ret", "prefetcht0", "xadd", "cmpxchg",
-    "tzcnt", "popcnt", "bzhi", "movsd", "stos", "endbr64", "pause", "vzeroupper", "vgatherdps", "crc32", "cpuid",
+    "tzcnt", "popcnt", "bzhi", "movsd", "stos", "endbr64", "pause", "vzeroupper", "vgatherdps", "crc32",
     "rdrand", "ud2", "sfence", "vcvtph2ps", "aesenc", "sha256rnds2"])
 def test_ordinary_instructions_are_in_the_families(mnemonic):
     assert allow.instruction_allowed(mnemonic), mnemonic
@@ -129,7 +165,7 @@ def test_ordinary_instructions_are_in_the_families(mnemonic):
     "syscall", "sysenter", "int", "int3", "rdtsc", "rdtscp", "rdpmc", "rdpid", "wrpkru", "rdpkru", "wrfsbase",
     "wrgsbase", "rdfsbase", "xbegin", "xend", "xabort", "xtest", "umwait", "tpause", "umonitor", "vmcall", "vmfunc",
     "monitor", "mwait", "enqcmd", "senduipi", "serialize", "hlt", "in", "out", "cli", "(bad)", "movdir64b",
-    "incsspq", "wrssq", "setssbsy", "ptwrite", "pconfig", "ldtilecfg"])
+    "incsspq", "wrssq", "setssbsy", "ptwrite", "pconfig", "ldtilecfg", "cpuid", "xgetbv"])
 def test_system_instructions_are_in_no_family(mnemonic):
     assert not allow.instruction_allowed(mnemonic)
 
