@@ -108,6 +108,31 @@ struct bfloat16_t {
 };
 static_assert(sizeof(bfloat16_t) == 2, "bfloat16_t must be 16 bits");
 
+namespace evk_sim {
+// The element types of Ascend C tensors (LocalTensor<T>, GlobalTensor<T>): the scalar types the API documents.
+// A positive list: a struct or array type would make one GetValue/SetValue move many elements (a whole tile)
+// for the price of one scalar access, which the scalar unit (8 bytes per load/store at most) cannot do.
+template <class T> struct is_ascend_elem : std::false_type {};
+template <> struct is_ascend_elem<half> : std::true_type {};
+template <> struct is_ascend_elem<bfloat16_t> : std::true_type {};
+template <> struct is_ascend_elem<float> : std::true_type {};
+template <> struct is_ascend_elem<bool> : std::true_type {};
+template <> struct is_ascend_elem<int8_t> : std::true_type {};
+template <> struct is_ascend_elem<uint8_t> : std::true_type {};
+template <> struct is_ascend_elem<int16_t> : std::true_type {};
+template <> struct is_ascend_elem<uint16_t> : std::true_type {};
+template <> struct is_ascend_elem<int32_t> : std::true_type {};
+template <> struct is_ascend_elem<uint32_t> : std::true_type {};
+template <> struct is_ascend_elem<int64_t> : std::true_type {};
+template <> struct is_ascend_elem<uint64_t> : std::true_type {};
+template <class T> struct is_ascend_elem<const T> : is_ascend_elem<T> {};
+template <class T> struct is_ascend_elem<volatile T> : is_ascend_elem<T> {};
+template <class T> struct is_ascend_elem<const volatile T> : is_ascend_elem<T> {};
+}  // namespace evk_sim
+#define EVK_ELEM_TYPE_RULE "an Ascend C element type (half, bfloat16_t, float, bool, int8_t, uint8_t, int16_t, " \
+    "uint16_t, int32_t, uint32_t, int64_t, uint64_t): a struct or array element would let one scalar " \
+    "GetValue/SetValue move many elements at once"
+
 // Pipes and event ids (global names, as kernels spell them without a namespace).
 enum pipe_t : int {
     PIPE_S = 0,

@@ -352,6 +352,8 @@ template <typename T> struct UbElemRef;
 
 template <typename T> class LocalTensor {
 public:
+    static_assert(::evk_sim::is_ascend_elem<T>::value, "LocalTensor<T> (and ReinterpretCast<T>, AllocTensor<T>, "
+                  "DeQue<T>, TBuf::Get<T>): T must be " EVK_ELEM_TYPE_RULE);
     using PrimType = T;
     LocalTensor() = default;
 
@@ -440,6 +442,7 @@ evk_detail::UbElemRef<T> LocalTensor<T>::operator()(const uint32_t index, ::evk_
 
 template <typename T> class GlobalTensor {
 public:
+    static_assert(::evk_sim::is_ascend_elem<T>::value, "GlobalTensor<T>: T must be " EVK_ELEM_TYPE_RULE);
     using PrimType = T;
     GlobalTensor() = default;
     void SetGlobalBuffer(__gm__ T* buffer, uint64_t bufferSize) { address_ = buffer; size_ = bufferSize; }
