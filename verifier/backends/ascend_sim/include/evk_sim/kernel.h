@@ -1177,8 +1177,8 @@ template <class C> inline C fabs_(C a) { return a < 0 ? -a : a; }
                                [](auto x, auto) { using C = decltype(x); (void)sizeof(C); return EXPR; }, loc);   \
     }
 
-EVK_UNARY(Exp, static_cast<C>(std::exp(x)), ::evk_sim::DT_HF, false)
-EVK_UNARY(Ln, static_cast<C>(std::log(x)), ::evk_sim::DT_HF, false)
+EVK_UNARY(Exp, static_cast<C>(::evk_sim::m::exp(x)), ::evk_sim::DT_HF, false)
+EVK_UNARY(Ln, static_cast<C>(::evk_sim::m::log(x)), ::evk_sim::DT_HF, false)
 EVK_UNARY(Abs, evk_detail::fabs_(x), ::evk_sim::DT_HF, false)
 EVK_UNARY(Sqrt, static_cast<C>(std::sqrt(x)), ::evk_sim::DT_HF, false)
 EVK_UNARY(Rsqrt, static_cast<C>(evk_detail::approx<T>(1.0f / std::sqrt(static_cast<float>(x)))), ::evk_sim::DT_HF, true)
