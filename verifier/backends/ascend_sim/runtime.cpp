@@ -2603,6 +2603,7 @@ void add_counters(Counters& t, const Counters& c) {
     t.ubcopy_bytes += c.ubcopy_bytes; t.ubcopy_calls += c.ubcopy_calls;
     for (int k = 0; k < SC_COUNT; ++k) t.scalar[k] += c.scalar[k];
     t.scalar_gm_bytes[0] += c.scalar_gm_bytes[0]; t.scalar_gm_bytes[1] += c.scalar_gm_bytes[1];
+    t.libm_calls += c.libm_calls;
     t.barriers += c.barriers; t.set_flags += c.set_flags; t.wait_flags += c.wait_flags; t.sync_alls += c.sync_alls;
     t.allocs += c.allocs; t.enques += c.enques; t.deques += c.deques; t.frees += c.frees;
     t.instructions += c.instructions;
