@@ -4518,19 +4518,19 @@ extern "C" int evk_sim_launch_main(int argc, char** argv, evk_kernel_fn kernel) 
 
 // ---- libm calls of the kernel, charged (see count_libm) -------------------------------------------------------
 // build.py renames, in the kernel object only, every reference to a name below to evk_libm_<name> (the list is
-// read from this object's symbols; the names are common.h's EVK_RT_LIBM). The evk_rt_* twins are the uncharged
-// libm of the emulator's own headers (common.h, evk_sim::m). Cheap or inlined functions (fabs,
+// read from this object's symbols; the names are common.h's EVK_RT_LIBM). The evk_sim::m functions are the uncharged
+// libm of the emulator's own headers (common.h). Cheap or inlined functions (fabs,
 // floor, sqrt ...) are not wrapped; arithmetic written in plain C++ is not charged (docs/ascend-sim.md "Limits").
 #define EVK_LIBM1(name)                                                                                   \
     extern "C" float evk_libm_##name##f(float x) { evk_sim::count_libm(); return ::name##f(x); }                \
     extern "C" double evk_libm_##name(double x) { evk_sim::count_libm(); return ::name(x); }                    \
-    extern "C" float evk_rt_##name##f(float x) { return ::name##f(x); }                                         \
-    extern "C" double evk_rt_##name(double x) { return ::name(x); }
+    float evk_sim::m::name(float x) { return ::name##f(x); }                                                     \
+    double evk_sim::m::name(double x) { return ::name(x); }
 #define EVK_LIBM2(name)                                                                                   \
     extern "C" float evk_libm_##name##f(float x, float y) { evk_sim::count_libm(); return ::name##f(x, y); }    \
     extern "C" double evk_libm_##name(double x, double y) { evk_sim::count_libm(); return ::name(x, y); }        \
-    extern "C" float evk_rt_##name##f(float x, float y) { return ::name##f(x, y); }                             \
-    extern "C" double evk_rt_##name(double x, double y) { return ::name(x, y); }
+    float evk_sim::m::name(float x, float y) { return ::name##f(x, y); }                                         \
+    double evk_sim::m::name(double x, double y) { return ::name(x, y); }
 EVK_RT_LIBM(EVK_LIBM1, EVK_LIBM2)
 extern "C" void evk_libm_sincosf(float x, float* s, float* c) { evk_sim::count_libm(); ::sincosf(x, s, c); }
 extern "C" void evk_libm_sincos(double x, double* s, double* c) { evk_sim::count_libm(); ::sincos(x, s, c); }

@@ -132,27 +132,27 @@ template <class T> struct is_ascend_elem<const volatile T> : is_ascend_elem<T> {
 // libm for the emulator's own headers. The build renames the kernel object's references to tanhf, expf ... to
 // counting wrappers (a libm call from the candidate's scalar code is charged, runtime.cpp count_libm); the API's
 // implementations in these headers compile into the same object and call libm through these uncharged names.
-#define EVK_RT_M1(name)                                                                   \
-    extern "C" float evk_rt_##name##f(float);                                           \
-    extern "C" double evk_rt_##name(double);                                             \
-    namespace evk_sim { namespace m {                                                    \
-    inline float name(float x) { return evk_rt_##name##f(x); }                           \
-    inline double name(double x) { return evk_rt_##name(x); }                            \
-    } }
-#define EVK_RT_M2(name)                                                                   \
-    extern "C" float evk_rt_##name##f(float, float);                                    \
-    extern "C" double evk_rt_##name(double, double);                                     \
-    namespace evk_sim { namespace m {                                                    \
-    inline float name(float x, float y) { return evk_rt_##name##f(x, y); }               \
-    inline double name(double x, double y) { return evk_rt_##name(x, y); }               \
-    } }
+// (defined in runtime.cpp; C++ names, which the renaming of C names leaves alone). Integer arguments go to the double
+// form, as <cmath>'s do.
 #define EVK_RT_LIBM(M1, M2)                                                                                          \
     M1(exp) M1(exp2) M1(exp10) M1(expm1) M1(log) M1(log2) M1(log10) M1(log1p) M1(sin) M1(cos) M1(tan) M1(asin)        \
     M1(acos) M1(atan) M1(sinh) M1(cosh) M1(tanh) M1(asinh) M1(acosh) M1(atanh) M1(erf) M1(erfc) M1(tgamma) M1(lgamma) \
     M1(cbrt) M2(pow) M2(atan2) M2(hypot) M2(fmod) M2(remainder)
+namespace evk_sim {
+namespace m {
+template <class T> using if_int = typename std::enable_if<std::is_integral<T>::value, double>::type;
+#define EVK_RT_M1(name)       \
+    float name(float x);      \
+    double name(double x);    \
+    template <class T> inline if_int<T> name(T x) { return name(static_cast<double>(x)); }
+#define EVK_RT_M2(name)                 \
+    float name(float x, float y);       \
+    double name(double x, double y);
 EVK_RT_LIBM(EVK_RT_M1, EVK_RT_M2)
 #undef EVK_RT_M1
 #undef EVK_RT_M2
+}  // namespace m
+}  // namespace evk_sim
 #define EVK_ELEM_TYPE_RULE "an Ascend C element type (half, bfloat16_t, float, bool, int8_t, uint8_t, int16_t, " \
     "uint16_t, int32_t, uint32_t, int64_t, uint64_t): a struct or array element would let one scalar " \
     "GetValue/SetValue move many elements at once"
