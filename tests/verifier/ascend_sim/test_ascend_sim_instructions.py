@@ -309,7 +309,7 @@ def test_counters_of_a_copy_kernel(instr_prog, sim):
     # the GM bytes the scalar accesses moved (the traffic check counts them): n float reads + the int32 n,
     # n float writes
     assert tot["scalar"] == {"gm_get": n + 1, "gm_set": n, "ub_get": n, "ub_set": n,
-                             "gm_get_bytes": 4 * (n + 1), "gm_set_bytes": 4 * n}
+                             "gm_get_bytes": 4 * (n + 1), "gm_set_bytes": 4 * n, "libm": 0}
     assert tot["mte2_bytes"] == 0 and tot["mte3_bytes"] == 0
     res = sim.launch(exe, d / "counters2", "add_f32", [np.array([203], I32), u(203), u(203)], [((203,), F32)])
     tot = res.report["totals"]

@@ -49,6 +49,9 @@ class Ascend910B:
     scalar_gm_read_cycles: float = 500.0
     # GlobalTensor::SetValue: a write through the data cache to GM. assumption.
     scalar_gm_write_cycles: float = 200.0
+    # A libm call from the kernel's scalar code (tanhf, expf, powf ...; the build counts each call): software math
+    # on the scalar unit, tens of instructions. assumption.
+    scalar_libm_call_cycles: float = 100.0
 
     # ---- MTE (DMA) pipes of one core --------------------------------------------------------------------------
     # GM->UB (MTE2) and UB->GM (MTE3) bandwidth of one core in bytes per cycle. assumption: 32 B/cycle

@@ -33,7 +33,7 @@ _VECTOR = Obj({"op": NAME, "dtype": NAME, "calls": U64, "elements": U64, "repeat
 COUNTERS = Obj({
     **{k: U64 for k in ("mte2_bytes", "mte2_calls", "mte2_bursts", "mte3_bytes", "mte3_calls", "mte3_bursts",
                         "ub_copy_bytes", "ub_copy_calls", "instructions")},
-    "scalar": Obj({k: U64 for k in ("gm_get", "gm_set", "ub_get", "ub_set", "gm_get_bytes", "gm_set_bytes")}),
+    "scalar": Obj({k: U64 for k in ("gm_get", "gm_set", "ub_get", "ub_set", "gm_get_bytes", "gm_set_bytes", "libm")}),
     "sync": Obj({k: U64 for k in ("pipe_barrier", "set_flag", "wait_flag", "sync_all")}),
     "queue": Obj({k: U64 for k in ("alloc", "enque", "deque", "free")}),
     "cube": Obj({k: U64 for k in ("mmad_calls", "macs_half", "macs_bfloat16", "macs_float", "macs_int8", "mte1_bytes",

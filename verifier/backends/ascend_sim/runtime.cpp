@@ -59,7 +59,7 @@ enum HwKey : int {
     HW_VEC_REDUCE_TAIL_CYCLES, HW_CUBE_FP16_FLOPS_PER_S, HW_CUBE_FP32_RATIO,
     HW_CUBE_BF16_RATIO, HW_CUBE_INT8_RATIO, HW_L1_BYTES, HW_L0A_BYTES, HW_L0B_BYTES, HW_L0C_BYTES, HW_BT_BYTES,
     HW_MTE1_BYTES_PER_CYCLE, HW_MTE1_SETUP_CYCLES, HW_MMAD_SETUP_CYCLES, HW_FIX_BYTES_PER_CYCLE,
-    HW_FIX_SETUP_CYCLES, HW_FIX_LATENCY_CYCLES, HW_SYNC_ALL_CYCLES, HW_COUNT
+    HW_FIX_SETUP_CYCLES, HW_FIX_LATENCY_CYCLES, HW_SYNC_ALL_CYCLES, HW_SCALAR_LIBM_CALL_CYCLES, HW_COUNT
 };
 struct HwSpec {
     const char* key;
@@ -81,7 +81,7 @@ const HwSpec kHw[HW_COUNT] = {
     {"l0a_bytes", 65536, 1024}, {"l0b_bytes", 65536, 1024}, {"l0c_bytes", 131072, 1024}, {"bt_bytes", 1024, 64},
     {"mte1_bytes_per_cycle", 256, 1e-9}, {"mte1_setup_cycles", 32, 0}, {"mmad_setup_cycles", 32, 0},
     {"fix_bytes_per_cycle", 32, 1e-9}, {"fix_setup_cycles", 64, 0}, {"fix_latency_cycles", 300, 0},
-    {"sync_all_cycles", 2000, 0},
+    {"sync_all_cycles", 2000, 0}, {"scalar_libm_call_cycles", 100, 0},
 };
 const char* const kHwDefaultName = "Ascend910B";
 
@@ -254,6 +254,7 @@ struct Counters {
     uint64_t ubcopy_bytes = 0, ubcopy_calls = 0;
     uint64_t scalar[SC_COUNT] = {0, 0, 0, 0};
     uint64_t scalar_gm_bytes[2] = {0, 0};  // bytes read / written by GlobalTensor GetValue / SetValue
+    uint64_t libm_calls = 0;               // calls of the kernel's code into libm (evk_libm_* below)
     uint64_t barriers = 0, set_flags = 0, wait_flags = 0, sync_alls = 0;
     uint64_t allocs = 0, enques = 0, deques = 0, frees = 0;
     uint64_t instructions = 0;
@@ -1296,6 +1297,14 @@ void count_scalar(int kind, uint64_t gm_bytes) {
                          : kind == SC_GM_SET ? h[HW_SCALAR_GM_WRITE_CYCLES]
                                              : h[HW_SCALAR_UB_ACCESS_CYCLES];
     }
+}
+// A libm call made by the kernel's code (the build renames the kernel object's references to tanhf, expf ...
+// to the evk_libm_* wrappers at the end of this file): scalar-unit math in software, one scalar instruction of
+// scalar_libm_call_cycles in the block's schedule.
+void count_libm() {
+    begin_instr(PID_S);
+    ++g_blk.c.libm_calls;
+    if (g_blk.tm.p.open) g_blk.tm.p.cost += hw()[HW_SCALAR_LIBM_CALL_CYCLES];
 }
 void vec_count_only(const char* op, const char* dtype, uint64_t elements, uint64_t repeats) {
     count_vec(op, dtype, elements, repeats);
@@ -2551,7 +2560,8 @@ void counters_json(Json& j, const Counters& c) {
     j.key("ub_get"); j.num(c.scalar[SC_UB_GET]); j.s += ",";
     j.key("ub_set"); j.num(c.scalar[SC_UB_SET]); j.s += ",";
     j.key("gm_get_bytes"); j.num(c.scalar_gm_bytes[0]); j.s += ",";
-    j.key("gm_set_bytes"); j.num(c.scalar_gm_bytes[1]); j.s += "},";
+    j.key("gm_set_bytes"); j.num(c.scalar_gm_bytes[1]); j.s += ",";
+    j.key("libm"); j.num(c.libm_calls); j.s += "},";
     j.key("sync"); j.s += "{";
     j.key("pipe_barrier"); j.num(c.barriers); j.s += ",";
     j.key("set_flag"); j.num(c.set_flags); j.s += ",";
@@ -2593,6 +2603,7 @@ void add_counters(Counters& t, const Counters& c) {
     t.ubcopy_bytes += c.ubcopy_bytes; t.ubcopy_calls += c.ubcopy_calls;
     for (int k = 0; k < SC_COUNT; ++k) t.scalar[k] += c.scalar[k];
     t.scalar_gm_bytes[0] += c.scalar_gm_bytes[0]; t.scalar_gm_bytes[1] += c.scalar_gm_bytes[1];
+    t.libm_calls += c.libm_calls;
     t.barriers += c.barriers; t.set_flags += c.set_flags; t.wait_flags += c.wait_flags; t.sync_alls += c.sync_alls;
     t.allocs += c.allocs; t.enques += c.enques; t.deques += c.deques; t.frees += c.frees;
     t.instructions += c.instructions;
@@ -4504,3 +4515,24 @@ extern "C" int evk_sim_launch_main(int argc, char** argv, evk_kernel_fn kernel) 
             if (!write_file(b.file, b.data.data(), b.data.size())) return cli_error("cannot write " + b.file);
     return rc;
 }
+
+// ---- libm calls of the kernel, charged (see count_libm) -------------------------------------------------------
+// build.py renames, in the kernel object only, every reference to a name below to evk_libm_<name> (the list is
+// read from this object's symbols; the names are common.h's EVK_RT_LIBM). The evk_sim::m functions are the uncharged
+// libm of the emulator's own headers (common.h). Cheap or inlined functions (fabs,
+// floor, sqrt ...) are not wrapped; arithmetic written in plain C++ is not charged (docs/ascend-sim.md "Limits").
+#define EVK_LIBM1(name)                                                                                   \
+    extern "C" float evk_libm_##name##f(float x) { evk_sim::count_libm(); return ::name##f(x); }                \
+    extern "C" double evk_libm_##name(double x) { evk_sim::count_libm(); return ::name(x); }                    \
+    float evk_sim::m::name(float x) { return ::name##f(x); }                                                     \
+    double evk_sim::m::name(double x) { return ::name(x); }
+#define EVK_LIBM2(name)                                                                                   \
+    extern "C" float evk_libm_##name##f(float x, float y) { evk_sim::count_libm(); return ::name##f(x, y); }    \
+    extern "C" double evk_libm_##name(double x, double y) { evk_sim::count_libm(); return ::name(x, y); }        \
+    float evk_sim::m::name(float x, float y) { return ::name##f(x, y); }                                         \
+    double evk_sim::m::name(double x, double y) { return ::name(x, y); }
+EVK_RT_LIBM(EVK_LIBM1, EVK_LIBM2)
+extern "C" void evk_libm_sincosf(float x, float* s, float* c) { evk_sim::count_libm(); ::sincosf(x, s, c); }
+extern "C" void evk_libm_sincos(double x, double* s, double* c) { evk_sim::count_libm(); ::sincos(x, s, c); }
+#undef EVK_LIBM1
+#undef EVK_LIBM2

@@ -108,6 +108,55 @@ struct bfloat16_t {
 };
 static_assert(sizeof(bfloat16_t) == 2, "bfloat16_t must be 16 bits");
 
+namespace evk_sim {
+// The element types of Ascend C tensors (LocalTensor<T>, GlobalTensor<T>): the scalar types the API documents.
+// A positive list: a struct or array type would make one GetValue/SetValue move many elements (a whole tile)
+// for the price of one scalar access, which the scalar unit (8 bytes per load/store at most) cannot do.
+template <class T> struct is_ascend_elem : std::false_type {};
+template <> struct is_ascend_elem<half> : std::true_type {};
+template <> struct is_ascend_elem<bfloat16_t> : std::true_type {};
+template <> struct is_ascend_elem<float> : std::true_type {};
+template <> struct is_ascend_elem<bool> : std::true_type {};
+template <> struct is_ascend_elem<int8_t> : std::true_type {};
+template <> struct is_ascend_elem<uint8_t> : std::true_type {};
+template <> struct is_ascend_elem<int16_t> : std::true_type {};
+template <> struct is_ascend_elem<uint16_t> : std::true_type {};
+template <> struct is_ascend_elem<int32_t> : std::true_type {};
+template <> struct is_ascend_elem<uint32_t> : std::true_type {};
+template <> struct is_ascend_elem<int64_t> : std::true_type {};
+template <> struct is_ascend_elem<uint64_t> : std::true_type {};
+template <class T> struct is_ascend_elem<const T> : is_ascend_elem<T> {};
+template <class T> struct is_ascend_elem<volatile T> : is_ascend_elem<T> {};
+template <class T> struct is_ascend_elem<const volatile T> : is_ascend_elem<T> {};
+}  // namespace evk_sim
+// libm for the emulator's own headers. The build renames the kernel object's references to tanhf, expf ... to
+// counting wrappers (a libm call from the candidate's scalar code is charged, runtime.cpp count_libm); the API's
+// implementations in these headers compile into the same object and call libm through these uncharged names.
+// (defined in runtime.cpp; C++ names, which the renaming of C names leaves alone). Integer arguments go to the double
+// form, as <cmath>'s do.
+#define EVK_RT_LIBM(M1, M2)                                                                                          \
+    M1(exp) M1(exp2) M1(exp10) M1(expm1) M1(log) M1(log2) M1(log10) M1(log1p) M1(sin) M1(cos) M1(tan) M1(asin)        \
+    M1(acos) M1(atan) M1(sinh) M1(cosh) M1(tanh) M1(asinh) M1(acosh) M1(atanh) M1(erf) M1(erfc) M1(tgamma) M1(lgamma) \
+    M1(cbrt) M2(pow) M2(atan2) M2(hypot) M2(fmod) M2(remainder)
+namespace evk_sim {
+namespace m {
+template <class T> using if_int = typename std::enable_if<std::is_integral<T>::value, double>::type;
+#define EVK_RT_M1(name)       \
+    float name(float x);      \
+    double name(double x);    \
+    template <class T> inline if_int<T> name(T x) { return name(static_cast<double>(x)); }
+#define EVK_RT_M2(name)                 \
+    float name(float x, float y);       \
+    double name(double x, double y);
+EVK_RT_LIBM(EVK_RT_M1, EVK_RT_M2)
+#undef EVK_RT_M1
+#undef EVK_RT_M2
+}  // namespace m
+}  // namespace evk_sim
+#define EVK_ELEM_TYPE_RULE "an Ascend C element type (half, bfloat16_t, float, bool, int8_t, uint8_t, int16_t, " \
+    "uint16_t, int32_t, uint32_t, int64_t, uint64_t): a struct or array element would let one scalar " \
+    "GetValue/SetValue move many elements at once"
+
 // Pipes and event ids (global names, as kernels spell them without a namespace).
 enum pipe_t : int {
     PIPE_S = 0,

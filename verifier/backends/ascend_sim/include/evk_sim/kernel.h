@@ -352,6 +352,8 @@ template <typename T> struct UbElemRef;
 
 template <typename T> class LocalTensor {
 public:
+    static_assert(::evk_sim::is_ascend_elem<T>::value, "LocalTensor<T> (and ReinterpretCast<T>, AllocTensor<T>, "
+                  "DeQue<T>, TBuf::Get<T>): T must be " EVK_ELEM_TYPE_RULE);
     using PrimType = T;
     LocalTensor() = default;
 
@@ -440,6 +442,7 @@ evk_detail::UbElemRef<T> LocalTensor<T>::operator()(const uint32_t index, ::evk_
 
 template <typename T> class GlobalTensor {
 public:
+    static_assert(::evk_sim::is_ascend_elem<T>::value, "GlobalTensor<T>: T must be " EVK_ELEM_TYPE_RULE);
     using PrimType = T;
     GlobalTensor() = default;
     void SetGlobalBuffer(__gm__ T* buffer, uint64_t bufferSize) { address_ = buffer; size_ = bufferSize; }
@@ -1174,8 +1177,8 @@ template <class C> inline C fabs_(C a) { return a < 0 ? -a : a; }
                                [](auto x, auto) { using C = decltype(x); (void)sizeof(C); return EXPR; }, loc);   \
     }
 
-EVK_UNARY(Exp, static_cast<C>(std::exp(x)), ::evk_sim::DT_HF, false)
-EVK_UNARY(Ln, static_cast<C>(std::log(x)), ::evk_sim::DT_HF, false)
+EVK_UNARY(Exp, static_cast<C>(::evk_sim::m::exp(x)), ::evk_sim::DT_HF, false)
+EVK_UNARY(Ln, static_cast<C>(::evk_sim::m::log(x)), ::evk_sim::DT_HF, false)
 EVK_UNARY(Abs, evk_detail::fabs_(x), ::evk_sim::DT_HF, false)
 EVK_UNARY(Sqrt, static_cast<C>(std::sqrt(x)), ::evk_sim::DT_HF, false)
 EVK_UNARY(Rsqrt, static_cast<C>(evk_detail::approx<T>(1.0f / std::sqrt(static_cast<float>(x)))), ::evk_sim::DT_HF, true)

@@ -64,12 +64,12 @@ inline void advanced(const char* api, std::initializer_list<const char*> steps, 
     if (ovf) ::evk_sim::report_half_overflow(api, ovf, loc.file, loc.line);
 }
 
-inline double sigmoid_(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+inline double sigmoid_(double x) { return 1.0 / (1.0 + ::evk_sim::m::exp(-x)); }
 inline double gelu_(double x) {  // the documented tanh form, written as x / (1 + exp(-2 sqrt(2/pi) (x + 0.044715 x^3)))
-    return x / (1.0 + std::exp(-1.5957691216057308 * (x + 0.044715 * x * x * x)));
+    return x / (1.0 + ::evk_sim::m::exp(-1.5957691216057308 * (x + 0.044715 * x * x * x)));
 }
 inline double sign_(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0; }
-inline double power_(double a, double b) { return std::pow(a, b); }
+inline double power_(double a, double b) { return ::evk_sim::m::pow(a, b); }
 
 }  // namespace evk_detail
 
@@ -104,15 +104,15 @@ inline double power_(double a, double b) { return std::pow(a, b); }
 // the steps: the other basic instructions a composition of the formula issues beyond the one counted under the
 // API's name (assumption; see the header comment)
 EVK_ADV_UNARY(Sigmoid, ::evk_sim::DT_HF, evk_detail::sigmoid_(x), "Exp", "Adds", "Div")
-EVK_ADV_UNARY(Tanh, ::evk_sim::DT_HF, std::tanh(x), "Muls", "Exp", "Adds", "Adds", "Div")
-EVK_ADV_UNARY(Erf, ::evk_sim::DT_HF, std::erf(x), "Maxs", "Mul", "Muls", "Adds", "Mul", "Adds", "Mul",
+EVK_ADV_UNARY(Tanh, ::evk_sim::DT_HF, ::evk_sim::m::tanh(x), "Muls", "Exp", "Adds", "Adds", "Div")
+EVK_ADV_UNARY(Erf, ::evk_sim::DT_HF, ::evk_sim::m::erf(x), "Maxs", "Mul", "Muls", "Adds", "Mul", "Adds", "Mul",
               "Adds", "Mul", "Muls", "Adds", "Mul", "Adds", "Mul", "Div")
-EVK_ADV_UNARY(Sin, ::evk_sim::DT_HF, std::sin(x), "Cast", "Cast", "Muls", "Sub", "Mul", "Muls", "Adds",
+EVK_ADV_UNARY(Sin, ::evk_sim::DT_HF, ::evk_sim::m::sin(x), "Cast", "Cast", "Muls", "Sub", "Mul", "Muls", "Adds",
               "Mul", "Adds", "Mul", "Adds", "Mul", "Adds", "Mul", "Mul")
-EVK_ADV_UNARY(Cos, ::evk_sim::DT_HF, std::cos(x), "Muls", "Cast", "Cast", "Muls", "Sub", "Mul", "Muls",
+EVK_ADV_UNARY(Cos, ::evk_sim::DT_HF, ::evk_sim::m::cos(x), "Muls", "Cast", "Cast", "Muls", "Sub", "Mul", "Muls",
               "Adds", "Mul", "Adds", "Mul", "Adds", "Mul", "Adds", "Mul", "Mul")
-EVK_ADV_UNARY(Log2, ::evk_sim::DT_HF, std::log2(x), "Ln")
-EVK_ADV_UNARY(Log10, ::evk_sim::DT_HF, std::log10(x), "Ln")
+EVK_ADV_UNARY(Log2, ::evk_sim::DT_HF, ::evk_sim::m::log2(x), "Ln")
+EVK_ADV_UNARY(Log10, ::evk_sim::DT_HF, ::evk_sim::m::log10(x), "Ln")
 EVK_ADV_UNARY(Sign, ::evk_sim::DT_HF, evk_detail::sign_(x), "Compare", "Select", "Select")
 EVK_ADV_UNARY(Floor, ::evk_sim::DT_HF, std::floor(x), "Cast")
 EVK_ADV_UNARY(Ceil, ::evk_sim::DT_HF, std::ceil(x), "Cast")
@@ -124,7 +124,7 @@ template <typename T, bool isReuseSource = false>
 inline void Log(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint32_t calCount, EVK_LOC) {
     evk_detail::advanced("Log", {}, ::evk_sim::DT_HF, dst, &src, static_cast<const LocalTensor<T>*>(nullptr),
                          static_cast<const LocalTensor<uint8_t>*>(nullptr), calCount,
-                         [](double x, double) { return std::log(x); }, loc);
+                         [](double x, double) { return ::evk_sim::m::log(x); }, loc);
 }
 template <typename T, bool isReuseSource = false>
 inline void Log(const LocalTensor<T>& dst, const LocalTensor<T>& src, EVK_LOC) {
@@ -164,7 +164,7 @@ inline void Swish(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint32_t
                              [](double x, double) { return EXPR; }, loc);                                          \
     }
 EVK_ADV_GELU(Gelu, evk_detail::gelu_(x), "Mul", "Muls", "Add", "Muls", "Exp", "Adds", "Div")
-EVK_ADV_GELU(FasterGelu, x / (1.0 + std::exp(-1.702 * x)), "Exp", "Adds", "Div")
+EVK_ADV_GELU(FasterGelu, x / (1.0 + ::evk_sim::m::exp(-1.702 * x)), "Exp", "Adds", "Div")
 #undef EVK_ADV_GELU
 
 // ClampMax / ClampMin(dst, src, [sharedTmpBuffer,] scalar, calCount)
@@ -213,7 +213,7 @@ inline void Power(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const T
     const double e = static_cast<double>(static_cast<typename ::evk_sim::Ty<T>::C>(src1Scalar));
     evk_detail::advanced("Power", {EVK_POWER_STEPS}, ::evk_sim::DT_HF, dst, &src0,
                          static_cast<const LocalTensor<T>*>(nullptr), static_cast<const LocalTensor<uint8_t>*>(nullptr),
-                         calCount, [e](double x, double) { return std::pow(x, e); }, loc);
+                         calCount, [e](double x, double) { return ::evk_sim::m::pow(x, e); }, loc);
 }
 template <typename T, bool isReuseSource = false>
 inline void Power(const LocalTensor<T>& dst, const T& src0Scalar, const LocalTensor<T>& src1, uint32_t calCount,
@@ -221,7 +221,7 @@ inline void Power(const LocalTensor<T>& dst, const T& src0Scalar, const LocalTen
     const double b = static_cast<double>(static_cast<typename ::evk_sim::Ty<T>::C>(src0Scalar));
     evk_detail::advanced("Power", {EVK_POWER_STEPS}, ::evk_sim::DT_HF, dst, &src1,
                          static_cast<const LocalTensor<T>*>(nullptr), static_cast<const LocalTensor<uint8_t>*>(nullptr),
-                         calCount, [b](double x, double) { return std::pow(b, x); }, loc);
+                         calCount, [b](double x, double) { return ::evk_sim::m::pow(b, x); }, loc);
 }
 #undef EVK_POWER_STEPS
 

@@ -115,12 +115,12 @@ inline void softmax(const char* api, int mode, const LocalTensor<T>& dst, const 
             mx = -INFINITY;
             for (uint32_t c = 0; c < ok; ++c) mx = row[c] > mx ? row[c] : mx;
             s = 0;
-            for (uint32_t c = 0; c < ok; ++c) s += std::exp(row[c] - mx);
+            for (uint32_t c = 0; c < ok; ++c) s += ::evk_sim::m::exp(row[c] - mx);
         }
         if (lg)  // the documented log10 of the softmax, as (x - max - ln sum) / ln 10 (no underflow to log 0)
-            for (uint32_t c = 0; c < k; ++c) st<T>(d0 + c * sizeof(T), (row[c] - mx - std::log(s)) / std::log(10.0), ovf);
+            for (uint32_t c = 0; c < k; ++c) st<T>(d0 + c * sizeof(T), (row[c] - mx - ::evk_sim::m::log(s)) / ::evk_sim::m::log(10.0), ovf);
         else
-            for (uint32_t c = 0; c < k; ++c) st<T>(d0 + c * sizeof(T), std::exp(row[c] - mx) / s, ovf);
+            for (uint32_t c = 0; c < k; ++c) st<T>(d0 + c * sizeof(T), ::evk_sim::m::exp(row[c] - mx) / s, ovf);
         if (!simple)
             for (uint32_t j = 0; j < blk; ++j) {
                 if (sum) st<U>(sum->off_ + (int64_t(r) * blk + j) * sizeof(U), s, ovf);
