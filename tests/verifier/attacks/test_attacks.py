@@ -138,11 +138,14 @@ def _host_texts(entry: dict) -> list[str]:
 
 def _marks(name: str) -> list:
     """slow: only in the long run; open: a door not closed yet, a strict xfail (closing it fails the test until
-    the manifest entry loses `open`)."""
+    the manifest entry loses `open`). An open door judged by a speedup against its twin (`max_speedup_vs_twin`) is
+    a non-strict xfail: on a shared machine one run's ratio lands on either side of the bound (rt1's harness
+    shortcut measured 2.7x at its base and passed the 1.5x bound once after outputs were copied raw)."""
     e = MANIFEST[name]
     marks = [pytest.mark.slow] if e.get("slow") else []
     if e.get("open"):
-        marks.append(pytest.mark.xfail(strict=True, reason=f"open door: {e['open']}"))
+        noisy = "max_speedup_vs_twin" in e.get("contain", {})
+        marks.append(pytest.mark.xfail(strict=not noisy, reason=f"open door: {e['open']}"))
     return marks
 
 
