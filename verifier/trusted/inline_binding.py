@@ -68,8 +68,46 @@ def binding_flags() -> list[str]:
             "-DTORCH_API_INCLUDE_EXTENSION_H", f"-DTORCH_EXTENSION_NAME={MODULE}", "-O1"]
 
 
+# The dispatch-key guards candidate code may construct: torch's own inline header code (torch::empty_like's
+# AutoDispatchBelowADInplaceOrView) builds them, so their symbols are on the binary judge's list; what they may
+# exclude or include is decided here, when one is built. The link wraps their constructors (complete and base
+# object) with the checks GUARD_CHECKS defines in the binding, so a guard over the Python keys -- the operator
+# recorder's -- is refused even when it lives inside one native call (red-team rt3_scoped_guard_copy_convert).
+GUARD_CONSTRUCTORS = tuple(f"_ZN3c104impl23{kind}DispatchKeyGuard{c}ENS_14DispatchKeySetE"
+                           for kind in ("Exclude", "Include") for c in ("C1", "C2"))
+
+GUARD_CHECKS = r"""
+// the verifier's checks of the dispatch-key guards candidate code builds (the link wraps their constructors)
+#include <c10/core/DispatchKeySet.h>
+#include <c10/util/Exception.h>
+namespace {
+// what torch's own inline code excludes (the autograd keys and ADInplaceOrView): a guard may touch these only
+bool evk_guard_keys_allowed(c10::DispatchKeySet keys) {
+  return (keys - c10::autograd_dispatch_keyset_with_ADInplaceOrView).empty();
+}
+}  // namespace
+#define EVK_GUARD_WRAP(SYM, KIND)                                                                          \
+  extern "C" void __real_##SYM(void* self, c10::DispatchKeySet keys);                                     \
+  extern "C" void __wrap_##SYM(void* self, c10::DispatchKeySet keys) {                                    \
+    TORCH_CHECK(evk_guard_keys_allowed(keys), "the verifier refuses a " KIND " over ", keys,              \
+                ": candidate code may exclude only the autograd keys (what torch's own header code does); "  \
+                "the other dispatch keys are the verifier's (its operator recorder)");                      \
+    __real_##SYM(self, keys);                                                                              \
+  }
+"""
+
+
+def guard_wrappers() -> str:
+    lines = [GUARD_CHECKS]
+    for sym in GUARD_CONSTRUCTORS:
+        kind = "c10::impl::ExcludeDispatchKeyGuard" if "Exclude" in sym else "c10::impl::IncludeDispatchKeyGuard"
+        lines.append(f'EVK_GUARD_WRAP({sym}, "{kind}")')
+    return "\n".join(lines) + "\n"
+
+
 def link_flags() -> list[str]:
-    return ["-shared", *[f"-L{d}" for d in torch_library_dirs()], "-lc10", "-ltorch_cpu", "-ltorch", "-ltorch_python"]
+    return ["-shared", *[f"-Wl,--wrap={sym}" for sym in GUARD_CONSTRUCTORS],
+            *[f"-L{d}" for d in torch_library_dirs()], "-lc10", "-ltorch_cpu", "-ltorch", "-ltorch_python"]
 
 
 # --- the exported functions --------------------------------------------------------------------------------
@@ -289,7 +327,7 @@ class Binding:
             k = cpp_names.index(cpp)
             lines.append(f'  m.def("{py}", torch::wrap_pybind_function(reinterpret_cast<{self.types[k]}>({EXPORT}{k}())),'
                          f' "{py}");')
-        return "\n".join(lines + ["}", ""])
+        return "\n".join(lines + ["}", guard_wrappers()])
 
 
 def make_binding(exports: list[tuple[str, str]], probed: list[str]) -> Binding:

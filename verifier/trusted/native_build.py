@@ -316,7 +316,7 @@ def build_inline(spec: dict, cache_root: Path, runner: Runner = _local_runner, t
         raise CompileError("load_inline: two functions bound under one name")
     unit, line_range = inline_binding.candidate_unit(sources, exports)
     key = inline_cache_key({"unit": unit, "flags": list(flags), "cflags": inline_binding.candidate_flags(),
-                            "exports": exports, "judge": [binary_judge.JUDGE_VERSION, binary_facts.FACTS_VERSION]
+                            "exports": exports, "link": inline_binding.link_flags(), "judge": [binary_judge.JUDGE_VERSION, binary_facts.FACTS_VERSION]
                             if judge else None})
 
     def build(work: Path) -> binary_facts.Facts | None:

@@ -147,3 +147,19 @@ def test_doors_into_pytorch_and_python_are_refused(tmp_path):
             "functions": ["f"], "extra_cflags": []}
     with pytest.raises(CompileError, match="cannot be bound to Python"):
         native_build.build_inline(spec, tmp_path, judge=True)
+
+
+def test_the_guard_constructors_the_link_wraps_are_libc10s():
+    """The wrapped names must be what libc10 defines (a torch whose mangling changed would leave the guards
+    unwrapped: the link would not fail, the check would silently be gone), and every link wraps all four."""
+    import subprocess
+    from pathlib import Path
+
+    from evokernel.verifier.trusted import inline_binding
+
+    lib = next(Path(d) / "libc10.so" for d in inline_binding.torch_library_dirs() if (Path(d) / "libc10.so").exists())
+    defined = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True, text=True, check=True).stdout
+    for sym in inline_binding.GUARD_CONSTRUCTORS:
+        assert f" {sym}\n" in defined, sym
+        assert f"-Wl,--wrap={sym}" in inline_binding.link_flags()
+        assert f"EVK_GUARD_WRAP({sym}," in inline_binding.guard_wrappers()
