@@ -18,6 +18,17 @@ def copy_checkout(tmp: Path) -> Path:
     return tmp
 
 
+def lint_with_import(tmp: Path, module: str, function: str, imported: str):
+    """Lint a copy of the checkout in which ``module`` (a path under it) gains a function-level import of
+    ``imported``; the contracts must fail (the result is returned for the test's own assertions)."""
+    root = copy_checkout(tmp)
+    mod = root / module
+    mod.write_text(mod.read_text() + f"\n\ndef {function}():\n    {imported}\n\n    return None\n")
+    r = lint_imports.lint(root / "pyproject.toml", root)
+    assert r.returncode != 0, r.stdout[-3000:]
+    return r
+
+
 def test_the_contracts_are_kept():
     r = lint_imports.lint(ROOT / "pyproject.toml")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
@@ -36,37 +47,24 @@ def test_the_staged_layout_holds_the_mapped_subpackages(tmp_path):
 def test_a_cli_module_importing_its_parent_breaks_the_cli_contract(tmp_path):
     """The cycle the contract forbids (cli -> cli_run -> cli, as it was): a copy of the package with a command
     module importing the entry point fails the lint, naming the import."""
-    root = copy_checkout(tmp_path)
-    run = root / "evokernel" / "cli" / "run.py"
-    run.write_text(run.read_text() + "\n\ndef _parent():\n    from evokernel.cli.app import app\n\n    return app\n")
-    r = lint_imports.lint(root / "pyproject.toml", root)
-    assert r.returncode != 0, r.stdout[-3000:]
+    r = lint_with_import(tmp_path, "evokernel/cli/run.py", "_parent", "from evokernel.cli.app import app")
     assert "BROKEN" in r.stdout and "evokernel.cli.run -> evokernel.cli.app" in r.stdout
 
 
 def test_a_sandboxed_module_importing_the_trusted_side_breaks_the_verifier_contract(tmp_path):
     """The trust boundary: code that runs in the sandbox reaching the parent's machinery (here the trials judge,
     through a function-level import) fails the lint."""
-    root = copy_checkout(tmp_path)
-    mod = root / "verifier" / "sandboxed" / "trial_inputs.py"
-    mod.write_text(mod.read_text() + "\n\ndef _judge():\n    from evokernel.verifier.trusted import trials\n\n"
-                   "    return trials\n")
-    r = lint_imports.lint(root / "pyproject.toml", root)
-    assert r.returncode != 0, r.stdout[-3000:]
+    r = lint_with_import(tmp_path, "verifier/sandboxed/trial_inputs.py", "_judge",
+                         "from evokernel.verifier.trusted import trials")
     assert "sandboxed side never imports the trusted side BROKEN" in r.stdout
     assert "evokernel.verifier.sandboxed.trial_inputs -> evokernel.verifier.trusted.trials" in r.stdout
-
 
 
 def test_a_trusted_gate_importing_a_backend_breaks_the_neutral_contract(tmp_path):
     """The gates reach a target only through the Backend interface: the emulator's report formatting imported
     into the trials judge again (as it was, function-level) fails the lint."""
-    root = copy_checkout(tmp_path)
-    mod = root / "verifier" / "trusted" / "trials.py"
-    mod.write_text(mod.read_text() + "\n\ndef _warnings():\n    from evokernel.verifier.backends.ascend_sim.report "
-                   "import report_warnings\n\n    return report_warnings\n")
-    r = lint_imports.lint(root / "pyproject.toml", root)
-    assert r.returncode != 0, r.stdout[-3000:]
+    r = lint_with_import(tmp_path, "verifier/trusted/trials.py", "_warnings",
+                         "from evokernel.verifier.backends.ascend_sim.report import report_warnings")
     assert "never special-case a target (what differs reaches them through the Backend interface) BROKEN" in \
         " ".join(r.stdout.split())
 
