@@ -18,6 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from evokernel.cli.options import Given, err, overrides, with_settings
+from evokernel.runtime import stop_request
 from evokernel.settings import eval_run_fields
 from evokernel.tasks.fit import describe_fit
 from evokernel.tasks.task import TaskError
@@ -139,7 +140,7 @@ def eval_cmd(
         total_bar = progress.add_task("all arms", total=sum(expected.values()), completed=sum(done0.values()))
         bars = {arm: progress.add_task(arm, total=n, completed=done0.get(arm, 0)) for arm, n in expected.items()}
 
-        def on_event(kind: str, data: dict[str, Any]) -> None:
+        def show(kind: str, data: dict[str, Any]) -> None:
             if kind == "tick":
                 counts = runner.arm_attempts()
                 for arm, bar in bars.items():
@@ -160,6 +161,10 @@ def eval_cmd(
                 why = f": {data['error']}" if data.get("error") else ""
                 progress.console.print(f"  {kind:<6} {data['unit']} (exit {data.get('rc')}{extra}){why}"
                                        + (f"  log: {ed.path / data['log']}" if kind != "done" and data.get("log") else ""))
+
+        def on_event(kind: str, data: dict[str, Any]) -> None:
+            with stop_request.deferred():  # a Ctrl-C mid-print would leave the console buffering for good
+                show(kind, data)
 
         runner.on_event = on_event
         try:

@@ -293,8 +293,10 @@ def _stream(app: Any, inputs: Any, cfg: dict[str, Any], ctx: Any, total: int, do
             with stop_request.sigint_requests_stop(on_stop=_release_local_servers):
                 for _ns, mode, chunk in stream:
                     if mode == "custom" and chunk.get("event") == "attempt":
-                        progress.update(bar, advance=1, description=f"{chunk['task']} #{chunk['iteration'] + 1} {chunk['stage']}")
-                        progress.console.print(_attempt_line(chunk), soft_wrap=True, markup=False)
+                        with stop_request.deferred():  # a SIGINT mid-print would leave the console buffering
+                            progress.update(bar, advance=1,
+                                            description=f"{chunk['task']} #{chunk['iteration'] + 1} {chunk['stage']}")
+                            progress.console.print(_attempt_line(chunk), soft_wrap=True, markup=False)
                     elif mode == "updates" and isinstance(chunk, dict):
                         for update in chunk.values():
                             if isinstance(update, dict) and update.get("stop"):

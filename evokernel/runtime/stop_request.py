@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["StopRequested", "check", "clear", "request", "requested", "sigint_requests_stop"]
+__all__ = ["StopRequested", "check", "clear", "deferred", "request", "requested", "sigint_requests_stop"]
 
 _EVENT = threading.Event()
 
@@ -66,3 +66,25 @@ def sigint_requests_stop(on_stop: Callable[[], None] | None = None) -> Iterator[
     finally:
         signal.signal(signal.SIGINT, previous)
         clear()
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """Within the block a SIGINT is held and given to the handler that was in place when the block ends
+    (whichever it is: :func:`sigint_requests_stop`'s, Python's KeyboardInterrupt, ...). For code that must not
+    be cut half-way: a KeyboardInterrupt raised inside rich's ``Console.__enter__`` (after it counted one more
+    buffer level, before the ``with`` holds) leaves the console buffering for good, so a run's last words
+    ("resume with ...") were never printed. Main thread only (elsewhere it does nothing); nests."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[Any] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(frame))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if held and callable(previous):
+            previous(signal.SIGINT, held[0])
+        elif held and previous == signal.SIG_DFL:
+            raise KeyboardInterrupt

@@ -320,3 +320,48 @@ def test_the_run_table_shows_vs_compile_only_when_the_run_asked_for_that_baselin
     assert "vs compile" in text and "1.25x" in text and "compile failed" in text
     geomean = next(line for line in text.splitlines() if "geomean" in line)
     assert "1.00x" in geomean and "1.25x" in geomean  # sqrt(2 * 0.5) vs eager; only a has a compile number
+
+
+def test_a_sigint_while_an_attempt_line_is_printed_still_ends_with_the_resume_line(monkeypatch):
+    """Found by CI under load: a SIGINT raised inside rich's Console.__enter__ (after it counted one more
+    buffer level) left the console buffering for good, and the run ended with code 130 and no word on how to
+    resume. The progress lines are now printed with the SIGINT deferred to the line's end."""
+    import io
+    import os
+    import signal
+
+    from rich.console import Console
+
+    from evokernel.cli import run as run_mod
+
+    class App:
+        def stream(self, *a, **k):
+            for i in range(3):
+                yield (), "custom", {"event": "attempt", "task": "t", "iteration": i, "stage": "draft",
+                                     "budget": 3, "feasible": False, "failed_gate": "hack", "latency_ms": None}
+
+    original_enter = Console._enter_buffer
+    sent = []
+
+    def enter_then_signal(self):  # the signal lands right after the buffer level was counted (once)
+        original_enter(self)
+        if not sent:
+            sent.append(1)
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(10_000):
+                pass
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=200)
+    monkeypatch.setattr(run_mod, "err", console)
+    monkeypatch.setattr(Console, "_enter_buffer", enter_then_signal)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        status = run_mod._stream(App(), None, {}, None, 3, 0)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        monkeypatch.setattr(Console, "_enter_buffer", original_enter)
+    assert status == "interrupted"
+    console.print("resume with: evokernel run --resume")
+    assert "1/3" in buf.getvalue() and "resume with" in buf.getvalue()
+    assert "2/3" not in buf.getvalue()  # stopped after the line in flight

@@ -57,3 +57,43 @@ def test_outside_the_main_thread_the_block_installs_nothing():
     t.start()
     t.join()
     assert out == [previous]
+
+
+def test_a_sigint_inside_a_deferred_block_reaches_the_handler_when_the_block_ends():
+    done, released = [], []
+    previous = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        with stop_request.sigint_requests_stop(on_stop=lambda: released.append(stop_request.requested())):
+            with stop_request.deferred():
+                os.kill(os.getpid(), signal.SIGINT)
+                for _ in range(10_000):  # the signal has arrived by now: held, not handled
+                    pass
+                done.append(stop_request.requested())
+            done.append("after the block")  # never reached: the block's end raised
+    assert done == [False] and released == [True]  # the stop handler ran once, at the block's end
+    assert signal.getsignal(signal.SIGINT) is previous
+
+
+def test_under_python_s_own_handler_a_deferred_sigint_is_a_keyboard_interrupt_at_the_end():
+    done = []
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with stop_request.deferred():
+                with stop_request.deferred():  # nests: the inner end hands it to the outer hold
+                    os.kill(os.getpid(), signal.SIGINT)
+                    for _ in range(10_000):
+                        pass
+                done.append("inner ended")
+            done.append("after")
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert done == ["inner ended"]
+
+
+def test_without_a_sigint_a_deferred_block_raises_nothing():
+    with stop_request.sigint_requests_stop():
+        with stop_request.deferred():
+            with stop_request.deferred():  # nests
+                pass
+    assert not stop_request.requested()
