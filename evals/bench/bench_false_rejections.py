@@ -1,6 +1,7 @@
 """False rejections: every honest candidate of the golden corpus through the verifier, one table.
 
-    python -m evokernel.evals.bench.bench_false_rejections [cpu|ascend-sim] [--limit N] [--json out.jsonl]
+    python -m evokernel.evals.bench.bench_false_rejections [cpu|ascend-sim] [--origin O]... [--stride K] [--limit N]
+        [--json out.jsonl]
 
 Each item (golden_corpus.py: shipped examples, template drafts, explorations and refinements) is verified
 with timing off (correctness trials as configured by default) in one warm verifier with a private build
@@ -24,6 +25,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("backend", nargs="?", default="cpu", choices=["cpu", "ascend-sim"])
+    ap.add_argument("--origin", action="append", default=[],
+                    help="only items of this origin (example, template-draft, template-explore, template-refine; "
+                         "repeatable)")
+    ap.add_argument("--stride", type=int, default=1, help="every K-th item (a quicker sample of the same spread)")
     ap.add_argument("--limit", type=int, default=0, help="only the first N items (0: all)")
     ap.add_argument("--json", type=Path, help="write one JSON line per item here (as each item finishes)")
     ap.add_argument("--trials", type=int, default=0, help="correctness trials per item (0: the default)")
@@ -37,6 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     from evokernel.verifier.trusted.verifier import Verifier, VerifyConfig
 
     items = list(corpus(args.backend))
+    if args.origin:
+        items = [i for i in items if i.origin in args.origin]
+    items = items[:: max(1, args.stride)]
     if args.limit:
         items = items[: args.limit]
     rows: list[dict] = []
