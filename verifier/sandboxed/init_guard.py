@@ -38,6 +38,8 @@ from torch.multiprocessing.reductions import StorageWeakRef
 from torch.nn import init as nn_init
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from evokernel.verifier.sandboxed.data_movement import whole
+
 DRAWN, GRID, PYTHON, COMPUTED = "drawn", "grid", "python", "computed"
 _RANK = {DRAWN: 0, GRID: 1, COMPUTED: 2, PYTHON: 3}  # the provenance of a mix: the worst of its parts
 
@@ -137,9 +139,9 @@ def _single(t: torch.Tensor) -> bool:
 
 
 def _whole(t: torch.Tensor) -> bool:
-    """``t`` covers every byte of its storage (writing it replaces the storage's whole content)."""
-    return (t.storage_offset() == 0 and t.is_contiguous()
-            and t.numel() * t.element_size() == t.untyped_storage().nbytes())
+    """``t`` covers every byte of its storage (writing it replaces the storage's whole content): a whole
+    tensor in data_movement's sense, except an empty view of a storage that has bytes (it replaces none)."""
+    return whole(t) and (t.numel() > 0 or t.untyped_storage().nbytes() == 0)
 
 
 def _worst(labels: Any) -> str:
