@@ -1,7 +1,7 @@
 """False rejections: every honest candidate of the golden corpus through the verifier, one table.
 
     python -m evokernel.evals.bench.bench_false_rejections [cpu|ascend-sim] [--origin O]... [--stride K] [--limit N]
-        [--json out.jsonl]
+        [--nonfinite] [--json out.jsonl]
 
 Each item (golden_corpus.py: shipped examples, template drafts, explorations and refinements) is verified
 with timing off (correctness trials as configured by default) in one warm verifier with a private build
@@ -32,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=0, help="only the first N items (0: all)")
     ap.add_argument("--json", type=Path, help="write one JSON line per item here (as each item finishes)")
     ap.add_argument("--trials", type=int, default=0, help="correctness trials per item (0: the default)")
+    ap.add_argument("--nonfinite", action="store_true",
+                    help="add the trial with a few NaN/Inf inputs (off by default in the verifier: this measures it)")
     args = ap.parse_args(argv)
 
     from rich.console import Console
@@ -52,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
         config = VerifyConfig(cache_dir=Path(cache), timing=False)
         if args.trials:
             config.trials = args.trials
+        if args.nonfinite:
+            config.perturbations = (*config.perturbations, "nonfinite")
         verifier = Verifier(args.backend, config)
         sink = args.json.open("w") if args.json else None
         verifier.start()

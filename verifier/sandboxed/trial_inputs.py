@@ -8,6 +8,8 @@ reshape their floating values (integer inputs such as class indices are left alo
   dimension scaled by 16-64 and ~0.1% of the elements by 100-1000. A reduction or loss estimated from a
   subset of rows or a stride of elements misses (or over-counts) the dominant ones, so sampling fails
   where it would pass on well-behaved inputs; closed forms that assume the task's distribution fail too.
+* ``nonfinite`` (not in the default plan): a few NaN, +Inf and -Inf among the values; the outputs must repeat
+  PyTorch's NaN/Inf position by position.
 
 The random choices come from torch's generator, seeded by the trial's secret seed before ``get_inputs()``.
 """
@@ -34,12 +36,29 @@ def _heavy(x: torch.Tensor) -> torch.Tensor:
     return x
 
 
+def _nonfinite(x: torch.Tensor) -> torch.Tensor:
+    """A few NaN, +Inf and -Inf among the drawn values (~1 in 4096, at least one of each where there is room):
+    a kernel must give what PyTorch gives where an input is not a number (off by default; see
+    ``VerifyConfig.perturbations`` and docs/verifier.md)."""
+    if not x.is_floating_point() or x.numel() == 0:
+        return x
+    x = x.clone()  # its strides kept: a task's transposed input stays transposed
+    n = x.numel()
+    pos = torch.randperm(n)[:max(3, n // 4096)]
+    mask = torch.zeros(n, dtype=torch.bool)
+    mask[pos] = True
+    specials = torch.tensor([float("nan"), float("inf"), float("-inf")], dtype=x.dtype)
+    x[mask.view(x.shape)] = specials[torch.arange(pos.numel()) % 3]
+    return x
+
+
 PERTURBATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "none": lambda t: t,
     "scale": lambda t: t * 4.0,
     "negate": lambda t: -t,
     "shift": lambda t: t + 3.0,
     "heavy": _heavy,
+    "nonfinite": _nonfinite,
 }
 
 

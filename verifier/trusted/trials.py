@@ -59,7 +59,7 @@ def reference_trial(ref: Reference, rng: random.Random, seed: int, perturb: str
         out_metas, _ = ref.run()
         seconds = time.perf_counter() - t0
         bad = nonfinite([regions.tensor(ref.handle, m) for m in out_metas])
-        if not bad or redraws == REDRAWS:
+        if not bad or redraws == REDRAWS or perturb == "nonfinite":  # non-finite by construction: judged masked
             break
         seed, redraws = rng.randrange(2**31), redraws + 1
     if not bad and not redraws:

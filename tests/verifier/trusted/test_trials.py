@@ -263,3 +263,46 @@ def test_timed_outputs_are_judged_element_by_element():
         with pytest.raises(Fail) as err:
             check_timed_output(ok, [bad], [ref], 1e-2, 4096)
         assert err.value.gate == "correctness"
+
+
+RELU_PROPAGATING = '''
+import torch
+import torch.nn as nn
+from evokernel.cpu import load_cpp
+
+lib = load_cpp(r"""
+#include <cstdint>
+extern "C" void relu_nan(const float* x, float* y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) { float v = x[i]; y[i] = (v < 0.0f) ? 0.0f : v; }  // NaN and +Inf kept
+}
+""")
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        lib.relu_nan(x, out, x.numel())
+        return out
+'''
+
+
+def test_the_opt_in_nonfinite_trial_shows_a_kernel_nan_and_inf(seeded):
+    """Off by default (docs/verifier.md: what it would cost honest kernels); with it, a kernel wrong only where
+    an input is NaN or Inf is refused and one that gives what PyTorch gives there passes."""
+    task = load_task(Path(__file__).resolve().parents[3] / "evokernel/suites/cpu_l1/01_relu.py",
+                     {"batch_size": 4, "dim": 4096})
+    wrong = (ATTACKS / "c9_values" / "rt2_wrong_at_nan_and_inf.py").read_text()
+    assert seeded.verify(task, wrong).feasible  # the default plan draws finite inputs only
+    saved = seeded.config.perturbations
+    seeded.config.perturbations = (*saved, "nonfinite")
+    try:
+        v = seeded.verify(task, wrong)
+        assert v.failed_gate == "correctness" and "nonfinite inputs" in v.feedback and "NaN" in v.feedback
+        ok = seeded.verify(task, RELU_PROPAGATING)
+        assert ok.feasible, ok.feedback
+        assert any(n["redraws"] == 0 for n in ok.details["trials"]["nonfinite_reference"])  # judged as drawn
+    finally:
+        seeded.config.perturbations = saved
