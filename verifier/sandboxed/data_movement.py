@@ -13,6 +13,9 @@ only where they move nothing:
 * **``fill_``/``zero_`` fill a whole tensor with a number**, never with a tensor's element, and never a slice
   (native code that reads x[i] and fills row i of the output with it has PyTorch write the output); nor does
   an allocation's ``out=`` form (``full.out``, ``zeros.out``) write into a part of a tensor;
+* **no operator reads a flagged tensor**: a negative, conjugate or zero-tensor bit has PyTorch compute (negate,
+  conjugate, zero) whatever reads it, a whole-tensor copy included (red-team `rt4_neg_bit_copy_source`: an alias
+  with the negative bit copied whole wrote -x);
 * **the returned outputs are the candidate's**: each is a contiguous tensor (the worker copies the outputs out
   in order, so a returned transposed or broadcast view would be one more PyTorch rearrangement) whose bytes overlap
   no input, no tensor of the model (parameters, buffers, tensor attributes) and no tensor a PyTorch copy wrote
@@ -27,6 +30,8 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 import torch
+
+from evokernel.verifier.sandboxed.plain_tensor import value_flags
 
 # ATen operators whose result holds bytes PyTorch copied from a tensor (not constants): source = first argument
 CLONES = frozenset({"clone", "lift_fresh_copy", "contiguous"})
@@ -106,6 +111,12 @@ class Movement:
         self.findings[key] = self.findings.get(key, 0) + 1
 
     def op(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
+        for t in _flat_tensors([*args, *kwargs.values()]):
+            flags = value_flags(t)
+            if flags:  # a copy (any operator) reading it would negate/conjugate/zero for the kernel
+                self._find(f"aten::{name} read a tensor carrying the {' and the '.join(flags)} (PyTorch computes "
+                           "its values when it reads it); pass plain tensors")
+                return
         if name in CLONES or name == "copy_":
             if name == "copy_":
                 dst, src = (args[0], args[1]) if len(args) >= 2 else (None, None)

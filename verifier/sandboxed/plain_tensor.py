@@ -41,6 +41,12 @@ def plain_keys(dtype: torch.dtype) -> frozenset[int]:
     return keys
 
 
+def value_flags(t: torch.Tensor) -> list[str]:
+    """The flags of ``t`` that make PyTorch compute whenever it reads it (none on a plain tensor)."""
+    return [name for name, on in (("negative bit", t.is_neg()), ("conjugate bit", t.is_conj()),
+                                  ("zero-tensor flag", t._is_zerotensor())) if on]
+
+
 def check_plain(t: torch.Tensor, what: str = "output") -> None:
     """Raise `NotPlain` unless ``t`` is a plain strided dense CPU tensor (see the module's docstring)."""
     if type(t) is not torch.Tensor:  # noqa: E721 - subclasses and look-alikes are refused
@@ -49,8 +55,7 @@ def check_plain(t: torch.Tensor, what: str = "output") -> None:
         raise NotPlain(f"the {what} has layout {t.layout}; only dense strided tensors are accepted")
     if t.device.type != "cpu":
         raise NotPlain(f"the {what} is on {t.device}, not the CPU")
-    flags = [name for name, on in (("negative bit", t.is_neg()), ("conjugate bit", t.is_conj()),
-                                   ("zero-tensor flag", t._is_zerotensor())) if on]
+    flags = value_flags(t)
     if flags:
         raise NotPlain(f"the {what} carries the {' and the '.join(flags)}: reading it would have PyTorch compute "
                        "(negate, conjugate or zero) its values outside the kernel; write the final values into a "

@@ -226,3 +226,21 @@ def test_whole_and_byte_range():
     lo, hi = dm.byte_range(X.t())
     assert (lo, hi) == (X.data_ptr(), X.data_ptr() + X.numel() * 4)
     assert dm.byte_range(torch.empty(0)) is None
+
+
+def test_a_whole_copy_of_a_tensor_carrying_the_negative_bit_is_a_finding():
+    """rt4_neg_bit_copy_source: an alias with the negative bit (set natively) copied whole: PyTorch wrote -x."""
+    def forward(x):
+        flagged = x._neg_view()  # what native `_set_neg(true)` on an alias makes
+        buf = torch.empty_like(x)
+        buf.copy_(flagged)
+        return _native(buf, torch.empty_like(buf))
+
+    found = _run(forward, [X])
+    assert found and "negative bit" in found[0]
+
+    def conj_forward(x):  # the conjugate bit of a complex tensor, read by a clone
+        c = torch.complex(x, x).conj()
+        return _native(c.clone(), torch.empty_like(x))
+
+    assert any("conjugate bit" in f for f in _run(conj_forward, [X]))
