@@ -59,9 +59,16 @@ class BuildLog:
     MAX_REQUESTS = 16  # build time does not count against a candidate's deadlines, so it is capped here
 
     def __init__(self) -> None:
+        self.wall = 0.0  # seconds the verdict's builds took so far, failed and timed-out ones included
         self.requests = 0
         self.hack: list[str] = []
         self.errors: list[str] = []
         self.seconds = 0.0
         self.builds = 0
         self.cached = 0
+
+    def timeout(self, budget_s: float) -> float:
+        """Seconds the next build may run: what is left of the verdict's build budget (``budget_s`` for all its
+        builds together; one build could take all of it). Without one budget a candidate asking for 16 builds of
+        600 s each held the verifier for hours (red-team rt4_sixteen_slow_builds)."""
+        return max(0.0, budget_s - self.wall)

@@ -52,7 +52,8 @@ class CpuBackend(Backend):
                     log.hack += [f"native source {f}" for f in findings]
                     return {"ok": False, "error": "rejected by the verifier's native-code rules"}
                 flags = tuple(str(f) for f in request.get("flags") or ())
-                result = native_build.build_cpp(source, flags, self.cache_dir, self._runner, self.build_timeout_s,
+                result = native_build.build_cpp(source, flags, self.cache_dir, self._runner,
+                                                log.timeout(self.build_timeout_s),
                                                 judge=rules)
             elif kind == "inline":
                 spec = dict(request.get("spec") or {})
@@ -61,7 +62,8 @@ class CpuBackend(Backend):
                 if findings:
                     log.hack += [f"native source {f}" for f in findings]
                     return {"ok": False, "error": "rejected by the verifier's native-code rules"}
-                result = native_build.build_inline(spec, self.cache_dir, self._runner, self.build_timeout_s,
+                result = native_build.build_inline(spec, self.cache_dir, self._runner,
+                                                   log.timeout(self.build_timeout_s),
                                                    judge=rules)
             else:
                 return {"ok": False, "error": f"unknown build kind {kind!r}"}

@@ -36,6 +36,10 @@ from evokernel.verifier.sandboxed.plain_tensor import value_flags
 # ATen operators whose result holds bytes PyTorch copied from a tensor (not constants): source = first argument
 CLONES = frozenset({"clone", "lift_fresh_copy", "contiguous"})
 FILLS = frozenset({"fill_", "zero_"})  # in-place constants: a whole tensor at a time
+# operators whose result is a fresh storage (an allocation: memory freed before may be handed out again)
+FRESH = CLONES | frozenset({"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros",
+                            "zeros_like", "new_zeros", "ones", "ones_like", "new_ones", "full", "full_like", "new_full",
+                            "scalar_tensor", "empty_permuted"})
 FINDING_PREFIX = "data movement: "
 
 
@@ -104,13 +108,20 @@ class Movement:
 
     def __init__(self) -> None:
         self.findings: dict[str, int] = {}
-        self.written: list[torch.Tensor] = []  # destinations of PyTorch copies, held so their memory is not reused
+        # byte ranges of the storages PyTorch copies wrote, not the tensors (a held destination stays alive and
+        # counted: one more difference between a recorded call and an unrecorded one). A fresh allocation over
+        # such a range means its memory was freed and reused, so the range is dropped (`FRESH`).
+        self.written: list[tuple[int, int]] = []
 
     def _find(self, text: str) -> None:
         key = FINDING_PREFIX + text
         self.findings[key] = self.findings.get(key, 0) + 1
 
     def op(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
+        if name in FRESH and self.written:
+            for t in _flat_tensors([result]):
+                new = storage_range(t)
+                self.written = [r for r in self.written if not _overlap(r, new)]
         for t in _flat_tensors([*args, *kwargs.values()]):
             flags = value_flags(t)
             if flags:  # a copy (any operator) reading it would negate/conjugate/zero for the kernel
@@ -125,7 +136,9 @@ class Movement:
                 dst = kwargs.get("out", result)
             if not (isinstance(src, torch.Tensor) and isinstance(dst, torch.Tensor)):
                 return
-            self.written.append(dst)
+            written = storage_range(dst)
+            if written is not None:
+                self.written.append(written)
             if not whole(src):
                 self._find(f"aten::{name} read a view (a transpose, broadcast, slice or strided window), not a "
                            "whole tensor")
@@ -147,7 +160,7 @@ class Movement:
     def outputs(self, outs: list[Any], inputs: list[Any], model: Any) -> None:
         """The returned tensors: dense, the candidate's own memory, not written by a PyTorch copy."""
         theirs = [storage_range(t) for t in _flat_tensors(inputs) + model_tensors(model)]
-        copied = [storage_range(t) for t in self.written]
+        copied = self.written
         for o in outs:
             if not isinstance(o, torch.Tensor) or o.numel() == 0:
                 continue

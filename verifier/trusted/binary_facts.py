@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 FACTS_NAME = "facts.json"
-FACTS_VERSION = "binary-facts-3"  # 3: __FILE__ names /build (-fmacro-prefix-map)
+FACTS_VERSION = "binary-facts-4"  # 3: __FILE__ names /build (-fmacro-prefix-map); 4: -Werror=date-time
 MAX_SYMBOLS = 20_000
 MAX_PREPROCESSED_BYTES = 96 * 1024 * 1024
 MAX_DISASSEMBLY_BYTES = 256 * 1024 * 1024

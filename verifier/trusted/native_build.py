@@ -92,16 +92,17 @@ def cpp_command(src: Path, out: Path, flags: tuple[str, ...]) -> list[str]:
 def cpp_object_command(src: Path, obj: Path, flags: tuple[str, ...], judge: bool) -> list[str]:
     """The candidate's object (``-save-temps=obj`` keeps its preprocessed unit for the judge)."""
     compile_flags = tuple(f for f in BASE_FLAGS if f != "-shared")
-    return ["g++", *(["-save-temps=obj"] if judge else []), *compile_flags, *flags, source_path_flag(src.parent),
+    return ["g++", *(["-save-temps=obj"] if judge else []), *compile_flags, *flags, *unit_flags(src.parent),
             "-c", str(src), "-o", str(obj)]
 
 
-def source_path_flag(work: Path) -> str:
-    """``__FILE__`` and ``__builtin_FILE()`` of a candidate's unit name /build, never the build folder: what the
-    code can compute from them (encoded on stderr, spelled as template arguments in a compiler error) holds no host
-    path; scrubbing the feedback cannot catch an encoding. The compiler's own line markers keep the real path
-    (the judges read them)."""
-    return f"-fmacro-prefix-map={work}=/build"
+def unit_flags(work: Path) -> list[str]:
+    """Flags of every candidate unit that keep host facts out of what its code can compute (encoded on stderr,
+    spelled as template arguments in a compiler error: scrubbing the feedback cannot catch an encoding):
+    ``__FILE__`` and ``__builtin_FILE()`` name /build, never the build folder (the compiler's own line markers
+    keep the real path: the judges read them); ``__DATE__``, ``__TIME__`` and ``__TIMESTAMP__`` (the build host's
+    clock) are errors (red-team rt4_has_include_oracle printed them)."""
+    return [f"-fmacro-prefix-map={work}=/build", "-Werror=date-time"]
 
 
 def cpp_link_command(obj: Path, out: Path) -> list[str]:
@@ -324,7 +325,7 @@ def build_inline(spec: dict, cache_root: Path, runner: Runner = _local_runner, t
         src.write_text(unit)
         obj = work / "candidate.o"
         # -save-temps always: the probes' types are read from the object with the judge's own reader
-        _run(runner, ["g++", "-save-temps=obj", *inline_binding.candidate_flags(), *flags, source_path_flag(work),
+        _run(runner, ["g++", "-save-temps=obj", *inline_binding.candidate_flags(), *flags, *unit_flags(work),
                       "-c", str(src), "-o", str(obj)], work, timeout)
         facts = binary_facts.extract(work, obj, work / "candidate.ii", str(src), "\n".join(sources), runner,
                                      line_range, binary_facts.SYSTEM_ROOTS + (str(inline_binding.INCLUDE) + "/",))

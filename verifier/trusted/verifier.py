@@ -312,7 +312,16 @@ class Verifier:
     def _serve_build(self, cand: WorkerHandle, req: dict[str, Any], log: BuildLog) -> dict[str, Any]:
         """Build what a candidate asks for; a built library reaches the worker as bytes in its region
         (the candidate sandbox sees no build cache, so no other candidate's code or source)."""
-        answer = self.backend.handle_build(req, log, self.config.static_rules)
+        if log.timeout(self.config.build_timeout_s) < 1.0:
+            message = (f"the candidate's native builds took {log.wall:.0f} s, the whole build budget of a verdict "
+                       f"({self.config.build_timeout_s:.0f} s for all its builds): build less, once at import")
+            log.errors.append(message)
+            return {"ok": False, "error": message}
+        t0 = time.monotonic()
+        try:
+            answer = self.backend.handle_build(req, log, self.config.static_rules)
+        finally:
+            log.wall += time.monotonic() - t0
         if not answer.get("ok") or "path" not in answer:
             return answer
         path = Path(str(answer.pop("path")))

@@ -24,3 +24,28 @@ def test_ascend_sim_judges_and_formats_its_reports(tmp_path):
                        "[warning] half_overflow at /build/k.cpp:9 (block 0): Cast on half produced 1 result beyond the half range"]
     finally:
         sim.close()
+
+
+def test_one_build_budget_for_all_the_builds_of_a_verdict(tmp_path):
+    """rt4_sixteen_slow_builds: 16 builds of up to 600 s each held a verdict for hours; the builds of one verdict
+    now share one budget (VerifyConfig.build_timeout_s): each gets what is left, and none starts once it is spent."""
+    import time
+
+    from evokernel.verifier.backends.base import BuildLog
+    from evokernel.verifier.trusted.verifier import Verifier, VerifyConfig
+
+    seen = []
+
+    class Slow:
+        def handle_build(self, request, log, rules=True):
+            seen.append(log.timeout(3.0))
+            time.sleep(1.2)
+            return {"ok": False, "error": "the compiler was still burning"}
+
+    v = Verifier("cpu", VerifyConfig(cache_dir=tmp_path, build_timeout_s=3.0))  # not started: no sandboxes
+    v.backend = Slow()
+    log = BuildLog()
+    replies = [v._serve_build(None, {"kind": "cpp"}, log) for _ in range(3)]
+    assert seen[0] == 3.0 and 1.5 < seen[1] < 1.9  # the second build may run only what the first one left
+    assert len(seen) == 2 and "whole build budget" in replies[2]["error"]  # the third never starts
+    assert log.errors and "build less" in log.errors[-1]

@@ -244,3 +244,37 @@ def test_a_whole_copy_of_a_tensor_carrying_the_negative_bit_is_a_finding():
         return _native(c.clone(), torch.empty_like(x))
 
     assert any("conjugate bit" in f for f in _run(conj_forward, [X]))
+
+
+def test_the_recorder_keeps_no_copy_destination_alive():
+    """The recorder kept each copy destination alive (one more way a recorded call differed from an unrecorded
+    one; rt4_audit_detect_refcount). Ranges are kept, not tensors: a destination the forward drops is gone."""
+    import gc
+    import weakref
+
+    refs = []
+
+    def forward(x):
+        a, b = torch.empty(1), torch.empty(1)
+        b.copy_(a)
+        refs.append(weakref.ref(b))
+        return _native(x, torch.empty_like(x))
+
+    rec = OpRecorder()
+    with torch.no_grad(), rec:
+        forward(X)
+    gc.collect()
+    assert refs[0]() is None and rec.movement.written  # nothing alive, the range remembered
+
+
+def test_a_copy_destination_freed_and_reused_by_an_allocation_is_not_the_copy():
+    def forward(x):
+        y = torch.empty_like(x)
+        y.copy_(x)  # whole into whole: allowed; its range is remembered
+        del y
+        out = torch.empty_like(x)  # may land on y's memory: a fresh storage, not the copy
+        return _native(x, out)
+
+    assert _run(forward, [torch.randn(100_000)]) == []
+    # the copy itself returned is still found
+    assert _run(lambda x: torch.empty_like(x).copy_(x), [torch.randn(1000)])

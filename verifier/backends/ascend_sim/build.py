@@ -239,7 +239,7 @@ def _build_unit(unit: str, project: Project, key_parts: list[str], cache_root: P
         if unit == "kernel":
             (work / "kernel_tu.cpp").write_text(kernel_prelude(project))
         common = [*CXXFLAGS, f"-I{INCLUDE}", f"-I{work}", f"-I{work / 'op_host'}", *flags,
-                  native_build.source_path_flag(work)]
+                  *native_build.unit_flags(work)]
         native_build._run(runner, ["/bin/sh", "-c", _UNIT_SCRIPT, "sh", unit, str(work / source), str(work / "lib.so"),
                                    str(runtime.path), str(work), *common], work, timeout)
         return _unit_facts(work, unit, project)  # kept in the cache as the build's facts file
