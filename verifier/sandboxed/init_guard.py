@@ -276,7 +276,7 @@ class InitGuard(TorchDispatchMode):
             # (narrow(0, i, 1).uniform_(v, v) puts a chosen value there as surely as fill_(v))
             if _whole(ins[0]):
                 self.set_label(ins[0], DRAWN)
-                self.chosen(ins[0], min(1, _chosen_numbers(args[1:])))  # fill_(v), uniform_(v, v): v was chosen
+                self.chosen(ins[0], min(1, _chosen_numbers([*args[1:], *kwargs.values()])))  # fill_(v), uniform_(v, v): v was chosen
             else:
                 self.fill_part(ins[0])
         elif name in CONSTANT_FACTORIES or name in RANDOM_FACTORIES:
@@ -285,7 +285,7 @@ class InitGuard(TorchDispatchMode):
             self._check_compute(name, reads, allowed=True)
             self._label_outputs(out, _worst([self.label(t) for t in reads]))
             for t in _tensors(out):  # full(size, v), normal(m, s, size): the constant (or the bounds) was chosen
-                self.chosen(t, min(1, _chosen_numbers(args)))
+                self.chosen(t, min(1, _chosen_numbers([*args, *kwargs.values()])))
         elif name in BLANK_FACTORIES:
             # the allocator hands back freed memory as it was (a freed Python-made table, a freed grid): zeroed here
             # (ops inside this handler do not come back to the mode), an empty tensor is the constant 0
@@ -313,7 +313,7 @@ class InitGuard(TorchDispatchMode):
             else:
                 self._label_outputs(out, DRAWN if clean else COMPUTED)
                 for t in _tensors(out):  # zeros(1) + v is as much a chosen constant as full((1,), v)
-                    self.chosen(t, _chosen_numbers(args))
+                    self.chosen(t, _chosen_numbers([*args, *kwargs.values()]))  # alpha= too
         else:
             self._check_compute(name, ins, allowed=False)
             self._label_outputs(out, COMPUTED)  # refused already; what it made is not counted again

@@ -405,3 +405,42 @@ def test_the_native_watch_is_only_set_during_construction():
     with guarded_construction():
         assert native._CALL_WATCH is not None
     assert native._CALL_WATCH is None
+
+
+def test_an_affine_factor_given_by_keyword_is_a_chosen_value():
+    def build():
+        m = nn.Module()
+        m.parts = [torch.zeros(1).add(torch.ones(1), alpha=_sigmoid_at(i, 8) + 2) for i in range(PYTHON_CAP + 1)]
+        return m
+    assert any("made by Python" in k for k in violations(build))
+
+
+def test_the_load_cpp_door_reports_its_calls():
+    # a real NativeFunction over libc's labs(long): its plain-number argument reaches the guard
+    import ctypes
+
+    from evokernel.cpu import NativeFunction, Param, Signature
+    labs = NativeFunction(Signature("labs", "long", (Param("x", "long", False),)), ctypes.CDLL(None).labs)
+
+    def build():
+        for i in range(PYTHON_CAP // 2 + 1):
+            assert labs(-int(_sigmoid_at(i, 8) * 1e6)) > 0
+        return nn.Module()
+    assert any("made by Python" in k for k in violations(build))
+    assert violations(lambda: (labs(-3), nn.Module())[1]) == {}
+
+
+def test_the_load_inline_door_reports_its_calls():
+    import types
+
+    from evokernel.verifier.sandboxed.worker import _CountingModule
+    ext = types.ModuleType("ext")
+    ext.put = lambda tab, i, v: None
+    lib = _CountingModule(ext)
+
+    def build():
+        tab = torch.zeros(PYTHON_CAP)
+        for i in range(PYTHON_CAP):
+            lib.put(tab, i, _sigmoid_at(i, PYTHON_CAP))
+        return holder(tab=tab)
+    assert any("made by Python" in k for k in violations(build))
