@@ -45,6 +45,18 @@ class CompileError(RuntimeError):
 _BUILDER: Callable[[str, tuple[str, ...]], str] | None = None
 # Number of native calls made so far; the worker reads it around forward() to detect decoy kernels.
 _native_calls = 0
+# Set while the sandboxed worker constructs ModelNew (verifier/sandboxed/init_guard.py): told every native call's
+# arguments, whose plain numbers are values Python chose.
+_CALL_WATCH: Callable[[tuple[Any, ...]], None] | None = None
+
+
+def note_native_call(args: tuple[Any, ...]) -> None:
+    """Every door to native code (load_cpp here, load_inline and ascend-sim's binding in the worker) reports its
+    calls: counted (decoy-kernel detection) and, during construction, shown to the construction guard."""
+    global _native_calls
+    _native_calls += 1
+    if _CALL_WATCH is not None:
+        _CALL_WATCH(args)
 
 _POINTEE_DTYPES: dict[str, torch.dtype | None] = {
     "float": torch.float32,
@@ -281,14 +293,13 @@ class NativeFunction:
         return check_int
 
     def __call__(self, *args: Any) -> Any:
-        global _native_calls
         if len(args) != len(self._checks):
             want = ", ".join(p.describe() for p in self.signature.params)
             raise TypeError(
                 f"{self.signature.name}() takes {len(self._checks)} arguments ({want}), got {len(args)}"
             )
         converted = [check(a) for check, a in zip(self._checks, args)]
-        _native_calls += 1
+        note_native_call(args)
         return self._symbol(*converted)
 
     def __repr__(self) -> str:

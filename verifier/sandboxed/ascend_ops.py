@@ -110,7 +110,7 @@ def _call(lib: "CustomOpsLib", py_name: str, binding: Any, args: tuple[Any, ...]
     if plan.aclnn != expect:
         raise ProjectError(f"python_bind_src: EXEC_NPU_CMD calls {plan.aclnn}, but the project's op is "
                            f"{project.op_type} (expected {expect})")
-    native._native_calls += 1
+    native.note_native_call(args)
     return lib.run(plan, list(args))
 
 

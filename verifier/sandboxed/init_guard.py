@@ -22,9 +22,16 @@ tensors ...) is a violation, and so is any compute whose input is grid or python
 beyond an affine map belongs in native code, which ``__init__`` may call. Views, copies, ``cat``/``stack`` and the
 like move values without computing: the result carries the provenance of what it moved.
 
-The values Python chose during construction (a list's elements, one per element write) and the tensors the model
-holds that the guard never saw made are capped at `PYTHON_CAP` in total (`audit`), so a table Python computed (a list comprehension over ``math.exp``) is refused;
-a table that small is no more than the constants a kernel may carry in its own source.
+The values Python chose during construction and the tensors the model holds that the guard never saw made are
+capped at `PYTHON_CAP` in total (`audit`), so a table Python computed (a list comprehension over ``math.exp``) is
+refused; a table that small is no more than the constants a kernel may carry in its own source. A chosen value counts
+where it is made, whatever is later copied where: a list's elements, a constant other than 0 and 1 (``full(s, v)``,
+``fill_(v)``, ``torch.tensor(v)``, a draw's bounds, an affine map's factors), and every placement of values into a
+chosen part of a storage (an element write, a slice copied, a part concatenated, a view held: the position is a
+number) except the first placement of a constant just counted (``t[i] = v`` is one value). Native calls made during
+construction report their arguments (``evokernel.cpu.note_native_call``): each call, and every plain number, string
+character and list element it is given, integers included (a table passes as fixed-point integers as well as
+floats), and every view into part of a storage (its offset is a number) count too.
 
 Nothing here is trusted by the parent beyond being a tripwire: it runs in the candidate's process.
 """
@@ -38,6 +45,7 @@ from torch.multiprocessing.reductions import StorageWeakRef
 from torch.nn import init as nn_init
 from torch.utils._python_dispatch import TorchDispatchMode
 
+import evokernel.cpu as native
 from evokernel.verifier.sandboxed.data_movement import whole
 
 DRAWN, GRID, PYTHON, COMPUTED = "drawn", "grid", "python", "computed"
@@ -82,6 +90,30 @@ def _affine(name: str, args: Any, ins: list[torch.Tensor], out: Any) -> bool:
     if name in _SCALED:
         return len(ins) == 1 and len(args) >= 1 and args[0] is ins[0]
     return True
+
+
+def _chosen_numbers(args: Any) -> int:
+    """The plain numbers among an operator's arguments (a fill value, a factor, a draw's bounds) other than 0 and 1,
+    which every factory has without being told (``zeros``, ``ones``): values the constructor chose. Sizes come as
+    lists and are not among them."""
+    return sum(1 for a in args if isinstance(a, (int, float)) and not isinstance(a, bool) and a not in (0, 1))
+
+
+def _call_values(value: Any) -> int:
+    """What a native call's argument carries that Python chose: a plain number is one value, a string one per
+    character, a list or tuple its elements; a tensor is the guard's business (its values have a provenance)
+    unless it is a view into part of a storage, whose offset is a number the caller chose."""
+    if isinstance(value, torch.Tensor):
+        return 0 if _whole(value) else 1
+    if isinstance(value, (bool, int, float, complex)):
+        return 1
+    if isinstance(value, (str, bytes, bytearray)):
+        return len(value)
+    if isinstance(value, dict):
+        return sum(_call_values(v) for v in value.values())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return sum(_call_values(v) for v in value)
+    return 1
 
 
 def _float_cast(src: torch.Tensor, dtype: torch.dtype) -> bool:
@@ -158,6 +190,9 @@ class InitGuard(TorchDispatchMode):
         # values Python chose, over the whole construction (held or not: a temporary table copied by a native
         # call into a drawn buffer was made all the same)
         self.python_values = 0
+        # storages holding one chosen constant already counted where it was made (full(.., v), fill_(v),
+        # torch.tensor(v)): the first time it is placed into part of another storage is paid for
+        self._prepaid: dict[int, StorageWeakRef] = {}
         self.violations: dict[str, int] = {}
         self.trusted = 0  # > 0 inside an nn.init function (its ops fill the tensor it is given, nothing else)
 
@@ -191,6 +226,30 @@ class InitGuard(TorchDispatchMode):
             self.set_label(target, PYTHON)
             self.python_values += 1
 
+    def chosen(self, target: torch.Tensor, n: int = 1) -> None:
+        """``n`` values the constructor chose made into ``target`` (a fill value, a draw's bounds, a factor), counted
+        where they are made, whatever is later copied where."""
+        if n:
+            self.python_values += n
+            ref = _ref(target)
+            if ref is not None:
+                self._prepaid[ref.cdata] = ref
+
+    def placed(self, source: torch.Tensor) -> None:
+        """Values of ``source`` written into a chosen part of a storage (an element, a row, a slice): one choice, the
+        position, counted -- unless ``source`` is a constant just made and counted there (``t[i] = v``: one value)."""
+        ref = _ref(source)
+        if ref is not None and ref.cdata in self._prepaid and not self._prepaid[ref.cdata].expired():
+            del self._prepaid[ref.cdata]
+            return
+        self.python_values += 1
+
+    def native_call(self, args: tuple[Any, ...]) -> None:
+        """A native call during construction (``evokernel.cpu.note_native_call``): the call itself (how many calls
+        is a number too) and every plain number, string and list element it is given count as values Python chose,
+        integers included (a table passes as fixed-point integers as well as floats)."""
+        self.python_values += 1 + sum(_call_values(a) for a in args)
+
     def _violate(self, name: str, inputs: list[str]) -> None:
         key = name if all(i == DRAWN for i in inputs) else f"{name} on {_worst(inputs)} values"
         self.violations[key] = self.violations.get(key, 0) + 1
@@ -217,6 +276,7 @@ class InitGuard(TorchDispatchMode):
             # (narrow(0, i, 1).uniform_(v, v) puts a chosen value there as surely as fill_(v))
             if _whole(ins[0]):
                 self.set_label(ins[0], DRAWN)
+                self.chosen(ins[0], min(1, _chosen_numbers([*args[1:], *kwargs.values()])))  # fill_(v), uniform_(v, v): v was chosen
             else:
                 self.fill_part(ins[0])
         elif name in CONSTANT_FACTORIES or name in RANDOM_FACTORIES:
@@ -224,6 +284,8 @@ class InitGuard(TorchDispatchMode):
             reads = [] if name.endswith("_like") or name.startswith("new_") else ins
             self._check_compute(name, reads, allowed=True)
             self._label_outputs(out, _worst([self.label(t) for t in reads]))
+            for t in _tensors(out):  # full(size, v), normal(m, s, size): the constant (or the bounds) was chosen
+                self.chosen(t, min(1, _chosen_numbers([*args, *kwargs.values()])))
         elif name in BLANK_FACTORIES:
             # the allocator hands back freed memory as it was (a freed Python-made table, a freed grid): zeroed here
             # (ops inside this handler do not come back to the mode), an empty tensor is the constant 0
@@ -236,6 +298,7 @@ class InitGuard(TorchDispatchMode):
         elif name == "lift_fresh":  # torch.tensor(data): one value is a constant, more are Python's data
             if out.numel() <= 1:
                 self._label_outputs(out, DRAWN)
+                self.chosen(out, min(1, _chosen_numbers([out.item()] if out.numel() else [])))
             else:
                 self.set_label(out, PYTHON)
                 self.python_values += out.numel()
@@ -249,6 +312,8 @@ class InitGuard(TorchDispatchMode):
                 self.fill_part(ins[0])  # t.narrow(0, i, 1).add_(v): a chosen value into one element
             else:
                 self._label_outputs(out, DRAWN if clean else COMPUTED)
+                for t in _tensors(out):  # zeros(1) + v is as much a chosen constant as full((1,), v)
+                    self.chosen(t, _chosen_numbers([*args, *kwargs.values()]))  # alpha= too
         else:
             self._check_compute(name, ins, allowed=False)
             self._label_outputs(out, COMPUTED)  # refused already; what it made is not counted again
@@ -269,10 +334,11 @@ class InitGuard(TorchDispatchMode):
             if isinstance(src, torch.Tensor):
                 if dst.dtype != src.dtype:  # a converting copy is a cast: compute
                     self._check_compute("copy_ (dtype cast)", [src], allowed=_float_cast(src, dst.dtype))
-                if not _whole(dst) and _single(src):
-                    self.fill_part(dst)  # one value written into a part of a storage: t[i] = v
-                else:
+                if _whole(dst):
                     self.write(dst, self.label(src))
+                else:  # values written into a chosen part of a storage: t[i] = v, a row, a slice of a constant
+                    self.placed(src)
+                    self.set_label(dst, PYTHON if _single(src) else _worst([self.label(src), self.label(dst)]))
             return
         if name == "_to_copy":
             src = ins[0]
@@ -284,10 +350,12 @@ class InitGuard(TorchDispatchMode):
         # a concatenation of single values (each a value the constructor chose) is Python's data
         label = _worst([self.label(t) for t in ins])
         if name in ("cat", "stack"):
-            singles = sum(1 for t in ins if _single(t) and self.label(t) != PYTHON)
-            if singles:
+            # single values, and parts of storages (r[j] of a random pool, picked), are values placed by choice
+            placed = [t for t in ins if (_single(t) or not _whole(t)) and self.label(t) != PYTHON]
+            for t in placed:
+                self.placed(t)
+            if any(_single(t) for t in placed):
                 label = PYTHON
-                self.python_values += singles
         for t in _tensors(out):
             if not any(_same_storage(t, i) for i in ins):
                 self.set_label(t, label)
@@ -339,6 +407,8 @@ class InitGuard(TorchDispatchMode):
                     counted.add(ref.cdata)
                 if not self.seen(t):
                     total += _capacity(t)
+            if self.seen(t) and not _whole(t):
+                total += 1  # a held view into part of a storage (r[j] of a random pool): its position was chosen
         if total > PYTHON_CAP:
             self.violations[f"{total} values made by Python (at most {PYTHON_CAP})"] = 1
 
@@ -366,5 +436,9 @@ def _held_tensors(model: Any) -> Iterator[torch.Tensor]:
 def guarded_construction() -> Iterator[InitGuard]:
     """The guard for one construction: active with nn.init's functions trusted; ``audit`` the model after."""
     guard = InitGuard()
-    with guard.trusted_inits(), guard:
-        yield guard
+    held, native._CALL_WATCH = native._CALL_WATCH, guard.native_call
+    try:
+        with guard.trusted_inits(), guard:
+            yield guard
+    finally:
+        native._CALL_WATCH = held

@@ -483,7 +483,7 @@ class _CountingModule:
         value = getattr(self._module, name)
         if callable(value):
             def counted(*args: Any, **kwargs: Any) -> Any:
-                native._native_calls += 1
+                native.note_native_call(args + tuple(kwargs.values()))
                 saved = dispatch_tls.snapshot()
                 try:
                     return value(*args, **kwargs)

@@ -248,3 +248,199 @@ def test_empty_memory_is_zeroed_so_a_freed_table_is_not_reused():
     guard.audit(model)
     assert guard.violations == {}
     assert not model.a.any() and not model.b.any()  # nothing of the freed table (or of any freed memory) is left
+
+
+# --- red team round 4: chosen values counted where they are made, native calls' arguments ----------------------
+def _sigmoid_at(i, n):
+    return 1 / (1 + math.exp(-(i - n / 2) / 64))
+
+
+def _spelled(n, spell):
+    def build():
+        t = torch.zeros(n)
+        for i in range(n):
+            spell(t, i, _sigmoid_at(i, n))
+        return holder(t=t)
+    return build
+
+
+def _pool_pick(n):
+    # Python reads a random pool and picks the entry nearest each table value: a table made of drawn values
+    def build():
+        pool = torch.rand(4 * n)
+        vals = pool.tolist()
+        picks = [min(range(len(vals)), key=lambda j: abs(vals[j] - _sigmoid_at(i, n))) for i in range(n)]
+        return holder(t=torch.stack([pool[j] for j in picks]))
+    return build
+
+
+def _held_constants(n):
+    def build():
+        m = nn.Module()
+        m.parts = [torch.full((1,), _sigmoid_at(i, n)) for i in range(n)]  # never concatenated here: forward would
+        return m
+    return build
+
+
+def _held_sums(n):
+    def build():
+        m = nn.Module()
+        m.parts = [torch.zeros(1) + _sigmoid_at(i, n) for i in range(n)]
+        return m
+    return build
+
+
+def _held_views(n):
+    def build():
+        m = nn.Module()
+        pool = torch.rand(4 * n)
+        vals = pool.tolist()
+        m.parts = [pool[min(range(len(vals)), key=lambda j: abs(vals[j] - _sigmoid_at(i, n)))] for i in range(n)]
+        return m
+    return build
+
+
+def _digit_alphabet(n):
+    # ten constants made once, then placed digit by digit: each placement is a choice
+    def build():
+        digits = [torch.full((2,), float(d)) for d in range(10)]
+        t = torch.zeros(n)
+        for i in range(n):
+            d = int(_sigmoid_at(i, n) * 10) % 10
+            t.narrow(0, i, 1).copy_(digits[d].narrow(0, 0, 1))
+        return holder(t=t)
+    return build
+
+
+@pytest.mark.parametrize("make", [
+    (lambda n: _spelled(n, lambda t, i, v: t.narrow(0, i, 1).copy_(
+        torch.full((2,), v).narrow(0, 0, 1)))),  # rt4_init_table_unit_copies
+    lambda n: _spelled(n, lambda t, i, v: t.narrow(0, i, 1).copy_(torch.tensor([v, v])[1:])),
+    lambda n: _spelled(n, lambda t, i, v: t.narrow(0, i, 1).copy_((torch.zeros(2) + v)[:1])),
+    _pool_pick, _held_constants, _held_sums, _held_views, _digit_alphabet,
+], ids=["unit copy of a full", "a slice of a list", "a slice of a sum", "picked from a random pool",
+        "held constants", "held sums", "held views of a pool", "a digit alphabet placed"])
+def test_every_spelling_of_a_partial_write_is_counted(make):
+    found = violations(make(PYTHON_CAP + 1))
+    assert any("made by Python" in k for k in found), found
+
+
+def test_element_writes_of_a_number_still_cost_one_value_each():
+    # t[i] = v makes the constant v (counted) and places it once (paid): PYTHON_CAP of them pass
+    assert violations(_element_copies(PYTHON_CAP)) == {}
+    assert violations(_spelled(PYTHON_CAP, lambda t, i, v: t.narrow(0, i, 1).copy_(torch.tensor(v)))) == {}
+
+
+class _Watched:
+    """A native function as the guard sees one: it reports its arguments through evokernel.cpu, and stores."""
+
+    def __init__(self, store):
+        self.store = store
+
+    def __call__(self, *args):
+        from evokernel import cpu as native
+        native.note_native_call(args)
+        self.store(*args)
+
+
+def _native_table(n, encode):
+    def build():
+        tab = torch.zeros(n)
+        put = _Watched(lambda t, i, v: None)
+        for i in range(n):
+            put(tab, i, encode(_sigmoid_at(i, n)))
+        return holder(tab=tab)
+    return build
+
+
+@pytest.mark.parametrize("encode", [
+    lambda v: v,  # rt4_init_table_native_args: floats
+    lambda v: int(v * (1 << 24)),  # fixed point: integers carry a table as well
+    lambda v: repr(v),  # a string per entry
+], ids=["floats", "fixed-point integers", "strings"])
+def test_native_calls_during_construction_count_their_arguments(encode):
+    found = violations(_native_table(PYTHON_CAP, encode))
+    assert any("made by Python" in k for k in found), found
+
+
+def test_a_native_call_with_a_list_or_unary_calls_counts_too():
+    def one_call():
+        _Watched(lambda *a: None)(torch.zeros(PYTHON_CAP + 1), [_sigmoid_at(i, 8) for i in range(PYTHON_CAP)])
+        return nn.Module()
+
+    def unary():  # no number passed: how many calls is the number
+        tick = _Watched(lambda *a: None)
+        t = torch.zeros(4)
+        for _ in range(PYTHON_CAP + 1):
+            tick(t)
+        return holder(t=t)
+
+    def offsets():  # a view's offset is a number: tab[k:] hands the native code k
+        pool = torch.zeros(4096)
+        f = _Watched(lambda *a: None)
+        for i in range(PYTHON_CAP // 2 + 1):
+            f(pool, pool[int(_sigmoid_at(i, 8) * 4000):])
+        return holder(t=pool)
+    for build in (one_call, unary, offsets):
+        assert any("made by Python" in k for k in violations(build)), build.__name__
+
+
+def test_honest_native_weight_preparation_passes():
+    class Folded(nn.Module):  # a conv whose batch norm is folded into it by native code, per layer
+        def __init__(self, layers=8):
+            super().__init__()
+            fold = _Watched(lambda *a: None)
+            self.convs = nn.ModuleList(nn.Conv2d(16, 16, 3) for _ in range(layers))
+            self.bns = nn.ModuleList(nn.BatchNorm2d(16, eps=1e-5) for _ in range(layers))
+            for c, b in zip(self.convs, self.bns):
+                w = torch.empty_like(c.weight)
+                fold(c.weight.detach(), b.weight.detach(), b.running_var, w, 16, 16, 9, b.eps)
+                self.register_buffer(f"w{len(self._buffers)}", w)
+    assert violations(Folded) == {}
+
+
+def test_the_native_watch_is_only_set_during_construction():
+    from evokernel import cpu as native
+    assert native._CALL_WATCH is None
+    with guarded_construction():
+        assert native._CALL_WATCH is not None
+    assert native._CALL_WATCH is None
+
+
+def test_an_affine_factor_given_by_keyword_is_a_chosen_value():
+    def build():
+        m = nn.Module()
+        m.parts = [torch.zeros(1).add(torch.ones(1), alpha=_sigmoid_at(i, 8) + 2) for i in range(PYTHON_CAP + 1)]
+        return m
+    assert any("made by Python" in k for k in violations(build))
+
+
+def test_the_load_cpp_door_reports_its_calls():
+    # a real NativeFunction over libc's labs(long): its plain-number argument reaches the guard
+    import ctypes
+
+    from evokernel.cpu import NativeFunction, Param, Signature
+    labs = NativeFunction(Signature("labs", "long", (Param("x", "long", False),)), ctypes.CDLL(None).labs)
+
+    def build():
+        for i in range(PYTHON_CAP // 2 + 1):
+            assert labs(-int(_sigmoid_at(i, 8) * 1e6)) > 0
+        return nn.Module()
+    assert any("made by Python" in k for k in violations(build))
+    assert violations(lambda: (labs(-3), nn.Module())[1]) == {}
+
+
+def test_the_load_inline_door_reports_its_calls():
+    import types
+
+    from evokernel.verifier.sandboxed.worker import _CountingModule
+    ext = types.ModuleType("ext")
+    ext.put = lambda tab, i, v: None
+    lib = _CountingModule(ext)
+
+    def build():
+        tab = torch.zeros(PYTHON_CAP)
+        for i in range(PYTHON_CAP):
+            lib.put(tab, i, _sigmoid_at(i, PYTHON_CAP))
+        return holder(tab=tab)
+    assert any("made by Python" in k for k in violations(build))
