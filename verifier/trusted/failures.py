@@ -75,5 +75,6 @@ def init_compute_fail(found: str) -> Fail:
                 "constants, view, copy and concatenate, cast and apply affine maps with scalar factors "
                 "(1.0 + 0.5 * torch.randn(n)) to such values; any other computation (exp, reciprocal, matmul, "
                 "sort, arithmetic on arange/linspace grids or on torch.tensor(list) data) belongs in native code, "
-                "which __init__ may call, and tensors built from Python lists hold at most a few hundred values",
+                "which __init__ may call; values Python chooses (list entries, constants, placements into part "
+                "of a tensor, numbers passed to native calls) count against a cap of a few hundred",
                 init_compute=found[:600])
