@@ -52,6 +52,21 @@ def _dyadic(v: torch.Tensor) -> torch.Tensor:
     return torch.ldexp(torch.round(m * 64) / 64, e.double()).to(v.dtype)
 
 
+def _pick(allowed: torch.Tensor, k: int, width: int) -> torch.Tensor:
+    """Up to ``k`` random positions where ``allowed`` (flat) holds, at most one per run of ``width`` positions (a
+    row), in random order; sampled without touching every position (inputs of 10^8 elements cost no more)."""
+    n, got = allowed.numel(), torch.empty(0, dtype=torch.long)
+    for _ in range(16):
+        cand = torch.randint(0, n, (2 * k + 16,))
+        got = torch.cat([got, cand[allowed[cand]]])
+        rows, inverse = torch.unique(got // width, return_inverse=True)
+        first = torch.full((rows.numel(),), got.numel(), dtype=torch.long)
+        got = got[first.scatter_reduce_(0, inverse, torch.arange(got.numel()), "amin")]  # one per row, drawn order
+        if got.numel() >= k or got.numel() == int((allowed.view(-1, width).any(dim=1)).sum()):
+            break
+    return got[torch.randperm(got.numel())[:k]]
+
+
 def _special(x: torch.Tensor) -> torch.Tensor:
     """Constant slices, a few exact +0.0/-0.0 and a few large finite values among the drawn ones (``special``)."""
     if not x.is_floating_point() or x.numel() == 0:
@@ -72,19 +87,13 @@ def _special(x: torch.Tensor) -> torch.Tensor:
             idx = torch.randperm(rows.shape[0])[:max(1, rows.shape[0] // 16)]
             rows[idx] = c
             mask[idx] = False
-    free = plain.nonzero().view(-1)
-    k_zero = min(free.numel(), max(2, n // 1024))  # exact zeros, half of them negative
-    k_large = min(free.numel() - k_zero, max(2, n // 16384)) if y.dtype in (torch.float32, torch.float64) else 0
-    order = free[torch.randperm(free.numel())]
-    zeros, rest = order[:k_zero], order[k_zero:]
+    k_zero = max(2, n // 1024)  # exact zeros, half of them negative
+    zeros = _pick(plain, k_zero, 1)
     sign = torch.where(torch.arange(zeros.numel()) % 2 == 0, 1.0, -1.0).to(y.dtype)
     flat[zeros] = 0.0 * sign  # +0.0, -0.0, +0.0, ...
-    if k_large:  # at most one per row of the last dimension: a row's sum or cumsum never cancels two of them
-        width = y.shape[-1] if y.dim() else 1
-        _, first = torch.unique(rest // width, return_inverse=True)
-        seen = torch.full((int(first.max()) + 1,), rest.numel(), dtype=torch.long)
-        seen.scatter_reduce_(0, first, torch.arange(rest.numel()), "amin")
-        large = rest[seen.sort().values[:k_large]]
+    plain[zeros] = False
+    if y.dtype in (torch.float32, torch.float64):  # at most one per row of the last dimension: a row's sum or
+        large = _pick(plain, max(2, n // 16384), y.shape[-1] if y.dim() else 1)  # cumsum never cancels two
         sign = torch.where(torch.arange(large.numel()) % 2 == 0, 1.0, -1.0).double()
         mags = LARGE_MIN * (LARGE_MAX / LARGE_MIN) ** torch.rand(large.numel(), dtype=torch.float64)
         flat[large] = (mags * sign).to(y.dtype)  # positive first, then alternating
