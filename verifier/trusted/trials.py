@@ -12,7 +12,8 @@ No trial is ever skipped. A reference output holding NaN/Inf is drawn again from
 `REDRAWS` times); if it stays non-finite (a task that yields NaN/Inf by design: the log of negatives, a norm
 that is 0, a fully masked softmax row) the trial is judged with those positions matched element by element
 and masked out of the finite rules (`correctness`). After the ordinary trials both models are built again
-with their constant initialisers drawn at random (`sandboxed.init_perturbation`) for one more trial, and the
+with their constant initialisers drawn at random (`sandboxed.init_perturbation`) for one more trial (on the
+`special` inputs of `sandboxed.trial_inputs`: a constant row shows a norm's bias), and the
 timing uses those models: a task that is degenerate under its default parameters (a mean of a normalised
 tensor is 0; weight 1 and bias 0 can be hard-coded) is judged where skipped work shows, and a kernel that
 special-cases the defaults gains no speed from it. ``details["trials"]`` says what happened.
