@@ -8,6 +8,11 @@ reshape their floating values (integer inputs such as class indices are left alo
   dimension scaled by 16-64 and ~0.1% of the elements by 100-1000. A reduction or loss estimated from a
   subset of rows or a stride of elements misses (or over-counts) the dominant ones, so sampling fails
   where it would pass on well-behaved inputs; closed forms that assume the task's distribution fail too.
+* ``special``: values i.i.d. draws almost never hold -- a few exact +0.0 and -0.0, a few large finite magnitudes
+  (1e6-1e8, float32/float64 only: float16 overflows at 65504; squares stay finite in float32) and constant rows
+  (~1/16 of the last dimension's rows repeat one value, so a norm over a row sees variance 0). A kernel wrong only at zero, above some magnitude or on a row of
+  equal values fails here. The trial with perturbed parameters (trusted/trials.py) draws these inputs too: a
+  constant row's answer is the bias, which is 0 under the default parameters.
 * ``nonfinite`` (not in the default plan): a few NaN, +Inf and -Inf among the values; the outputs must repeat
   PyTorch's NaN/Inf position by position.
 
@@ -36,6 +41,64 @@ def _heavy(x: torch.Tensor) -> torch.Tensor:
     return x
 
 
+LARGE_MIN, LARGE_MAX = 1e6, 1e8  # the special trial's large magnitudes (log-uniform); LARGE_MAX**2 fits float32
+
+
+def _dyadic(v: torch.Tensor) -> torch.Tensor:
+    """``v`` rounded to 6 significant bits: n copies of it sum exactly in float32 for n up to 2**18, so a constant
+    row's mean is that value and its variance exactly 0 whatever the order of summation (PyTorch's or a kernel's)."""
+    m, e = torch.frexp(v.double())
+    return torch.ldexp(torch.round(m * 64) / 64, e.double()).to(v.dtype)
+
+
+def _pick(allowed: torch.Tensor, k: int, width: int) -> torch.Tensor:
+    """Up to ``k`` random positions where ``allowed`` (flat) holds, at most one per run of ``width`` positions (a
+    row), in random order; sampled without touching every position (inputs of 10^8 elements cost no more)."""
+    n, got = allowed.numel(), torch.empty(0, dtype=torch.long)
+    for _ in range(16):
+        cand = torch.randint(0, n, (2 * k + 16,))
+        got = torch.cat([got, cand[allowed[cand]]])
+        rows, inverse = torch.unique(got // width, return_inverse=True)
+        first = torch.full((rows.numel(),), got.numel(), dtype=torch.long)
+        got = got[first.scatter_reduce_(0, inverse, torch.arange(got.numel()), "amin")]  # one per row, drawn order
+        if got.numel() >= k or got.numel() == int((allowed.view(-1, width).any(dim=1)).sum()):
+            break
+    return got[torch.randperm(got.numel())[:k]]
+
+
+def _special(x: torch.Tensor) -> torch.Tensor:
+    """Constant slices, a few exact +0.0/-0.0 and a few large finite values among the drawn ones (``special``)."""
+    if not x.is_floating_point() or x.numel() == 0:
+        return x
+    out = x.clone()  # its strides kept: a task's transposed input stays transposed
+    y = out if out.is_contiguous() else out.contiguous()  # worked on in logical order, copied back at the end
+    n, flat = y.numel(), y.view(-1)
+    plain = torch.ones(n, dtype=torch.bool)  # not in a constant slice: where single values are planted
+    if y.dim() >= 2:  # ~1/16 of the last dimension's rows repeat one value
+        c = _dyadic(flat[int(torch.randint(0, n, ()))])
+        # (not whole samples or channels: a GroupNorm whose group is constant has an answer of exactly 0, where the
+        # noise of an honest kernel's other order of operations decides; the twin of c9_values/noise_at_floor was
+        # refused that way)
+        rows, mask = y.view(-1, y.shape[-1]), plain.view(-1, y.shape[-1])
+        if rows.shape[0] >= 4 and rows.shape[1] >= 2:
+            idx = torch.randperm(rows.shape[0])[:max(1, rows.shape[0] // 16)]
+            rows[idx] = c
+            mask[idx] = False
+    k_zero = max(2, n // 1024)  # exact zeros, half of them negative
+    zeros = _pick(plain, k_zero, 1)
+    sign = torch.where(torch.arange(zeros.numel()) % 2 == 0, 1.0, -1.0).to(y.dtype)
+    flat[zeros] = 0.0 * sign  # +0.0, -0.0, +0.0, ...
+    plain[zeros] = False
+    if y.dtype in (torch.float32, torch.float64):  # at most one per row of the last dimension: a row's sum or
+        large = _pick(plain, max(2, n // 16384), y.shape[-1] if y.dim() else 1)  # cumsum never cancels two
+        sign = torch.where(torch.arange(large.numel()) % 2 == 0, 1.0, -1.0).double()
+        mags = LARGE_MIN * (LARGE_MAX / LARGE_MIN) ** torch.rand(large.numel(), dtype=torch.float64)
+        flat[large] = (mags * sign).to(y.dtype)  # positive first, then alternating
+    if y is not out:
+        out.copy_(y)
+    return out
+
+
 def _nonfinite(x: torch.Tensor) -> torch.Tensor:
     """A few NaN, +Inf and -Inf among the drawn values (~1 in 4096, at least one of each where there is room):
     a kernel must give what PyTorch gives where an input is not a number (off by default; see
@@ -58,6 +121,7 @@ PERTURBATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "negate": lambda t: -t,
     "shift": lambda t: t + 3.0,
     "heavy": _heavy,
+    "special": _special,
     "nonfinite": _nonfinite,
 }
 

@@ -12,7 +12,8 @@ No trial is ever skipped. A reference output holding NaN/Inf is drawn again from
 `REDRAWS` times); if it stays non-finite (a task that yields NaN/Inf by design: the log of negatives, a norm
 that is 0, a fully masked softmax row) the trial is judged with those positions matched element by element
 and masked out of the finite rules (`correctness`). After the ordinary trials both models are built again
-with their constant initialisers drawn at random (`sandboxed.init_perturbation`) for one more trial, and the
+with their constant initialisers drawn at random (`sandboxed.init_perturbation`) for one more trial (on the
+`special` inputs of `sandboxed.trial_inputs`: a constant row shows a norm's bias), and the
 timing uses those models: a task that is degenerate under its default parameters (a mean of a normalised
 tensor is 0; weight 1 and bias 0 can be hard-coded) is judged where skipped work shows, and a kernel that
 special-cases the defaults gains no speed from it. ``details["trials"]`` says what happened.
@@ -39,6 +40,12 @@ PERTURBED_PARAMETERS = ("both models were built again with their constant initia
                         "weight in [0.5, 1.5], bias in [-0.5, 0.5], running statistics likewise; the same values "
                         "on both sides when ModelNew builds the same layers in the same order as Model): the kernel "
                         "must read every parameter and buffer, not assume its default value")
+# the inputs of the perturbed-parameter trial: a constant row's LayerNorm is the bias, 0 under default parameters
+PARAMETER_TRIAL_INPUTS = "special"
+SPECIAL_INPUTS = ("the inputs held values random draws almost never give: a few exact +0.0 and -0.0, a few large "
+                  "finite values (|x| 1e6-1e8, float32/float64 inputs), and constant slices (rows, a sample, a "
+                  "channel repeating one value: variance 0); the kernel must give PyTorch's answer there too")
+NO_REDRAWS = ("nonfinite", "special")  # NaN/Inf by construction (an input NaN, exp(1e8), log(0)): judged masked
 
 
 def nonfinite(expected: list[torch.Tensor]) -> int:
@@ -59,7 +66,7 @@ def reference_trial(ref: Reference, rng: random.Random, seed: int, perturb: str
         out_metas, _ = ref.run()
         seconds = time.perf_counter() - t0
         bad = nonfinite([regions.tensor(ref.handle, m) for m in out_metas])
-        if not bad or redraws == REDRAWS or perturb == "nonfinite":  # non-finite by construction: judged masked
+        if not bad or redraws == REDRAWS or perturb in NO_REDRAWS:
             break
         seed, redraws = rng.randrange(2**31), redraws + 1
     if not bad and not redraws:
@@ -250,9 +257,9 @@ class WorkerJudge:
             self.ref.init(self.init_seed, self.params_seed)
             self.init_candidate(self.params_seed)
             record["perturbed_parameters"] = True
-            label = f"trial {len(plan) + 1} (perturbed parameters)"
+            label = f"trial {len(plan) + 1} (perturbed parameters, {PARAMETER_TRIAL_INPUTS} inputs)"
             try:
-                self.run_trial(label, "none", self.rng.randrange(2**31), False, ref_s, record)
+                self.run_trial(label, PARAMETER_TRIAL_INPUTS, self.rng.randrange(2**31), False, ref_s, record)
             except Fail as f:
                 if f.gate == "correctness":
                     f.feedback = f"{f.feedback}\nIn this trial {PERTURBED_PARAMETERS}."
@@ -329,9 +336,14 @@ class WorkerJudge:
             self.io_bytes = (sum(self.input_bytes), sum(t.numel() * t.element_size() for t in expected))
         if self.v.backend.timing_mode == "model" and self.io_bytes[0] + self.io_bytes[1] <= DIGEST_MAX_BYTES:
             self.digests.append(([_digest([t]) for t in inputs], _digest(expected)))
-        self.check_trial(in_metas, inputs, expected, label, late_check=first,
-                         timeout=self.cfg.run_timeout_s + 50 * seconds,
-                         truth=lambda seed=seed, perturb=perturb: self.ref.truth(seed, perturb))
+        try:
+            self.check_trial(in_metas, inputs, expected, label, late_check=first,
+                             timeout=self.cfg.run_timeout_s + 50 * seconds,
+                             truth=lambda seed=seed, perturb=perturb: self.ref.truth(seed, perturb))
+        except Fail as f:
+            if f.gate == "correctness" and perturb == "special":
+                f.feedback = f"{f.feedback}\nIn this trial {SPECIAL_INPUTS}."
+            raise
         record["passed"] += 1
 
     def check_trial(self, in_metas: list[TensorMeta], inputs: list[torch.Tensor], expected: list[torch.Tensor],

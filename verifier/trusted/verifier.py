@@ -49,8 +49,9 @@ MAX_LIBRARY = 512 * 1024 * 1024  # a built library larger than this is not hande
 class VerifyConfig:
     tol: float = correctness.DEFAULT_TOL  # atol = rtol; 1e-4 in strict mode
     trials: int = 4  # standard trials, fresh secret seed each
-    # one extra trial each (verifier/sandboxed/trial_inputs.py); "heavy": heavy-tailed rows, dominant elements
-    perturbations: tuple[str, ...] = ("scale", "negate", "shift", "heavy")
+    # one extra trial each (verifier/sandboxed/trial_inputs.py); "heavy": heavy-tailed rows, dominant elements;
+    # "special": exact signed zeros, large finite values, constant slices
+    perturbations: tuple[str, ...] = ("scale", "negate", "shift", "heavy", "special")
     # one more trial, and the timing, with both models' constant initialisers drawn at random
     # (verifier/sandboxed/init_perturbation.py): degenerate default parameters cannot hide skipped work
     perturbed_parameters: bool = True

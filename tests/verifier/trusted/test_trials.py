@@ -169,7 +169,7 @@ def test_a_nan_reference_is_drawn_again_from_fresh_seeds(seeded, make_task):
     notes = v.details["trials"]["nonfinite_reference"]
     assert notes and all(n["redraws"] >= 1 for n in notes)  # about half the first draws held a zero row
     assert any(n["nonfinite_elements"] == 0 for n in notes)  # ... and a fresh draw did not
-    assert v.details["trials"]["passed"] == 9  # 4 trials, 4 perturbed inputs, 1 with drawn parameters
+    assert v.details["trials"]["passed"] == 10  # 4 trials, 5 perturbed inputs, 1 with drawn parameters
 
 
 def test_a_reference_that_stays_nan_is_judged_with_the_nan_positions_masked(seeded):
@@ -177,8 +177,11 @@ def test_a_reference_that_stays_nan_is_judged_with_the_nan_positions_masked(seed
     honest = seeded.verify(task, (ATTACKS / "twins" / "normalize_plain.py").read_text())
     assert honest.feasible, honest.feedback
     notes = honest.details["trials"]["nonfinite_reference"]
-    # every trial but the shifted one keeps its padding rows through the redraws: 32 rows x 1024 NaN
-    assert len(notes) == 8 and all(n["redraws"] == 3 and n["nonfinite_elements"] == 32 * 1024 for n in notes)
+    # every trial but the shifted one keeps its padding rows through the redraws: 32 rows x 1024 NaN; the special
+    # inputs' constant column crosses the padding rows (finite then), and a NaN there would be judged as drawn
+    plain = [n for n in notes if "special" not in n["trial"]]
+    assert len(plain) == 7 and all(n["redraws"] == 3 and n["nonfinite_elements"] == 32 * 1024 for n in plain)
+    assert all(n["redraws"] == 0 for n in notes if "special" in n["trial"])
     skipping = seeded.verify(task, (ATTACKS / "c9_values" / "normalize_padding_skip.py").read_text())
     assert skipping.failed_gate == "correctness" and "position by position" in skipping.feedback
 
@@ -219,16 +222,16 @@ def test_one_trial_builds_both_models_with_drawn_constants(seeded, make_task):
     layers = "self.norm = nn.GroupNorm(4, 8)"
     v = seeded.verify(task, _candidate(layers))
     assert v.feasible, v.feedback
-    assert v.details["trials"]["perturbed_parameters"] is True and v.details["trials"]["passed"] == 9
+    assert v.details["trials"]["perturbed_parameters"] is True and v.details["trials"]["passed"] == 10
     # parameters made by hand (torch.ones/zeros) do not get the drawn values: the contract is the same layers
     by_hand = _candidate("self.w = nn.Parameter(torch.ones(8))\n        self.b = nn.Parameter(torch.zeros(8))",
                          "self.w", "self.b")
     v = seeded.verify(task, by_hand)
-    assert v.failed_gate == "correctness" and "trial 9 (perturbed parameters)" in v.feedback
+    assert v.failed_gate == "correctness" and "trial 10 (perturbed parameters, special inputs)" in v.feedback
     assert "constant initialisers drawn at random" in v.feedback
     seeded.config.perturbed_parameters = False  # the old verifier: every trial with weight 1 and bias 0
     v = seeded.verify(task, by_hand)
-    assert v.feasible and v.details["trials"]["passed"] == 8 and "perturbed_parameters" not in v.details["trials"]
+    assert v.feasible and v.details["trials"]["passed"] == 9 and "perturbed_parameters" not in v.details["trials"]
 
 
 def test_timing_uses_the_models_with_drawn_constants(seeded, make_task):
@@ -306,3 +309,103 @@ def test_the_opt_in_nonfinite_trial_shows_a_kernel_nan_and_inf(seeded):
         assert any(n["redraws"] == 0 for n in ok.details["trials"]["nonfinite_reference"])  # judged as drawn
     finally:
         seeded.config.perturbations = saved
+
+
+RELU = Path(__file__).resolve().parents[3] / "evokernel/suites/cpu_l1/01_relu.py"
+LAYER_NORM = Path(__file__).resolve().parents[3] / "evokernel/suites/cpu_l1/13_layer_norm.py"
+
+
+@pytest.mark.parametrize("attack, task, sizes", [
+    ("rt4_wrong_on_exact_zero.py", RELU, {"batch_size": 8, "dim": 1024}),  # NaN at x == 0
+    ("rt4_wrong_above_1e6.py", RELU, {"batch_size": 8, "dim": 1024}),  # 0 for x > 1e6
+    ("rt4_wrong_on_constant_rows.py", LAYER_NORM, {"batch_size": 16, "features": 256}),  # 0, not the bias
+])
+def test_the_special_trial_shows_values_random_draws_never_give(seeded, attack, task, sizes):
+    """Exact signed zeros, finite values above 1e6 and rows of one value: i.i.d. draws never hold them, the
+    special trial (and the perturbed-parameter trial after it) does; the honest kernel passes."""
+    task = load_task(task, sizes)
+    v = seeded.verify(task, (ATTACKS / "c9_values" / attack).read_text())
+    assert v.failed_gate == "correctness" and "(special inputs)" in v.feedback, v.feedback
+    assert "exact +0.0 and -0.0" in v.feedback and "constant slices" in v.feedback
+    assert v.details["trials"]["passed"] == 8  # every earlier trial passed: only these inputs show it
+    if task.path == RELU:
+        ok = seeded.verify(task, RELU_PROPAGATING)
+        assert ok.feasible and ok.details["trials"]["passed"] == 10, ok.feedback
+
+
+LN_DEFAULT = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    """LayerNorm with its default affine (weight 1, bias 0)."""
+    def __init__(self):
+        super().__init__()
+        self.ln = nn.LayerNorm(256)
+
+    def forward(self, x):
+        return self.ln(x)
+
+def get_inputs():
+    return [torch.randn(16, 256)]
+
+def get_init_inputs():
+    return []
+'''
+
+LN_ZERO_ON_CONSTANT_ROWS = '''
+import torch
+import torch.nn as nn
+from evokernel.cpu import load_cpp
+
+lib = load_cpp(r"""
+#include <cmath>
+#include <cstdint>
+extern "C" void ln(const float* x, const float* w, const float* b, float* y, int64_t rows, int64_t n, float eps) {
+    for (int64_t r = 0; r < rows; ++r) {
+        const float* xr = x + r * n;
+        float* yr = y + r * n;
+        double s = 0.0, q = 0.0;
+        for (int64_t i = 0; i < n; ++i) s += xr[i];
+        const double m = s / n;
+        for (int64_t i = 0; i < n; ++i) q += (xr[i] - m) * (xr[i] - m);
+        if (q == 0.0) { for (int64_t i = 0; i < n; ++i) yr[i] = 0.0f; continue; }  // right only while b == 0
+        const double inv = 1.0 / std::sqrt(q / n + eps);
+        for (int64_t i = 0; i < n; ++i) yr[i] = (float)((xr[i] - m) * inv * w[i] + b[i]);
+    }
+}
+""")
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln = nn.LayerNorm(256)
+
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        lib.ln(x, self.ln.weight, self.ln.bias, out, x.shape[0], 256, 1e-5)
+        return out
+'''
+
+
+def test_the_perturbed_parameter_trial_draws_the_special_inputs(seeded, make_task):
+    """Under the default affine a constant row's answer is 0, so only drawn parameters AND a constant row show a
+    kernel that writes 0 there; the perturbed-parameter trial has both."""
+    task = make_task("ln_default", LN_DEFAULT)
+    v = seeded.verify(task, LN_ZERO_ON_CONSTANT_ROWS)
+    assert v.failed_gate == "correctness" and "(perturbed parameters, special inputs)" in v.feedback, v.feedback
+    assert "constant initialisers drawn at random" in v.feedback and "constant slices" in v.feedback
+    seeded.config.perturbed_parameters = False  # the special trial alone (bias 0) cannot tell
+    v = seeded.verify(task, LN_ZERO_ON_CONSTANT_ROWS)
+    assert v.feasible and v.details["trials"]["passed"] == 9, v.feedback
+
+
+def test_a_special_trial_that_overflows_by_construction_is_judged_as_drawn(seeded):
+    """exp(1e8) is +Inf on every draw of the special inputs: no fresh seeds are spent on it, the Inf positions are
+    matched and the rest judged (the honest kernel passes)."""
+    task = load_task(ATTACKS / "tasks" / "exp.py", {"batch_size": 16, "dim": 4096})
+    v = seeded.verify(task, (ATTACKS / "twins" / "exp_plain.py").read_text())
+    assert v.feasible, v.feedback
+    special = [n for n in v.details["trials"]["nonfinite_reference"] if "special" in n["trial"]]
+    assert len(special) == 2 and all(n["redraws"] == 0 and n["nonfinite_elements"] >= 1 for n in special)
