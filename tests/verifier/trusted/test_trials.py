@@ -409,3 +409,23 @@ def test_a_special_trial_that_overflows_by_construction_is_judged_as_drawn(seede
     assert v.feasible, v.feedback
     special = [n for n in v.details["trials"]["nonfinite_reference"] if "special" in n["trial"]]
     assert len(special) == 2 and all(n["redraws"] == 0 and n["nonfinite_elements"] >= 1 for n in special)
+
+
+def test_an_index_output_of_the_special_trial_is_not_judged_by_value():
+    """Planted equal values make ties: a nearest-neighbour kernel (wy_three_nn, a community Ascend C operator) named
+    index 5 where PyTorch named 16 at equal distance. Under the special trial an integer output is judged by its
+    shape and dtype; floating outputs still by value."""
+    from evokernel.verifier.trusted.failures import Fail
+    from evokernel.verifier.trusted.trials import compare_outputs
+
+    x = torch.zeros(4, 8)
+    dist, idx = torch.zeros(4, 3), torch.tensor([[16, 2, 3]] * 4)
+    other = idx.clone()
+    other[0, 0] = 5
+    compare_outputs("trial 9 (special inputs)", [dist, other], [dist, idx], [x], 1e-2, ties=True)
+    with pytest.raises(Fail):
+        compare_outputs("trial 1", [dist, other], [dist, idx], [x], 1e-2)
+    with pytest.raises(Fail):  # a wrong distance is wrong whatever the ties
+        compare_outputs("trial 9 (special inputs)", [dist + 1, idx], [dist, idx], [x], 1e-2, ties=True)
+    with pytest.raises(Fail):  # and an index output of another shape too
+        compare_outputs("trial 9 (special inputs)", [dist, idx[:, :2]], [dist, idx], [x], 1e-2, ties=True)
