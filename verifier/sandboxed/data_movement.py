@@ -36,10 +36,13 @@ from evokernel.verifier.sandboxed.plain_tensor import value_flags
 # ATen operators whose result holds bytes PyTorch copied from a tensor (not constants): source = first argument
 CLONES = frozenset({"clone", "lift_fresh_copy", "contiguous"})
 FILLS = frozenset({"fill_", "zero_"})  # in-place constants: a whole tensor at a time
+# ATen allocations (also the construction guard's: init_guard.py): of constants, and of whatever the memory held
+CONSTANT_FACTORIES = frozenset({"zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "new_zeros",
+                                "new_ones", "new_full", "scalar_tensor"})
+BLANK_FACTORIES = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided",
+                             "empty_permuted"})
 # operators whose result is a fresh storage (an allocation: memory freed before may be handed out again)
-FRESH = CLONES | frozenset({"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros",
-                            "zeros_like", "new_zeros", "ones", "ones_like", "new_ones", "full", "full_like", "new_full",
-                            "scalar_tensor", "empty_permuted"})
+FRESH = CLONES | CONSTANT_FACTORIES | BLANK_FACTORIES
 FINDING_PREFIX = "data movement: "
 
 

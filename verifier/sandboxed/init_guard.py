@@ -46,7 +46,7 @@ from torch.nn import init as nn_init
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import evokernel.cpu as native
-from evokernel.verifier.sandboxed.data_movement import whole
+from evokernel.verifier.sandboxed.data_movement import BLANK_FACTORIES, CONSTANT_FACTORIES, FILLS, whole
 
 DRAWN, GRID, PYTHON, COMPUTED = "drawn", "grid", "python", "computed"
 _RANK = {DRAWN: 0, GRID: 1, COMPUTED: 2, PYTHON: 3}  # the provenance of a mix: the worst of its parts
@@ -57,11 +57,6 @@ RANDOM_FACTORIES = frozenset({"rand", "randn", "randint", "rand_like", "randn_li
                               "bernoulli", "poisson", "multinomial"})
 RANDOM_INPLACE = frozenset({"normal_", "uniform_", "bernoulli_", "exponential_", "geometric_", "log_normal_",
                             "cauchy_", "random_"})
-CONSTANT_FACTORIES = frozenset({"zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "new_zeros",
-                                "new_ones", "new_full", "scalar_tensor"})
-CONSTANT_INPLACE = frozenset({"fill_", "zero_"})
-BLANK_FACTORIES = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided",
-                             "empty_permuted"})
 GRID_FACTORIES = frozenset({"arange", "linspace", "logspace", "eye", "randperm", "range", "tril_indices",
                             "triu_indices"})
 # moving values without computing: views, copies, concatenation, padding with a constant, reordering
@@ -271,7 +266,7 @@ class InitGuard(TorchDispatchMode):
             _zero_bytes(grown, before)  # resize_ that grew the storage: its new bytes, as empty's
         elif name in METADATA:
             pass
-        elif name in RANDOM_INPLACE or name in CONSTANT_INPLACE:
+        elif name in RANDOM_INPLACE or name in FILLS:
             # a whole storage drawn or filled is drawn (or a constant); a part written is an element write
             # (narrow(0, i, 1).uniform_(v, v) puts a chosen value there as surely as fill_(v))
             if _whole(ins[0]):
