@@ -105,14 +105,15 @@ def _nonfinite(x: torch.Tensor) -> torch.Tensor:
     ``VerifyConfig.perturbations`` and docs/verifier.md)."""
     if not x.is_floating_point() or x.numel() == 0:
         return x
-    x = x.clone()  # its strides kept: a task's transposed input stays transposed
-    n = x.numel()
-    pos = torch.randperm(n)[:max(3, n // 4096)]
-    mask = torch.zeros(n, dtype=torch.bool)
-    mask[pos] = True
-    specials = torch.tensor([float("nan"), float("inf"), float("-inf")], dtype=x.dtype)
-    x[mask.view(x.shape)] = specials[torch.arange(pos.numel()) % 3]
-    return x
+    out = x.clone()  # its strides kept: a task's transposed input stays transposed
+    y = out if out.is_contiguous() else out.contiguous()  # worked on in logical order, copied back at the end
+    flat = y.view(-1)
+    pos = _pick(torch.ones(flat.numel(), dtype=torch.bool), max(3, flat.numel() // 4096), 1)
+    specials = torch.tensor([float("nan"), float("inf"), float("-inf")], dtype=y.dtype)
+    flat[pos] = specials[torch.arange(pos.numel()) % 3]
+    if y is not out:
+        out.copy_(y)
+    return out
 
 
 PERTURBATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
