@@ -283,7 +283,7 @@ def compare(candidate: torch.Tensor, reference: torch.Tensor, inputs: list[torch
         return result
     bound = tl.normwise(reduction)
     if st.norm_rel > bound and (st.ref_sq > 0 or st.diff_sq > 0):
-        return _reduction(c, r, st, bound, label, truth, result, reference.dtype, judged, fin, reduction)
+        return _normwise(c, r, st, bound, label, truth, result, reference.dtype, judged, fin, reduction)
     return result
 
 
@@ -384,7 +384,7 @@ def _elements_within_truth(c: torch.Tensor, r: torch.Tensor, truth: Callable[[],
     return bool(((e_cand <= tol + tol * exact.abs()) | (e_cand <= FP_NOISE * e_ref)).all())
 
 
-def _reduction(c: torch.Tensor, r: torch.Tensor, st: _Scan, bound: float, label: str,
+def _normwise(c: torch.Tensor, r: torch.Tensor, st: _Scan, bound: float, label: str,
                truth: Callable[[], torch.Tensor | Exact] | None, result: Comparison, dtype: torch.dtype,
                judged: int, fin: torch.Tensor | None, reduction: bool = True) -> Comparison:
     """The tight norm-wise rule (of reductions, or float32's precision) failed on the float32 reference; ask
