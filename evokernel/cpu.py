@@ -58,6 +58,7 @@ def note_native_call(args: tuple[Any, ...]) -> None:
     if _CALL_WATCH is not None:
         _CALL_WATCH(args)
 
+
 _POINTEE_DTYPES: dict[str, torch.dtype | None] = {
     "float": torch.float32,
     "double": torch.float64,
