@@ -65,7 +65,8 @@ def generate(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]
             from evokernel.nodes.verdict_cache import earlier_verdict
 
             task = resources.task(state["task"])
-            reused = earlier_verdict(resources.verifier(ctx), f"{ctx.run_id}|{task.key}", cand.get("code_hash") or "")
+            reused = earlier_verdict(resources.verifier(ctx), f"{ctx.run_id}|{task.key}", cand.get("code_hash") or "",
+                                    store=resources.run_dir(ctx))
             if reused is not None:  # identical code: the old verdict, the attempt still counted (update)
                 return dict(out, messages=[], verdict=reused)
         call_id = f"{state.get('task_id', 'task')}#{state.get('iteration', 0)}"

@@ -5,8 +5,10 @@ The attempt still counts (budget, reward, memory item, run log); only the verifi
 is the earlier one, marked ``reused_from`` (the earlier attempt's call id) with a line in its feedback, so a reader
 of the run log and the model see that nothing new was learned. Verdicts of the ``verifier`` gate (our failure to
 judge, not the candidate's) are never reused, nor any verdict of a run with review on (a reviewer sees every
-verdict). The cache is per run (its id is part of the key) and lives as long as the process and its verifier;
-a resumed run judges again what it meets first.
+verdict). The cache is per run (its id is part of the key) and per verifier object in memory; given the run's
+directory (``store``), every verdict is also kept in ``verdicts.jsonl`` there with the code version that judged it,
+so a resumed run (a new process, a new verifier) reuses what the run judged before its stop -- but only verdicts
+of the same code (evokernel.runtime.code_version: an upgrade or a fix in between means judging again).
 """
 from __future__ import annotations
 
@@ -17,20 +19,35 @@ from typing import Any
 
 __all__ = ["code_hash", "earlier_verdict", "record_verdict"]
 
+_Slot = dict[tuple[str, str], tuple[str, dict[str, Any]]]
 _lock = threading.Lock()
 # per verifier object (weakly: a new verifier at a freed one's address never sees its verdicts), then per
 # (run, task, code hash)
-_verdicts: "weakref.WeakKeyDictionary[Any, dict[tuple[str, str], tuple[str, dict[str, Any]]]]" = \
-    weakref.WeakKeyDictionary()
-_strong: dict[int, dict[tuple[str, str], tuple[str, dict[str, Any]]]] = {}  # verifiers without weak references
+_verdicts: "weakref.WeakKeyDictionary[Any, _Slot]" = weakref.WeakKeyDictionary()
+_strong: dict[int, _Slot] = {}  # verifiers without weak references
+_loaded: "weakref.WeakKeyDictionary[Any, set[str]]" = weakref.WeakKeyDictionary()  # run dirs read into a slot
+_loaded_strong: dict[int, set[str]] = {}
 NOT_REUSED = {"verifier"}  # gates that say nothing about the code
 
 
-def _slot(verifier: Any) -> dict[tuple[str, str], tuple[str, dict[str, Any]]]:
+def _slot(verifier: Any) -> _Slot:
     try:
         return _verdicts.setdefault(verifier, {})
     except TypeError:  # not weakly referenceable (a plain object in tests): kept by id for the process's life
         return _strong.setdefault(id(verifier), {})
+
+
+def _loaded_for(verifier: Any) -> set[str]:
+    try:
+        return _loaded.setdefault(verifier, set())
+    except TypeError:
+        return _loaded_strong.setdefault(id(verifier), set())
+
+
+def _version() -> str:
+    from evokernel.runtime.code_version import code_version
+
+    return code_version()
 
 
 def code_hash(source: str) -> str:
@@ -38,15 +55,46 @@ def code_hash(source: str) -> str:
     return hashlib.sha256(source.encode()).hexdigest()[:16]
 
 
-def record_verdict(verifier: Any, task_key: str, source: str, verdict: dict[str, Any], call_id: str = "") -> None:
+def record_verdict(verifier: Any, task_key: str, source: str, verdict: dict[str, Any], call_id: str = "",
+                   store: Any = None) -> None:
+    """Keep ``verdict`` for this task's code; ``store`` (a RunDir) keeps it on disk for a resumed run."""
     if verdict.get("failed_gate") in NOT_REUSED:
         return
+    digest = code_hash(source)
     with _lock:
-        _slot(verifier)[(task_key, code_hash(source))] = (call_id, dict(verdict))
+        _slot(verifier)[(task_key, digest)] = (call_id, dict(verdict))
+    if store is not None:
+        store.append_verdict({"task_key": task_key, "code_hash": digest, "call_id": call_id,
+                              "code_version": _version(), "verdict": verdict})
 
 
-def earlier_verdict(verifier: Any, task_key: str, digest: str) -> dict[str, Any] | None:
-    """The verdict ``verifier`` gave this task's candidate of hash ``digest``, marked as reused; None if none."""
+def _read_store(verifier: Any, store: Any) -> None:
+    """The verdicts ``store`` kept under this code version, into the verifier's slot (once per run dir)."""
+    where = str(store.path)
+    with _lock:
+        done = _loaded_for(verifier)
+        if where in done:
+            return
+        done.add(where)
+    version = _version()
+    got = {}
+    for rec in store.verdicts():
+        task_key, digest, verdict = rec.get("task_key"), rec.get("code_hash"), rec["verdict"]
+        if (rec.get("code_version") != version or not isinstance(task_key, str) or not isinstance(digest, str)
+                or verdict.get("failed_gate") in NOT_REUSED):
+            continue
+        got[(task_key, digest)] = (str(rec.get("call_id") or ""), verdict)
+    with _lock:
+        slot = _slot(verifier)
+        for key, value in got.items():
+            slot.setdefault(key, value)
+
+
+def earlier_verdict(verifier: Any, task_key: str, digest: str, store: Any = None) -> dict[str, Any] | None:
+    """The verdict ``verifier`` (or, given ``store``, the run before a resume) gave this task's candidate of hash
+    ``digest``, marked as reused; None if none."""
+    if store is not None:
+        _read_store(verifier, store)
     with _lock:
         got = _slot(verifier).get((task_key, digest))
     if got is None:

@@ -105,7 +105,8 @@ def verify_kernel(source: str, runtime: ToolRuntime[Context, dict]) -> Command:
     verdict = judge(ctx, task, source)
     from evokernel.nodes.verdict_cache import record_verdict
 
-    record_verdict(resources.verifier(ctx), f"{ctx.run_id}|{task.key}", source, verdict, runtime.tool_call_id or "")
+    record_verdict(resources.verifier(ctx), f"{ctx.run_id}|{task.key}", source, verdict, runtime.tool_call_id or "",
+                   store=resources.run_dir(ctx))
     return Command(update={"verdict": verdict, "messages": [
         ToolMessage(content=feedback_text(verdict), name=VERIFY_TOOL, tool_call_id=runtime.tool_call_id)]})
 

@@ -7,6 +7,8 @@
     RUN_DIR/tokens.jsonl     LLM token and cost ledger (LLM generators only)
     RUN_DIR/replies.jsonl    each attempt's raw model reply (LLM generators only): what to read when a
                              weak model fails; a line repeated after a crash is the same reply
+    RUN_DIR/verdicts.jsonl   each judged candidate's verdict by task and code hash, so a resumed run reuses it
+                             for identical code as the run before the stop did (nodes/verdict_cache.py)
     RUN_DIR/checkpoints.sqlite  LangGraph checkpoints (resume)
 
 Appends are idempotent by attempt id, so a resumed run that re-executes the last node of an
@@ -25,6 +27,7 @@ from typing import Any, Iterable
 
 ATTEMPTS = "attempts.jsonl"
 REPLIES = "replies.jsonl"
+VERDICTS = "verdicts.jsonl"
 SUMMARY = "summary.json"
 
 
@@ -125,6 +128,30 @@ class RunDir:
                     continue
                 if isinstance(rec, dict) and "attempt_id" in rec:
                     out[rec["attempt_id"]] = rec
+        return out
+
+    def append_verdict(self, record: dict[str, Any]) -> bool:
+        """Keep one judged candidate's verdict (a JSON object); False (nothing written) when it is not JSON."""
+        try:
+            line = json.dumps(record, allow_nan=True)
+        except (TypeError, ValueError):
+            return False
+        with self._lock, (self.path / VERDICTS).open("a") as f:
+            f.write(line + "\n")
+        return True
+
+    def verdicts(self) -> list[dict[str, Any]]:
+        """The kept verdict records, oldest first (a torn or foreign line is skipped)."""
+        p = self.path / VERDICTS
+        out: list[dict[str, Any]] = []
+        if p.exists():
+            for raw in p.read_bytes().split(b"\n"):
+                try:
+                    rec = json.loads(raw)
+                except (json.JSONDecodeError, UnicodeDecodeError):
+                    continue
+                if isinstance(rec, dict) and isinstance(rec.get("verdict"), dict):
+                    out.append(rec)
         return out
 
     def attempts(self, task: str | None = None) -> list[dict[str, Any]]:

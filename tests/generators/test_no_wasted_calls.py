@@ -94,3 +94,28 @@ def test_identical_code_gets_the_earlier_verdict_marked_as_reused():
 def test_llm_generators_write_experiences_unless_told_not_to():
     assert _gen()[0].writes_experiences is True
     assert _gen(writes_experiences=False)[0].writes_experiences is False
+
+
+def test_a_resumed_run_reuses_the_verdicts_its_run_dir_kept(tmp_path, monkeypatch):
+    from evokernel.nodes import verdict_cache
+    from evokernel.runtime.run_dir import VERDICTS, RunDir
+
+    before, after = object(), object()  # the stopped run's verifier, the resumed run's (another process)
+    verdict = {"feasible": True, "failed_gate": None, "feedback": "ok", "latency_ms": 2.5, "details": {"x": [1, 2]}}
+    store = RunDir(tmp_path / "run", run_id="r1")
+    record_verdict(before, "r1|relu", "the kernel", verdict, "relu#3", store=store)
+    record_verdict(before, "r1|relu", "judge broke", {"feasible": False, "failed_gate": "verifier"}, store=store)
+    record_verdict(before, "r1|relu", "not json", {"feasible": False, "failed_gate": "compile", "x": object()},
+                   store=store)  # nothing written, nothing raised
+    with (tmp_path / "run" / VERDICTS).open("ab") as f:
+        f.write(b'{"task_key": "r1|relu", "code_hash": "torn')  # a crash mid-line
+    resumed = RunDir(tmp_path / "run", run_id="r1")
+    got = earlier_verdict(after, "r1|relu", code_hash("the kernel"), store=resumed)
+    assert got is not None and got["latency_ms"] == 2.5 and got["details"] == {"x": [1, 2]}
+    assert got["reused_from"] == "relu#3" and "verdict is reused" in got["feedback"]
+    assert earlier_verdict(after, "r1|relu", code_hash("judge broke"), store=resumed) is None
+    assert earlier_verdict(after, "r1|relu", code_hash("not json"), store=resumed) is None
+    assert earlier_verdict(after, "r1|sigmoid", code_hash("the kernel"), store=resumed) is None  # another task
+    # the code that judged it changed between stop and resume (an upgrade, a fix): judged again
+    monkeypatch.setattr(verdict_cache, "_version", lambda: "another version")
+    assert earlier_verdict(object(), "r1|relu", code_hash("the kernel"), store=resumed) is None

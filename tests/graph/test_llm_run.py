@@ -56,6 +56,10 @@ def test_llm_generator_through_http(tmp_path, monkeypatch, wired):
     assert [r["failed_gate"] for r in lines] == ["generate", None, None]
     # the refinement returned the draft's code unchanged: its verdict is reused, the attempt still counted
     assert [r["verdict_reused_from"] for r in lines] == [None, None, "01_relu#1"]
+    # the one judged verdict is kept in the run dir for a resumed run (nodes/verdict_cache.py), with its code
+    kept = [json.loads(x) for x in (run_dir / "verdicts.jsonl").read_text().splitlines()]
+    assert [(k["call_id"], k["code_hash"], k["verdict"]["feasible"]) for k in kept] == \
+        [("01_relu#1", lines[1]["code_hash"], True)]
     assert [r["stage"] for r in lines] == ["draft", "draft", "refine"]
     assert all(r["tokens_in"] > 0 and r["tokens_out"] > 0 for r in lines)
     assert all(r["model"].endswith("gpt-4o-mini") for r in lines)
