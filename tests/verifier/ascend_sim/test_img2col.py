@@ -175,7 +175,11 @@ def _random_convs(n: int, seed: int = 33) -> list[tuple]:
     return out
 
 
-@pytest.mark.parametrize("shape", _random_convs(8), ids=lambda s: "x".join(map(str, s[:10])) + f"_p{''.join(map(str, s[10]))}")
+def _conv_id(s: tuple) -> str:
+    return "x".join(map(str, s[:10])) + "_p" + "".join(map(str, s[10]))
+
+
+@pytest.mark.parametrize("shape", _random_convs(8), ids=_conv_id)
 @pytest.mark.parametrize("case", ["conv_f32", "conv_f16"])
 def test_convolution_kernel_matches_torch_on_random_shapes(sim, conv_prog, shape, case):
     """The whole LoadData-3D convolution against PyTorch's conv2d (asymmetric padding through F.pad) and the loaded
