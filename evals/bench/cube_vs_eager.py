@@ -18,6 +18,10 @@ from pathlib import Path
 SUITES = Path(__file__).resolve().parents[2] / "evokernel" / "suites"
 MATMUL = ["npu_l1/31_matmul_fp16.py", "npu_l1/32_matmul_bt_fp32.py", "npu_l1/33_matmul_large_k_fp16.py",
           "npu_l1/34_matmul_tall_skinny_fp16.py", "npu_l1/35_batched_matmul_fp16.py"]
+FUSIONS = [f"npu_l2/{n}" for n in ("12_linear_relu.py", "13_linear_gelu.py", "14_linear_scale_residual.py",
+                                   "15_linear_softmax.py", "16_matmul_logsumexp_fp16.py", "17_linear_layernorm.py",
+                                   "18_linear_swish_rowsum.py", "19_linear_groupnorm.py", "20_linear_batchnorm.py",
+                                   "21_linear_avgpool.py")]
 CONV = ["npu_l1/36_conv2d_3x3.py", "npu_l1/37_conv2d_pointwise.py", "npu_l1/39_conv1d.py"]
 KB = ["level1/7_Matmul_with_small_K_dimension_.py", "level1/8_Matmul_with_irregular_shapes_.py",
       "level1/17_Matmul_with_transposed_B.py", "level1/55_conv_standard_2D__asymmetric_input__square_kernel.py",
@@ -43,6 +47,7 @@ def main(argv=None) -> int:
     ap.add_argument("--kernelbench", type=Path, help="KernelBench root: add a few level-1 matmul/conv files, fitted")
     ap.add_argument("--tasks", default="", help="comma-separated npu_l1 task numbers (default: all)")
     ap.add_argument("--only-kernelbench", action="store_true", help="skip the npu_l1 tasks")
+    ap.add_argument("--fusions", action="store_true", help="add npu_l2 12-21 (a matmul and what follows it)")
     a = ap.parse_args(argv)
     from evokernel.generators.base import GenerationError
     from evokernel.generators.template import TemplateGenerator
@@ -55,10 +60,12 @@ def main(argv=None) -> int:
     want = {t.strip() for t in a.tasks.split(",") if t.strip()}
     paths = [(SUITES / p, p) for p in MATMUL + CONV
              if not a.only_kernelbench and (not want or p.split("/")[1].split("_")[0] in want)]
+    if a.fusions:
+        paths += [(SUITES / p, p) for p in FUSIONS]
     if a.kernelbench:
         paths += [(a.kernelbench / p, "kb/" + p) for p in KB]
     gen = TemplateGenerator()
-    ratios: dict[str, list[float]] = {"matmul": [], "conv": [], "matmul draft": [], "conv draft": []}
+    ratios: dict[str, list[float]] = {f"{k}{d}": [] for d in ("", " draft") for k in ("matmul", "conv", "fusion")}
     with tempfile.TemporaryDirectory() as tmp:
         verifier = Verifier("ascend-sim", VerifyConfig(cache_dir=Path(tmp), run_timeout_s=120.0)).start()
         try:
@@ -69,7 +76,7 @@ def main(argv=None) -> int:
                 task = load_task(path)
                 if name.startswith("kb/"):
                     task = fit_task(task, "ascend-sim")
-                kind = "conv" if "conv" in name else "matmul"
+                kind = "conv" if "conv" in name else "fusion" if "npu_l2" in name else "matmul"
                 family = "ascend_conv" if kind == "conv" else "ascend_cube"
                 try:
                     op = ascend_op_for(task)
