@@ -245,6 +245,10 @@ class TemplateGenerator:
                 sched = AS.make_schedule(family, AS.explore_knobs(family, rng), "explore")
                 if self._ascend_feasible(task, op, sched):
                     return sched
+        if not retry_after_failure:  # knobs the family picks from the shapes (the cube's modelled base block)
+            sched = AS.make_schedule(family, {**AS.CONSERVATIVE, **AS.draft_knobs(op)}, "draft")
+            if self._ascend_feasible(task, op, sched):
+                return sched
         sched = AS.make_schedule(family, dict(AS.CONSERVATIVE), "draft")
         if not self._ascend_feasible(task, op, sched):
             raise GenerationError(f"no feasible Ascend C tiling for {task.name} even with the conservative schedule "

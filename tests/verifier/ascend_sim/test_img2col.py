@@ -153,3 +153,60 @@ def test_img2col_misuse_is_reported_at_its_line(sim, conv_prog, case):
     res = sim.launch(exe, d, case, [x], [((256,), np.float16)])
     hits = [v for v in res.find(rule) if v["line"] == line and Path(v["file"]).name == SRC.name]
     assert hits, f"{rule} not reported at {SRC.name}:{line}: {res.violations}"
+
+
+def _random_convs(n: int, seed: int = 33) -> list[tuple]:
+    """Seeded random convolutions within the test kernel's limits (the map in L1, an M tile and all of K in L0A, the
+    weights in L0B): channels 16/32, kernels 1..3 each way, stride 1..3, dilation 1..2, padding 0..2 per side."""
+    import random
+
+    rng, out = random.Random(seed), []
+    while len(out) < n:
+        c, cout = rng.choice([16, 32]), rng.choice([16, 32])
+        kh, kw, sh, sw, dh, dw = (rng.randint(1, 3) for _ in range(6))
+        dh, dw = min(dh, 2), min(dw, 2)
+        pads = tuple(rng.randint(0, 2) for _ in range(4))
+        h, w = rng.randint(3, 14), rng.randint(3, 14)
+        ho = (h + pads[2] + pads[3] - ((kh - 1) * dh + 1)) // sh + 1
+        wo = (w + pads[0] + pads[1] - ((kw - 1) * dw + 1)) // sw + 1
+        if ho < 1 or wo < 1 or c * kh * kw > 160:  # K x (M tile or Cout) float fits the test kernel's L0 buffers
+            continue
+        out.append((h, w, c, cout, kh, kw, sh, sw, dh, dw, pads, rng.choice([16, 32, 48])))
+    return out
+
+
+def _conv_id(s: tuple) -> str:
+    return "x".join(map(str, s[:10])) + "_p" + "".join(map(str, s[10]))
+
+
+@pytest.mark.parametrize("shape", _random_convs(8), ids=_conv_id)
+@pytest.mark.parametrize("case", ["conv_f32", "conv_f16"])
+def test_convolution_kernel_matches_torch_on_random_shapes(sim, conv_prog, shape, case):
+    """The whole LoadData-3D convolution against PyTorch's conv2d (asymmetric padding through F.pad) and the loaded
+    im2col rows against torch's unfold, on seeded random shapes with padding, stride and dilation."""
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    exe, d = conv_prog
+    H, W, C, cout, kh, kw, sh, sw, dh, dw, pads, mt = shape
+    dtype = np.float32 if case == "conv_f32" else np.float16
+    c0 = 32 // np.dtype(dtype).itemsize
+    rng = np.random.default_rng(sum(shape[:10]))
+    x = rng.uniform(-1, 1, (H, W, C)).astype(dtype)
+    w = rng.uniform(-1, 1, (cout, C, kh, kw)).astype(dtype)
+    xt = F.pad(torch.from_numpy(x.astype(np.float64)).permute(2, 0, 1)[None], (pads[0], pads[1], pads[2], pads[3]))
+    ref = F.conv2d(xt, torch.from_numpy(w.astype(np.float64)), stride=(sh, sw), dilation=(dh, dw))[0]
+    ref = ref.permute(1, 2, 0).numpy()  # [Ho, Wo, Cout]
+    ho, wo = ref.shape[:2]
+    # our numpy im2col (what the load emulation is checked against above) agrees with torch's unfold
+    X, ho2, wo2 = im2col(x.astype(np.float64), kh, kw, sh, sw, dh, dw, pads, c0)
+    cols = F.unfold(xt, (kh, kw), dilation=(dh, dw), stride=(sh, sw))[0].T.numpy()  # [Ho*Wo, (c, kh, kw)]
+    perm = cols.reshape(ho * wo, C // c0, c0, kh, kw).transpose(0, 1, 3, 4, 2).reshape(ho * wo, -1)
+    assert (ho2, wo2) == (ho, wo) and np.array_equal(X[:ho * wo], perm)
+    wk = w.reshape(cout, C // c0, c0, kh, kw).transpose(0, 1, 3, 4, 2).reshape(cout, -1)
+    prm = np.array([H, W, C, kh, kw, sh, sw, dh, dw, *pads, cout, mt], np.int32)
+    res = sim.launch(exe, d, case, [prm, x.reshape(-1), np.ascontiguousarray(wk).reshape(-1)],
+                     [((ho * wo, cout), np.float32)])
+    assert res.rc == 0, res.stderr
+    assert res.rules("error") == set(), res.violations
+    got = res.outputs[0].astype(np.float64).reshape(ho, wo, cout)
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5 * C * kh * kw)

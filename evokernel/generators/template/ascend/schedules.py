@@ -118,6 +118,13 @@ def prior_scores(op: Any) -> dict[str, float]:
     return p
 
 
+def draft_knobs(op: Any) -> dict[str, Any]:
+    """Knob values a family chooses for the draft from the operator's shapes (its ``draft_knobs(op)``, e.g. the cube's
+    base block from the modelled pipe balance); ``{}`` when the family has none."""
+    fn = getattr(FAMILIES[op.family], "draft_knobs", None)
+    return dict(fn(op)) if fn is not None else {}
+
+
 def explore_knobs(family: str, rng: random.Random) -> dict[str, Any]:
     """A seeded schedule leaning to the faster-looking values."""
     space = knob_space([family])

@@ -36,6 +36,7 @@ from typing import Any
 from evokernel.generators.template.ascend.conv import direct, implicit_gemm
 from evokernel.generators.template.ascend.conv import op as conv_op
 from evokernel.generators.template.ascend.conv.op import ConvOp
+from evokernel.generators.template.ascend.gemm import balance
 from evokernel.generators.template.front.lower import Plan
 
 NAME = "ascend_conv"
@@ -68,6 +69,16 @@ def priors(op: ConvOp) -> dict[str, float]:
     there)."""
     return {"weights_ub": 0.04, "co_tile_32": 0.03, "co_tile_64": 0.02,
             "base_k_128": 0.035, "base_mn_128": 0.025, "base_k_64": 0.015, "double_buffer": 0.03}
+
+
+def draft_knobs(op: ConvOp) -> dict[str, Any]:
+    """Where the cube lowering applies, the draft's GEMM base block and buffering chosen by the modelled cube/MTE
+    balance (:mod:`..gemm.balance`) among those whose buffers fit (the lowering's geometry, UB rows included)."""
+    if implicit_gemm.applies(op):
+        return {}
+    space = {k: KNOBS[k] for k in ("base_m", "base_n", "base_k", "buffer_num")}
+    return balance.best_block(implicit_gemm.gemm_op(op), space,
+                              lambda knobs: implicit_gemm.geometry(op, knobs) is not None, DEFAULTS)
 
 
 def render_project(op: ConvOp, knobs: dict[str, Any]) -> tuple[dict[str, str], None, dict[str, int] | None]:

@@ -75,6 +75,11 @@ def _cube_op(op: Any, s: dict[str, int]) -> Any:
                        (s["batch"], s["cout"], s["P"]), batch=s["batch"])
 
 
+def gemm_op(op: Any) -> Any:
+    """The convolution's GEMM as the cube template's operator (for the draft's modelled base block)."""
+    return _cube_op(op, _shape(op))
+
+
 def geometry(op: Any, knobs: dict[str, Any]) -> dict[str, int] | None:
     """The host tiling (mirrors TilingFunc), or None when the cube's buffers or a UB row do not fit."""
     s = _shape(op)

@@ -46,6 +46,7 @@ from evokernel.generators.template.ascend.cube import rows as ROWS
 from evokernel.generators.template.ascend.cube.geometry import geometry
 from evokernel.generators.template.ascend.cube.host import host_source, result_alloc, tiling_source
 from evokernel.generators.template.ascend.cube.kernel import kernel
+from evokernel.generators.template.ascend.gemm import balance
 from evokernel.generators.template.ascend.gemm.op import CubeOp
 from evokernel.generators.template.ascend.project import binding_source, model_source
 from evokernel.generators.template.front.graph import AnalysisError
@@ -103,6 +104,13 @@ def priors(op: CubeOp) -> dict[str, float]:
             -(-op.M // 64) * -(-op.N // 64) < 20:  # fewer draft tiles than the 20 cube cores, a long K
         p["split_k_2"] = 0.028
     return p
+
+
+def draft_knobs(op: CubeOp) -> dict[str, Any]:
+    """The draft's base block and buffering, chosen by the modelled cube/MTE balance (:mod:`..gemm.balance`) among
+    the blocks whose buffers fit (the family's geometry, with the other knobs at their defaults)."""
+    space = {k: KNOBS[k] for k in ("base_m", "base_n", "base_k", "buffer_num")}
+    return balance.best_block(op, space, lambda knobs: geometry(op, knobs) is not None, DEFAULTS)
 
 
 def render_project(op: CubeOp, knobs: dict[str, Any]) -> tuple[dict[str, str], None, dict[str, int] | None]:
