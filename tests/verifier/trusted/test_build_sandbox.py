@@ -158,3 +158,20 @@ def test_inline_probes_see_torch_but_no_host_path(tmp_path):
     data = built.path.read_bytes()  # the candidate's object and the verifier's binding object, linked
     assert [p for p in _host_bytes(places) if p in data] == []
     assert b"/opt/evk/torch/include" in data  # header paths (assertion strings) name the neutral place
+
+
+@needs_bwrap
+def test_the_build_filter_is_loaded_without_python_inside(tmp_path):
+    # the build's seccomp filter comes from bubblewrap (--seccomp), not a Python wrapper: a program the build
+    # compiles and runs inside the build sandbox gets EPERM from socket(), and finds no Python there
+    (tmp_path / "s.c").write_text('#include <errno.h>\n#include <stdio.h>\n#include <sys/socket.h>\n'
+                                  'int main(void){ int s = socket(AF_UNIX, SOCK_STREAM, 0);\n'
+                                  '  printf("socket=%d errno=%d\\n", s, s < 0 ? errno : 0); return 0; }\n')
+    script = (f"gcc {tmp_path}/s.c -o {tmp_path}/s && {tmp_path}/s; "
+              f"test -e {sys.executable} && echo python-found; test -e {sys.base_prefix} && echo base-found; "
+              "echo cwd=$(pwd) path=$PATH")
+    rc, out = bs.BuildSandbox(build_limits)(["/bin/sh", "-c", script], tmp_path, 60.0, tmp_path)
+    assert rc == 0, out
+    assert "socket=-1 errno=1" in out  # EPERM
+    assert "python-found" not in out and "base-found" not in out
+    assert f"cwd={bs.WORK} path={launcher.LAUNCH_PATH}" in out
