@@ -10,7 +10,8 @@ from evokernel.verifier.backends.base import Backend, BuildLog
 from evokernel.verifier.trusted import binary_judge, native_build, native_rules, resource_limits
 from evokernel.verifier.trusted.ast_allowlist import check_glue
 from evokernel.verifier.trusted.findings import Finding
-from evokernel.verifier.trusted.launcher import Limits, SandboxSpec, run_sandboxed
+from evokernel.verifier.trusted.build_sandbox import BuildSandbox
+from evokernel.verifier.trusted.launcher import Limits
 
 
 def build_limits(timeout: float) -> Limits:
@@ -26,16 +27,13 @@ class CpuBackend(Backend):
     def __init__(self, cache_dir: Path, build_timeout_s: float = 600.0):
         self.cache_dir = cache_dir
         self.build_timeout_s = build_timeout_s
+        # the build sees its own folder (at /build), the toolchain and torch's headers and libraries at neutral
+        # paths only (no cache of other candidates' builds, no host path), under the build seccomp filter and
+        # resource limits (build_sandbox.py, resource_limits.py)
+        self._runner = BuildSandbox(build_limits)
 
     def static_check(self, source: str) -> list[Finding]:
         return check_glue(source)
-
-    def _runner(self, argv: list[str], cwd: Path, timeout: float, writable: Path) -> tuple[int | None, str]:
-        # the build sees its own folder and the toolchain only (no cache of other candidates' builds), under
-        # the build seccomp filter and resource limits (resource_limits.py)
-        spec = SandboxSpec(threads=1, writable=[writable], limits=build_limits(timeout), cwd=cwd, seccomp="build",
-                           name="build")
-        return run_sandboxed(argv, spec, timeout)
 
     def handle_build(self, request: dict[str, Any], log: BuildLog, rules: bool = True) -> dict[str, Any]:
         kind = request.get("kind")

@@ -17,7 +17,8 @@ resource limits and seccomp filters.
   no second way in. Descriptor numbers are compared on their low 32 bits, as the kernel reads them.
 * ``build`` (compilers, the tools of a build): the same minus the process-creation denials -- compilers
   fork and exec their passes -- so nothing a candidate's source can influence at build time runs without
-  a filter (`seccomp_exec` installs it and execs the build command; filters survive exec).
+  a filter (under bubblewrap the launcher loads its compiled program, `filter_program`, into the build command;
+  without bubblewrap `seccomp_exec` installs it and execs the command; filters survive exec).
 """
 from __future__ import annotations
 
@@ -82,18 +83,13 @@ ASYNC_IO = ["io_uring_setup", "io_uring_enter", "io_uring_register", "io_setup",
 LOW32 = 0xFFFFFFFF  # the kernel reads a descriptor argument as a 32-bit int
 
 
-def install_seccomp(mode: str = "run", control_fd: int | None = None) -> str:
-    """Install the ``run`` or ``build`` filter (see the module docstring); ``control_fd`` (``run`` only): the
-    worker's control socket, which then only ``sendmsg`` may write to. Returns a short description."""
-    try:
-        import pyseccomp as sc
-    except ImportError:  # the verifier records that seccomp was not available
-        return "seccomp unavailable (pyseccomp not installed)"
+def _filter(sc: object, mode: str, control_fd: int | None = None) -> object:
+    """The ``run`` or ``build`` filter, not yet loaded (see the module docstring)."""
     if mode not in ("run", "build"):
         raise ValueError(f"unknown seccomp mode {mode!r}")
     if control_fd is not None and mode != "run":
         raise ValueError("only the run filter pins a control socket")
-    flt = sc.SyscallFilter(defaction=sc.ALLOW)
+    flt = sc.SyscallFilter(defaction=sc.ALLOW)  # type: ignore[attr-defined]
     deny = _DENY_ALWAYS + (_DENY_SCHEDULING + _DENY_PROCESSES if mode == "run" else [])
     if control_fd is not None:
         deny = [n for n in deny if n != "sendmsg"] + ASYNC_IO
@@ -103,11 +99,37 @@ def install_seccomp(mode: str = "run", control_fd: int | None = None) -> str:
         _pin_control_socket(flt, sc, control_fd)
     if mode == "run":
         # clone() without CLONE_THREAD makes a process; with it, a thread (OpenMP needs threads)
-        flt.add_rule(sc.ERRNO(errno.EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
+        flt.add_rule(sc.ERRNO(errno.EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))  # type: ignore
         # clone3 passes flags in memory seccomp cannot read: ENOSYS makes glibc fall back to clone()
-        flt.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
-    flt.load()
+        flt.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")  # type: ignore[attr-defined]
+    return flt
+
+
+def install_seccomp(mode: str = "run", control_fd: int | None = None) -> str:
+    """Install the ``run`` or ``build`` filter (see the module docstring); ``control_fd`` (``run`` only): the
+    worker's control socket, which then only ``sendmsg`` may write to. Returns a short description."""
+    try:
+        import pyseccomp as sc
+    except ImportError:  # the verifier records that seccomp was not available
+        return "seccomp unavailable (pyseccomp not installed)"
+    _filter(sc, mode, control_fd).load()  # type: ignore[attr-defined]
     return f"seccomp ({mode})"
+
+
+def filter_program(mode: str = "build") -> bytes | None:
+    """The compiled (BPF) program of a filter, for a launcher that loads it into the command it starts
+    (bubblewrap's ``--seccomp FD``): a build sandbox then needs no Python of its own to filter itself.
+    None without pyseccomp (as `install_seccomp`, the build then runs unfiltered)."""
+    try:
+        import pyseccomp as sc
+    except ImportError:
+        return None
+    import tempfile
+
+    with tempfile.TemporaryFile() as f:
+        _filter(sc, mode).export_bpf(f)  # type: ignore[attr-defined]
+        f.seek(0)
+        return f.read()
 
 
 def _add(flt: object, sc: object, name: str, *args: object, err: int = errno.EPERM) -> None:

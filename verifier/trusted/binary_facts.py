@@ -99,10 +99,12 @@ class Preprocessed:
 
 
 def read_preprocessed(ii_text: str, own_file: str, line_range: tuple[int, int] | None = None,
-                      system_roots: tuple[str, ...] = SYSTEM_ROOTS) -> Preprocessed:
+                      system_roots: tuple[str, ...] = SYSTEM_ROOTS,
+                      host_path: Callable[[str], str] = lambda p: p) -> Preprocessed:
     """The candidate's own lines of a preprocessed unit (optionally only source lines ``line_range[0] <= n <
     line_range[1]``), the files its lines include directly, and every entered file that is not a system header
-    (flag 3 of its marker, and a path under ``system_roots``)."""
+    (flag 3 of its marker, and a path under ``system_roots``). ``host_path``: a path as the compiler named it
+    (inside the build sandbox, build_sandbox.py) -> the host's, which ``own_file`` and the roots are."""
     out: list[tuple[int, str]] = []
     foreign: list[str] = []
     direct: list[tuple[int, str]] = []
@@ -111,7 +113,7 @@ def read_preprocessed(ii_text: str, own_file: str, line_range: tuple[int, int] |
         if raw.startswith("# "):
             m = _MARKER.match(raw)
             if m:
-                new_line, new_file = int(m.group(1)), _unescape(m.group(2))
+                new_line, new_file = int(m.group(1)), host_path(_unescape(m.group(2)))
                 flags = m.group(3).split()
                 if "1" in flags:
                     if current == own_file and (line_range is None or line_range[0] <= line < line_range[1]):
@@ -229,7 +231,7 @@ OBJECT_SCRIPT = (
 
 def extract(work: Path, obj: Path, preprocessed: Path | None, own_file: str, source: str,
             runner: Runner, line_range: tuple[int, int] | None = None,
-            system_roots: tuple[str, ...] = SYSTEM_ROOTS) -> Facts:
+            system_roots: tuple[str, ...] = SYSTEM_ROOTS, host_path: Callable[[str], str] = lambda p: p) -> Facts:
     """Facts of the candidate's object ``obj`` built in ``work`` (nm, c++filt and objdump run in the build
     sandbox; their output and the preprocessed unit are parsed here and deleted afterwards)."""
     facts = Facts(line_directives=line_directives(source))
@@ -253,7 +255,8 @@ def extract(work: Path, obj: Path, preprocessed: Path | None, own_file: str, sou
         elif preprocessed.stat().st_size > MAX_PREPROCESSED_BYTES:
             facts.error = "the preprocessed translation unit is too large to judge"
         else:
-            pre = read_preprocessed(preprocessed.read_text(errors="replace"), own_file, line_range, system_roots)
+            pre = read_preprocessed(preprocessed.read_text(errors="replace"), own_file, line_range, system_roots,
+                                    host_path)
             facts.tokens, facts.includes, facts.direct_includes = tokenize(pre.lines), pre.foreign[:20], pre.direct
     finally:
         for suffix in ("u", "ud", "d", "dd", "s"):

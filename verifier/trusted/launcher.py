@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import mmap
 import os
@@ -90,6 +91,12 @@ class SandboxSpec:
     devices: list[Path] = field(default_factory=list)  # device nodes passed through (the NPU's, backend ascend)
     seccomp: str | None = None  # "build": the command runs under the build filter (sandboxed/seccomp_filter.py)
     name: str = "sandbox"  # for its task cgroup
+    # (host path, path inside, writable): folders shown at a path of the sandbox's choosing (bubblewrap only)
+    mounts: list[tuple[Path, str, bool]] = field(default_factory=list)
+    # False: no Python installation, site-packages or evokernel package at their host paths (a build sandbox
+    # that shows only neutral paths, build_sandbox.py; its seccomp filter is loaded by bubblewrap)
+    host_python: bool = True
+    proc: bool = True  # a /proc of the sandbox's own (False: none; it would show the mounts' host sources)
 
 
 def worker_cpus(threads: int) -> list[int]:
@@ -188,7 +195,11 @@ def _root_binds() -> list[str]:
     return cmd
 
 
-def sandbox_argv(argv: list[str], spec: SandboxSpec, mode: str | None = None) -> list[str]:
+def sandbox_argv(argv: list[str], spec: SandboxSpec, mode: str | None = None, seccomp_fd: int | None = None
+                 ) -> list[str]:
+    """The full command line; ``seccomp_fd`` (bubblewrap): a descriptor holding the compiled filter of
+    ``spec.seccomp``, which bubblewrap loads into the command (else a Python wrapper installs it, which needs
+    the host's Python inside)."""
     mode = mode or sandbox_mode()
     lim = spec.limits
     pre = [_tool("prlimit"), f"--cpu={lim.cpu_s}", f"--fsize={lim.fsize_mb * 1024 * 1024}", f"--nofile={lim.nofile}",
@@ -199,18 +210,29 @@ def sandbox_argv(argv: list[str], spec: SandboxSpec, mode: str | None = None) ->
         pre += resource_limits.task_cap().nproc(lim.tasks)
     pre.append("--")
     env = {**base_env(spec.threads), **spec.env}
-    if spec.seccomp:
+    if not spec.host_python:
+        env["PATH"] = LAUNCH_PATH  # the Python installation's bin folder is not there (nor named)
+    if spec.seccomp and not (mode == "bwrap" and seccomp_fd is not None):
+        if not spec.host_python and mode == "bwrap":
+            raise SandboxError("a sandbox without the host's Python loads its seccomp filter from a descriptor")
         argv = [sys.executable, "-m", "evokernel.verifier.sandboxed.seccomp_exec", "--", *argv]
     if mode == "bwrap":
         cmd = [_tool("bwrap"), "--unshare-all", "--die-with-parent", "--new-session", *_root_binds(),
-               "--dev", "/dev", "--proc", "/proc", "--size", str(lim.tmp_mb * 1024 * 1024), "--tmpfs", "/tmp"]
-        expose = {Path(sys.base_prefix), Path(sys.prefix), *_package_dirs(), *spec.readonly}
-        expose |= {Path(p) for p in sys.path if p and Path(p).is_dir() and "site-packages" in p}
+               "--dev", "/dev", *(["--proc", "/proc"] if spec.proc else []),
+               "--size", str(lim.tmp_mb * 1024 * 1024), "--tmpfs", "/tmp"]
+        expose = set(spec.readonly)
+        if spec.host_python:
+            expose |= {Path(sys.base_prefix), Path(sys.prefix), *_package_dirs()}
+            expose |= {Path(p) for p in sys.path if p and Path(p).is_dir() and "site-packages" in p}
         for p in sorted(expose, key=lambda x: len(x.parts)):
             if p.exists():
                 cmd += ["--ro-bind", str(p), str(p)]
         for p in spec.writable:
             cmd += ["--bind", str(p), str(p)]
+        for host, inside, writable in sorted(spec.mounts, key=lambda m: len(Path(m[1]).parts)):
+            cmd += ["--bind" if writable else "--ro-bind", str(host), inside]
+        if spec.seccomp and seccomp_fd is not None:
+            cmd += ["--seccomp", str(seccomp_fd)]
         for d in spec.devices:
             cmd += ["--dev-bind", str(d), str(d)]
         cmd += ["--chdir", str(spec.cwd), "--clearenv"]
@@ -235,18 +257,32 @@ def _kill_group(proc: subprocess.Popen[Any]) -> None:
         pass
 
 
+@functools.lru_cache(maxsize=None)
+def _seccomp_program(mode: str) -> bytes | None:
+    from evokernel.verifier.sandboxed.seccomp_filter import filter_program
+
+    return filter_program(mode)
+
+
 def run_sandboxed(argv: list[str], spec: SandboxSpec, timeout: float, mode: str | None = None
                   ) -> tuple[int | None, str]:
     """Run a one-shot command (a compiler) in a fresh sandbox; returns (rc or None on timeout, output)."""
     mode = mode or sandbox_mode()
     cap = resource_limits.task_cap()
     group = cap.group(spec.name, spec.limits.tasks) if spec.limits.tasks else resource_limits.Group(None, 0)
-    full = cap.wrap(sandbox_argv(argv, spec, mode), group)
+    program = _seccomp_program(spec.seccomp) if spec.seccomp and mode == "bwrap" else None
+    seccomp_fd = None
+    if program is not None:
+        seccomp_fd = os.memfd_create("seccomp", os.MFD_CLOEXEC)
+        os.write(seccomp_fd, program)
+        os.lseek(seccomp_fd, 0, os.SEEK_SET)
     try:
+        full = cap.wrap(sandbox_argv(argv, spec, mode, seccomp_fd), group)
         with tempfile.TemporaryFile() as out:
             proc = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                     cwd=launch_cwd(mode, spec.cwd), start_new_session=True,
-                                    close_fds=True, env=launch_env())
+                                    close_fds=True, env=launch_env(),
+                                    pass_fds=() if seccomp_fd is None else (seccomp_fd,))
             try:
                 rc: int | None = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
@@ -258,6 +294,8 @@ def run_sandboxed(argv: list[str], spec: SandboxSpec, timeout: float, mode: str 
             text += (f"\n[verifier] the build exceeded its limit of {group.limit} processes and threads")
     finally:
         group.close()
+        if seccomp_fd is not None:
+            os.close(seccomp_fd)
     return rc, text
 
 

@@ -14,7 +14,8 @@ judge's facts are read from that object (binary_facts.py), so what is judged is 
 
 Every build is cached by a hash of everything that determines it, with its facts (``facts.json``) when built
 for the verifier (``judge=True``: ``-save-temps`` keeps the preprocessed unit, nm and objdump read the object).
-The verifier runs every command through a sandboxed runner (no network, writes only to the build directory);
+The verifier runs every command through a sandboxed runner (no network, writes only to the build directory,
+which it sees at /build; torch's headers and libraries at /opt/evk: no host path at all, build_sandbox.py);
 `build_cpp_local` is the unsandboxed path `evokernel.cpu.load_cpp` uses when a user runs a candidate in their
 own Python.
 """
@@ -36,7 +37,7 @@ from typing import Callable
 
 from evokernel.cpu import CompileError
 from evokernel.runtime.paths import default_cache_dir  # noqa: F401 - re-exported: native_build.default_cache_dir
-from evokernel.verifier.trusted import binary_facts, binary_judge, inline_binding, resource_limits
+from evokernel.verifier.trusted import binary_facts, binary_judge, build_sandbox, inline_binding, resource_limits
 
 BASE_FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c++17")
 LINK_FLAGS = ("-Wl,--no-undefined", "-lm")
@@ -78,7 +79,7 @@ def compiler_id(cxx: str = "g++") -> str:
 
 def cpp_cache_key(source: str, flags: tuple[str, ...]) -> str:
     h = hashlib.sha256()
-    for part in (compiler_id(), " ".join(BASE_FLAGS + LINK_FLAGS), " ".join(flags), source):
+    for part in (compiler_id(), build_sandbox.LAYOUT, " ".join(BASE_FLAGS + LINK_FLAGS), " ".join(flags), source):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:32]
@@ -254,7 +255,8 @@ def build_cpp(
         both = f"{shlex.join(cpp_object_command(src, work / 'kernel.o', flags, judge=True))} && " \
                f"{shlex.join(cpp_link_command(work / 'kernel.o', work / 'lib.so'))}"
         _run(runner, ["/bin/sh", "-c", both], work, timeout)
-        return binary_facts.extract(work, work / "kernel.o", work / "kernel.ii", str(src), source, runner)
+        return binary_facts.extract(work, work / "kernel.o", work / "kernel.ii", str(src), source, runner,
+                                    host_path=build_sandbox.view_of(runner, work).host)
 
     return _build_into_cache(key, "lib.so", cache_root / "cpp", build, judge)
 
@@ -275,6 +277,7 @@ def inline_cache_key(spec: dict) -> str:
     h = hashlib.sha256(json.dumps(spec, sort_keys=True).encode())
     h.update(torch.__version__.encode())
     h.update(compiler_id().encode())
+    h.update(build_sandbox.LAYOUT.encode())
     return h.hexdigest()[:32]
 
 
@@ -328,7 +331,8 @@ def build_inline(spec: dict, cache_root: Path, runner: Runner = _local_runner, t
         _run(runner, ["g++", "-save-temps=obj", *inline_binding.candidate_flags(), *flags, *unit_flags(work),
                       "-c", str(src), "-o", str(obj)], work, timeout)
         facts = binary_facts.extract(work, obj, work / "candidate.ii", str(src), "\n".join(sources), runner,
-                                     line_range, binary_facts.SYSTEM_ROOTS + (str(inline_binding.INCLUDE) + "/",))
+                                     line_range, binary_facts.SYSTEM_ROOTS + (str(inline_binding.INCLUDE) + "/",),
+                                     build_sandbox.view_of(runner, work).host)
         if facts.error:
             raise CompileError(f"load_inline: the build could not be read: {facts.error}")
         n = len(dict.fromkeys(c for _, c in exports))

@@ -1,0 +1,177 @@
+"""The build sandbox shows only neutral paths (verifier/trusted/build_sandbox.py): a candidate's
+``__has_include`` probes of the checkout, the virtualenv, $HOME and the cache answer 0 (red-team
+rt4_has_include_oracle), the built libraries name no host path, and the binary judge still classifies
+headers by where they land."""
+import ctypes
+import importlib.machinery
+import importlib.util
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from evokernel.runtime.paths import default_cache_dir
+from evokernel.verifier.backends.cpu import build_limits
+from evokernel.verifier.trusted import binary_judge as bj
+from evokernel.verifier.trusted import build_sandbox as bs
+from evokernel.verifier.trusted import launcher, native_build
+
+needs_bwrap = pytest.mark.skipif(launcher.sandbox_mode() != "bwrap" or shutil.which("g++") is None,
+                                 reason="needs bubblewrap and g++")
+CHECKOUT = Path(__file__).resolve().parents[3]
+
+
+def _a_file_in(root: Path, depth: int = 3) -> str:
+    """Some file under ``root`` (__has_include answers 0 for a folder, so a probe names a file)."""
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError:
+        return ""
+    for e in entries:
+        if e.is_file(follow_symlinks=False):
+            return e.path
+    for e in entries:
+        if depth and e.is_dir(follow_symlinks=False) and (found := _a_file_in(Path(e.path), depth - 1)):
+            return found
+    return ""
+
+
+def _host_places(cache: Path) -> dict[str, str]:
+    """Real files of this test run that a build must not be able to find."""
+    (cache / "probe.h").write_text("// a file in the build cache\n")
+    places = {
+        "checkout": str(CHECKOUT / "README.md"),
+        "venv": str(Path(sys.prefix) / "pyvenv.cfg"),
+        "python": str(Path(sys.base_prefix) / "include" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+                      / "Python.h"),
+        "home": _a_file_in(Path(os.path.expanduser("~")), 1),
+        "cache": _a_file_in(default_cache_dir()),
+        "test_cache": str(cache / "probe.h"),
+        "verifier": str(Path(bs.__file__).resolve()),
+        "torch": str(Path(torch.__file__).resolve().parent / "include" / "torch" / "extension.h"),
+        "proc": "/proc/self/mountinfo",
+    }
+    return {k: v for k, v in places.items() if v and Path(v).is_file()}
+
+
+def _probes(places: dict[str, str]) -> str:
+    """A kernel answering each probe as one bit; the paths are macro-pasted, as the red team's were."""
+    lines = ["#define EVK_STR2(x) #x", "#define EVK_STR(x) EVK_STR2(x)"]
+    for i, (name, path) in enumerate(places.items()):
+        lines += [f"#define EVK_P{i} {path}", f"#if __has_include(EVK_STR(EVK_P{i}))",
+                  f"#define EVK_B{i} 1", "#else", f"#define EVK_B{i} 0", "#endif"]
+    bits = " | ".join(f"(EVK_B{i} << {i})" for i in range(len(places)))
+    return "\n".join(lines) + f"\nstatic long long evk_bits() {{ return {bits}; }}\n"
+
+
+def _bits(value: int, places: dict[str, str]) -> dict[str, int]:
+    return {name: (value >> i) & 1 for i, name in enumerate(places)}
+
+
+def _host_bytes(places: dict[str, str]) -> list[bytes]:
+    prefixes = {CHECKOUT, Path(sys.prefix), Path(sys.base_prefix), Path(os.path.expanduser("~")),
+                default_cache_dir()}
+    prefixes |= {Path(places["test_cache"])} if "test_cache" in places else set()
+    return sorted({str(p).encode() for p in prefixes if str(p) not in ("/", "/tmp")})
+
+
+def test_the_view_names_mounted_folders_inside_and_maps_back():
+    view = bs.BuildView((("/h/cache/cpp/k1.tmp", "/build"), ("/h/venv/torch/include", "/opt/evk/torch/include")))
+    cmd = "g++ -c '/h/cache/cpp/k1.tmp/kernel.cpp' -fmacro-prefix-map=/h/cache/cpp/k1.tmp=/build"
+    assert view.inside(cmd) == "g++ -c '/build/kernel.cpp' -fmacro-prefix-map=/build=/build"
+    assert view.argv(["-isystem/h/venv/torch/include", "-isystem/h/venv/torch/include/torch/csrc/api/include"]) == \
+        ["-isystem/opt/evk/torch/include", "-isystem/opt/evk/torch/include/torch/csrc/api/include"]
+    assert view.inside("/h/cache/cpp/k1.tmpX/a") == "/h/cache/cpp/k1.tmpX/a"  # a longer name is another folder
+    assert view.host("/opt/evk/torch/include/ATen/ATen.h") == "/h/venv/torch/include/ATen/ATen.h"
+    assert view.host("/build/kernel.cpp") == "/h/cache/cpp/k1.tmp/kernel.cpp"
+    assert view.host("/usr/include/stdio.h") == "/usr/include/stdio.h"
+    assert view.host("/buildx/a.h") == "/buildx/a.h"
+
+
+@needs_bwrap
+def test_the_mounts_are_neutral_and_exist():
+    inside = [n for _, n in bs.neutral_mounts()]
+    assert bs.TORCH_INCLUDE in inside and bs.TORCH_LIB in inside and bs.INLINE_INCLUDE in inside
+    assert all(n.startswith("/opt/evk/") for n in inside)
+
+
+@needs_bwrap
+def test_cpp_probes_of_host_paths_answer_zero(tmp_path):
+    places = _host_places(tmp_path)
+    src = _probes(places) + 'extern "C" long long f() { return evk_bits(); }\n'
+    sandbox = bs.BuildSandbox(build_limits)
+    built = native_build.build_cpp(src, ("-g",), tmp_path, sandbox, 120.0, judge=True)
+    bits = _bits(ctypes.CDLL(str(built.path)).f(), places)
+    assert bits == dict.fromkeys(places, 0), bits
+    # the same kernel built unsandboxed sees the host (so the probes can fail)
+    local = native_build.build_cpp(src, ("-g", "-DEVK_LOCAL"), tmp_path / "local")
+    seen = _bits(ctypes.CDLL(str(local.path)).f(), places)
+    assert seen == dict.fromkeys(places, 1), seen
+    # nothing of the host in the library, debug information included (-g: DW_AT_comp_dir, file names)
+    data = built.path.read_bytes()
+    assert [p for p in _host_bytes(places) if p in data] == []
+    assert b"/build" in data  # (the debug information is there, naming the neutral folder)
+
+
+@needs_bwrap
+def test_the_judge_classifies_headers_where_they_land(tmp_path):
+    sandbox = bs.BuildSandbox(build_limits)
+
+    def rules(src: str) -> set[str]:
+        built = native_build.build_cpp(src, (), tmp_path, sandbox, 120.0, judge=True)
+        return {f.rule for f in bj.judge(built.facts, "cpp", bj.policy("cpp"))}
+
+    assert rules('#include <cmath>\n#include <omp.h>\nextern "C" float f(float x){ return std::sqrt(x); }\n') == set()
+    assert "native-header" in rules('#define H <sys/syscall.h>\n#include H\nextern "C" long f(){ return SYS_write; }\n')
+    assert "native-include" in rules('#include "/dev/null"\nextern "C" int f(){ return 0; }\n')
+
+
+def _load(path: Path):
+    loader = importlib.machinery.ExtensionFileLoader("evk_ext", str(path))
+    module = importlib.util.module_from_spec(importlib.util.spec_from_file_location("evk_ext", path, loader=loader))
+    loader.exec_module(module)
+    return module
+
+
+@needs_bwrap
+@pytest.mark.slow
+def test_inline_probes_see_torch_but_no_host_path(tmp_path):
+    places = _host_places(tmp_path)
+    src = ("#include <torch/extension.h>\n" + _probes(places)
+           + "#if __has_include(<torch/extension.h>) && __has_include(<ATen/ATen.h>)\n#define EVK_TORCH 1\n"
+             "#else\n#define EVK_TORCH 0\n#endif\n"
+           + "int64_t probe() { return evk_bits(); }\nint64_t torch_seen() { return EVK_TORCH; }\n"
+           + "torch::Tensor twice(torch::Tensor x) { auto y = torch::empty_like(x); auto* o = y.data_ptr<float>();\n"
+             "  auto* i = x.data_ptr<float>(); for (int64_t k = 0; k < x.numel(); ++k) o[k] = 2 * i[k]; return y; }\n")
+    spec = {"name": "probes", "cpp_sources": [src], "functions": ["probe", "torch_seen", "twice"],
+            "extra_cflags": ["-g"]}
+    built = native_build.build_inline(spec, tmp_path, bs.BuildSandbox(build_limits), 600.0, judge=True)
+    assert bj.judge(built.facts, "inline", bj.policy("inline")) == []
+    module = _load(built.path)  # loads and runs in this process: libtorch found by soname, not by a host path
+    assert module.torch_seen() == 1
+    assert _bits(module.probe(), places) == dict.fromkeys(places, 0)
+    x = torch.arange(4, dtype=torch.float32)
+    assert torch.equal(module.twice(x), 2 * x)
+    data = built.path.read_bytes()  # the candidate's object and the verifier's binding object, linked
+    assert [p for p in _host_bytes(places) if p in data] == []
+    assert b"/opt/evk/torch/include" in data  # header paths (assertion strings) name the neutral place
+
+
+@needs_bwrap
+def test_the_build_filter_is_loaded_without_python_inside(tmp_path):
+    # the build's seccomp filter comes from bubblewrap (--seccomp), not a Python wrapper: a program the build
+    # compiles and runs inside the build sandbox gets EPERM from socket(), and finds no Python there
+    (tmp_path / "s.c").write_text('#include <errno.h>\n#include <stdio.h>\n#include <sys/socket.h>\n'
+                                  'int main(void){ int s = socket(AF_UNIX, SOCK_STREAM, 0);\n'
+                                  '  printf("socket=%d errno=%d\\n", s, s < 0 ? errno : 0); return 0; }\n')
+    script = (f"gcc {tmp_path}/s.c -o {tmp_path}/s && {tmp_path}/s; "
+              f"test -e {sys.executable} && echo python-found; test -e {sys.base_prefix} && echo base-found; "
+              "echo cwd=$(pwd) path=$PATH")
+    rc, out = bs.BuildSandbox(build_limits)(["/bin/sh", "-c", script], tmp_path, 60.0, tmp_path)
+    assert rc == 0, out
+    assert "socket=-1 errno=1" in out  # EPERM
+    assert "python-found" not in out and "base-found" not in out
+    assert f"cwd={bs.WORK} path={launcher.LAUNCH_PATH}" in out
