@@ -1,5 +1,6 @@
-"""The ``layout`` family: transpose copies (the last two dims swapped, in ``tile`` x ``tile`` blocks) and
-triu/tril masks. Knobs: tile, omp.
+"""The ``layout`` family: transpose copies (the last two dims swapped, in ``tile`` x ``tile`` blocks),
+triu/tril masks and concatenation (``torch.cat``: each input's rows copied into their slice of the output's).
+Knobs: tile, omp.
 """
 from __future__ import annotations
 
@@ -15,7 +16,36 @@ DEFAULTS: dict[str, Any] = {"omp": "static", "tile": 32}
 
 class Writer(StageWriter):
     def render(self, k: int, st: Stage) -> StageCode:
+        if self.g.nodes[st.anchor].op == "cat":  # type: ignore[index]
+            return self.cat_stage(k, st)
         return self.layout_stage(k, st)
+
+    def cat_stage(self, k: int, st: Stage) -> StageCode:
+        """``torch.cat(xs, dim)``: the output is OUTER blocks of ``sum(INNER_i)`` floats (OUTER: the product of the
+        dims before ``dim``); block ``o`` holds input i's block ``o`` of INNER_i floats at offset ``sum(INNER_j<i)``."""
+        g, kn = self.g, self.knobs
+        node = g.nodes[st.anchor]  # type: ignore[index]
+        d = node.attrs["dim"]
+        outer = _prod(node.shape[:d])
+        inners = [_prod(g.nodes[x].shape[d:]) for x in node.args]
+        total = sum(inners)
+        params = [f"const float* __restrict X{i}" for i in range(len(inners))] + ["float* __restrict Y", "int64_t OUTER"]
+        copies, off = [], 0
+        for i, inner in enumerate(inners):
+            copies.append(f"""    {{
+      const float* xs = X{i} + o * {inner}LL;
+      float* ys = Y + o * {total}LL + {off}LL;
+      #pragma omp simd
+      for (int64_t j = 0; j < {inner}LL; ++j) ys[j] = xs[j];
+    }}""")
+            off += inner
+        body = f"""  {_omp(kn)}
+  for (int64_t o = 0; o < OUTER; ++o) {{
+{chr(10).join(copies)}
+  }}
+"""
+        cpp = f'extern "C" void stage{k}({", ".join(params)}) {{\n' + body + "}\n"
+        return StageCode(f"stage{k}", cpp, [f"p{x}" for x in node.args] + ["out", str(outer)])
 
     # -------------------------------------------------------------------------------- layout
     def layout_stage(self, k: int, st: Stage) -> StageCode:

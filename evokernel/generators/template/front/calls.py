@@ -296,9 +296,18 @@ class CallOps:
         return UNHANDLED
 
     def _call_scan_view(self, n: fx.Node, name: str, args: list[Any], kw: dict[str, Any], val: Any) -> Any:
-        """Flips, scans (cumsum, reverse cumsum, cumprod) and views."""
+        """Flips, scans (cumsum, reverse cumsum, cumprod), concatenation and views."""
         g = self.g
         x = args[0] if args else kw.get("input")
+        if name in ("cat", "concat", "concatenate"):
+            xs = list(args[0] if args else kw["tensors"])
+            dim = kw.get("dim", kw.get("axis", args[1] if len(args) > 1 else 0))
+            if not xs or not all(type(t) is Ref and g.nodes[t].dtype == "f32" for t in xs):
+                raise self.fail(n, f"{name} of other than float tensors")
+            shp = tuple(val.shape)
+            if len(xs) == 1:
+                return xs[0]
+            return g.add("cat", xs, {"dim": int(_cv(dim)) % len(shp)}, shp, origin=n.name)
         if name == "flip":
             dims = args[1] if len(args) > 1 else kw["dims"]
             dims = [dims] if isinstance(dims, int) else list(dims)
