@@ -218,3 +218,37 @@ def test_cat_is_a_copy_kernel(tmp_path, verifier, parts):
     g = TemplateGenerator().generate(GenerationRequest(task=task, stage="draft", seed=1))
     v = verifier.verify(task, g.source)
     assert v.feasible, v.feedback[:600]
+
+
+@pytest.mark.parametrize("shuffle", ["x.view(b, 2, c // 2, h, w).transpose(1, 2).contiguous().view(b, -1, h, w)",
+                                     "x.permute(0, 2, 3, 1).contiguous().view(b, h * w, c)"],
+                         ids=["channel-shuffle", "permute"])
+def test_transpose_of_outer_dims_is_a_copy_kernel(tmp_path, verifier, shuffle):
+    """A transpose of other dims than the last two (ShuffleNet's channel shuffle) or a permute is materialised by
+    a copy kernel; the view after it reads a contiguous tensor."""
+    p = tmp_path / "shuffle.py"
+    p.write_text(textwrap.dedent(f'''
+        import torch
+        import torch.nn as nn
+
+        class Model(nn.Module):
+            def __init__(self):
+                super(Model, self).__init__()
+                self.conv = nn.Conv2d(3, 6, 1)
+
+            def forward(self, x):
+                x = self.conv(x)
+                b, c, h, w = x.size()
+                return torch.relu({shuffle})
+
+        def get_inputs():
+            return [torch.randn(2, 3, 5, 7)]
+
+        def get_init_inputs():
+            return []
+        '''))
+    task = load_task(p)
+    assert "layout" in plan_for(task).families
+    g = TemplateGenerator().generate(GenerationRequest(task=task, stage="draft", seed=1))
+    v = verifier.verify(task, g.source)
+    assert v.feasible, v.feedback[:600]

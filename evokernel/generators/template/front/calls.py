@@ -213,11 +213,31 @@ class CallOps:
             shp = self.shape(x)
             d0, d1 = sorted(d % len(shp) for d in (args[1], args[2]))
             if (d0, d1) != (len(shp) - 2, len(shp) - 1):
-                raise self.fail(n, "transpose of other than the last two dims")
+                perm = list(range(len(shp)))
+                perm[d0], perm[d1] = d1, d0
+                return self._permute_copy(n, x, perm, val)
             return g.add("transpose", [x], {}, tuple(val.shape), origin=n.name)
+        if name == "permute":
+            shp = self.shape(x)
+            dims = args[1:] if len(args) > 1 else kw["dims"]
+            if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
+                dims = dims[0]
+            perm = [int(_cv(d)) % len(shp) for d in dims]
+            if perm == list(range(len(shp))):
+                return x
+            if perm == list(range(len(shp) - 2)) + [len(shp) - 1, len(shp) - 2]:
+                return g.add("transpose", [x], {}, tuple(val.shape), origin=n.name)
+            return self._permute_copy(n, x, perm, val)
         if name == "t":
             return g.add("transpose", [x], {}, tuple(val.shape), origin=n.name)
         return UNHANDLED
+
+    def _permute_copy(self, n: fx.Node, x: Any, perm: list[int], val: Any) -> Any:
+        """A permutation of other dims than the last two, materialised by a copy kernel (``permute_copy``, family
+        ``layout``): what reads it sees a contiguous tensor (a channel shuffle's ``view`` after ``transpose``)."""
+        if type(x) is not Ref or self.g.nodes[x].dtype != "f32":
+            raise self.fail(n, "permutation of other than a float tensor")
+        return self.g.add("permute_copy", [x], {"perm": perm}, tuple(val.shape), origin=n.name)
 
     def _call_conv_pool_norm(self, n: fx.Node, name: str, args: list[Any], kw: dict[str, Any], val: Any) -> Any:
         """Convolutions, pooling, batch/instance/group norm."""
