@@ -123,7 +123,17 @@ def _plain(init_source: str) -> bool:
     return True
 
 
-def _candidate_init(module: types.ModuleType, model_cls: type, graph: Graph) -> tuple[str, list[str]]:
+# the flat rebuild builds the reference and the rebuilt model on the cpu to compare them: not for models bigger than
+# a verifier worker holds anyway (fit their sizes first)
+UNROLL_MAX_BYTES = 512 << 20
+
+
+def _tensor_bytes(model: nn.Module) -> int:
+    return sum(t.numel() * t.element_size() for t in [*model.parameters(), *model.buffers()])
+
+
+def _candidate_init(module: types.ModuleType, model_cls: type, graph: Graph,
+                    nbytes: int = 0) -> tuple[str, list[str]]:
     """ModelNew's ``__init__``: the reference's own source when it is plain (:func:`_plain`), else the model as
     built, unrolled into flat torch.nn layers (:mod:`.init_unroll`; the graph's parameter paths are renamed to
     match). When neither works, the reason of the source copy is raised (or its source is returned)."""
@@ -135,6 +145,9 @@ def _candidate_init(module: types.ModuleType, model_cls: type, graph: Graph) -> 
     if copied is not None and (not copied[0] or _plain(copied[0])):
         return copied
     try:
+        if nbytes > UNROLL_MAX_BYTES:
+            raise AnalysisError(f"its parameters take {nbytes >> 20} MiB, more than the {UNROLL_MAX_BYTES >> 20} MiB "
+                                "the rebuild's check builds on the cpu (fit the task's sizes)")
         init_args = list(module.get_init_inputs())
         unrolled = unroll_init(model_cls, init_args)
     except AnalysisError as exc:
@@ -232,6 +245,6 @@ def analyze(task: Any, allow_half: bool = False) -> Graph:
     if half and isinstance(out_val, torch.Tensor) and out_val.dtype != torch.float16:
         raise AnalysisError(f"a float16 task whose output is {out_val.dtype}")
     graph.half = half
-    graph.init_source, graph.init_params = _candidate_init(module, type(model), graph)
+    graph.init_source, graph.init_params = _candidate_init(module, type(model), graph, _tensor_bytes(model))
     _CACHE[key] = graph
     return graph
