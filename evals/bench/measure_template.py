@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import statistics
 import sys
 import time
@@ -74,7 +75,7 @@ def measure_task(task: Any, verifier: Any, gen: TemplateGenerator, refine: int, 
             break
         feedback = v.feedback
     if best is None or best_verdict is None:
-        row["error"] = f"no feasible draft ({row['gate']}): {(feedback or '')[:160]}"
+        row["error"] = f"no feasible draft ({row['gate']}): {reason_line(feedback or '')}"
         return row
     children: list[ContextItem] = []
     history: list[ContextItem] = []
@@ -109,24 +110,47 @@ def measure_task(task: Any, verifier: Any, gen: TemplateGenerator, refine: int, 
     return row
 
 
+def reason_line(feedback: str) -> str:
+    """The one line of a refusal's feedback that says why: the first finding (``line N: [rule] ...``) or the first
+    line that is not the gate's heading."""
+    lines = [ln.strip() for ln in feedback.splitlines() if ln.strip()]
+    for ln in lines:
+        if re.match(r"line \d+: \[", ln):
+            return ln[:200]
+    rest = [ln for ln in lines if not ln.endswith(":")]
+    return (rest or lines or [""])[0][:200]
+
+
+def skipped_row(line: str) -> dict[str, Any]:
+    """A file the directory's loading skipped (``path: reason``): a row of its own, so every file is counted."""
+    path, _, why = line.partition(": ")
+    name = path.rsplit("/", 1)[-1].split(":")[0].removesuffix(".py")
+    return {"task": name, "category": "-", "family": "-", "attempt": None, "draft_ms": None, "best_ms": None,
+            "ref_ms": None, "speedup_eager": None, "kept": [], "refine_feasible": 0, "refine_tried": 0, "gate": "load",
+            "error": f"not loaded: {why.split(';')[0][:200]}"}
+
+
 def _fmt(v: Any, spec: str = ".2f") -> str:
     return "-" if v is None else format(v, spec)
 
 
-def render(rows: list[dict[str, Any]], suite: str, refine: int) -> str:
+def render(rows: list[dict[str, Any]], suite: str, refine: int, width: int = 60) -> str:
     out = [f"### {suite}: template drafts + {refine} refinement steps", "",
-           "| task | family | draft feasible (attempt) | draft ms | best ms | best/first | vs eager | kept transforms |",
-           "|---|---|---|---|---|---|---|---|"]
+           "| task | category | planned | family | draft feasible (attempt) | draft ms | best ms | best/first | vs eager "
+           "| kept transforms |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        feas = f"yes ({r['attempt']})" if r["attempt"] else f"no: {r['error'][:60]}"
+        feas = f"yes ({r['attempt']})" if r["attempt"] else f"no: {r['error'][:width]}".replace("|", "\\|")
         ratio = r["draft_ms"] / r["best_ms"] if r["draft_ms"] and r["best_ms"] else None
-        out.append(f"| {r['task']} | {r['family']} | {feas} | {_fmt(r['draft_ms'])} | {_fmt(r['best_ms'])} | "
+        planned = "yes" if r["family"] != "-" else "no"
+        out.append(f"| {r['task']} | {r.get('category') or '-'} | {planned} | {r['family']} | {feas} | {_fmt(r['draft_ms'])} | {_fmt(r['best_ms'])} | "
                    f"{_fmt(ratio)} | {_fmt(r['speedup_eager'])} | {', '.join(r['kept']) or '-'} |")
     ok = [r for r in rows if r["attempt"]]
     ratios = [r["draft_ms"] / r["best_ms"] for r in ok if r["best_ms"]]
     eager = [r["speedup_eager"] for r in ok if r["speedup_eager"]]
     first = sum(1 for r in ok if r["attempt"] == 1)
-    out += ["", f"feasible drafts: {len(ok)}/{len(rows)} (first attempt: {first}); "
+    planned = sum(1 for r in rows if r["family"] != "-")
+    out += ["", f"planned: {planned}/{len(rows)}; feasible drafts: {len(ok)}/{len(rows)} (first attempt: {first}); "
             f"median refinement speedup best/first: {_fmt(statistics.median(ratios) if ratios else None)}; "
             f"median speedup vs eager: {_fmt(statistics.median(eager) if eager else None)}; "
             f"refinements feasible: {sum(r['refine_feasible'] for r in rows)}/{sum(r['refine_tried'] for r in rows)}"]
@@ -145,6 +169,12 @@ def render(rows: list[dict[str, Any]], suite: str, refine: int) -> str:
     return "\n".join(out)
 
 
+def _order(r: dict[str, Any]) -> tuple[int, str]:
+    """KernelBench's numbered files in their order (``10_`` after ``9_``), others by name."""
+    head = r["task"].split("_", 1)[0]
+    return (int(head) if head.isdigit() else 1 << 30, r["task"])
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("suite", nargs="*", default=["cpu-l1"], help="suites, task directories or files")
@@ -156,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tasks", nargs="*", default=None, help="substrings of task names to keep")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None, help="also write the markdown table here")
+    ap.add_argument("--width", type=int, default=60, help="characters of a refusal's reason in the table")
     args = ap.parse_args(argv)
     from evokernel.verifier import Verifier, VerifyConfig
 
@@ -163,8 +194,10 @@ def main(argv: list[str] | None = None) -> int:
     for line in (s for ts in loaded for s in getattr(ts, "skipped", [])):
         print(f"skipped {line}", file=sys.stderr)
     tasks = [t for ts in loaded for t in ts]
+    skipped = [skipped_row(s) for ts in loaded for s in getattr(ts, "skipped", [])]
     if args.tasks:
         tasks = [t for t in tasks if any(s in t.name for s in args.tasks)]
+        skipped = [r for r in skipped if any(s in r["task"] for s in args.tasks)]
     gen = TemplateGenerator()
     rows = []
     t0 = time.time()
@@ -180,7 +213,11 @@ def main(argv: list[str] | None = None) -> int:
             if args.json:
                 with open(args.json, "a") as fh:
                     fh.write(json.dumps(rows[-1]) + "\n")
-    table = render(rows, " + ".join(map(str, args.suite)), args.refine) + f"\n\n(wall time {time.time() - t0:.0f} s)"
+    if args.json:
+        with open(args.json, "a") as fh:
+            fh.writelines(json.dumps(r) + "\n" for r in skipped)
+    rows = sorted(rows + skipped, key=_order)
+    table = render(rows, " + ".join(map(str, args.suite)), args.refine, args.width) + f"\n\n(wall time {time.time() - t0:.0f} s)"
     print(table)
     if args.out:
         with open(args.out, "w") as fh:

@@ -96,7 +96,9 @@ def test_module_constants_read_in_init_are_inlined(gen, verifier, tmp_path):
     assert verifier.verify(task, g.source).feasible
 
 
-def test_module_level_helper_in_init_is_a_clear_generate_error(gen, tmp_path):
+def test_module_level_helper_in_init_is_rebuilt_flat(gen, verifier, tmp_path):
+    """A layer made by a module-level helper cannot be copied (the candidate carries no helpers): the __init__ is
+    rebuilt from the built model as flat torch.nn layers (front/init_unroll.py)."""
     task = _task_file(tmp_path, '''
         import torch
         import torch.nn as nn
@@ -118,7 +120,39 @@ def test_module_level_helper_in_init_is_a_clear_generate_error(gen, tmp_path):
         def get_init_inputs():
             return []
         ''')
-    with pytest.raises(GenerationError, match="make_layer"):
+    g = _draft(gen, task)
+    assert "make_layer" not in g.source.split("class ModelNew")[1]
+    assert "self.fc = nn.Linear(in_features=8, out_features=8)" in g.source
+    assert verifier.verify(task, g.source).feasible
+
+
+def test_module_level_helper_that_cannot_be_rebuilt_is_a_clear_generate_error(gen, tmp_path):
+    """When the flat rebuild is refused too (here: the helper's layer is re-initialised after construction), the
+    generate error names the helper and why the rebuild failed."""
+    task = _task_file(tmp_path, '''
+        import torch
+        import torch.nn as nn
+
+        def make_layer(n):
+            layer = nn.Linear(n, n)
+            nn.init.zeros_(layer.bias)
+            return layer
+
+        class Model(nn.Module):
+            def __init__(self):
+                super(Model, self).__init__()
+                self.fc = make_layer(8)
+
+            def forward(self, x):
+                return self.fc(x)
+
+        def get_inputs():
+            return [torch.rand(2, 8)]
+
+        def get_init_inputs():
+            return []
+        ''')
+    with pytest.raises(GenerationError, match=r"make_layer.*rebuilt fc.bias differs"):
         _draft(gen, task)
 
 

@@ -1,5 +1,7 @@
-"""The ``layout`` family: transpose copies (the last two dims swapped, in ``tile`` x ``tile`` blocks) and
-triu/tril masks. Knobs: tile, omp.
+"""The ``layout`` family: transpose copies (the last two dims swapped, in ``tile`` x ``tile`` blocks),
+triu/tril masks, concatenation (``torch.cat``: each input's rows copied into their slice of the output's) and
+permutation copies (``permute``/``transpose`` of other dims than the last two, made contiguous).
+Knobs: tile, omp.
 """
 from __future__ import annotations
 
@@ -15,7 +17,65 @@ DEFAULTS: dict[str, Any] = {"omp": "static", "tile": 32}
 
 class Writer(StageWriter):
     def render(self, k: int, st: Stage) -> StageCode:
+        if self.g.nodes[st.anchor].op == "cat":  # type: ignore[index]
+            return self.cat_stage(k, st)
+        if self.g.nodes[st.anchor].op == "permute_copy":  # type: ignore[index]
+            return self.permute_stage(k, st)
         return self.layout_stage(k, st)
+
+    def permute_stage(self, k: int, st: Stage) -> StageCode:
+        """``x.permute(perm)`` (or a transpose of two outer dims) copied contiguous: output row ``r`` (all dims but
+        the last) starts in the input at the sum of its indices times the permuted input strides; its elements
+        are read at the stride of the input dim that became the last."""
+        g, kn = self.g, self.knobs
+        node = g.nodes[st.anchor]  # type: ignore[index]
+        x = node.args[0]
+        src, out, perm = g.nodes[x].shape, node.shape, node.attrs["perm"]
+        strides = [_prod(src[i + 1:]) for i in range(len(src))]
+        pst = [strides[p] for p in perm]  # the input stride of each output dim
+        rank = len(out)
+        decompose = []
+        for d in range(rank - 2, -1, -1):
+            decompose.append(f"      off += (rem % {out[d]}LL) * {pst[d]}LL; rem /= {out[d]}LL;")
+        body = f"""  {_omp(kn)}
+  for (int64_t r = 0; r < ROWS; ++r) {{
+    int64_t rem = r, off = 0;
+{chr(10).join(decompose)}
+    const float* xs = X + off;
+    float* ys = Y + r * {out[-1]}LL;
+    for (int64_t j = 0; j < {out[-1]}LL; ++j) ys[j] = xs[j * {pst[-1]}LL];
+  }}
+"""
+        params = ["const float* __restrict X", "float* __restrict Y", "int64_t ROWS"]
+        cpp = f'extern "C" void stage{k}({", ".join(params)}) {{\n' + body + "}\n"
+        return StageCode(f"stage{k}", cpp, [f"p{x}", "out", str(_prod(out[:-1]))])
+
+    def cat_stage(self, k: int, st: Stage) -> StageCode:
+        """``torch.cat(xs, dim)``: the output is OUTER blocks of ``sum(INNER_i)`` floats (OUTER: the product of the
+        dims before ``dim``); block ``o`` holds input i's block ``o`` of INNER_i floats at offset ``sum(INNER_j<i)``."""
+        g, kn = self.g, self.knobs
+        node = g.nodes[st.anchor]  # type: ignore[index]
+        d = node.attrs["dim"]
+        outer = _prod(node.shape[:d])
+        inners = [_prod(g.nodes[x].shape[d:]) for x in node.args]
+        total = sum(inners)
+        params = [f"const float* __restrict X{i}" for i in range(len(inners))] + ["float* __restrict Y", "int64_t OUTER"]
+        copies, off = [], 0
+        for i, inner in enumerate(inners):
+            copies.append(f"""    {{
+      const float* xs = X{i} + o * {inner}LL;
+      float* ys = Y + o * {total}LL + {off}LL;
+      #pragma omp simd
+      for (int64_t j = 0; j < {inner}LL; ++j) ys[j] = xs[j];
+    }}""")
+            off += inner
+        body = f"""  {_omp(kn)}
+  for (int64_t o = 0; o < OUTER; ++o) {{
+{chr(10).join(copies)}
+  }}
+"""
+        cpp = f'extern "C" void stage{k}({", ".join(params)}) {{\n' + body + "}\n"
+        return StageCode(f"stage{k}", cpp, [f"p{x}" for x in node.args] + ["out", str(outer)])
 
     # -------------------------------------------------------------------------------- layout
     def layout_stage(self, k: int, st: Stage) -> StageCode:

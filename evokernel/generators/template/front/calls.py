@@ -213,11 +213,31 @@ class CallOps:
             shp = self.shape(x)
             d0, d1 = sorted(d % len(shp) for d in (args[1], args[2]))
             if (d0, d1) != (len(shp) - 2, len(shp) - 1):
-                raise self.fail(n, "transpose of other than the last two dims")
+                perm = list(range(len(shp)))
+                perm[d0], perm[d1] = d1, d0
+                return self._permute_copy(n, x, perm, val)
             return g.add("transpose", [x], {}, tuple(val.shape), origin=n.name)
+        if name == "permute":
+            shp = self.shape(x)
+            dims = args[1:] if len(args) > 1 else kw["dims"]
+            if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
+                dims = dims[0]
+            perm = [int(_cv(d)) % len(shp) for d in dims]
+            if perm == list(range(len(shp))):
+                return x
+            if perm == list(range(len(shp) - 2)) + [len(shp) - 1, len(shp) - 2]:
+                return g.add("transpose", [x], {}, tuple(val.shape), origin=n.name)
+            return self._permute_copy(n, x, perm, val)
         if name == "t":
             return g.add("transpose", [x], {}, tuple(val.shape), origin=n.name)
         return UNHANDLED
+
+    def _permute_copy(self, n: fx.Node, x: Any, perm: list[int], val: Any) -> Any:
+        """A permutation of other dims than the last two, materialised by a copy kernel (``permute_copy``, family
+        ``layout``): what reads it sees a contiguous tensor (a channel shuffle's ``view`` after ``transpose``)."""
+        if type(x) is not Ref or self.g.nodes[x].dtype != "f32":
+            raise self.fail(n, "permutation of other than a float tensor")
+        return self.g.add("permute_copy", [x], {"perm": perm}, tuple(val.shape), origin=n.name)
 
     def _call_conv_pool_norm(self, n: fx.Node, name: str, args: list[Any], kw: dict[str, Any], val: Any) -> Any:
         """Convolutions, pooling, batch/instance/group norm."""
@@ -296,9 +316,18 @@ class CallOps:
         return UNHANDLED
 
     def _call_scan_view(self, n: fx.Node, name: str, args: list[Any], kw: dict[str, Any], val: Any) -> Any:
-        """Flips, scans (cumsum, reverse cumsum, cumprod) and views."""
+        """Flips, scans (cumsum, reverse cumsum, cumprod), concatenation and views."""
         g = self.g
         x = args[0] if args else kw.get("input")
+        if name in ("cat", "concat", "concatenate"):
+            xs = list(args[0] if args else kw["tensors"])
+            dim = kw.get("dim", kw.get("axis", args[1] if len(args) > 1 else 0))
+            if not xs or not all(type(t) is Ref and g.nodes[t].dtype == "f32" for t in xs):
+                raise self.fail(n, f"{name} of other than float tensors")
+            shp = tuple(val.shape)
+            if len(xs) == 1:
+                return xs[0]
+            return g.add("cat", xs, {"dim": int(_cv(dim)) % len(shp)}, shp, origin=n.name)
         if name == "flip":
             dims = args[1] if len(args) > 1 else kw["dims"]
             dims = [dims] if isinstance(dims, int) else list(dims)

@@ -6,7 +6,9 @@
 * runs of elementwise ops and reductions form a *region*: a row program over a frame
   ``(rows, N)`` (family ``row``), or a reduction over a middle dimension (family ``midreduce``);
 * ``reshape`` is a view of a materialised tensor (no stage); ``transpose`` is only legal as the
-  right operand of a gemm (read transposed while packing).
+  right operand of a gemm (read transposed while packing);
+* ``cat`` of materialised tensors and ``permute_copy`` (a transpose/permute of other dims than the last two)
+  are copy kernels of their own (family ``layout``).
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field
 from evokernel.generators.template.front.graph import AnalysisError, Const, Graph, Node
 
 ANCHORS = {"gemm", "conv2d", "convnd", "pool2d", "poolnd", "cumsum", "group_norm", "batch_norm", "transpose_copy",
-           "trimask", "argreduce"}
+           "trimask", "argreduce", "cat", "permute_copy"}
 EPILOGUE_OK = {"gemm", "conv2d", "convnd", "group_norm", "batch_norm", "pool2d", "poolnd"}
 ELEMENTWISE = {"unary", "binary"}
 REGION_OPS = {"unary", "binary", "reduce", "gather_last"}
@@ -126,7 +128,8 @@ class _Planner:
                 raise self.fail(node, f"reads {g.nodes[a].origin}, an intermediate of another kernel")
         family = {"gemm": "gemm", "conv2d": "conv", "convnd": "conv", "pool2d": "pool", "poolnd": "pool",
                   "cumsum": "scan", "group_norm": "groupnorm", "batch_norm": "groupnorm", "transpose_copy": "layout",
-                  "trimask": "layout", "argreduce": "midreduce"}[node.op]
+                  "trimask": "layout", "argreduce": "midreduce", "cat": "layout",
+                  "permute_copy": "layout"}[node.op]
         if node.op == "gemm" and node.attrs["n"] == 1:
             family = "gemv"
         chain: list[int] = []

@@ -18,6 +18,7 @@ import torch
 from torch import fx, nn
 
 from evokernel.generators.template.front.graph import AnalysisError, Graph
+from evokernel.generators.template.front.init_unroll import unroll_init
 from evokernel.generators.template.front.normalise import Normaliser
 from evokernel.runtime.torch_trace import FX_LOCK
 
@@ -99,6 +100,78 @@ def _init_source(model_cls: type) -> tuple[str, list[str]]:
 _CANDIDATE_GLOBALS = {"torch", "nn", "super", "self"}
 
 
+def _plain(init_source: str) -> bool:
+    """An ``__init__`` a candidate can copy as it is: a docstring, ``super().__init__()`` and assignments whose
+    values build layers, parameters and values from the arguments (``self.fc = nn.Linear(a, b)``); no loops, no
+    lists of layers, no reads of ``self`` (helper methods, class attributes)."""
+    fn = ast.parse(init_source).body[0]
+    assert isinstance(fn, ast.FunctionDef)
+    for st in fn.body:
+        if isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant):
+            continue
+        if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) and "super()" in ast.unparse(st.value):
+            continue
+        if not isinstance(st, (ast.Assign, ast.AnnAssign)) or st.value is None:
+            return False
+        targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+        if not all(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+                   for t in targets):
+            return False
+        if any(isinstance(n, ast.Name) and n.id == "self" for n in ast.walk(st.value)) or \
+                any(isinstance(n, (ast.List, ast.ListComp, ast.Lambda)) for n in ast.walk(st.value)):
+            return False
+    return True
+
+
+# the flat rebuild builds the reference and the rebuilt model on the cpu to compare them: not for models bigger than
+# a verifier worker holds anyway (fit their sizes first)
+UNROLL_MAX_BYTES = 512 << 20
+
+
+def _tensor_bytes(model: nn.Module) -> int:
+    return sum(t.numel() * t.element_size() for t in [*model.parameters(), *model.buffers()])
+
+
+def _candidate_init(module: types.ModuleType, model_cls: type, graph: Graph,
+                    nbytes: int = 0) -> tuple[str, list[str]]:
+    """ModelNew's ``__init__``: the reference's own source when it is plain (:func:`_plain`), else the model as
+    built, unrolled into flat torch.nn layers (:mod:`.init_unroll`; the graph's parameter paths are renamed to
+    match). When neither works, the reason of the source copy is raised (or its source is returned)."""
+    try:
+        copied: tuple[str, list[str]] | None = _init_source(model_cls)
+        copy_error: AnalysisError | None = None
+    except AnalysisError as exc:
+        copied, copy_error = None, exc
+    if copied is not None and (not copied[0] or _plain(copied[0])):
+        return copied
+    try:
+        if nbytes > UNROLL_MAX_BYTES:
+            raise AnalysisError(f"its parameters take {nbytes >> 20} MiB, more than the {UNROLL_MAX_BYTES >> 20} MiB "
+                                "the rebuild's check builds on the cpu (fit the task's sizes)")
+        init_args = list(module.get_init_inputs())
+        unrolled = unroll_init(model_cls, init_args)
+    except AnalysisError as exc:
+        if copied is not None:
+            return copied  # the verifier judges the copy as it is
+        raise AnalysisError(f"{copy_error}; rebuilding it layer by layer failed too: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - the task's get_init_inputs
+        if copied is not None:
+            return copied
+        raise AnalysisError(f"{copy_error}; get_init_inputs() failed: {type(exc).__name__}: {exc}") from None
+    prefixes = sorted(unrolled.path_map, key=len, reverse=True)
+    for n in graph.nodes:
+        if n.op != "param":
+            continue
+        path = n.attrs["path"]
+        head = next((p for p in prefixes if path.startswith(p + ".")), None)
+        if head is None:
+            if copied is not None:
+                return copied
+            raise AnalysisError(f"{copy_error}; the parameter {path} is not in a rebuilt layer")
+        n.attrs["path"] = unrolled.path_map[head] + path[len(head):]
+    return unrolled.source, unrolled.params
+
+
 def _inline_globals(fn: Any, model_cls: type) -> Any:
     """The candidate is a module of its own: a module-level constant of the task that ``__init__``
     reads (a default argument, a size, a tuple) is inlined as its literal value; any other module-level
@@ -172,6 +245,6 @@ def analyze(task: Any, allow_half: bool = False) -> Graph:
     if half and isinstance(out_val, torch.Tensor) and out_val.dtype != torch.float16:
         raise AnalysisError(f"a float16 task whose output is {out_val.dtype}")
     graph.half = half
-    graph.init_source, graph.init_params = _init_source(type(model))
+    graph.init_source, graph.init_params = _candidate_init(module, type(model), graph, _tensor_bytes(model))
     _CACHE[key] = graph
     return graph

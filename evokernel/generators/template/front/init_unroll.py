@@ -1,0 +1,225 @@
+"""ModelNew's ``__init__`` rebuilt from the reference model as it was built, when its source cannot be copied.
+
+Whole models (KernelBench level 3) build their layers in loops (``layers.append(nn.Linear(...))``), with helper
+methods (``self._make_stage``), module-level helper classes (``BasicBlock``, ``MBConv``) or functions
+(``conv_bn``, ``_make_divisible``); a candidate may carry none of these (the verifier's glue rules, see
+docs/verifier.md). What the candidate needs is narrower: the same parameters and buffers, drawn from torch's
+random stream in the same order, so that the verifier's seeded construction gives both models the same weights.
+
+So the reference ``Model`` is built once on the cpu with every ``nn.Module.__init__`` call recorded (the order in
+which modules are created is the order in which their parameters are drawn), and each torch.nn layer that owns a
+parameter or a buffer becomes one flat attribute of ModelNew, created in that order from its configuration
+(constructor arguments read back from the layer's attributes, ``inspect.signature``). Containers and the task's own
+classes only route to those layers and leave nothing behind: a parameter a task class owns directly
+(``nn.Parameter(torch.randn(...))`` in a helper class) is not reproduced and the unrolling is refused.
+
+The result is checked, not trusted: ModelNew's ``__init__`` is run with the same seed as the reference and every
+parameter and buffer must be bit-identical (a post-construction ``nn.init`` loop, a discarded layer that consumed
+random numbers, a layer whose configuration cannot be read back: any difference refuses the unrolling with what
+differs). The forward of the candidate reads the layers at their new names (``path_map``).
+"""
+from __future__ import annotations
+
+import inspect
+import keyword
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from evokernel.generators.template.front.graph import AnalysisError
+
+_CONTAINERS = (nn.Sequential, nn.ModuleList, nn.ModuleDict)
+_LOCK = threading.Lock()  # nn.Module.__init__ is patched process-wide while the reference is built
+_SKIP_ARGS = {"device", "dtype"}
+
+
+@dataclass
+class Unrolled:
+    source: str  # ``def __init__(self, ...): ...`` for ModelNew
+    path_map: dict[str, str] = field(default_factory=dict)  # reference module path -> ModelNew attribute
+    params: list[str] = field(default_factory=list)  # the constructor's argument names
+
+
+def _literal(v: Any) -> bool:
+    if isinstance(v, (bool, int, float, str, type(None))):
+        return not (isinstance(v, float) and v != v)
+    if isinstance(v, (tuple, list)):
+        return all(_literal(x) for x in v)
+    return False
+
+
+def _is_torch_layer(m: nn.Module) -> bool:
+    cls = type(m)
+    return getattr(nn, cls.__name__, None) is cls and not isinstance(m, _CONTAINERS)
+
+
+def layer_call(m: nn.Module) -> str:
+    """``nn.Cls(arg=value, ...)`` that builds a layer configured as ``m`` (arguments equal to their default are
+    left out); AnalysisError when an argument cannot be read back as a literal."""
+    cls = type(m)
+    try:
+        sig = inspect.signature(cls.__init__)
+    except (TypeError, ValueError):
+        raise AnalysisError(f"nn.{cls.__name__}'s constructor has no signature to rebuild it from") from None
+    kw = []
+    for name, p in list(sig.parameters.items())[1:]:
+        if name in _SKIP_ARGS:
+            continue
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if name == "bias" and isinstance(p.default, bool):
+            v: Any = getattr(m, "bias", None) is not None
+        elif name in m.__dict__ or (hasattr(m, name) and not isinstance(getattr(m, name), (torch.Tensor, nn.Module))):
+            v = getattr(m, name)
+        elif p.default is not p.empty:
+            continue
+        else:
+            raise AnalysisError(f"nn.{cls.__name__}: its argument {name!r} cannot be read back from the layer")
+        if isinstance(v, (torch.Tensor, nn.Module)):
+            raise AnalysisError(f"nn.{cls.__name__}: its argument {name!r} is a {type(v).__name__}")
+        if not _literal(v):
+            raise AnalysisError(f"nn.{cls.__name__}: its argument {name!r} = {v!r} is not a literal")
+        if p.default is not p.empty and _literal(p.default) and v == p.default and type(v) is type(p.default):
+            continue
+        kw.append(f"{name}={v!r}")
+    return f"nn.{cls.__name__}({', '.join(kw)})"
+
+
+def _attr_name(path: str, taken: set[str]) -> str:
+    base = "".join(c if c.isalnum() else "_" for c in path).strip("_") or "layer"
+    if base[0].isdigit() or keyword.iskeyword(base) or hasattr(nn.Module, base):
+        base = "layer_" + base
+    name, k = base, 1
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    taken.add(name)
+    return name
+
+
+def _signature(model_cls: type) -> str:
+    try:
+        sig = inspect.signature(model_cls.__init__)
+    except (TypeError, ValueError):
+        return "self"
+    parts = ["self"]
+    for name, p in list(sig.parameters.items())[1:]:
+        if p.kind is p.VAR_POSITIONAL:
+            parts.append(f"*{name}")
+        elif p.kind is p.VAR_KEYWORD:
+            parts.append(f"**{name}")
+        elif p.default is not p.empty:
+            parts.append(f"{name}={p.default!r}" if _literal(p.default) else f"{name}=None")
+        else:
+            parts.append(name)
+    return ", ".join(parts)
+
+
+def _build_recorded(build: Any) -> tuple[nn.Module, dict[int, int]]:
+    order: dict[int, int] = {}
+    original = nn.Module.__init__
+
+    def recording(self: nn.Module, *args: Any, **kwargs: Any) -> None:
+        order.setdefault(id(self), len(order))
+        original(self, *args, **kwargs)
+
+    with _LOCK:
+        nn.Module.__init__ = recording  # type: ignore[method-assign]
+        try:
+            model = build()
+        finally:
+            nn.Module.__init__ = original  # type: ignore[method-assign]
+    return model, order
+
+
+def unroll_init(model_cls: type, init_args: list[Any], seed: int = 0) -> Unrolled:
+    """ModelNew's ``__init__`` for ``model_cls(*init_args)`` as flat torch.nn layers in creation order, checked
+    bit-exact against the reference built with the same seed; AnalysisError (with the reason) otherwise."""
+    def build() -> nn.Module:
+        torch.manual_seed(seed)
+        with torch.device("cpu"):
+            return model_cls(*init_args)
+
+    try:
+        ref, order = _build_recorded(build)
+    except AnalysisError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the task's own constructor
+        raise AnalysisError(f"building the model on the cpu failed: {type(exc).__name__}: {exc}") from None
+    layers: list[tuple[int, str, nn.Module]] = []  # (creation index, path, layer)
+    seen: dict[int, str] = {}
+    aliases: list[tuple[str, int]] = []
+
+    def walk(m: nn.Module, path: str) -> None:
+        if id(m) in seen:
+            aliases.append((path, id(m)))
+            return
+        if path and _is_torch_layer(m):
+            seen[id(m)] = path
+            if any(True for _ in m.parameters()) or any(True for _ in m.buffers()):
+                layers.append((order.get(id(m), -1), path, m))
+            return
+        seen[id(m)] = path
+        own = [n for n, _ in m.named_parameters(recurse=False)] + [n for n, _ in m.named_buffers(recurse=False)]
+        if own:
+            where = f"{type(m).__name__} at {path or 'the root'}"
+            raise AnalysisError(f"{where} owns the tensor(s) {', '.join(own)} itself (not through a torch.nn layer); "
+                                "the flat rebuild reproduces torch.nn layers only")
+        for name, child in m._modules.items():
+            if child is not None:
+                walk(child, f"{path}.{name}" if path else name)
+
+    walk(ref, "")
+    if any(k < 0 for k, _, _ in layers):
+        raise AnalysisError("a layer was not created while the model was built")
+    layers.sort(key=lambda t: t[0])
+    taken: set[str] = set()
+    path_map: dict[str, str] = {}
+    lines = [f"def __init__({_signature(model_cls)}):", "    super().__init__()"]
+    for _, path, m in layers:
+        name = _attr_name(path, taken)
+        path_map[path] = name
+        lines.append(f"    self.{name} = {layer_call(m)}")
+    for path, ident in aliases:
+        if seen[ident] in path_map:
+            path_map[path] = path_map[seen[ident]]
+    source = "\n".join(lines)
+    _check_same_tensors(source, ref, layers, path_map, build_args=init_args, seed=seed)
+    try:
+        params = [n for n in list(inspect.signature(model_cls.__init__).parameters)[1:]]
+    except (TypeError, ValueError):
+        params = []
+    return Unrolled(source, path_map, params)
+
+
+def _check_same_tensors(source: str, ref: nn.Module, layers: list[tuple[int, str, nn.Module]], path_map: dict[str, str],
+                        build_args: list[Any], seed: int) -> None:
+    namespace: dict[str, Any] = {"torch": torch, "nn": nn}
+    exec(compile("class ModelNew(nn.Module):\n" + "\n".join("    " + ln for ln in source.splitlines()),
+                 "<unrolled init>", "exec"), namespace)
+    torch.manual_seed(seed)
+    try:
+        with torch.device("cpu"):
+            new = namespace["ModelNew"](*build_args)
+    except Exception as exc:  # noqa: BLE001
+        raise AnalysisError(f"the rebuilt __init__ fails: {type(exc).__name__}: {exc}") from None
+    want = dict(ref.named_parameters()) | dict(ref.named_buffers())
+    covered = set()
+    for _, path, m in layers:
+        got_layer = getattr(new, path_map[path])
+        mine = dict(m.named_parameters()) | dict(m.named_buffers())
+        theirs = dict(got_layer.named_parameters()) | dict(got_layer.named_buffers())
+        if mine.keys() != theirs.keys():
+            raise AnalysisError(f"the rebuilt {path} has tensors {sorted(theirs)}, the reference {sorted(mine)}")
+        for n, t in mine.items():
+            u = theirs[n]
+            if t.shape != u.shape or t.dtype != u.dtype or not torch.equal(t, u):
+                raise AnalysisError(f"the rebuilt {path}.{n} differs from the reference's (a custom initialisation "
+                                    "or another order of random draws)")
+            covered.add(f"{path}.{n}")
+    missing = [k for k in want if k not in covered]
+    if missing:
+        raise AnalysisError(f"tensors of the reference not rebuilt: {', '.join(missing[:3])}")
