@@ -221,15 +221,13 @@ def test_cat_is_a_copy_kernel(tmp_path, verifier, parts):
 
 
 @pytest.mark.parametrize("shuffle", [
-    pytest.param("x.view(b, 2, c // 2, h, w).transpose(1, 2).contiguous().view(b, -1, h, w)", id="channel-shuffle",
-                 marks=pytest.mark.xfail(reason="OPEN: in this test session the verifier times out at trial 1 (5 s); the "
-                                                "same candidate is feasible in a fresh Verifier and exact when run "
-                                                "directly, and 25/26 ShuffleNet are feasible in measure_template",
-                                         strict=False)),
+    pytest.param("x.view(b, 2, c // 2, h, w).transpose(1, 2).contiguous().view(b, -1, h, w)", id="channel-shuffle"),
     pytest.param("x.permute(0, 2, 3, 1).contiguous().view(b, h * w, c)", id="permute")])
 def test_transpose_of_outer_dims_is_a_copy_kernel(tmp_path, verifier, shuffle):
     """A transpose of other dims than the last two (ShuffleNet's channel shuffle) or a permute is materialised by
-    a copy kernel; the view after it reads a contiguous tensor."""
+    a copy kernel; the view after it reads a contiguous tensor. Judged with the conservative schedule: a draft's
+    exploration may pick the risky ``tail=none`` for the row stage (this file's seed did: the relu overran its 35
+    elements), which is what the loop's next attempt is for, not what this test is about."""
     p = tmp_path / "shuffle.py"
     p.write_text(textwrap.dedent(f'''
         import torch
@@ -253,6 +251,8 @@ def test_transpose_of_outer_dims_is_a_copy_kernel(tmp_path, verifier, shuffle):
         '''))
     task = load_task(p)
     assert "layout" in plan_for(task).families
-    g = TemplateGenerator().generate(GenerationRequest(task=task, stage="draft", seed=1))
-    v = verifier.verify(task, g.source)
+    from evokernel.generators.template.cpu.candidate import render_candidate
+    from evokernel.generators.template.cpu.schedules import CONSERVATIVE
+
+    v = verifier.verify(task, render_candidate(plan_for(task), dict(CONSERVATIVE), "conservative schedule"))
     assert v.feasible, v.feedback[:600]
