@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evokernel.generators.template.ascend.conv import direct, implicit_gemm
+from evokernel.generators.template.ascend.conv import direct, implicit_gemm, l1_img2col
 from evokernel.generators.template.ascend.conv import op as conv_op
 from evokernel.generators.template.ascend.conv.op import ConvOp
 from evokernel.generators.template.ascend.gemm import balance
@@ -46,15 +46,17 @@ SEVERAL_STAGES = True  # it refuses what follows the convolution by name itself
 # copied to UB; cube: an implicit GEMM (implicit_gemm.py) where it applies (dense), with the cube's tile knobs
 KNOBS: dict[str, list[Any]] = {"co_tile": [8, 16, 32, 64], "buffer_num": [1, 2], "blocks": ["all", "half"],
                                "w_mode": ["gm", "ub"], "lowering": ["cube", "vector"], "base_m": [64, 128, 256],
-                               "base_n": [64, 128, 256], "base_k": [32, 64, 128, 256]}
+                               "base_n": [64, 128, 256], "base_k": [32, 64, 128, 256],
+                               "conv_algo": ["gm_img2col", "l1_img2col"]}
 DEFAULTS: dict[str, Any] = {"co_tile": 16, "buffer_num": 1, "blocks": "all", "w_mode": "gm",
                             "lowering": "cube",  # the cube lowering is the fast one where it applies
-                            "base_m": 64, "base_n": 64, "base_k": 32}
+                            "base_m": 64, "base_n": 64, "base_k": 32, "conv_algo": "gm_img2col"}
 # more output channels per pass reuse each loaded input row for more Axpys (more UB)
 TRANSFORMS: list[tuple[str, dict[str, Any]]] = [
     ("co_tile_32", {"co_tile": 32}), ("co_tile_64", {"co_tile": 64}), ("co_tile_16", {"co_tile": 16}),
     ("co_tile_8", {"co_tile": 8}), ("weights_ub", {"w_mode": "ub"}), ("weights_gm", {"w_mode": "gm"}),
-    ("lowering_vector", {"lowering": "vector"}), ("lowering_cube", {"lowering": "cube"})]
+    ("lowering_vector", {"lowering": "vector"}), ("lowering_cube", {"lowering": "cube"}),
+    ("img2col_l1", {"conv_algo": "l1_img2col"}), ("img2col_gm", {"conv_algo": "gm_img2col"})]
 EXPLORE_FIXED: dict[str, Any] = {"lowering": "cube"}  # drafts take the fast lowering; the vector one is a refinement
 
 
@@ -87,5 +89,7 @@ def render_project(op: ConvOp, knobs: dict[str, Any]) -> tuple[dict[str, str], N
     ``lowering`` ``cube`` (the draft's) writes the implicit GEMM (:mod:`.implicit_gemm`) when it applies to the
     convolution (dense); otherwise, and with ``lowering`` ``vector``, the direct convolution (:mod:`.direct`)."""
     if knobs.get("lowering", "vector") == "cube" and not implicit_gemm.applies(op):
+        if knobs.get("conv_algo") == "l1_img2col" and l1_img2col.geometry(op, knobs) is not None:
+            return l1_img2col.render_project(op, knobs)
         return implicit_gemm.render_project(op, knobs)
     return direct.render_project(op, knobs)

@@ -1,0 +1,426 @@
+"""The convolution fed to the cube from L1 (``ascend_conv`` with ``lowering = cube``, ``conv_algo = l1_img2col``):
+LoadData 3D builds each tile's im2col rows in L0A; no im2col matrix in GM.
+
+A MIX kernel in three phases (``SyncAll<false>()`` between them: the cube reads what every vector core wrote):
+
+1. **vector cores: layouts the cube reads.** ``x`` (NCHW) -> ``xT`` (per image ``[H*W, Cp]``, NHWC with the
+   channels zero-padded to ``Cp`` = a multiple of C0 = 8 floats): a chunk of ``QX`` pixels of every channel is
+   copied into UB (``Cin`` rows, one zero row after them), one ``Gather`` transposes it (byte offsets built once per
+   core by ``Adds`` doublings), one copy writes it out. The weights ``[Cout, Cin, KH, KW]`` -> ``wk``
+   (``[Coutp, Kp]``, ``Kp = Cp*KH*KW`` ordered ``(c1, kh, kw, c0)``, the documented filter order of LoadData 3D's
+   K axis; padded rows and channels zero), one Gather by one vector core.
+2. **cube cores.** Per tile of ``MT`` output pixels of one image: the band of input rows the tile reads
+   ``GM xT -> L1`` by ``Nd2Nz`` (``[pixels, Cp]`` -> NC1HWC0), ``SetFmatrix`` with the band's height and its own top /
+   bottom padding, LoadData 3D (``mStartPt`` = the tile's first pixel inside the band) -> L0A, the weights (loaded
+   once per core: ``Nd2Nz`` into L1, LoadData 2D into L0B), one ``Mmad``, ``Fixpipe`` -> ``yT`` (``[pixels, Coutp]``).
+3. **vector cores: back to NCHW.** A chunk of ``QY`` pixels of ``yT`` into UB, one Gather to ``[Cout, QY]``, the bias
+   added per row (``Adds``), one strided copy into the output.
+
+x and y each cross GM once more (against ``col``, KH*KW times x, in the GM im2col). The geometry is fixed at
+generation time (the task's shapes) and the host refuses other shapes. Applies to dense convolutions whose
+weights fit L0B whole (``Coutp * Kp`` floats <= 64 KiB) and whose band fits L1; else the GM im2col
+(:mod:`.implicit_gemm`) stays. Not done: K tiling, double-buffered L1/L0, per-AI-core flags instead of SyncAll.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from evokernel.generators.template.ascend.conv.op import _dims, host_tail, project_parts
+from evokernel.generators.template.ascend.gemm.op import CUBE_CORES
+
+UB_FLOATS = 196608 // 4 - 256  # the vector core's UB, less a margin
+L0A_BYTES, L0B_BYTES, L0C_BYTES, L1_BYTES = 65536, 65536, 131072, 524288
+AIV = 2 * CUBE_CORES
+
+
+def _up(a: int, b: int) -> int:
+    return -(-a // b) * b
+
+
+def geometry(op: Any, knobs: dict[str, Any] | None = None) -> dict[str, int] | None:
+    """The fixed geometry of the kernel for the task's shapes, or None when it does not apply / fit."""
+    if op.groups != 1:
+        return None
+    n, c, h, w, co, ho, wo, kh, kw = _dims(op)
+    (sh, sw), (ph, pw), (dh, dw) = op.stride, op.padding, op.dilation
+    cp, coutp = _up(c, 8), _up(co, 16)
+    kp = cp * kh * kw
+    P = ho * wo
+    if coutp * kp * 4 > L0B_BYTES or h * w > 65535 or max(ph, pw) > 255 or kp > 65535:
+        return None
+    cap = min(L0A_BYTES // (kp * 4), L0C_BYTES // (coutp * 4), 1024) // 16 * 16
+    if cap < 16:
+        return None
+    mt = min(cap, _up(-(-(n * P) // CUBE_CORES), 16), _up(P, 16))
+    span = -(-(mt - 1) // wo) + 1  # output rows a tile touches, at most
+    band = min(h, (span - 1) * sh + (kh - 1) * dh + 1)
+    if band * w * cp * 4 + coutp * kp * 4 > L1_BYTES or band * w > 65535:
+        return None
+    kk = c * kh * kw
+    ws = _up(kk, 8) + 8  # a UB row of weights: kk values, then zeros
+    # vector buffers A (source), B (gathered), O (offsets): weights, x chunks and y chunks share them
+    wa, wb = coutp * ws, coutp * kp
+    best = None
+    for q in range(_up(max(P, h * w), 8), 7, -8):
+        qa = q
+        a = max(wa, (c + 1) * qa, q * coutp)
+        b = max(wb, q * cp, co * qa)
+        if a + 2 * b + _up(co, 8) <= UB_FLOATS:
+            best = q
+            break
+    if best is None:
+        return None
+    qx = min(best, _up(h * w, 8))
+    qy = min(best, _up(P, 8))
+    A = max(wa, (c + 1) * qx, qy * coutp)
+    B = max(wb, qx * cp, co * qy)
+    return {"lowering": "cube", "conv_algo": "l1_img2col", "mix": 1, "blockDim": CUBE_CORES,
+            "batch": n, "cin": c, "h": h, "w": w, "cout": co, "ho": ho, "wo": wo, "kh": kh, "kw": kw,
+            "cp": cp, "coutp": coutp, "kp": kp, "P": P, "mt": mt, "tilesM": -(-P // mt), "band": band,
+            "qx": qx, "qy": qy, "ws": ws, "ubA": A, "ubB": B, "sh": sh, "sw": sw, "ph": ph, "pw": pw,
+            "dh": dh, "dw": dw}
+
+
+def modelled_bytes(op: Any) -> tuple[int, int]:
+    """GM bytes moved: (this kernel, the GM im2col), for the draft's choice: x and y twice each here; col
+    (Cin*KH*KW x Ho*Wo per image, written and read once, plus read by every N tile) there."""
+    n, c, h, w, co, ho, wo, kh, kw = _dims(op)
+    x, y = n * c * h * w * 4, n * co * ho * wo * 4
+    col = n * c * kh * kw * ho * wo * 4
+    return 3 * x + 3 * y, x + 2 * col + y
+
+
+def _consts(g: dict[str, int]) -> str:
+    keys = ["batch", "cin", "h", "w", "cout", "ho", "wo", "kh", "kw", "cp", "coutp", "kp", "P", "mt", "tilesM",
+            "band", "qx", "qy", "ws", "ubA", "ubB", "sh", "sw", "ph", "pw", "dh", "dw"]
+    return "\n".join(f"constexpr uint32_t L_{k.upper()} = {g[k]};" for k in keys)
+
+
+_KERNEL = r"""
+constexpr uint32_t L_KK = L_CIN * L_KH * L_KW;
+constexpr uint64_t XT_FLOATS = (static_cast<uint64_t>(L_BATCH) * L_H * L_W * L_CP + 63) / 64 * 64;
+constexpr uint64_t WK_FLOATS = (static_cast<uint64_t>(L_COUTP) * L_KP + 63) / 64 * 64;
+
+__aicore__ inline uint32_t Min(uint32_t a, uint32_t b) { return a < b ? a : b; }
+
+// t[0, unit) is set; t[r * unit + i] = t[i] + r * step for r < count (Adds doublings on the vector unit)
+__aicore__ inline void Repeat(const LocalTensor<int32_t>& t, uint32_t unit, uint32_t count, int32_t step)
+{
+    for (uint32_t r = 1; r < count; r *= 2) {
+        uint32_t k = Min(r, count - r);
+        Adds(t[r * unit], t, static_cast<int32_t>(r) * step, static_cast<int32_t>(k * unit));
+    }
+}
+
+// The vector cores: x NCHW -> xT [pixels, Cp] and W -> wk [Coutp, Kp] (before the cube), yT -> out NCHW (after it).
+class LayoutsKERNELNAME {
+public:
+    __aicore__ inline void Init(GM_ADDR x, GM_ADDR wt, GM_ADDR bias, GM_ADDR out, GM_ADDR workspace)
+    {
+        vid = GetBlockIdx();
+        vnum = GetBlockNum() * GetTaskRation();
+        xGm.SetGlobalBuffer((__gm__ float*)x, L_BATCH * L_CIN * L_H * L_W);
+        wGm.SetGlobalBuffer((__gm__ float*)wt, L_COUT * L_KK);
+        outGm.SetGlobalBuffer((__gm__ float*)out, L_BATCH * L_COUT * L_P);
+        xtGm.SetGlobalBuffer((__gm__ float*)workspace, XT_FLOATS);
+        wkGm.SetGlobalBuffer((__gm__ float*)workspace + XT_FLOATS, WK_FLOATS);
+        ytGm.SetGlobalBuffer((__gm__ float*)workspace + XT_FLOATS + WK_FLOATS, L_BATCH * L_P * L_COUTP);
+        pipe.InitBuffer(bufA, L_UBA * sizeof(float));
+        pipe.InitBuffer(bufB, L_UBB * sizeof(float));
+        pipe.InitBuffer(bufO, L_UBB * sizeof(uint32_t));
+        pipe.InitBuffer(bufBias, (L_COUT + 7) / 8 * 8 * sizeof(float));
+        a = bufA.Get<float>();
+        b = bufB.Get<float>();
+        o = bufO.Get<int32_t>();
+        HAS_BIAS_INIT
+    }
+    __aicore__ inline void Before()
+    {
+        Duplicate(a, 0.0f, L_UBA);  // zero rows / padding the gathers read for padded channels
+        Flag<HardEvent::V_MTE2>();
+        if (vid == vnum - 1) {
+            Weights();
+        }
+        Flag<HardEvent::V_S>();  // the offsets' last reader (a gather) done
+        // x chunk offsets: gathered entry q * Cp + c = source row min(c, Cin) (row Cin: zeros), column q
+        for (uint32_t c = 0; c < L_CP; ++c) {
+            o.SetValue(c, static_cast<int32_t>((c < L_CIN ? c : L_CIN) * L_QX * sizeof(float)));
+        }
+        Flag<HardEvent::S_V>();
+        Repeat(o, L_CP, L_QX, sizeof(float));
+        uint32_t chunks = (L_H * L_W + L_QX - 1) / L_QX;
+        for (uint32_t item = vid; item < L_BATCH * chunks; item += vnum) {
+            uint32_t n = item / chunks, p0 = (item % chunks) * L_QX, q = Min(L_QX, L_H * L_W - p0);
+            Flag<HardEvent::V_MTE2>();  // the last gather read a
+            DataCopyExtParams in{static_cast<uint16_t>(L_CIN), static_cast<uint32_t>(q * sizeof(float)),
+                                 static_cast<uint32_t>((L_H * L_W - q) * sizeof(float)),
+                                 static_cast<uint32_t>((L_QX - (q + 7) / 8 * 8) / 8), 0};
+            DataCopyPadExtParams<float> pad{false, 0, 0, 0.0f};
+            DataCopyPad(a, xGm[static_cast<uint64_t>(n) * L_CIN * L_H * L_W + p0], in, pad);
+            Flag<HardEvent::MTE2_V>();
+            Flag<HardEvent::MTE3_V>();  // the last copy-out read b
+            Gather(b, a, o.ReinterpretCast<uint32_t>(), 0, q * L_CP);
+            Flag<HardEvent::V_MTE3>();
+            DataCopyExtParams outCopy{1, static_cast<uint32_t>(q * L_CP * sizeof(float)), 0, 0, 0};
+            DataCopyPad(xtGm[(static_cast<uint64_t>(n) * L_H * L_W + p0) * L_CP], b, outCopy);
+        }
+        Flag<HardEvent::MTE3_V>();
+    }
+    __aicore__ inline void After()
+    {
+        // y chunk offsets: gathered entry c * QY + q = source row q, column c
+        Flag<HardEvent::V_S>();
+        for (uint32_t q = 0; q < 8; ++q) {
+            o.SetValue(q, static_cast<int32_t>(q * L_COUTP * sizeof(float)));
+        }
+        Flag<HardEvent::S_V>();
+        Repeat(o, 8, L_QY / 8, 8 * L_COUTP * sizeof(float));
+        Repeat(o, L_QY, L_COUT, sizeof(float));
+        uint32_t chunks = (L_P + L_QY - 1) / L_QY;
+        for (uint32_t item = vid; item < L_BATCH * chunks; item += vnum) {
+            uint32_t n = item / chunks, p0 = (item % chunks) * L_QY, q = Min(L_QY, L_P - p0);
+            Flag<HardEvent::V_MTE2>();
+            DataCopyExtParams in{1, static_cast<uint32_t>(q * L_COUTP * sizeof(float)), 0, 0, 0};
+            DataCopyPadExtParams<float> pad{false, 0, 0, 0.0f};
+            DataCopyPad(a, ytGm[(static_cast<uint64_t>(n) * L_P + p0) * L_COUTP], in, pad);
+            Flag<HardEvent::MTE2_V>();
+            Flag<HardEvent::MTE3_V>();
+            Gather(b, a, o.ReinterpretCast<uint32_t>(), 0, L_COUT * L_QY);
+HAS_BIAS_ADD            Flag<HardEvent::V_MTE3>();
+            DataCopyExtParams outCopy{static_cast<uint16_t>(L_COUT), static_cast<uint32_t>(q * sizeof(float)),
+                                      static_cast<uint32_t>((L_QY - (q + 7) / 8 * 8) / 8),
+                                      static_cast<uint32_t>((L_P - q) * sizeof(float)), 0};
+            DataCopyPad(outGm[static_cast<uint64_t>(n) * L_COUT * L_P + p0], b, outCopy);
+        }
+        Flag<HardEvent::MTE3_V>();
+    }
+
+private:
+    template <HardEvent E> __aicore__ inline void Flag()
+    {
+        TEventID id = GetTPipePtr()->FetchEventID(E);
+        SetFlag<E>(id);
+        WaitFlag<E>(id);
+    }
+    __aicore__ inline void Weights()
+    {
+        // W rows (kk values each) into UB rows of WS floats (the tail zeros), Gather into wk's (c1, kh, kw, c0)
+        DataCopyExtParams in{static_cast<uint16_t>(L_COUT), static_cast<uint32_t>(L_KK * sizeof(float)), 0,
+                             static_cast<uint32_t>((L_WS - (L_KK + 7) / 8 * 8) / 8), 0};
+        DataCopyPadExtParams<float> pad{false, 0, 0, 0.0f};
+        DataCopyPad(a, wGm, in, pad);
+        for (uint32_t k = 0; k < L_KP; ++k) {  // entry k = ((c1 * KH + i) * KW + j) * 8 + c0
+            uint32_t c0 = k % 8, j = (k / 8) % L_KW, i = (k / 8 / L_KW) % L_KH, c = (k / 8 / L_KW / L_KH) * 8 + c0;
+            o.SetValue(k, static_cast<int32_t>((c < L_CIN ? (c * L_KH + i) * L_KW + j : (L_KK + 7) / 8 * 8) * sizeof(float)));
+        }
+        Flag<HardEvent::S_V>();
+        Repeat(o, L_KP, L_COUTP, L_WS * sizeof(float));
+        Flag<HardEvent::MTE2_V>();
+        Gather(b, a, o.ReinterpretCast<uint32_t>(), 0, L_COUTP * L_KP);
+        Flag<HardEvent::V_MTE3>();
+        DataCopyExtParams outCopy{1, static_cast<uint32_t>(L_COUTP * L_KP * sizeof(float)), 0, 0, 0};
+        DataCopyPad(wkGm, b, outCopy);
+        Flag<HardEvent::MTE3_V>();
+        Flag<HardEvent::MTE3_MTE2>();
+        Duplicate(a, 0.0f, L_UBA);
+        Flag<HardEvent::V_MTE2>();
+    }
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> bufA, bufB, bufO, bufBias;
+    LocalTensor<float> a, b, biasLocal;
+    LocalTensor<int32_t> o;
+    GlobalTensor<float> xGm, wGm, outGm, xtGm, wkGm, ytGm, biasGm;
+    uint32_t vid = 0, vnum = 1;
+};
+
+// The cube cores: per tile of MT output pixels, the band of input rows in L1 (NC1HWC0), LoadData 3D -> L0A,
+// the weights in L0B, Mmad, Fixpipe -> yT.
+class ConvKERNELNAME {
+public:
+    __aicore__ inline void Run(GM_ADDR workspace)
+    {
+        xtGm.SetGlobalBuffer((__gm__ float*)workspace, XT_FLOATS);
+        wkGm.SetGlobalBuffer((__gm__ float*)workspace + XT_FLOATS, WK_FLOATS);
+        ytGm.SetGlobalBuffer((__gm__ float*)workspace + XT_FLOATS + WK_FLOATS, L_BATCH * L_P * L_COUTP);
+        pipe.InitBuffer(qx, 1, L_BAND * L_W * L_CP * sizeof(float));
+        pipe.InitBuffer(qw, 1, L_COUTP * L_KP * sizeof(float));
+        pipe.InitBuffer(qa2, 1, (L_MT + 15) / 16 * 16 * L_KP * sizeof(float));
+        pipe.InitBuffer(qb2, 1, L_COUTP * L_KP * sizeof(float));
+        pipe.InitBuffer(qc, 1, (L_MT + 15) / 16 * 16 * L_COUTP * sizeof(float));
+        uint32_t items = L_BATCH * L_TILESM, id = GetBlockIdx(), num = GetBlockNum();
+        if (id >= items) {
+            return;
+        }
+        constexpr uint32_t K1 = L_KP / 8, N1 = L_COUTP / 16;
+        LocalTensor<float> w1 = qw.AllocTensor<float>();
+        DataCopy(w1, wkGm, Nd2NzParams(1, L_COUTP, L_KP, 0, L_KP, L_COUTP, 1, 0));  // B^T [Coutp, Kp] -> NZ
+        qw.EnQue(w1);
+        w1 = qw.DeQue<float>();
+        LocalTensor<float> b2 = qb2.AllocTensor<float>();
+        for (uint32_t j = 0; j < K1; ++j) {
+            LoadData(b2[j * N1 * 16 * 8], w1[j * L_COUTP * 8], LoadData2DParams(0, N1, 1, 0, 0, false, 0));
+        }
+        qb2.EnQue(b2);
+        b2 = qb2.DeQue<float>();
+        for (uint32_t item = id; item < items; item += num) {
+            uint32_t n = item / L_TILESM, m0 = (item % L_TILESM) * L_MT, rows = Min(L_MT, L_P - m0);
+            uint32_t ohA = m0 / L_WO, ohB = (m0 + rows - 1) / L_WO;
+            int32_t r0 = static_cast<int32_t>(ohA * L_SH) - static_cast<int32_t>(L_PH);
+            int32_t r1 = static_cast<int32_t>(ohB * L_SH + (L_KH - 1) * L_DH + 1) - static_cast<int32_t>(L_PH);
+            uint32_t top = r0 < 0 ? static_cast<uint32_t>(-r0) : 0;
+            uint32_t bottom = r1 > static_cast<int32_t>(L_H) ? static_cast<uint32_t>(r1 - static_cast<int32_t>(L_H)) : 0;
+            uint32_t first = r0 < 0 ? 0 : static_cast<uint32_t>(r0);
+            uint32_t bandH = static_cast<uint32_t>(r1 - r0) - top - bottom;
+            LocalTensor<float> x1 = qx.AllocTensor<float>();
+            DataCopy(x1, xtGm[(static_cast<uint64_t>(n) * L_H + first) * L_W * L_CP],
+                     Nd2NzParams(1, bandH * L_W, L_CP, 0, L_CP, bandH * L_W, 1, 0));  // [pixels, Cp] -> NC1HWC0
+            qx.EnQue(x1);
+            x1 = qx.DeQue<float>();
+            uint8_t pad[4] = {static_cast<uint8_t>(L_PW), static_cast<uint8_t>(L_PW), static_cast<uint8_t>(top),
+                              static_cast<uint8_t>(bottom)};
+            SetFmatrix(static_cast<uint16_t>(bandH), static_cast<uint16_t>(L_W), pad, FmatrixMode::FMATRIX_LEFT);
+            SetLoadDataPaddingValue<float>(0.0f);
+            LocalTensor<float> a2 = qa2.AllocTensor<float>();
+            LoadData3DParamsV2<float> p;
+            p.channelSize = L_CP;
+            p.kStartPt = 0;
+            p.kExtension = L_KP;
+            p.mStartPt = m0 - ohA * L_WO;
+            p.mExtension = (rows + 15) / 16 * 16;
+            p.strideH = L_SH;
+            p.strideW = L_SW;
+            p.filterH = L_KH;
+            p.filterW = L_KW;
+            p.dilationFilterH = L_DH;
+            p.dilationFilterW = L_DW;
+            LoadData<float, REGS_CFG>(a2, x1, p);
+            qx.FreeTensor(x1);
+            qa2.EnQue(a2);
+            a2 = qa2.DeQue<float>();
+            LocalTensor<float> c = qc.AllocTensor<float>();
+            Mmad(c, a2, b2, MmadParams(rows, L_COUTP, L_KP, 0, false, true));
+            qa2.FreeTensor(a2);
+            qc.EnQue(c);
+            c = qc.DeQue<float>();
+            FixpipeParamsV220 fp;
+            fp.nSize = L_COUTP;
+            fp.mSize = rows;
+            fp.srcStride = (rows + 15) / 16 * 16;
+            fp.dstStride = L_COUTP;
+            Fixpipe(ytGm[(static_cast<uint64_t>(n) * L_P + m0) * L_COUTP], c, fp);
+            qc.FreeTensor(c);
+        }
+        qb2.FreeTensor(b2);
+        qw.FreeTensor(w1);
+    }
+
+private:
+    static constexpr IsResetLoad3dConfig REGS_CFG = {false, false};
+    TPipe pipe;
+    TQue<TPosition::A1, 1> qx;
+    TQue<TPosition::B1, 1> qw;
+    TQue<TPosition::A2, 1> qa2;
+    TQue<TPosition::B2, 1> qb2;
+    TQue<TPosition::CO1, 1> qc;
+    GlobalTensor<float> xtGm, wkGm, ytGm;
+};
+"""
+
+_BIAS_INIT = """biasGm.SetGlobalBuffer((__gm__ float*)bias, L_COUT);
+        biasLocal = bufBias.Get<float>();
+        DataCopyExtParams bc{1, static_cast<uint32_t>(L_COUT * sizeof(float)), 0, 0, 0};
+        DataCopyPadExtParams<float> bpad{false, 0, 0, 0.0f};
+        DataCopyPad(biasLocal, biasGm, bc, bpad);
+        Flag<HardEvent::MTE2_S>();"""
+_BIAS_ADD = """            for (uint32_t c = 0; c < L_COUT; ++c) {
+                Adds(b[c * L_QY], b[c * L_QY], biasLocal.GetValue(c), static_cast<int32_t>(L_QY));
+            }
+"""
+
+
+def _kernel(op: Any, g: dict[str, int]) -> str:
+    x, wt = op.exts[0].name, op.exts[1].name
+    bias = op.exts[2].name if op.bias else "nullptr"
+    args = ", ".join(f"GM_ADDR {e.name}" for e in op.exts)
+    body = (_KERNEL.replace("KERNELNAME", op.op_type)
+            .replace("HAS_BIAS_INIT", _BIAS_INIT if op.bias else "")
+            .replace("HAS_BIAS_ADD", _BIAS_ADD if op.bias else ""))
+    return f"""#include "kernel_operator.h"
+using namespace AscendC;
+
+{_consts(g)}
+{body}
+extern "C" __global__ __aicore__ void {op.kernel_name}({args}, GM_ADDR out, GM_ADDR workspace, GM_ADDR tiling)
+{{
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);  // per block: the cube core and two vector cores
+    GET_TILING_DATA(t, tiling);
+    (void)t;
+    if ASCEND_IS_AIC {{
+        SyncAll<false>();  // xT and wk written by the vector cores
+        Conv{op.op_type} conv;
+        conv.Run(workspace);
+        SyncAll<false>();  // every tile of yT written
+    }} else {{
+        Layouts{op.op_type} lay;
+        lay.Init({x}, {wt}, {bias if op.bias else "nullptr"}, out, workspace);
+        lay.Before();
+        SyncAll<false>();  // xT and wk complete: the cube cores may read them
+        SyncAll<false>();  // yT complete
+        lay.After();
+    }}
+}}"""
+
+
+def _host(op: Any, g: dict[str, int], tiling_cls: str) -> str:
+    nd = op.nd
+    (sh, sw), (ph, pw), (dh, dw) = op.stride, op.padding, op.dilation
+    xs = [g["batch"], g["cin"], g["h"], g["w"]] if nd == 2 else [g["batch"], g["cin"], g["w"]]
+    ws = [g["cout"], g["cin"], g["kh"], g["kw"]] if nd == 2 else [g["cout"], g["cin"], g["kw"]]
+    checks = " || ".join([f"x.GetDim({i}) != {v}" for i, v in enumerate(xs)]
+                         + [f"wt.GetDim({i}) != {v}" for i, v in enumerate(ws)])
+    xt = g["batch"] * g["h"] * g["w"] * g["cp"]
+    wk = g["coutp"] * g["kp"]
+    yt = g["batch"] * g["P"] * g["coutp"]
+    return f"""#include "{op.kernel_name}_tiling.h"
+#include "register/op_def_registry.h"
+#include "tiling/platform/platform_ascendc.h"
+
+// the module's attributes
+constexpr int64_t STRIDE_H = {sh}, STRIDE_W = {sw}, PAD_H = {ph}, PAD_W = {pw}, DIL_H = {dh}, DIL_W = {dw};
+
+namespace optiling {{
+static ge::graphStatus TilingFunc(gert::TilingContext* context)
+{{
+    const gert::Shape& x = context->GetInputShape(0)->GetStorageShape();
+    const gert::Shape& wt = context->GetInputShape(1)->GetStorageShape();
+    if (x.GetDimNum() != {nd + 2} || wt.GetDimNum() != {nd + 2}) {{
+        return ge::GRAPH_FAILED;
+    }}
+    if ({checks}) {{
+        return ge::GRAPH_FAILED;  // the kernel's geometry is fixed for the task's shapes
+    }}
+    auto platform = platform_ascendc::PlatformAscendC(context->GetPlatformInfo());
+    context->SetBlockDim(platform.GetCoreNumAic());  // MIX: every AI core (its vector cores do the layouts)
+    {tiling_cls} tiling;
+    tiling.set_batch({g["batch"]});
+    tiling.SaveToBuffer(context->GetRawTilingData()->GetData(), context->GetRawTilingData()->GetCapacity());
+    context->GetRawTilingData()->SetDataSize(tiling.GetDataSize());
+    size_t* workspace = context->GetWorkspaceSizes(1);
+    // xT (NHWC, channels padded), wk (filter order), yT ([pixels, Coutp]), each 64-float aligned
+    workspace[0] = ({_up(xt, 64)}ULL + {_up(wk, 64)}ULL + {yt}ULL) * sizeof(float);
+    return ge::GRAPH_SUCCESS;
+}}
+}}
+
+""" + host_tail(op)
+
+
+def render_project(op: Any, knobs: dict[str, Any]) -> tuple[dict[str, str], None, dict[str, int] | None]:
+    """The six strings of the operator project and the geometry (None: does not apply / fit)."""
+    g = geometry(op, knobs)
+    if g is None:
+        return {}, None, None
+    tiling_cls = f"{op.op_type}TilingData"
+    parts = project_parts(op, ["batch"], tiling_cls, _host(op, g, tiling_cls), _kernel(op, g),
+                          "convolution on the cube, im2col by LoadData 3D from L1")
+    return parts, None, g
