@@ -51,34 +51,29 @@ def geometry(op: Any, knobs: dict[str, Any] | None = None) -> dict[str, int] | N
     cap = min(L0A_BYTES // (kp * 4), L0C_BYTES // (coutp * 4), 1024) // 16 * 16
     if cap < 16:
         return None
-    mt = min(cap, _up(-(-(n * P) // CUBE_CORES), 16), _up(P, 16))
+    # about three tiles per AI core, so the vector cores' layouts overlap the cube's tiles
+    mt = min(cap, max(32, _up(-(-(n * P) // (3 * CUBE_CORES)), 16)), _up(P, 16))
     span = -(-(mt - 1) // wo) + 1  # output rows a tile touches, at most
     band = min(h, (span - 1) * sh + (kh - 1) * dh + 1)
     if band * w * cp * 4 + coutp * kp * 4 > L1_BYTES or band * w > 65535:
         return None
     kk = c * kh * kw
     ws = _up(kk, 8) + 8  # a UB row of weights: kk values, then zeros
-    # vector buffers A (source), B (gathered), O (offsets): weights, x chunks and y chunks share them
-    wa, wb = coutp * ws, coutp * kp
-    best = None
-    for q in range(_up(max(P, h * w), 8), 7, -8):
-        qa = q
-        a = max(wa, (c + 1) * qa, q * coutp)
-        b = max(wb, q * cp, co * qa)
-        if a + 2 * b + _up(co, 8) <= UB_FLOATS:
-            best = q
+    # each vector core: half a band (x) and half a tile (y) per tile, in chunks of qx / qy pixels
+    qx0, qy0 = _up(-(-band * w // 2), 8), _up(-(-mt // 2), 8)
+    for qx, qy in ((qx0, qy0), (min(qx0, 256), min(qy0, 256)), (min(qx0, 64), min(qy0, 64)), (8, 8)):
+        A = max(coutp * ws, (c + 1) * qx, qy * coutp)
+        B = max(coutp * kp, qx * cp, co * qy)
+        OX, OY = qx * cp, max(co * qy, coutp * kp)
+        if A + B + OX + OY + _up(co, 8) <= UB_FLOATS:
             break
-    if best is None:
+    else:
         return None
-    qx = min(best, _up(h * w, 8))
-    qy = min(best, _up(P, 8))
-    A = max(wa, (c + 1) * qx, qy * coutp)
-    B = max(wb, qx * cp, co * qy)
     return {"lowering": "cube", "conv_algo": "l1_img2col", "mix": 1, "blockDim": CUBE_CORES,
             "batch": n, "cin": c, "h": h, "w": w, "cout": co, "ho": ho, "wo": wo, "kh": kh, "kw": kw,
             "cp": cp, "coutp": coutp, "kp": kp, "P": P, "mt": mt, "tilesM": -(-P // mt), "band": band,
-            "qx": qx, "qy": qy, "ws": ws, "ubA": A, "ubB": B, "sh": sh, "sw": sw, "ph": ph, "pw": pw,
-            "dh": dh, "dw": dw}
+            "qx": qx, "qy": qy, "ws": ws, "ubA": A, "ubB": B, "ubOX": OX, "ubOY": OY, "sh": sh, "sw": sw,
+            "ph": ph, "pw": pw, "dh": dh, "dw": dw}
 
 
 def modelled_bytes(op: Any) -> tuple[int, int]:
@@ -92,16 +87,43 @@ def modelled_bytes(op: Any) -> tuple[int, int]:
 
 def _consts(g: dict[str, int]) -> str:
     keys = ["batch", "cin", "h", "w", "cout", "ho", "wo", "kh", "kw", "cp", "coutp", "kp", "P", "mt", "tilesM",
-            "band", "qx", "qy", "ws", "ubA", "ubB", "sh", "sw", "ph", "pw", "dh", "dw"]
+            "band", "qx", "qy", "ws", "ubA", "ubB", "ubOX", "ubOY", "sh", "sw", "ph", "pw", "dh", "dw"]
     return "\n".join(f"constexpr uint32_t L_{k.upper()} = {g[k]};" for k in keys)
 
 
 _KERNEL = r"""
 constexpr uint32_t L_KK = L_CIN * L_KH * L_KW;
-constexpr uint64_t XT_FLOATS = (static_cast<uint64_t>(L_BATCH) * L_H * L_W * L_CP + 63) / 64 * 64;
+constexpr uint32_t ITEMS = L_BATCH * L_TILESM;
+// per AI core: wk, two band slots of xT, two tile slots of yT (64-float aligned)
 constexpr uint64_t WK_FLOATS = (static_cast<uint64_t>(L_COUTP) * L_KP + 63) / 64 * 64;
+constexpr uint64_t XS_FLOATS = (static_cast<uint64_t>(L_BAND) * L_W * L_CP + 63) / 64 * 64;
+constexpr uint64_t YS_FLOATS = (static_cast<uint64_t>(L_MT) * L_COUTP + 63) / 64 * 64;
+constexpr uint64_t SLOT_FLOATS = WK_FLOATS + 2 * XS_FLOATS + 2 * YS_FLOATS;
+// cross-core flags inside an AI core (mode 2)
+// (AIV -> AIC flags by parity: the AIC's wait needs both vector cores' sets, and one vector core may run a tile
+// ahead of the other)
+constexpr uint16_t F_W = 0, F_X = 1, F_XFREE = 3, F_Y = 4, F_YFREE = 5;
 
 __aicore__ inline uint32_t Min(uint32_t a, uint32_t b) { return a < b ? a : b; }
+
+// The band of input rows tile `item` reads: image n, first row, height, its own top / bottom zero padding.
+struct Band {
+    uint32_t n, m0, rows, ohA, first, height, top, bottom;
+    __aicore__ inline Band(uint32_t item)
+    {
+        n = item / L_TILESM;
+        m0 = (item % L_TILESM) * L_MT;
+        rows = Min(L_MT, L_P - m0);
+        ohA = m0 / L_WO;
+        uint32_t ohB = (m0 + rows - 1) / L_WO;
+        int32_t r0 = static_cast<int32_t>(ohA * L_SH) - static_cast<int32_t>(L_PH);
+        int32_t r1 = static_cast<int32_t>(ohB * L_SH + (L_KH - 1) * L_DH + 1) - static_cast<int32_t>(L_PH);
+        top = r0 < 0 ? static_cast<uint32_t>(-r0) : 0;
+        bottom = r1 > static_cast<int32_t>(L_H) ? static_cast<uint32_t>(r1 - static_cast<int32_t>(L_H)) : 0;
+        first = r0 < 0 ? 0 : static_cast<uint32_t>(r0);
+        height = static_cast<uint32_t>(r1 - r0) - top - bottom;
+    }
+};
 
 // t[0, unit) is set; t[r * unit + i] = t[i] + r * step for r < count (Adds doublings on the vector unit)
 __aicore__ inline void Repeat(const LocalTensor<int32_t>& t, uint32_t unit, uint32_t count, int32_t step)
@@ -112,87 +134,68 @@ __aicore__ inline void Repeat(const LocalTensor<int32_t>& t, uint32_t unit, uint
     }
 }
 
-// The vector cores: x NCHW -> xT [pixels, Cp] and W -> wk [Coutp, Kp] (before the cube), yT -> out NCHW (after it).
+// A vector core: for each tile of its AI core, half of the next tile's band x NCHW -> xT [pixels, Cp] (one
+// Gather a chunk), then half of this tile's yT [pixels, Coutp] -> out NCHW (one Gather a chunk, the bias added).
 class LayoutsKERNELNAME {
 public:
     __aicore__ inline void Init(GM_ADDR x, GM_ADDR wt, GM_ADDR bias, GM_ADDR out, GM_ADDR workspace)
     {
-        vid = GetBlockIdx();
-        vnum = GetBlockNum() * GetTaskRation();
+        core = GetBlockIdx() / GetTaskRation();
+        sub = GetSubBlockIdx();
         xGm.SetGlobalBuffer((__gm__ float*)x, L_BATCH * L_CIN * L_H * L_W);
         wGm.SetGlobalBuffer((__gm__ float*)wt, L_COUT * L_KK);
         outGm.SetGlobalBuffer((__gm__ float*)out, L_BATCH * L_COUT * L_P);
-        xtGm.SetGlobalBuffer((__gm__ float*)workspace, XT_FLOATS);
-        wkGm.SetGlobalBuffer((__gm__ float*)workspace + XT_FLOATS, WK_FLOATS);
-        ytGm.SetGlobalBuffer((__gm__ float*)workspace + XT_FLOATS + WK_FLOATS, L_BATCH * L_P * L_COUTP);
+        slotGm.SetGlobalBuffer((__gm__ float*)workspace + core * SLOT_FLOATS, SLOT_FLOATS);
         pipe.InitBuffer(bufA, L_UBA * sizeof(float));
         pipe.InitBuffer(bufB, L_UBB * sizeof(float));
-        pipe.InitBuffer(bufO, L_UBB * sizeof(uint32_t));
+        pipe.InitBuffer(bufOX, L_UBOX * sizeof(int32_t));
+        pipe.InitBuffer(bufOY, L_UBOY * sizeof(int32_t));
         pipe.InitBuffer(bufBias, (L_COUT + 7) / 8 * 8 * sizeof(float));
         a = bufA.Get<float>();
         b = bufB.Get<float>();
-        o = bufO.Get<int32_t>();
+        ox = bufOX.Get<int32_t>();
+        oy = bufOY.Get<int32_t>();
         HAS_BIAS_INIT
     }
-    __aicore__ inline void Before()
+    __aicore__ inline void Process()
     {
-        Duplicate(a, 0.0f, L_UBA);  // zero rows / padding the gathers read for padded channels
+        uint32_t tiles = core < ITEMS ? (ITEMS - core + GetBlockNum() - 1) / GetBlockNum() : 0;
+        if (tiles == 0) {
+            return;
+        }
+        Duplicate(a, 0.0f, L_UBA);  // the zero row / tails the gathers read for padded channels and rows
         Flag<HardEvent::V_MTE2>();
-        if (vid == vnum - 1) {
+        if (sub == 0) {
             Weights();
         }
-        Flag<HardEvent::V_S>();  // the offsets' last reader (a gather) done
-        // x chunk offsets: gathered entry q * Cp + c = source row min(c, Cin) (row Cin: zeros), column q
-        for (uint32_t c = 0; c < L_CP; ++c) {
-            o.SetValue(c, static_cast<int32_t>((c < L_CIN ? c : L_CIN) * L_QX * sizeof(float)));
-        }
-        Flag<HardEvent::S_V>();
-        Repeat(o, L_CP, L_QX, sizeof(float));
-        uint32_t chunks = (L_H * L_W + L_QX - 1) / L_QX;
-        for (uint32_t item = vid; item < L_BATCH * chunks; item += vnum) {
-            uint32_t n = item / chunks, p0 = (item % chunks) * L_QX, q = Min(L_QX, L_H * L_W - p0);
-            Flag<HardEvent::V_MTE2>();  // the last gather read a
-            DataCopyExtParams in{static_cast<uint16_t>(L_CIN), static_cast<uint32_t>(q * sizeof(float)),
-                                 static_cast<uint32_t>((L_H * L_W - q) * sizeof(float)),
-                                 static_cast<uint32_t>((L_QX - (q + 7) / 8 * 8) / 8), 0};
-            DataCopyPadExtParams<float> pad{false, 0, 0, 0.0f};
-            DataCopyPad(a, xGm[static_cast<uint64_t>(n) * L_CIN * L_H * L_W + p0], in, pad);
-            Flag<HardEvent::MTE2_V>();
-            Flag<HardEvent::MTE3_V>();  // the last copy-out read b
-            Gather(b, a, o.ReinterpretCast<uint32_t>(), 0, q * L_CP);
-            Flag<HardEvent::V_MTE3>();
-            DataCopyExtParams outCopy{1, static_cast<uint32_t>(q * L_CP * sizeof(float)), 0, 0, 0};
-            DataCopyPad(xtGm[(static_cast<uint64_t>(n) * L_H * L_W + p0) * L_CP], b, outCopy);
-        }
-        Flag<HardEvent::MTE3_V>();
-    }
-    __aicore__ inline void After()
-    {
-        // y chunk offsets: gathered entry c * QY + q = source row q, column c
+        CrossCoreSetFlag<2, PIPE_MTE3>(F_W);
+        // x offsets: gathered entry q * Cp + c = source row min(c, Cin) (row Cin: zeros), column q
         Flag<HardEvent::V_S>();
+        for (uint32_t c = 0; c < L_CP; ++c) {
+            ox.SetValue(c, static_cast<int32_t>((c < L_CIN ? c : L_CIN) * L_QX * sizeof(float)));
+        }
+        // y offsets: gathered entry c * QY + q = source row q, column c
         for (uint32_t q = 0; q < 8; ++q) {
-            o.SetValue(q, static_cast<int32_t>(q * L_COUTP * sizeof(float)));
+            oy.SetValue(q, static_cast<int32_t>(q * L_COUTP * sizeof(float)));
         }
         Flag<HardEvent::S_V>();
-        Repeat(o, 8, L_QY / 8, 8 * L_COUTP * sizeof(float));
-        Repeat(o, L_QY, L_COUT, sizeof(float));
-        uint32_t chunks = (L_P + L_QY - 1) / L_QY;
-        for (uint32_t item = vid; item < L_BATCH * chunks; item += vnum) {
-            uint32_t n = item / chunks, p0 = (item % chunks) * L_QY, q = Min(L_QY, L_P - p0);
-            Flag<HardEvent::V_MTE2>();
-            DataCopyExtParams in{1, static_cast<uint32_t>(q * L_COUTP * sizeof(float)), 0, 0, 0};
-            DataCopyPadExtParams<float> pad{false, 0, 0, 0.0f};
-            DataCopyPad(a, ytGm[(static_cast<uint64_t>(n) * L_P + p0) * L_COUTP], in, pad);
-            Flag<HardEvent::MTE2_V>();
-            Flag<HardEvent::MTE3_V>();
-            Gather(b, a, o.ReinterpretCast<uint32_t>(), 0, L_COUT * L_QY);
-HAS_BIAS_ADD            Flag<HardEvent::V_MTE3>();
-            DataCopyExtParams outCopy{static_cast<uint16_t>(L_COUT), static_cast<uint32_t>(q * sizeof(float)),
-                                      static_cast<uint32_t>((L_QY - (q + 7) / 8 * 8) / 8),
-                                      static_cast<uint32_t>((L_P - q) * sizeof(float)), 0};
-            DataCopyPad(outGm[static_cast<uint64_t>(n) * L_COUT * L_P + p0], b, outCopy);
+        Repeat(ox, L_CP, L_QX, sizeof(float));
+        Repeat(oy, 8, L_QY / 8, 8 * L_COUTP * sizeof(float));
+        Repeat(oy, L_QY, L_COUT, sizeof(float));
+        BandToXT(0);
+        for (uint32_t t = 0; t < tiles; ++t) {
+            if (t + 1 < tiles) {
+                if (t + 1 >= 2) {
+                    CrossCoreWaitFlag(F_XFREE);  // the cube has copied band t - 1 out of its slot
+                }
+                BandToXT(t + 1);
+            }
+            CrossCoreWaitFlag(F_Y);  // tile t is in its yT slot
+            TileToOut(t);
+            if (t + 2 < tiles) {
+                CrossCoreSetFlag<2, PIPE_MTE2>(F_YFREE + t % 2);
+            }
         }
-        Flag<HardEvent::MTE3_V>();
     }
 
 private:
@@ -201,6 +204,53 @@ private:
         TEventID id = GetTPipePtr()->FetchEventID(E);
         SetFlag<E>(id);
         WaitFlag<E>(id);
+    }
+    __aicore__ inline void BandToXT(uint32_t t)
+    {
+        Band bd(core + t * GetBlockNum());
+        uint32_t pixels = bd.height * L_W, half = (pixels / 2 + 7) / 8 * 8;
+        uint32_t p0 = sub == 0 ? 0 : Min(half, pixels), p1 = sub == 0 ? Min(half, pixels) : pixels;
+        uint64_t src = (static_cast<uint64_t>(bd.n) * L_CIN * L_H + bd.first) * L_W;
+        uint64_t dst = WK_FLOATS + (t % 2) * XS_FLOATS;
+        for (uint32_t p = p0; p < p1; p += L_QX) {
+            uint32_t q = Min(L_QX, p1 - p);
+            Flag<HardEvent::V_MTE2>();  // the last gather read a
+            DataCopyExtParams in{static_cast<uint16_t>(L_CIN), static_cast<uint32_t>(q * sizeof(float)),
+                                 static_cast<uint32_t>((L_H * L_W - q) * sizeof(float)),
+                                 static_cast<uint32_t>((L_QX - (q + 7) / 8 * 8) / 8), 0};
+            DataCopyPadExtParams<float> pad{false, 0, 0, 0.0f};
+            DataCopyPad(a, xGm[src + p], in, pad);
+            Flag<HardEvent::MTE2_V>();
+            Flag<HardEvent::MTE3_V>();  // the last copy-out read b
+            Gather(b, a, ox.ReinterpretCast<uint32_t>(), 0, q * L_CP);
+            Flag<HardEvent::V_MTE3>();
+            DataCopyExtParams outCopy{1, static_cast<uint32_t>(q * L_CP * sizeof(float)), 0, 0, 0};
+            DataCopyPad(slotGm[dst + static_cast<uint64_t>(p) * L_CP], b, outCopy);
+        }
+        CrossCoreSetFlag<2, PIPE_MTE3>(F_X + t % 2);
+    }
+    __aicore__ inline void TileToOut(uint32_t t)
+    {
+        Band bd(core + t * GetBlockNum());
+        uint32_t half = (bd.rows / 2 + 7) / 8 * 8;
+        uint32_t p0 = sub == 0 ? 0 : Min(half, bd.rows), p1 = sub == 0 ? Min(half, bd.rows) : bd.rows;
+        uint64_t src = WK_FLOATS + 2 * XS_FLOATS + (t % 2) * YS_FLOATS;
+        for (uint32_t p = p0; p < p1; p += L_QY) {
+            uint32_t q = Min(L_QY, p1 - p);
+            Flag<HardEvent::V_MTE2>();
+            DataCopyExtParams in{1, static_cast<uint32_t>(q * L_COUTP * sizeof(float)), 0, 0, 0};
+            DataCopyPadExtParams<float> pad{false, 0, 0, 0.0f};
+            DataCopyPad(a, slotGm[src + static_cast<uint64_t>(p) * L_COUTP], in, pad);
+            Flag<HardEvent::MTE2_V>();
+            Flag<HardEvent::MTE3_V>();
+            Gather(b, a, oy.ReinterpretCast<uint32_t>(), 0, L_COUT * L_QY);
+HAS_BIAS_ADD            Flag<HardEvent::V_MTE3>();
+            DataCopyExtParams outCopy{static_cast<uint16_t>(L_COUT), static_cast<uint32_t>(q * sizeof(float)),
+                                      static_cast<uint32_t>((L_QY - (q + 7) / 8 * 8) / 8),
+                                      static_cast<uint32_t>((L_P - q) * sizeof(float)), 0};
+            DataCopyPad(outGm[static_cast<uint64_t>(bd.n) * L_COUT * L_P + bd.m0 + p], b, outCopy);
+        }
+        Flag<HardEvent::MTE3_V>();
     }
     __aicore__ inline void Weights()
     {
@@ -211,49 +261,50 @@ private:
         DataCopyPad(a, wGm, in, pad);
         for (uint32_t k = 0; k < L_KP; ++k) {  // entry k = ((c1 * KH + i) * KW + j) * 8 + c0
             uint32_t c0 = k % 8, j = (k / 8) % L_KW, i = (k / 8 / L_KW) % L_KH, c = (k / 8 / L_KW / L_KH) * 8 + c0;
-            o.SetValue(k, static_cast<int32_t>((c < L_CIN ? (c * L_KH + i) * L_KW + j : (L_KK + 7) / 8 * 8) * sizeof(float)));
+            oy.SetValue(k, static_cast<int32_t>((c < L_CIN ? (c * L_KH + i) * L_KW + j : (L_KK + 7) / 8 * 8) *
+                                                sizeof(float)));
         }
         Flag<HardEvent::S_V>();
-        Repeat(o, L_KP, L_COUTP, L_WS * sizeof(float));
+        Repeat(oy, L_KP, L_COUTP, L_WS * sizeof(float));
         Flag<HardEvent::MTE2_V>();
-        Gather(b, a, o.ReinterpretCast<uint32_t>(), 0, L_COUTP * L_KP);
+        Gather(b, a, oy.ReinterpretCast<uint32_t>(), 0, L_COUTP * L_KP);
         Flag<HardEvent::V_MTE3>();
         DataCopyExtParams outCopy{1, static_cast<uint32_t>(L_COUTP * L_KP * sizeof(float)), 0, 0, 0};
-        DataCopyPad(wkGm, b, outCopy);
+        DataCopyPad(slotGm, b, outCopy);
         Flag<HardEvent::MTE3_V>();
         Flag<HardEvent::MTE3_MTE2>();
         Duplicate(a, 0.0f, L_UBA);
         Flag<HardEvent::V_MTE2>();
     }
     TPipe pipe;
-    TBuf<TPosition::VECCALC> bufA, bufB, bufO, bufBias;
+    TBuf<TPosition::VECCALC> bufA, bufB, bufOX, bufOY, bufBias;
     LocalTensor<float> a, b, biasLocal;
-    LocalTensor<int32_t> o;
-    GlobalTensor<float> xGm, wGm, outGm, xtGm, wkGm, ytGm, biasGm;
-    uint32_t vid = 0, vnum = 1;
+    LocalTensor<int32_t> ox, oy;
+    GlobalTensor<float> xGm, wGm, outGm, slotGm, biasGm;
+    uint32_t core = 0, sub = 0;
 };
 
-// The cube cores: per tile of MT output pixels, the band of input rows in L1 (NC1HWC0), LoadData 3D -> L0A,
-// the weights in L0B, Mmad, Fixpipe -> yT.
+// The cube core: per tile of MT output pixels, its band (xT) into L1 as NC1HWC0, LoadData 3D -> L0A, the
+// weights in L0B (once), Mmad, Fixpipe -> the tile's yT slot; flags to and from its vector cores.
 class ConvKERNELNAME {
 public:
     __aicore__ inline void Run(GM_ADDR workspace)
     {
-        xtGm.SetGlobalBuffer((__gm__ float*)workspace, XT_FLOATS);
-        wkGm.SetGlobalBuffer((__gm__ float*)workspace + XT_FLOATS, WK_FLOATS);
-        ytGm.SetGlobalBuffer((__gm__ float*)workspace + XT_FLOATS + WK_FLOATS, L_BATCH * L_P * L_COUTP);
+        uint32_t id = GetBlockIdx(), num = GetBlockNum();
+        uint32_t tiles = id < ITEMS ? (ITEMS - id + num - 1) / num : 0;
+        if (tiles == 0) {
+            return;
+        }
+        slotGm.SetGlobalBuffer((__gm__ float*)workspace + id * SLOT_FLOATS, SLOT_FLOATS);
         pipe.InitBuffer(qx, 1, L_BAND * L_W * L_CP * sizeof(float));
         pipe.InitBuffer(qw, 1, L_COUTP * L_KP * sizeof(float));
         pipe.InitBuffer(qa2, 1, (L_MT + 15) / 16 * 16 * L_KP * sizeof(float));
         pipe.InitBuffer(qb2, 1, L_COUTP * L_KP * sizeof(float));
         pipe.InitBuffer(qc, 1, (L_MT + 15) / 16 * 16 * L_COUTP * sizeof(float));
-        uint32_t items = L_BATCH * L_TILESM, id = GetBlockIdx(), num = GetBlockNum();
-        if (id >= items) {
-            return;
-        }
         constexpr uint32_t K1 = L_KP / 8, N1 = L_COUTP / 16;
+        CrossCoreWaitFlag(F_W);
         LocalTensor<float> w1 = qw.AllocTensor<float>();
-        DataCopy(w1, wkGm, Nd2NzParams(1, L_COUTP, L_KP, 0, L_KP, L_COUTP, 1, 0));  // B^T [Coutp, Kp] -> NZ
+        DataCopy(w1, slotGm, Nd2NzParams(1, L_COUTP, L_KP, 0, L_KP, L_COUTP, 1, 0));  // B^T [Coutp, Kp] -> NZ
         qw.EnQue(w1);
         w1 = qw.DeQue<float>();
         LocalTensor<float> b2 = qb2.AllocTensor<float>();
@@ -262,31 +313,28 @@ public:
         }
         qb2.EnQue(b2);
         b2 = qb2.DeQue<float>();
-        for (uint32_t item = id; item < items; item += num) {
-            uint32_t n = item / L_TILESM, m0 = (item % L_TILESM) * L_MT, rows = Min(L_MT, L_P - m0);
-            uint32_t ohA = m0 / L_WO, ohB = (m0 + rows - 1) / L_WO;
-            int32_t r0 = static_cast<int32_t>(ohA * L_SH) - static_cast<int32_t>(L_PH);
-            int32_t r1 = static_cast<int32_t>(ohB * L_SH + (L_KH - 1) * L_DH + 1) - static_cast<int32_t>(L_PH);
-            uint32_t top = r0 < 0 ? static_cast<uint32_t>(-r0) : 0;
-            uint32_t bottom = r1 > static_cast<int32_t>(L_H) ? static_cast<uint32_t>(r1 - static_cast<int32_t>(L_H)) : 0;
-            uint32_t first = r0 < 0 ? 0 : static_cast<uint32_t>(r0);
-            uint32_t bandH = static_cast<uint32_t>(r1 - r0) - top - bottom;
+        for (uint32_t t = 0; t < tiles; ++t) {
+            Band bd(id + t * num);
+            CrossCoreWaitFlag(F_X + t % 2);  // both vector cores wrote their half of the band
             LocalTensor<float> x1 = qx.AllocTensor<float>();
-            DataCopy(x1, xtGm[(static_cast<uint64_t>(n) * L_H + first) * L_W * L_CP],
-                     Nd2NzParams(1, bandH * L_W, L_CP, 0, L_CP, bandH * L_W, 1, 0));  // [pixels, Cp] -> NC1HWC0
+            DataCopy(x1, slotGm[WK_FLOATS + (t % 2) * XS_FLOATS],
+                     Nd2NzParams(1, bd.height * L_W, L_CP, 0, L_CP, bd.height * L_W, 1, 0));  // -> NC1HWC0
             qx.EnQue(x1);
             x1 = qx.DeQue<float>();
-            uint8_t pad[4] = {static_cast<uint8_t>(L_PW), static_cast<uint8_t>(L_PW), static_cast<uint8_t>(top),
-                              static_cast<uint8_t>(bottom)};
-            SetFmatrix(static_cast<uint16_t>(bandH), static_cast<uint16_t>(L_W), pad, FmatrixMode::FMATRIX_LEFT);
+            if (t + 2 < tiles) {
+                CrossCoreSetFlag<2, PIPE_MTE2>(F_XFREE);  // the band's slot may take band t + 2
+            }
+            uint8_t pad[4] = {static_cast<uint8_t>(L_PW), static_cast<uint8_t>(L_PW), static_cast<uint8_t>(bd.top),
+                              static_cast<uint8_t>(bd.bottom)};
+            SetFmatrix(static_cast<uint16_t>(bd.height), static_cast<uint16_t>(L_W), pad, FmatrixMode::FMATRIX_LEFT);
             SetLoadDataPaddingValue<float>(0.0f);
             LocalTensor<float> a2 = qa2.AllocTensor<float>();
             LoadData3DParamsV2<float> p;
             p.channelSize = L_CP;
             p.kStartPt = 0;
             p.kExtension = L_KP;
-            p.mStartPt = m0 - ohA * L_WO;
-            p.mExtension = (rows + 15) / 16 * 16;
+            p.mStartPt = bd.m0 - bd.ohA * L_WO;
+            p.mExtension = (bd.rows + 15) / 16 * 16;
             p.strideH = L_SH;
             p.strideW = L_SW;
             p.filterH = L_KH;
@@ -298,17 +346,21 @@ public:
             qa2.EnQue(a2);
             a2 = qa2.DeQue<float>();
             LocalTensor<float> c = qc.AllocTensor<float>();
-            Mmad(c, a2, b2, MmadParams(rows, L_COUTP, L_KP, 0, false, true));
+            Mmad(c, a2, b2, MmadParams(bd.rows, L_COUTP, L_KP, 0, false, true));
             qa2.FreeTensor(a2);
             qc.EnQue(c);
             c = qc.DeQue<float>();
+            if (t >= 2) {
+                CrossCoreWaitFlag(F_YFREE + t % 2);  // the vector cores have read tile t - 2 out of this slot
+            }
             FixpipeParamsV220 fp;
             fp.nSize = L_COUTP;
-            fp.mSize = rows;
-            fp.srcStride = (rows + 15) / 16 * 16;
+            fp.mSize = bd.rows;
+            fp.srcStride = (bd.rows + 15) / 16 * 16;
             fp.dstStride = L_COUTP;
-            Fixpipe(ytGm[(static_cast<uint64_t>(n) * L_P + m0) * L_COUTP], c, fp);
+            Fixpipe(slotGm[WK_FLOATS + 2 * XS_FLOATS + (t % 2) * YS_FLOATS], c, fp);
             qc.FreeTensor(c);
+            CrossCoreSetFlag<2, PIPE_FIX>(F_Y);
         }
         qb2.FreeTensor(b2);
         qw.FreeTensor(w1);
@@ -322,7 +374,7 @@ private:
     TQue<TPosition::A2, 1> qa2;
     TQue<TPosition::B2, 1> qb2;
     TQue<TPosition::CO1, 1> qc;
-    GlobalTensor<float> xtGm, wkGm, ytGm;
+    GlobalTensor<float> slotGm;
 };
 """
 
@@ -356,17 +408,12 @@ extern "C" __global__ __aicore__ void {op.kernel_name}({args}, GM_ADDR out, GM_A
     GET_TILING_DATA(t, tiling);
     (void)t;
     if ASCEND_IS_AIC {{
-        SyncAll<false>();  // xT and wk written by the vector cores
         Conv{op.op_type} conv;
         conv.Run(workspace);
-        SyncAll<false>();  // every tile of yT written
     }} else {{
         Layouts{op.op_type} lay;
         lay.Init({x}, {wt}, {bias if op.bias else "nullptr"}, out, workspace);
-        lay.Before();
-        SyncAll<false>();  // xT and wk complete: the cube cores may read them
-        SyncAll<false>();  // yT complete
-        lay.After();
+        lay.Process();
     }}
 }}"""
 
@@ -378,9 +425,8 @@ def _host(op: Any, g: dict[str, int], tiling_cls: str) -> str:
     ws = [g["cout"], g["cin"], g["kh"], g["kw"]] if nd == 2 else [g["cout"], g["cin"], g["kw"]]
     checks = " || ".join([f"x.GetDim({i}) != {v}" for i, v in enumerate(xs)]
                          + [f"wt.GetDim({i}) != {v}" for i, v in enumerate(ws)])
-    xt = g["batch"] * g["h"] * g["w"] * g["cp"]
-    wk = g["coutp"] * g["kp"]
-    yt = g["batch"] * g["P"] * g["coutp"]
+    slot = (_up(g["coutp"] * g["kp"], 64) + 2 * _up(g["band"] * g["w"] * g["cp"], 64)
+            + 2 * _up(g["mt"] * g["coutp"], 64))
     return f"""#include "{op.kernel_name}_tiling.h"
 #include "register/op_def_registry.h"
 #include "tiling/platform/platform_ascendc.h"
@@ -406,8 +452,8 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     tiling.SaveToBuffer(context->GetRawTilingData()->GetData(), context->GetRawTilingData()->GetCapacity());
     context->GetRawTilingData()->SetDataSize(tiling.GetDataSize());
     size_t* workspace = context->GetWorkspaceSizes(1);
-    // xT (NHWC, channels padded), wk (filter order), yT ([pixels, Coutp]), each 64-float aligned
-    workspace[0] = ({_up(xt, 64)}ULL + {_up(wk, 64)}ULL + {yt}ULL) * sizeof(float);
+    // per AI core: wk (filter order), two band slots of xT (NHWC, channels padded), two tile slots of yT
+    workspace[0] = {slot}ULL * platform.GetCoreNumAic() * sizeof(float);
     return ge::GRAPH_SUCCESS;
 }}
 }}
