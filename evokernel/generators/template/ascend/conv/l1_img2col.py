@@ -65,7 +65,7 @@ def geometry(op: Any, knobs: dict[str, Any] | None = None) -> dict[str, int] | N
         A = max(coutp * ws, (c + 1) * qx, qy * coutp)
         B = max(coutp * kp, qx * cp, co * qy)
         OX, OY = qx * cp, max(co * qy, coutp * kp)
-        if A + B + OX + OY + _up(co, 8) <= UB_FLOATS:
+        if A + B + OX + OY + _up(co, 8) + (2 * co * qy if op.bias else 0) <= UB_FLOATS:
             break
     else:
         return None
@@ -259,12 +259,7 @@ HAS_BIAS_ADD            Flag<HardEvent::V_MTE3>();
                              static_cast<uint32_t>((L_WS - (L_KK + 7) / 8 * 8) / 8), 0};
         DataCopyPadExtParams<float> pad{false, 0, 0, 0.0f};
         DataCopyPad(a, wGm, in, pad);
-        for (uint32_t k = 0; k < L_KP; ++k) {  // entry k = ((c1 * KH + i) * KW + j) * 8 + c0
-            uint32_t c0 = k % 8, j = (k / 8) % L_KW, i = (k / 8 / L_KW) % L_KH, c = (k / 8 / L_KW / L_KH) * 8 + c0;
-            oy.SetValue(k, static_cast<int32_t>((c < L_CIN ? (c * L_KH + i) * L_KW + j : (L_KK + 7) / 8 * 8) *
-                                                sizeof(float)));
-        }
-        Flag<HardEvent::S_V>();
+WEIGHT_OFFSETS        Flag<HardEvent::S_V>();
         Repeat(oy, L_KP, L_COUTP, L_WS * sizeof(float));
         Flag<HardEvent::MTE2_V>();
         Gather(b, a, oy.ReinterpretCast<uint32_t>(), 0, L_COUTP * L_KP);
@@ -277,8 +272,8 @@ HAS_BIAS_ADD            Flag<HardEvent::V_MTE3>();
         Flag<HardEvent::V_MTE2>();
     }
     TPipe pipe;
-    TBuf<TPosition::VECCALC> bufA, bufB, bufOX, bufOY, bufBias;
-    LocalTensor<float> a, b, biasLocal;
+    TBuf<TPosition::VECCALC> bufA, bufB, bufOX, bufOY, bufBias, bufBiasB, bufOB;
+    LocalTensor<float> a, b, biasLocal, biasB;
     LocalTensor<int32_t> ox, oy;
     GlobalTensor<float> xGm, wGm, outGm, slotGm, biasGm;
     uint32_t core = 0, sub = 0;
@@ -378,15 +373,40 @@ private:
 };
 """
 
+_W_SCALAR = """        for (uint32_t k = 0; k < L_KP; ++k) {  // entry k = ((c1 * KH + i) * KW + j) * 8 + c0
+            uint32_t c0 = k % 8, j = (k / 8) % L_KW, i = (k / 8 / L_KW) % L_KH, c = (k / 8 / L_KW / L_KH) * 8 + c0;
+            oy.SetValue(k, static_cast<int32_t>((c < L_CIN ? (c * L_KH + i) * L_KW + j : (L_KK + 7) / 8 * 8) *
+                                                sizeof(float)));
+        }
+"""
+_W_VEC = """        // entry ((c1 * KH + i) * KW + j) * 8 + c0 = value (c1 * 8 + c0) * KH * KW + i * KW + j: the c0 row by the
+        // scalar unit, then KW, KH and C1 repeats (every channel exists: Cin is a multiple of 8)
+        for (uint32_t c0 = 0; c0 < 8; ++c0) {
+            oy.SetValue(c0, static_cast<int32_t>(c0 * L_KH * L_KW * sizeof(float)));
+        }
+        Flag<HardEvent::S_V>();
+        Repeat(oy, 8, L_KW, sizeof(float));
+        Repeat(oy, 8 * L_KW, L_KH, L_KW * sizeof(float));
+        Repeat(oy, 8 * L_KW * L_KH, L_CP / 8, 8 * L_KH * L_KW * sizeof(float));
+"""
 _BIAS_INIT = """biasGm.SetGlobalBuffer((__gm__ float*)bias, L_COUT);
         biasLocal = bufBias.Get<float>();
+        pipe.InitBuffer(bufBiasB, L_COUT * L_QY * sizeof(float));
+        pipe.InitBuffer(bufOB, L_COUT * L_QY * sizeof(int32_t));
+        biasB = bufBiasB.Get<float>();
+        LocalTensor<int32_t> ob = bufOB.Get<int32_t>();
+        for (uint32_t q = 0; q < 8; ++q) {
+            ob.SetValue(q, 0);
+        }
         DataCopyExtParams bc{1, static_cast<uint32_t>(L_COUT * sizeof(float)), 0, 0, 0};
         DataCopyPadExtParams<float> bpad{false, 0, 0, 0.0f};
         DataCopyPad(biasLocal, biasGm, bc, bpad);
-        Flag<HardEvent::MTE2_S>();"""
-_BIAS_ADD = """            for (uint32_t c = 0; c < L_COUT; ++c) {
-                Adds(b[c * L_QY], b[c * L_QY], biasLocal.GetValue(c), static_cast<int32_t>(L_QY));
-            }
+        Flag<HardEvent::S_V>();
+        Repeat(ob, 8, L_QY / 8, 0);
+        Repeat(ob, L_QY, L_COUT, sizeof(float));  // entry c * QY + q: bias c
+        Flag<HardEvent::MTE2_V>();
+        Gather(biasB, biasLocal, ob.ReinterpretCast<uint32_t>(), 0, L_COUT * L_QY);"""
+_BIAS_ADD = """            Add(b, b, biasB, static_cast<int32_t>(L_COUT * L_QY));
 """
 
 
@@ -396,7 +416,8 @@ def _kernel(op: Any, g: dict[str, int]) -> str:
     args = ", ".join(f"GM_ADDR {e.name}" for e in op.exts)
     body = (_KERNEL.replace("KERNELNAME", op.op_type)
             .replace("HAS_BIAS_INIT", _BIAS_INIT if op.bias else "")
-            .replace("HAS_BIAS_ADD", _BIAS_ADD if op.bias else ""))
+            .replace("HAS_BIAS_ADD", _BIAS_ADD if op.bias else "")
+            .replace("WEIGHT_OFFSETS", _W_VEC if g["cin"] % 8 == 0 else _W_SCALAR))
     return f"""#include "kernel_operator.h"
 using namespace AscendC;
 
