@@ -52,15 +52,18 @@ def geometry(op: Any, knobs: dict[str, Any] | None = None) -> dict[str, int] | N
     if cap < 16:
         return None
     # about three tiles per AI core, so the vector cores' layouts overlap the cube's tiles
-    mt = min(cap, max(32, _up(-(-(n * P) // (3 * CUBE_CORES)), 16)), _up(P, 16))
+    per = int((knobs or {}).get("tiles_per_core", 3))
+    mt = min(cap, max(32, _up(-(-(n * P) // (per * CUBE_CORES)), 16)), _up(P, 16))
     span = -(-(mt - 1) // wo) + 1  # output rows a tile touches, at most
     band = min(h, (span - 1) * sh + (kh - 1) * dh + 1)
-    if band * w * cp * 4 + coutp * kp * 4 > L1_BYTES or band * w > 65535:
+    # pixels of the map in L1: a band of rows, or (one-row image) the window of columns a tile reads
+    bandpix = min(w, (mt - 1) * sw + (kw - 1) * dw + 1) if h == 1 and ho == 1 else band * w
+    if bandpix * cp * 4 + coutp * kp * 4 > L1_BYTES or bandpix > 65535:
         return None
     kk = c * kh * kw
     ws = _up(kk, 8) + 8  # a UB row of weights: kk values, then zeros
     # each vector core: half a band (x) and half a tile (y) per tile, in chunks of qx / qy pixels
-    qx0, qy0 = _up(-(-band * w // 2), 8), _up(-(-mt // 2), 8)
+    qx0, qy0 = _up(-(-bandpix // 2), 8), _up(-(-mt // 2), 8)
     for qx, qy in ((qx0, qy0), (min(qx0, 256), min(qy0, 256)), (min(qx0, 64), min(qy0, 64)), (8, 8)):
         A = max(coutp * ws, (c + 1) * qx, qy * coutp)
         B = max(coutp * kp, qx * cp, co * qy)
@@ -71,7 +74,7 @@ def geometry(op: Any, knobs: dict[str, Any] | None = None) -> dict[str, int] | N
         return None
     return {"lowering": "cube", "conv_algo": "l1_img2col", "mix": 1, "blockDim": CUBE_CORES,
             "batch": n, "cin": c, "h": h, "w": w, "cout": co, "ho": ho, "wo": wo, "kh": kh, "kw": kw,
-            "cp": cp, "coutp": coutp, "kp": kp, "P": P, "mt": mt, "tilesM": -(-P // mt), "band": band,
+            "cp": cp, "coutp": coutp, "kp": kp, "P": P, "mt": mt, "tilesM": -(-P // mt), "band": band, "bandpix": bandpix,
             "qx": qx, "qy": qy, "ws": ws, "ubA": A, "ubB": B, "ubOX": OX, "ubOY": OY, "sh": sh, "sw": sw,
             "ph": ph, "pw": pw, "dh": dh, "dw": dw}
 
@@ -87,7 +90,7 @@ def modelled_bytes(op: Any) -> tuple[int, int]:
 
 def _consts(g: dict[str, int]) -> str:
     keys = ["batch", "cin", "h", "w", "cout", "ho", "wo", "kh", "kw", "cp", "coutp", "kp", "P", "mt", "tilesM",
-            "band", "qx", "qy", "ws", "ubA", "ubB", "ubOX", "ubOY", "sh", "sw", "ph", "pw", "dh", "dw"]
+            "band", "bandpix", "qx", "qy", "ws", "ubA", "ubB", "ubOX", "ubOY", "sh", "sw", "ph", "pw", "dh", "dw"]
     return "\n".join(f"constexpr uint32_t L_{k.upper()} = {g[k]};" for k in keys)
 
 
@@ -96,7 +99,7 @@ constexpr uint32_t L_KK = L_CIN * L_KH * L_KW;
 constexpr uint32_t ITEMS = L_BATCH * L_TILESM;
 // per AI core: wk, two band slots of xT, two tile slots of yT (64-float aligned)
 constexpr uint64_t WK_FLOATS = (static_cast<uint64_t>(L_COUTP) * L_KP + 63) / 64 * 64;
-constexpr uint64_t XS_FLOATS = (static_cast<uint64_t>(L_BAND) * L_W * L_CP + 63) / 64 * 64;
+constexpr uint64_t XS_FLOATS = (static_cast<uint64_t>(L_BANDPIX) * L_CP + 63) / 64 * 64;
 constexpr uint64_t YS_FLOATS = (static_cast<uint64_t>(L_MT) * L_COUTP + 63) / 64 * 64;
 constexpr uint64_t SLOT_FLOATS = WK_FLOATS + 2 * XS_FLOATS + 2 * YS_FLOATS;
 // cross-core flags inside an AI core (mode 2)
@@ -106,22 +109,48 @@ constexpr uint16_t F_W = 0, F_X = 1, F_XFREE = 3, F_Y = 4, F_YFREE = 5;
 
 __aicore__ inline uint32_t Min(uint32_t a, uint32_t b) { return a < b ? a : b; }
 
-// The band of input rows tile `item` reads: image n, first row, height, its own top / bottom zero padding.
+// The part of the image tile `item` reads: image n, its first pixel (pix0) and pixel count, the map's l1H x l1W and
+// its own zero padding (left, right, top, bottom), the tile's first position in it (mStart). Rows of the image in
+// general (a band of input rows); a single-row image (1-D) is windowed along W too.
 struct Band {
-    uint32_t n, m0, rows, ohA, first, height, top, bottom;
+    uint32_t n, m0, rows, pix0, pixels, l1H, l1W, mStart;
+    uint8_t pad[4];
     __aicore__ inline Band(uint32_t item)
     {
         n = item / L_TILESM;
         m0 = (item % L_TILESM) * L_MT;
         rows = Min(L_MT, L_P - m0);
-        ohA = m0 / L_WO;
-        uint32_t ohB = (m0 + rows - 1) / L_WO;
+        if (L_H == 1 && L_HO == 1) {
+            int32_t c0 = static_cast<int32_t>(m0 * L_SW) - static_cast<int32_t>(L_PW);
+            int32_t c1 = static_cast<int32_t>((m0 + rows - 1) * L_SW + (L_KW - 1) * L_DW + 1) - static_cast<int32_t>(L_PW);
+            uint32_t left = c0 < 0 ? static_cast<uint32_t>(-c0) : 0;
+            uint32_t right = c1 > static_cast<int32_t>(L_W) ? static_cast<uint32_t>(c1 - static_cast<int32_t>(L_W)) : 0;
+            pix0 = c0 < 0 ? 0 : static_cast<uint32_t>(c0);
+            pixels = static_cast<uint32_t>(c1 - c0) - left - right;
+            l1H = 1;
+            l1W = pixels;
+            mStart = 0;
+            pad[0] = static_cast<uint8_t>(left);
+            pad[1] = static_cast<uint8_t>(right);
+            pad[2] = 0;
+            pad[3] = 0;
+            return;
+        }
+        uint32_t ohA = m0 / L_WO, ohB = (m0 + rows - 1) / L_WO;
         int32_t r0 = static_cast<int32_t>(ohA * L_SH) - static_cast<int32_t>(L_PH);
         int32_t r1 = static_cast<int32_t>(ohB * L_SH + (L_KH - 1) * L_DH + 1) - static_cast<int32_t>(L_PH);
-        top = r0 < 0 ? static_cast<uint32_t>(-r0) : 0;
-        bottom = r1 > static_cast<int32_t>(L_H) ? static_cast<uint32_t>(r1 - static_cast<int32_t>(L_H)) : 0;
-        first = r0 < 0 ? 0 : static_cast<uint32_t>(r0);
-        height = static_cast<uint32_t>(r1 - r0) - top - bottom;
+        uint32_t top = r0 < 0 ? static_cast<uint32_t>(-r0) : 0;
+        uint32_t bottom = r1 > static_cast<int32_t>(L_H) ? static_cast<uint32_t>(r1 - static_cast<int32_t>(L_H)) : 0;
+        uint32_t first = r0 < 0 ? 0 : static_cast<uint32_t>(r0);
+        l1H = static_cast<uint32_t>(r1 - r0) - top - bottom;
+        l1W = L_W;
+        pix0 = first * L_W;
+        pixels = l1H * L_W;
+        mStart = m0 - ohA * L_WO;
+        pad[0] = static_cast<uint8_t>(L_PW);
+        pad[1] = static_cast<uint8_t>(L_PW);
+        pad[2] = static_cast<uint8_t>(top);
+        pad[3] = static_cast<uint8_t>(bottom);
     }
 };
 
@@ -208,9 +237,9 @@ private:
     __aicore__ inline void BandToXT(uint32_t t)
     {
         Band bd(core + t * GetBlockNum());
-        uint32_t pixels = bd.height * L_W, half = (pixels / 2 + 7) / 8 * 8;
+        uint32_t pixels = bd.pixels, half = (pixels / 2 + 7) / 8 * 8;
         uint32_t p0 = sub == 0 ? 0 : Min(half, pixels), p1 = sub == 0 ? Min(half, pixels) : pixels;
-        uint64_t src = (static_cast<uint64_t>(bd.n) * L_CIN * L_H + bd.first) * L_W;
+        uint64_t src = static_cast<uint64_t>(bd.n) * L_CIN * L_H * L_W + bd.pix0;
         uint64_t dst = WK_FLOATS + (t % 2) * XS_FLOATS;
         for (uint32_t p = p0; p < p1; p += L_QX) {
             uint32_t q = Min(L_QX, p1 - p);
@@ -291,7 +320,7 @@ public:
             return;
         }
         slotGm.SetGlobalBuffer((__gm__ float*)workspace + id * SLOT_FLOATS, SLOT_FLOATS);
-        pipe.InitBuffer(qx, 1, L_BAND * L_W * L_CP * sizeof(float));
+        pipe.InitBuffer(qx, 1, L_BANDPIX * L_CP * sizeof(float));
         pipe.InitBuffer(qw, 1, L_COUTP * L_KP * sizeof(float));
         pipe.InitBuffer(qa2, 1, (L_MT + 15) / 16 * 16 * L_KP * sizeof(float));
         pipe.InitBuffer(qb2, 1, L_COUTP * L_KP * sizeof(float));
@@ -313,22 +342,20 @@ public:
             CrossCoreWaitFlag(F_X + t % 2);  // both vector cores wrote their half of the band
             LocalTensor<float> x1 = qx.AllocTensor<float>();
             DataCopy(x1, slotGm[WK_FLOATS + (t % 2) * XS_FLOATS],
-                     Nd2NzParams(1, bd.height * L_W, L_CP, 0, L_CP, bd.height * L_W, 1, 0));  // -> NC1HWC0
+                     Nd2NzParams(1, bd.pixels, L_CP, 0, L_CP, bd.pixels, 1, 0));  // -> NC1HWC0
             qx.EnQue(x1);
             x1 = qx.DeQue<float>();
             if (t + 2 < tiles) {
                 CrossCoreSetFlag<2, PIPE_MTE2>(F_XFREE);  // the band's slot may take band t + 2
             }
-            uint8_t pad[4] = {static_cast<uint8_t>(L_PW), static_cast<uint8_t>(L_PW), static_cast<uint8_t>(bd.top),
-                              static_cast<uint8_t>(bd.bottom)};
-            SetFmatrix(static_cast<uint16_t>(bd.height), static_cast<uint16_t>(L_W), pad, FmatrixMode::FMATRIX_LEFT);
+            SetFmatrix(static_cast<uint16_t>(bd.l1H), static_cast<uint16_t>(bd.l1W), bd.pad, FmatrixMode::FMATRIX_LEFT);
             SetLoadDataPaddingValue<float>(0.0f);
             LocalTensor<float> a2 = qa2.AllocTensor<float>();
             LoadData3DParamsV2<float> p;
             p.channelSize = L_CP;
             p.kStartPt = 0;
             p.kExtension = L_KP;
-            p.mStartPt = bd.m0 - bd.ohA * L_WO;
+            p.mStartPt = bd.mStart;
             p.mExtension = (bd.rows + 15) / 16 * 16;
             p.strideH = L_SH;
             p.strideW = L_SW;
@@ -446,7 +473,7 @@ def _host(op: Any, g: dict[str, int], tiling_cls: str) -> str:
     ws = [g["cout"], g["cin"], g["kh"], g["kw"]] if nd == 2 else [g["cout"], g["cin"], g["kw"]]
     checks = " || ".join([f"x.GetDim({i}) != {v}" for i, v in enumerate(xs)]
                          + [f"wt.GetDim({i}) != {v}" for i, v in enumerate(ws)])
-    slot = (_up(g["coutp"] * g["kp"], 64) + 2 * _up(g["band"] * g["w"] * g["cp"], 64)
+    slot = (_up(g["coutp"] * g["kp"], 64) + 2 * _up(g["bandpix"] * g["cp"], 64)
             + 2 * _up(g["mt"] * g["coutp"], 64))
     return f"""#include "{op.kernel_name}_tiling.h"
 #include "register/op_def_registry.h"
