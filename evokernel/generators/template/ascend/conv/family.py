@@ -79,8 +79,11 @@ def draft_knobs(op: ConvOp) -> dict[str, Any]:
     if implicit_gemm.applies(op):
         return {}
     space = {k: KNOBS[k] for k in ("base_m", "base_n", "base_k", "buffer_num")}
-    return balance.best_block(implicit_gemm.gemm_op(op), space,
-                              lambda knobs: implicit_gemm.geometry(op, knobs) is not None, DEFAULTS)
+    block = balance.best_block(implicit_gemm.gemm_op(op), space,
+                               lambda knobs: implicit_gemm.geometry(op, knobs) is not None, DEFAULTS)
+    if l1_img2col.faster(op, {**DEFAULTS, **block}):
+        return {**block, "conv_algo": "l1_img2col"}
+    return block
 
 
 def render_project(op: ConvOp, knobs: dict[str, Any]) -> tuple[dict[str, str], None, dict[str, int] | None]:

@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from evokernel.generators.template.ascend.conv.op import _dims, host_tail, project_parts
+from evokernel.generators.template.ascend.gemm import balance as B
 from evokernel.generators.template.ascend.gemm.op import CUBE_CORES
 
 UB_FLOATS = 196608 // 4 - 256  # the vector core's UB, less a margin
@@ -518,3 +519,55 @@ def render_project(op: Any, knobs: dict[str, Any]) -> tuple[dict[str, str], None
     parts = project_parts(op, ["batch"], tiling_cls, _host(op, g, tiling_cls), _kernel(op, g),
                           "convolution on the cube, im2col by LoadData 3D from L1")
     return parts, None, g
+
+
+# ---- the draft's choice between this kernel and the GM im2col, from a model of both (in cycles of one AI core) ----
+SYNC_ALL = 2000.0  # a SyncAll's cycles (the emulated 910B's, hardware.py sync_all_cycles)
+
+
+def _copy(nbytes: float) -> float:
+    """One GM copy: setup, first-byte latency, bytes at the MTE rate (bursts not counted)."""
+    return B.MTE2_SETUP + B.MTE2_LATENCY + nbytes / B.MTE2_BYTES_PER_CYCLE
+
+
+def pipeline_cycles(op: Any, g: dict[str, int]) -> float:
+    """Modelled cycles of the busiest AI core of this kernel: the weights, the first band, then per tile the slowest
+    of its three stages (the vector cores' band for the next tile and this tile's output, the cube's tile), the last
+    output. Each vector core moves half a band / half a tile."""
+    tiles = -(-g["batch"] * g["tilesM"] // CUBE_CORES)
+    band_in = g["bandpix"] * g["cin"] * 4 / 2
+    band_out = g["bandpix"] * g["cp"] * 4 / 2
+    xv = -(-(g["bandpix"] // 2) // g["qx"]) * (B.MTE2_SETUP + 64) + _copy(band_in) + B.FIX_LATENCY + band_out / 32
+    yv = -(-(g["mt"] // 2) // g["qy"]) * (B.MTE2_SETUP + 64) + _copy(g["mt"] * g["coutp"] * 4 / 2) \
+        + B.FIX_LATENCY + g["mt"] * g["cout"] * 4 / 2 / 32
+    mp, kp, np_ = _up(g["mt"], 16), g["kp"], g["coutp"]
+    cube = (_copy(g["bandpix"] * g["cp"] * 4) + B.MTE1_SETUP + mp * kp * 4 / B.MTE1_BYTES_PER_CYCLE
+            + B.MMAD_SETUP + mp * np_ * kp / (B.MACS_PER_CYCLE_FP16 * B.FP32_RATIO)
+            + B.FIX_SETUP + B.FIX_LATENCY + mp * np_ * 4 / B.FIX_BYTES_PER_CYCLE)
+    weights = _copy(g["cout"] * g["cin"] * g["kh"] * g["kw"] * 4) + B.FIX_LATENCY + g["coutp"] * g["kp"] * 4 / 32
+    return weights + xv + tiles * max(xv + yv, cube) + yv
+
+
+def gm_im2col_cycles(op: Any, knobs: dict[str, Any]) -> float:
+    """Modelled cycles of the GM im2col lowering (:mod:`.implicit_gemm`) at ``knobs``: its GEMM (the base-block
+    model, :mod:`..gemm.balance`) plus, for a MIX kernel, the vector cores' im2col (each col row copied in and
+    out, 40 vector cores) and copy-out, and a SyncAll before and after the GEMM."""
+    from evokernel.generators.template.ascend.conv import implicit_gemm
+    from evokernel.generators.template.ascend.conv.gemm_shape import _shape
+    s = _shape(op)
+    gemm = B.core_cycles(implicit_gemm.gemm_op(op), int(knobs["base_m"]), int(knobs["base_n"]),
+                         int(knobs["base_k"]), int(knobs["buffer_num"]))
+    if not (s["im2col"] or s["copyOut"]):
+        return gemm
+    col = s["batch"] * s["K"] * s["Np"] * 4
+    items = -(-s["batch"] * s["kc"] // AIV)
+    vec = items * (_copy(0) + B.FIX_LATENCY) + 2 * col / AIV / B.MTE2_BYTES_PER_CYCLE if s["im2col"] else 0.0
+    out = (_copy(0) + B.FIX_LATENCY + 2 * s["batch"] * s["cout"] * s["Np"] * 4 / AIV / B.MTE2_BYTES_PER_CYCLE
+           + SYNC_ALL) if s["copyOut"] else 0.0
+    return vec + SYNC_ALL + gemm + out
+
+
+def faster(op: Any, gm_knobs: dict[str, Any]) -> bool:
+    """True when this kernel applies and models faster than the GM im2col at ``gm_knobs`` (the draft's block)."""
+    g = geometry(op, gm_knobs)
+    return g is not None and pipeline_cycles(op, g) < gm_im2col_cycles(op, gm_knobs)
