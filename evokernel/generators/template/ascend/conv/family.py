@@ -18,7 +18,9 @@ padding, Duplicate, Axpy, queues), no alignment assumption on W. It is not the f
 convolution: the ``lowering`` knob's ``cube`` (the draft's) writes an implicit GEMM on the cube instead
 (:mod:`.implicit_gemm`: im2col by the vector cores into a GM workspace, SyncAll, Mmad) wherever that applies
 (groups 1); this direct convolution (:mod:`.direct`) remains for grouped / depthwise convolutions and
-``lowering = vector``. The operator and what both lowerings share: :mod:`.op`.
+``lowering = vector``. Within the cube lowering, ``conv_algo`` picks the im2col: ``gm_img2col`` (the matrix in
+GM, :mod:`.implicit_gemm`) or ``l1_img2col`` (LoadData 3D from the map in L1, :mod:`.l1_img2col`); the draft
+takes the one whose model of the AI core's pipes is faster (``l1_img2col.faster``). The operator and what both lowerings share: :mod:`.op`.
 
 Knobs (``KNOBS`` below; ``lowering``, ``base_m/n/k`` belong to the cube lowering): ``co_tile`` (output channels
 per pass: larger = each loaded input row feeds more Axpys, more UB), ``buffer_num`` (a double-buffered input-row

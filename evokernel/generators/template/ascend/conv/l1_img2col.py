@@ -248,7 +248,8 @@ private:
             DataCopyExtParams in{static_cast<uint16_t>(L_CIN), static_cast<uint32_t>(q * sizeof(float)),
                                  static_cast<uint32_t>((L_H * L_W - q) * sizeof(float)),
                                  static_cast<uint32_t>((L_QX - (q + 7) / 8 * 8) / 8), 0};
-            DataCopyPadExtParams<float> pad{false, 0, 0, 0.0f};
+            // each row's last 32-byte block completed with zeros (the y gathers later read stale entries of a)
+            DataCopyPadExtParams<float> pad{true, 0, static_cast<uint8_t>((q + 7) / 8 * 8 - q), 0.0f};
             DataCopyPad(a, xGm[src + p], in, pad);
             Flag<HardEvent::MTE2_V>();
             Flag<HardEvent::MTE3_V>();  // the last copy-out read b
@@ -287,7 +288,7 @@ HAS_BIAS_ADD            Flag<HardEvent::V_MTE3>();
         // W rows (kk values each) into UB rows of WS floats (the tail zeros), Gather into wk's (c1, kh, kw, c0)
         DataCopyExtParams in{static_cast<uint16_t>(L_COUT), static_cast<uint32_t>(L_KK * sizeof(float)), 0,
                              static_cast<uint32_t>((L_WS - (L_KK + 7) / 8 * 8) / 8), 0};
-        DataCopyPadExtParams<float> pad{false, 0, 0, 0.0f};
+        DataCopyPadExtParams<float> pad{true, 0, static_cast<uint8_t>((L_KK + 7) / 8 * 8 - L_KK), 0.0f};
         DataCopyPad(a, wGm, in, pad);
 WEIGHT_OFFSETS        Flag<HardEvent::S_V>();
         Repeat(oy, L_KP, L_COUTP, L_WS * sizeof(float));
