@@ -85,13 +85,14 @@ def gen():
 
 
 def draft(gen, task):
-    """The draft with its schedule's knobs, on this lowering (the GM im2col): where the draft takes the LoadData-3D
-    kernel instead (``conv_algo = l1_img2col``, tests/generators/test_template_ascend_conv_l1.py), the same knobs
-    rendered with ``conv_algo = gm_img2col``."""
+    """The draft on this lowering (the GM im2col): where the draft takes the LoadData-3D kernel instead
+    (``conv_algo = l1_img2col``, tests/generators/test_template_ascend_conv_l1.py), the modelled base block rendered
+    with ``conv_algo = gm_img2col``."""
     d = _draft(gen, task)
     if d.schedule.get("conv_algo") != "l1_img2col":
         return d
-    sched = AS.make_schedule("ascend_conv", {**knobs_of(d.schedule), "conv_algo": "gm_img2col"}, "x")
+    block = {k: v for k, v in AS.draft_knobs(ascend_op_for(task)).items() if k != "conv_algo"}
+    sched = AS.make_schedule("ascend_conv", {**AS.CONSERVATIVE, **block, "conv_algo": "gm_img2col"}, "x")
     source, _, _ = gen.render_ascend(task, ascend_op_for(task), sched)
     return dataclasses.replace(d, source=source, schedule=sched)
 

@@ -105,8 +105,9 @@ constexpr uint64_t YS_FLOATS = (static_cast<uint64_t>(L_MT) * L_COUTP + 63) / 64
 constexpr uint64_t SLOT_FLOATS = WK_FLOATS + 2 * XS_FLOATS + 2 * YS_FLOATS;
 // cross-core flags inside an AI core (mode 2)
 // (AIV -> AIC flags by parity: the AIC's wait needs both vector cores' sets, and one vector core may run a tile
-// ahead of the other)
-constexpr uint16_t F_W = 0, F_X = 1, F_XFREE = 3, F_Y = 4, F_YFREE = 5;
+// ahead of the other). The slots need no flags of their own: a vector core writes band t + 1 after it waited for
+// tile t - 1 (the cube had read band t - 1), and sets F_X for band t after it read tile t - 2.
+constexpr uint16_t F_W = 0, F_X = 1, F_Y = 4;
 
 __aicore__ inline uint32_t Min(uint32_t a, uint32_t b) { return a < b ? a : b; }
 
@@ -215,16 +216,12 @@ public:
         BandToXT(0);
         for (uint32_t t = 0; t < tiles; ++t) {
             if (t + 1 < tiles) {
-                if (t + 1 >= 2) {
-                    CrossCoreWaitFlag(F_XFREE);  // the cube has copied band t - 1 out of its slot
-                }
+                // band t + 1 goes into the slot of band t - 1: the cube read it before it set F_Y for tile t - 1,
+                // which this core waited for in the last iteration
                 BandToXT(t + 1);
             }
             CrossCoreWaitFlag(F_Y);  // tile t is in its yT slot
             TileToOut(t);
-            if (t + 2 < tiles) {
-                CrossCoreSetFlag<2, PIPE_MTE2>(F_YFREE + t % 2);
-            }
         }
     }
 
@@ -347,9 +344,6 @@ public:
                      Nd2NzParams(1, bd.pixels, L_CP, 0, L_CP, bd.pixels, 1, 0));  // -> NC1HWC0
             qx.EnQue(x1);
             x1 = qx.DeQue<float>();
-            if (t + 2 < tiles) {
-                CrossCoreSetFlag<2, PIPE_MTE2>(F_XFREE);  // the band's slot may take band t + 2
-            }
             SetFmatrix(static_cast<uint16_t>(bd.l1H), static_cast<uint16_t>(bd.l1W), bd.pad, FmatrixMode::FMATRIX_LEFT);
             SetLoadDataPaddingValue<float>(0.0f);
             LocalTensor<float> a2 = qa2.AllocTensor<float>();
@@ -374,9 +368,7 @@ public:
             qa2.FreeTensor(a2);
             qc.EnQue(c);
             c = qc.DeQue<float>();
-            if (t >= 2) {
-                CrossCoreWaitFlag(F_YFREE + t % 2);  // the vector cores have read tile t - 2 out of this slot
-            }
+            // tile t goes into the slot of tile t - 2: the vector cores read it out before they set F_X for band t
             FixpipeParamsV220 fp;
             fp.nSize = L_COUTP;
             fp.mSize = bd.rows;
