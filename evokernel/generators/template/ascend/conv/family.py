@@ -20,7 +20,8 @@ convolution: the ``lowering`` knob's ``cube`` (the draft's) writes an implicit G
 (groups 1); this direct convolution (:mod:`.direct`) remains for grouped / depthwise convolutions and
 ``lowering = vector``. Within the cube lowering, ``conv_algo`` picks the im2col: ``gm_img2col`` (the matrix in
 GM, :mod:`.implicit_gemm`) or ``l1_img2col`` (LoadData 3D from the map in L1, :mod:`.l1_img2col`); the draft
-takes the one whose model of the AI core's pipes is faster (``l1_img2col.faster``). The operator and what both lowerings share: :mod:`.op`.
+takes the one whose model of the AI core's pipes is faster (``l1_img2col.faster``). The operator and what both
+lowerings share: :mod:`.op`.
 
 Knobs (``KNOBS`` below; ``lowering``, ``base_m/n/k`` belong to the cube lowering): ``co_tile`` (output channels
 per pass: larger = each loaded input row feeds more Axpys, more UB), ``buffer_num`` (a double-buffered input-row

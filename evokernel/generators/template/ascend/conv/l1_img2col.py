@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from evokernel.generators.template.ascend.conv import implicit_gemm
+from evokernel.generators.template.ascend.conv.gemm_shape import _shape
 from evokernel.generators.template.ascend.conv.op import _dims, host_tail, project_parts
 from evokernel.generators.template.ascend.gemm import balance as B
 from evokernel.generators.template.ascend.gemm.op import CUBE_CORES
@@ -75,7 +77,8 @@ def geometry(op: Any, knobs: dict[str, Any] | None = None) -> dict[str, int] | N
         return None
     return {"lowering": "cube", "conv_algo": "l1_img2col", "mix": 1, "blockDim": CUBE_CORES,
             "batch": n, "cin": c, "h": h, "w": w, "cout": co, "ho": ho, "wo": wo, "kh": kh, "kw": kw,
-            "cp": cp, "coutp": coutp, "kp": kp, "P": P, "mt": mt, "tilesM": -(-P // mt), "band": band, "bandpix": bandpix,
+            "cp": cp, "coutp": coutp, "kp": kp, "P": P, "mt": mt, "tilesM": -(-P // mt), "band": band,
+            "bandpix": bandpix,
             "qx": qx, "qy": qy, "ws": ws, "ubA": A, "ubB": B, "ubOX": OX, "ubOY": OY, "sh": sh, "sw": sw,
             "ph": ph, "pw": pw, "dh": dh, "dw": dw}
 
@@ -124,7 +127,8 @@ struct Band {
         rows = Min(L_MT, L_P - m0);
         if (L_H == 1 && L_HO == 1) {
             int32_t c0 = static_cast<int32_t>(m0 * L_SW) - static_cast<int32_t>(L_PW);
-            int32_t c1 = static_cast<int32_t>((m0 + rows - 1) * L_SW + (L_KW - 1) * L_DW + 1) - static_cast<int32_t>(L_PW);
+            int32_t c1 = static_cast<int32_t>((m0 + rows - 1) * L_SW + (L_KW - 1) * L_DW + 1) -
+                         static_cast<int32_t>(L_PW);
             uint32_t left = c0 < 0 ? static_cast<uint32_t>(-c0) : 0;
             uint32_t right = c1 > static_cast<int32_t>(L_W) ? static_cast<uint32_t>(c1 - static_cast<int32_t>(L_W)) : 0;
             pix0 = c0 < 0 ? 0 : static_cast<uint32_t>(c0);
@@ -400,8 +404,8 @@ _W_SCALAR = """        for (uint32_t k = 0; k < L_KP; ++k) {  // entry k = ((c1 
                                                 sizeof(float)));
         }
 """
-_W_VEC = """        // entry ((c1 * KH + i) * KW + j) * 8 + c0 = value (c1 * 8 + c0) * KH * KW + i * KW + j: the c0 row by the
-        // scalar unit, then KW, KH and C1 repeats (every channel exists: Cin is a multiple of 8)
+_W_VEC = """        // entry ((c1 * KH + i) * KW + j) * 8 + c0 = value (c1 * 8 + c0) * KH * KW + i * KW + j: the c0 row by
+        // the scalar unit, then KW, KH and C1 repeats (every channel exists: Cin is a multiple of 8)
         for (uint32_t c0 = 0; c0 < 8; ++c0) {
             oy.SetValue(c0, static_cast<int32_t>(c0 * L_KH * L_KW * sizeof(float)));
         }
@@ -545,8 +549,6 @@ def gm_im2col_cycles(op: Any, knobs: dict[str, Any]) -> float:
     """Modelled cycles of the GM im2col lowering (:mod:`.implicit_gemm`) at ``knobs``: its GEMM (the base-block
     model, :mod:`..gemm.balance`) plus, for a MIX kernel, the vector cores' im2col (each col row copied in and
     out, 40 vector cores) and copy-out, and a SyncAll before and after the GEMM."""
-    from evokernel.generators.template.ascend.conv import implicit_gemm
-    from evokernel.generators.template.ascend.conv.gemm_shape import _shape
     s = _shape(op)
     gemm = B.core_cycles(implicit_gemm.gemm_op(op), int(knobs["base_m"]), int(knobs["base_n"]),
                          int(knobs["base_k"]), int(knobs["buffer_num"]))
