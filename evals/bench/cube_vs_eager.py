@@ -4,7 +4,8 @@
 
 One row per task: the conservative schedule (base 64 x 64 x 32, one buffer: the draft before issue 33), the
 tuned one (base_k 128, two buffers), the draft the generator writes now (base block and buffering picked by the
-modelled cube/MTE balance, ``gemm/balance.py``) and the best of the three, each as the latency model's estimate
+modelled cube/MTE balance, ``gemm/balance.py``; for a convolution also ``conv_algo``: the LoadData-3D kernel,
+``conv/l1_img2col.py``, where its model beats the GM im2col's) and the best of the three, each as the latency model's estimate
 in us, with the eager estimate of the same verdict and the ratio eager / kernel (>= 1: the kernel models faster
 than eager). Geomeans per category at the end. Every number is modelled by ascend-sim's latency model, not measured on a device.
 """
@@ -98,6 +99,8 @@ def main(argv=None) -> int:
                 if rp:
                     ratios[kind + " draft"].append(rp)
                 pk = "/".join(str(pick.get(k, "")) for k in ("base_m", "base_n", "base_k", "buffer_num"))
+                if pick.get("conv_algo") == "l1_img2col":  # the LoadData-3D convolution (conv/l1_img2col.py)
+                    pk += " l1_img2col"
                 g = lambda x: "-" if x is None else f"{x:.2f}x"  # noqa: E731
                 print(f"| {name} | {f(d)} | {f(t)} | {f(p)} | {f(best)} | {f(eager)} | {g(rp)} | {g(r)} | {pk} "
                       f"{n1 if n1 == n2 else n1 + ' / ' + n2} |", flush=True)

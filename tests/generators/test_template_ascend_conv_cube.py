@@ -2,6 +2,7 @@
 vector cores into a GM workspace, SyncAll, the cube template's batched GEMM, the padded C copied out), drafted by
 default where it applies, checked against the PyTorch reference through the real ascend-sim verifier, and broken
 variants of the generated kernel that the verifier must refuse."""
+import dataclasses
 import shutil
 
 import pytest
@@ -13,7 +14,8 @@ from evokernel.generators.template.ascend.conv import implicit_gemm as CC
 from evokernel.generators.template.front.search import canonical, knobs_of
 from evokernel.generators.template.generator import ascend_op_for
 
-from template_cases import draft, transform_variants, write_tasks
+from template_cases import draft as _draft
+from template_cases import transform_variants, write_tasks
 from verdicts import unexplained_warnings
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed by the ascend-sim emulator")
@@ -80,6 +82,19 @@ def tasks(tmp_path_factory):
 @pytest.fixture(scope="module")
 def gen():
     return TemplateGenerator()
+
+
+def draft(gen, task):
+    """The draft on this lowering (the GM im2col): where the draft takes the LoadData-3D kernel instead
+    (``conv_algo = l1_img2col``, tests/generators/test_template_ascend_conv_l1.py), the modelled base block rendered
+    with ``conv_algo = gm_img2col``."""
+    d = _draft(gen, task)
+    if d.schedule.get("conv_algo") != "l1_img2col":
+        return d
+    block = {k: v for k, v in AS.draft_knobs(ascend_op_for(task)).items() if k != "conv_algo"}
+    sched = AS.make_schedule("ascend_conv", {**AS.CONSERVATIVE, **block, "conv_algo": "gm_img2col"}, "x")
+    source, _, _ = gen.render_ascend(task, ascend_op_for(task), sched)
+    return dataclasses.replace(d, source=source, schedule=sched)
 
 
 def _feasible(ascend_verifier, task, source):

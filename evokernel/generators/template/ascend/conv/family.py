@@ -18,7 +18,10 @@ padding, Duplicate, Axpy, queues), no alignment assumption on W. It is not the f
 convolution: the ``lowering`` knob's ``cube`` (the draft's) writes an implicit GEMM on the cube instead
 (:mod:`.implicit_gemm`: im2col by the vector cores into a GM workspace, SyncAll, Mmad) wherever that applies
 (groups 1); this direct convolution (:mod:`.direct`) remains for grouped / depthwise convolutions and
-``lowering = vector``. The operator and what both lowerings share: :mod:`.op`.
+``lowering = vector``. Within the cube lowering, ``conv_algo`` picks the im2col: ``gm_img2col`` (the matrix in
+GM, :mod:`.implicit_gemm`) or ``l1_img2col`` (LoadData 3D from the map in L1, :mod:`.l1_img2col`); the draft
+takes the one whose model of the AI core's pipes is faster (``l1_img2col.faster``). The operator and what both
+lowerings share: :mod:`.op`.
 
 Knobs (``KNOBS`` below; ``lowering``, ``base_m/n/k`` belong to the cube lowering): ``co_tile`` (output channels
 per pass: larger = each loaded input row feeds more Axpys, more UB), ``buffer_num`` (a double-buffered input-row
@@ -33,7 +36,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evokernel.generators.template.ascend.conv import direct, implicit_gemm
+from evokernel.generators.template.ascend.conv import direct, implicit_gemm, l1_img2col
 from evokernel.generators.template.ascend.conv import op as conv_op
 from evokernel.generators.template.ascend.conv.op import ConvOp
 from evokernel.generators.template.ascend.gemm import balance
@@ -46,15 +49,17 @@ SEVERAL_STAGES = True  # it refuses what follows the convolution by name itself
 # copied to UB; cube: an implicit GEMM (implicit_gemm.py) where it applies (dense), with the cube's tile knobs
 KNOBS: dict[str, list[Any]] = {"co_tile": [8, 16, 32, 64], "buffer_num": [1, 2], "blocks": ["all", "half"],
                                "w_mode": ["gm", "ub"], "lowering": ["cube", "vector"], "base_m": [64, 128, 256],
-                               "base_n": [64, 128, 256], "base_k": [32, 64, 128, 256]}
+                               "base_n": [64, 128, 256], "base_k": [32, 64, 128, 256],
+                               "conv_algo": ["gm_img2col", "l1_img2col"]}
 DEFAULTS: dict[str, Any] = {"co_tile": 16, "buffer_num": 1, "blocks": "all", "w_mode": "gm",
                             "lowering": "cube",  # the cube lowering is the fast one where it applies
-                            "base_m": 64, "base_n": 64, "base_k": 32}
+                            "base_m": 64, "base_n": 64, "base_k": 32, "conv_algo": "gm_img2col"}
 # more output channels per pass reuse each loaded input row for more Axpys (more UB)
 TRANSFORMS: list[tuple[str, dict[str, Any]]] = [
     ("co_tile_32", {"co_tile": 32}), ("co_tile_64", {"co_tile": 64}), ("co_tile_16", {"co_tile": 16}),
     ("co_tile_8", {"co_tile": 8}), ("weights_ub", {"w_mode": "ub"}), ("weights_gm", {"w_mode": "gm"}),
-    ("lowering_vector", {"lowering": "vector"}), ("lowering_cube", {"lowering": "cube"})]
+    ("lowering_vector", {"lowering": "vector"}), ("lowering_cube", {"lowering": "cube"}),
+    ("img2col_l1", {"conv_algo": "l1_img2col"}), ("img2col_gm", {"conv_algo": "gm_img2col"})]
 EXPLORE_FIXED: dict[str, Any] = {"lowering": "cube"}  # drafts take the fast lowering; the vector one is a refinement
 
 
@@ -77,8 +82,11 @@ def draft_knobs(op: ConvOp) -> dict[str, Any]:
     if implicit_gemm.applies(op):
         return {}
     space = {k: KNOBS[k] for k in ("base_m", "base_n", "base_k", "buffer_num")}
-    return balance.best_block(implicit_gemm.gemm_op(op), space,
-                              lambda knobs: implicit_gemm.geometry(op, knobs) is not None, DEFAULTS)
+    block = balance.best_block(implicit_gemm.gemm_op(op), space,
+                               lambda knobs: implicit_gemm.geometry(op, knobs) is not None, DEFAULTS)
+    if l1_img2col.faster(op, {**DEFAULTS, **block}):
+        return {**block, "conv_algo": "l1_img2col"}
+    return block
 
 
 def render_project(op: ConvOp, knobs: dict[str, Any]) -> tuple[dict[str, str], None, dict[str, int] | None]:
@@ -87,5 +95,7 @@ def render_project(op: ConvOp, knobs: dict[str, Any]) -> tuple[dict[str, str], N
     ``lowering`` ``cube`` (the draft's) writes the implicit GEMM (:mod:`.implicit_gemm`) when it applies to the
     convolution (dense); otherwise, and with ``lowering`` ``vector``, the direct convolution (:mod:`.direct`)."""
     if knobs.get("lowering", "vector") == "cube" and not implicit_gemm.applies(op):
+        if knobs.get("conv_algo") == "l1_img2col" and l1_img2col.geometry(op, knobs) is not None:
+            return l1_img2col.render_project(op, knobs)
         return implicit_gemm.render_project(op, knobs)
     return direct.render_project(op, knobs)

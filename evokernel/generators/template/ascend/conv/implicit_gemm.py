@@ -32,9 +32,10 @@ A stride along H only picks other input rows; a stride along W copies each outpu
 Applies to: groups == 1, any stride and dilation, W padding up to 8 (as the vector lowering), rows that fit the
 UB, Ho*Wo up to 65535. Grouped / depthwise convolutions stay on the vector lowering (:mod:`.direct`).
 Knobs: ``base_m``, ``base_n``, ``base_k``, ``buffer_num`` (the cube's L1/L0 buffering and the vector cores'
-row queue). Not done: L1-resident weights,
-overlapping the im2col with the GEMM (per AI core flags instead of the barrier), LoadData 3D (needs the
-image in NC1HWC0 in L1).
+row queue). Not done here: L1-resident weights,
+overlapping the im2col with the GEMM. The convolution through LoadData 3D (the map in L1 as NC1HWC0, per-AI-core
+flags instead of the barrier) is :mod:`.l1_img2col` (``conv_algo = l1_img2col``), which the draft takes where its
+model beats this one's.
 """
 from __future__ import annotations
 
