@@ -23,7 +23,7 @@ import secrets
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 ATTEMPTS = "attempts.jsonl"
 REPLIES = "replies.jsonl"
@@ -42,6 +42,19 @@ def _write_atomic(path: Path, text: str) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
+
+
+def _json_objects(path: Path) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a JSON-lines file, in order (a torn or foreign line skipped; none if no file)."""
+    if not path.exists():
+        return
+    for raw in path.read_bytes().split(b"\n"):
+        try:
+            rec = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            continue
+        if isinstance(rec, dict):
+            yield rec
 
 
 def safe_name(task_id: str) -> str:
@@ -118,17 +131,7 @@ class RunDir:
 
     def replies(self) -> dict[str, dict[str, Any]]:
         """attempt id -> its reply record (torn lines skipped, a repeated id keeps the last)."""
-        p = self.path / REPLIES
-        out: dict[str, dict[str, Any]] = {}
-        if p.exists():
-            for raw in p.read_bytes().split(b"\n"):
-                try:
-                    rec = json.loads(raw)
-                except (json.JSONDecodeError, UnicodeDecodeError):
-                    continue
-                if isinstance(rec, dict) and "attempt_id" in rec:
-                    out[rec["attempt_id"]] = rec
-        return out
+        return {rec["attempt_id"]: rec for rec in _json_objects(self.path / REPLIES) if "attempt_id" in rec}
 
     def append_verdict(self, record: dict[str, Any]) -> bool:
         """Keep one judged candidate's verdict (a JSON object); False (nothing written) when it is not JSON."""
@@ -142,17 +145,7 @@ class RunDir:
 
     def verdicts(self) -> list[dict[str, Any]]:
         """The kept verdict records, oldest first (a torn or foreign line is skipped)."""
-        p = self.path / VERDICTS
-        out: list[dict[str, Any]] = []
-        if p.exists():
-            for raw in p.read_bytes().split(b"\n"):
-                try:
-                    rec = json.loads(raw)
-                except (json.JSONDecodeError, UnicodeDecodeError):
-                    continue
-                if isinstance(rec, dict) and isinstance(rec.get("verdict"), dict):
-                    out.append(rec)
-        return out
+        return [rec for rec in _json_objects(self.path / VERDICTS) if isinstance(rec.get("verdict"), dict)]
 
     def attempts(self, task: str | None = None) -> list[dict[str, Any]]:
         return [r for r in self._records if task is None or r["task"] == task]
