@@ -3,10 +3,10 @@
 rt4_has_include_oracle), the built libraries name no host path, and the binary judge still classifies
 headers by where they land."""
 import ctypes
-import importlib.machinery
-import importlib.util
+import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -129,11 +129,21 @@ def test_the_judge_classifies_headers_where_they_land(tmp_path):
     assert "native-include" in rules('#include "/dev/null"\nextern "C" int f(){ return 0; }\n')
 
 
-def _load(path: Path):
-    loader = importlib.machinery.ExtensionFileLoader("evk_ext", str(path))
-    module = importlib.util.module_from_spec(importlib.util.spec_from_file_location("evk_ext", path, loader=loader))
-    loader.exec_module(module)
-    return module
+# Loaded in a process of its own: every inline library defines the module ``evk_ext``, and a second one loaded
+# into the same process is handed the first's module (measured: `ma is mb`), so an in-process load here would
+# give a later test of this xdist worker (test_inline_binding's) this library's functions instead of its own.
+_RUN = """import importlib.machinery as m, importlib.util as u, json, sys, torch
+p = sys.argv[1]; ld = m.ExtensionFileLoader("evk_ext", p)
+mod = u.module_from_spec(u.spec_from_file_location("evk_ext", p, loader=ld)); ld.exec_module(mod)
+x = torch.arange(4, dtype=torch.float32)
+print(json.dumps([mod.torch_seen(), mod.probe(), bool(torch.equal(mod.twice(x), 2 * x))]))
+"""
+
+
+def _run_library(path: Path) -> list:
+    out = subprocess.run([sys.executable, "-c", _RUN, str(path)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 @needs_bwrap
@@ -150,11 +160,11 @@ def test_inline_probes_see_torch_but_no_host_path(tmp_path):
             "extra_cflags": ["-g"]}
     built = native_build.build_inline(spec, tmp_path, bs.BuildSandbox(build_limits), 600.0, judge=True)
     assert bj.judge(built.facts, "inline", bj.policy("inline")) == []
-    module = _load(built.path)  # loads and runs in this process: libtorch found by soname, not by a host path
-    assert module.torch_seen() == 1
-    assert _bits(module.probe(), places) == dict.fromkeys(places, 0)
-    x = torch.arange(4, dtype=torch.float32)
-    assert torch.equal(module.twice(x), 2 * x)
+    # loads and runs (libtorch found by soname, not by a host path)
+    torch_seen, probe, twice_ok = _run_library(built.path)
+    assert torch_seen == 1
+    assert _bits(probe, places) == dict.fromkeys(places, 0)
+    assert twice_ok
     data = built.path.read_bytes()  # the candidate's object and the verifier's binding object, linked
     assert [p for p in _host_bytes(places) if p in data] == []
     assert b"/opt/evk/torch/include" in data  # header paths (assertion strings) name the neutral place
