@@ -56,6 +56,21 @@ def _short_traceback(exc: BaseException, filename: str) -> str:
 LOADERS: dict[str, str] = {"python": "load", "ascend": "_load_ascend"}
 
 
+
+def _forget_pybind11_module(name: str) -> None:
+    """Drop ``name`` from pybind11's module cache (``__pybind11_module_cache`` in the interpreter's state dict,
+    which pybind11's Py_mod_create slot consults by module name before making a new module)."""
+    import ctypes
+
+    api = ctypes.pythonapi
+    api.PyInterpreterState_Get.restype = ctypes.c_void_p
+    api.PyInterpreterState_GetDict.argtypes = [ctypes.c_void_p]
+    api.PyInterpreterState_GetDict.restype = ctypes.py_object
+    state = api.PyInterpreterState_GetDict(api.PyInterpreterState_Get())
+    cache = state.get("__pybind11_module_cache") if isinstance(state, dict) else None
+    if isinstance(cache, dict):
+        cache.pop(name, None)
+
 class Worker:
     def __init__(self, role: str, channel: protocol.WorkerChannel, data_fd: int):
         self.role = role
@@ -169,7 +184,10 @@ class Worker:
             import importlib.machinery
             import importlib.util
 
-            # the library's module is the binding the verifier generated (verifier/trusted/inline_binding.py)
+            # the library's module is the binding the verifier generated (verifier/trusted/inline_binding.py);
+            # every such module is named evk_ext, and pybind11 hands a module it already made under that name back
+            # (its per-interpreter module cache): forgotten first, so a candidate's second extension is its own
+            _forget_pybind11_module("evk_ext")
             loader = importlib.machinery.ExtensionFileLoader("evk_ext", path)
             spec = importlib.util.spec_from_file_location("evk_ext", path, loader=loader)
             module = importlib.util.module_from_spec(spec)
