@@ -56,7 +56,6 @@ def _short_traceback(exc: BaseException, filename: str) -> str:
 LOADERS: dict[str, str] = {"python": "load", "ascend": "_load_ascend"}
 
 
-
 def _forget_pybind11_module(name: str) -> None:
     """Drop ``name`` from pybind11's module cache (``__pybind11_module_cache`` in the interpreter's state dict,
     which pybind11's Py_mod_create slot consults by module name before making a new module)."""
@@ -70,6 +69,7 @@ def _forget_pybind11_module(name: str) -> None:
     cache = state.get("__pybind11_module_cache") if isinstance(state, dict) else None
     if isinstance(cache, dict):
         cache.pop(name, None)
+
 
 class Worker:
     def __init__(self, role: str, channel: protocol.WorkerChannel, data_fd: int):
