@@ -15,33 +15,33 @@ from __future__ import annotations
 import hashlib
 import threading
 import weakref
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["code_hash", "earlier_verdict", "record_verdict"]
 
 _Slot = dict[tuple[str, str], tuple[str, dict[str, Any]]]
+
+
+@dataclass
+class _Kept:
+    """What one verifier object has judged: (run, task, code hash) -> (call id, verdict), and the run dirs read."""
+    verdicts: _Slot = field(default_factory=dict)
+    loaded: set[str] = field(default_factory=set)
+
+
 _lock = threading.Lock()
-# per verifier object (weakly: a new verifier at a freed one's address never sees its verdicts), then per
-# (run, task, code hash)
-_verdicts: "weakref.WeakKeyDictionary[Any, _Slot]" = weakref.WeakKeyDictionary()
-_strong: dict[int, _Slot] = {}  # verifiers without weak references
-_loaded: "weakref.WeakKeyDictionary[Any, set[str]]" = weakref.WeakKeyDictionary()  # run dirs read into a slot
-_loaded_strong: dict[int, set[str]] = {}
+# per verifier object (weakly: a new verifier at a freed one's address never sees its verdicts)
+_kept: "weakref.WeakKeyDictionary[Any, _Kept]" = weakref.WeakKeyDictionary()
+_strong: dict[int, _Kept] = {}  # verifiers without weak references
 NOT_REUSED = {"verifier"}  # gates that say nothing about the code
 
 
-def _slot(verifier: Any) -> _Slot:
+def _of(verifier: Any) -> _Kept:
     try:
-        return _verdicts.setdefault(verifier, {})
+        return _kept.setdefault(verifier, _Kept())
     except TypeError:  # not weakly referenceable (a plain object in tests): kept by id for the process's life
-        return _strong.setdefault(id(verifier), {})
-
-
-def _loaded_for(verifier: Any) -> set[str]:
-    try:
-        return _loaded.setdefault(verifier, set())
-    except TypeError:
-        return _loaded_strong.setdefault(id(verifier), set())
+        return _strong.setdefault(id(verifier), _Kept())
 
 
 def _version() -> str:
@@ -62,7 +62,7 @@ def record_verdict(verifier: Any, task_key: str, source: str, verdict: dict[str,
         return
     digest = code_hash(source)
     with _lock:
-        _slot(verifier)[(task_key, digest)] = (call_id, dict(verdict))
+        _of(verifier).verdicts[(task_key, digest)] = (call_id, dict(verdict))
     if store is not None:
         store.append_verdict({"task_key": task_key, "code_hash": digest, "call_id": call_id,
                               "code_version": _version(), "verdict": verdict})
@@ -72,7 +72,7 @@ def _read_store(verifier: Any, store: Any) -> None:
     """The verdicts ``store`` kept under this code version, into the verifier's slot (once per run dir)."""
     where = str(store.path)
     with _lock:
-        done = _loaded_for(verifier)
+        done = _of(verifier).loaded
         if where in done:
             return
         done.add(where)
@@ -85,7 +85,7 @@ def _read_store(verifier: Any, store: Any) -> None:
             continue
         got[(task_key, digest)] = (str(rec.get("call_id") or ""), verdict)
     with _lock:
-        slot = _slot(verifier)
+        slot = _of(verifier).verdicts
         for key, value in got.items():
             slot.setdefault(key, value)
 
@@ -96,7 +96,7 @@ def earlier_verdict(verifier: Any, task_key: str, digest: str, store: Any = None
     if store is not None:
         _read_store(verifier, store)
     with _lock:
-        got = _slot(verifier).get((task_key, digest))
+        got = _of(verifier).verdicts.get((task_key, digest))
     if got is None:
         return None
     call_id, verdict = got
