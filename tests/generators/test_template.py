@@ -297,3 +297,53 @@ def test_a_generated_kernel_carries_only_the_helpers_it_uses():
     assert "ek_log_poly" not in text and "ek_mish" not in text
     assert text.index("ek_exp_poly") < text.index("ek_erf") < text.index("ek_gelu")
     assert prelude(False) == PRELUDE.replace("__EK_FAST__", "0")  # without `uses`: all of it
+
+
+
+LOGSUMEXP_TASK = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.logsumexp(x, dim=1)
+
+def get_inputs():
+    x = torch.randn(SHAPE)
+    x[0, 5] = float("inf")      # a +Inf element: PyTorch answers +Inf (its shift masks an infinite max)
+    x[1, :] = float("-inf")     # an all -Inf row: -Inf
+    x[2, 7] = float("nan")      # NaN stays NaN
+    x[3, 3], x[3, 9] = float("inf"), float("-inf")
+    x[4] *= 1e30                # a finite shift far from 0 is kept as it is
+    return [x]
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize("shape", ["16, 300", "6, 40, 8"], ids=["rows", "middle-dim"])
+def test_logsumexp_matches_torch_on_infinite_rows(tmp_path, gen, shape):
+    """torch.logsumexp masks an infinite max to 0 before shifting; a plain max shift gives Inf - Inf = NaN.
+    Run in process (the candidate builds with the project's cpu loader) on rows holding +Inf, only -Inf, NaN;
+    over the last dim (the row family) and a middle dim (midreduce)."""
+    import torch
+
+    text = LOGSUMEXP_TASK.replace("SHAPE", shape)
+    path = tmp_path / "lse.py"
+    path.write_text(text)
+    task = load_task(path)
+    source = gen.generate(_req(task)).source
+    ns: dict = {}
+    exec(compile(source, "<candidate>", "exec"), ns)
+    ref_ns: dict = {}
+    exec(compile(text, str(path), "exec"), ref_ns)
+    torch.manual_seed(0)
+    (x,) = ref_ns["get_inputs"]()
+    ref = ref_ns["Model"]()(x)
+    out = ns["ModelNew"]()(x)
+    assert torch.isposinf(ref[0]).any() and torch.isneginf(ref[1]).all() and torch.isnan(ref[2]).any()
+    torch.testing.assert_close(out, ref, equal_nan=True)

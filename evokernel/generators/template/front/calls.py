@@ -136,7 +136,8 @@ class CallOps:
                 raise self.fail(n, "cross_entropy other than mean over (N, C) logits")
             if g.nodes[target].dtype != "i64":
                 raise self.fail(n, "cross_entropy with probability targets")
-            lse = self.logsumexp(logits, -1, True, n)
+            # cross_entropy is log_softmax underneath: no masked shift, an infinite logit gives NaN as in PyTorch
+            lse = self.logsumexp(logits, -1, True, n, mask_inf=False)
             picked = g.add("gather_last", [logits, target], {}, self.shape(lse), origin=n.name)
             return self.reduce("mean", self.binary("sub", lse, picked, n), None, False, n)
         if name in ("tensor", "scalar_tensor", "as_tensor") and args and isinstance(args[0], (Const, int, float)) \

@@ -134,11 +134,21 @@ class Normaliser(ModuleOps, CallOps):
             return self.binary("sub", d, self.unary("log", s, n), n)
         return self.binary("div", e, s, n)
 
-    def logsumexp(self, x: int, dim: Any, keepdim: bool, n: fx.Node) -> int:
+    def logsumexp(self, x: int, dim: Any, keepdim: bool, n: fx.Node, mask_inf: bool = True) -> int:
         m = self.reduce("amax", x, dim, True, n)
-        e = self.unary("exp", self.binary("sub", x, m, n), n)
+        shift = lambda: m  # noqa: E731
+        if mask_inf:
+            # torch.logsumexp shifts by the row max with an infinite max replaced by 0, so a row holding +Inf
+            # answers +Inf (not Inf - Inf = NaN) and an all -Inf row answers -Inf. A shift clamped to the dtype's
+            # finite range gives the same answers with the IR's own ops (x - big: exp 0 for finite x, Inf stays
+            # Inf; log 0 - big = -Inf) and leaves every finite shift as it was. Each use gets its own clamp, so
+            # each fuses into the stage that uses it (one shared clamp would be a stage output of its own).
+            big = self.c(float(torch.finfo(self.fdtype).max))
+            neg = self.c(-float(torch.finfo(self.fdtype).max))
+            shift = lambda: self.binary("min", self.binary("max", m, neg, n), big, n)  # noqa: E731
+        e = self.unary("exp", self.binary("sub", x, shift(), n), n)
         s = self.reduce("sum", e, dim, True, n)
-        r = self.binary("add", self.unary("log", s, n), m, n)
+        r = self.binary("add", self.unary("log", s, n), shift(), n)
         if not keepdim:
             shp = self.shape(x)
             dims = [dim] if isinstance(dim, int) else list(dim)
