@@ -43,15 +43,22 @@ from typing import Any, Iterator
 import torch
 from torch.multiprocessing.reductions import StorageWeakRef
 from torch.nn import init as nn_init
+from torch.nn.modules import batchnorm as nn_batchnorm
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import evokernel.cpu as native
+from evokernel.verifier.sandboxed import init_perturbation
 from evokernel.verifier.sandboxed.data_movement import BLANK_FACTORIES, CONSTANT_FACTORIES, FILLS, whole
 
 DRAWN, GRID, PYTHON, COMPUTED = "drawn", "grid", "python", "computed"
 _RANK = {DRAWN: 0, GRID: 1, COMPUTED: 2, PYTHON: 3}  # the provenance of a mix: the worst of its parts
 
 PYTHON_CAP = 256  # values Python chose that a constructed model may hold (small constants)
+
+# nn.init's functions as torch defines them, taken when the worker imports this module (before candidate code)
+_NN_INIT = {n: f for n, f in vars(nn_init).items() if n[:1].islower() and callable(f)
+            and getattr(f, "__module__", "") == nn_init.__name__}
+nn_norm_base = nn_batchnorm._NormBase
 
 RANDOM_FACTORIES = frozenset({"rand", "randn", "randint", "rand_like", "randn_like", "randint_like", "normal",
                               "bernoulli", "poisson", "multinomial"})
@@ -358,8 +365,12 @@ class InitGuard(TorchDispatchMode):
     # --- nn.init: its functions overwrite the tensor they are given ------------------------------------------------
     @contextlib.contextmanager
     def trusted_inits(self) -> Iterator[None]:
-        names = [n for n in dir(nn_init) if n[:1].islower() and callable(getattr(nn_init, n))
-                 and getattr(getattr(nn_init, n), "__module__", "") == nn_init.__name__]
+        """nn.init's functions, and the verifier's drawn constant initialisers in their place (init_perturbation),
+        run trusted: known by identity (torch's as they were when this module was imported, before any candidate
+        code), so a function the candidate put there runs guarded like any of its code."""
+        drawn = init_perturbation.active_initialisers()
+        names = [n for n in dir(nn_init) if n[:1].islower() and (getattr(nn_init, n) is _NN_INIT.get(n)
+                                                                  or getattr(nn_init, n) in drawn)]
         held = {n: getattr(nn_init, n) for n in names}
         guard = self
 
@@ -382,11 +393,26 @@ class InitGuard(TorchDispatchMode):
 
         for n, fn in held.items():
             setattr(nn_init, n, wrap(n, fn))
+        stats = nn_norm_base.reset_running_stats
+        if stats in drawn:  # the drawn running statistics fill the norm's own buffers (mean, variance)
+
+            def reset(norm: Any) -> None:
+                guard.trusted += 1
+                try:
+                    stats(norm)
+                finally:
+                    guard.trusted -= 1
+                for buf in (getattr(norm, "running_mean", None), getattr(norm, "running_var", None)):
+                    if isinstance(buf, torch.Tensor):
+                        guard.set_label(buf, DRAWN if _whole(buf) else PYTHON)
+
+            nn_norm_base.reset_running_stats = reset
         try:
             yield
         finally:
             for n, fn in held.items():
                 setattr(nn_init, n, fn)
+            nn_norm_base.reset_running_stats = stats
 
     # --- what survives construction -------------------------------------------------------------------------------
     def audit(self, model: Any) -> None:

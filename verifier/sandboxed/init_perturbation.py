@@ -19,6 +19,10 @@ from its own generator, seeded by the secret seed, the initialiser's kind, the t
 calls of that kind and shape came before: ModelNew gets the Model's values when it builds the same layers in
 the same order, the contract that makes their random weights agree already. Values a constructor sets itself
 (``torch.ones``, ``fill_``, ``copy_``) are not touched.
+
+In a candidate's construction the guard (init_guard.py) trusts these initialisers as it trusts nn.init's (their
+arithmetic, ``0.5 + u``, is the verifier's, not values the candidate chose): ``drawn_constants`` is entered before
+the guard, which finds them in place by identity (`active_initialisers`).
 """
 from __future__ import annotations
 
@@ -47,6 +51,17 @@ class _Draws:
         digest = hashlib.sha256(f"{self.seed}:{kind}:{shape}:{k}".encode()).digest()
         gen = torch.Generator().manual_seed(int.from_bytes(digest[:8], "little") & (2**63 - 1))
         return torch.rand(shape, generator=gen, dtype=torch.float64)
+
+
+_ACTIVE: set[Any] = set()  # the initialisers of the drawn_constants blocks now active
+
+
+def active_initialisers() -> frozenset[Any]:
+    """The functions `drawn_constants` has put in place of torch's constant initialisers, while it is active: the
+    candidate's construction guard trusts them as it trusts nn.init's own (they fill the tensor or the norm's
+    running statistics they are given with drawn values, nothing else), by identity, so nothing else can pass for
+    one."""
+    return frozenset(_ACTIVE)
 
 
 def _fill(t: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
@@ -92,9 +107,12 @@ def drawn_constants(seed: int) -> Iterator[None]:
     for m, a in _CONSTANT_HOLDERS:
         setattr(m, a, drawn_constant)
     nn_batchnorm._NormBase.reset_running_stats = drawn_running_stats
+    active = (drawn_ones, drawn_zeros, drawn_constant, drawn_running_stats)
+    _ACTIVE.update(active)
     try:
         yield
     finally:
+        _ACTIVE.difference_update(active)
         nn_init.ones_, nn_init.zeros_ = ones, zeros
         for (m, a), fn in held.items():
             setattr(m, a, fn)

@@ -318,7 +318,8 @@ class Worker:
         # a candidate's constructor may compute with PyTorch only what init_guard allows (no tables of the task)
         guarded = guarded_construction() if self.role == "candidate" else contextlib.nullcontext()
         try:
-            with guarded as guard, drawn_constants(int(drawn)) if drawn is not None else contextlib.nullcontext():
+            # the drawn initialisers go in first: the guard trusts them as nn.init's own (init_perturbation.py)
+            with drawn_constants(int(drawn)) if drawn is not None else contextlib.nullcontext(), guarded as guard:
                 self.model = cls(*init_args)
         except BaseException as exc:  # noqa: BLE001
             raise _Fail("init", f"{type(exc).__name__}: {exc}", _short_traceback(exc, self.filename)) from None

@@ -68,6 +68,59 @@ def test_honest_constructors_pass_with_drawn_constants():
     assert violations(build) == {}
 
 
+def test_many_norm_layers_pass_with_drawn_constants():
+    """The perturbed trial's drawn constants are the verifier's arithmetic (``0.5 + u``), not values the candidate
+    chose: a model with 100 norm layers (DenseNet201 has ~200) counted 4 per layer against the cap before. The
+    worker enters drawn_constants before the guard; the values drawn are the same as without the guard."""
+    def build():
+        return nn.Sequential(*[nn.BatchNorm2d(8) for _ in range(100)], *[nn.LayerNorm(8) for _ in range(20)])
+
+    with drawn_constants(7), guarded_construction() as guard:
+        model = build()
+    guard.audit(model)
+    assert guard.violations == {} and guard.python_values == 0
+    with drawn_constants(7):
+        plain = build()
+    for a, b in zip(model.state_dict().values(), plain.state_dict().values()):
+        assert torch.equal(a, b)
+    assert not torch.equal(model[0].weight, torch.ones(8))  # drawn, not torch's constant
+
+
+def test_only_the_verifiers_initialisers_are_trusted():
+    """Trust is by identity: a function the candidate puts in nn.init's place (or in the drawn running
+    statistics' place) runs guarded like the rest of its code, under drawn_constants too."""
+    def table_ones_(t):
+        with torch.no_grad():
+            return t.copy_(torch.linspace(-8, 8, t.numel()).tanh().view_as(t))
+
+    held = nn.init.ones_
+    try:
+        with drawn_constants(7):
+            nn.init.ones_ = table_ones_
+            with guarded_construction() as guard:
+                model = nn.LayerNorm(64)
+            guard.audit(model)
+    finally:
+        nn.init.ones_ = held
+    assert any("grid" in k for k in guard.violations), guard.violations
+
+    def stats(norm):
+        with torch.no_grad():
+            norm.running_var.copy_(torch.linspace(0.1, 4, norm.running_var.numel()).exp())
+
+    base = nn.modules.batchnorm._NormBase
+    with drawn_constants(7):
+        drawn_stats = base.reset_running_stats
+        base.reset_running_stats = stats
+        try:
+            with guarded_construction() as guard:
+                model = nn.BatchNorm2d(64)
+            guard.audit(model)
+        finally:
+            base.reset_running_stats = drawn_stats
+    assert any("grid" in k for k in guard.violations), guard.violations
+
+
 def test_nn_init_is_restored_after_the_guard():
     held = {n: getattr(nn.init, n) for n in ("uniform_", "trunc_normal_", "eye_")}
     with guarded_construction():
