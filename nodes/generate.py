@@ -62,10 +62,10 @@ def generate(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]
         ctx = Context.coerce(runtime.context)
         # a recalled kernel is judged again on purpose (nodes/recall.py); with review on, every verdict is reviewed
         if not cand.get("recalled_from") and not ctx.review:
-            from evokernel.nodes.verdict_cache import earlier_verdict
+            from evokernel.nodes.verdict_cache import earlier_verdict, reuse_key
 
             task = resources.task(state["task"])
-            reused = earlier_verdict(resources.verifier(ctx), f"{ctx.run_id}|{task.key}", cand.get("code_hash") or "",
+            reused = earlier_verdict(resources.verifier(ctx), reuse_key(ctx, task.key), cand.get("code_hash") or "",
                                     store=resources.run_dir(ctx))
             if reused is not None:  # identical code: the old verdict, the attempt still counted (update)
                 return dict(out, messages=[], verdict=reused)

@@ -103,9 +103,9 @@ def verify_kernel(source: str, runtime: ToolRuntime[Context, dict]) -> Command:
     ctx = Context.coerce(runtime.context)
     task = _task(runtime)
     verdict = judge(ctx, task, source)
-    from evokernel.nodes.verdict_cache import record_verdict
+    from evokernel.nodes.verdict_cache import record_verdict, reuse_key
 
-    record_verdict(resources.verifier(ctx), f"{ctx.run_id}|{task.key}", source, verdict, runtime.tool_call_id or "",
+    record_verdict(resources.verifier(ctx), reuse_key(ctx, task.key), source, verdict, runtime.tool_call_id or "",
                    store=resources.run_dir(ctx))
     return Command(update={"verdict": verdict, "messages": [
         ToolMessage(content=feedback_text(verdict), name=VERIFY_TOOL, tool_call_id=runtime.tool_call_id)]})

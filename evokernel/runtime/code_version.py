@@ -12,11 +12,15 @@ from pathlib import Path
 __all__ = ["code_version"]
 
 _VERSION: str | None = None
+# every folder setup.py installs as evokernel.<name> (a test keeps the two lists equal): the nodes and the graph decide
+# a run's verdict as well (the LLM judge, what is reused, strict mode), not the verifier alone (red-team round 5)
+TOP_PACKAGES = ("graph", "nodes", "memory", "verifier", "prompts", "evals")
 
 
 def code_version() -> str:
     """A hash of the code that decides a verdict: the package version, torch's version file, and the size and
-    mtime of every file of the package (stat only, a few ms; a reinstall or an edit changes it)."""
+    mtime of every file of the package and of each top-level folder it installs (stat only, a few ms; a reinstall
+    or an edit anywhere changes it)."""
     global _VERSION
     if _VERSION is not None:
         return _VERSION
@@ -26,8 +30,9 @@ def code_version() -> str:
 
     h = hashlib.sha256(evokernel.__version__.encode())
     roots = list(evokernel.__path__)
-    spec = importlib.util.find_spec("evokernel.verifier")
-    roots += list(spec.submodule_search_locations or []) if spec else []
+    for top in TOP_PACKAGES:  # the repository's top-level folders, installed under the namespace (setup.py)
+        spec = importlib.util.find_spec(f"evokernel.{top}")
+        roots += list(spec.submodule_search_locations or []) if spec else []
     torch = importlib.util.find_spec("torch")  # found, not imported: its version file names the build
     if torch is not None and torch.origin:
         try:

@@ -81,6 +81,9 @@ def test_identical_code_gets_the_earlier_verdict_marked_as_reused():
     verifier, other = object(), object()
     verdict = {"feasible": True, "failed_gate": None, "feedback": "ok", "latency_ms": 1.5}
     record_verdict(verifier, "task-a", "source one", verdict, "relu#1")
+    # a verdict is one sample: feasible code is judged once more (fresh seeds) before its verdict is reused
+    assert earlier_verdict(verifier, "task-a", code_hash("source one")) is None
+    record_verdict(verifier, "task-a", "source one", dict(verdict, latency_ms=1.7), "relu#2")
     got = earlier_verdict(verifier, "task-a", code_hash("source one"))
     assert got["latency_ms"] == 1.5 and got["reused_from"] == "relu#1" and "verdict is reused" in got["feedback"]
     assert earlier_verdict(verifier, "task-a", code_hash("source two")) is None  # other code
@@ -89,6 +92,54 @@ def test_identical_code_gets_the_earlier_verdict_marked_as_reused():
     # our failure to judge says nothing about the code: judged again
     record_verdict(verifier, "task-a", "source three", {"feasible": False, "failed_gate": "verifier"})
     assert earlier_verdict(verifier, "task-a", code_hash("source three")) is None
+    # a failure is reused at once
+    record_verdict(verifier, "task-a", "source four", {"feasible": False, "failed_gate": "compile"}, "relu#4")
+    assert earlier_verdict(verifier, "task-a", code_hash("source four"))["failed_gate"] == "compile"
+
+
+def test_the_worse_judgement_of_identical_code_stands():
+    """Red-team round 5 (rt5_flaky_verdict_frozen): a kernel wrong in half its worker processes kept its one lucky
+    feasible verdict for every resubmission. A failure of the same code, before or after, is the code's verdict."""
+    v = object()
+    ok = {"feasible": True, "failed_gate": None, "feedback": "ok", "latency_ms": 1.0}
+    bad = {"feasible": False, "failed_gate": "correctness", "feedback": "trial 3 wrong"}
+    record_verdict(v, "t", "flaky", ok, "a#1")
+    record_verdict(v, "t", "flaky", bad, "a#2")
+    record_verdict(v, "t", "flaky", ok, "a#3")
+    got = earlier_verdict(v, "t", code_hash("flaky"))
+    assert got["failed_gate"] == "correctness" and got["reused_from"] == "a#2"
+    record_verdict(v, "t", "flaky2", bad, "b#1")
+    record_verdict(v, "t", "flaky2", ok, "b#2")
+    assert earlier_verdict(v, "t", code_hash("flaky2"))["reused_from"] == "b#1"
+
+
+def test_a_verdict_the_llm_judge_gave_no_opinion_on_is_not_reused(tmp_path):
+    """Red-team round 5 (rt5_unjudged_verdict_reused): with the judge on and its endpoint down, a feasible verdict
+    without an opinion was kept and reused after a resume, so the judge never read that code."""
+    from evokernel.runtime.run_dir import RunDir
+
+    v = object()
+    store = RunDir(tmp_path / "run", run_id="r")
+    unjudged = {"feasible": True, "failed_gate": None, "feedback": "ok",
+                "details": {"llm_judge": {"flagged": None, "error": "connection refused"}}}
+    judged = {"feasible": True, "failed_gate": None, "feedback": "ok", "details": {"llm_judge": {"flagged": False}}}
+    for i in range(3):
+        record_verdict(v, "t", "kernel", unjudged, f"k#{i}", store=store)
+        record_verdict(v, "t", "kernel2", judged, f"j#{i}", store=store)
+    assert earlier_verdict(v, "t", code_hash("kernel")) is None
+    assert earlier_verdict(object(), "t", code_hash("kernel"), store=RunDir(tmp_path / "run", run_id="r")) is None
+    assert earlier_verdict(v, "t", code_hash("kernel2"))["reused_from"] == "j#0"
+
+
+def test_the_reuse_key_names_every_setting_that_judges():
+    from evokernel.graph.context import Context
+    from evokernel.nodes.verdict_cache import reuse_key
+
+    base = Context(run_id="r")
+    keys = {reuse_key(c, "relu") for c in (base, Context(run_id="r", strict=True), Context(run_id="r", llm_judge="x"),
+                                           Context(run_id="r", compile_baseline=True),
+                                           Context(run_id="r", backend="ascend-sim"), Context(run_id="s"))}
+    assert len(keys) == 6 and reuse_key(Context(run_id="r"), "relu") == reuse_key(base, "relu")
 
 
 def test_llm_generators_write_experiences_unless_told_not_to():
@@ -104,6 +155,7 @@ def test_a_resumed_run_reuses_the_verdicts_its_run_dir_kept(tmp_path, monkeypatc
     verdict = {"feasible": True, "failed_gate": None, "feedback": "ok", "latency_ms": 2.5, "details": {"x": [1, 2]}}
     store = RunDir(tmp_path / "run", run_id="r1")
     record_verdict(before, "r1|relu", "the kernel", verdict, "relu#3", store=store)
+    record_verdict(before, "r1|relu", "the kernel", verdict, "relu#5", store=store)  # confirmed: reusable
     record_verdict(before, "r1|relu", "judge broke", {"feasible": False, "failed_gate": "verifier"}, store=store)
     record_verdict(before, "r1|relu", "not json", {"feasible": False, "failed_gate": "compile", "x": object()},
                    store=store)  # nothing written, nothing raised

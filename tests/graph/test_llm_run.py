@@ -54,12 +54,14 @@ def test_llm_generator_through_http(tmp_path, monkeypatch, wired):
 
     lines = [json.loads(x) for x in (run_dir / "attempts.jsonl").read_text().splitlines()]
     assert [r["failed_gate"] for r in lines] == ["generate", None, None]
-    # the refinement returned the draft's code unchanged: its verdict is reused, the attempt still counted
-    assert [r["verdict_reused_from"] for r in lines] == [None, None, "01_relu#1"]
-    # the one judged verdict is kept in the run dir for a resumed run (nodes/verdict_cache.py), with its code
+    # the refinement returned the draft's code unchanged: feasible code is judged once more before its verdict is
+    # reused (a verdict is one sample: nodes/verdict_cache.py), so this attempt was judged; a third would be reused
+    assert [r["verdict_reused_from"] for r in lines] == [None, None, None]
+    assert lines[2]["code_hash"] == lines[1]["code_hash"]
+    # both judgements are kept in the run dir for a resumed run (nodes/verdict_cache.py), with their code
     kept = [json.loads(x) for x in (run_dir / "verdicts.jsonl").read_text().splitlines()]
     assert [(k["call_id"], k["code_hash"], k["verdict"]["feasible"]) for k in kept] == \
-        [("01_relu#1", lines[1]["code_hash"], True)]
+        [("01_relu#1", lines[1]["code_hash"], True), ("01_relu#2", lines[1]["code_hash"], True)]
     assert [r["stage"] for r in lines] == ["draft", "draft", "refine"]
     assert all(r["tokens_in"] > 0 and r["tokens_out"] > 0 for r in lines)
     assert all(r["model"].endswith("gpt-4o-mini") for r in lines)
@@ -109,7 +111,9 @@ def test_the_kernel_only_form_through_the_graph(tmp_path, monkeypatch, wired):
     lines = [json.loads(x) for x in (run_dir / "attempts.jsonl").read_text().splitlines()]
     assert [r["failed_gate"] for r in lines] == ["generate", None, None]
     assert "reply with one ```cpp block defining" in lines[0]["feedback"]
-    assert [r["verdict_reused_from"] for r in lines] == [None, None, "01_relu#1"]
+    # the refinement is the draft's kernel unchanged: judged once more (feasible code is confirmed before reuse)
+    assert [r["verdict_reused_from"] for r in lines] == [None, None, None]
+    assert lines[2]["code_hash"] == lines[1]["code_hash"]
     refine = "\n".join(str(m["content"]) for m in requests[3]["json"]["messages"])
     assert "```cpp\nextern \"C\" void kernel" in refine and "lib.kernel(" not in refine  # the kernel alone
     assert final["results"][0]["feasible"]
