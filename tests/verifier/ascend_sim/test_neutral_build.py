@@ -187,3 +187,46 @@ def test_the_backends_builds_load_in_the_host_process(tmp_path):
         assert again.cached and again.path == hosted.path and again.facts.files
     finally:
         backend.close()
+
+
+@needs_bwrap
+def test_every_command_flag_and_dependency_list_names_neutral_paths(tmp_path, monkeypatch):
+    """What the sandbox is handed (argv after the view, the working folder) and what the compiler wrote (-MD
+    lists) name /build, /opt/evk/ascend and system paths only."""
+    seen: list[str] = []
+
+    class Recording(build_sandbox.BuildSandbox):
+        def __call__(self, argv, cwd, timeout, writable):
+            view = self.view(writable)
+            seen.extend([*view.argv(argv), view.inside(str(cwd))])
+            return super().__call__(argv, cwd, timeout, writable)
+
+    deps: list[str] = []
+    parse = judge.parse_deps
+    monkeypatch.setattr(judge, "parse_deps", lambda text: deps.append(text) or parse(text))
+    runner = Recording(build_limits, threads=2, mounts=build.neutral_mounts)
+    build.build_kernel(ADD, 0, tmp_path, runner)
+    build.build_host(ADD, tmp_path, runner)
+    hosts = {str(CHECKOUT), sys.prefix, sys.base_prefix, os.path.expanduser("~"), str(default_cache_dir()),
+             str(tmp_path), str(build.SIM_DIR)}
+    assert len(deps) == 2 and len(seen) > 10
+    for text in seen + deps:
+        assert not [h for h in hosts if h in text], text
+    flags = [a for a in seen if a.startswith(("-I", "-isystem", "-L", "-fmacro-prefix-map", "-fdebug-prefix-map"))]
+    assert f"-I{build.NEUTRAL_INCLUDE}" in flags and "-I/build" in flags and "-fmacro-prefix-map=/build=/build" in flags
+    assert all(a.split("=")[-1].removeprefix("-I").startswith(("/build", "/opt/evk/ascend/")) for a in flags), flags
+    assert f"{build.NEUTRAL_INCLUDE}/kernel_operator.h" in deps[0] and "/build/kernel_tu.cpp" in deps[0]
+
+
+@needs_bwrap
+def test_the_ascend_build_sandbox_holds_no_python_and_no_proc(tmp_path):
+    script = (f"test -e {sys.executable} && echo python-found; test -e {sys.base_prefix} && echo base-found; "
+              # (spelled in two pieces: the view rewrites the host folders a trusted command names)
+              f"h={str(build.INCLUDE)[:-3]}; test -e ${{h}}ude/kernel_operator.h && echo host-emulator-found; "
+              "test -e /proc/self && echo proc-found; "
+              f"test -e {build.NEUTRAL_INCLUDE}/kernel_operator.h && echo neutral-header; "
+              f"test -e {build.NEUTRAL_RUNTIME_SRC} && echo neutral-runtime; echo cwd=$(pwd)")
+    rc, out = build.sandbox(build_limits)(["/bin/sh", "-c", script], tmp_path, 60.0, tmp_path)
+    assert rc == 0, out
+    assert "neutral-header" in out and "neutral-runtime" in out and "cwd=/build" in out
+    assert not [w for w in ("python-found", "base-found", "host-emulator-found", "proc-found") if w in out], out
