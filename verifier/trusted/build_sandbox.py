@@ -10,7 +10,8 @@ depends on where the checkout, the virtualenv, the Python installation, ``$HOME`
 * what a ``load_inline`` build compiles and links against, read-only, at fixed places under ``/opt/evk``:
   torch's headers (``/opt/evk/torch/include``), its libraries (``/opt/evk/torch/lib``), the Python headers
   (``/opt/evk/python/include``, for the verifier's binding unit) and the verifier's own ``torch/extension.h``
-  (``/opt/evk/inline_include``);
+  (``/opt/evk/inline_include``); an ascend-sim build sees the emulator's headers and runtime source instead
+  (``/opt/evk/ascend``, `BuildSandbox` ``mounts``: verifier/backends/ascend_sim/build.py);
 * no ``/proc`` (its mount table would name the host sources of these mounts), no Python installation, no
   site-packages, no evokernel package: the build's seccomp filter is compiled by the parent and loaded by
   bubblewrap (``--seccomp``), so nothing of Python is needed inside.
@@ -101,16 +102,19 @@ class BuildSandbox:
     """A build runner (native_build.Runner) whose sandbox shows only neutral paths (see the module docstring).
 
     ``limits(timeout)``: the resource limits of one command; ``readonly``: extra host folders at their own
-    paths (a backend that needs them says so; the cpu backend needs none)."""
+    paths (a backend that needs them says so; neither the cpu nor the ascend-sim backend does); ``mounts``:
+    (host folder or file, neutral path) of what the builds read besides the work folder, read-only (default:
+    `neutral_mounts`, what cpu builds compile against; ascend-sim builds see the emulator's sources instead)."""
 
     def __init__(self, limits: Callable[[float], Limits], threads: int = 1, readonly: tuple[Path, ...] = (),
-                 name: str = "build"):
+                 name: str = "build", mounts: Callable[[], list[tuple[str, str]]] = neutral_mounts):
         self.limits, self.threads, self.readonly, self.name = limits, threads, readonly, name
+        self.mounts = mounts
 
     def view(self, work: Path) -> BuildView:
         if sandbox_mode() != "bwrap":
             return HOST_VIEW
-        return BuildView(((str(work), WORK), *neutral_mounts()))
+        return BuildView(((str(work), WORK), *self.mounts()))
 
     def __call__(self, argv: list[str], cwd: Path, timeout: float, writable: Path) -> tuple[int | None, str]:
         view = self.view(writable)

@@ -32,7 +32,6 @@ from evokernel.verifier.trusted import native_rules
 from evokernel.verifier.trusted.ast_allowlist import ASCEND_NATIVE, check_glue
 from evokernel.verifier.trusted.findings import Finding
 from evokernel.verifier.backends.cpu import build_limits
-from evokernel.verifier.trusted.launcher import SandboxSpec, run_sandboxed
 
 from . import abi, audit, build, host, judge
 from .project import FIELDS, Project, ProjectError, parse_candidate
@@ -129,6 +128,8 @@ class AscendSimBackend(Backend):
     def __init__(self, cache_dir: Path, build_timeout_s: float = 600.0):
         self.cache_dir = cache_dir
         self.build_timeout_s = build_timeout_s
+        # builds see only neutral paths: their folder at /build, the emulator at /opt/evk/ascend (build.sandbox)
+        self._runner = build.sandbox(build_limits)
         self._verdicts: "weakref.WeakKeyDictionary[BuildLog, _VerdictState]" = weakref.WeakKeyDictionary()
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ascend-host-build")
 
@@ -147,14 +148,6 @@ class AscendSimBackend(Backend):
         return static_check_project(source, sim=True)
 
     # --- gate 2: builds ----------------------------------------------------------------------------
-    def _runner(self, argv: list[str], cwd: Path, timeout: float, writable: Path) -> tuple[int | None, str]:
-        # the emulator's sources and its compiled runtime (trusted builds), the build's own folder, nothing else
-        runtime = self.cache_dir / "ascend_sim" / "runtime"
-        runtime.mkdir(parents=True, exist_ok=True)
-        spec = SandboxSpec(threads=2, writable=[writable], readonly=[build.SIM_DIR, runtime],
-                           limits=build_limits(timeout), cwd=cwd, seccomp="build", name="build")
-        return run_sandboxed(argv, spec, timeout)
-
     def state(self, log: BuildLog) -> _VerdictState:
         if log not in self._verdicts:
             self._verdicts[log] = _VerdictState()

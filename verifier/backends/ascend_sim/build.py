@@ -13,6 +13,14 @@ Each translation unit is compiled to its own object and judged as a binary (judg
 tokens the candidate spelled (``-E -fdebug-cpp``), the files the unit read (``-MD``) and the object's undefined
 symbols (``nm``). Every compile runs through the verifier's sandboxed runner (no network, writes only to the
 build directory) and is cached by a hash of everything that determines the binary, its facts with it.
+
+The runner (`sandbox`: a build_sandbox.BuildSandbox) shows only neutral paths, as for cpu builds: the build
+folder at ``/build`` (the runtime object copied into it), the emulator's headers at ``/opt/evk/ascend/include``,
+its runtime source at ``/opt/evk/ascend/src/runtime.cpp``, the toolchain at its system paths; no Python, no
+``/proc``, nothing whose path depends on where the checkout, the virtualenv, ``$HOME`` or the cache live. A
+candidate's ``__has_include`` probe of a host path answers 0, and every flag, ``-MD`` list and path in the
+libraries names those neutral places. Commands are composed with host paths (the unsandboxed runner of the tests
+runs them as they are); the view rewrites them, and the facts are read in its terms (`_unit_facts`).
 """
 from __future__ import annotations
 
@@ -21,10 +29,14 @@ import json
 import os
 import re
 import shlex
+import shutil
 from pathlib import Path
+from typing import Callable
 
 from evokernel.cpu import CompileError
-from evokernel.verifier.trusted import binary_facts, native_build
+from evokernel.verifier.trusted import binary_facts, build_sandbox, native_build
+from evokernel.verifier.trusted.build_sandbox import BuildView
+from evokernel.verifier.trusted.launcher import Limits
 from evokernel.verifier.trusted.native_build import BuildResult, Runner, compiler_id
 
 from . import judge
@@ -39,6 +51,25 @@ CXX = "g++"
 CXXFLAGS = ("-std=c++17", "-O1", "-fPIC", "-Werror=narrowing", "-fno-gnu-unique")
 LINK = ("-shared", "-Wl,-Bsymbolic", "-Wl,--no-undefined", "-lm")
 
+# where a sandboxed build sees the emulator (build_sandbox.BuildView); part of every cache key
+NEUTRAL_INCLUDE = "/opt/evk/ascend/include"
+NEUTRAL_RUNTIME_SRC = "/opt/evk/ascend/src/runtime.cpp"
+LAYOUT = "ascend-neutral-1"
+RUNTIME_OBJ = "runtime.o"  # the runtime object's name in a unit's build folder (a copy of the cached one)
+
+
+def neutral_mounts() -> list[tuple[str, str]]:
+    """(host path, neutral path) of what an ascend-sim build reads besides its own folder: the emulator's
+    headers and its runtime source (the compiled runtime is copied into the build folder)."""
+    return [(str(INCLUDE), NEUTRAL_INCLUDE), (str(RUNTIME), NEUTRAL_RUNTIME_SRC)]
+
+
+def sandbox(limits: Callable[[float], Limits], threads: int = 2) -> build_sandbox.BuildSandbox:
+    """The verifier's runner for ascend-sim builds: bubblewrap showing only neutral paths (`neutral_mounts`,
+    the build folder at /build), the build's seccomp filter, no Python; two threads (a unit compiles its object
+    and its -fdebug-cpp preprocessing side by side)."""
+    return build_sandbox.BuildSandbox(limits, threads=threads, name="build", mounts=neutral_mounts)
+
 
 def emulator_hash() -> str:
     """Hash of the emulator's sources (runtime and headers): part of every cache key."""
@@ -51,7 +82,7 @@ def emulator_hash() -> str:
 
 def _key(*parts: str) -> str:
     h = hashlib.sha256()
-    for part in (compiler_id(CXX), " ".join(CXXFLAGS + LINK), *parts):
+    for part in (compiler_id(CXX), build_sandbox.LAYOUT, LAYOUT, " ".join(CXXFLAGS + LINK), *parts):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:32]
@@ -192,13 +223,15 @@ _UNIT_SCRIPT = (
 )
 
 
-def _unit_facts(work: Path, unit: str, project: Project) -> judge.UnitFacts:
-    """The judge's facts of one compiled unit in ``work`` (the build's scratch files are removed)."""
+def _unit_facts(work: Path, unit: str, project: Project, view: BuildView) -> judge.UnitFacts:
+    """The judge's facts of one compiled unit in ``work`` (the build's scratch files are removed). The compiler
+    named every file as the build saw it (``view``: /build, /opt/evk/ascend/include in the sandbox), so the
+    candidate's files and the roots an include may land in are named that way too."""
     facts = judge.UnitFacts(unit)
     names = [judge.KERNEL_FILE] if unit == "kernel" else [judge.HOST_FILE]
-    labels = {str(work / n): n.rsplit(".", 1)[0] for n in names}
+    labels = {view.inside(str(work / n)): n.rsplit(".", 1)[0] for n in names}
     for p in work.rglob("*.h"):  # the tiling header and its aliases
-        labels[os.path.normpath(str(p))] = judge.TILING_LABEL
+        labels[os.path.normpath(view.inside(str(p)))] = judge.TILING_LABEL
     try:
         tok = work / f"{unit}.tok"
         if not tok.exists() or tok.stat().st_size > binary_facts.MAX_PREPROCESSED_BYTES:
@@ -217,7 +250,7 @@ def _unit_facts(work: Path, unit: str, project: Project) -> judge.UnitFacts:
             facts.files[label] = binary_facts.Facts(tokens=toks,
                                                     line_directives=binary_facts.line_directives(sources[label]))
         facts.foreign = judge.foreign_files(judge.parse_deps((work / f"{unit}.d").read_text(errors="replace")),
-                                            work, INCLUDE)[:20]
+                                            Path(view.inside(str(work))), Path(view.inside(str(INCLUDE))))[:20]
         facts.symbols = binary_facts.parse_symbols((work / f"{unit}.und").read_text(errors="replace").splitlines(),
                                                    (work / f"{unit}.dem").read_text(errors="replace").splitlines())
     except OSError as exc:
@@ -225,6 +258,7 @@ def _unit_facts(work: Path, unit: str, project: Project) -> judge.UnitFacts:
     finally:
         for ext in ("tok", "d", "und", "dem", "o", "log", "rc", "redef"):
             (work / f"{unit}.{ext}").unlink(missing_ok=True)
+        (work / RUNTIME_OBJ).unlink(missing_ok=True)
     return facts
 
 
@@ -238,11 +272,14 @@ def _build_unit(unit: str, project: Project, key_parts: list[str], cache_root: P
         _write_sources(work, project)
         if unit == "kernel":
             (work / "kernel_tu.cpp").write_text(kernel_prelude(project))
+        # the runtime object at a fixed place in the build folder (a copy: the build folder is writable)
+        shutil.copyfile(runtime.path, work / RUNTIME_OBJ)
         common = [*CXXFLAGS, f"-I{INCLUDE}", f"-I{work}", f"-I{work / 'op_host'}", *flags,
                   *native_build.unit_flags(work)]
         native_build._run(runner, ["/bin/sh", "-c", _UNIT_SCRIPT, "sh", unit, str(work / source), str(work / "lib.so"),
-                                   str(runtime.path), str(work), *common], work, timeout)
-        return _unit_facts(work, unit, project)  # kept in the cache as the build's facts file
+                                   str(work / RUNTIME_OBJ), str(work), *common], work, timeout)
+        # kept in the cache as the build's facts file
+        return _unit_facts(work, unit, project, build_sandbox.view_of(runner, work))
 
     try:
         result = native_build._build_into_cache(key, "lib.so", cache_root / "ascend_sim" / f"{unit}s", run, False)

@@ -118,7 +118,8 @@ def parse_deps(text: str) -> list[str]:
 
 def foreign_files(deps: list[str], work: Path, include: Path) -> list[str]:
     """Files the TU read that are neither the candidate's (the build folder), the emulator's headers, nor system
-    headers."""
+    headers. ``work`` and ``include`` are named as the build saw them (build.py passes its view's: ``/build`` and
+    ``/opt/evk/ascend/include`` in the sandbox), like the paths of the ``-MD`` list."""
     ok_roots = (str(work).rstrip("/") + "/", str(include).rstrip("/") + "/", *binary_facts.SYSTEM_ROOTS)
     out = []
     for d in deps:
