@@ -34,6 +34,10 @@ class CallOps:
                 if idx == 0:
                     return base[1]
                 raise self.fail(n, "argmax/argmin indices are not supported")
+            if isinstance(base, tuple) and base and base[0] in ("rnn", "rnn_state"):
+                return self.rnn_result(n, base, idx)
+            if type(base) is Ref:
+                return self._slice_copy(n, base, idx, val)
             raise self.fail(n, "indexing a tensor")
         if name == "getattr":
             base, attr = args
@@ -231,6 +235,50 @@ class CallOps:
         if name == "t":
             return g.add("transpose", [x], {}, tuple(val.shape), origin=n.name)
         return UNHANDLED
+
+    def _slice_copy(self, n: fx.Node, x: Any, idx: Any, val: Any) -> Any:
+        """``x[...]`` with integers, slices of positive step and ``...`` (``out[:, -1, :]``): a strided copy
+        (``slice_copy``, family layout) whose output dim ``d`` reads the input at ``base + i * pst[d]``; an index
+        that keeps everything is ``x`` itself."""
+        shp = self.shape(x)
+        items = list(idx) if isinstance(idx, tuple) else [idx]
+        if sum(1 for it in items if it is Ellipsis) > 1:
+            raise self.fail(n, "an index with several ...")
+        if Ellipsis in items:
+            at = items.index(Ellipsis)
+            items[at:at + 1] = [slice(None)] * (len(shp) - len(items) + 1)
+        if len(items) > len(shp):
+            raise self.fail(n, f"an index of {len(items)} dims on a {len(shp)}-D tensor")
+        items += [slice(None)] * (len(shp) - len(items))
+        strides = [math.prod(shp[d + 1:]) for d in range(len(shp))]
+        base, pst, out = 0, [], []
+        for d, it in enumerate(items):
+            if isinstance(it, slice):
+                parts = [_cv(v) for v in (it.start, it.stop, it.step)]
+                if any(v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v))
+                       for v in parts):
+                    raise self.fail(n, "a slice with tensor or non-integer bounds")
+                start, stop, step = slice(*(None if v is None else int(v) for v in parts)).indices(shp[d])
+                if step <= 0:
+                    raise self.fail(n, "a slice with a step below 1")
+                base += start * strides[d]
+                pst.append(strides[d] * step)
+                out.append(len(range(start, stop, step)))
+            else:
+                i = _cv(it)
+                if isinstance(i, bool) or not isinstance(i, (int, float)) or i != int(i):
+                    raise self.fail(n, f"indexing with {type(it).__name__} (None, tensors and masks are not supported)")
+                i = int(i)
+                if not -shp[d] <= i < shp[d]:
+                    raise self.fail(n, f"index {i} out of range for dim {d} of size {shp[d]}")
+                base += (i % shp[d]) * strides[d]
+        if tuple(out) != tuple(val.shape):
+            raise self.fail(n, f"the index gives {tuple(out)}, the reference {tuple(val.shape)}")
+        if tuple(out) == tuple(shp):
+            return x
+        if not out or 0 in out:
+            raise self.fail(n, "an index that selects a scalar or nothing")
+        return self.g.add("slice_copy", [x], {"base": base, "pst": pst}, tuple(out), origin=n.name)
 
     def _permute_copy(self, n: fx.Node, x: Any, perm: list[int], val: Any) -> Any:
         """A permutation of other dims than the last two, materialised by a copy kernel (``permute_copy``, family
