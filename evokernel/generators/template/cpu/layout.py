@@ -44,7 +44,7 @@ class Writer(StageWriter):
             decompose.append(f"      off += (rem % {out[d]}LL) * {pst[d]}LL; rem /= {out[d]}LL;")
         body = f"""  {_omp(kn)}
   for (int64_t r = 0; r < ROWS; ++r) {{
-    int64_t rem = r, off = {base}LL;
+    int64_t rem = r, off = {f"{base}LL" if base else 0};
 {chr(10).join(decompose)}
     const float* xs = X + off;
     float* ys = Y + r * {out[-1]}LL;
