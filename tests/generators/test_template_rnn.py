@@ -75,6 +75,11 @@ CASES = {
             out, _ = self.lstm(x, (h0, c0))
             return self.fc(out[-1, :, :])""",
         "[torch.randn(5, 3, 6), torch.randn(4, 3, 7), torch.randn(4, 3, 7)]"),
+    "gru_batch5_two_chunks": (  # B = 5: a full tile of 4 batch rows and one more; 3*13 gate outputs: two chunks
+        "self.gru = nn.GRU(6, 13, 1, batch_first=True)",
+        """self, x, h0):
+            return self.gru(x, h0)[0]""",
+        "[torch.randn(5, 4, 6), torch.randn(1, 5, 13)]"),
     "rnn_relu_no_bias": (
         "self.rnn = nn.RNN(6, 7, 2, nonlinearity='relu', bias=False, batch_first=True)",
         """self, x):
@@ -103,8 +108,8 @@ def test_dead_outputs_are_not_computed(tmp_path):
 
 
 @pytest.mark.parametrize("case, swap", [
-    ("gru_bidir_2layer_out", ("xq[u] + a[0]", "xq[H + u] + a[1]")),  # r and z exchanged
-    ("lstm_hn_zero_state", ("xq[H + u] + a[1]", "xq[3 * H + u] + a[3]")),  # f and o exchanged
+    ("gru_bidir_2layer_out", ("xq[u] + a[u]", "xq[H + u] + a[H + u]")),  # r and z exchanged
+    ("lstm_hn_zero_state", ("xq[H + u] + a[H + u]", "xq[3 * H + u] + a[3 * H + u]")),  # f and o exchanged
 ])
 def test_swapped_gates_are_refused(tmp_path, verifier, case, swap):
     task = _task(tmp_path, case, *CASES[case])
