@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from evokernel.generators.template.cpu import conv, gemm, gemv, groupnorm, layout, midreduce, pool, row, scan
+from evokernel.generators.template.cpu import conv, gemm, gemv, groupnorm, layout, midreduce, pool, rnn, row, scan
 
-FAMILIES: dict[str, ModuleType] = {m.NAME: m for m in (row, gemm, gemv, conv, pool, scan, midreduce, groupnorm, layout)}
+FAMILIES: dict[str, ModuleType] = {m.NAME: m for m in (row, gemm, gemv, conv, pool, scan, midreduce, groupnorm, layout,
+                                                       rnn)}

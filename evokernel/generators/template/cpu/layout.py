@@ -1,6 +1,7 @@
 """The ``layout`` family: transpose copies (the last two dims swapped, in ``tile`` x ``tile`` blocks),
 triu/tril masks, concatenation (``torch.cat``: each input's rows copied into their slice of the output's) and
-permutation copies (``permute``/``transpose`` of other dims than the last two, made contiguous).
+permutation copies (``permute``/``transpose`` of other dims than the last two, made contiguous) and slice copies
+(basic indexing: integers and slices, ``out[:, -1, :]``).
 Knobs: tile, omp.
 """
 from __future__ import annotations
@@ -19,27 +20,31 @@ class Writer(StageWriter):
     def render(self, k: int, st: Stage) -> StageCode:
         if self.g.nodes[st.anchor].op == "cat":  # type: ignore[index]
             return self.cat_stage(k, st)
-        if self.g.nodes[st.anchor].op == "permute_copy":  # type: ignore[index]
+        if self.g.nodes[st.anchor].op in ("permute_copy", "slice_copy"):  # type: ignore[index]
             return self.permute_stage(k, st)
         return self.layout_stage(k, st)
 
     def permute_stage(self, k: int, st: Stage) -> StageCode:
         """``x.permute(perm)`` (or a transpose of two outer dims) copied contiguous: output row ``r`` (all dims but
         the last) starts in the input at the sum of its indices times the permuted input strides; its elements
-        are read at the stride of the input dim that became the last."""
+        are read at the stride of the input dim that became the last. ``slice_copy`` (``x[:, -1, :]``) is the same
+        copy from the input offset ``base`` with the strides of its slices."""
         g, kn = self.g, self.knobs
         node = g.nodes[st.anchor]  # type: ignore[index]
         x = node.args[0]
-        src, out, perm = g.nodes[x].shape, node.shape, node.attrs["perm"]
-        strides = [_prod(src[i + 1:]) for i in range(len(src))]
-        pst = [strides[p] for p in perm]  # the input stride of each output dim
+        src, out = g.nodes[x].shape, node.shape
+        if node.op == "slice_copy":
+            base, pst = int(node.attrs["base"]), [int(v) for v in node.attrs["pst"]]
+        else:
+            strides = [_prod(src[i + 1:]) for i in range(len(src))]
+            base, pst = 0, [strides[p] for p in node.attrs["perm"]]  # the input stride of each output dim
         rank = len(out)
         decompose = []
         for d in range(rank - 2, -1, -1):
             decompose.append(f"      off += (rem % {out[d]}LL) * {pst[d]}LL; rem /= {out[d]}LL;")
         body = f"""  {_omp(kn)}
   for (int64_t r = 0; r < ROWS; ++r) {{
-    int64_t rem = r, off = 0;
+    int64_t rem = r, off = {f"{base}LL" if base else 0};
 {chr(10).join(decompose)}
     const float* xs = X + off;
     float* ys = Y + r * {out[-1]}LL;

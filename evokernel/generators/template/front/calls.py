@@ -12,11 +12,19 @@ from evokernel.generators.template.front.fxops import _BINARY, _UNARY_FUNCS, _VI
 from evokernel.generators.template.front.graph import Const, Ref
 
 UNHANDLED = object()  # a handler's answer for a name it does not lower (the next one is asked)
+# random draws in forward (torch functions and in-place tensor methods)
+_RANDOM = {"randn", "rand", "randint", "randn_like", "rand_like", "randint_like", "randperm", "normal", "bernoulli",
+           "multinomial", "poisson", "normal_", "uniform_", "bernoulli_", "random_", "exponential_", "geometric_",
+           "cauchy_", "log_normal_"}
 
 
 class CallOps:
     def visit_call(self, n: fx.Node, name: str, args: list[Any], kw: dict[str, Any], val: Any) -> Any:
         """The call lowered by the first handler that knows its name."""
+        if name in _RANDOM:
+            raise self.fail(n, f"{name} in forward draws from the global generator, which the verifier does not seed "
+                               "alike for the reference and the candidate (their draws differ: the task cannot be "
+                               "judged); pass the tensor as an input instead")
         for handler in (self._call_elementwise, self._call_reduction, self._call_loss, self._call_matmul,
                         self._call_conv_pool_norm, self._call_scan_view):
             out = handler(n, name, args, kw, val)
@@ -34,6 +42,10 @@ class CallOps:
                 if idx == 0:
                     return base[1]
                 raise self.fail(n, "argmax/argmin indices are not supported")
+            if isinstance(base, tuple) and base and base[0] in ("rnn", "rnn_state"):
+                return self.rnn_result(n, base, idx)
+            if type(base) is Ref:
+                return self._slice_copy(n, base, idx, val)
             raise self.fail(n, "indexing a tensor")
         if name == "getattr":
             base, attr = args
@@ -233,6 +245,64 @@ class CallOps:
             return g.add("transpose", [x], {}, tuple(val.shape), origin=n.name)
         return UNHANDLED
 
+    def _slice_copy(self, n: fx.Node, x: Any, idx: Any, val: Any) -> Any:
+        """``x[...]`` with integers, slices of positive step and ``...`` (``out[:, -1, :]``): a strided copy
+        (``slice_copy``, family layout) whose output dim ``d`` reads the input at ``base + i * pst[d]``; an index
+        that keeps everything is ``x`` itself."""
+        shp = self.shape(x)
+        items = list(idx) if isinstance(idx, tuple) else [idx]
+        if sum(1 for it in items if it is Ellipsis) > 1:
+            raise self.fail(n, "an index with several ...")
+        if Ellipsis in items:
+            at = items.index(Ellipsis)
+            items[at:at + 1] = [slice(None)] * (len(shp) - len(items) + 1)
+        if len(items) > len(shp):
+            raise self.fail(n, f"an index of {len(items)} dims on a {len(shp)}-D tensor")
+        items += [slice(None)] * (len(shp) - len(items))
+        strides = [math.prod(shp[d + 1:]) for d in range(len(shp))]
+        base, pst, out = 0, [], []
+        for d, it in enumerate(items):
+            if isinstance(it, slice):
+                parts = [_cv(v) for v in (it.start, it.stop, it.step)]
+                if any(v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v))
+                       for v in parts):
+                    raise self.fail(n, "a slice with tensor or non-integer bounds")
+                start, stop, step = slice(*(None if v is None else int(v) for v in parts)).indices(shp[d])
+                if step <= 0:
+                    raise self.fail(n, "a slice with a step below 1")
+                base += start * strides[d]
+                pst.append(strides[d] * step)
+                out.append(len(range(start, stop, step)))
+            else:
+                i = _cv(it)
+                if isinstance(i, bool) or not isinstance(i, (int, float)) or i != int(i):
+                    raise self.fail(n, f"indexing with {type(it).__name__} (None, tensors and masks are not supported)")
+                i = int(i)
+                if not -shp[d] <= i < shp[d]:
+                    raise self.fail(n, f"index {i} out of range for dim {d} of size {shp[d]}")
+                base += (i % shp[d]) * strides[d]
+        if tuple(out) != tuple(val.shape):
+            raise self.fail(n, f"the index gives {tuple(out)}, the reference {tuple(val.shape)}")
+        if tuple(out) == tuple(shp):
+            return x
+        if not out or 0 in out:
+            raise self.fail(n, "an index that selects a scalar or nothing")
+        return self.g.add("slice_copy", [x], {"base": base, "pst": pst}, tuple(out), origin=n.name)
+
+    def _copy_into_attribute(self, n: fx.Node, dst: Any, src: Any) -> Any:
+        """``self.hidden.copy_(h0)``: a tensor the module holds, overwritten before anything read it -- every later
+        read of that attribute is ``src`` (the value the reference computes with). Other in-place copies (into an
+        input, an intermediate, or a tensor already read, whose readers would see the new value) are refused."""
+        dn = self.g.nodes[dst] if type(dst) is Ref else None
+        if dn is None or dn.op != "param" or type(src) is not Ref:
+            raise self.fail(n, "copy_ other than of a tensor into a tensor the module holds")
+        if self.shape(src) != dn.shape:
+            raise self.fail(n, f"copy_ of {self.shape(src)} into {dn.shape} (a broadcasting copy)")
+        if any(dst in m.args for m in self.g.nodes):
+            raise self.fail(n, f"copy_ into {dn.attrs['path']} after it was read")
+        self.params[dn.attrs["path"]] = src
+        return src
+
     def _permute_copy(self, n: fx.Node, x: Any, perm: list[int], val: Any) -> Any:
         """A permutation of other dims than the last two, materialised by a copy kernel (``permute_copy``, family
         ``layout``): what reads it sees a contiguous tensor (a channel shuffle's ``view`` after ``transpose``)."""
@@ -320,6 +390,8 @@ class CallOps:
         """Flips, scans (cumsum, reverse cumsum, cumprod), concatenation and views."""
         g = self.g
         x = args[0] if args else kw.get("input")
+        if name == "copy_" and n.op == "call_method":
+            return self._copy_into_attribute(n, x, args[1] if len(args) > 1 else kw.get("src"))
         if name in ("cat", "concat", "concatenate"):
             xs = list(args[0] if args else kw["tensors"])
             dim = kw.get("dim", kw.get("axis", args[1] if len(args) > 1 else 0))

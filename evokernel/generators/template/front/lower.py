@@ -7,8 +7,10 @@
   ``(rows, N)`` (family ``row``), or a reduction over a middle dimension (family ``midreduce``);
 * ``reshape`` is a view of a materialised tensor (no stage); ``transpose`` is only legal as the
   right operand of a gemm (read transposed while packing);
-* ``cat`` of materialised tensors and ``permute_copy`` (a transpose/permute of other dims than the last two)
-  are copy kernels of their own (family ``layout``).
+* ``cat`` of materialised tensors, ``permute_copy`` (a transpose/permute of other dims than the last two) and
+  ``slice_copy`` (basic indexing, ``out[:, -1, :]``) are copy kernels of their own (family ``layout``);
+* ``rnn`` (an nn.LSTM / nn.GRU / nn.RNN call, one output of it) is one kernel of family ``rnn``;
+* nodes the output does not depend on are dropped (``out, h_n = gru(x); y = fc(out[:, -1]); return h_n``).
 """
 from __future__ import annotations
 
@@ -17,18 +19,18 @@ from dataclasses import dataclass, field
 from evokernel.generators.template.front.graph import AnalysisError, Const, Graph, Node
 
 ANCHORS = {"gemm", "conv2d", "convnd", "pool2d", "poolnd", "cumsum", "group_norm", "batch_norm", "transpose_copy",
-           "trimask", "argreduce", "cat", "permute_copy"}
+           "trimask", "argreduce", "cat", "permute_copy", "slice_copy", "rnn"}
 EPILOGUE_OK = {"gemm", "conv2d", "convnd", "group_norm", "batch_norm", "pool2d", "poolnd"}
 ELEMENTWISE = {"unary", "binary"}
 REGION_OPS = {"unary", "binary", "reduce", "gather_last"}
 
 # the family of each stage kind; the candidate's primary family is the costliest present
-FAMILY_RANK = ["gemm", "conv", "gemv", "groupnorm", "row", "scan", "midreduce", "pool", "layout"]
+FAMILY_RANK = ["rnn", "gemm", "conv", "gemv", "groupnorm", "row", "scan", "midreduce", "pool", "layout"]
 
 
 @dataclass
 class Stage:
-    family: str  # row, gemm, gemv, conv, pool, scan, midreduce, groupnorm, layout
+    family: str  # row, gemm, gemv, conv, pool, scan, midreduce, groupnorm, layout, rnn
     anchor: int | None  # the anchor node (None for a region)
     nodes: list[int]  # region nodes, or the epilogue chain after the anchor
     out: int  # the node this stage materialises
@@ -68,7 +70,8 @@ class _Planner:
 
     def __init__(self, g: Graph):
         self.g = g
-        self.users = g.users()
+        self.live = self._live()
+        self.users = {i: [u for u in us if u in self.live] for i, us in g.users().items()}
         self.mat: set[int] = {n.id for n in g.nodes if n.op in ("input", "param")}
         self.stages: list[Stage] = []
         self.aliases: dict[int, int] = {}
@@ -81,6 +84,8 @@ class _Planner:
     def plan(self) -> Plan:
         g, mat = self.g, self.mat
         for node in g.nodes:
+            if node.id not in self.live:
+                continue  # dead code (``out, h_n = lstm(x); y = fc(out[:, -1]); return h_n``) is not computed
             if node.op in ("input", "param") or node.id in self.done or self.consumed(node):
                 continue
             if node.op == "reshape":
@@ -101,6 +106,19 @@ class _Planner:
         if g.output not in mat:
             raise AnalysisError("the graph output is not produced by any kernel")
         return Plan(g, self.stages, self.aliases)
+
+    def _live(self) -> set[int]:
+        """The nodes the output depends on."""
+        g = self.g
+        seen: set[int] = set()
+        todo = [g.output] if g.output >= 0 else []
+        while todo:
+            i = todo.pop()
+            if i in seen:
+                continue
+            seen.add(i)
+            todo += [a for a in g.nodes[i].args if isinstance(a, int) and a not in seen]
+        return seen
 
     def consumed(self, node: Node) -> bool:
         """A view or flip that a later node takes over (a matmul's transposed operand, a reverse cumsum's flips);
@@ -129,7 +147,7 @@ class _Planner:
         family = {"gemm": "gemm", "conv2d": "conv", "convnd": "conv", "pool2d": "pool", "poolnd": "pool",
                   "cumsum": "scan", "group_norm": "groupnorm", "batch_norm": "groupnorm", "transpose_copy": "layout",
                   "trimask": "layout", "argreduce": "midreduce", "cat": "layout",
-                  "permute_copy": "layout"}[node.op]
+                  "permute_copy": "layout", "slice_copy": "layout", "rnn": "rnn"}[node.op]
         if node.op == "gemm" and node.attrs["n"] == 1:
             family = "gemv"
         chain: list[int] = []

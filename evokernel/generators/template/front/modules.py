@@ -9,6 +9,7 @@ from typing import Any
 from torch import fx, nn
 
 from evokernel.generators.template.front.fxops import _MODULE_UNARY, _cv, _norm_dim
+from evokernel.generators.template.front.graph import Ref
 
 UNHANDLED = object()  # a handler's answer for a module it does not lower (the next one is asked)
 
@@ -16,7 +17,8 @@ UNHANDLED = object()  # a handler's answer for a module it does not lower (the n
 class ModuleOps:
     def visit_module(self, n: fx.Node, mod: nn.Module, path: str) -> Any:
         """The module call lowered by the first handler that knows the module's type."""
-        for handler in (self._module_elementwise, self._module_conv_pool_norm, self._module_other):
+        for handler in (self._module_elementwise, self._module_conv_pool_norm, self._module_recurrent,
+                        self._module_other):
             out = handler(n, mod, path)
             if out is not UNHANDLED:
                 return out
@@ -104,6 +106,77 @@ class ModuleOps:
             b = self.param(f"{path}.bias") if mod.affine else None
             return self._group_norm(n, x, mod.num_groups, w, b, float(mod.eps))
         return UNHANDLED
+
+    def _module_recurrent(self, n: fx.Node, mod: nn.Module, path: str) -> Any:
+        """nn.LSTM / nn.GRU / nn.RNN (every layer, both directions, batch_first or not, a given or zero initial
+        state). The call's value is a marker ``("rnn", spec)``; indexing it (:meth:`rnn_result`) makes the ``rnn``
+        node of the output asked for (``out``, ``h_n`` or ``c_n``), whose kernel reads the module's own weights."""
+        if not isinstance(mod, (nn.LSTM, nn.GRU, nn.RNN)):
+            return UNHANDLED
+        if type(mod) not in (nn.LSTM, nn.GRU, nn.RNN):
+            raise self.fail(n, f"a subclass of {type(mod).__mro__[1].__name__} (its forward may differ)")
+        if isinstance(mod, nn.LSTM):
+            mode = "lstm"
+            if mod.proj_size:
+                raise self.fail(n, "LSTM with proj_size")
+        elif isinstance(mod, nn.GRU):
+            mode = "gru"
+        else:
+            mode = "rnn_tanh" if mod.nonlinearity == "tanh" else "rnn_relu"
+        if mod.dropout > 0 and mod.training and mod.num_layers > 1:
+            raise self.fail(n, f"{type(mod).__name__}(dropout={mod.dropout}) in training mode draws a random mask "
+                               "between layers: no deterministic kernel can match the reference")
+        x = self.arg(n.args[0]) if n.args else self.arg(n.kwargs.get("input"))
+        hx = self.arg(n.args[1]) if len(n.args) > 1 else self.arg(n.kwargs.get("hx"))
+        if type(x) is not Ref or len(self.shape(x)) != 3:
+            raise self.fail(n, "a recurrent module on an unbatched (2-D) input")
+        L, D, H = int(mod.num_layers), 2 if mod.bidirectional else 1, int(mod.hidden_size)
+        T, B = self.shape(x)[:2] if not mod.batch_first else self.shape(x)[1::-1]
+        if self.shape(x)[2] != mod.input_size:
+            raise self.fail(n, f"input features {self.shape(x)[2]} != input_size {mod.input_size}")
+        state = (L * D, B, H)
+        if mode == "lstm":
+            if hx is None:
+                h0 = c0 = None
+            elif isinstance(hx, (tuple, list)) and len(hx) == 2:
+                h0, c0 = hx
+            else:
+                raise self.fail(n, "an LSTM state that is not a (h0, c0) pair")
+        else:
+            h0, c0 = hx, None
+        for s in (h0, c0):
+            if s is not None and (type(s) is not Ref or self.shape(s) != state):
+                raise self.fail(n, f"an initial state that is not a tensor of shape {state}")
+        weights: list[int] = []
+        for layer in range(L):
+            for sfx in ("", "_reverse")[:D]:
+                names = ["weight_ih", "weight_hh"] + (["bias_ih", "bias_hh"] if mod.bias else [])
+                weights += [self.param(f"{path}.{w}_l{layer}{sfx}") for w in names]
+        spec = {"mode": mode, "x": x, "h0": h0, "c0": c0, "weights": weights, "layers": L, "dirs": D, "hidden": H,
+                "T": int(T), "B": int(B), "I": int(mod.input_size), "batch_first": bool(mod.batch_first),
+                "bias": bool(mod.bias), "origin": n.name, "made": {}}
+        return ("rnn", spec)
+
+    def rnn_result(self, n: fx.Node, base: tuple, idx: Any) -> Any:
+        """``lstm(...)[i]``, ``gru(...)[i]`` and ``lstm(...)[1][j]``: the ``rnn`` node of that output (one per output
+        kind and module call; an output nobody reads is dropped by the planner)."""
+        tag, spec = base
+        idx = _cv(idx)
+        if not isinstance(idx, int) or idx not in (0, 1):
+            raise self.fail(n, f"index {idx!r} of a recurrent module's result")
+        if tag == "rnn" and idx == 1 and spec["mode"] == "lstm":
+            return ("rnn_state", spec)
+        kind = "out" if tag == "rnn" and idx == 0 else ("c_n" if tag == "rnn_state" and idx == 1 else "h_n")
+        if kind in spec["made"]:
+            return spec["made"][kind]
+        L, D, H, T, B = (spec[k] for k in ("layers", "dirs", "hidden", "T", "B"))
+        shape = ((B, T, D * H) if spec["batch_first"] else (T, B, D * H)) if kind == "out" else (L * D, B, H)
+        args = [spec["x"]] + [s for s in (spec["h0"], spec["c0"]) if s is not None] + spec["weights"]
+        attrs = {k: spec[k] for k in ("mode", "layers", "dirs", "hidden", "T", "B", "I", "batch_first", "bias")}
+        attrs.update(kind=kind, has_h0=spec["h0"] is not None, has_c0=spec["c0"] is not None)
+        nid = self.g.add("rnn", args, attrs, shape, origin=spec["origin"])
+        spec["made"][kind] = nid
+        return nid
 
     def _module_other(self, n: fx.Node, mod: nn.Module, path: str) -> Any:
         """Triplet margin loss, dropout, identity, flatten."""

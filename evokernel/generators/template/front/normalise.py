@@ -20,7 +20,8 @@ class Normaliser(ModuleOps, CallOps):
     """An fx graph (with its recorded meta values) normalised into the IR: the leaves and the dispatch here, the
     modules in :class:`~.modules.ModuleOps`, the functions and methods in :class:`~.calls.CallOps`."""
 
-    def __init__(self, gm: fx.GraphModule, values: dict[str, Any], model: nn.Module, half: bool = False):
+    def __init__(self, gm: fx.GraphModule, values: dict[str, Any], model: nn.Module, half: bool = False,
+                 constant_args: set[str] | None = None):
         self.gm = gm
         self.fdtype = torch.float16 if half else torch.float32
         self.values = values
@@ -28,6 +29,7 @@ class Normaliser(ModuleOps, CallOps):
         self.g = Graph()
         self.env: dict[str, Any] = {}  # fx node name -> node id | Const | python value | ("tuple", ...)
         self.params: dict[str, int] = {}
+        self.constant_args = constant_args or set()
 
     # helpers
     def shape(self, ref: Any) -> tuple[int, ...]:
@@ -235,6 +237,8 @@ class Normaliser(ModuleOps, CallOps):
     def visit(self, n: fx.Node) -> Any:
         val = self.values.get(n.name)
         if n.op == "placeholder":
+            if val is None and n.name in self.constant_args:
+                return None  # a forward parameter get_inputs() does not give, traced as its default (None)
             if not isinstance(val, torch.Tensor):
                 raise self.fail(n, "non-tensor forward argument")
             dtype = "i64" if val.dtype == torch.int64 else "f32"

@@ -201,6 +201,20 @@ def _inline_globals(fn: Any, model_cls: type) -> Any:
     return Inline().visit(fn)
 
 
+def _defaults_not_given(model: nn.Module, given: int) -> dict[str, Any]:
+    """The forward parameters after the ``given`` inputs that have defaults (``h0=None``): traced as those
+    constants, so ``if h0 is None:`` takes the branch the reference takes when called with ``get_inputs()``."""
+    try:
+        params = list(inspect.signature(model.forward).parameters.values())
+    except (TypeError, ValueError):
+        return {}
+    out: dict[str, Any] = {}
+    for p in params[given:]:
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is not p.empty:
+            out[p.name] = p.default
+    return out
+
+
 def analyze(task: Any, allow_half: bool = False) -> Graph:
     """Analyse ``task`` (cached by ``task.key``); raises :class:`AnalysisError`.
 
@@ -230,16 +244,32 @@ def analyze(task: Any, allow_half: bool = False) -> Graph:
             raise AnalysisError(f"input {i} has dtype {x.dtype}; only float32 (and int64 indices) are supported"
                                 + (" (or float16 throughout)" if allow_half else ""))
     with FX_LOCK:  # fx patches nn.Module.__call__ process-wide while it traces
+        # a forward that keeps state on the module (``self.hidden = tanh(...)``) assigns tracer proxies to it: the
+        # plain tensor attributes are put back after tracing (the graph reads them through get_attr)
+        state = [(m, k, v) for m in model.modules() for k, v in vars(m).items() if isinstance(v, torch.Tensor)]
         try:
-            gm = fx.symbolic_trace(model)
+            gm = fx.symbolic_trace(model, concrete_args=_defaults_not_given(model, len(inputs)) or None)
         except Exception as exc:  # noqa: BLE001
             raise AnalysisError(f"torch.fx cannot trace Model.forward: {type(exc).__name__}: {exc}") from None
+        finally:
+            for m, k, v in state:
+                setattr(m, k, v)
+        for name in {n.target for n in gm.graph.nodes if n.op == "get_attr"}:
+            obj, path = gm, str(name).split(".")
+            for part in path[:-1]:
+                obj = getattr(obj, part, None)
+            if isinstance(getattr(obj, path[-1], None), fx.Proxy):
+                src: Any = model
+                for part in path:
+                    src = getattr(src, part)
+                setattr(obj, path[-1], src)
         rec = _Recorder(gm)
         try:
             rec.run(*inputs)
         except Exception as exc:  # noqa: BLE001
             raise AnalysisError(f"shape propagation failed: {type(exc).__name__}: {exc}") from None
-    graph = Normaliser(gm, rec.values, model, half).run()
+    holders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    graph = Normaliser(gm, rec.values, model, half, constant_args=set(holders[len(inputs):])).run()
     out_arg = list(gm.graph.nodes)[-1].args[0] if half else None
     out_val = rec.values.get(out_arg.name) if isinstance(out_arg, fx.Node) else None
     if half and isinstance(out_val, torch.Tensor) and out_val.dtype != torch.float16:
