@@ -52,8 +52,9 @@ TORCH_INCLUDE = "/opt/evk/torch/include"
 TORCH_LIB = "/opt/evk/torch/lib"
 PYTHON_INCLUDE = "/opt/evk/python/include"
 INLINE_INCLUDE = "/opt/evk/inline_include"
-# part of every build's cache key: a library built under another layout names other paths
-LAYOUT = "neutral-1"
+# part of every build's cache key: a library built under another layout names other paths (or embedded a host file
+# the toolchain-only root no longer shows)
+LAYOUT = "neutral-2"
 
 
 @dataclass(frozen=True)
