@@ -5,7 +5,15 @@ a path exists in the sandbox -- one bit per probe, and macro pasting spells any 
 rt4_has_include_oracle). So the rule is positive: the build sandbox shows **only neutral paths**, none of which
 depends on where the checkout, the virtualenv, the Python installation, ``$HOME`` or the build cache live:
 
-* the toolchain at its system paths (``/usr`` and the merged-``/usr`` links, the loader's ``/etc`` files);
+* the toolchain at its system paths, and only it (`toolchain_root`, derived from the compiler at start-up): the
+  programs a build runs (the compiler driver and what it execs -- cc1plus, cc1, collect2, as, ld, lto-wrapper --
+  and sh, nm, objdump, c++filt, cut, sed), the libraries they load (``ldd``), GCC's own folder (its headers,
+  crt files, libgcc, the LTO plugin), the compiler's system include folders (``g++ -E -v``, nothing under
+  ``/usr/local``), the files a link reads (traced once with ``ld -t``), the merged-``/usr`` links and the
+  loader's cache ``/etc/ld.so.cache``. Every other host file -- the rest of ``/usr`` (``/usr/lib/os-release``,
+  ``/usr/share``, ``/usr/local`` with its package managers' configuration) and ``/etc`` -- is absent: an
+  ``#include`` of it fails as "file not found", so a compile error cannot quote it (red-team
+  rt5_usr_file_in_compiler_error printed os-release's text through a template argument);
 * the build's own folder at ``/build`` (the only writable place besides a private ``/tmp``);
 * what a ``load_inline`` build compiles and links against, read-only, at fixed places under ``/opt/evk``:
   torch's headers (``/opt/evk/torch/include``), its libraries (``/opt/evk/torch/lib``), the Python headers
@@ -27,21 +35,27 @@ Without bubblewrap (the rlimits fallback) nothing can be hidden: the view is the
 """
 from __future__ import annotations
 
+import functools
+import os
 import re
+import shutil
+import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from evokernel.verifier.trusted import inline_binding
-from evokernel.verifier.trusted.launcher import Limits, SandboxSpec, run_sandboxed, sandbox_mode
+from evokernel.verifier.trusted.launcher import LAUNCH_PATH, Limits, SandboxSpec, run_sandboxed, sandbox_mode
 
 WORK = "/build"
 TORCH_INCLUDE = "/opt/evk/torch/include"
 TORCH_LIB = "/opt/evk/torch/lib"
 PYTHON_INCLUDE = "/opt/evk/python/include"
 INLINE_INCLUDE = "/opt/evk/inline_include"
-# part of every build's cache key: a library built under another layout names other paths
-LAYOUT = "neutral-1"
+# part of every build's cache key: a library built under another layout names other paths (or embedded a host file
+# the toolchain-only root no longer shows)
+LAYOUT = "neutral-2"
 
 
 @dataclass(frozen=True)
@@ -98,6 +112,157 @@ def neutral_mounts() -> list[tuple[str, str]]:
     return [(h, n) for h, n in pairs if Path(h).is_dir()]
 
 
+# --- the toolchain's root ------------------------------------------------------------------------------------
+
+# what build commands run by name (native_build's compile/link commands, binary_facts' OBJECT_SCRIPT, /bin/sh)
+TOOLS = ("sh", "g++", "gcc", "nm", "objdump", "c++filt", "cut", "sed",
+         "grep", "cat", "awk", "objcopy")  # the ascend-sim unit script (ascend_sim/build.py) also runs these
+# what the compiler driver execs (``g++ -print-prog-name``) or loads (the LTO plugin ld is always handed)
+DRIVER_PROGRAMS = ("cc1plus", "cc1", "collect2", "as", "ld", "lto-wrapper", "liblto_plugin.so")
+# folders that are never part of the toolchain's root, whatever the compiler reports
+NEVER = ("/usr/local", "/usr/share", "/etc", "/home", "/root", "/opt", "/tmp", "/var", "/proc")
+# where the root's programs are looked up: the build's PATH without what is never in the root (/usr/local/bin)
+SYSTEM_PATH = ":".join(d for d in LAUNCH_PATH.split(":") if not any(d == n or d.startswith(n + "/") for n in NEVER))
+_TOP_LINKS = ("/bin", "/lib", "/lib64", "/lib32", "/libx32", "/sbin")
+LOADER_FILES = ("/etc/ld.so.cache",)
+_TRIAL = 'extern "C" int evk_f(int x) { return x + 1; }\nint main() { return evk_f(-1); }\n'
+
+
+@dataclass(frozen=True)
+class Root:
+    """The host files a build sees, at their own paths: whole folders, single files, symlinks (target, path)."""
+    dirs: tuple[str, ...]
+    files: tuple[str, ...]
+    links: tuple[tuple[str, str], ...]
+
+    def args(self) -> list[str]:
+        """bubblewrap's arguments for this root (top-level links first, then folders and files by depth)."""
+        cmd: list[str] = []
+        for target, path in self.links:
+            if os.path.dirname(path) == "/":
+                cmd += ["--symlink", target, path]
+        for path in sorted((*self.dirs, *self.files), key=lambda p: (p.count("/"), p)):
+            cmd += ["--ro-bind", path, path]
+        for target, path in self.links:
+            if os.path.dirname(path) != "/":
+                cmd += ["--symlink", target, path]
+        return cmd
+
+
+def _norm(path: str) -> str:
+    """``path`` with its folder's symlinks and dot-dots resolved (its last component kept as named)."""
+    return os.path.join(os.path.realpath(os.path.dirname(path) or "/"), os.path.basename(path))
+
+
+def _chain(path: str) -> tuple[list[tuple[str, str]], str]:
+    """(the symlinks from ``path`` to its file, as (target, link)), the file."""
+    links: list[tuple[str, str]] = []
+    p = _norm(path)
+    for _ in range(40):
+        if not os.path.islink(p):
+            break
+        target = os.readlink(p)
+        links.append((target, p))
+        p = _norm(os.path.join(os.path.dirname(p), target))
+    return links, p
+
+
+def _out(argv: list[str], stdin: str | None = None, cwd: str | None = None) -> str:
+    """The output of a toolchain program (by its system path: the caller's PATH may hold shims of the same name)."""
+    argv = [shutil.which(argv[0], path=SYSTEM_PATH) or argv[0], *argv[1:]]
+    try:
+        p = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=120, cwd=cwd)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return p.stdout + p.stderr
+
+
+def _loaded_libraries(program: str) -> list[str]:
+    """The shared libraries (and the loader) ``program`` loads, by ``ldd``."""
+    found = []
+    for line in _out(["ldd", program]).splitlines():
+        m = re.search(r"(?:=>\s*)?(/\S+)\s+\(0x", line)
+        if m:
+            found.append(m.group(1))
+    return found
+
+
+def _include_dirs(driver: str, lang: str) -> list[str]:
+    dirs, on = [], False
+    for line in _out([driver, f"-x{lang}", "-E", "-v", "-"], stdin="").splitlines():
+        if line.startswith("#include <...> search starts here"):
+            on = True
+        elif line.startswith("End of search list"):
+            break
+        elif on and line.startswith(" "):
+            dirs.append(os.path.realpath(line.strip()))
+    return dirs
+
+
+def _link_inputs() -> list[str]:
+    """Every file a link of a shared OpenMP library or of a program reads (``ld -t``: crt files, libstdc++, libm,
+    libc's linker script and what it names, libgomp, libgcc), from two trial links on the host."""
+    with tempfile.TemporaryDirectory(prefix="evk-trial-") as d:
+        Path(d, "t.cpp").write_text(_TRIAL)
+        out = _out(["g++", "-shared", "-fPIC", "-fopenmp", "-O2", "t.cpp", "-o", "t.so", "-Wl,--no-undefined",
+                    "-lm", "-Wl,-t"], cwd=d)
+        out += _out(["g++", "-fopenmp", "t.cpp", "-o", "t", "-lm", "-Wl,-t"], cwd=d)
+    return [line.strip() for line in out.splitlines() if line.startswith("/") and not line.startswith(d)]
+
+
+def _under(path: str, roots: tuple[str, ...]) -> bool:
+    return any(path == r or path.startswith(r + "/") for r in roots)
+
+
+@functools.lru_cache(maxsize=None)
+def toolchain_root() -> Root:
+    """The build sandbox's root, derived from the toolchain found on this machine (module docstring)."""
+    dirs: set[str] = set()
+    files: set[str] = set()
+    links: dict[str, str] = {}  # path -> target
+
+    def add_file(path: str) -> None:
+        chain, real = _chain(path)
+        if _under(real, NEVER) or not os.path.isfile(real):
+            return
+        for target, link in chain:
+            if not _under(link, NEVER):
+                links[link] = target
+        files.add(real)
+
+    for top in _TOP_LINKS:
+        if os.path.islink(top):
+            links[top] = os.readlink(top)
+    programs = [p for name in TOOLS if (p := shutil.which(name, path=SYSTEM_PATH))]
+    gcc_dir = os.path.dirname(os.path.realpath(_out(["g++", "-print-libgcc-file-name"]).strip() or "/"))
+    for name in DRIVER_PROGRAMS:
+        p = _out(["g++", f"-print-prog-name={name}"]).strip()
+        p = p if p.startswith("/") else shutil.which(p, path=SYSTEM_PATH) or ""
+        if p:
+            programs.append(p)
+    # GCC's folder is libgcc's, named after its version (…/gcc/x86_64-linux-gnu/12): taken whole
+    if os.path.basename(gcc_dir) == _out(["g++", "-dumpversion"]).strip() and not _under(gcc_dir, NEVER):
+        dirs.add(gcc_dir)
+        for entry in os.scandir(gcc_dir):  # libstdc++.so, libgomp.so ...: links to the system's library folder
+            if entry.is_symlink():
+                add_file(entry.path)
+    for p in programs:
+        add_file(p)
+        for lib in _loaded_libraries(_chain(p)[1]):
+            add_file(lib)
+    for path in _link_inputs():
+        add_file(path)
+    for d in _include_dirs("g++", "c++") + _include_dirs("gcc", "c"):
+        if os.path.isdir(d) and not _under(d, NEVER):
+            dirs.add(d)
+    for f in LOADER_FILES:
+        if os.path.isfile(f):
+            files.add(f)
+    outer = _outermost(sorted(dirs))
+    return Root(dirs=tuple(outer), files=tuple(sorted(f for f in files if not _under(f, tuple(outer)))),
+                links=tuple(sorted((t, p) for p, t in links.items() if not _under(p, tuple(outer)))))
+
+
 class BuildSandbox:
     """A build runner (native_build.Runner) whose sandbox shows only neutral paths (see the module docstring).
 
@@ -125,5 +290,5 @@ class BuildSandbox:
         mounts = [(Path(h), n, h == str(writable)) for h, n in view.mounts]
         spec = SandboxSpec(threads=self.threads, readonly=list(self.readonly), limits=self.limits(timeout),
                            cwd=Path(view.inside(str(cwd))), seccomp="build", name=self.name, mounts=mounts,
-                           host_python=False, proc=False)
+                           host_python=False, proc=False, root=toolchain_root().args())
         return run_sandboxed(view.argv(argv), spec, timeout, mode="bwrap")

@@ -97,6 +97,9 @@ class SandboxSpec:
     # that shows only neutral paths, build_sandbox.py; its seccomp filter is loaded by bubblewrap)
     host_python: bool = True
     proc: bool = True  # a /proc of the sandbox's own (False: none; it would show the mounts' host sources)
+    # bubblewrap's arguments that build the root (None: `_root_binds`, the host's whole /usr; the build sandbox
+    # passes only its toolchain's files, build_sandbox.toolchain_root)
+    root: list[str] | None = None
 
 
 def worker_cpus(threads: int) -> list[int]:
@@ -217,7 +220,8 @@ def sandbox_argv(argv: list[str], spec: SandboxSpec, mode: str | None = None, se
             raise SandboxError("a sandbox without the host's Python loads its seccomp filter from a descriptor")
         argv = [sys.executable, "-m", "evokernel.verifier.sandboxed.seccomp_exec", "--", *argv]
     if mode == "bwrap":
-        cmd = [_tool("bwrap"), "--unshare-all", "--die-with-parent", "--new-session", *_root_binds(),
+        cmd = [_tool("bwrap"), "--unshare-all", "--die-with-parent", "--new-session",
+               *(_root_binds() if spec.root is None else spec.root),
                "--dev", "/dev", *(["--proc", "/proc"] if spec.proc else []),
                "--size", str(lim.tmp_mb * 1024 * 1024), "--tmpfs", "/tmp"]
         expose = set(spec.readonly)

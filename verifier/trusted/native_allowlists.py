@@ -9,8 +9,10 @@ Every list here says what **is** allowed; anything not on it is refused, whateve
   and weak symbols are not on them);
 * **instructions** the candidate's object may execute, as families of x86-64 mnemonics the compiler emits for
   ordinary code (no system call, interrupt, time-stamp or performance counter, protection-key, FS/GS-base,
-  transactional-memory or user-wait instruction, no ``cpuid``/``xgetbv`` (the host's identity): none of those is in
-  a family);
+  transactional-memory or user-wait instruction, no ``cpuid``/``xgetbv`` (the host's identity), no instruction that
+  writes the processor's state to memory (``xsave*``/``fxsave``/``fsave``: their headers carry XCR0 or MXCSR_MASK)
+  nor reads a processor or descriptor register (``rdpid``, ``rdpkru``, ``rdfsbase``, ``sgdt``, ``smsw``, ``str``,
+  ``lsl``, ...): none of those is in a family);
 * **symbols** the object may reach (libc's memory/string/stderr functions, libm, libgcc's arithmetic helpers,
   OpenMP's runtime and its thread-team queries by name, the C++ runtime; for ``load_inline`` in addition libtorch's tensor API and the ATen operators that
   only allocate, view or copy) -- the symbol rules live in binary_judge.py with their feedback;
@@ -93,15 +95,15 @@ bextr blsi blsmsk blsr bzhi pdep pext crc32 cbw cwde cdqe cwd cdq cqo
 stos stosb stosw stosd stosq movs movsb movsw movsd movsq cmps cmpsb cmpsw cmpsd cmpsq scas scasb scasw scasd scasq
 lods lodsb lodsw lodsd lodsq lahf sahf clc stc cmc cld std
 call ret jmp loop loope loopne jrcxz jecxz nop endbr64 endbr32 pause ud2 lfence sfence mfence
-clflush clflushopt clwb cldemote rdrand rdseed xsave xsave64 xsavec xsavec64 xrstor xrstor64 xsaveopt
-fxsave fxsave64 fxrstor fxrstor64 ldmxcsr stmxcsr vldmxcsr vstmxcsr emms femms
+clflush clflushopt clwb cldemote rdrand rdseed ldmxcsr stmxcsr vldmxcsr vstmxcsr emms femms
 """.split())
 _JCC = re.compile(r"^(j[a-z]{1,4}|cmov[a-z]{1,4}|set[a-z]{1,4}|prefetch\w*)$")
 # x87: every f-mnemonic (arithmetic, loads/stores, control word, constants)
 _X87 = re.compile(r"^f[a-z0-9]+$")
-# SSE/AVX/AVX-512 and their integer forms: the v- and p- spellings, and SSE's unprefixed ones
+# SSE/AVX/AVX-512 and their integer forms: the v- and p- spellings (objdump spells AVX's compare predicates
+# after an underscore: vcmpgt_oqps), and SSE's unprefixed ones
 _SIMD = re.compile(
-    r"^(v[a-z0-9]+|p[a-z0-9]+|(add|sub|mul|div|min|max|sqrt|rsqrt|rcp|and|andn|or|xor|cmp|comi|ucomi|mov|shuf|unpck|"
+    r"^(v[a-z0-9]+(_[a-z0-9]+)?|p[a-z0-9]+|(add|sub|mul|div|min|max|sqrt|rsqrt|rcp|and|andn|or|xor|cmp|comi|ucomi|mov|shuf|unpck|"
     r"cvt|round|blend|dp|extract|insert|hadd|hsub|addsub|lddqu|maskmov|mpsadbw|aes|sha|gf2p8|pclmul)[a-z0-9]*"
     r"|k(and|andn|or|xor|xnor|not|mov|add|shiftl|shiftr|test|ortest|unpck)[bwdq]{1,2})$")  # AVX-512 opmasks
 # in those families, the ones that are not ordinary computation: VMX, protection keys, platform config,
@@ -109,7 +111,10 @@ _SIMD = re.compile(
 _NOT_COMPUTE = frozenset({
     "vmcall", "vmclear", "vmfunc", "vmlaunch", "vmload", "vmmcall", "vmptrld", "vmptrst", "vmread", "vmresume",
     "vmrun", "vmsave", "vmwrite", "vmxoff", "vmxon", "verr", "verw", "pconfig", "ptwrite", "pvalidate", "psmash",
-    "movdir64b", "movdiri", "monitor", "monitorx", "mwait", "mwaitx", "fxch4", "fstp1"})
+    "movdir64b", "movdiri", "monitor", "monitorx", "mwait", "mwaitx", "fxch4", "fstp1",
+    # processor-state save areas (x87's f-family spells them too): xsave's header holds XCOMP_BV (= XCR0, what
+    # xgetbv reads: red-team rt5_xsavec_reads_xcr0), fxsave's holds MXCSR_MASK; no compiler emits them for a kernel
+    "fxsave", "fxsave64", "fxrstor", "fxrstor64", "fsave", "fnsave", "frstor"})
 
 
 def instruction_allowed(mnemonic: str) -> bool:
@@ -128,9 +133,16 @@ INSTRUCTION_WHAT = {
     "rdpkru": "memory protection keys", "wrfsbase": "the thread pointer (FS base)", "wrgsbase": "the GS base",
     "rdfsbase": "the thread pointer (FS base)", "rdgsbase": "the GS base", "xbegin": "transactional memory",
     "xend": "transactional memory", "xabort": "transactional memory", "xtest": "transactional memory",
-    "umonitor": "user-mode waiting", "umwait": "user-mode waiting", "tpause": "user-mode waiting",
+    "rdsspq": "the shadow-stack pointer", "rdsspd": "the shadow-stack pointer", "umonitor": "user-mode waiting", "umwait": "user-mode waiting", "tpause": "user-mode waiting",
     "cpuid": "the processor's identity (model, features, hypervisor)", "xgetbv": "the processor's enabled state "
     "(host features)", "(bad)": "bytes that are not instructions",
+    **dict.fromkeys(("xsave", "xsave64", "xsavec", "xsavec64", "xsaveopt", "xsaveopt64", "xsaves", "xsaves64",
+                     "xrstor", "xrstor64", "xrstors", "xrstors64"), "the processor's state save area (its header is "
+                                                                    "the enabled state, XCR0: host features)"),
+    **dict.fromkeys(("fxsave", "fxsave64", "fxrstor", "fxrstor64", "fsave", "fnsave", "frstor"),
+                    "the processor's state save area (host features)"),
+    **dict.fromkeys(("sgdt", "sidt", "sldt", "smsw", "str", "lsl", "lar"), "a descriptor-table or control register "
+                                                                          "(the host's kernel layout, the CPU number)"),
 }
 
 # --- definitions -------------------------------------------------------------------------------------------

@@ -126,6 +126,12 @@ def _host_texts(entry: dict) -> list[str]:
     for item in entry.get("contain", {}).get("no_host_text", []):
         if item.startswith("$"):
             out.append(os.environ[item[1:]])
+        elif item.startswith("@*"):  # every line of that host file, and every KEY=value line's value
+            path = Path(item[2:])
+            if path.is_file():
+                for line in path.read_text(errors="replace").splitlines():
+                    value = line.split("=", 1)[1].strip().strip("'\"") if "=" in line else ""
+                    out += [t for t in (line.strip(), value) if len(t) >= 8]  # shorter ones ("12") are everywhere
         elif item.startswith("@"):
             path = Path(item[1:])
             if not path.is_file() or not path.read_text(errors="replace").strip():

@@ -156,7 +156,7 @@ def test_inline_code_reaches_no_python_at_all(name):
     "mov", "vfmadd231ps", "vpdpbusd", "vmaxps", "vminps", "vmovdqu8", "kmovw", "kortestw", "pxor", "paddd", "pshufb",
     "cvttss2si", "fld", "fistp", "cmovne", "setg", "jae", "call", "ret", "prefetcht0", "xadd", "cmpxchg",
     "tzcnt", "popcnt", "bzhi", "movsd", "stos", "endbr64", "pause", "vzeroupper", "vgatherdps", "crc32",
-    "rdrand", "ud2", "sfence", "vcvtph2ps", "aesenc", "sha256rnds2"])
+    "rdrand", "ud2", "sfence", "vcvtph2ps", "aesenc", "sha256rnds2", "vcmpgt_oqps", "vcmpneq_uqpd"])
 def test_ordinary_instructions_are_in_the_families(mnemonic):
     assert allow.instruction_allowed(mnemonic), mnemonic
 
@@ -168,6 +168,61 @@ def test_ordinary_instructions_are_in_the_families(mnemonic):
     "incsspq", "wrssq", "setssbsy", "ptwrite", "pconfig", "ldtilecfg", "cpuid", "xgetbv"])
 def test_system_instructions_are_in_no_family(mnemonic):
     assert not allow.instruction_allowed(mnemonic)
+
+
+# red-team rt5_xsavec_reads_xcr0: a state save area's header is XCR0 (what xgetbv reads); the other instructions
+# that copy processor or descriptor state to memory or a register, as objdump spells them in 64-bit code
+STATE_READERS = ["xsave", "xsave64", "xsavec", "xsavec64", "xsaveopt", "xsaveopt64", "xsaves", "xsaves64", "xrstor",
+                 "xrstor64", "xrstors", "xrstors64", "fxsave", "fxsave64", "fxrstor", "fxrstor64", "fsave", "fnsave",
+                 "frstor", "rdpid", "rdpkru", "rdtscp", "rdfsbase", "rdgsbase", "rdsspq", "sgdt", "sidt", "sldt",
+                 "smsw", "str", "lsl", "lar", "xgetbv", "cpuid"]
+
+
+@pytest.mark.parametrize("mnemonic", STATE_READERS)
+def test_processor_state_readers_are_in_no_family(mnemonic):
+    assert not allow.instruction_allowed(mnemonic)
+    (finding,) = bj.instruction_findings(bf.Facts(instructions={mnemonic: (1, "k"), "mov": (3, "k")}))
+    assert mnemonic in finding.message and "not an instruction of ordinary" not in finding.message, finding.message
+
+
+XSAVEC = r"""
+#include <cstdint>
+#include <cstring>
+#include <immintrin.h>
+__attribute__((target("xsave,xsavec,xsaveopt,fxsr")))
+extern "C" uint64_t kernel(const float* x, float* y, int64_t n) {
+    alignas(64) static unsigned char area[16384];
+    std::memset(area, 0, sizeof area);
+    _xsavec64(area, ~0ULL); _xsave64(area, ~0ULL); _xsaveopt64(area, ~0ULL); _fxsave64(area);
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i];
+    uint64_t comp; std::memcpy(&comp, area + 512 + 8, 8); return comp;
+}
+"""
+
+# an honest kernel with AVX2 and AVX-512 intrinsics (the compiler's own code for them is in the families)
+SIMD = r"""
+#include <cstdint>
+#include <immintrin.h>
+__attribute__((target("avx2,fma"))) static void relu8(const float* x, float* y, int64_t n) {
+    for (int64_t i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(_mm256_max_ps(_mm256_loadu_ps(x + i),
+        _mm256_setzero_ps()), _mm256_set1_ps(1.f), _mm256_setzero_ps()));
+}
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static void relu16(const float* x, float* y, int64_t n) {
+    for (int64_t i = 0; i + 16 <= n; i += 16) {
+        __m512 v = _mm512_loadu_ps(x + i);
+        __mmask16 m = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ);
+        _mm512_storeu_ps(y + i, _mm512_maskz_mov_ps(m, v));
+    }
+}
+extern "C" void kernel(const float* x, float* y, int64_t n, int wide) { if (wide) relu16(x, y, n); else relu8(x, y, n); }
+"""
+
+
+@needs_gxx
+def test_xsave_family_is_refused_and_simd_kernels_are_not(tmp_path):
+    found = [f for f in _build(tmp_path / "x", XSAVEC) if f.rule == "native-instruction"]
+    assert found and "xsavec64" in found[0].message and "XCR0" in found[0].message, found
+    assert _build(tmp_path / "s", SIMD) == []
 
 
 def test_instruction_findings_name_the_function():

@@ -185,3 +185,52 @@ def test_the_build_filter_is_loaded_without_python_inside(tmp_path):
     assert "socket=-1 errno=1" in out  # EPERM
     assert "python-found" not in out and "base-found" not in out
     assert f"cwd={bs.WORK} path={launcher.LAUNCH_PATH}" in out
+
+
+# --- the toolchain's root: only what the compiler, the linker and the judge's tools read -----------------------
+
+def _outside_the_toolchain() -> dict[str, str]:
+    """Host text files a build has no business reading (red-team rt5_usr_file_in_compiler_error quoted os-release's
+    text through a compile error; /usr/local/etc holds package managers' configuration, tokens included)."""
+    places = {"os-release": "/usr/lib/os-release", "etc-os-release": "/etc/os-release", "passwd": "/etc/passwd",
+              "hostname": "/etc/hostname", "usr-local-etc": _a_file_in(Path("/usr/local/etc"), 1),
+              "usr-share": _a_file_in(Path("/usr/share/common-licenses"), 1) or _a_file_in(Path("/usr/share"), 2),
+              "usr-local-bin": _a_file_in(Path("/usr/local/bin"), 0)}
+    return {k: v for k, v in places.items() if v and Path(v).is_file()}
+
+
+@needs_bwrap
+def test_the_root_is_the_toolchain_only():
+    root = bs.toolchain_root()
+    named = [*root.dirs, *root.files, *(p for _, p in root.links)]
+    assert not [p for p in named if bs._under(p, bs.NEVER) and p not in bs.LOADER_FILES], named
+    assert not [p for p in named if any(h in p for h in (str(CHECKOUT), sys.prefix, sys.base_prefix))], named
+    assert "/usr" not in root.dirs and "/usr/lib" not in root.dirs and "/usr/lib/x86_64-linux-gnu" not in root.dirs
+    assert "/usr/include" in root.dirs  # the system headers, whole
+
+
+@needs_bwrap
+def test_host_files_outside_the_toolchain_are_absent(tmp_path):
+    places = _outside_the_toolchain()
+    assert "os-release" in places
+    src = _probes(places) + 'extern "C" long long f() { return evk_bits(); }\n'
+    built = native_build.build_cpp(src, (), tmp_path, bs.BuildSandbox(build_limits), 120.0, judge=True)
+    assert _bits(ctypes.CDLL(str(built.path)).f(), places) == dict.fromkeys(places, 0)
+    local = native_build.build_cpp(src, ("-DEVK_LOCAL",), tmp_path / "local")  # the host sees them all
+    assert _bits(ctypes.CDLL(str(local.path)).f(), places) == dict.fromkeys(places, 1)
+    # the red team's read: an #include of the file fails as "not found", and the feedback quotes none of it
+    text = Path("/usr/lib/os-release").read_text()
+    for path in places.values():
+        with pytest.raises(native_build.CompileError) as err:
+            native_build.build_cpp(f'#include "{path}"\nextern "C" int g() {{ return 0; }}\n', (), tmp_path / "inc",
+                                   bs.BuildSandbox(build_limits), 120.0, judge=True)
+        assert "No such file or directory" in str(err.value), str(err.value)
+        lines = [ln for ln in Path(path).read_text(errors="replace").splitlines() if len(ln.strip()) > 8]
+        assert not [ln for ln in lines + text.splitlines() if ln.strip() and ln in str(err.value)]
+
+
+@needs_bwrap
+def test_a_build_runs_every_tool_it_needs_in_the_root(tmp_path):
+    script = "for t in sh g++ gcc nm objdump c++filt cut sed as ld; do command -v $t >/dev/null || echo missing-$t; done"
+    rc, out = bs.BuildSandbox(build_limits)(["/bin/sh", "-c", script], tmp_path, 60.0, tmp_path)
+    assert rc == 0 and "missing" not in out, out

@@ -151,6 +151,17 @@ def test_launchers_start_from_a_fixed_environment(monkeypatch, tmp_path):
         assert any(os.path.isabs(a) and a.endswith("/bwrap") for a in argv)
 
 
+def test_a_spec_may_bring_its_own_root():
+    """SandboxSpec.root replaces the host's /usr (the build sandbox's toolchain-only root, build_sandbox.py)."""
+    default = launcher.sandbox_argv(["true"], launcher.SandboxSpec(), mode="bwrap")
+    assert "/usr" in [default[i + 1] for i, a in enumerate(default) if a == "--ro-bind"]
+    root = ["--ro-bind", "/usr/include", "/usr/include", "--symlink", "usr/lib", "/lib"]
+    argv = launcher.sandbox_argv(["true"], launcher.SandboxSpec(root=root), mode="bwrap")
+    binds = [argv[i + 1] for i, a in enumerate(argv) if a == "--ro-bind"]
+    assert "/usr" not in binds and "/usr/include" in binds
+    assert argv[argv.index("--new-session") + 1:][:len(root)] == root
+
+
 def test_worker_channel_sends_with_sendmsg_only(monkeypatch):
     """The worker's frames leave through sendmsg (the one call its seccomp filter allows on the socket)."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
