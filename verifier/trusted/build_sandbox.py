@@ -225,8 +225,12 @@ def toolchain_root() -> Root:
         chain, real = _chain(path)
         if _under(real, NEVER) or not os.path.isfile(real):
             return
-        for target, link in chain:
-            if not _under(link, NEVER):
+        if any(_under(link, NEVER) for _, link in chain):
+            # a chain through a folder never shown (/usr/bin/awk -> /etc/alternatives/awk -> /usr/bin/mawk): the
+            # first link points at the file itself
+            links[chain[0][1]] = real
+        else:
+            for target, link in chain:
                 links[link] = target
         files.add(real)
 
