@@ -19,9 +19,10 @@ Each round:
 
 **Value rounds.** Some rounds after warm-up (`VALUE_SHARE` at random, at least one) draw the trials' ``special`` or
 ``distinct`` inputs instead of plain ones (planted zeros, tiny and large values, constant rows) and are judged like
-those trials; their times are not used (like audit rounds, which they may also be). A forward cannot tell from the
-request, its call count or its timing which rounds these are, so a kernel careful only in its first calls (a static
-counter past the trials) meets special values again while it is timed (red team round 5).
+those trials; their times are not used (like audit rounds, which they may also be: special values may take a slower
+path, and would distort the latency). Their place is random, so a kernel careful only in its first calls (a static
+counter past the trials and the warm-up) meets special values again after it turned careless (red team round 5). A
+forward sees the values themselves, of course: one careful whenever its inputs hold such values is right on them.
 
 Afterwards: speedup = median of the per-round ratios t_eager / t_candidate with a bootstrap interval
 (`latency.summarize`), and the **physics floor**: a candidate whose median time is below what moving its
