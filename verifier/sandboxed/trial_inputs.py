@@ -9,10 +9,18 @@ reshape their floating values (integer inputs such as class indices are left alo
   subset of rows or a stride of elements misses (or over-counts) the dominant ones, so sampling fails
   where it would pass on well-behaved inputs; closed forms that assume the task's distribution fail too.
 * ``special``: values i.i.d. draws almost never hold -- a few exact +0.0 and -0.0, a few large finite magnitudes
-  (1e6-1e8, float32/float64 only: float16 overflows at 65504; squares stay finite in float32) and constant rows
-  (~1/16 of the last dimension's rows repeat one value, so a norm over a row sees variance 0). A kernel wrong only at zero, above some magnitude or on a row of
-  equal values fails here. The trial with perturbed parameters (trusted/trials.py) draws these inputs too: a
-  constant row's answer is the bias, which is 0 under the default parameters.
+  (1e6-1e8, float32/float64 only: float16 overflows at 65504; squares stay finite in float32), a few tiny normal
+  magnitudes of both signs (1e-30-1e-10, float32/float64 only; no subnormals: a kernel built to flush those to zero
+  treats them as 0 honestly) and constant rows (~1/16 of the last dimension's rows repeat one value, so a norm over a
+  row sees variance 0). A kernel wrong only at zero, above or below some magnitude or on a row of equal values fails
+  here. The trial with perturbed parameters (trusted/trials.py) draws these inputs too: a constant row's answer is
+  the bias, which is 0 under the default parameters. Equal values make ties, so an index output (argmax) is not
+  compared in this trial (trusted/trials.py).
+* ``distinct``: the same zeros, tiny and large values without ties: at most one planted value per row of the last
+  dimension, no constant rows, so integer outputs (an argmax, a count) and bool masks are compared exactly here
+  (red team round 5: an argmax wrong on every row holding a large value, and one that skipped a LayerNorm's drawn
+  affine, passed while the only trials with such values skipped integer outputs). The second trial with perturbed
+  parameters draws these inputs, and so do some of the timing's untimed rounds, at random (trusted/timing_protocol.py).
 * ``nonfinite`` (not in the default plan): a few NaN, +Inf and -Inf among the values; the outputs must repeat
   PyTorch's NaN/Inf position by position.
 
@@ -42,6 +50,10 @@ def _heavy(x: torch.Tensor) -> torch.Tensor:
 
 
 LARGE_MIN, LARGE_MAX = 1e6, 1e8  # the special trial's large magnitudes (log-uniform); LARGE_MAX**2 fits float32
+# tiny magnitudes (log-uniform): far below anything randn draws (P(|x| < 1e-10) ~ 1e-10), normal in float32 (its smallest
+# normal is 1.2e-38; a product with an O(1) value stays normal), and their squares round to 0 (or a subnormal) alike
+TINY_MIN, TINY_MAX = 1e-30, 1e-10
+WIDE = (torch.float32, torch.float64)  # the dtypes that hold the large and tiny magnitudes
 
 
 def _dyadic(v: torch.Tensor) -> torch.Tensor:
@@ -66,8 +78,15 @@ def _pick(allowed: torch.Tensor, k: int, width: int) -> torch.Tensor:
     return got[torch.randperm(got.numel())[:k]]
 
 
+def _log_uniform(k: int, lo: float, hi: float) -> torch.Tensor:
+    """``k`` magnitudes log-uniform in [lo, hi] with alternating signs, positive first (float64)."""
+    sign = torch.where(torch.arange(k) % 2 == 0, 1.0, -1.0).double()
+    return lo * (hi / lo) ** torch.rand(k, dtype=torch.float64) * sign
+
+
 def _special(x: torch.Tensor) -> torch.Tensor:
-    """Constant slices, a few exact +0.0/-0.0 and a few large finite values among the drawn ones (``special``)."""
+    """Constant slices, a few exact +0.0/-0.0 and a few large and tiny finite values among the drawn ones
+    (``special``)."""
     if not x.is_floating_point() or x.numel() == 0:
         return x
     out = x.clone()  # its strides kept: a task's transposed input stays transposed
@@ -89,11 +108,41 @@ def _special(x: torch.Tensor) -> torch.Tensor:
     sign = torch.where(torch.arange(zeros.numel()) % 2 == 0, 1.0, -1.0).to(y.dtype)
     flat[zeros] = 0.0 * sign  # +0.0, -0.0, +0.0, ...
     plain[zeros] = False
-    if y.dtype in (torch.float32, torch.float64):  # at most one per row of the last dimension: a row's sum or
-        large = _pick(plain, max(2, n // 16384), y.shape[-1] if y.dim() else 1)  # cumsum never cancels two
-        sign = torch.where(torch.arange(large.numel()) % 2 == 0, 1.0, -1.0).double()
-        mags = LARGE_MIN * (LARGE_MAX / LARGE_MIN) ** torch.rand(large.numel(), dtype=torch.float64)
-        flat[large] = (mags * sign).to(y.dtype)  # positive first, then alternating
+    if y.dtype in WIDE:  # at most one per row of the last dimension: a row's sum or cumsum never cancels two
+        width = y.shape[-1] if y.dim() else 1
+        large = _pick(plain, max(2, n // 16384), width)
+        flat[large] = _log_uniform(large.numel(), LARGE_MIN, LARGE_MAX).to(y.dtype)  # positive first, then alternating
+        plain[large] = False
+        tiny = _pick(plain, max(2, n // 16384), 1)
+        flat[tiny] = _log_uniform(tiny.numel(), TINY_MIN, TINY_MAX).to(y.dtype)
+    if y is not out:
+        out.copy_(y)
+    return out
+
+
+def _distinct(x: torch.Tensor) -> torch.Tensor:
+    """``special``'s single values without ties (``distinct``): exact +0.0/-0.0 (at most one per row of the last
+    dimension: the two are equal) and, in float32/float64, large (at most one per row, as in ``special``) and tiny
+    finite values of both signs, drawn from continuous ranges; no constant slices. So no two elements of a row are
+    equal by construction, and an index output (argmax over a row) has one right answer."""
+    if not x.is_floating_point() or x.numel() == 0:
+        return x
+    out = x.clone()
+    y = out if out.is_contiguous() else out.contiguous()
+    n, flat = y.numel(), y.view(-1)
+    width = y.shape[-1] if y.dim() else 1
+    k = max(2, n // 16384)  # of each kind
+    plain = torch.ones(n, dtype=torch.bool)
+    zeros = _pick(plain, k, width)
+    sign = torch.where(torch.arange(zeros.numel()) % 2 == 0, 1.0, -1.0).to(y.dtype)
+    flat[zeros] = 0.0 * sign
+    plain[zeros] = False
+    if y.dtype in WIDE:
+        large = _pick(plain, k, width)
+        flat[large] = _log_uniform(large.numel(), LARGE_MIN, LARGE_MAX).to(y.dtype)
+        plain[large] = False
+        tiny = _pick(plain, k, 1)
+        flat[tiny] = _log_uniform(tiny.numel(), TINY_MIN, TINY_MAX).to(y.dtype)
     if y is not out:
         out.copy_(y)
     return out
@@ -123,6 +172,7 @@ PERTURBATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "shift": lambda t: t + 3.0,
     "heavy": _heavy,
     "special": _special,
+    "distinct": _distinct,
     "nonfinite": _nonfinite,
 }
 

@@ -17,6 +17,13 @@ Each round:
    its reply and its outputs are copied out at once: what it did not finish before replying is missing.
 4. **Every timed output is checked** against the reference's output of the same round.
 
+**Value rounds.** Some rounds after warm-up (`VALUE_SHARE` at random, at least one) draw the trials' ``special`` or
+``distinct`` inputs instead of plain ones (planted zeros, tiny and large values, constant rows) and are judged like
+those trials; their times are not used (like audit rounds, which they may also be: special values may take a slower
+path, and would distort the latency). Their place is random, so a kernel careful only in its first calls (a static
+counter past the trials and the warm-up) meets special values again after it turned careless (red team round 5). A
+forward sees the values themselves, of course: one careful whenever its inputs hold such values is right on them.
+
 Afterwards: speedup = median of the per-round ratios t_eager / t_candidate with a bootstrap interval
 (`latency.summarize`), and the **physics floor**: a candidate whose median time is below what moving its
 bytes allows (half the time of one memory copy of as many bytes as it must read and write, measured on
@@ -77,16 +84,23 @@ class InputStream:
         self.worker.send({"op": "make_inputs", "seed": seed, "perturb": "none", **self.ref.case_msg()})
         self._pending = seed
 
-    def next(self) -> list[TensorMeta]:
-        """The next round's inputs, in the inputs worker's region (valid until `prefetch`)."""
-        if self._pending is None:
-            self.seed = self.rng.randrange(2**31)
-            return self.ref.make_inputs(self.seed, "none", handle=self.worker)
-        self.seed, self._pending = self._pending, None
+    def _collect(self) -> dict[str, Any]:
         try:
-            reply = self.worker.receive(time.monotonic() + 600.0)
+            return self.worker.receive(time.monotonic() + 600.0)
         except Exception as exc:  # noqa: BLE001 - trusted task code failing is the task's problem
             raise TaskError(f"{self.ref.task.path}: drawing timed inputs failed: {exc}") from None
+
+    def next(self, perturb: str = "none") -> list[TensorMeta]:
+        """The next round's inputs, in the inputs worker's region (valid until `prefetch`). Inputs drawn ahead are
+        plain; a round with another ``perturb`` (a value round: its time is not used) draws its own synchronously."""
+        if self._pending is not None and perturb != "none":
+            self._collect()  # the plain inputs drawn ahead are not used
+            self._pending = None
+        if self._pending is None:
+            self.seed = self.rng.randrange(2**31)
+            return self.ref.make_inputs(self.seed, perturb, handle=self.worker)
+        self.seed, self._pending = self._pending, None
+        reply = self._collect()
         if not reply.get("ok") or "need" in reply:
             # first use, or the inputs grew: draw them again synchronously (reserves the space)
             return self.ref.make_inputs(self.seed, "none", handle=self.worker)
@@ -136,12 +150,14 @@ class Rounds:
                 raise TaskError(f"timing: {exc}") from None
             side.stopped = True
 
-    def run(self, warm: bool, audit: bool = False
+    def run(self, warm: bool, audit: bool = False, perturb: str = "none"
             ) -> tuple[dict[str, float], dict[str, dict[str, Any]], dict[str, list[torch.Tensor]]]:
         """One round: times, replies and output snapshots per side. ``audit``: the candidate's call runs under the
-        operator recorder (an audit round: its times are not used)."""
-        in_metas = self.inputs.next()
-        self.seed, self.inputs_numel = self.inputs.seed, sum(m.nbytes // DTYPES[m.dtype] for m in in_metas)
+        operator recorder (an audit round: its times are not used). ``perturb``: the round's inputs are reshaped
+        like a trial's (a value round: its times are not used)."""
+        in_metas = self.inputs.next(perturb)
+        self.seed, self.perturb = self.inputs.seed, perturb
+        self.inputs_numel = sum(m.nbytes // DTYPES[m.dtype] for m in in_metas)
         nbytes = self.ref.input_bytes
         reserve = nbytes * 2 + 4 * max(self.ref.output_bytes, 1 << 12) + (1 << 20)
         metas_json = [m.to_json() for m in in_metas]
@@ -181,17 +197,18 @@ class Rounds:
         cpu_isolation.resume(side.pid)
         side.stopped = False
         try:
-            return self.ref.truth(self.seed, "none")
+            return self.ref.truth(self.seed, self.perturb)
         finally:
             self._stop(side)
 
 
 def check_timed_output(reply: dict[str, Any], got: list[torch.Tensor] | None, expected: list[torch.Tensor],
-                       tol: float, inputs_numel: int = 0, truth: Any = None) -> None:
+                       tol: float, inputs_numel: int = 0, truth: Any = None, perturb: str = "none") -> None:
     """The candidate's timed call must have run native code and match the reference of the same round
     (reductions under their tight rule, ``truth`` giving the float64 answer when that rule fails). Every
-    element is judged: where the reference is NaN/Inf the output must repeat it (`correctness`)."""
-    from evokernel.verifier.trusted.trials import Truth, reductions
+    element is judged: where the reference is NaN/Inf the output must repeat it (`correctness`). ``perturb``: a
+    value round's inputs, judged as the trial of that name judges them (the ties rule of ``special``)."""
+    from evokernel.verifier.trusted.trials import INPUT_NOTES, TIES, Truth, index_like, reductions
     if not reply.get("ok"):
         raise Fail("hack" if reply.get("phase") == "hack" else "runtime", f"a timed call failed: {reply.get('error')}")
     if not reply.get("native_calls"):
@@ -203,15 +220,23 @@ def check_timed_output(reply: dict[str, Any], got: list[torch.Tensor] | None, ex
         raise Fail("correctness", "a timed call returned a different number of outputs")
     flags, exact = reductions(expected, inputs_numel), Truth(truth)
     for k, (g, e) in enumerate(zip(got, expected)):
+        if perturb in TIES and index_like(e) and g.shape == e.shape and g.dtype == e.dtype:
+            continue
         if correctness.quick_match(g, e, tol, flags[k]):
             continue
         cmp = correctness.compare(g, e, [], tol, "timed output", reduction=flags[k], truth=exact.of(k))
         if not cmp.ok:
+            if perturb in INPUT_NOTES:
+                raise Fail("correctness", f"a call during timing, on {perturb} inputs, gave a wrong result (every "
+                           f"call must compute the operator, not only the first ones): {cmp.message}\nIn this call "
+                           f"{INPUT_NOTES[perturb]}.")
             raise Fail("correctness", f"a timed call gave a wrong result (checked and timed calls must agree): "
                        f"{cmp.message}")
 
 
 AUDIT_SHARE = 0.25  # of the rounds after warm-up, this share (at random) is recorded and not timed
+VALUE_SHARE = 0.15  # ... and this share (at random, independently) draws a trial's special values and is not timed
+VALUE_ROUND_INPUTS = ("special", "distinct")  # trials.INPUT_NOTES's perturbations
 
 
 def measure(v: Any, ref: Reference, cand: WorkerHandle, rng: random.Random, timeout: float,
@@ -227,7 +252,7 @@ def measure(v: Any, ref: Reference, cand: WorkerHandle, rng: random.Random, time
     rounds = 0
     started = time.perf_counter()
     in_bytes = out_bytes = 0
-    audits = 0
+    audits = values = untimed = 0
     with Rounds(ref, sides, rng, timeout) as rr:
         while True:
             warm = rounds < cfg.warmup
@@ -236,17 +261,26 @@ def measure(v: Any, ref: Reference, cand: WorkerHandle, rng: random.Random, time
             # PyTorch compute only when it is not watched is caught (docs/verifier.md, "Timing protocol")
             last_chance = audits == 0 and len(sides[1].seconds) + 1 >= cfg.min_rounds
             audit = not warm and (rng.random() < AUDIT_SHARE or last_chance)
-            times, replies, outs = rr.run(warm, audit)
+            # value rounds: a trial's special values, at random among the same rounds (at least one), judged like
+            # that trial, time not used -- a kernel careful only in its first calls is caught (module docstring)
+            value_chance = values == 0 and len(sides[1].seconds) + 1 >= cfg.min_rounds
+            value = not warm and (rng.random() < VALUE_SHARE or value_chance)
+            perturb = rng.choice(VALUE_ROUND_INPUTS) if value else "none"
+            times, replies, outs = rr.run(warm, audit, perturb)
             if not replies["ref"].get("ok"):
                 raise TaskError(f"{ref.task.path}: the reference forward failed while timing: "
                                 f"{replies['ref'].get('error')}")
             expected = outs["ref"]
-            check_timed_output(replies["cand"], outs.get("cand"), expected, cfg.tol, rr.inputs_numel, rr.truth)
-            in_bytes = ref.input_bytes
-            out_bytes = sum(e.numel() * e.element_size() for e in expected)
+            check_timed_output(replies["cand"], outs.get("cand"), expected, cfg.tol, rr.inputs_numel, rr.truth,
+                               perturb)
+            if not value:  # the copy floor's bytes: a plain round's (the same shapes in every round)
+                in_bytes = ref.input_bytes
+                out_bytes = sum(e.numel() * e.element_size() for e in expected)
             rounds += 1
-            if audit:  # its time spent counts against the budgets, its round against max_rounds
-                audits += 1
+            if audit or value:  # its time spent counts against the budgets, its round against max_rounds
+                audits += audit
+                values += value
+                untimed += 1
                 measured += times["cand"] + times["ref"]
                 continue
             if warm:
@@ -256,11 +290,12 @@ def measure(v: Any, ref: Reference, cand: WorkerHandle, rng: random.Random, time
             measured += times["cand"] + times["ref"]
             n = len(sides[1].seconds)
             spent = time.perf_counter() - started
-            if n >= cfg.min_rounds and (n + audits >= cfg.max_rounds or measured >= cfg.timing_budget_s or
+            if n >= cfg.min_rounds and (n + untimed >= cfg.max_rounds or measured >= cfg.timing_budget_s or
                                         spent >= cfg.timing_wall_budget_s):
                 break
     timings["timed_calls"] = measured
     details["audit_rounds"] = audits
+    details["value_rounds"] = values
     timing = latency.summarize(sides[1].seconds, sides[0].seconds, rng,
                                sides[2].seconds if compiled is not None else None)
     check_floor(ref, timing, in_bytes, out_bytes, details)

@@ -12,8 +12,9 @@ No trial is ever skipped. A reference output holding NaN/Inf is drawn again from
 `REDRAWS` times); if it stays non-finite (a task that yields NaN/Inf by design: the log of negatives, a norm
 that is 0, a fully masked softmax row) the trial is judged with those positions matched element by element
 and masked out of the finite rules (`correctness`). After the ordinary trials both models are built again
-with their constant initialisers drawn at random (`sandboxed.init_perturbation`) for one more trial (on the
-`special` inputs of `sandboxed.trial_inputs`: a constant row shows a norm's bias), and the
+with their constant initialisers drawn at random (`sandboxed.init_perturbation`) for two more trials (on the
+`special` inputs of `sandboxed.trial_inputs`: a constant row shows a norm's bias; and on its `distinct` inputs,
+where integer and bool outputs are compared exactly: an argmax of a norm's output shows a skipped affine), and the
 timing uses those models: a task that is degenerate under its default parameters (a mean of a normalised
 tensor is 0; weight 1 and bias 0 can be hard-coded) is judged where skipped work shows, and a kernel that
 special-cases the defaults gains no speed from it. ``details["trials"]`` says what happened.
@@ -40,12 +41,22 @@ PERTURBED_PARAMETERS = ("both models were built again with their constant initia
                         "weight in [0.5, 1.5], bias in [-0.5, 0.5], running statistics likewise; the same values "
                         "on both sides when ModelNew builds the same layers in the same order as Model): the kernel "
                         "must read every parameter and buffer, not assume its default value")
-# the inputs of the perturbed-parameter trial: a constant row's LayerNorm is the bias, 0 under default parameters
-PARAMETER_TRIAL_INPUTS = "special"
+# the inputs of the perturbed-parameter trials: a constant row's LayerNorm is the bias, 0 under default parameters
+# ("special"); an integer output (argmax of a LayerNorm) is compared only where no planted values tie ("distinct")
+PARAMETER_TRIAL_INPUTS = ("special", "distinct")
 SPECIAL_INPUTS = ("the inputs held values random draws almost never give: a few exact +0.0 and -0.0, a few large "
-                  "finite values (|x| 1e6-1e8, float32/float64 inputs), and constant slices (rows, a sample, a "
-                  "channel repeating one value: variance 0); the kernel must give PyTorch's answer there too")
-NO_REDRAWS = ("nonfinite", "special")  # NaN/Inf by construction (an input NaN, exp(1e8), log(0)): judged masked
+                  "finite values (|x| 1e6-1e8) and tiny ones (|x| 1e-30-1e-10, both in float32/float64 inputs), "
+                  "and constant rows (a row of the last dimension repeating one value: variance 0); the kernel must "
+                  "give PyTorch's answer there too")
+DISTINCT_INPUTS = ("the inputs held values random draws almost never give, at distinct positions (no ties): a few "
+                   "exact +0.0 and -0.0, large finite values (|x| 1e6-1e8) and tiny ones (|x| 1e-30-1e-10, both in "
+                   "float32/float64 inputs); the kernel must give PyTorch's answer there too, integer and bool "
+                   "outputs included")
+INPUT_NOTES = {"special": SPECIAL_INPUTS, "distinct": DISTINCT_INPUTS}
+NO_REDRAWS = ("nonfinite", "special", "distinct")  # NaN/Inf by construction (an input NaN, exp(1e8), 1/1e-30, log(0)):
+# judged masked
+# perturbations whose planted equal values (constant rows) make ties: an index output is not compared there
+TIES = ("special",)
 
 
 def nonfinite(expected: list[torch.Tensor]) -> int:
@@ -129,17 +140,25 @@ def reductions(expected: list[torch.Tensor], inputs_numel: int) -> list[bool]:
     return [correctness.is_reduction(e.numel(), inputs_numel) for e in expected]
 
 
+def index_like(e: torch.Tensor) -> bool:
+    """An output that may name one of several equal elements: integer, not bool (a mask, a comparison is a
+    function of each value and has one answer however many values are equal)."""
+    return not e.is_floating_point() and not e.is_complex() and e.dtype != torch.bool
+
+
 def compare_outputs(label: str, got: list[torch.Tensor], expected: list[torch.Tensor], inputs: list[torch.Tensor],
                     tol: float, truth: Callable[[], list[correctness.Exact]] | None = None,
                     ties: bool = False) -> None:
     """Each output against the reference's, at the configured tolerance (correctness gate); reductions under
     the tight rule, with the float64 answer from ``truth`` as the second opinion. ``ties``: the inputs hold
-    planted equal values (the special trial), so an integer output (an index: argmax, top-k, nearest neighbours)
-    may name any of several equal candidates: only its shape and dtype are judged there."""
+    planted equal values (the special trial's constant rows), so an integer output (an index: argmax, top-k,
+    nearest neighbours) may name any of several equal candidates: only its shape and dtype are judged there. Bool
+    outputs are compared always, and integer ones exactly in every other trial (the ``distinct`` trials plant the
+    same value classes without ties)."""
     exact = Truth(truth)
     flags = reductions(expected, sum(t.numel() for t in inputs))
     for k, (g, e) in enumerate(zip(got, expected)):
-        if ties and not e.is_floating_point() and g.shape == e.shape and g.dtype == e.dtype:
+        if ties and index_like(e) and g.shape == e.shape and g.dtype == e.dtype:
             continue
         cmp = correctness.compare(g, e, inputs, tol, "output" if len(got) == 1 else f"output {k}",
                                   reduction=flags[k], truth=exact.of(k))
@@ -262,13 +281,14 @@ class WorkerJudge:
             self.ref.init(self.init_seed, self.params_seed)
             self.init_candidate(self.params_seed)
             record["perturbed_parameters"] = True
-            label = f"trial {len(plan) + 1} (perturbed parameters, {PARAMETER_TRIAL_INPUTS} inputs)"
-            try:
-                self.run_trial(label, PARAMETER_TRIAL_INPUTS, self.rng.randrange(2**31), False, ref_s, record)
-            except Fail as f:
-                if f.gate == "correctness":
-                    f.feedback = f"{f.feedback}\nIn this trial {PERTURBED_PARAMETERS}."
-                raise
+            for j, inputs in enumerate(PARAMETER_TRIAL_INPUTS):
+                label = f"trial {len(plan) + 1 + j} (perturbed parameters, {inputs} inputs)"
+                try:
+                    self.run_trial(label, inputs, self.rng.randrange(2**31), False, ref_s, record)
+                except Fail as f:
+                    if f.gate == "correctness":
+                        f.feedback = f"{f.feedback}\nIn this trial {PERTURBED_PARAMETERS}."
+                    raise
         timings["correctness_trials"] = time.perf_counter() - t0
         notes = record["nonfinite_reference"]
         if len(notes) == record["passed"] and all(n["nonfinite_elements"] == n["elements"] for n in notes):
@@ -345,10 +365,10 @@ class WorkerJudge:
             self.check_trial(in_metas, inputs, expected, label, late_check=first,
                              timeout=self.cfg.run_timeout_s + 50 * seconds,
                              truth=lambda seed=seed, perturb=perturb: self.ref.truth(seed, perturb),
-                             ties=perturb == "special")
+                             ties=perturb in TIES)
         except Fail as f:
-            if f.gate == "correctness" and perturb == "special":
-                f.feedback = f"{f.feedback}\nIn this trial {SPECIAL_INPUTS}."
+            if f.gate == "correctness" and perturb in INPUT_NOTES:
+                f.feedback = f"{f.feedback}\nIn this trial {INPUT_NOTES[perturb]}."
             raise
         record["passed"] += 1
 

@@ -50,9 +50,10 @@ class VerifyConfig:
     tol: float = correctness.DEFAULT_TOL  # atol = rtol; 1e-4 in strict mode
     trials: int = 4  # standard trials, fresh secret seed each
     # one extra trial each (verifier/sandboxed/trial_inputs.py); "heavy": heavy-tailed rows, dominant elements;
-    # "special": exact signed zeros, large finite values, constant slices
-    perturbations: tuple[str, ...] = ("scale", "negate", "shift", "heavy", "special")
-    # one more trial, and the timing, with both models' constant initialisers drawn at random
+    # "special": exact signed zeros, large and tiny finite values, constant rows; "distinct": the same values without
+    # ties (integer outputs compared)
+    perturbations: tuple[str, ...] = ("scale", "negate", "shift", "heavy", "special", "distinct")
+    # two more trials, and the timing, with both models' constant initialisers drawn at random
     # (verifier/sandboxed/init_perturbation.py): degenerate default parameters cannot hide skipped work
     perturbed_parameters: bool = True
     threads: int = 1  # both sides timed at this thread count

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from evokernel.verifier.sandboxed.trial_inputs import LARGE_MAX, LARGE_MIN, PERTURBATIONS
+from evokernel.verifier.sandboxed.trial_inputs import LARGE_MAX, LARGE_MIN, PERTURBATIONS, TINY_MAX, TINY_MIN
 
 special = PERTURBATIONS["special"]
 
@@ -70,3 +70,43 @@ def test_special_inputs_come_from_the_seeded_generator():
     b = _draw((32, 128), seed=9)[1]
     c = _draw((32, 128), seed=10)[1]
     assert torch.equal(a, b) and not torch.equal(a, c)
+
+
+distinct = PERTURBATIONS["distinct"]
+
+
+def test_special_inputs_hold_tiny_normal_values_of_both_signs():
+    """Red team round 5: a sigmoid answering 0 for every non-zero |x| < 1e-20 passed (randn never lands there)."""
+    for make in (special, distinct):
+        for dtype in (torch.float32, torch.float64):
+            torch.manual_seed(3)
+            y = make(torch.randn(64, 512, dtype=dtype))
+            tiny = (y != 0) & (y.abs() < 1e-9)
+            assert (tiny & (y > 0)).any() and (tiny & (y < 0)).any()
+            assert float(y[tiny].abs().min()) >= TINY_MIN * 0.9999 and float(y[tiny].abs().max()) <= TINY_MAX * 1.0001
+            assert float(y[tiny].abs().min()) >= torch.finfo(torch.float32).tiny  # no subnormals
+        torch.manual_seed(3)
+        half = make(torch.randn(64, 512, dtype=torch.float16)).float()  # 1e-30 is 0 in float16: none planted
+        assert not ((half != 0) & (half.abs() < 1e-9)).any()
+
+
+def test_distinct_inputs_plant_the_special_values_without_ties():
+    """Integer outputs are compared exactly on these inputs: no constant rows, at most one zero (+0.0 == -0.0) and one
+    large value per row of the last dimension, tiny and large values from continuous ranges."""
+    for shape in ((64, 512), (8, 16, 256), (1000,)):
+        torch.manual_seed(7)
+        x = torch.randn(shape)
+        y = distinct(x)
+        assert y.shape == x.shape and torch.isfinite(y).all() and float((y == x).double().mean()) > 0.99
+        rows = y.reshape(-1, shape[-1])
+        zero, large = rows == 0, rows.abs() >= LARGE_MIN
+        assert zero.any() and large.any() and int(zero.sum(1).max()) == 1 and int(large.sum(1).max()) == 1
+        assert (y > LARGE_MIN).any()
+        if len(shape) > 1:
+            assert (y < -LARGE_MIN).any() and (rows.std(dim=1) > 0).all()
+        changed = y != x
+        assert int(changed.sum()) == int(torch.unique(y[changed]).numel()) or int(zero.sum()) > 1
+    torch.manual_seed(7)
+    assert torch.equal(distinct(torch.randn(32, 128)), (torch.manual_seed(7), distinct(torch.randn(32, 128)))[1])
+    ints = torch.arange(10)
+    assert distinct(ints) is ints

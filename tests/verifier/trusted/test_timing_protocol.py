@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from evokernel.tasks.load import load_task
 from evokernel.verifier.trusted import cpu_isolation, latency, timing_protocol
@@ -176,7 +177,7 @@ CPP_SOURCE = r"""
 extern "C" void relu_forward(const float* __restrict x, float* __restrict y, int64_t n) {
     static long calls = 0;
     static std::vector<float> last;
-    if (++calls > 10 && (int64_t)last.size() == n) { std::memcpy(y, last.data(), n * sizeof(float)); return; }  // after 9 trials + the perturbed one
+    if (++calls > 12 && (int64_t)last.size() == n) { std::memcpy(y, last.data(), n * sizeof(float)); return; }  // after 10 trials + the 2 perturbed ones
     for (int64_t i = 0; i < n; ++i) { const float v = x[i]; y[i] = v < 0.0f ? 0.0f : v; }
     last.assign(y, y + n);
 }
@@ -306,3 +307,32 @@ def test_inputs_arrive_with_the_request_that_runs_them(timed, suite_task, monkey
     runs = [m for m in seen if m["op"] == "run"]
     assert {m["op"] for m in seen} == {"load", "init", "run"}
     assert len(runs) >= timed.config.trials + timed.config.min_rounds and all(m.get("inputs") for m in runs)
+
+
+def test_some_untimed_rounds_draw_the_trials_special_values(timed, suite_task):
+    """Red team round 5 (rt5_careful_only_during_trials): a static call counter let a softmax subtract the row max
+    only in its first 14 calls (every trial and the warm-up; special values came only in the trials) and overflow to
+    NaN on large inputs afterwards. Some rounds of the timing (at random, at least one; their times not used) draw
+    the special or distinct inputs now, and are judged like those trials."""
+    task = suite_task("cpu_l1/11_softmax.py", batch_size=64, dim=1024)
+    honest = timed.verify(task, (ROOT / "evokernel" / "examples" / "cpu" / "11_softmax.py").read_text())
+    assert honest.feasible, honest.feedback
+    assert honest.details["value_rounds"] >= 1 and honest.details["timing"]["rounds"] >= timed.config.min_rounds
+    careful = (ROOT / "tests" / "verifier" / "attacks" / "c9_values" / "rt5_careful_only_during_trials.py").read_text()
+    verdict = timed.verify(task, careful)
+    assert verdict.failed_gate == "correctness", verdict.summary()
+    assert "during timing, on" in verdict.feedback and "not only the first ones" in verdict.feedback
+
+
+def test_a_value_round_judges_index_outputs_as_its_trial_does():
+    """On special inputs (constant rows: ties) an index output is judged by shape and dtype, as in the special
+    trial; on distinct inputs, and for bool outputs, by value."""
+    reply = {"ok": True, "native_calls": 1}
+    idx, other = torch.tensor([3, 1]), torch.tensor([2, 1])
+    timing_protocol.check_timed_output(reply, [other], [idx], 1e-2, perturb="special")
+    for perturb in ("distinct", "none"):
+        with pytest.raises(Fail, match="elements differ"):
+            timing_protocol.check_timed_output(reply, [other], [idx], 1e-2, perturb=perturb)
+    with pytest.raises(Fail, match="on special inputs"):
+        timing_protocol.check_timed_output(reply, [torch.tensor([True])], [torch.tensor([False])], 1e-2,
+                                           perturb="special")

@@ -167,9 +167,12 @@ def test_a_nan_reference_is_drawn_again_from_fresh_seeds(seeded, make_task):
     v = seeded.verify(make_task("sometimes_nan", SOMETIMES_NAN), ROW_DIVIDE)
     assert v.feasible, v.feedback
     notes = v.details["trials"]["nonfinite_reference"]
-    assert notes and all(n["redraws"] >= 1 for n in notes)  # about half the first draws held a zero row
+    drawn = [n for n in notes if not any(p in n["trial"] for p in ("special", "distinct"))]
+    assert drawn and all(n["redraws"] >= 1 for n in drawn)  # about half the first draws held a zero row
+    # (the special and distinct trials are judged as drawn: NaN/Inf is there by construction in most tasks)
+    assert all(n["redraws"] == 0 for n in notes if n not in drawn)
     assert any(n["nonfinite_elements"] == 0 for n in notes)  # ... and a fresh draw did not
-    assert v.details["trials"]["passed"] == 10  # 4 trials, 5 perturbed inputs, 1 with drawn parameters
+    assert v.details["trials"]["passed"] == 12  # 4 trials, 6 perturbed inputs, 2 with drawn parameters
 
 
 def test_a_reference_that_stays_nan_is_judged_with_the_nan_positions_masked(seeded):
@@ -179,9 +182,10 @@ def test_a_reference_that_stays_nan_is_judged_with_the_nan_positions_masked(seed
     notes = honest.details["trials"]["nonfinite_reference"]
     # every trial but the shifted one keeps its padding rows through the redraws: 32 rows x 1024 NaN; the special
     # inputs' constant column crosses the padding rows (finite then), and a NaN there would be judged as drawn
-    plain = [n for n in notes if "special" not in n["trial"]]
+    planted = ("special", "distinct")  # NaN by construction there: never drawn again
+    plain = [n for n in notes if not any(p in n["trial"] for p in planted)]
     assert len(plain) == 7 and all(n["redraws"] == 3 and n["nonfinite_elements"] == 32 * 1024 for n in plain)
-    assert all(n["redraws"] == 0 for n in notes if "special" in n["trial"])
+    assert all(n["redraws"] == 0 for n in notes if any(p in n["trial"] for p in planted))
     skipping = seeded.verify(task, (ATTACKS / "c9_values" / "normalize_padding_skip.py").read_text())
     assert skipping.failed_gate == "correctness" and "position by position" in skipping.feedback
 
@@ -222,16 +226,16 @@ def test_one_trial_builds_both_models_with_drawn_constants(seeded, make_task):
     layers = "self.norm = nn.GroupNorm(4, 8)"
     v = seeded.verify(task, _candidate(layers))
     assert v.feasible, v.feedback
-    assert v.details["trials"]["perturbed_parameters"] is True and v.details["trials"]["passed"] == 10
+    assert v.details["trials"]["perturbed_parameters"] is True and v.details["trials"]["passed"] == 12
     # parameters made by hand (torch.ones/zeros) do not get the drawn values: the contract is the same layers
     by_hand = _candidate("self.w = nn.Parameter(torch.ones(8))\n        self.b = nn.Parameter(torch.zeros(8))",
                          "self.w", "self.b")
     v = seeded.verify(task, by_hand)
-    assert v.failed_gate == "correctness" and "trial 10 (perturbed parameters, special inputs)" in v.feedback
+    assert v.failed_gate == "correctness" and "trial 11 (perturbed parameters, special inputs)" in v.feedback
     assert "constant initialisers drawn at random" in v.feedback
     seeded.config.perturbed_parameters = False  # the old verifier: every trial with weight 1 and bias 0
     v = seeded.verify(task, by_hand)
-    assert v.feasible and v.details["trials"]["passed"] == 9 and "perturbed_parameters" not in v.details["trials"]
+    assert v.feasible and v.details["trials"]["passed"] == 10 and "perturbed_parameters" not in v.details["trials"]
 
 
 def test_timing_uses_the_models_with_drawn_constants(seeded, make_task):
@@ -326,11 +330,11 @@ def test_the_special_trial_shows_values_random_draws_never_give(seeded, attack, 
     task = load_task(task, sizes)
     v = seeded.verify(task, (ATTACKS / "c9_values" / attack).read_text())
     assert v.failed_gate == "correctness" and "(special inputs)" in v.feedback, v.feedback
-    assert "exact +0.0 and -0.0" in v.feedback and "constant slices" in v.feedback
+    assert "exact +0.0 and -0.0" in v.feedback and "constant rows" in v.feedback
     assert v.details["trials"]["passed"] == 8  # every earlier trial passed: only these inputs show it
     if task.path == RELU:
         ok = seeded.verify(task, RELU_PROPAGATING)
-        assert ok.feasible and ok.details["trials"]["passed"] == 10, ok.feedback
+        assert ok.feasible and ok.details["trials"]["passed"] == 12, ok.feedback
 
 
 LN_DEFAULT = '''
@@ -395,10 +399,10 @@ def test_the_perturbed_parameter_trial_draws_the_special_inputs(seeded, make_tas
     task = make_task("ln_default", LN_DEFAULT)
     v = seeded.verify(task, LN_ZERO_ON_CONSTANT_ROWS)
     assert v.failed_gate == "correctness" and "(perturbed parameters, special inputs)" in v.feedback, v.feedback
-    assert "constant initialisers drawn at random" in v.feedback and "constant slices" in v.feedback
+    assert "constant initialisers drawn at random" in v.feedback and "constant rows" in v.feedback
     seeded.config.perturbed_parameters = False  # the special trial alone (bias 0) cannot tell
     v = seeded.verify(task, LN_ZERO_ON_CONSTANT_ROWS)
-    assert v.feasible and v.details["trials"]["passed"] == 9, v.feedback
+    assert v.feasible and v.details["trials"]["passed"] == 10, v.feedback
 
 
 def test_a_special_trial_that_overflows_by_construction_is_judged_as_drawn(seeded):
@@ -429,3 +433,76 @@ def test_an_index_output_of_the_special_trial_is_not_judged_by_value():
         compare_outputs("trial 9 (special inputs)", [dist + 1, idx], [dist, idx], [x], 1e-2, ties=True)
     with pytest.raises(Fail):  # and an index output of another shape too
         compare_outputs("trial 9 (special inputs)", [dist, idx[:, :2]], [dist, idx], [x], 1e-2, ties=True)
+
+
+def test_a_bool_output_of_the_special_trial_is_judged_by_value():
+    """A mask has one answer however many values are equal: the ties rule covers index outputs only
+    (red team round 5: `x > 0` answered False for x >= 1e6 passed, every non-floating output being skipped)."""
+    from evokernel.verifier.trusted.failures import Fail
+    from evokernel.verifier.trusted.trials import compare_outputs
+
+    x = torch.tensor([[1.0, 2e6, -1.0, 0.0]])
+    wrong = torch.tensor([[True, False, False, False]])
+    with pytest.raises(Fail, match="1 of 4 elements differ"):
+        compare_outputs("trial 9 (special inputs)", [wrong], [x > 0], [x], 1e-2, ties=True)
+    compare_outputs("trial 9 (special inputs)", [x > 0], [x > 0], [x], 1e-2, ties=True)
+
+
+ARGMAX_ROWS = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.argmax(x, dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(64, 512)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_integer_outputs_are_compared_on_the_distinct_trials(seeded, make_task):
+    """The distinct trials plant zeros, tiny and large values without ties, and compare an index output exactly: an
+    argmax wrong on every row holding a large value (rt5_argmax_wrong_on_special_rows) fails there, and only there;
+    the honest argmax passes all 12 trials."""
+    task = make_task("argmax_rows", ARGMAX_ROWS)
+    honest = seeded.verify(task, (ATTACKS / "twins" / "argmax_rows_plain.py").read_text())
+    assert honest.feasible and honest.details["trials"]["passed"] == 12, honest.feedback
+    wrong = (ATTACKS / "c9_values" / "rt5_argmax_wrong_on_special_rows.py").read_text()
+    v = seeded.verify(task, wrong)
+    assert v.failed_gate == "correctness" and "(distinct inputs)" in v.feedback, v.feedback
+    assert "no ties" in v.feedback and "elements differ" in v.feedback
+    saved = seeded.config.perturbations
+    try:  # without the distinct trials (the old plan), nothing compares it on such values
+        seeded.config.perturbations = tuple(p for p in saved if p != "distinct")
+        seeded.config.perturbed_parameters = False
+        v = seeded.verify(task, wrong)
+        assert v.feasible, v.feedback
+    finally:
+        seeded.config.perturbations = saved
+
+
+def test_the_second_perturbed_parameter_trial_compares_integer_outputs(seeded):
+    """argmax(LayerNorm(x)) answered as argmax(x) (rt5_argmax_ignores_layernorm_affine) is right under the default
+    affine; only drawn parameters show it, and the first perturbed-parameter trial (special inputs: ties) does not
+    compare integers. The second one, on distinct inputs, does."""
+    task = load_task(ATTACKS / "tasks" / "rt5_argmax_layernorm.py")
+    honest = seeded.verify(task, (ATTACKS / "twins" / "argmax_layernorm_plain.py").read_text())
+    assert honest.feasible, honest.feedback
+    saved = seeded.config.perturbations
+    try:  # the distinct trial without drawn parameters passes it: the perturbed-parameter trial is what refuses it
+        seeded.config.perturbations = tuple(p for p in saved if p != "distinct")
+        v = seeded.verify(task, (ATTACKS / "c9_values" / "rt5_argmax_ignores_layernorm_affine.py").read_text())
+        assert v.failed_gate == "correctness" and "(perturbed parameters, distinct inputs)" in v.feedback, v.feedback
+        assert "constant initialisers drawn at random" in v.feedback
+    finally:
+        seeded.config.perturbations = saved
