@@ -42,3 +42,20 @@ def transform_variants(gen, task, family: str, fast: dict) -> list:
             sigs.add(sig)
             out.append((sched, source, geo))
     return out
+
+
+def logsumexp_task(shape: str, half: bool = False) -> str:
+    """A task file: torch.logsumexp over dim 1 of inputs holding rows PyTorch answers specially (a +Inf element:
+    +Inf, its shift masks an infinite max; an all -Inf row: -Inf; NaN stays NaN; a row with +Inf and -Inf; a
+    row scaled far from 1, whose finite shift is kept)."""
+    cast = ".half()" if half else ""
+    scale = "6000.0" if half else "1e30"
+    nan = "" if half else '    x[2, 7] = float("nan")\n'
+    return (
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n\n    def forward(self, x):\n        return torch.logsumexp(x, dim=1)\n\n\n"
+        f"def get_inputs():\n    x = torch.randn({shape}){cast}\n"
+        '    x[0, 5] = float("inf")\n    x[1, :] = float("-inf")\n' + nan +
+        '    x[3, 3], x[3, 9] = float("inf"), float("-inf")\n'
+        f"    x[4] *= {scale}\n    return [x]\n\n\ndef get_init_inputs():\n    return []\n")
+

@@ -17,7 +17,7 @@ from evokernel.generators.template.front.search import canonical
 from evokernel.generators.template.generator import ascend_op_for
 from evokernel.tasks.load import load_task, load_tasks
 
-from template_cases import transform_variants
+from template_cases import logsumexp_task, transform_variants
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed by the ascend-sim emulator")
 
@@ -501,37 +501,13 @@ def test_host_tiling_matches_the_generators_mirror(tmp_path, suite_task, gen, pa
     assert run.max_err() <= tol * (1 + float(run.ref.abs().max()))
 
 
-LOGSUMEXP_HALF_TASK = '''
-import torch
-import torch.nn as nn
-
-class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, x):
-        return torch.logsumexp(x, dim=1)
-
-def get_inputs():
-    x = torch.randn(8, 256).half()
-    x[0, 5] = float("inf")      # PyTorch answers +Inf (an infinite max is masked to 0 before the shift)
-    x[1, :] = float("-inf")     # -Inf
-    x[2, 3], x[2, 9] = float("inf"), float("-inf")
-    x[3] *= 6000.0              # large finite values: the shift stays the row max
-    return [x]
-
-def get_init_inputs():
-    return []
-'''
-
-
 def test_half_logsumexp_matches_torch_on_infinite_rows(tmp_path, gen):
     """The float16 row program on the emulator: +Inf rows answer +Inf and an all -Inf row -Inf, as
     torch.logsumexp does (a plain max shift computes Inf - Inf = NaN)."""
     import ascend_run
 
     path = tmp_path / "lse_half.py"
-    path.write_text(LOGSUMEXP_HALF_TASK)
+    path.write_text(logsumexp_task("8, 256", half=True))
     task = load_task(path)
     run = ascend_run.run(ascend_run.Sim(tmp_path), tmp_path, task, _conservative(gen, task).source)
     assert run.ref[0] == float("inf") and run.ref[1] == float("-inf")

@@ -21,6 +21,7 @@ from evokernel.verifier.backends.ascend_sim.project import parse_candidate
 from evokernel.verifier.backends.cpu import build_limits
 from evokernel.verifier.trusted import build_sandbox, launcher
 from evokernel.verifier.trusted.native_build import _local_runner
+from host_places import host_places
 
 needs_bwrap = pytest.mark.skipif(launcher.sandbox_mode() != "bwrap" or shutil.which("g++") is None,
                                  reason="needs bubblewrap and g++")
@@ -28,38 +29,10 @@ CHECKOUT = Path(__file__).resolve().parents[3]
 ADD = parse_candidate((CHECKOUT / "evokernel" / "examples" / "ascend" / "add_custom.py").read_text())
 
 
-def _a_file_in(root: Path, depth: int = 3) -> str:
-    """Some file under ``root`` (__has_include answers 0 for a folder, so a probe names a file)."""
-    try:
-        entries = sorted(os.scandir(root), key=lambda e: e.name)
-    except OSError:
-        return ""
-    for e in entries:
-        if e.is_file(follow_symlinks=False):
-            return e.path
-    for e in entries:
-        if depth and e.is_dir(follow_symlinks=False) and (found := _a_file_in(Path(e.path), depth - 1)):
-            return found
-    return ""
-
-
 def _host_places(cache: Path) -> dict[str, str]:
     """Real files of this test run that a build must not be able to find (names are C identifiers)."""
-    (cache / "probe.h").write_text("// a file in the build cache\n")
-    places = {
-        "checkout": str(CHECKOUT / "README.md"),
-        "venv": str(Path(sys.prefix) / "pyvenv.cfg"),
-        "python": str(Path(sys.base_prefix) / "include" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
-                      / "Python.h"),
-        "home": _a_file_in(Path(os.path.expanduser("~")), 1),
-        "cache": _a_file_in(default_cache_dir()),
-        "test_cache": str(cache / "probe.h"),
-        "emulator_header": str(build.INCLUDE / "kernel_operator.h"),  # the emulator's own, at its host path
-        "emulator_runtime": str(build.RUNTIME),
-        "emulator_build": str(Path(build.__file__).resolve()),
-        "proc": "/proc/self/mountinfo",
-    }
-    return {k: v for k, v in places.items() if v and Path(v).is_file()}
+    return host_places(cache, emulator_header=str(build.INCLUDE / "kernel_operator.h"),  # the emulator's own
+                       emulator_runtime=str(build.RUNTIME), emulator_build=str(Path(build.__file__).resolve()))
 
 
 # the emulator's headers where the build sees them: by name (on the include path) and at the neutral path

@@ -18,43 +18,17 @@ from evokernel.verifier.backends.cpu import build_limits
 from evokernel.verifier.trusted import binary_judge as bj
 from evokernel.verifier.trusted import build_sandbox as bs
 from evokernel.verifier.trusted import launcher, native_build
+from host_places import a_file_in, host_places
 
 needs_bwrap = pytest.mark.skipif(launcher.sandbox_mode() != "bwrap" or shutil.which("g++") is None,
                                  reason="needs bubblewrap and g++")
 CHECKOUT = Path(__file__).resolve().parents[3]
 
 
-def _a_file_in(root: Path, depth: int = 3) -> str:
-    """Some file under ``root`` (__has_include answers 0 for a folder, so a probe names a file)."""
-    try:
-        entries = sorted(os.scandir(root), key=lambda e: e.name)
-    except OSError:
-        return ""
-    for e in entries:
-        if e.is_file(follow_symlinks=False):
-            return e.path
-    for e in entries:
-        if depth and e.is_dir(follow_symlinks=False) and (found := _a_file_in(Path(e.path), depth - 1)):
-            return found
-    return ""
-
-
 def _host_places(cache: Path) -> dict[str, str]:
     """Real files of this test run that a build must not be able to find."""
-    (cache / "probe.h").write_text("// a file in the build cache\n")
-    places = {
-        "checkout": str(CHECKOUT / "README.md"),
-        "venv": str(Path(sys.prefix) / "pyvenv.cfg"),
-        "python": str(Path(sys.base_prefix) / "include" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
-                      / "Python.h"),
-        "home": _a_file_in(Path(os.path.expanduser("~")), 1),
-        "cache": _a_file_in(default_cache_dir()),
-        "test_cache": str(cache / "probe.h"),
-        "verifier": str(Path(bs.__file__).resolve()),
-        "torch": str(Path(torch.__file__).resolve().parent / "include" / "torch" / "extension.h"),
-        "proc": "/proc/self/mountinfo",
-    }
-    return {k: v for k, v in places.items() if v and Path(v).is_file()}
+    return host_places(cache, verifier=str(Path(bs.__file__).resolve()),
+                       torch=str(Path(torch.__file__).resolve().parent / "include" / "torch" / "extension.h"))
 
 
 def _probes(places: dict[str, str]) -> str:
@@ -193,9 +167,9 @@ def _outside_the_toolchain() -> dict[str, str]:
     """Host text files a build has no business reading (red-team rt5_usr_file_in_compiler_error quoted os-release's
     text through a compile error; /usr/local/etc holds package managers' configuration, tokens included)."""
     places = {"os-release": "/usr/lib/os-release", "etc-os-release": "/etc/os-release", "passwd": "/etc/passwd",
-              "hostname": "/etc/hostname", "usr-local-etc": _a_file_in(Path("/usr/local/etc"), 1),
-              "usr-share": _a_file_in(Path("/usr/share/common-licenses"), 1) or _a_file_in(Path("/usr/share"), 2),
-              "usr-local-bin": _a_file_in(Path("/usr/local/bin"), 0)}
+              "hostname": "/etc/hostname", "usr-local-etc": a_file_in(Path("/usr/local/etc"), 1),
+              "usr-share": a_file_in(Path("/usr/share/common-licenses"), 1) or a_file_in(Path("/usr/share"), 2),
+              "usr-local-bin": a_file_in(Path("/usr/local/bin"), 0)}
     return {k: v for k, v in places.items() if v and Path(v).is_file()}
 
 
