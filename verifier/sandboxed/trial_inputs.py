@@ -84,6 +84,24 @@ def _log_uniform(k: int, lo: float, hi: float) -> torch.Tensor:
     return lo * (hi / lo) ** torch.rand(k, dtype=torch.float64) * sign
 
 
+def _plant_singles(y: torch.Tensor, plain: torch.Tensor, k_zero: int, zero_width: int) -> None:
+    """Plant single values into contiguous ``y`` where ``plain`` (flat mask, updated) allows: ``k_zero`` exact zeros
+    (+0.0, -0.0, ... ; at most one per ``zero_width`` elements) and, in float32/float64, large magnitudes (at most one
+    per row of the last dimension: a row's sum or cumsum never cancels two) and tiny ones, each of both signs (positive
+    first, then alternating); ``special`` and ``distinct`` share it."""
+    n, flat = y.numel(), y.view(-1)
+    zeros = _pick(plain, k_zero, zero_width)
+    sign = torch.where(torch.arange(zeros.numel()) % 2 == 0, 1.0, -1.0).to(y.dtype)
+    flat[zeros] = 0.0 * sign
+    plain[zeros] = False
+    if y.dtype in WIDE:
+        large = _pick(plain, max(2, n // 16384), y.shape[-1] if y.dim() else 1)
+        flat[large] = _log_uniform(large.numel(), LARGE_MIN, LARGE_MAX).to(y.dtype)
+        plain[large] = False
+        tiny = _pick(plain, max(2, n // 16384), 1)
+        flat[tiny] = _log_uniform(tiny.numel(), TINY_MIN, TINY_MAX).to(y.dtype)
+
+
 def _special(x: torch.Tensor) -> torch.Tensor:
     """Constant slices, a few exact +0.0/-0.0 and a few large and tiny finite values among the drawn ones
     (``special``)."""
@@ -103,18 +121,7 @@ def _special(x: torch.Tensor) -> torch.Tensor:
             idx = torch.randperm(rows.shape[0])[:max(1, rows.shape[0] // 16)]
             rows[idx] = c
             mask[idx] = False
-    k_zero = max(2, n // 1024)  # exact zeros, half of them negative
-    zeros = _pick(plain, k_zero, 1)
-    sign = torch.where(torch.arange(zeros.numel()) % 2 == 0, 1.0, -1.0).to(y.dtype)
-    flat[zeros] = 0.0 * sign  # +0.0, -0.0, +0.0, ...
-    plain[zeros] = False
-    if y.dtype in WIDE:  # at most one per row of the last dimension: a row's sum or cumsum never cancels two
-        width = y.shape[-1] if y.dim() else 1
-        large = _pick(plain, max(2, n // 16384), width)
-        flat[large] = _log_uniform(large.numel(), LARGE_MIN, LARGE_MAX).to(y.dtype)  # positive first, then alternating
-        plain[large] = False
-        tiny = _pick(plain, max(2, n // 16384), 1)
-        flat[tiny] = _log_uniform(tiny.numel(), TINY_MIN, TINY_MAX).to(y.dtype)
+    _plant_singles(y, plain, max(2, n // 1024), 1)  # exact zeros: anywhere outside the constant rows
     if y is not out:
         out.copy_(y)
     return out
@@ -129,20 +136,9 @@ def _distinct(x: torch.Tensor) -> torch.Tensor:
         return x
     out = x.clone()
     y = out if out.is_contiguous() else out.contiguous()
-    n, flat = y.numel(), y.view(-1)
-    width = y.shape[-1] if y.dim() else 1
-    k = max(2, n // 16384)  # of each kind
-    plain = torch.ones(n, dtype=torch.bool)
-    zeros = _pick(plain, k, width)
-    sign = torch.where(torch.arange(zeros.numel()) % 2 == 0, 1.0, -1.0).to(y.dtype)
-    flat[zeros] = 0.0 * sign
-    plain[zeros] = False
-    if y.dtype in WIDE:
-        large = _pick(plain, k, width)
-        flat[large] = _log_uniform(large.numel(), LARGE_MIN, LARGE_MAX).to(y.dtype)
-        plain[large] = False
-        tiny = _pick(plain, k, 1)
-        flat[tiny] = _log_uniform(tiny.numel(), TINY_MIN, TINY_MAX).to(y.dtype)
+    n = y.numel()
+    # exact zeros at most one per row (+0.0 and -0.0 are equal)
+    _plant_singles(y, torch.ones(n, dtype=torch.bool), max(2, n // 16384), y.shape[-1] if y.dim() else 1)
     if y is not out:
         out.copy_(y)
     return out

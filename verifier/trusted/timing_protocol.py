@@ -208,7 +208,7 @@ def check_timed_output(reply: dict[str, Any], got: list[torch.Tensor] | None, ex
     (reductions under their tight rule, ``truth`` giving the float64 answer when that rule fails). Every
     element is judged: where the reference is NaN/Inf the output must repeat it (`correctness`). ``perturb``: a
     value round's inputs, judged as the trial of that name judges them (the ties rule of ``special``)."""
-    from evokernel.verifier.trusted.trials import INPUT_NOTES, TIES, Truth, index_like, reductions
+    from evokernel.verifier.trusted.trials import INPUT_NOTES, TIES, Truth, reductions, tied_index
     if not reply.get("ok"):
         raise Fail("hack" if reply.get("phase") == "hack" else "runtime", f"a timed call failed: {reply.get('error')}")
     if not reply.get("native_calls"):
@@ -220,7 +220,7 @@ def check_timed_output(reply: dict[str, Any], got: list[torch.Tensor] | None, ex
         raise Fail("correctness", "a timed call returned a different number of outputs")
     flags, exact = reductions(expected, inputs_numel), Truth(truth)
     for k, (g, e) in enumerate(zip(got, expected)):
-        if perturb in TIES and index_like(e) and g.shape == e.shape and g.dtype == e.dtype:
+        if perturb in TIES and tied_index(g, e):
             continue
         if correctness.quick_match(g, e, tol, flags[k]):
             continue

@@ -146,6 +146,12 @@ def index_like(e: torch.Tensor) -> bool:
     return not e.is_floating_point() and not e.is_complex() and e.dtype != torch.bool
 
 
+def tied_index(got: torch.Tensor, expected: torch.Tensor) -> bool:
+    """Under the ties rule (inputs with planted equal values), an index output of the right shape and dtype is not
+    compared further: it may name any of several equal candidates (trials and the timing's value rounds alike)."""
+    return index_like(expected) and got.shape == expected.shape and got.dtype == expected.dtype
+
+
 def compare_outputs(label: str, got: list[torch.Tensor], expected: list[torch.Tensor], inputs: list[torch.Tensor],
                     tol: float, truth: Callable[[], list[correctness.Exact]] | None = None,
                     ties: bool = False) -> None:
@@ -158,7 +164,7 @@ def compare_outputs(label: str, got: list[torch.Tensor], expected: list[torch.Te
     exact = Truth(truth)
     flags = reductions(expected, sum(t.numel() for t in inputs))
     for k, (g, e) in enumerate(zip(got, expected)):
-        if ties and index_like(e) and g.shape == e.shape and g.dtype == e.dtype:
+        if ties and tied_index(g, e):
             continue
         cmp = correctness.compare(g, e, inputs, tol, "output" if len(got) == 1 else f"output {k}",
                                   reduction=flags[k], truth=exact.of(k))
