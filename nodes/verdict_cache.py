@@ -55,8 +55,12 @@ class _Judged:
         return not self.verdict.get("feasible") or self.feasible_count >= CONFIRM
 
 
-def _judged(call_id: str, verdict: dict[str, Any]) -> _Judged:
-    return _Judged(call_id, dict(verdict), 1 if verdict.get("feasible") else 0)
+def _add(slot: dict[tuple[str, str], _Judged], key: tuple[str, str], call_id: str, verdict: dict[str, Any]) -> None:
+    """One more judgement of ``key``'s code into ``slot``."""
+    if key in slot:
+        slot[key].add(call_id, verdict)
+    else:
+        slot[key] = _Judged(call_id, dict(verdict), 1 if verdict.get("feasible") else 0)
 
 
 @dataclass
@@ -116,11 +120,7 @@ def record_verdict(verifier: Any, task_key: str, source: str, verdict: dict[str,
         return
     digest = code_hash(source)
     with _lock:
-        slot = _of(verifier).verdicts
-        if (task_key, digest) in slot:
-            slot[(task_key, digest)].add(call_id, verdict)
-        else:
-            slot[(task_key, digest)] = _judged(call_id, verdict)
+        _add(_of(verifier).verdicts, (task_key, digest), call_id, verdict)
     if store is not None:
         store.append_verdict({"task_key": task_key, "code_hash": digest, "call_id": call_id,
                               "code_version": _version(), "verdict": verdict})
@@ -141,11 +141,7 @@ def _read_store(verifier: Any, store: Any) -> None:
         if (rec.get("code_version") != version or not isinstance(task_key, str) or not isinstance(digest, str)
                 or not _kept_verdict(verdict)):
             continue
-        call_id = str(rec.get("call_id") or "")
-        if (task_key, digest) in got:
-            got[(task_key, digest)].add(call_id, verdict)
-        else:
-            got[(task_key, digest)] = _judged(call_id, verdict)
+        _add(got, (task_key, digest), str(rec.get("call_id") or ""), verdict)
     with _lock:
         slot = _of(verifier).verdicts
         for key, value in got.items():
