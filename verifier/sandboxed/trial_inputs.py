@@ -8,19 +8,23 @@ reshape their floating values (integer inputs such as class indices are left alo
   dimension scaled by 16-64 and ~0.1% of the elements by 100-1000. A reduction or loss estimated from a
   subset of rows or a stride of elements misses (or over-counts) the dominant ones, so sampling fails
   where it would pass on well-behaved inputs; closed forms that assume the task's distribution fail too.
-* ``special``: values i.i.d. draws almost never hold -- a few exact +0.0 and -0.0, a few large finite magnitudes
-  (1e6-1e8, float32/float64 only: float16 overflows at 65504; squares stay finite in float32), a few tiny normal
-  magnitudes of both signs (1e-30-1e-10, float32/float64 only; no subnormals: a kernel built to flush those to zero
-  treats them as 0 honestly) and constant rows (~1/16 of the last dimension's rows repeat one value, so a norm over a
-  row sees variance 0). A kernel wrong only at zero, above or below some magnitude or on a row of equal values fails
-  here. The trial with perturbed parameters (trusted/trials.py) draws these inputs too: a constant row's answer is
-  the bias, which is 0 under the default parameters. Equal values make ties, so an index output (argmax) is not
-  compared in this trial (trusted/trials.py).
-* ``distinct``: the same zeros, tiny and large values without ties: at most one planted value per row of the last
-  dimension, no constant rows, so integer outputs (an argmax, a count) and bool masks are compared exactly here
-  (red team round 5: an argmax wrong on every row holding a large value, and one that skipped a LayerNorm's drawn
-  affine, passed while the only trials with such values skipped integer outputs). The second trial with perturbed
-  parameters draws these inputs, and so do some of the timing's untimed rounds, at random (trusted/timing_protocol.py).
+* ``special``: values i.i.d. draws almost never hold -- a few exact +0.0 and -0.0, large finite magnitudes and tiny
+  normal ones of both signs over the dtype's whole range in decades (float32/float64/float16/bfloat16; large: 1e2 up to
+  `large_max`, where squares and products of two planted values stay finite: ~1e17 in float32, 1e75 in float64, 6e4 in
+  float16; tiny: from the smallest normal up to 1e-4, float16 1e-3; no subnormals: a kernel built to flush those to
+  zero treats them as 0 honestly), drawn stratified so that every band of the range a few slices wide is hit in every
+  trial; some rows of the last dimension hold two or more large values (opposite signs 4x apart: no cancellation, no
+  ties), and constant rows (~1/16 of the last dimension's rows repeat one value, so a norm over a row sees variance
+  0). A kernel wrong only at zero, above or below some magnitude, on a row with two dominant entries or on a row of
+  equal values fails here (red team rounds 4-6). The trial with perturbed parameters (trusted/trials.py) draws these
+  inputs too: a constant row's answer is the bias, which is 0 under the default parameters. Equal values make ties, so
+  an index output (argmax) is not compared in this trial (trusted/trials.py).
+* ``distinct``: the same zeros, tiny and large values without ties: at most one zero per row of the last dimension,
+  no constant rows, large values of a row never equal, so integer outputs (an argmax, a count) and bool masks are
+  compared exactly here (red team round 5: an argmax wrong on every row holding a large value, and one that skipped a
+  LayerNorm's drawn affine, passed while the only trials with such values skipped integer outputs). The second trial
+  with perturbed parameters draws these inputs, and so do some of the timing's untimed rounds, at random
+  (trusted/timing_protocol.py).
 * ``nonfinite`` (not in the default plan): a few NaN, +Inf and -Inf among the values; the outputs must repeat
   PyTorch's NaN/Inf position by position.
 
@@ -28,6 +32,7 @@ The random choices come from torch's generator, seeded by the trial's secret see
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import torch
@@ -49,11 +54,37 @@ def _heavy(x: torch.Tensor) -> torch.Tensor:
     return x
 
 
-LARGE_MIN, LARGE_MAX = 1e6, 1e8  # the special trial's large magnitudes (log-uniform); LARGE_MAX**2 fits float32
-# tiny magnitudes (log-uniform): far below anything randn draws (P(|x| < 1e-10) ~ 1e-10), normal in float32 (its smallest
-# normal is 1.2e-38; a product with an O(1) value stays normal), and their squares round to 0 (or a subnormal) alike
-TINY_MIN, TINY_MAX = 1e-30, 1e-10
-WIDE = (torch.float32, torch.float64)  # the dtypes that hold the large and tiny magnitudes
+# The planted magnitudes cover each floating dtype's range in decades, not fixed bands (red team round 6 passed
+# kernels wrong above 1.5e8, in the gap (4.5e5, 9.9e5) between the heaviest random draw and the old band, and on
+# normal floats below 1e-30): large magnitudes log-uniform from LARGE_MIN (above anything the none/scale/negate/shift
+# trials draw) up to `large_max`, tiny ones from the dtype's smallest normal up to `TINY_MAX` (where randn's own draws
+# take over), drawn stratified (one per equal slice of the log range, in random order) so that every band wider than
+# a slice is hit in every trial.
+LARGE_MIN = 1e2
+TINY_MAX = {torch.float16: 1e-3}  # other dtypes: DEFAULT_TINY_MAX; float16's smallest normal is 6.1e-5
+DEFAULT_TINY_MAX = 1e-4
+# float64: up to 1e75, whose fourth power is finite and whose outputs' squares the parent sums in float64
+# (correctness._scan) stay far from overflow; float16: 6e4, below its largest finite value 65504 with room for an
+# O(1) addend (PyTorch computes half precision in float32 and rounds: an honest kernel that does the same agrees)
+LARGE_CAP = {torch.float64: 1e75, torch.float16: 6e4}
+HEADROOM = 16.0  # float32/bfloat16: every planted value's square, summed over all of them, stays <= max / HEADROOM
+PLANTED = (torch.float32, torch.float64, torch.float16, torch.bfloat16)  # the dtypes that get large and tiny values
+
+
+def large_max(dtype: torch.dtype, count: int) -> float:
+    """The largest magnitude planted in a tensor of ``dtype`` holding ``count`` large values. float32/bfloat16: the
+    square root of max / (HEADROOM x count), so that the product of any two planted values, and the sum of the squares
+    of all of them (an honest kernel's float32 sum of squares in a norm, where PyTorch may accumulate in float64),
+    stay finite in float32 (1.6e18 for 2 values, 3.6e16 for 4096); float64 and float16: `LARGE_CAP`."""
+    if dtype in LARGE_CAP:
+        return LARGE_CAP[dtype]
+    return math.sqrt(torch.finfo(dtype).max / (HEADROOM * max(1, count)))
+
+
+def tiny_range(dtype: torch.dtype) -> tuple[float, float]:
+    """(smallest, largest) tiny magnitude planted in ``dtype``: from its smallest normal (no subnormals: a kernel built
+    to flush those to zero treats them as 0 honestly) up to where randn's own draws are common."""
+    return torch.finfo(dtype).tiny, TINY_MAX.get(dtype, DEFAULT_TINY_MAX)
 
 
 def _dyadic(v: torch.Tensor) -> torch.Tensor:
@@ -79,27 +110,111 @@ def _pick(allowed: torch.Tensor, k: int, width: int) -> torch.Tensor:
 
 
 def _log_uniform(k: int, lo: float, hi: float) -> torch.Tensor:
-    """``k`` magnitudes log-uniform in [lo, hi] with alternating signs, positive first (float64)."""
+    """``k`` magnitudes log-uniform in [lo, hi], stratified: one in each of k equal slices of the log range, the slices
+    in random order, with alternating signs, positive first (float64). A band of the range at least two slices wide
+    holds at least one of them, whatever the seed."""
     sign = torch.where(torch.arange(k) % 2 == 0, 1.0, -1.0).double()
-    return lo * (hi / lo) ** torch.rand(k, dtype=torch.float64) * sign
+    u = (torch.randperm(k).double() + torch.rand(k, dtype=torch.float64)) / max(k, 1)
+    return lo * (hi / lo) ** u * sign
+
+
+def _same_row(y_flat_plain: torch.Tensor, first: torch.Tensor, width: int) -> torch.Tensor:
+    """For each position in ``first``, another allowed position of its row (``width`` elements), or -1 where a few
+    random tries find none."""
+    out = torch.full_like(first, -1)
+    if width < 2:
+        return out
+    base = first // width * width
+    for _ in range(8):
+        todo = out < 0
+        if not bool(todo.any()):
+            break
+        cand = base + torch.randint(0, width, (first.numel(),))
+        ok = todo & (cand != first) & y_flat_plain[cand]
+        out = torch.where(ok, cand, out)
+    return out
+
+
+RUNG_GAP = 0.61  # decades between two planted large values of one row when a row holds several (4x and more)
+
+
+def _plant_rungs(y: torch.Tensor, plain: torch.Tensor, first: torch.Tensor, k: int, width: int) -> bool:
+    """Few rows for ``k`` large values (``first``: one position in each row that has room): give every such row c of
+    them, c = k / rows, so that a tensor of 16 long rows holds as many as one of 1024 short ones. The stratified
+    magnitudes are dealt round by round in descending order, so that two values of one row lie ``rows`` slices of the
+    log range apart, which must be at least `RUNG_GAP` decades (4x): a row's sum keeps at least 2/3 of its largest
+    value whatever the signs (no cancellation) and no two are equal (no ties). False (nothing planted) when one value
+    per row is all there is room for."""
+    rows, flat = first.numel(), y.view(-1)
+    if rows < 2 or rows >= k:
+        return False
+    hi = large_max(y.dtype, 2 * k)
+    decades = math.log10(hi / LARGE_MIN)
+    c = min(-(-k // rows), int((rows - 1) * decades / (RUNG_GAP * rows)))
+    if c < 2:
+        return False
+    rounds = [first[torch.argsort(first)]]  # each round in row order: a row's values are `rows` ranks apart
+    taken = plain.clone()
+    taken[first] = False
+    for _ in range(c - 1):
+        more = _pick(taken, rows, width)
+        more = more[torch.argsort(more)]
+        if more.numel() < rows or not torch.equal(more // width, rounds[0] // width):
+            break  # a row out of room: the rounds so far
+        taken[more] = False
+        rounds.append(more)
+    pos = torch.cat(rounds)
+    mags = _log_uniform(pos.numel(), LARGE_MIN, hi).abs().sort(descending=True).values
+    sign = torch.where(torch.randperm(pos.numel()) % 2 == 0, 1.0, -1.0).double()
+    flat[pos] = (mags * sign).to(y.dtype)
+    plain[pos] = False
+    return True
 
 
 def _plant_singles(y: torch.Tensor, plain: torch.Tensor, k_zero: int, zero_width: int) -> None:
-    """Plant single values into contiguous ``y`` where ``plain`` (flat mask, updated) allows: ``k_zero`` exact zeros
-    (+0.0, -0.0, ... ; at most one per ``zero_width`` elements) and, in float32/float64, large magnitudes (at most one
-    per row of the last dimension: a row's sum or cumsum never cancels two) and tiny ones, each of both signs (positive
-    first, then alternating); ``special`` and ``distinct`` share it."""
+    """Plant values into contiguous ``y`` where ``plain`` (flat mask, updated) allows: ``k_zero`` exact zeros (+0.0,
+    -0.0, ... ; at most one per ``zero_width`` elements) and, in float32/float64/float16/bfloat16, large magnitudes
+    and tiny ones of both signs over the dtype's range (`large_max`, `tiny_range`; stratified, `_log_uniform`).
+    Large values: at most one per row of the last dimension is drawn freely; half of those rows get a second one
+    (either the same sign at 0.5-0.98 of its magnitude: two dominant entries; or either sign at 1/16-1/4 of it) and a
+    quarter a third (either sign, 1/256-1/64 of the first): two values of opposite signs in a row differ by 4x or
+    more, so a row's sum never cancels them, and no two are equal (``distinct``'s no-ties rule holds). ``special``
+    and ``distinct`` share it."""
     n, flat = y.numel(), y.view(-1)
     zeros = _pick(plain, k_zero, zero_width)
     sign = torch.where(torch.arange(zeros.numel()) % 2 == 0, 1.0, -1.0).to(y.dtype)
     flat[zeros] = 0.0 * sign
     plain[zeros] = False
-    if y.dtype in WIDE:
-        large = _pick(plain, max(2, n // 16384), y.shape[-1] if y.dim() else 1)
-        flat[large] = _log_uniform(large.numel(), LARGE_MIN, LARGE_MAX).to(y.dtype)
-        plain[large] = False
-        tiny = _pick(plain, max(2, n // 16384), 1)
-        flat[tiny] = _log_uniform(tiny.numel(), TINY_MIN, TINY_MAX).to(y.dtype)
+    if y.dtype not in PLANTED:
+        return
+    width = y.shape[-1] if y.dim() else 1
+    k = min(max(16, n // 1024), max(2, n // 64))  # ~1 in 1024, at least 16 (small tensors: at most 1 in 64)
+    large = _pick(plain, k, width)
+    if _plant_rungs(y, plain, large, k, width):
+        large = large[:0]  # every row holds its rungs: no extras below
+    top = _log_uniform(large.numel(), LARGE_MIN, large_max(y.dtype, 2 * large.numel()))
+    flat[large] = top.to(y.dtype)
+    plain[large] = False
+    # rows with two or three large values: a softmax or any row op wrong when two entries dominate fails
+    half, quarter = (large.numel() + 1) // 2, (large.numel() + 3) // 4
+    second = _same_row(plain, large[:half], width)
+    near = torch.rand(half) < 0.5
+    ratio = torch.where(near, 0.5 + 0.48 * torch.rand(half, dtype=torch.float64),
+                        4.0 ** -(1.0 + torch.rand(half, dtype=torch.float64)))
+    flip = torch.where(near | (torch.rand(half) < 0.5), 1.0, -1.0).double()
+    ok = second >= 0
+    flat[second[ok]] = (top[:half] * ratio * flip)[ok].to(y.dtype)
+    plain[second[ok]] = False
+    third = _same_row(plain, large[:quarter], width)
+    third[~ok[:quarter]] = -1  # only in rows that hold a second one
+    ok3 = third >= 0
+    ratio3 = 4.0 ** -(3.0 + torch.rand(quarter, dtype=torch.float64))
+    flip3 = torch.where(torch.rand(quarter) < 0.5, 1.0, -1.0).double()
+    flat[third[ok3]] = (top[:quarter] * ratio3 * flip3)[ok3].to(y.dtype)
+    plain[third[ok3]] = False
+    lo, hi = tiny_range(y.dtype)
+    tiny = _pick(plain, k, 1)
+    flat[tiny] = _log_uniform(tiny.numel(), lo, hi).to(y.dtype)
 
 
 def _special(x: torch.Tensor) -> torch.Tensor:

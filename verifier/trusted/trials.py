@@ -44,14 +44,14 @@ PERTURBED_PARAMETERS = ("both models were built again with their constant initia
 # the inputs of the perturbed-parameter trials: a constant row's LayerNorm is the bias, 0 under default parameters
 # ("special"); an integer output (argmax of a LayerNorm) is compared only where no planted values tie ("distinct")
 PARAMETER_TRIAL_INPUTS = ("special", "distinct")
-SPECIAL_INPUTS = ("the inputs held values random draws almost never give: a few exact +0.0 and -0.0, a few large "
-                  "finite values (|x| 1e6-1e8) and tiny ones (|x| 1e-30-1e-10, both in float32/float64 inputs), "
-                  "and constant rows (a row of the last dimension repeating one value: variance 0); the kernel must "
-                  "give PyTorch's answer there too")
-DISTINCT_INPUTS = ("the inputs held values random draws almost never give, at distinct positions (no ties): a few "
-                   "exact +0.0 and -0.0, large finite values (|x| 1e6-1e8) and tiny ones (|x| 1e-30-1e-10, both in "
-                   "float32/float64 inputs); the kernel must give PyTorch's answer there too, integer and bool "
-                   "outputs included")
+SPECIAL_INPUTS = ("the inputs held values random draws almost never give: a few exact +0.0 and -0.0, large finite "
+                  "values (|x| from 1e2 up to ~1e17 in float32, 6e4 in float16, 1e75 in float64; some rows hold two or "
+                  "more) and tiny ones (|x| from the dtype's smallest normal up to 1e-4), and constant rows (a row of "
+                  "the last dimension repeating one value: variance 0); the kernel must give PyTorch's answer there too")
+DISTINCT_INPUTS = ("the inputs held values random draws almost never give, without ties: a few exact +0.0 and -0.0, "
+                   "large finite values (|x| from 1e2 up to ~1e17 in float32, 6e4 in float16, 1e75 in float64; some "
+                   "rows hold two or more) and tiny ones (|x| from the dtype's smallest normal up to 1e-4); the kernel "
+                   "must give PyTorch's answer there too, integer and bool outputs included")
 INPUT_NOTES = {"special": SPECIAL_INPUTS, "distinct": DISTINCT_INPUTS}
 NO_REDRAWS = ("nonfinite", "special", "distinct")  # NaN/Inf by construction (an input NaN, exp(1e8), 1/1e-30, log(0)):
 # judged masked
