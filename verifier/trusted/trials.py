@@ -47,7 +47,8 @@ PARAMETER_TRIAL_INPUTS = ("special", "distinct")
 SPECIAL_INPUTS = ("the inputs held values random draws almost never give: a few exact +0.0 and -0.0, large finite "
                   "values (|x| from 1e2 up to ~1e17 in float32, 6e4 in float16, 1e75 in float64; some rows hold two or "
                   "more) and tiny ones (|x| from the dtype's smallest normal up to 1e-4), and constant rows (a row of "
-                  "the last dimension repeating one value: variance 0); the kernel must give PyTorch's answer there too")
+                  "the last dimension repeating one value: variance 0); the kernel must give PyTorch's answer there "
+                  "too")
 DISTINCT_INPUTS = ("the inputs held values random draws almost never give, with no ties: a few exact +0.0 and -0.0, "
                    "large finite values (|x| from 1e2 up to ~1e17 in float32, 6e4 in float16, 1e75 in float64; some "
                    "rows hold two or more) and tiny ones (|x| from the dtype's smallest normal up to 1e-4); the kernel "
