@@ -66,19 +66,24 @@ DEFAULT_TINY_MAX = 1e-4
 # float64: up to 1e75, whose fourth power is finite and whose outputs' squares the parent sums in float64
 # (correctness._scan) stay far from overflow; float16: 6e4, below its largest finite value 65504 with room for an
 # O(1) addend (PyTorch computes half precision in float32 and rounds: an honest kernel that does the same agrees)
-LARGE_CAP = {torch.float64: 1e75, torch.float16: 6e4}
+# float32/bfloat16: 1e10. Higher (up to sqrt(max / (HEADROOM x count)), ~1e17) refused 5 of 54 honest golden items
+# (matmul + LayerNorm: PyTorch's LayerNorm overflowed on rows a matmul amplified while the kernels did not; SwiGLU
+# products of two amplified values): a task-dependent bound -- the largest decade at which the reference's own
+# arithmetic stays finite, probed in the reference sandbox -- is the way up, not done yet (docs/verifier.md)
+LARGE_CAP = {torch.float64: 1e75, torch.float16: 6e4, torch.float32: 1e10, torch.bfloat16: 1e10}
 HEADROOM = 16.0  # float32/bfloat16: every planted value's square, summed over all of them, stays <= max / HEADROOM
 PLANTED = (torch.float32, torch.float64, torch.float16, torch.bfloat16)  # the dtypes that get large and tiny values
 
 
 def large_max(dtype: torch.dtype, count: int) -> float:
-    """The largest magnitude planted in a tensor of ``dtype`` holding ``count`` large values. float32/bfloat16: the
-    square root of max / (HEADROOM x count), so that the product of any two planted values, and the sum of the squares
-    of all of them (an honest kernel's float32 sum of squares in a norm, where PyTorch may accumulate in float64),
-    stay finite in float32 (1.6e18 for 2 values, 3.6e16 for 4096); float64 and float16: `LARGE_CAP`."""
-    if dtype in LARGE_CAP:
+    """The largest magnitude planted in a tensor of ``dtype`` holding ``count`` large values: `LARGE_CAP`, and never
+    more than the square root of max / (HEADROOM x count), so that the product of any two planted values and the sum
+    of the squares of all of them (an honest kernel's sum of squares in a norm) stay finite in the dtype (float32,
+    bfloat16; float16 is computed in float32 by PyTorch and by honest kernels, float64's cap is far below the bound)."""
+    bound = math.sqrt(torch.finfo(dtype).max / (HEADROOM * max(1, count)))
+    if dtype in (torch.float16, torch.float64):
         return LARGE_CAP[dtype]
-    return math.sqrt(torch.finfo(dtype).max / (HEADROOM * max(1, count)))
+    return min(LARGE_CAP.get(dtype, bound), bound)
 
 
 def tiny_range(dtype: torch.dtype) -> tuple[float, float]:
@@ -118,68 +123,14 @@ def _log_uniform(k: int, lo: float, hi: float) -> torch.Tensor:
     return lo * (hi / lo) ** u * sign
 
 
-def _same_row(y_flat_plain: torch.Tensor, first: torch.Tensor, width: int) -> torch.Tensor:
-    """For each position in ``first``, another allowed position of its row (``width`` elements), or -1 where a few
-    random tries find none."""
-    out = torch.full_like(first, -1)
-    if width < 2:
-        return out
-    base = first // width * width
-    for _ in range(8):
-        todo = out < 0
-        if not bool(todo.any()):
-            break
-        cand = base + torch.randint(0, width, (first.numel(),))
-        ok = todo & (cand != first) & y_flat_plain[cand]
-        out = torch.where(ok, cand, out)
-    return out
-
-
-RUNG_GAP = 0.61  # decades between two planted large values of one row when a row holds several (4x and more)
-
-
-def _plant_rungs(y: torch.Tensor, plain: torch.Tensor, first: torch.Tensor, k: int, width: int) -> bool:
-    """Few rows for ``k`` large values (``first``: one position in each row that has room): give every such row c of
-    them, c = k / rows, so that a tensor of 16 long rows holds as many as one of 1024 short ones. The stratified
-    magnitudes are dealt round by round in descending order, so that two values of one row lie ``rows`` slices of the
-    log range apart, which must be at least `RUNG_GAP` decades (4x): a row's sum keeps at least 2/3 of its largest
-    value whatever the signs (no cancellation) and no two are equal (no ties). False (nothing planted) when one value
-    per row is all there is room for."""
-    rows, flat = first.numel(), y.view(-1)
-    if rows < 2 or rows >= k:
-        return False
-    hi = large_max(y.dtype, 2 * k)
-    decades = math.log10(hi / LARGE_MIN)
-    c = min(-(-k // rows), int((rows - 1) * decades / (RUNG_GAP * rows)))
-    if c < 2:
-        return False
-    rounds = [first[torch.argsort(first)]]  # each round in row order: a row's values are `rows` ranks apart
-    taken = plain.clone()
-    taken[first] = False
-    for _ in range(c - 1):
-        more = _pick(taken, rows, width)
-        more = more[torch.argsort(more)]
-        if more.numel() < rows or not torch.equal(more // width, rounds[0] // width):
-            break  # a row out of room: the rounds so far
-        taken[more] = False
-        rounds.append(more)
-    pos = torch.cat(rounds)
-    mags = _log_uniform(pos.numel(), LARGE_MIN, hi).abs().sort(descending=True).values
-    sign = torch.where(torch.randperm(pos.numel()) % 2 == 0, 1.0, -1.0).double()
-    flat[pos] = (mags * sign).to(y.dtype)
-    plain[pos] = False
-    return True
-
-
 def _plant_singles(y: torch.Tensor, plain: torch.Tensor, k_zero: int, zero_width: int) -> None:
     """Plant values into contiguous ``y`` where ``plain`` (flat mask, updated) allows: ``k_zero`` exact zeros (+0.0,
     -0.0, ... ; at most one per ``zero_width`` elements) and, in float32/float64/float16/bfloat16, large magnitudes
     and tiny ones of both signs over the dtype's range (`large_max`, `tiny_range`; stratified, `_log_uniform`).
-    Large values: at most one per row of the last dimension is drawn freely; half of those rows get a second one
-    (either the same sign at 0.5-0.98 of its magnitude: two dominant entries; or either sign at 1/16-1/4 of it) and a
-    quarter a third (either sign, 1/256-1/64 of the first): two values of opposite signs in a row differ by 4x or
-    more, so a row's sum never cancels them, and no two are equal (``distinct``'s no-ties rule holds). ``special``
-    and ``distinct`` share it."""
+    Large values: at most one per row of the last dimension (two large values in one row of a contraction cancel for
+    some weights, where float32 PyTorch and an honest kernel disagree by far more than any tolerance: the rows with
+    two or three large values tried for red team round 6's softmax door refused honest matmul and SwiGLU kernels).
+    ``special`` and ``distinct`` share it."""
     n, flat = y.numel(), y.view(-1)
     zeros = _pick(plain, k_zero, zero_width)
     sign = torch.where(torch.arange(zeros.numel()) % 2 == 0, 1.0, -1.0).to(y.dtype)
@@ -190,28 +141,8 @@ def _plant_singles(y: torch.Tensor, plain: torch.Tensor, k_zero: int, zero_width
     width = y.shape[-1] if y.dim() else 1
     k = min(max(16, n // 1024), max(2, n // 64))  # ~1 in 1024, at least 16 (small tensors: at most 1 in 64)
     large = _pick(plain, k, width)
-    if _plant_rungs(y, plain, large, k, width):
-        large = large[:0]  # every row holds its rungs: no extras below
-    top = _log_uniform(large.numel(), LARGE_MIN, large_max(y.dtype, 2 * large.numel()))
-    flat[large] = top.to(y.dtype)
+    flat[large] = _log_uniform(large.numel(), LARGE_MIN, large_max(y.dtype, large.numel())).to(y.dtype)
     plain[large] = False
-    # rows with two or three large values: a softmax or any row op wrong when two entries dominate fails
-    half, quarter = (large.numel() + 1) // 2, (large.numel() + 3) // 4
-    second = _same_row(plain, large[:half], width)
-    near = torch.rand(half) < 0.5
-    ratio = torch.where(near, 0.5 + 0.48 * torch.rand(half, dtype=torch.float64),
-                        4.0 ** -(1.0 + torch.rand(half, dtype=torch.float64)))
-    flip = torch.where(near | (torch.rand(half) < 0.5), 1.0, -1.0).double()
-    ok = second >= 0
-    flat[second[ok]] = (top[:half] * ratio * flip)[ok].to(y.dtype)
-    plain[second[ok]] = False
-    third = _same_row(plain, large[:quarter], width)
-    third[~ok[:quarter]] = -1  # only in rows that hold a second one
-    ok3 = third >= 0
-    ratio3 = 4.0 ** -(3.0 + torch.rand(quarter, dtype=torch.float64))
-    flip3 = torch.where(torch.rand(quarter) < 0.5, 1.0, -1.0).double()
-    flat[third[ok3]] = (top[:quarter] * ratio3 * flip3)[ok3].to(y.dtype)
-    plain[third[ok3]] = False
     lo, hi = tiny_range(y.dtype)
     tiny = _pick(plain, k, 1)
     flat[tiny] = _log_uniform(tiny.numel(), lo, hi).to(y.dtype)

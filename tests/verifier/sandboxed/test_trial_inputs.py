@@ -169,30 +169,12 @@ def test_planted_large_values_hit_every_half_decade_band_in_every_draw():
                 a += 0.25
 
 
-def test_some_rows_hold_two_or_three_large_values_that_never_cancel_or_tie():
-    """Red team round 6: a softmax answering a uniform row whenever two entries are large passed (at most one large
-    value per row was planted). Now half the rows with a large value get a second and a quarter a third, of both signs
-    (many rows), or every row gets k / rows of them 4x apart (few long rows: 16 x 4096); two of opposite signs differ
-    by 4x or more (a row's sum keeps at least half the largest), and none are equal."""
-    for shape, most in (((64, 1024), 3), ((16, 4096), 5)):  # 64 values over 15 free rows (one is constant)
-        for make in (special, distinct):
-            multi_pos = multi_neg = 0
-            for seed in range(4):
-                torch.manual_seed(seed)
-                x = torch.randn(shape)
-                y = make(x)
-                planted = (y.abs() >= 1e3) & (y != x)
-                for r in range(shape[0]):
-                    v = y[r][planted[r]].double()
-                    if v.numel() < 2:
-                        continue
-                    assert v.numel() <= most and torch.unique(v).numel() == v.numel()
-                    assert float(v.sum().abs()) >= 0.5 * float(v.abs().max())
-                    for i in range(v.numel()):
-                        for j in range(v.numel()):
-                            if v[i] * v[j] < 0:
-                                ratio = float(max(v[i].abs(), v[j].abs()) / min(v[i].abs(), v[j].abs()))
-                                assert ratio >= 4.0 * 0.999, (seed, r, v)
-                    multi_pos += int((v > 0).sum() >= 2)
-                    multi_neg += int((v < 0).any())
-            assert multi_pos > 4 and multi_neg > 4, (shape, multi_pos, multi_neg)
+def test_a_row_of_the_last_dimension_holds_at_most_one_large_value():
+    """Two large values in one row of a contraction cancel for some weights, where float32 PyTorch and an honest
+    kernel land far apart (red team round 6's softmax door stays open for that reason: docs/verifier.md)."""
+    for make in (special, distinct):
+        for seed in range(4):
+            torch.manual_seed(seed)
+            x = torch.randn(64, 1024)
+            y = make(x)
+            assert int(((y.abs() >= LARGE_MIN) & (y != x)).sum(dim=1).max()) <= 1
