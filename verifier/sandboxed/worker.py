@@ -24,7 +24,7 @@ import torch
 
 import evokernel.cpu as native
 from evokernel.verifier import message_codec as protocol
-from evokernel.verifier.message_codec import MAX_TEXT, TensorMeta, align
+from evokernel.verifier.message_codec import MAX_DIMS, MAX_TEXT, TensorMeta, align
 from evokernel.verifier.sandboxed import dispatch_tls
 from evokernel.verifier.sandboxed.plain_tensor import NotPlain, check_plain, copy_bytes
 from evokernel.verifier.sandboxed.init_guard import guarded_construction
@@ -115,6 +115,9 @@ class Worker:
             if name is None:
                 raise _Fail("run", f"unsupported output dtype {t.dtype}")
             nbytes = t.numel() * t.element_size()
+            if t.dim() > MAX_DIMS:  # a clear failure, not a reply the parent refuses as a protocol break
+                raise _Fail("run",
+                            f"{what} of {t.dim()} dimensions: the verifier carries tensors of at most {MAX_DIMS}")
             if offset + nbytes > self.capacity:
                 raise _Fail("run", f"output of shape {tuple(t.shape)} ({nbytes} bytes) is larger than the "
                             "space reserved for it (expected output size x4)", reason="output_too_large")
