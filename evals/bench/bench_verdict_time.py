@@ -40,7 +40,10 @@ CASES = [
 SNIPPET = r"""
 import json, sys, time
 from pathlib import Path
-from evokernel.tasks.load import load_task
+try:
+    from evokernel.tasks.load import load_task
+except ImportError:  # before the redesign (issue 31) tasks was one module
+    from evokernel.tasks import load_task
 from evokernel.verifier.trusted.verifier import Verifier, VerifyConfig
 root, cache, repeats, cases = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), json.loads(sys.argv[4])
 out = {}
