@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -84,7 +85,7 @@ def main() -> None:
     args = ap.parse_args()
     sides = {"this": (sys.executable, ROOT)}
     if args.baseline_python:
-        base_root = Path(args.baseline_root) if args.baseline_root else Path(args.baseline_python).resolve().parents[2]
+        base_root = Path(args.baseline_root) if args.baseline_root else Path(os.path.abspath(args.baseline_python)).parents[2]  # not resolved: the venv's python links out of it
         sides["baseline"] = (args.baseline_python, base_root)
     times: dict[str, dict[str, list[float]]] = {s: {} for s in sides}
     feedback: dict[str, str] = {}
