@@ -85,7 +85,9 @@ def main() -> None:
     args = ap.parse_args()
     sides = {"this": (sys.executable, ROOT)}
     if args.baseline_python:
-        base_root = Path(args.baseline_root) if args.baseline_root else Path(os.path.abspath(args.baseline_python)).parents[2]  # not resolved: the venv's python links out of it
+        # the interpreter's path as named, not resolved: a venv's python is a link out of the venv
+        named = Path(os.path.abspath(args.baseline_python))
+        base_root = Path(args.baseline_root) if args.baseline_root else named.parents[2]
         sides["baseline"] = (args.baseline_python, base_root)
     times: dict[str, dict[str, list[float]]] = {s: {} for s in sides}
     feedback: dict[str, str] = {}
