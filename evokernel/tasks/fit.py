@@ -180,6 +180,10 @@ _SIZE = re.compile(r"batch|size|dim|feature|channel|height|width|depth|length|le
 _BATCH = re.compile(r"batch|^bs$|^b$|^nb$", re.I)
 _CHANNELS = re.compile(r"channel|feature|hidden|embed|input_size|output_size", re.I)  # stay multiples of 8
 _GROUPISH = re.compile(r"group|head", re.I)
+# a list of widths: the name ends in a size word (layer_sizes, hidden_dims, channels); never a list of kernel sizes,
+# strides or counts of blocks (layers = [3, 4, 23, 3] is structure)
+_SEQ_SIZE = re.compile(r"(size|dim|width|feature|channel|hidden|unit|neuron|filter)s?$", re.I)
+_SEQ_STRUCTURAL = re.compile(r"kernel|stride|pad|dilat|group|head|pool|repeat|depth", re.I)
 
 
 @dataclass
@@ -207,6 +211,11 @@ def size_constants(task: Task) -> tuple[list[SizeConst], int]:
             if isinstance(v, tuple) and v and all(isinstance(x, int) and not isinstance(x, bool) for x in v) \
                     and any(x >= 16 for x in v):
                 out.append(SizeConst(name, v, False))
+            continue
+        if isinstance(v, list) and _SEQ_SIZE.search(name) and not _SEQ_STRUCTURAL.search(name):
+            # widths as a list (layer_sizes = [16384, 16384]): each scales like a scalar size (a tuple after the fit)
+            if v and all(isinstance(x, int) and not isinstance(x, bool) for x in v) and any(x >= 16 for x in v):
+                out.append(SizeConst(name, tuple(v), False, True))
             continue
         if _STRUCTURAL.search(name) or not _SIZE.search(name):
             continue
@@ -257,7 +266,7 @@ def scaled_sizes(consts: list[SizeConst], s: float, floor: int = 16, lcm: int = 
             f = 1 if c.batch else floor
             floors[x] = min(floors.get(x, f), f)
     lcm_ok = {x for c in consts if not c.batch for x in (c.value if isinstance(c.value, tuple) else (c.value,))}
-    by8 = {c.value for c in consts if c.channels}
+    by8 = {x for c in consts if c.channels for x in (c.value if isinstance(c.value, tuple) else (c.value,))}
     new_of = {x: _scale_int(x, s, f, lcm if x in lcm_ok else 1, boost, 8 if x in by8 else 1) for x, f in floors.items()}
     out: dict[str, Any] = {}
     for c in consts:

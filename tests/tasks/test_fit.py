@@ -343,3 +343,69 @@ def test_densenets_keep_their_batch_norm_values(kernelbench_level3):
     for name in ("15_DenseNet121.py", "16_DenseNet201.py"):
         task = load_task(kernelbench_level3 / name, fit="auto")
         assert probe(task.source, count=True).bn_min_values >= task_fit.BN_MIN_VALUES, describe(task)
+
+
+# ----------------------------------------------------------------------------------- list-valued widths
+
+def test_a_list_of_widths_is_a_size_and_a_list_of_structure_is_not():
+    src = RELU.format(batch=4096, dim=393216).replace(
+        "dim = 393216", "dim = 393216\nlayer_sizes = [16384, 16384]\nhidden_layer_sizes = [32768, 8]\n"
+        "layers = [3, 4, 23, 3]\nkernel_sizes = [31, 63]\nblock_widths = [64, 128, 256]\nstages = [64, 128]")
+    consts, _ = size_constants(load_task_from_text(src))
+    by_name = {c.name: c for c in consts}
+    assert {"layer_sizes", "hidden_layer_sizes", "block_widths"} <= set(by_name)
+    assert not {"layers", "kernel_sizes", "stages"} & set(by_name)
+    assert by_name["layer_sizes"].value == (16384, 16384) and by_name["layer_sizes"].channels
+    new = task_fit.scaled_sizes(consts, 0.1)
+    a, b = new["layer_sizes"]
+    assert a == b and 16 <= a < 16384 and a % 8 == 0  # scaled like a scalar width, kept a multiple of 8
+    assert new["hidden_layer_sizes"][1] == 8  # small entries are kept, as in a shape
+
+
+MLP_LIST = '''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, input_size, layer_sizes, output_size):
+        super().__init__()
+        layers = []
+        current = input_size
+        for size in layer_sizes:
+            layers += [nn.Linear(current, size), nn.ReLU()]
+            current = size
+        layers.append(nn.Linear(current, output_size))
+        self.network = nn.Sequential(*layers)
+
+    def forward(self, x):
+        return self.network(x)
+
+batch_size = 128
+input_size = 16384
+layer_sizes = [16384, 16384]
+output_size = 8192
+
+def get_inputs():
+    return [torch.rand(batch_size, input_size)]
+
+def get_init_inputs():
+    return [input_size, layer_sizes, output_size]
+'''
+
+
+def test_an_mlp_whose_widths_are_a_list_is_fitted(tmp_path):
+    """KernelBench level3 1 and 2: the widths of the hidden layers are a list; scaling only the scalar sizes left
+    1 GiB (4 GiB) of weights, more than a verifier worker holds."""
+    p = tmp_path / "mlp.py"
+    p.write_text(MLP_LIST)
+    task = load_task(p, fit="auto")
+    assert task.fit["fits"] and "layer_sizes" in task.fit["changed"], describe(task)
+    widths = task.constants["layer_sizes"]
+    assert len(widths) == 2 and widths[0] == widths[1] and 16 <= widths[0] < 16384
+    assert probe(task.source).ok
+
+
+def test_level3_mlps_with_list_widths_fit(kernelbench_level3):
+    for name in ("1_MLP.py", "2_ShallowWideMLP.py"):
+        task = load_task(kernelbench_level3 / name, fit="auto")
+        assert task.fit["fits"], describe(task)
+        assert any("sizes" in k for k in task.fit["changed"]), describe(task)
