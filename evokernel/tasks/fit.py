@@ -57,7 +57,7 @@ from evokernel.tasks.category import category_of_probe, probe, remember
 from evokernel.tasks.task import Task, TaskError, _apply_overrides, _as_value, _constants, with_sizes
 from evokernel.verifier.backends import registry
 
-FIT_VERSION = 2  # 2: training-mode batch norms keep BN_MIN_VALUES values per channel
+FIT_VERSION = 3  # 2: training-mode batch norms keep BN_MIN_VALUES values per channel; 3: lists of widths scale
 
 # A training-mode batch norm normalises each channel by the statistics of its batch x spatial values. Over a handful
 # of values those statistics are ill-conditioned: with 2 (ResNet101 fitted to batch 2 and 2x2 images, a 1x1 map at
