@@ -28,6 +28,7 @@ from evokernel.verifier.message_codec import MAX_DIMS, MAX_TEXT, TensorMeta, ali
 from evokernel.verifier.sandboxed import dispatch_tls
 from evokernel.verifier.sandboxed.plain_tensor import NotPlain, check_plain, copy_bytes
 from evokernel.verifier.sandboxed.init_guard import guarded_construction
+from evokernel.verifier.sandboxed import integer_inputs
 from evokernel.verifier.sandboxed.init_perturbation import drawn_constants
 from evokernel.verifier.sandboxed.trial_inputs import PERTURBATIONS, decode_args, encode_args
 from evokernel.verifier.sandboxed.op_recorder import OpRecorder, ScaleRecorder
@@ -368,6 +369,8 @@ class Worker:
             template = encode_args(inputs)
         except TypeError as exc:
             raise _Fail("task", str(exc)) from None
+        if str(msg.get("perturb")) in integer_inputs.PLANTED_IN and self.model is not None:
+            inputs = self._plant_integers(inputs, template)
         tensors = []
         for x in inputs:
             if not isinstance(x, torch.Tensor):
@@ -385,6 +388,34 @@ class Worker:
         if template is not None:
             reply["args"] = template
         return reply
+
+    def _plant_integers(self, inputs: list[Any], template: list[Any] | None) -> list[Any]:
+        """Boundary and sentinel values planted into the integer inputs (`integer_inputs`), each group kept only if
+        this worker's reference model runs on it without error and with finite outputs (on the drawn floating
+        inputs; its buffers restored and torch's generator untouched after each try). The model worker holds a
+        model; the timing's inputs worker does not, and plants nothing."""
+        tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+        if not any(integer_inputs.integer_input(t) for t in tensors):
+            return inputs
+        model = self.model
+
+        def accepts(candidate: list[torch.Tensor]) -> bool:
+            saved = [(b, b.clone()) for b in model.buffers()]
+            try:
+                with torch.no_grad(), torch.random.fork_rng(devices=[]):
+                    out = model(*(decode_args(template, candidate) if template is not None else candidate))
+            except Exception:  # noqa: BLE001 - the reference refuses these values
+                return False
+            finally:
+                with torch.no_grad():
+                    for b, value in saved:
+                        b.copy_(value)
+            outs = list(out) if isinstance(out, (tuple, list)) else [out]
+            return all(isinstance(o, torch.Tensor) and (not (o.is_floating_point() or o.is_complex())
+                                                        or bool(torch.isfinite(o).all())) for o in outs)
+
+        planted = iter(integer_inputs.plant(tensors, accepts))
+        return [next(planted) if isinstance(x, torch.Tensor) else x for x in inputs]
 
     def forward_args(self, tensors: list[Any]) -> list[Any]:
         """forward's arguments: the tensors, placed in the call template when there is one."""

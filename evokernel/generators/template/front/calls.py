@@ -150,7 +150,10 @@ class CallOps:
                 raise self.fail(n, "cross_entropy with probability targets")
             # cross_entropy is log_softmax underneath: no masked shift, an infinite logit gives NaN as in PyTorch
             lse = self.logsumexp(logits, -1, True, n, mask_inf=False)
-            picked = g.add("gather_last", [logits, target], {}, self.shape(lse), origin=n.name)
+            # a target equal to ignore_index (default -100, the padding of a batch) counts neither in the sum nor in
+            # the mean's count (and is never read as a class)
+            ignore = int(_cv(kw.get("ignore_index", -100)))
+            picked = g.add("gather_last", [logits, target], {"ignore_index": ignore}, self.shape(lse), origin=n.name)
             return self.reduce("mean", self.binary("sub", lse, picked, n), None, False, n)
         if name in ("tensor", "scalar_tensor", "as_tensor") and args and isinstance(args[0], (Const, int, float)) \
                 and not isinstance(args[0], bool) and tuple(val.shape) == ():
