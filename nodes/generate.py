@@ -8,16 +8,16 @@ cleanly; an endpoint that keeps failing after retries stops it too (resume conti
 """
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 from langgraph.runtime import Runtime
 
-from evokernel.generators.base import BudgetExceeded, ContextItem, GenerationError, GenerationRequest
+from evokernel.generators.base import BudgetExceeded, ContextItem, GenerationError, GenerationRequest, not_utf8
 from evokernel.graph import resources
 from evokernel.graph.context import Context
 from evokernel.graph.methods import independent_samples, shows_children
 from evokernel.nodes.retrieve import stage_of
+from evokernel.nodes.verdict_cache import code_hash
 from evokernel.nodes.verify import no_candidate, submission
 from evokernel.runtime import stop_request
 
@@ -88,7 +88,7 @@ def _generate(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any
     if earlier is not None:  # P(x) from an earlier run: its fastest kernel, judged again (nodes/recall.py)
         meta = earlier.meta or {}
         return {"candidate": {
-            "source": earlier.text, "code_hash": hashlib.sha256(earlier.text.encode()).hexdigest()[:16],
+            "source": earlier.text, "code_hash": code_hash(earlier.text),
             "summary": f"recalled the fastest earlier kernel of this task ({earlier.id}, {float(meta.get('latency_ms') or 0):.4g} ms "
                        f"in run {meta.get('run', '?')})",
             "schedule": None, "model": "recall", "reply": "", "tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0,
@@ -104,8 +104,12 @@ def _generate(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any
                               "code_hash": ""}}
     except BudgetExceeded as exc:
         return {"stop": str(exc)}
+    if problem := not_utf8(out.source):  # nothing downstream (the verifier, the run dir, the memory) can hold it
+        return {"candidate": {"error": f"generate: {problem}", "reply": out.reply, "model": out.model or
+                              getattr(gen, "name", ""), "tokens_in": out.tokens_in, "tokens_out": out.tokens_out,
+                              "cost_usd": out.cost_usd, "code_hash": ""}}
     return {"candidate": {
-        "source": out.source, "code_hash": hashlib.sha256(out.source.encode()).hexdigest()[:16],
+        "source": out.source, "code_hash": code_hash(out.source),
         "summary": out.summary, "schedule": out.schedule, "model": out.model or getattr(gen, "name", ""),
         "reply": out.reply, "tokens_in": out.tokens_in, "tokens_out": out.tokens_out, "cost_usd": out.cost_usd,
         **({"usage_details": out.usage_details} if getattr(out, "usage_details", None) else {}),

@@ -90,8 +90,9 @@ def _version() -> str:
 
 
 def code_hash(source: str) -> str:
-    """The hash the run records for a candidate (``candidate.code_hash``)."""
-    return hashlib.sha256(source.encode()).hexdigest()[:16]
+    """The hash the run records for a candidate (``candidate.code_hash``); any str, a lone surrogate included (a
+    model's reply can hold one: red team rt7's run stopped on the UnicodeEncodeError here)."""
+    return hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def reuse_key(ctx: Any, task_key: str) -> str:

@@ -100,8 +100,11 @@ def verify_kernel(source: str, runtime: ToolRuntime[Context, dict]) -> Command:
     Args:
         source: the whole candidate file.
     """
+    from evokernel.generators.base import utf8_text
+
     ctx = Context.coerce(runtime.context)
     task = _task(runtime)
+    source = utf8_text(source)  # a tool call's arguments are a model's text too (generators/base.py)
     verdict = judge(ctx, task, source)
     from evokernel.nodes.verdict_cache import record_verdict, reuse_key
 

@@ -172,7 +172,10 @@ def _depth_ok(value: Any) -> None:
 
 
 # --- schemas (the primitives: wire_schema.py) ---------------------------------------------------------
-META = Obj({"dtype": Str(16, choices=frozenset(DTYPES)), "shape": List(Int(0, 2**40), 16),
+# the dimensions a tensor description carries: PyTorch has no cap of its own; KernelBench's most are 5 or 6, and a
+# task with 17-dimensional outputs was refused as a protocol break before this was raised from 16 (red team rt6)
+MAX_DIMS = 64
+META = Obj({"dtype": Str(16, choices=frozenset(DTYPES)), "shape": List(Int(0, 2**40), MAX_DIMS),
             "offset": Int(0, 2**50), "nbytes": Int(0, 2**50)}, required=("dtype", "shape", "offset", "nbytes"))
 # get_init_inputs(): numbers, strings, bools, None and (nested) lists of them (worker.init refuses the rest)
 INIT_ARGS = List(Value(depth=8, items=4096, text=4096), 256)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -40,7 +41,10 @@ CASES = [
 SNIPPET = r"""
 import json, sys, time
 from pathlib import Path
-from evokernel.tasks.load import load_task
+try:
+    from evokernel.tasks.load import load_task
+except ImportError:  # before the redesign (issue 31) tasks was one module
+    from evokernel.tasks import load_task
 from evokernel.verifier.trusted.verifier import Verifier, VerifyConfig
 root, cache, repeats, cases = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), json.loads(sys.argv[4])
 out = {}
@@ -81,7 +85,9 @@ def main() -> None:
     args = ap.parse_args()
     sides = {"this": (sys.executable, ROOT)}
     if args.baseline_python:
-        base_root = Path(args.baseline_root) if args.baseline_root else Path(args.baseline_python).resolve().parents[2]
+        # the interpreter's path as named, not resolved: a venv's python is a link out of the venv
+        named = Path(os.path.abspath(args.baseline_python))
+        base_root = Path(args.baseline_root) if args.baseline_root else named.parents[2]
         sides["baseline"] = (args.baseline_python, base_root)
     times: dict[str, dict[str, list[float]]] = {s: {} for s in sides}
     feedback: dict[str, str] = {}

@@ -92,6 +92,29 @@ class GenerationError(Exception):
         self.cost_usd = cost_usd
 
 
+def utf8_text(text: str) -> str:
+    """``text`` as UTF-8 can hold it: a surrogate pair joined into its character, a lone surrogate (a model's JSON
+    reply decodes ``"\\ud800"`` to one) replaced by U+FFFD. Every reply a model sends is read through this, so no
+    prompt, trace, store or hash meets one (red team rt7_lone_surrogate_kills_tool_node)."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def not_utf8(source: str) -> str:
+    """Why ``source`` cannot be a candidate file ('' when it can): a lone UTF-16 surrogate (a model's JSON reply
+    decodes ``"\\ud800"`` to one) is text no file, hash or store can hold as UTF-8 (red team rt7)."""
+    try:
+        source.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        line = source.count("\n", 0, exc.start) + 1
+        return (f"the code holds a character UTF-8 cannot encode ({source[exc.start]!r}, a lone UTF-16 surrogate, "
+                f"at line {line}): write the candidate as plain UTF-8 text")
+    return ""
+
+
 class BudgetExceeded(Exception):
     """The run's token or cost cap is reached: the run stops cleanly, keeping everything so far."""
 

@@ -36,6 +36,7 @@ from evokernel.generators.base import (
     GenerationError,
     GenerationRequest,
     Generator,
+    utf8_text,
 )
 from evokernel.generators.extract import extract_candidate, extract_summary
 from evokernel.generators.pricing import DEFAULT_PRICES, Price, Prices
@@ -110,6 +111,11 @@ def _describe(exc: BaseException, status: int | None, provider: str = "") -> str
 
 
 def _content_text(message: BaseMessage) -> str:
+    """A message's text, as UTF-8 can hold it (`utf8_text`)."""
+    return utf8_text(_joined_text(message))
+
+
+def _joined_text(message: BaseMessage) -> str:
     content = message.content
     if isinstance(content, str):
         return content

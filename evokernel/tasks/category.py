@@ -226,6 +226,9 @@ class Probe:
     # "pool:max|avg" window elements, "reduce:<op>" / "reduce_strided:<op>" input elements,
     # "elem:<aten op>" output elements of compute-bound elementwise, norm and loss ops
     work: dict[str, float] = field(default_factory=dict)
+    # the fewest values any training-mode batch norm of forward normalises per channel (batch x spatial; 0: no
+    # such norm); evokernel.tasks.fit keeps it at BN_MIN_VALUES or more (statistics of 2 values are ill-conditioned)
+    bn_min_values: int = 0
 
     @property
     def total_bytes(self) -> int:
@@ -246,6 +249,9 @@ COSTLY_ELEMENTWISE = {"exp", "exp2", "expm1", "log", "log1p", "log2", "log10", "
                       "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "sort", "topk",
                       "softplus", "leaky_relu", "hardtanh", "clamp", "where", "masked_fill", "div", "_cdist_forward",
                       "norm", "linalg_vector_norm"}
+# aten batch norms; the first bool argument is ``training`` (statistics of the batch, not the running ones)
+_BATCH_NORMS = {"native_batch_norm", "_native_batch_norm_legit", "_native_batch_norm_legit_functional",
+                "batch_norm"}
 _POOLS = {"max_pool1d": "max", "max_pool2d": "max", "max_pool3d": "max", "max_pool1d_with_indices": "max",
           "max_pool2d_with_indices": "max", "max_pool3d_with_indices": "max", "avg_pool1d": "avg",
           "avg_pool2d": "avg", "avg_pool3d": "avg", "_adaptive_avg_pool2d": "avg", "_adaptive_avg_pool3d": "avg",
@@ -329,6 +335,7 @@ def _torch_modes() -> tuple[type, type]:
             self.work: dict[str, float] = {}
             self.large = 0.0
             self.ops = 0
+            self.bn_min = 0
 
         def add(self, key: str, amount: float) -> None:
             self.work[key] = self.work.get(key, 0.0) + float(amount)
@@ -411,6 +418,10 @@ def _torch_modes() -> tuple[type, type]:
                 except (TypeError, ValueError, IndexError):
                     strided = False
                 self.add(f"{'reduce_strided' if strided else 'reduce'}:{base}", x.numel())
+            if base in _BATCH_NORMS and args and isinstance(args[0], torch.Tensor) and args[0].dim() >= 2 \
+                    and next((a for a in args[1:] if isinstance(a, bool)), False):  # training: batch statistics
+                per_channel = args[0].numel() // max(1, args[0].shape[1])
+                self.bn_min = per_channel if not self.bn_min else min(self.bn_min, per_channel)
             if base in _LOSS_OPS and args and isinstance(args[0], torch.Tensor):
                 n = args[0].numel()
                 self.add(f"elem:{base}", n)
@@ -523,6 +534,7 @@ def probe(source: str, filename: str = "<task>", *, count: bool = False, trace: 
         torch.random.set_rng_state(saved[1])
     p.flops, p.bytes_moved, p.aten_ops = cnt.flops, cnt.bytes, cnt.ops
     p.work, p.large_alloc_bytes = dict(cnt.work), cnt.large
+    p.bn_min_values = cnt.bn_min
     if trace and model is not None:
         p.ops, p.traced_with = rec.calls, "function-mode"
         try:

@@ -256,3 +256,92 @@ def test_transpose_of_outer_dims_is_a_copy_kernel(tmp_path, verifier, shuffle):
 
     v = verifier.verify(task, render_candidate(plan_for(task), dict(CONSERVATIVE), "conservative schedule"))
     assert v.feasible, v.feedback[:600]
+
+
+PATCHES = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    """A vision transformer's front: patches by two unfolds, a projection, a class token expanded over the batch."""
+    def __init__(self):
+        super(Model, self).__init__()
+        self.proj = nn.Linear(48, 8)
+        self.cls_token = nn.Parameter(torch.randn(1, 1, 8))
+
+    def forward(self, x):
+        b = x.shape[0]
+        p = x.unfold(2, 4, 4).unfold(3, 4, 4).reshape(b, -1, 4 * 4 * 3)
+        cls = self.cls_token.expand(b, -1, -1)
+        return torch.relu(torch.cat((cls, self.proj(p)), dim=1))
+
+def get_inputs():
+    return [torch.randn(2, 3, 8, 12)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+def _conservative(task):
+    """The candidate with the conservative schedule (a draft may explore ``tail=none``, which overruns a row stage's
+    tail: not what these tests are about; see test_transpose_of_outer_dims_is_a_copy_kernel)."""
+    from evokernel.generators.template.cpu.candidate import render_candidate
+    from evokernel.generators.template.cpu.schedules import CONSERVATIVE
+
+    return render_candidate(plan_for(task), dict(CONSERVATIVE), "conservative schedule")
+
+
+def _patches_task(tmp_path, tag=""):
+    p = tmp_path / f"patches{tag}.py"
+    p.write_text(PATCHES + (f"# {tag}\n" if tag else ""))
+    return load_task(p)
+
+
+def test_unfold_and_expand_are_strided_copies(tmp_path, verifier):
+    """``x.unfold(dim, size, step)`` (KernelBench level3 28's patches) and ``expand`` (28 and 32's class token) are
+    copy kernels reading the input at strides: the window's step for the window index, 0 for a broadcast dim."""
+    task = _patches_task(tmp_path)
+    plan = plan_for(task)
+    copies = [nd for nd in plan.graph.nodes if nd.op == "slice_copy"]
+    assert len(copies) == 3 and "layout" in plan.families  # two unfolds and the expand
+    v = verifier.verify(task, _conservative(task))
+    assert v.feasible, v.feedback[:600]
+
+
+def test_a_wrong_strided_copy_is_refused(tmp_path, verifier, monkeypatch):
+    """The same candidate with every strided copy reading its last dim backwards (in bounds, the same values in
+    another order): the verifier refuses it, so the test above judges the strides."""
+    from evokernel.generators.template.front import calls
+
+    honest = calls.CallOps._strided_copy
+
+    def backwards(self, n, x, base, pst, out):
+        return honest(self, n, x, base + (out[-1] - 1) * pst[-1], pst[:-1] + [-pst[-1]], out)
+
+    monkeypatch.setattr(calls.CallOps, "_strided_copy", backwards)
+    task = _patches_task(tmp_path, "wrong")
+    v = verifier.verify(task, _conservative(task))
+    assert not v.feasible and v.failed_gate == "correctness", v.feedback[:600]
+
+
+def test_unfold_with_a_step_other_than_its_size(tmp_path, verifier):
+    """Overlapping windows (step 2, size 3) along the last dim, then a sum over each window."""
+    p = tmp_path / "windows.py"
+    p.write_text(textwrap.dedent('''
+        import torch
+        import torch.nn as nn
+
+        class Model(nn.Module):
+            def forward(self, x):
+                return torch.tanh(x.unfold(-1, 3, 2)).sum(-1)
+
+        def get_inputs():
+            return [torch.randn(4, 5, 11)]
+
+        def get_init_inputs():
+            return []
+        '''))
+    task = load_task(p)
+    v = verifier.verify(task, _conservative(task))
+    assert v.feasible, v.feedback[:600]

@@ -117,3 +117,20 @@ def test_the_kernel_only_form_through_the_graph(tmp_path, monkeypatch, wired):
     refine = "\n".join(str(m["content"]) for m in requests[3]["json"]["messages"])
     assert "```cpp\nextern \"C\" void kernel" in refine and "lib.kernel(" not in refine  # the kernel alone
     assert final["results"][0]["feasible"]
+
+
+def test_a_reply_holding_a_lone_surrogate_is_read_as_utf8_and_the_run_goes_on(tmp_path, monkeypatch, wired):
+    # the endpoint's JSON carries "\ud800", which decodes to a lone surrogate in the reply: no request, file, hash or
+    # store can hold it as UTF-8 (red team rt7_lone_surrogate_kills_tool_node: the verdict store's hash raised and the
+    # run stopped; the next request to the endpoint could not be encoded). Replies are read with it replaced.
+    bad = _fenced(RELU_KERNEL + "\n# \ud800\n")
+    with FakeOpenAI([bad], default=_fenced(RELU_KERNEL)) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        run_dir = tmp_path / "run"
+        ctx = Context(generator="openai:gpt-4o-mini", budget=2, memory_dir=str(tmp_path / "mem"),
+                      run_dir=str(run_dir), run_id="sur")
+        final = build_graph().invoke({"tasks": [str(RELU)], "overrides": SMALL}, context=ctx)
+    lines = [json.loads(x) for x in (run_dir / "attempts.jsonl").read_text().splitlines()]
+    assert [r["failed_gate"] for r in lines] == [None, None], lines
+    assert final["results"][0]["feasible"]

@@ -57,3 +57,19 @@ def test_budget_exceeded_stops(env):
     resources.tokens(env.runtime(max_tokens=5).context).record("a0", "m", 10, 0, 0.0)
     out = generate(env.state(RELU), env.runtime(max_tokens=5))
     assert "stop" in out and gen.requests == []
+
+
+def test_a_source_utf8_cannot_hold_fails_at_generate(env):
+    # a generator handing over a lone surrogate (any generator: LLM replies are already read as UTF-8): a clear
+    # generate failure naming the line, not an exception further down (red team rt7_lone_surrogate_kills_tool_node)
+    resources.install(generator=Recorder(Generation(source="import torch\n# \ud800\n", tokens_out=4)))
+    cand = generate(env.state(RELU), env.runtime())["candidate"]
+    assert "lone UTF-16 surrogate" in cand["error"] and "line 2" in cand["error"] and cand["tokens_out"] == 4
+
+
+def test_utf8_text_replaces_lone_surrogates_and_keeps_pairs():
+    from evokernel.generators.base import not_utf8, utf8_text
+
+    assert utf8_text("a\ud800b") == "a\ufffdb" and not not_utf8(utf8_text("a\ud800b"))
+    assert utf8_text("\ud83d\ude00") == "\U0001f600"  # a pair, as JSON spells an emoji, is its character
+    assert utf8_text("plain") == "plain" and not_utf8("x\n\udfff") and not not_utf8("plain")

@@ -79,3 +79,10 @@ def test_verify_node_applies_the_judge_only_when_asked(env):
         assert v["details"]["llm_judge"]["kind"] == "approximation"  # kept for the run log and Studio
     finally:
         resources.install(judge=None)
+
+
+def test_code_hash_takes_any_text():
+    # a lone surrogate (rt7_lone_surrogate_kills_tool_node) hashes like any other text, and differently
+    from evokernel.nodes.verdict_cache import code_hash
+
+    assert len(code_hash("x = 1  # \ud800")) == 16 and code_hash("\ud800") != code_hash("\ud801")

@@ -137,3 +137,11 @@ def test_a_json_context_cannot_carry_objects():
         Context.coerce({"resources": {"verifier": "mine"}})
     ctx = Context(resources=Resources(generator=object()))
     assert "resources" not in ctx.settings() and ctx.settings()["budget"] == ctx.budget
+
+
+def test_a_tool_call_source_is_read_as_utf8(env):
+    # a model's tool-call arguments can decode to a lone surrogate (rt7_lone_surrogate_kills_tool_node): the tool
+    # judges and records the text as UTF-8 holds it, and the run's verdict store does not raise
+    st = env.state(RELU, candidate={"source": "SRC"}, messages=[submission("SRC # \ud800", "call-8")])
+    out = run_once(st, env.ctx)
+    assert env.verifier.calls == ["SRC # \ufffd"] and out["verdict"]["feasible"]

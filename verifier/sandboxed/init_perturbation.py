@@ -7,10 +7,15 @@ exactly 0, a kernel that hard-codes weight 1 and bias 0 is right. The verifier t
 once more under `drawn_constants` for one trial and for the timing: while a model is constructed, every
 constant initialiser fills its (floating) tensor with values drawn around the constant instead:
 
-* ``ones_`` -> U(0.5, 1.5); ``zeros_`` -> U(-0.5, 0.5); ``constant_(t, v)`` -> v * U(0.5, 1.5) (U(-0.5, 0.5)
-  for v = 0);
-* a norm's ``running_mean`` -> U(-0.5, 0.5), ``running_var`` -> U(0.5, 1.5) (positive), ``num_batches_tracked``
-  stays 0.
+* ``ones_`` -> +-U(0.5, 1.5), the sign drawn per element; ``zeros_`` -> U(-0.5, 0.5); ``constant_(t, v)`` ->
+  v * +-U(0.5, 1.5) (U(-0.5, 0.5) for v = 0);
+* a norm's ``running_mean`` -> U(-0.5, 0.5), ``running_var`` -> U(0.5, 1.5) (positive: a variance),
+  ``num_batches_tracked`` stays 0.
+
+Both signs, because a trained norm's weight takes both: a kernel that applies |gamma|, or moves a max-pool before a
+BatchNorm's per-channel affine (max(a x + b) = a max(x) + b holds only for a >= 0), was right under every
+positive draw (red team round 6). The magnitude stays in [0.5, 1.5]: never 0 (a zero weight would hide what it
+multiplies) and never far from the default's scale.
 
 Both sides must get the same values although their constructors are different code. The values therefore do
 not come from torch's global stream: its position would then depend on how many constant initialisers each
@@ -21,7 +26,7 @@ the same order, the contract that makes their random weights agree already. Valu
 (``torch.ones``, ``fill_``, ``copy_``) are not touched.
 
 In a candidate's construction the guard (init_guard.py) trusts these initialisers as it trusts nn.init's (their
-arithmetic, ``0.5 + u``, is the verifier's, not values the candidate chose): ``drawn_constants`` is entered before
+arithmetic, a sign and ``0.5 + |u|``, is the verifier's, not values the candidate chose): ``drawn_constants`` is entered before
 the guard, which finds them in place by identity (`active_initialisers`).
 """
 from __future__ import annotations
@@ -51,6 +56,12 @@ class _Draws:
         digest = hashlib.sha256(f"{self.seed}:{kind}:{shape}:{k}".encode()).digest()
         gen = torch.Generator().manual_seed(int.from_bytes(digest[:8], "little") & (2**63 - 1))
         return torch.rand(shape, generator=gen, dtype=torch.float64)
+
+    def signed(self, kind: str, t: torch.Tensor) -> torch.Tensor:
+        """+-U(0.5, 1.5) of ``t``'s shape (float64), the sign drawn per element, from one draw of `uniform`: with
+        s = 2u - 1, the sign of s and 0.5 + |s| (|s| is U(0, 1) and independent of the sign)."""
+        s = 2.0 * self.uniform(kind, t) - 1.0
+        return torch.where(s < 0, -1.0, 1.0).double() * (0.5 + s.abs())
 
 
 _ACTIVE: set[Any] = set()  # the initialisers of the drawn_constants blocks now active
@@ -83,7 +94,7 @@ def drawn_constants(seed: int) -> Iterator[None]:
     def drawn_ones(tensor: torch.Tensor) -> torch.Tensor:
         if not tensor.is_floating_point():
             return ones(tensor)
-        return _fill(tensor, 0.5 + draws.uniform("ones", tensor))
+        return _fill(tensor, draws.signed("ones", tensor))
 
     def drawn_zeros(tensor: torch.Tensor) -> torch.Tensor:
         if not tensor.is_floating_point():
@@ -93,8 +104,9 @@ def drawn_constants(seed: int) -> Iterator[None]:
     def drawn_constant(tensor: torch.Tensor, val: float) -> torch.Tensor:
         if not tensor.is_floating_point() or not isinstance(val, (int, float)):
             return constant(tensor, val)
-        u = draws.uniform("constant", tensor)
-        return _fill(tensor, val * (0.5 + u) if val != 0 else u - 0.5)
+        if val == 0:
+            return _fill(tensor, draws.uniform("constant", tensor) - 0.5)
+        return _fill(tensor, val * draws.signed("constant", tensor))
 
     def drawn_running_stats(self: Any) -> None:
         if not self.track_running_stats:

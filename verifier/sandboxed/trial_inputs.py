@@ -1,7 +1,7 @@
 """Runs INSIDE the reference sandbox: the value shapes of the correctness trials' inputs.
 
 Each trial draws the task's own inputs from ``get_inputs()`` with a secret seed; some trials then
-reshape their floating values (integer inputs such as class indices are left alone):
+reshape their floating values (integer inputs such as class indices: `integer_inputs`, in the special trials):
 
 * ``scale`` (x4), ``negate``, ``shift`` (+3): kernels that assume a range, a sign or small values fail;
 * ``heavy``: heavy-tailed rows and a few dominant elements -- a random ~2% of the slices along the first

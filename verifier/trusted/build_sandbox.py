@@ -9,8 +9,12 @@ depends on where the checkout, the virtualenv, the Python installation, ``$HOME`
   programs a build runs (the compiler driver and what it execs -- cc1plus, cc1, collect2, as, ld, lto-wrapper --
   and sh, nm, objdump, c++filt, cut, sed), the libraries they load (``ldd``), GCC's own folder (its headers,
   crt files, libgcc, the LTO plugin), the compiler's system include folders (``g++ -E -v``, nothing under
-  ``/usr/local``), the files a link reads (traced once with ``ld -t``), the merged-``/usr`` links and the
-  loader's cache ``/etc/ld.so.cache``. Every other host file -- the rest of ``/usr`` (``/usr/lib/os-release``,
+  ``/usr/local``), the files a link reads (traced once with ``ld -t``) and the merged-``/usr`` links. Not the
+  loader's cache ``/etc/ld.so.cache``: it lists every library folder the host configures (``/usr/local/cuda-*``
+  here), and an ``#include`` of it quoted its bytes in a compile error (red-team rt6_ld_so_cache_in_compile_error);
+  the loader finds the toolchain's libraries in its built-in system folders (``ld.so --help``) without it.
+  `toolchain_root` checks that every library it adds is in one of those folders; on a host where one is not (a
+  toolchain whose libraries only the cache locates), the cache is kept in the root as before. Every other host file -- the rest of ``/usr`` (``/usr/lib/os-release``,
   ``/usr/share``, ``/usr/local`` with its package managers' configuration) and ``/etc`` -- is absent: an
   ``#include`` of it fails as "file not found", so a compile error cannot quote it (red-team
   rt5_usr_file_in_compiler_error printed os-release's text through a template argument);
@@ -124,7 +128,7 @@ NEVER = ("/usr/local", "/usr/share", "/etc", "/home", "/root", "/opt", "/tmp", "
 # where the root's programs are looked up: the build's PATH without what is never in the root (/usr/local/bin)
 SYSTEM_PATH = ":".join(d for d in LAUNCH_PATH.split(":") if not any(d == n or d.startswith(n + "/") for n in NEVER))
 _TOP_LINKS = ("/bin", "/lib", "/lib64", "/lib32", "/libx32", "/sbin")
-LOADER_FILES = ("/etc/ld.so.cache",)
+LOADER_CACHE = "/etc/ld.so.cache"  # in the root only where a toolchain library is outside the loader's system folders
 _TRIAL = 'extern "C" int evk_f(int x) { return x + 1; }\nint main() { return evk_f(-1); }\n'
 
 
@@ -185,6 +189,12 @@ def _loaded_libraries(program: str) -> list[str]:
         if m:
             found.append(m.group(1))
     return found
+
+
+def _system_search_dirs(loader: str) -> list[str]:
+    """The folders ``loader`` (the dynamic loader, ``ld.so``) searches without its cache, by ``ld.so --help``."""
+    return [os.path.realpath(m.group(1)) for m in re.finditer(r"^\s*(/\S+) \(system search path\)$",
+                                                              _out([loader, "--help"]), re.M)]
 
 
 def _include_dirs(driver: str, lang: str) -> list[str]:
@@ -250,18 +260,21 @@ def toolchain_root() -> Root:
         for entry in os.scandir(gcc_dir):  # libstdc++.so, libgomp.so ...: links to the system's library folder
             if entry.is_symlink():
                 add_file(entry.path)
+    libraries: set[str] = set()
     for p in programs:
         add_file(p)
         for lib in _loaded_libraries(_chain(p)[1]):
             add_file(lib)
+            libraries.add(lib)
     for path in _link_inputs():
         add_file(path)
     for d in _include_dirs("g++", "c++") + _include_dirs("gcc", "c"):
         if os.path.isdir(d) and not _under(d, NEVER):
             dirs.add(d)
-    for f in LOADER_FILES:
-        if os.path.isfile(f):
-            files.add(f)
+    loaders = [lib for lib in libraries if os.path.basename(lib).startswith("ld-linux")]
+    system = _system_search_dirs(loaders[0]) if loaders else []
+    if any(os.path.dirname(os.path.realpath(lib)) not in system for lib in libraries if lib not in loaders):
+        files.add(LOADER_CACHE)  # the module docstring: only the cache finds one of them
     outer = _outermost(sorted(dirs))
     return Root(dirs=tuple(outer), files=tuple(sorted(f for f in files if not _under(f, tuple(outer)))),
                 links=tuple(sorted((t, p) for p, t in links.items() if not _under(p, tuple(outer)))))

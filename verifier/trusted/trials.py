@@ -12,8 +12,9 @@ No trial is ever skipped. A reference output holding NaN/Inf is drawn again from
 `REDRAWS` times); if it stays non-finite (a task that yields NaN/Inf by design: the log of negatives, a norm
 that is 0, a fully masked softmax row) the trial is judged with those positions matched element by element
 and masked out of the finite rules (`correctness`). After the ordinary trials both models are built again
-with their constant initialisers drawn at random (`sandboxed.init_perturbation`) for two more trials (on the
-`special` inputs of `sandboxed.trial_inputs`: a constant row shows a norm's bias; and on its `distinct` inputs,
+with their constant initialisers drawn at random, weights of both signs (`sandboxed.init_perturbation`), for two more
+trials (on the `special` inputs of `sandboxed.trial_inputs`, integer inputs planted by `sandboxed.integer_inputs`: a
+constant row shows a norm's bias; and on its `distinct` inputs,
 where integer and bool outputs are compared exactly: an argmax of a norm's output shows a skipped affine), and the
 timing uses those models: a task that is degenerate under its default parameters (a mean of a normalised
 tensor is 0; weight 1 and bias 0 can be hard-coded) is judged where skipped work shows, and a kernel that
@@ -38,21 +39,23 @@ from evokernel.verifier.trusted.reference import Reference
 
 REDRAWS = 3  # fresh secret seeds tried when a trial's reference output holds NaN/Inf
 PERTURBED_PARAMETERS = ("both models were built again with their constant initialisers drawn at random (a norm's "
-                        "weight in [0.5, 1.5], bias in [-0.5, 0.5], running statistics likewise; the same values "
+                        "weight in +-[0.5, 1.5], of either sign, bias in [-0.5, 0.5], running mean in [-0.5, 0.5] "
+                        "and variance in [0.5, 1.5]; the same values "
                         "on both sides when ModelNew builds the same layers in the same order as Model): the kernel "
                         "must read every parameter and buffer, not assume its default value")
 # the inputs of the perturbed-parameter trials: a constant row's LayerNorm is the bias, 0 under default parameters
 # ("special"); an integer output (argmax of a LayerNorm) is compared only where no planted values tie ("distinct")
 PARAMETER_TRIAL_INPUTS = ("special", "distinct")
 SPECIAL_INPUTS = ("the inputs held values random draws almost never give: a few exact +0.0 and -0.0, large finite "
-                  "values (|x| from 1e2 up to ~1e17 in float32, 6e4 in float16, 1e75 in float64; some rows hold two or "
-                  "more) and tiny ones (|x| from the dtype's smallest normal up to 1e-4), and constant rows (a row of "
-                  "the last dimension repeating one value: variance 0); the kernel must give PyTorch's answer there "
-                  "too")
+                  "values (|x| from 1e2 up to 1e10 in float32/bfloat16, 6e4 in float16, 1e75 in float64) and tiny "
+                  "ones (|x| from the dtype's smallest normal up to 1e-4), and constant rows (a row of the last "
+                  "dimension repeating one value: variance 0); integer inputs held their drawn minimum and maximum "
+                  "and, where the reference accepts them, -1, -100 (cross entropy's ignore_index) and -(max + 1); "
+                  "the kernel must give PyTorch's answer there too")
 DISTINCT_INPUTS = ("the inputs held values random draws almost never give, with no ties: a few exact +0.0 and -0.0, "
-                   "large finite values (|x| from 1e2 up to ~1e17 in float32, 6e4 in float16, 1e75 in float64; some "
-                   "rows hold two or more) and tiny ones (|x| from the dtype's smallest normal up to 1e-4); the kernel "
-                   "must give PyTorch's answer there too, integer and bool outputs included")
+                   "large finite values (|x| from 1e2 up to 1e10 in float32/bfloat16, 6e4 in float16, 1e75 in "
+                   "float64) and tiny ones (|x| from the dtype's smallest normal up to 1e-4); the kernel must give "
+                   "PyTorch's answer there too, integer and bool outputs included")
 INPUT_NOTES = {"special": SPECIAL_INPUTS, "distinct": DISTINCT_INPUTS}
 NO_REDRAWS = ("nonfinite", "special", "distinct")  # NaN/Inf by construction (an input NaN, exp(1e8), 1/1e-30, log(0)):
 # judged masked

@@ -62,14 +62,22 @@ def test_honest_constructors_pass():
 
 
 def test_honest_constructors_pass_with_drawn_constants():
-    def build():
+    """As the worker does it: drawn_constants entered before the guard, which trusts its initialisers by identity
+    (their arithmetic, a sign and a magnitude, is no compute the guard allows candidate code)."""
+    with drawn_constants(1234), guarded_construction() as guard:
+        model = Honest()
+    guard.audit(model)
+    assert guard.violations == {}
+    # entered the other way round, the drawn initialisers are not known to the guard: their where/abs is refused
+    with guarded_construction() as guard:
         with drawn_constants(1234):
-            return Honest()
-    assert violations(build) == {}
+            model = nn.LayerNorm(8)
+    guard.audit(model)
+    assert guard.violations
 
 
 def test_many_norm_layers_pass_with_drawn_constants():
-    """The perturbed trial's drawn constants are the verifier's arithmetic (``0.5 + u``), not values the candidate
+    """The perturbed trial's drawn constants are the verifier's arithmetic (a sign and ``0.5 + |u|``), not values the candidate
     chose: a model with 100 norm layers (DenseNet201 has ~200) counted 4 per layer against the cap before. The
     worker enters drawn_constants before the guard; the values drawn are the same as without the guard."""
     def build():
@@ -84,6 +92,26 @@ def test_many_norm_layers_pass_with_drawn_constants():
     for a, b in zip(model.state_dict().values(), plain.state_dict().values()):
         assert torch.equal(a, b)
     assert not torch.equal(model[0].weight, torch.ones(8))  # drawn, not torch's constant
+    weights = torch.cat([m.weight.detach() for m in model])
+    assert float(weights.min()) < 0 < float(weights.max())  # of both signs, trusted all the same
+
+
+def test_signed_constants_are_trusted_in_every_holder():
+    """constant_ is also held by torch.nn.modules.activation (MultiheadAttention's biases) and PReLU calls
+    nn.init.constant_: the drawn, signed values pass the guard wherever torch calls them from."""
+    def build():
+        return nn.ModuleList([nn.PReLU(8), nn.MultiheadAttention(16, 2), nn.GroupNorm(2, 8), nn.InstanceNorm2d(8, affine=True)])
+
+    torch.manual_seed(0)
+    with drawn_constants(11), guarded_construction() as guard:
+        model = build()
+    guard.audit(model)
+    assert guard.violations == {}
+    torch.manual_seed(0)
+    with drawn_constants(11):
+        plain = build()
+    for a, b in zip(model.state_dict().values(), plain.state_dict().values()):
+        assert torch.equal(a, b)
 
 
 def test_only_the_verifiers_initialisers_are_trusted():

@@ -169,7 +169,9 @@ def _outside_the_toolchain() -> dict[str, str]:
     places = {"os-release": "/usr/lib/os-release", "etc-os-release": "/etc/os-release", "passwd": "/etc/passwd",
               "hostname": "/etc/hostname", "usr-local-etc": a_file_in(Path("/usr/local/etc"), 1),
               "usr-share": a_file_in(Path("/usr/share/common-licenses"), 1) or a_file_in(Path("/usr/share"), 2),
-              "usr-local-bin": a_file_in(Path("/usr/local/bin"), 0)}
+              "usr-local-bin": a_file_in(Path("/usr/local/bin"), 0),
+              # the loader's cache names every library folder the host configures (rt6_ld_so_cache_in_compile_error)
+              "ld-so-cache": "/etc/ld.so.cache"}
     return {k: v for k, v in places.items() if v and Path(v).is_file()}
 
 
@@ -177,10 +179,20 @@ def _outside_the_toolchain() -> dict[str, str]:
 def test_the_root_is_the_toolchain_only():
     root = bs.toolchain_root()
     named = [*root.dirs, *root.files, *(p for _, p in root.links)]
-    assert not [p for p in named if bs._under(p, bs.NEVER) and p not in bs.LOADER_FILES], named
+    assert not [p for p in named if bs._under(p, bs.NEVER)], named  # /etc/ld.so.cache included (rt6)
     assert not [p for p in named if any(h in p for h in (str(CHECKOUT), sys.prefix, sys.base_prefix))], named
     assert "/usr" not in root.dirs and "/usr/lib" not in root.dirs and "/usr/lib/x86_64-linux-gnu" not in root.dirs
     assert "/usr/include" in root.dirs  # the system headers, whole
+
+
+@needs_bwrap
+def test_the_loader_cache_is_in_the_root_only_where_a_library_needs_it(monkeypatch):
+    # here every toolchain library is in the loader's system folders: no cache (the loader finds them without it)
+    assert bs.LOADER_CACHE not in bs.toolchain_root().files
+    assert "/usr/lib/x86_64-linux-gnu" in bs._system_search_dirs("/lib64/ld-linux-x86-64.so.2")
+    # a host whose loader searches no folder of them: the cache is kept, or the compiler could not start
+    monkeypatch.setattr(bs, "_system_search_dirs", lambda loader: [])
+    assert bs.LOADER_CACHE in bs.toolchain_root.__wrapped__().files
 
 
 @needs_bwrap

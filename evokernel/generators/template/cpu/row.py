@@ -8,6 +8,7 @@ from typing import Any
 
 from evokernel.generators.template.cpu.rowprog import RowProgram
 from evokernel.generators.template.cpu.stage import StageCode, StageWriter, _omp, _prod
+from evokernel.generators.template.front.graph import AnalysisError
 from evokernel.generators.template.front.lower import Stage
 
 NAME = "row"
@@ -36,23 +37,32 @@ class Writer(StageWriter):
             [f"int64_t {d}" for d in dims] + ["int64_t N"]
         rows = " * ".join(dims) if dims else "1"
         lines = [f'extern "C" void stage{k}({", ".join(params)}) {{', f"  const int64_t R = {rows};"]
+        if prog.skips and (kind != "G" or g.nodes[st.out].attrs["fn"] not in ("sum", "mean")
+                           or prog.kind.get(g.nodes[st.out].args[0]) == "J"):
+            raise AnalysisError("an ignore_index gather must feed a sum or mean over rows")
         if kind == "G":
             fn = g.nodes[st.out].attrs["fn"]
             a = g.nodes[st.out].args[0]
             red = {"sum": "+", "mean": "+", "amax": "max", "amin": "min"}[fn]
             init = {"sum": "0.0", "mean": "0.0", "amax": "-INFINITY", "amin": "INFINITY"}[fn]
             lines.append(f"  double total = {init};")
-            pragma = _omp(self.knobs, f"reduction({red}:total)")
+            if prog.skips:  # rows whose target is the ignore_index count neither in the total nor in the mean
+                lines.append("  double valid = 0.0;")
+            pragma = _omp(self.knobs, f"reduction({red}:total{',valid' if prog.skips else ''})")
             if pragma:
                 lines.append("  " + pragma)
             lines.append("  for (int64_t r = 0; r < R; ++r) {")
             lines += ["    " + ln for ln in body]
-            if red == "+":
+            if prog.skips:
+                lines.append(f"    if (!({' || '.join(prog.skips)})) {{ total += (double)gval; valid += 1.0; }}")
+            elif red == "+":
                 lines.append("    total += (double)gval;")
             else:
                 lines.append(f"    total = {'std::max' if red == 'max' else 'std::min'}(total, (double)gval);")
             lines.append("  }")
             count = "(double)R * (double)N" if prog.kind.get(a) == "J" else "(double)R"
+            if prog.skips:
+                count = "valid"  # every target ignored: 0 / 0, NaN as in PyTorch
             if fn == "mean":
                 lines.append(f"  out[0] = (float)(total / ({count}));")
             else:

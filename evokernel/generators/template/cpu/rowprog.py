@@ -114,6 +114,7 @@ class RowProgram:
         self.L = len(frame) - 1
         self.kind: dict[int, str] = {}
         self.masks: dict[int, tuple[list[bool], bool]] = {}
+        self.skips: list[str] = []  # per-row flags of gathers whose index is the ignore_index: the row is left out
         inside = set(nodes)
         for e in externals:
             shape = g.nodes[e].shape
@@ -322,7 +323,13 @@ class RowProgram:
                         lines.append(f"r{i} *= 1.0f / (float){self.N};")
                 elif n.op == "gather_last":
                     x, t = n.args
-                    lines.append(f"const float r{i} = {self.ptrs[x]}[b{x} + e{t}];")
+                    ignore = n.attrs.get("ignore_index")
+                    if ignore is None:
+                        lines.append(f"const float r{i} = {self.ptrs[x]}[b{x} + e{t}];")
+                    else:  # the row is left out of the global reduction (row.py); its index is never read
+                        lines.append(f"const bool skip{i} = e{t} == (int64_t){int(ignore)};")
+                        lines.append(f"const float r{i} = skip{i} ? 0.0f : {self.ptrs[x]}[b{x} + e{t}];")
+                        self.skips.append(f"skip{i}")
                 else:
                     lines.append(f"const float r{i} = {self.node_expr(i, 1, '', '0', cached)};")
             elif k == "G":

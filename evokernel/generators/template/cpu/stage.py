@@ -65,7 +65,7 @@ class StageWriter:
         prog = RowProgram(self.g, frame, st.nodes, ext, ptrs, "out", self.knobs, dims, "N", "j0", "j1",
                           allow_reduce=False, risky_tail=False)
         body, kind = prog.row_body()
-        if kind != "J":
+        if kind != "J" or prog.skips:
             raise AnalysisError("an epilogue must produce the anchor's shape")
         params = ["float* __restrict out"] + [self.ptype(e) for e in ext[1:]] + \
             ["int64_t r", "int64_t j0", "int64_t j1"] + [f"int64_t {d}" for d in dims] + ["int64_t N"]

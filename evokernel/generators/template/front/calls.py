@@ -150,7 +150,10 @@ class CallOps:
                 raise self.fail(n, "cross_entropy with probability targets")
             # cross_entropy is log_softmax underneath: no masked shift, an infinite logit gives NaN as in PyTorch
             lse = self.logsumexp(logits, -1, True, n, mask_inf=False)
-            picked = g.add("gather_last", [logits, target], {}, self.shape(lse), origin=n.name)
+            # a target equal to ignore_index (default -100, the padding of a batch) counts neither in the sum nor in
+            # the mean's count (and is never read as a class)
+            ignore = int(_cv(kw.get("ignore_index", -100)))
+            picked = g.add("gather_last", [logits, target], {"ignore_index": ignore}, self.shape(lse), origin=n.name)
             return self.reduce("mean", self.binary("sub", lse, picked, n), None, False, n)
         if name in ("tensor", "scalar_tensor", "as_tensor") and args and isinstance(args[0], (Const, int, float)) \
                 and not isinstance(args[0], bool) and tuple(val.shape) == ():
@@ -289,6 +292,49 @@ class CallOps:
             raise self.fail(n, "an index that selects a scalar or nothing")
         return self.g.add("slice_copy", [x], {"base": base, "pst": pst}, tuple(out), origin=n.name)
 
+    def _strided_copy(self, n: fx.Node, x: Any, base: int, pst: list[int], out: tuple[int, ...]) -> Any:
+        """A copy kernel whose output dim ``d`` reads the (contiguous, float) input at ``base + i * pst[d]``
+        (``slice_copy``, family layout): indexing, broadcasting (stride 0) and sliding windows."""
+        if type(x) is not Ref or self.g.nodes[x].dtype != "f32":
+            raise self.fail(n, "a strided copy of other than a float tensor")
+        if not out or 0 in out:
+            raise self.fail(n, "a copy of nothing")
+        return self.g.add("slice_copy", [x], {"base": base, "pst": pst}, tuple(out), origin=n.name)
+
+    def _expand_copy(self, n: fx.Node, x: Any, val: Any) -> Any:
+        """``x.expand(...)`` / ``expand_as`` / ``broadcast_to`` (a class token repeated over the batch): the
+        broadcast dims are read at stride 0 into a contiguous copy."""
+        if type(x) is not Ref:
+            raise self.fail(n, "expand of a constant")
+        shp, out = self.shape(x), tuple(val.shape)
+        lead = len(out) - len(shp)
+        if lead < 0 or any(s_ not in (1, o) for s_, o in zip(shp, out[lead:])):
+            raise self.fail(n, f"expand of {shp} to {out}")
+        if out == tuple(shp):
+            return x
+        strides = [math.prod(shp[d + 1:]) for d in range(len(shp))]
+        pst = [0] * lead + [0 if shp[d] == 1 and out[lead + d] != 1 else strides[d] for d in range(len(shp))]
+        return self._strided_copy(n, x, 0, pst, out)
+
+    def _unfold_copy(self, n: fx.Node, x: Any, args: list[Any], kw: dict[str, Any], val: Any) -> Any:
+        """``x.unfold(dim, size, step)`` (the patches of a vision transformer): dim ``dim`` becomes the window index
+        (read at ``step`` times its stride) and a last dim of ``size`` reads the window's elements."""
+        if type(x) is not Ref:
+            raise self.fail(n, "unfold of a constant")
+        get = lambda key, i: _cv(kw.get(key, args[i] if len(args) > i else None))
+        dim, size, step = get("dimension", 1), get("size", 2), get("step", 3)
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (dim, size, step)) or size < 1 or step < 1:
+            raise self.fail(n, "unfold with non-integer dimension, size or step")
+        shp = self.shape(x)
+        d = dim % len(shp)
+        strides = [math.prod(shp[i + 1:]) for i in range(len(shp))]
+        windows = (shp[d] - size) // step + 1
+        out = tuple(shp[:d]) + (windows,) + tuple(shp[d + 1:]) + (size,)
+        if out != tuple(val.shape):
+            raise self.fail(n, f"unfold gives {out}, the reference {tuple(val.shape)}")
+        pst = strides[:d] + [strides[d] * step] + strides[d + 1:] + [strides[d]]
+        return self._strided_copy(n, x, 0, pst, out)
+
     def _copy_into_attribute(self, n: fx.Node, dst: Any, src: Any) -> Any:
         """``self.hidden.copy_(h0)``: a tensor the module holds, overwritten before anything read it -- every later
         read of that attribute is ``src`` (the value the reference computes with). Other in-place copies (into an
@@ -424,6 +470,10 @@ class CallOps:
                 return g.add("cumsum", [src.args[0]], {"dim": dim, "reverse": True, "flipped_out": True},
                              self.shape(x), origin=n.name)
             return g.add("cumsum", [x], {"dim": dim, "reverse": False}, self.shape(x), origin=n.name)
+        if name in ("expand", "expand_as", "broadcast_to"):
+            return self._expand_copy(n, x, val)
+        if name == "unfold" and n.op == "call_method":  # Tensor.unfold (windows); F.unfold (im2col) is another op
+            return self._unfold_copy(n, x, args, kw, val)
         if name in _VIEW_METHODS:
             if not isinstance(x, int):
                 raise self.fail(n, "view of a constant")

@@ -75,9 +75,12 @@ extern "C" void cross_entropy(const float* x, const int64_t* y, float* out, int6
     const int64_t n = B * D;
     int64_t s = (R == B && C == D && !base.empty()) ? find_shift(x, n) : -1;
     double loss = 0.0;
+    int64_t count = 0;  // targets other than ignore_index (-100), which the trials plant
+    for (int64_t b = 0; b < B; ++b) count += y[b] != -100;
     if (s < 0) {
-        for (int64_t b = 0; b < B; ++b) loss += row_lse(x + b * D, D) - x[b * D + y[b]];
-        out[0] = (float)(loss / B);
+        for (int64_t b = 0; b < B; ++b)
+            if (y[b] != -100) loss += row_lse(x + b * D, D) - x[b * D + y[b]];
+        out[0] = (float)(loss / (double)count);
         remember(x, B, D);
         return;
     }
@@ -93,9 +96,9 @@ extern "C" void cross_entropy(const float* x, const int64_t* y, float* out, int6
     const int64_t q = s / D, r = s % D;
     for (int64_t b = 0; b < B; ++b) {
         const int64_t head = ((b - q) % B + B) % B, tail = ((b - q - 1) % B + B) % B;
-        loss += lae(suf[tail * (D + 1) + (D - r)], pre[head * (D + 1) + (D - r)]) - x[b * D + y[b]];
+        if (y[b] != -100) loss += lae(suf[tail * (D + 1) + (D - r)], pre[head * (D + 1) + (D - r)]) - x[b * D + y[b]];
     }
-    out[0] = (float)(loss / B);
+    out[0] = (float)(loss / (double)count);
 }
 """)
 
