@@ -15,10 +15,11 @@ pruned at any time, except an entry a process is using. Two bounds, each by cons
   15 KiB (median; largest 1.9 MiB), a ``load_inline`` one 0.24 MiB (largest 0.8 MiB), an ascend-sim kernel or
   host library 0.44 MiB.
 * **as a whole** (:func:`prune`): the build areas together hold at most ``$EVOKERNEL_BUILD_CACHE_MB`` MiB
-  (default 2048); over it, the least recently used entries are evicted (down to 90% of the cap). Each process
-  prunes at its first use of a cache and then after every ``PRUNE_EVERY_BUILDS`` builds or ``PRUNE_EVERY_MB`` MiB it
-  published (a running count: the cache is not walked on every build), so the cache exceeds its cap by at most
-  that much per running process.
+  (default 2048); over it, the least recently used entries are evicted (down to 90% of the cap). The cache is not
+  walked on every build: every publish adds its bytes to a running size shared by all processes
+  (``<cache>/build_cache.size``, under an flock) and a walk happens when it crosses the cap, at a process's first
+  use of the cache, and after every ``RECOUNT_EVERY`` publishes of a process (to count what the running size
+  missed).
 
 Concurrency (several verifiers of a pool, Ray workers, the user's Python share one cache): an entry in use is
 *pinned*, a shared ``flock`` on its folder held by :class:`Pin` (a build holds one on its work folder from its
@@ -46,11 +47,9 @@ AREAS = ("cpp", "inline", "binding", "ascend_sim/runtime", "ascend_sim/kernels",
 CAP_ENV = "EVOKERNEL_BUILD_CACHE_MB"
 DEFAULT_CAP_MB = 2048
 LOW_WATER = 0.9  # a prune evicts down to this fraction of the cap (not to just under it: fewer prunes)
-PRUNE_EVERY_BUILDS = 32
-PRUNE_EVERY_MB = 64
 CANDIDATE_LIBRARIES = 8
 CANDIDATE_MB = 16
-STALE_WORK_S = 600.0  # a work folder (``<key>.<random>``) this old and not pinned is a dead build's leftover
+STALE_WORK_S = 3600.0  # a work folder (``<key>.<random>``) this old and not pinned is a dead build's leftover
 EVICTED = ".evicted-"  # prefix of an entry being deleted (never a key)
 
 
@@ -223,26 +222,54 @@ def prune(root: Path, cap: int | None = None) -> PruneReport:
     return report
 
 
-_COUNTS: dict[str, list[int]] = {}  # cache root -> [builds, bytes] published since this process last pruned it
+SIZE_FILE = "build_cache.size"  # <cache>/build_cache.size: the build areas' bytes, kept by every process
+RECOUNT_EVERY = 256  # publishes after which a process walks the cache again (what the running size missed)
+_COUNTS: dict[str, int] = {}  # cache root -> builds this process published since it last walked it
 _COUNTS_LOCK = threading.Lock()
 
 
+def _size(root: Path, delta: int, absolute: bool = False) -> int:
+    """Add ``delta`` to the cache's running size (or set it, ``absolute``), under an flock; returns it."""
+    root.mkdir(parents=True, exist_ok=True)
+    fd = os.open(root / SIZE_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            total = int(os.read(fd, 64).decode() or 0)
+        except ValueError:
+            total = 0
+        total = delta if absolute else max(0, total + delta)
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.ftruncate(fd, 0)
+        os.write(fd, str(total).encode())
+        return total
+    finally:
+        os.close(fd)
+
+
 def note_use(root: Path, published: int | None) -> PruneReport | None:
-    """Called on every lookup (``published`` None) and publish (its bytes): prunes ``root`` at this process's first
-    use of it and after every PRUNE_EVERY_BUILDS builds or PRUNE_EVERY_MB MiB published since."""
+    """Called on every lookup (``published`` None) and publish (its bytes). The first use of ``root`` in a process
+    walks it (prunes, and sets the running size); a publish adds its bytes to the running size (one small locked
+    file, no walk) and prunes when that crosses the cap, or after RECOUNT_EVERY publishes of this process (what
+    the running size missed: another version's builds, folders deleted by hand)."""
     key = str(root)
     with _COUNTS_LOCK:
-        counts = _COUNTS.get(key)
-        first = counts is None
+        first = key not in _COUNTS
         if first:
-            counts = _COUNTS[key] = [0, 0]
+            _COUNTS[key] = 0
         if published is not None:
-            counts[0] += 1
-            counts[1] += published
-        due = first or counts[0] >= PRUNE_EVERY_BUILDS or counts[1] >= PRUNE_EVERY_MB << 20
+            _COUNTS[key] += 1
+        due = first or _COUNTS[key] >= RECOUNT_EVERY
         if due:
-            counts[0] = counts[1] = 0
-    return prune(root) if due else None
+            _COUNTS[key] = 0
+    cap = cap_bytes()
+    if not due and published is not None:
+        due = bool(cap) and _size(root, published) > cap
+    if not due:
+        return None
+    report = prune(root, cap)
+    _size(root, report.after, absolute=True)  # publishes racing the walk are counted at the next one
+    return report
 
 
 # --- the per-candidate cap ----------------------------------------------------------------------------------

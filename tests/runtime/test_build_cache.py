@@ -166,13 +166,27 @@ def test_a_lookup_of_an_evicted_entry_misses(tmp_path):
     assert build_cache.lookup(entry, "lib.so") is not None  # the rebuilt entry is found
 
 
-def test_publishes_prune_on_a_running_count(tmp_path, monkeypatch):
+def test_publishes_keep_a_running_size_and_prune_when_it_crosses_the_cap(tmp_path, monkeypatch):
     monkeypatch.setenv(build_cache.CAP_ENV, "2")
     for i in range(4):
         _entry(tmp_path, "cpp", f"{i:032x}", MiB, age_s=100 - i)
     build_cache._COUNTS.pop(str(tmp_path), None)
-    assert build_cache.note_use(tmp_path, None) is not None  # the process's first use: pruned
-    assert _area_bytes(tmp_path) <= 2 * MiB
-    for i in range(build_cache.PRUNE_EVERY_BUILDS - 1):
-        assert build_cache.note_use(tmp_path, 10) is None  # no walk between
-    assert build_cache.note_use(tmp_path, 10) is not None
+    assert build_cache.note_use(tmp_path, None) is not None  # the process's first use: walked and pruned
+    size = int((tmp_path / build_cache.SIZE_FILE).read_text())
+    assert size == _area_bytes(tmp_path) <= 2 * MiB * build_cache.LOW_WATER
+    assert build_cache.note_use(tmp_path, 1000) is None  # under the cap: no walk, the size follows
+    assert int((tmp_path / build_cache.SIZE_FILE).read_text()) == size + 1000
+    _entry(tmp_path, "cpp", "e" * 32, MiB)  # (published, say, by another process)
+    report = build_cache.note_use(tmp_path, MiB)
+    assert report is not None and report.evicted >= 1 and _area_bytes(tmp_path) <= 2 * MiB
+
+
+def test_the_running_size_is_recounted(tmp_path, monkeypatch):
+    monkeypatch.setenv(build_cache.CAP_ENV, "100")
+    build_cache._COUNTS.pop(str(tmp_path), None)
+    build_cache.note_use(tmp_path, None)
+    _entry(tmp_path, "inline", "a" * 32, MiB)  # a build the running size never heard of
+    for _ in range(build_cache.RECOUNT_EVERY - 1):
+        assert build_cache.note_use(tmp_path, 0) is None
+    assert build_cache.note_use(tmp_path, 0) is not None
+    assert int((tmp_path / build_cache.SIZE_FILE).read_text()) == _area_bytes(tmp_path) > MiB
