@@ -261,10 +261,11 @@ def _build_into_cache(key: str, out_name: str, cache_root: Path, area: str, buil
                 budget.admit(final_dir, nbytes, None)
             except build_cache.CacheCapError as exc:
                 raise refused(exc) from None
+        published = False
         for _ in range(3):
             try:
                 os.replace(work, final_dir)  # atomic publish; the work folder's pin now holds the entry
-                pin, work_pin = work_pin, None
+                pin, work_pin, published = work_pin, None, True
                 os.utime(final_dir)
                 break
             except OSError:  # a concurrent identical build won: use its entry
@@ -275,7 +276,7 @@ def _build_into_cache(key: str, out_name: str, cache_root: Path, area: str, buil
             raise CompileError("the build could not be published in the build cache")
         if budget is not None and pin is not None:
             budget.admit(final_dir, nbytes, pin)  # charged above: keeps the pin for the verdict
-        build_cache.note_use(cache_root, nbytes)
+        build_cache.note_use(cache_root, nbytes if published else 0)
         return BuildResult(final, False, seconds, facts, pin)
     finally:
         if work_pin is not None:
