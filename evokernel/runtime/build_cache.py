@@ -102,7 +102,10 @@ class Pin:
             self._fd = None
 
     def __del__(self) -> None:
-        self.close()
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - at interpreter exit; the kernel drops the lock with the descriptor
+            pass
 
 
 def lookup(entry: Path, out_name: str) -> Pin | None:
