@@ -5,6 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
+from evokernel.runtime import build_cache
 from evokernel.verifier.trusted.findings import Finding
 
 
@@ -66,6 +67,8 @@ class BuildLog:
         self.seconds = 0.0
         self.builds = 0
         self.cached = 0
+        # what the builds may leave in the build cache (and their entries pinned until the verdict ends)
+        self.budget = build_cache.CandidateBudget()
 
     def timeout(self, budget_s: float) -> float:
         """Seconds the next build may run: what is left of the verdict's build budget (``budget_s`` for all its

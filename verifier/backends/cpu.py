@@ -52,7 +52,7 @@ class CpuBackend(Backend):
                 flags = tuple(str(f) for f in request.get("flags") or ())
                 result = native_build.build_cpp(source, flags, self.cache_dir, self._runner,
                                                 log.timeout(self.build_timeout_s),
-                                                judge=rules)
+                                                judge=rules, budget=log.budget)
             elif kind == "inline":
                 spec = dict(request.get("spec") or {})
                 findings = ([f for s in spec.get("cpp_sources") or [] for f in native_rules.check_native(str(s), "inline")]
@@ -62,7 +62,7 @@ class CpuBackend(Backend):
                     return {"ok": False, "error": "rejected by the verifier's native-code rules"}
                 result = native_build.build_inline(spec, self.cache_dir, self._runner,
                                                    log.timeout(self.build_timeout_s),
-                                                   judge=rules)
+                                                   judge=rules, budget=log.budget)
             else:
                 return {"ok": False, "error": f"unknown build kind {kind!r}"}
             if result.facts is not None:

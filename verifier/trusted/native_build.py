@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Callable
 
 from evokernel.cpu import CompileError
+from evokernel.runtime import build_cache
 from evokernel.runtime.paths import default_cache_dir  # noqa: F401 - re-exported: native_build.default_cache_dir
 from evokernel.verifier.trusted import binary_facts, binary_judge, build_sandbox, inline_binding, resource_limits
 
@@ -182,6 +183,7 @@ class BuildResult:
     cached: bool
     seconds: float
     facts: "binary_facts.Facts | None" = None
+    pin: "build_cache.Pin | None" = None  # the entry stays in the cache while this is open (build_cache.py)
 
 
 def _run(runner: Runner, argv: list[str], work: Path, timeout: float) -> str:
@@ -197,24 +199,51 @@ def _run(runner: Runner, argv: list[str], work: Path, timeout: float) -> str:
 BuildFn = Callable[[Path], "binary_facts.Facts | None"]  # builds into the work folder; returns the facts (or None)
 
 
-def _build_into_cache(key: str, out_name: str, cache_root: Path, build: BuildFn, judged: bool) -> BuildResult:
+def _build_into_cache(key: str, out_name: str, cache_root: Path, area: str, build: BuildFn, judged: bool,
+                      budget: "build_cache.CandidateBudget | None" = None) -> BuildResult:
+    """The entry ``<cache_root>/<area>/<key>``: found (pinned) or built in a work folder and published by an atomic
+    rename. ``budget``: the candidate's (build_cache.CandidateBudget); a build over it is refused before it is
+    published, so nothing of it stays. A failed build leaves nothing either."""
     import time
 
-    final_dir = cache_root / key
+    if area not in build_cache.AREAS:
+        raise ValueError(f"unknown build cache area {area!r}")
+    area_dir = cache_root / area
+    final_dir = area_dir / key
     final = final_dir / out_name
-    if final.exists():
-        facts = None
-        if not judged:
-            return BuildResult(final, True, 0.0, None)
+
+    def refused(exc: build_cache.CacheCapError) -> CompileError:
+        return CompileError(f"build refused: {exc}")
+
+    if budget is not None:
         try:
-            facts = binary_facts.Facts.from_json((final_dir / binary_facts.FACTS_NAME).read_text())
-            return BuildResult(final, True, 0.0, facts)
+            budget.check_count(final_dir)
+        except build_cache.CacheCapError as exc:
+            raise refused(exc) from None
+    build_cache.note_use(cache_root, None)
+    pin = build_cache.lookup(final_dir, out_name)
+    if pin is not None:
+        facts = None
+        try:
+            if judged:
+                facts = binary_facts.Facts.from_json((final_dir / binary_facts.FACTS_NAME).read_text())
         except (OSError, ValueError, KeyError, TypeError):
             # a cache entry without readable facts (an interrupted publish, another version's layout) is not the
             # candidate's doing: build it again rather than refuse it
-            shutil.rmtree(final_dir, ignore_errors=True)
-    cache_root.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=cache_root))
+            pin.close()
+            pin = None
+            build_cache.evict(final_dir)
+        if pin is not None:
+            if budget is not None:
+                try:
+                    budget.admit(final_dir, build_cache.entry_bytes(final_dir), pin)
+                except build_cache.CacheCapError as exc:
+                    pin.close()
+                    raise refused(exc) from None
+            return BuildResult(final, True, 0.0, facts, pin)
+    area_dir.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=area_dir))
+    work_pin = build_cache.Pin.take(work)  # held from the start: a running build is never a dead one's leftover
     try:
         t0 = time.perf_counter()
         facts = build(work)
@@ -226,21 +255,41 @@ def _build_into_cache(key: str, out_name: str, cache_root: Path, build: BuildFn,
             if temp.name not in (out_name, binary_facts.FACTS_NAME):
                 shutil.rmtree(temp, ignore_errors=True) if temp.is_dir() else temp.unlink(missing_ok=True)
         seconds = time.perf_counter() - t0
-        try:
-            os.replace(work, final_dir)  # atomic publish; a concurrent identical build may win
-        except OSError:
-            if not final.exists():
-                raise
-        return BuildResult(final, False, seconds, facts)
+        nbytes = build_cache.entry_bytes(work)
+        if budget is not None:
+            try:  # charged before it is published: a refused build is deleted with its work folder
+                budget.admit(final_dir, nbytes, None)
+            except build_cache.CacheCapError as exc:
+                raise refused(exc) from None
+        published = False
+        for _ in range(3):
+            try:
+                os.replace(work, final_dir)  # atomic publish; the work folder's pin now holds the entry
+                pin, work_pin, published = work_pin, None, True
+                os.utime(final_dir)
+                break
+            except OSError:  # a concurrent identical build won: use its entry
+                pin = build_cache.lookup(final_dir, out_name)
+                if pin is not None:
+                    break
+        else:
+            raise CompileError("the build could not be published in the build cache")
+        if budget is not None and pin is not None:
+            budget.admit(final_dir, nbytes, pin)  # charged above: keeps the pin for the verdict
+        build_cache.note_use(cache_root, nbytes if published else 0)
+        return BuildResult(final, False, seconds, facts, pin)
     finally:
+        if work_pin is not None:
+            work_pin.close()
         if work.exists():
             shutil.rmtree(work, ignore_errors=True)
 
 
 def build_cpp(
     source: str, flags: tuple[str, ...], cache_root: Path, runner: Runner = _local_runner, timeout: float = 120.0,
-    judge: bool = False,
+    judge: bool = False, budget: "build_cache.CandidateBudget | None" = None,
 ) -> BuildResult:
+    """A `load_cpp` library (``budget``: the candidate's, when the verifier builds it: build_cache.py)."""
     flags = clean_flags(flags)
     check_flags(flags)
     key = cpp_cache_key(source, flags + ((binary_judge.JUDGE_VERSION, binary_facts.FACTS_VERSION) if judge else ()))
@@ -258,11 +307,16 @@ def build_cpp(
         return binary_facts.extract(work, work / "kernel.o", work / "kernel.ii", str(src), source, runner,
                                     host_path=build_sandbox.view_of(runner, work).host)
 
-    return _build_into_cache(key, "lib.so", cache_root / "cpp", build, judge)
+    return _build_into_cache(key, "lib.so", cache_root, "cpp", build, judge, budget)
+
+
+_LOADED: list[BuildResult] = []  # the user's own load_cpp libraries stay pinned while their process lives
 
 
 def build_cpp_local(source: str, flags: tuple[str, ...]) -> str:
-    return str(build_cpp(source, flags, default_cache_dir()).path)
+    result = build_cpp(source, flags, default_cache_dir())
+    _LOADED.append(result)  # pinned until the process exits: the caller loads it after this returns
+    return str(result.path)
 
 
 # --- torch load_inline extensions -------------------------------------------------------------
@@ -281,7 +335,7 @@ def inline_cache_key(spec: dict) -> str:
     return h.hexdigest()[:32]
 
 
-def _binding_object(binding: inline_binding.Binding, cache_root: Path, runner: Runner, timeout: float) -> Path:
+def _binding_object(binding: inline_binding.Binding, cache_root: Path, runner: Runner, timeout: float) -> BuildResult:
     """The generated binding's object, cached by its text (trusted: it depends on the exported types only)."""
     text = binding.source()
     key = inline_cache_key({"binding": text, "flags": inline_binding.binding_flags()})
@@ -292,13 +346,14 @@ def _binding_object(binding: inline_binding.Binding, cache_root: Path, runner: R
                       str(work / "binding.o")], work, timeout)
         return None
 
-    return _build_into_cache(key, "binding.o", cache_root / "binding", build, False).path
+    return _build_into_cache(key, "binding.o", cache_root, "binding", build, False)  # pinned while it is copied
 
 
 def build_inline(spec: dict, cache_root: Path, runner: Runner = _local_runner, timeout: float = 300.0,
-                 judge: bool = False) -> BuildResult:
+                 judge: bool = False, budget: "build_cache.CandidateBudget | None" = None) -> BuildResult:
     """Build a load_inline extension (``spec``: name, cpp_sources, functions, extra_cflags) as the candidate's
-    object plus the verifier's binding; the library defines the module ``evk_ext``."""
+    object plus the verifier's binding; the library defines the module ``evk_ext``. ``budget``: the candidate's
+    (the binding object is the verifier's: not charged to it)."""
     name = spec.get("name")
     if not isinstance(name, str) or not _NAME.match(name):
         raise CompileError(f"load_inline: invalid extension name {name!r}")
@@ -337,9 +392,11 @@ def build_inline(spec: dict, cache_root: Path, runner: Runner = _local_runner, t
             raise CompileError(f"load_inline: the build could not be read: {facts.error}")
         n = len(dict.fromkeys(c for _, c in exports))
         binding = inline_binding.make_binding(exports, inline_binding.probe_types(facts.defined, n))
-        shutil.copyfile(_binding_object(binding, cache_root, runner, timeout), work / "binding.o")  # the sandbox sees work/
+        bound = _binding_object(binding, cache_root, runner, timeout)
+        shutil.copyfile(bound.path, work / "binding.o")  # the sandbox sees work/
+        del bound  # unpinned
         _run(runner, ["g++", str(work / "binding.o"), str(obj), *inline_binding.link_flags(), "-o",
                       str(work / INLINE_LIBRARY)], work, timeout)
         return facts if judge else None
 
-    return _build_into_cache(key, INLINE_LIBRARY, cache_root / "inline", build, judge)
+    return _build_into_cache(key, INLINE_LIBRARY, cache_root, "inline", build, judge, budget)

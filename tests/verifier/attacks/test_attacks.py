@@ -142,6 +142,12 @@ def _host_texts(entry: dict) -> list[str]:
     return out
 
 
+def _build_cache_bytes(cache_dir) -> int:
+    from evokernel.runtime import build_cache
+
+    return sum(build_cache.entry_bytes(Path(cache_dir) / area) for area in build_cache.AREAS)
+
+
 def _marks(name: str) -> list:
     """slow: only in the long run; open: a door not closed yet, a strict xfail (closing it fails the test until
     the manifest entry loses `open`). An open door judged by a speedup against its twin (`max_speedup_vs_twin`) is
@@ -165,6 +171,7 @@ def test_attack_is_stopped(request, cache_dir, name):
     for victim in entry.get("victims", []):
         assert v.verify(task, (HERE / victim).read_text()).feasible, f"victim {victim} must be feasible"
     peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    cache_before = _build_cache_bytes(cache_dir)
     t0 = time.perf_counter()
     try:
         verdict = _verify(v, task, (HERE / name).read_text(), bool(entry.get("timing")))
@@ -189,6 +196,9 @@ def test_attack_is_stopped(request, cache_dir, name):
         limit = contain["max_cache_file_mb"] << 20
         big = [p for p in Path(cache_dir).rglob("*") if p.is_file() and p.stat().st_size > limit]
         assert not big, f"the build cache keeps {[(str(p), p.stat().st_size >> 20) for p in big]} (MiB): {where}"
+    if "max_cache_growth_mb" in contain:  # what the verdict left in the (session's private) build cache
+        growth = _build_cache_bytes(cache_dir) - cache_before
+        assert growth <= contain["max_cache_growth_mb"] << 20, f"the build cache grew by {growth >> 20} MiB: {where}"
     if "no_cache_file" in contain:
         planted = list(Path(cache_dir).rglob(contain["no_cache_file"]))
         assert not planted, f"the build published files it planted: {planted}: {where}"

@@ -61,3 +61,109 @@ def test_a_candidates_file_macros_name_no_build_folder(tmp_path):
         fn.restype = ctypes.c_char_p
         value = fn().decode()
         assert value.startswith("/build/") and str(tmp_path) not in value, value
+
+
+# --- what builds leave in the build cache (evokernel/runtime/build_cache.py) ----------------------------------
+
+def _blob_source(mb: int, tag: int) -> str:
+    """rt7_cache_filler's shape: a zero-initialised array of ``mb`` MiB with one non-zero byte (free to compile,
+    ``mb`` MiB in the object and the library)."""
+    return (f'#include <cstdint>\nunsigned char blob{tag}[{mb}u << 20] = {{{tag % 250 + 1}}};\n'
+            f'extern "C" int64_t touch{tag}(int64_t i) {{ return blob{tag}[i & 1023]; }}\n')
+
+
+def _left_in(cache) -> list:
+    """Every file and folder the builds left under the cache's cpp area."""
+    area = cache / "cpp"
+    return sorted(str(p.relative_to(cache)) for p in area.rglob("*")) if area.exists() else []
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+def test_a_library_over_the_candidates_budget_is_refused_and_nothing_of_it_stays(tmp_path):
+    from evokernel.cpu import CompileError
+    from evokernel.runtime.build_cache import CandidateBudget
+    from evokernel.verifier.trusted.native_build import build_cpp
+
+    with pytest.raises(CompileError, match=r"at most 8 libraries and 16 MiB in all"):
+        build_cpp(_blob_source(60, 1), (), tmp_path, budget=CandidateBudget())
+    assert _left_in(tmp_path) == []
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+def test_eight_libraries_then_the_ninth_is_refused_before_it_builds(tmp_path):
+    from evokernel.cpu import CompileError
+    from evokernel.runtime.build_cache import CandidateBudget
+    from evokernel.verifier.trusted.native_build import build_cpp
+
+    budget = CandidateBudget()
+    kept = [build_cpp(_blob_source(1, i), (), tmp_path, budget=budget) for i in range(8)]
+    assert all(r.path.is_file() for r in kept) and len(budget.charged) == 8
+    again = build_cpp(_blob_source(1, 3), (), tmp_path, budget=budget)  # one it has: no new library
+    assert again.cached
+    with pytest.raises(CompileError, match="too many native libraries"):
+        build_cpp(_blob_source(1, 8), (), tmp_path, budget=budget)
+    assert len([p for p in (tmp_path / "cpp").iterdir()]) == 8  # no work folder, no ninth entry
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+def test_two_libraries_within_the_count_but_over_the_bytes(tmp_path):
+    from evokernel.cpu import CompileError
+    from evokernel.runtime.build_cache import CandidateBudget
+    from evokernel.verifier.trusted.native_build import build_cpp
+
+    budget = CandidateBudget()
+    first = build_cpp(_blob_source(10, 1), (), tmp_path, budget=budget)
+    with pytest.raises(CompileError, match=r"10\.0 MiB and the candidate's earlier ones 10\.0 MiB"):
+        build_cpp(_blob_source(10, 2), (), tmp_path, budget=budget)
+    assert [p.name for p in (tmp_path / "cpp").iterdir()] == [first.path.parent.name]
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+def test_an_honest_candidates_several_small_libraries_pass(tmp_path):
+    from evokernel.runtime.build_cache import CandidateBudget
+    from evokernel.verifier.trusted.native_build import build_cpp
+
+    budget = CandidateBudget()
+    for name in ("relu", "scale", "add"):
+        src = (f'#include <cstdint>\nextern "C" void {name}(const float* x, float* y, int64_t n) '
+               '{ for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0 ? x[i] : 0; }\n')
+        assert build_cpp(src, ("-O2",), tmp_path, budget=budget).path.is_file()
+    assert len(budget.charged) == 3 and budget.used < 1 << 20
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+def test_a_cached_library_over_the_budget_is_refused_and_kept_for_its_owner(tmp_path):
+    from evokernel.cpu import CompileError
+    from evokernel.runtime.build_cache import CandidateBudget
+    from evokernel.verifier.trusted.native_build import build_cpp
+
+    mine = build_cpp(_blob_source(10, 5), (), tmp_path)  # a user's own build: no budget
+    with pytest.raises(CompileError, match="at most 8 libraries and 8 MiB"):
+        build_cpp(_blob_source(10, 5), (), tmp_path, budget=CandidateBudget(mb=8))
+    assert mine.path.is_file()
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+def test_a_failed_build_leaves_nothing(tmp_path):
+    from evokernel.cpu import CompileError
+    from evokernel.runtime.build_cache import CandidateBudget
+    from evokernel.verifier.trusted.native_build import build_cpp
+
+    with pytest.raises(CompileError):
+        build_cpp('extern "C" void f( { }\n', (), tmp_path, budget=CandidateBudget())
+    assert _left_in(tmp_path) == []
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+def test_builds_keep_the_cache_under_its_cap(tmp_path, monkeypatch):
+    from evokernel.runtime import build_cache
+    from evokernel.verifier.trusted.native_build import build_cpp
+
+    monkeypatch.setenv(build_cache.CAP_ENV, "5")
+    build_cache._COUNTS.pop(str(tmp_path), None)
+    held = build_cpp(_blob_source(2, 0), (), tmp_path)  # pinned while `held` lives: never evicted
+    for i in range(1, 7):
+        build_cpp(_blob_source(2, i), (), tmp_path)
+        used = sum(build_cache.entry_bytes(tmp_path / a) for a in build_cache.AREAS)
+        assert used <= 5 << 20, used  # a publish that crosses the cap prunes before it returns
+    assert held.path.is_file()  # the oldest entry, but in use

@@ -181,10 +181,10 @@ class AscendSimBackend(Backend):
             if st.host_lib is None:  # the host library builds beside the first kernel library (2 cores)
                 log.seconds += build.build_runtime(self.cache_dir, self._runner, self.build_timeout_s).seconds
                 host_build = self._pool.submit(build.build_host, project, self.cache_dir, self._runner,
-                                               log.timeout(self.build_timeout_s))
+                                               log.timeout(self.build_timeout_s), log.budget)
             try:
                 result = build.build_kernel(project, combo, self.cache_dir, self._runner,
-                                            log.timeout(self.build_timeout_s))
+                                            log.timeout(self.build_timeout_s), log.budget)
             finally:
                 hosted = host_build.result() if host_build is not None else None  # a CompileError propagates
             if rules and self._judged(result, log):

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Callable
 
 from evokernel.cpu import CompileError
+from evokernel.runtime import build_cache
 from evokernel.verifier.trusted import binary_facts, build_sandbox, native_build
 from evokernel.verifier.trusted.build_sandbox import BuildView
 from evokernel.verifier.trusted.launcher import Limits
@@ -112,7 +113,7 @@ def build_runtime(cache_root: Path, runner: Runner, timeout: float) -> BuildResu
                           work, timeout)
         return _Kept(json.dumps(sorted(set(names.read_text().split()))))
 
-    return native_build._build_into_cache(key, "runtime.o", cache_root / "ascend_sim" / "runtime", run, False)
+    return native_build._build_into_cache(key, "runtime.o", cache_root, "ascend_sim/runtime", run, False)
 
 
 def runtime_symbols(runtime: BuildResult) -> Path:
@@ -263,7 +264,7 @@ def _unit_facts(work: Path, unit: str, project: Project, view: BuildView) -> jud
 
 
 def _build_unit(unit: str, project: Project, key_parts: list[str], cache_root: Path, runner: Runner,
-                timeout: float, flags: list[str]) -> BuildResult:
+                timeout: float, flags: list[str], budget: "build_cache.CandidateBudget | None" = None) -> BuildResult:
     runtime = build_runtime(cache_root, runner, timeout)
     key = _key(unit, judge.JUDGE_VERSION, "libm-charged", emulator_hash(), *key_parts)
     source = "kernel_tu.cpp" if unit == "kernel" else judge.HOST_FILE
@@ -282,7 +283,7 @@ def _build_unit(unit: str, project: Project, key_parts: list[str], cache_root: P
         return _unit_facts(work, unit, project, build_sandbox.view_of(runner, work))
 
     try:
-        result = native_build._build_into_cache(key, "lib.so", cache_root / "ascend_sim" / f"{unit}s", run, False)
+        result = native_build._build_into_cache(key, "lib.so", cache_root, f"ascend_sim/{unit}s", run, False, budget)
     except CompileError as exc:
         raise CompileError(_ascend_diagnostics(exc.diagnostics, project)) from None
     try:  # fresh or cached, the facts are the published file's
@@ -293,14 +294,15 @@ def _build_unit(unit: str, project: Project, key_parts: list[str], cache_root: P
     return result
 
 
-def build_kernel(project: Project, combo: int, cache_root: Path, runner: Runner, timeout: float = 300.0) -> BuildResult:
+def build_kernel(project: Project, combo: int, cache_root: Path, runner: Runner, timeout: float = 300.0,
+                 budget: "build_cache.CandidateBudget | None" = None) -> BuildResult:
     """The kernel library of dtype combination ``combo`` (runtime + kernel TU, linked with --no-undefined); its
     facts (judge.UnitFacts) in ``result.facts``."""
     macros = project.macros(combo)
     src = project.sources
     return _build_unit("kernel", project, [kernel_prelude(project), project.tiling_header, " ".join(macros),
                                            src["host_tiling_src"], src["kernel_src"]],
-                       cache_root, runner, timeout, list(macros))
+                       cache_root, runner, timeout, list(macros), budget)
 
 
 # host code's getenv is the emulator's empty environment (include/evk_sim/host_env.h): the host object never
@@ -308,12 +310,13 @@ def build_kernel(project: Project, combo: int, cache_root: Path, runner: Runner,
 HOST_FLAGS = ("-include", "evk_sim/host_env.h")
 
 
-def build_host(project: Project, cache_root: Path, runner: Runner, timeout: float = 300.0) -> BuildResult:
+def build_host(project: Project, cache_root: Path, runner: Runner, timeout: float = 300.0,
+               budget: "build_cache.CandidateBudget | None" = None) -> BuildResult:
     """The host library (runtime + host TU: TilingFunc, InferShape, OpDef); its facts in ``result.facts``."""
     src = project.sources
     flags = list(HOST_FLAGS)
     return _build_unit("host", project, [project.tiling_header, " ".join(flags), src["host_tiling_src"],
-                                         src["host_operator_src"]], cache_root, runner, timeout, flags)
+                                         src["host_operator_src"]], cache_root, runner, timeout, flags, budget)
 
 
 def _ascend_diagnostics(text: str, project: Project) -> str:
