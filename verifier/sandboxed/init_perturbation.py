@@ -25,9 +25,27 @@ calls of that kind and shape came before: ModelNew gets the Model's values when 
 the same order, the contract that makes their random weights agree already. Values a constructor sets itself
 (``torch.ones``, ``fill_``, ``copy_``) are not touched.
 
+Random initialisers are drawn wider. Left as they are, a weight never leaves its initial range (nn.Linear's W in
+U(+-1/sqrt(in))), and a kernel storing W as saturating fixed point scaled to that bound was right in every trial
+while wrong for most trained checkpoints (red team round 7). While a model is constructed, every random
+initialiser (`RANDOM_INITIALISERS`: ``uniform_``, ``normal_``, ``trunc_normal_``, ``kaiming_*``, ``xavier_*``,
+which the layers' own ``reset_parameters`` call: Linear, ConvNd, Embedding, RNN/LSTM/GRU, MultiheadAttention,
+Transformer) draws as torch does, from torch's global stream as before, and the result is then
+
+* multiplied by a factor drawn per call, log-uniform in [1/`SCALE`, `SCALE`] (median 1: a deep stack of layers
+  keeps its scale on average rather than growing by a fixed ratio per layer), and
+* given outliers: about one element in `OUTLIER_EVERY` (at least one) set to +-U(`OUTLIER_LOW`, `OUTLIER_HIGH`)
+  times the largest magnitude the draw had, so every drawn tensor holds values well beyond its initial bound.
+
+The factor, the outliers' positions, signs and sizes come from the per-call generator below, never from torch's
+stream, so both sides get the same values when they build the same layers in the same order. A call nested in
+another (an initialiser that calls one of these) is not scaled twice.
+
 In a candidate's construction the guard (init_guard.py) trusts these initialisers as it trusts nn.init's (their
 arithmetic, a sign and ``0.5 + |u|``, is the verifier's, not values the candidate chose): ``drawn_constants`` is entered before
-the guard, which finds them in place by identity (`active_initialisers`).
+the guard, which finds them in place by identity (`active_initialisers`). Modules that imported an initialiser by
+name (activation.py: MultiheadAttention; transformer.py) get a forwarder that calls ``nn.init``'s attribute at call
+time, so there too the call goes through the guard's trusted wrapper.
 """
 from __future__ import annotations
 
@@ -40,22 +58,36 @@ from torch.nn import init as nn_init
 from torch.nn.modules import activation as nn_activation
 from torch.nn.modules import batchnorm as nn_batchnorm
 
+from torch.nn.modules import transformer as nn_transformer
+
 # (module, attribute) pairs that hold constant_: activation.py imports it by name (MultiheadAttention's biases)
 _CONSTANT_HOLDERS = ((nn_init, "constant_"), (nn_activation, "constant_"))
+
+# the random initialisers whose draws are widened (nn.init's names), and the modules that imported one by name
+RANDOM_INITIALISERS = ("uniform_", "normal_", "trunc_normal_", "kaiming_uniform_", "kaiming_normal_",
+                       "xavier_uniform_", "xavier_normal_")
+_RANDOM_HOLDERS = ((nn_activation, "xavier_uniform_"), (nn_activation, "xavier_normal_"),
+                   (nn_transformer, "xavier_uniform_"))
+SCALE = 4.0  # a drawn tensor is scaled by a factor log-uniform in [1/SCALE, SCALE]
+OUTLIER_EVERY = 1024  # one element in this many (at least one per tensor) becomes an outlier
+OUTLIER_LOW, OUTLIER_HIGH = 2.0, 8.0  # an outlier's magnitude, times the draw's largest
 
 
 class _Draws:
     def __init__(self, seed: int):
         self.seed, self.counts = int(seed), {}
 
-    def uniform(self, kind: str, t: torch.Tensor) -> torch.Tensor:
-        """U(0, 1) of ``t``'s shape (float64) from the generator of (seed, kind, shape, occurrence)."""
+    def generator(self, kind: str, t: torch.Tensor) -> torch.Generator:
+        """The generator of (seed, kind, ``t``'s shape, how many calls of that kind and shape came before)."""
         shape = tuple(t.shape)
         k = self.counts.get((kind, shape), 0)
         self.counts[(kind, shape)] = k + 1
         digest = hashlib.sha256(f"{self.seed}:{kind}:{shape}:{k}".encode()).digest()
-        gen = torch.Generator().manual_seed(int.from_bytes(digest[:8], "little") & (2**63 - 1))
-        return torch.rand(shape, generator=gen, dtype=torch.float64)
+        return torch.Generator().manual_seed(int.from_bytes(digest[:8], "little") & (2**63 - 1))
+
+    def uniform(self, kind: str, t: torch.Tensor) -> torch.Tensor:
+        """U(0, 1) of ``t``'s shape (float64) from the generator of (seed, kind, shape, occurrence)."""
+        return torch.rand(tuple(t.shape), generator=self.generator(kind, t), dtype=torch.float64)
 
     def signed(self, kind: str, t: torch.Tensor) -> torch.Tensor:
         """+-U(0.5, 1.5) of ``t``'s shape (float64), the sign drawn per element, from one draw of `uniform`: with
@@ -63,15 +95,37 @@ class _Draws:
         s = 2.0 * self.uniform(kind, t) - 1.0
         return torch.where(s < 0, -1.0, 1.0).double() * (0.5 + s.abs())
 
+    def widen(self, t: torch.Tensor) -> None:
+        """Scale the drawn ``t`` in place and give it outliers, as the module docstring says, from the generator of
+        (seed, "random", shape, occurrence): the factor, then the outliers' positions (drawn with replacement), then
+        their signs and sizes."""
+        gen = self.generator("random", t)
+        n = t.numel()
+        if n == 0:
+            return
+        factor = SCALE ** (2.0 * float(torch.rand(1, generator=gen, dtype=torch.float64)) - 1.0)
+        k = max(1, n // OUTLIER_EVERY)
+        where = torch.randint(0, n, (k,), generator=gen)
+        v = 2.0 * torch.rand(2, k, generator=gen, dtype=torch.float64) - 1.0
+        with torch.no_grad():
+            t.mul_(factor)
+            top = float(t.abs().max()) or factor  # an all-zero draw: outliers of the factor's size
+            size = (OUTLIER_LOW + (OUTLIER_HIGH - OUTLIER_LOW) * v[1].abs()) * top
+            values = (torch.where(v[0] < 0, -1.0, 1.0).double() * size).to(t.dtype)
+            flat = t.view(-1) if t.is_contiguous() else t.reshape(-1).clone()
+            flat[where] = values
+            if not t.is_contiguous():
+                t.copy_(flat.view(t.shape))
+
 
 _ACTIVE: set[Any] = set()  # the initialisers of the drawn_constants blocks now active
 
 
 def active_initialisers() -> frozenset[Any]:
-    """The functions `drawn_constants` has put in place of torch's constant initialisers, while it is active: the
-    candidate's construction guard trusts them as it trusts nn.init's own (they fill the tensor or the norm's
-    running statistics they are given with drawn values, nothing else), by identity, so nothing else can pass for
-    one."""
+    """The functions `drawn_constants` has put in place of torch's constant initialisers (and of its random ones, which
+    it widens), while it is active: the candidate's construction guard trusts them as it trusts nn.init's own (they
+    fill the tensor or the norm's running statistics they are given with drawn values, nothing else), by identity,
+    so nothing else can pass for one."""
     return frozenset(_ACTIVE)
 
 
@@ -84,7 +138,8 @@ def _fill(t: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
 @contextlib.contextmanager
 def drawn_constants(seed: int) -> Iterator[None]:
     """While active, constant initialisers (and the norms' running statistics) draw their values from
-    ``seed`` as the module docstring says; on exit torch's own initialisers are back."""
+    ``seed``, and random initialisers' draws are scaled and given outliers from it, as the module docstring says; on
+    exit torch's own initialisers are back."""
     draws = _Draws(seed)
     ones, zeros = nn_init.ones_, nn_init.zeros_
     constant = nn_init.constant_
@@ -115,11 +170,45 @@ def drawn_constants(seed: int) -> Iterator[None]:
         _fill(self.running_var, 0.5 + draws.uniform("running_var", self.running_var))
         self.num_batches_tracked.zero_()
 
+    depth = [0]  # > 0 inside a widened initialiser: a nested one is not widened again
+
+    def widening(name: str) -> Any:
+        torch_fn = getattr(nn_init, name)
+
+        def drawn_random(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+            depth[0] += 1
+            try:
+                result = torch_fn(tensor, *args, **kwargs)
+            finally:
+                depth[0] -= 1
+            if depth[0] == 0 and isinstance(tensor, torch.Tensor) and tensor.is_floating_point():
+                draws.widen(tensor)
+            return result
+
+        drawn_random.__name__ = drawn_random.__qualname__ = name
+        drawn_random.__doc__ = torch_fn.__doc__
+        return drawn_random
+
+    def forwarder(name: str) -> Any:
+        def forward(*args: Any, **kwargs: Any) -> Any:  # nn.init's attribute now: the guard's wrapper, if any
+            return getattr(nn_init, name)(*args, **kwargs)
+
+        forward.__name__ = forward.__qualname__ = name
+        return forward
+
+    randoms = {name: getattr(nn_init, name) for name in RANDOM_INITIALISERS}
+    held_randoms = {(m, a): getattr(m, a) for m, a in _RANDOM_HOLDERS}
+    widened = {name: widening(name) for name in RANDOM_INITIALISERS}
+
     nn_init.ones_, nn_init.zeros_ = drawn_ones, drawn_zeros
     for m, a in _CONSTANT_HOLDERS:
         setattr(m, a, drawn_constant)
+    for name, fn in widened.items():
+        setattr(nn_init, name, fn)
+    for m, a in _RANDOM_HOLDERS:
+        setattr(m, a, forwarder(a))
     nn_batchnorm._NormBase.reset_running_stats = drawn_running_stats
-    active = (drawn_ones, drawn_zeros, drawn_constant, drawn_running_stats)
+    active = (drawn_ones, drawn_zeros, drawn_constant, drawn_running_stats, *widened.values())
     _ACTIVE.update(active)
     try:
         yield
@@ -127,5 +216,9 @@ def drawn_constants(seed: int) -> Iterator[None]:
         _ACTIVE.difference_update(active)
         nn_init.ones_, nn_init.zeros_ = ones, zeros
         for (m, a), fn in held.items():
+            setattr(m, a, fn)
+        for name, fn in randoms.items():
+            setattr(nn_init, name, fn)
+        for (m, a), fn in held_randoms.items():
             setattr(m, a, fn)
         nn_batchnorm._NormBase.reset_running_stats = reset_stats

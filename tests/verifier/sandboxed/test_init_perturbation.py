@@ -1,5 +1,6 @@
-"""Constant initialisers drawn at random (`verifier/sandboxed/init_perturbation.py`): the same values on both
-sides of a verdict whenever ModelNew builds the same layers, random layers untouched, torch restored after."""
+"""Constant initialisers drawn at random and random initialisers widened (`verifier/sandboxed/init_perturbation.py`):
+the same values on both sides of a verdict whenever ModelNew builds the same layers, torch's global stream consumed
+as without them, torch restored after."""
 import torch
 import torch.nn as nn
 
@@ -47,14 +48,14 @@ def test_constants_are_drawn_around_their_defaults():
     assert net.gn.weight.requires_grad  # still parameters
 
 
-def test_both_sides_get_the_same_values_and_the_random_layers_are_untouched():
+def test_both_sides_get_the_same_values_whatever_the_order_of_norm_and_convolution():
     a, b = build(11), build(11)
     for (name, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items()):
         assert torch.equal(x, y), name
-    # the global stream is not consumed: the convolution is the one built without perturbation, and the
-    # norm gets the same draws whether it is built before or after it
-    plain, norm_first = build(None), build(11, order="norm-first")
-    assert torch.equal(a.conv.weight, plain.conv.weight) and torch.equal(a.conv.bias, plain.conv.bias)
+    # the global stream is not consumed: the convolution is the one built without perturbation, widened alike
+    # (test_random_initialisers_are_widened_alike_on_both_sides), and the norm gets the same draws whether it is
+    # built before or after it
+    norm_first = build(11, order="norm-first")
     assert torch.equal(norm_first.gn.weight, a.gn.weight) and torch.equal(norm_first.conv.weight, a.conv.weight)
     # another secret seed, other values
     assert not torch.equal(build(12).gn.weight, a.gn.weight)
@@ -101,3 +102,113 @@ def test_weights_and_constants_take_both_signs_variances_stay_positive():
         with drawn_constants(seed):
             signs |= set(torch.sign(nn.LayerNorm(16).weight.detach()).tolist())
     assert signs == {-1.0, 1.0}
+
+
+class Layers(nn.Module):
+    """The layers whose reset_parameters draw at random: Linear, ConvNd, Embedding, an LSTM, MultiheadAttention (its
+    xavier_uniform_ imported by name) and a Transformer layer stack (xavier_uniform_ imported by name too)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(256, 128)
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.convt = nn.ConvTranspose2d(4, 6, 3)
+        self.emb = nn.Embedding(50, 16)
+        self.lstm = nn.LSTM(8, 16)
+        self.attn = nn.MultiheadAttention(16, 2)
+        self.tr = nn.Transformer(16, 2, 1, 1, 32, batch_first=True)
+        self.bn = nn.BatchNorm1d(16)
+
+
+def build_layers(seed: int | None, init_seed: int = 3) -> Layers:
+    torch.manual_seed(init_seed)
+    if seed is None:
+        return Layers()
+    with drawn_constants(seed):
+        return Layers()
+
+
+def test_random_initialisers_are_widened_alike_on_both_sides():
+    """Red team round 7: nn.Linear's W was only ever drawn in U(+-1/sqrt(in)), so a kernel storing W as fixed point
+    saturating at that bound passed. Random initialisers' draws are scaled per call and given outliers, from the
+    per-call generator: both sides get the same values, torch's global stream is consumed as before."""
+    plain, a, b = build_layers(None), build_layers(11), build_layers(11)
+    for (name, x), (_, y), (_, p) in zip(a.state_dict().items(), b.state_dict().items(), plain.state_dict().items()):
+        assert torch.equal(x, y), name
+        if x.is_floating_point() and not name.startswith("bn.") and "bias" not in name:
+            assert not torch.equal(x, p), f"{name} was not widened"
+    assert float(a.bn.running_var.min()) >= 0.5  # a variance stays positive
+    # the global stream is where it was: what is drawn after construction is the same
+    torch.manual_seed(3)
+    Layers()
+    after_plain = torch.rand(4)
+    torch.manual_seed(3)
+    with drawn_constants(11):
+        Layers()
+    assert torch.equal(torch.rand(4), after_plain)
+    # the widening is a per-call factor and outliers on top of torch's own draw: most elements are the plain draw
+    # times one factor
+    ratio = a.fc.weight.detach() / plain.fc.weight.detach()
+    factor = float(ratio.median())
+    assert 0.25 <= factor <= 4.0
+    assert float((torch.isclose(ratio, torch.full_like(ratio, factor), rtol=1e-5)).double().mean()) > 0.99
+    assert not torch.equal(build_layers(12).fc.weight, a.fc.weight)  # another secret seed, other values
+
+
+def test_weights_leave_their_initial_bound_in_every_draw():
+    """Every widened tensor holds values beyond its initial bound (the outliers: at least one per tensor, about one
+    element in 1024, 2 to 8 times the draw's largest), whatever the factor; the factor itself spans [1/4, 4]."""
+    bound = 1 / 16  # nn.Linear(256, ...): U(+-1/sqrt(256))
+    factors = []
+    for seed in range(12):
+        torch.manual_seed(0)
+        plain = nn.Linear(256, 128)
+        torch.manual_seed(0)
+        with drawn_constants(seed):
+            fc = nn.Linear(256, 128)
+        w, b = fc.weight.detach(), fc.bias.detach()
+        assert float(w.abs().max()) > bound and float(b.abs().max()) > bound, seed
+        assert 32 // 2 <= int((w.abs() > 1.9 * float((w / plain.weight.detach()).median().abs()) * bound).sum()) <= 32
+        factors.append(float((w / plain.weight.detach()).median()))
+    assert min(factors) < 1 < max(factors) and 0.25 <= min(factors) and max(factors) <= 4.0
+    # both signs among the outliers, and a one-element tensor is widened too
+    with drawn_constants(1):
+        one = nn.init.uniform_(torch.empty(1), -1.0, 1.0)
+        many = nn.init.normal_(torch.empty(1 << 16))
+    assert float(one.abs()) > 1.0
+    big = many[many.abs() > 1.9 * float(many.abs().kthvalue(many.numel() - 64).values)]
+    assert float(big.min()) < 0 < float(big.max())
+
+
+def test_init_guard_trusts_the_widened_initialisers():
+    """The candidate's construction runs under drawn_constants (entered first, as the worker does) and the guard: the
+    widened initialisers, nn.init's and those imported by name (MultiheadAttention, Transformer), run trusted, so
+    300 layers cost no Python-chosen values and the values are the reference's (built without the guard)."""
+    from evokernel.verifier.sandboxed.init_guard import PYTHON_CAP, guarded_construction
+
+    torch.manual_seed(3)
+    with drawn_constants(11), guarded_construction() as guard:
+        model = Layers()
+        many = nn.ModuleList(nn.Linear(4, 4) for _ in range(PYTHON_CAP + 44))
+    guard.audit(model)
+    guard.audit(many)
+    assert guard.violations == {} and guard.python_values < 16, (guard.violations, guard.python_values)
+    reference = build_layers(11)
+    for (name, x), (_, y) in zip(model.state_dict().items(), reference.state_dict().items()):
+        assert torch.equal(x, y), name
+
+
+def test_random_initialisers_are_restored():
+    from torch.nn.modules import activation, transformer
+
+    held = (nn.init.kaiming_uniform_, nn.init.uniform_, activation.xavier_uniform_, transformer.xavier_uniform_)
+    try:
+        with drawn_constants(5):
+            assert nn.init.kaiming_uniform_ is not held[0]
+            raise RuntimeError("a constructor failed")
+    except RuntimeError:
+        pass
+    assert (nn.init.kaiming_uniform_, nn.init.uniform_, activation.xavier_uniform_, transformer.xavier_uniform_) == held
+    torch.manual_seed(0)
+    w = nn.Linear(256, 8).weight.detach()
+    assert float(w.abs().max()) <= 1 / 16
