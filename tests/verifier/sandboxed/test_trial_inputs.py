@@ -34,7 +34,9 @@ def test_special_inputs_hold_signed_zeros_and_large_finite_values_of_both_signs(
 
 
 def test_half_precision_inputs_hold_large_and_tiny_values_and_stay_finite():
-    """Red team round 6: a float16 add saturating at 4e4 passed (no large values were planted in half precision)."""
+    """Red team round 6: half precision got no planted values. bfloat16 gets large and tiny ones; float16 tiny ones
+    only (two planted values meeting in a float16 matmul's product overflow 65504 in PyTorch and in an honest kernel
+    alike, and an activation's answer on that Inf differs: the template's float16 cube matmul + GELU was refused)."""
     for make in (special, distinct):
         for dtype, top in ((torch.float16, 6e4), (torch.bfloat16, None)):
             seen = 0.0
@@ -44,14 +46,17 @@ def test_half_precision_inputs_hold_large_and_tiny_values_and_stay_finite():
                 a = y.float().abs()
                 assert torch.isfinite(y).all() and (y == 0).any()
                 large = a >= LARGE_MIN
+                if dtype == torch.float16:
+                    assert float(a.max()) < 100  # randn's own draws only
+                    lo, hi = tiny_range(dtype)
+                    assert (a[(a > 0) & (a < hi * 1.01)] >= lo * 0.99).any()
+                    continue
                 assert (large & (y > 0)).any() and (large & (y < 0)).any()
                 assert float(a.max()) <= (top or large_max(dtype, int(large.sum()))) * 1.001
                 lo, hi = tiny_range(dtype)
                 tiny = (a > 0) & (a < hi * 1.01)
                 assert (a[tiny] >= lo * 0.99).any()
                 seen = max(seen, float(a.max()))
-            if top:
-                assert seen > 4e4  # float16's top decade is reached (the saturating add's band)
 
 
 def test_special_inputs_hold_constant_rows_with_exactly_zero_variance():
@@ -148,6 +153,8 @@ def test_planted_magnitudes_reach_every_decade_of_the_range_over_seeds():
                 small = (y != 0) & (y.abs() < hi * 1.001)
                 tiny_seen |= _decades(y[small & (y.abs() < 1e-6)] if dtype != torch.float16 else y[small], step)
             want_large = {d // step * step for d in range(2, int(math.floor(math.log10(bound))))}
+            if dtype == torch.float16:  # no large values in float16 (trial_inputs.LARGE_PLANTED)
+                want_large = set()
             assert want_large <= large_seen, (dtype, sorted(want_large - large_seen))
             want_tiny = {d // step * step for d in range(int(math.ceil(math.log10(lo))) + step - 1,
                                                           -6 if dtype != torch.float16 else -3)}
