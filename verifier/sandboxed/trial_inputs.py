@@ -65,8 +65,9 @@ DEFAULT_TINY_MAX = 1e-4
 # float64: up to 1e75, whose fourth power is finite and whose outputs' squares the parent sums in float64
 # (correctness._scan) stay far from overflow; float32/bfloat16: 1e10. Higher (up to sqrt(max / (HEADROOM x count)),
 # ~1e17) refused 5 of 54 honest golden items (matmul + LayerNorm: PyTorch's LayerNorm overflowed on rows a matmul
-# amplified while the kernels did not; SwiGLU products of two amplified values): a task-dependent bound -- the largest decade at which the reference's own
-# arithmetic stays finite, probed in the reference sandbox -- is the way up, not done yet (docs/verifier.md)
+# amplified while the kernels did not; SwiGLU products of two amplified values): a task-dependent bound -- the
+# largest decade at which the reference's own arithmetic stays finite, probed in the reference sandbox -- is the way
+# up, not done yet (docs/verifier.md)
 # float16 has no cap: it gets tiny values but no large ones (two planted values meeting in one product of a float16
 # matmul overflow its 65504 in PyTorch and in an honest kernel alike, and what an activation then makes of the Inf
 # differs, NaN against Inf: the template's float16 cube matmul + tanh GELU was refused that way; docs/verifier.md)
