@@ -262,6 +262,8 @@ def compare(candidate: torch.Tensor, reference: torch.Tensor, inputs: list[torch
         return cmp
     result = Comparison(True, "", norm_rel_err=st.norm_rel, nonfinite=st.nonfinite)
     degenerate = _degenerate(raw_c, raw_r, inputs, st, judged)
+    if degenerate and truth is not None and st.c_min == st.c_max != 0 and _noise_around_constant(r, truth, fin):
+        degenerate = ""  # the answer is that constant: PyTorch's spread around it is its own rounding
     if degenerate:
         result.ok = False
         result.message = f"{label}: {degenerate} (the reference is not); the kernel must compute the operator"
@@ -430,6 +432,31 @@ def _mismatch(c: torch.Tensor, r: torch.Tensor, tol: float, label: str, dtype: t
                       f"{_dtype_note(dtype)}; max abs err {max_abs:.4g}, max rel err {max_rel:.4g}; first mismatch at "
                       f"{_fmt_index(i, tuple(r.shape))}: expected {r.reshape(-1)[i].item():{digits}}, "
                       f"got {c.reshape(-1)[i].item():{digits}}", max_abs, max_rel)
+
+
+NOISE_SPREAD = 1e-6  # float64's spread this far below float32's: the float32 spread is rounding
+
+
+def _noise_around_constant(r: torch.Tensor, truth: Callable[[], torch.Tensor | Exact],
+                           fin: torch.Tensor | None) -> bool:
+    """Is the exact answer a constant (0 included) that PyTorch's float32 only scatters around? True when the
+    float64 answer's spread (max - min) is under ``NOISE_SPREAD`` of the reference's:
+    the mean of a GroupNorm whose weight is one constant is its bias in every row, and float32 sums put ~1e-8
+    of rounding around it, which an honest kernel's last addition can round away. A nonzero constant output
+    there is the answer, not a trivial one (all zeros stays degenerate: rounding near 0 is too fine to vanish);
+    where float64 varies as float32 does, the output must vary too."""
+    exact = _exact(truth, r.shape)[0]
+    keep = torch.isfinite(exact) & torch.isfinite(r)
+    if fin is not None:
+        keep &= fin
+    if not bool(keep.any()):
+        return False
+    e, rr = exact[keep], r[keep].double()
+    r_spread = float(rr.max() - rr.min())
+    if r_spread == 0:
+        return False
+    e_spread = float(e.max() - e.min())
+    return e_spread <= NOISE_SPREAD * r_spread
 
 
 def _degenerate(c: torch.Tensor, r: torch.Tensor, inputs: list[torch.Tensor], st: _Scan, judged: int) -> str:

@@ -120,6 +120,36 @@ def test_constant_and_input_copy_are_degenerate():
     assert "copy of input 0" in compare(x.clone(), near_identity, [x], 1e-2).message
 
 
+def test_a_constant_answer_is_not_degenerate_where_float32_only_scatters_around_it():
+    # found by CI (KernelBench level2/23, Conv3d -> GroupNorm -> mean): in a perturbed-parameter trial the
+    # GroupNorm weight is one random constant, so every row's answer is the bias; float32 PyTorch scatters
+    # ~1e-8 around it, and a kernel whose sums happened to round to exactly the bias was refused as a constant
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(16, 8, 4, 8, 8, generator=g)
+    w, b = torch.full((8,), -1.7), torch.full((8,), -0.108559)
+
+    def op(t):
+        return torch.nn.functional.group_norm(t, 4, w.to(t.dtype), b.to(t.dtype)).mean(dim=(1, 2, 3, 4))
+
+    ref, exact = op(x), op(x.double())
+    assert float(ref.max() - ref.min()) > 0  # float32's rounding scatter
+    const = torch.full_like(ref, float(exact[0]))
+    cmp = compare(const, ref, [x], 1e-2, reduction=True, truth=lambda: Exact(exact))
+    assert cmp.ok, cmp.message
+    assert not compare(const, ref, [x], 1e-2, reduction=True).ok  # without float64's opinion: still refused
+    # where the answer varies (a per-channel weight), float64 varies as float32 does and a constant is refused
+    w2 = torch.linspace(0.5, 2.0, 8)
+
+    def op2(t):
+        return torch.nn.functional.group_norm(t, 4, w2.to(t.dtype), b.to(t.dtype)).mean(dim=(1, 2, 3, 4))
+
+    ref2, exact2 = op2(x), op2(x.double())
+    const2 = torch.full_like(ref2, float(exact2.mean()))
+    if compare(const2, ref2, [x], 1e-2, reduction=True).message.find("outside") < 0:
+        cmp2 = compare(const2, ref2, [x], 1e-2, reduction=True, truth=lambda: Exact(exact2))
+        assert not cmp2.ok and "constant" in cmp2.message, cmp2.message
+
+
 def test_normwise_guard():
     ref = torch.randn(1000) * 1e-3  # every element below atol
     cand = ref + 5e-3 * torch.sign(torch.randn(1000))  # elementwise within atol, norm-wise far off
