@@ -30,8 +30,13 @@ def same_bytes(h1: Any, m1: Any, h2: Any, m2: Any) -> bool:
         return False
     if m1.nbytes == 0:
         return True
-    a = torch.frombuffer(h1.mm, dtype=torch.uint8, count=m1.nbytes, offset=m1.offset)
-    b = torch.frombuffer(h2.mm, dtype=torch.uint8, count=m2.nbytes, offset=m2.offset)
+    # the widest integer word that divides the size and both offsets: torch.equal runs ~4x faster on int64 words
+    # than on bytes, and equal words are equal bytes
+    word = next(w for w in (torch.int64, torch.int32, torch.int16, torch.uint8)
+                if m1.nbytes % w.itemsize == 0 and m1.offset % w.itemsize == 0 and m2.offset % w.itemsize == 0)
+    n = m1.nbytes // word.itemsize
+    a = torch.frombuffer(h1.mm, dtype=word, count=n, offset=m1.offset)
+    b = torch.frombuffer(h2.mm, dtype=word, count=n, offset=m2.offset)
     same = torch.equal(a, b)
     del a, b  # release the buffer exports
     return same
