@@ -262,7 +262,7 @@ def compare(candidate: torch.Tensor, reference: torch.Tensor, inputs: list[torch
         return cmp
     result = Comparison(True, "", norm_rel_err=st.norm_rel, nonfinite=st.nonfinite)
     degenerate = _degenerate(raw_c, raw_r, inputs, st, judged)
-    if degenerate and truth is not None and st.c_min == st.c_max != 0 and _noise_around_constant(r, truth, fin):
+    if degenerate and truth is not None and st.c_min == st.c_max != 0 and _noise_around_constant(r, truth, fin, st.c_min):
         degenerate = ""  # the answer is that constant: PyTorch's spread around it is its own rounding
     if degenerate:
         result.ok = False
@@ -437,14 +437,21 @@ def _mismatch(c: torch.Tensor, r: torch.Tensor, tol: float, label: str, dtype: t
 NOISE_SPREAD = 1e-6  # float64's spread this far below float32's: the float32 spread is rounding
 
 
+CONSTANT_ULPS = 64  # the constant output may be this many float32 units from the exact constant (relative)
+RESOLVED = 1e3  # and the exact constant this many times farther from 0 than float32's scatter around it
+
+
 def _noise_around_constant(r: torch.Tensor, truth: Callable[[], torch.Tensor | Exact],
-                           fin: torch.Tensor | None) -> bool:
+                           fin: torch.Tensor | None, value: float) -> bool:
     """Is the exact answer a constant (0 included) that PyTorch's float32 only scatters around? True when the
     float64 answer's spread (max - min) is under ``NOISE_SPREAD`` of the reference's:
     the mean of a GroupNorm whose weight is one constant is its bias in every row, and float32 sums put ~1e-8
     of rounding around it, which an honest kernel's last addition can round away. A nonzero constant output
     there is the answer, not a trivial one (all zeros stays degenerate: rounding near 0 is too fine to vanish);
-    where float64 varies as float32 does, the output must vary too."""
+    where float64 varies as float32 does, the output must vary too. The constant must also carry the answer: the
+    exact constant well above float32's scatter (``RESOLVED``; an answer of 0 is not one: a kernel writing 1e-30
+    for the exact 0 of a LayerNorm's row mean, never reading its input, passed through this rule once: red team
+    round 9) and ``value`` within ``CONSTANT_ULPS`` float32 units of it."""
     exact = _exact(truth, r.shape)[0]
     keep = torch.isfinite(exact) & torch.isfinite(r)
     if fin is not None:
@@ -456,7 +463,11 @@ def _noise_around_constant(r: torch.Tensor, truth: Callable[[], torch.Tensor | E
     if r_spread == 0:
         return False
     e_spread = float(e.max() - e.min())
-    return e_spread <= NOISE_SPREAD * r_spread
+    if e_spread > NOISE_SPREAD * r_spread:
+        return False
+    answer = float(e.mean())
+    return (abs(answer) >= RESOLVED * r_spread and
+            abs(value - answer) <= CONSTANT_ULPS * torch.finfo(torch.float32).eps * abs(answer))
 
 
 def _degenerate(c: torch.Tensor, r: torch.Tensor, inputs: list[torch.Tensor], st: _Scan, judged: int) -> str:

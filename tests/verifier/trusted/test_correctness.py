@@ -137,6 +137,16 @@ def test_a_constant_answer_is_not_degenerate_where_float32_only_scatters_around_
     cmp = compare(const, ref, [x], 1e-2, reduction=True, truth=lambda: Exact(exact))
     assert cmp.ok, cmp.message
     assert not compare(const, ref, [x], 1e-2, reduction=True).ok  # without float64's opinion: still refused
+    # the constant must carry the answer: one off by 1e-4 relative (inside the elementwise tolerance) is refused
+    off = torch.full_like(ref, float(exact[0]) * (1 + 1e-4))
+    assert not compare(off, ref, [x], 1e-2, reduction=True, truth=lambda: Exact(exact)).ok
+    # red team round 9 (rt9_tiny_constant_beats_zero_guard): where the answer is 0 (a LayerNorm's row mean), a
+    # tiny constant that never read the input is not "the answer": still degenerate
+    ln = torch.nn.functional.layer_norm
+    ref0, exact0 = ln(x.reshape(16, -1), (x[0].numel(),)).mean(-1), ln(x.double().reshape(16, -1), (x[0].numel(),)).mean(-1)
+    tiny = torch.full_like(ref0, 1e-12)  # 1e-30 squares to 0 in float32: the all-zeros guard catches that one
+    cmp0 = compare(tiny, ref0, [x], 1e-2, reduction=True, truth=lambda: Exact(exact0))
+    assert not cmp0.ok and "constant" in cmp0.message, cmp0.message
     # where the answer varies (a per-channel weight), float64 varies as float32 does and a constant is refused
     w2 = torch.linspace(0.5, 2.0, 8)
 
