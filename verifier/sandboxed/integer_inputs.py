@@ -1,4 +1,4 @@
-"""Runs INSIDE the reference sandbox: the values the ``special`` trials plant into integer inputs.
+"""Runs INSIDE the reference sandbox: what the ``special`` and ``distinct`` trials plant into integer and bool inputs.
 
 The trial perturbations of `trial_inputs` reshape floating inputs only, so an integer input (class targets,
 indices, offsets) used to hold only what ``get_inputs()`` draws -- ``randint(0, C)`` -- and a kernel wrong on
@@ -8,15 +8,27 @@ every language-model batch) as class 0 (red team round 6, ``rt6_cross_entropy_ig
 In the trials named in `PLANTED_IN`, every integer (not bool) input of at least 2 elements gets, at random
 positions (~1/16 of its elements per group, at least one; the positions of the groups do not overlap):
 
-* the **boundaries** of what ``get_inputs()`` drew: its minimum and maximum (0 and C-1 for ``randint(0, C)``);
+* the **boundaries** of what ``get_inputs()`` drew: its minimum and maximum (0 and C-1 for ``randint(0, C)``) --
+  ``special`` only;
 * the **sentinels** `SENTINELS` (-1, -100: ignore_index's default) and ``-(max + 1)``, the most negative index
   that wraps to a valid one for a dimension of ``max + 1`` -- each only if the dtype holds it and it lies outside
-  the drawn range.
+  the drawn range;
+* **negative indices** drawn from -2 .. -max (`NEGATIVE_DRAWN` per trial), where the drawn range is [0, max] with
+  max >= 2: Python-style indexing accepts every value in [-(max + 1), max] (red team round 8 passed a gather right
+  for -1 and -(max + 1) only).
 
-The ``special`` trials (the plain one and the perturbed-parameter one) plant them: their planted equal values
-already excuse an index output from exact comparison (ties), and planted boundaries repeat a value many times (a
-``distinct`` trial promises rows without ties and compares integer outputs exactly). The timing's value rounds draw
-their inputs in a worker that holds no model, so they plant nothing here.
+Every bool input of at least 2 elements (a mask) gets ~1/16 of the rows of its last dimension all False (a padding row:
+nothing kept) and ~1/16 all True (red team round 8 passed a masked mean answering 0/0 on an all-False row; ``rand >
+0.5`` over a row is never all False).
+
+The ``special`` trials (the plain one and the perturbed-parameter one) plant every group: their planted equal values
+already excuse an index output from exact comparison (ties). The ``distinct`` trials compare integer outputs exactly
+and promise rows without ties, so they plant no boundaries (~1/16 of the elements repeating the drawn maximum would
+tie an argmax over an integer input) but the sentinels, the negative indices and the bool rows: a sentinel planted
+only where integer outputs are excused never judged one (red team round 8: a count of ``labels != -100`` that ignored
+its labels passed). The sentinels repeat too; an argmin over an integer input meets PyTorch's first-index choice
+among them, as the plain trials judge it among ``randint``'s own repeats. The timing's value rounds draw their inputs
+in a worker that holds no model, so they plant nothing here.
 
 A planted group is kept only if **the reference accepts it**: the task's ``Model`` runs on the inputs with the
 group planted (floating inputs as drawn, before their own perturbation) without an exception and gives finite

@@ -10,17 +10,20 @@ reshape their floating values (integer inputs such as class indices: `integer_in
   where it would pass on well-behaved inputs; closed forms that assume the task's distribution fail too.
 * ``special``: values i.i.d. draws almost never hold -- a few exact +0.0 and -0.0, large finite magnitudes and tiny
   normal ones of both signs over the dtype's range in decades (large: 1e2 up to `large_max`, 1e10 in float32/bfloat16
-  and 1e75 in float64, at most one per row of the last dimension, none in float16; tiny: from the smallest normal up
-  to 1e-4, float16 1e-3; no subnormals: a kernel built to flush those to zero treats them as 0 honestly), drawn
-  stratified so that every band of the range a few slices wide is hit in every trial, and constant rows (~1/16 of the
+  and 1e75 in float64, at most one per row of the last dimension, signs alternating from +, none in float16; tiny:
+  from the smallest normal up to 1e-4, float16 1e-3), drawn stratified so that every band of the range a few slices
+  wide is hit in every trial, a few subnormals of both signs (the reference's sandbox keeps them only where flushing
+  them to zero, as a kernel built with flush-to-zero does, leaves the reference's answer as it is: worker.py), and
+  constant rows (~1/16 of the
   last dimension's rows repeat one value, so a norm over a row sees variance 0). A kernel wrong only at zero, above
   or below some magnitude or on a row of equal values fails here (red team rounds 4-6). The trial with perturbed
   parameters (trusted/trials.py) draws these inputs too: a constant row's answer is the bias, which is 0 under the
   default parameters. Equal values make ties, so an index output (argmax) is not compared in this trial
   (trusted/trials.py).
-* ``distinct``: the same zeros, tiny and large values without ties: at most one zero per row of the last dimension,
-  no constant rows, large values of a row never equal, so integer outputs (an argmax, a count) and bool masks are
-  compared exactly here (red team round 5: an argmax wrong on every row holding a large value, and one that skipped a
+* ``distinct``: the same zeros, tiny and large values without ties (no subnormals; signs alternating from -, so an
+  input of one row sees a large value of each sign across the two trials): at most one zero per row of the last
+  dimension, no constant rows, large values of a row never equal, so integer outputs (an argmax, a count) and bool
+  masks are compared exactly here (red team round 5: an argmax wrong on every row holding a large value, and one that skipped a
   LayerNorm's drawn affine, passed while the only trials with such values skipped integer outputs). The second trial
   with perturbed parameters draws these inputs, and so do some of the timing's untimed rounds, at random
   (trusted/timing_protocol.py).
@@ -89,8 +92,8 @@ def large_max(dtype: torch.dtype, count: int) -> float:
 
 
 def tiny_range(dtype: torch.dtype) -> tuple[float, float]:
-    """(smallest, largest) tiny magnitude planted in ``dtype``: from its smallest normal (no subnormals: a kernel built
-    to flush those to zero treats them as 0 honestly) up to where randn's own draws are common."""
+    """(smallest, largest) tiny normal magnitude planted in ``dtype``: from its smallest normal (subnormals: see
+    `_plant_subnormals`) up to where randn's own draws are common."""
     return torch.finfo(dtype).tiny, TINY_MAX.get(dtype, DEFAULT_TINY_MAX)
 
 
