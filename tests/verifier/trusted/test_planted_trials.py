@@ -39,7 +39,7 @@ lib = load_cpp(r"""
 #include <xmmintrin.h>
 extern "C" void op(const float* x, float* y, int64_t n) {
     unsigned int csr = _mm_getcsr();
-    _mm_setcsr(csr | 0x8040);  // flush-to-zero and denormals-are-zero
+    _mm_setcsr(csr | FLAGS);  // 0x8040: flush-to-zero and denormals-are-zero
     volatile float zero = 0.0f;
     for (int64_t i = 0; i < n; ++i) { float v = x[i] + zero; y[i] = EXPR; }
     _mm_setcsr(csr);
@@ -116,12 +116,14 @@ def test_subnormals_stay_where_flushing_is_harmless_and_a_flushing_kernel_passes
         assert _subnormals(_inputs(verifier, relu, seed, "special")[0]) == 4  # relu(s) vs relu(0): kept
         assert _subnormals(_inputs(verifier, log, seed, "special")[0]) == 0  # log(s) ~ -90 vs -inf: flushed
         assert _subnormals(_inputs(verifier, relu, seed, "distinct")[0]) == 0  # special only
-    v = verifier.verify(relu, FTZ_KERNEL.replace("EXPR", "v > 0.0f ? v : 0.0f"))
+    ftz = FTZ_KERNEL.replace("FLAGS", "0x8040")
+    v = verifier.verify(relu, ftz.replace("EXPR", "v > 0.0f ? v : 0.0f"))
     assert v.feasible, v.feedback[:800]
-    v = verifier.verify(log, FTZ_KERNEL.replace("EXPR", "std::log(std::fabs(v))"))
+    v = verifier.verify(log, ftz.replace("EXPR", "std::log(std::fabs(v))"))
     assert v.feasible, v.feedback[:800]  # would be refused had its subnormals stayed: -inf where PyTorch has -90
-    v = verifier.verify(relu, FTZ_KERNEL.replace("EXPR", "(x[i] != 0.0f && std::fabs(x[i]) < 1.17549435e-38f) ? 1e30f "
-                                                         ": (v > 0.0f ? v : 0.0f)"))
+    wrong = FTZ_KERNEL.replace("FLAGS", "0").replace(  # no flushing: a subnormal reads as itself, and answers 1e30
+        "EXPR", "(v != 0.0f && std::fabs(v) < 1.17549435e-38f) ? 1e30f : (v > 0.0f ? v : 0.0f)")
+    v = verifier.verify(relu, wrong)
     assert not v.feasible and v.failed_gate == "correctness" and "special" in v.feedback, v.feedback[:800]
 
 
