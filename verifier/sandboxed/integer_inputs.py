@@ -1,4 +1,4 @@
-"""Runs INSIDE the reference sandbox: the values the ``special`` trials plant into integer inputs.
+"""Runs INSIDE the reference sandbox: what the ``special`` and ``distinct`` trials plant into integer and bool inputs.
 
 The trial perturbations of `trial_inputs` reshape floating inputs only, so an integer input (class targets,
 indices, offsets) used to hold only what ``get_inputs()`` draws -- ``randint(0, C)`` -- and a kernel wrong on
@@ -8,15 +8,27 @@ every language-model batch) as class 0 (red team round 6, ``rt6_cross_entropy_ig
 In the trials named in `PLANTED_IN`, every integer (not bool) input of at least 2 elements gets, at random
 positions (~1/16 of its elements per group, at least one; the positions of the groups do not overlap):
 
-* the **boundaries** of what ``get_inputs()`` drew: its minimum and maximum (0 and C-1 for ``randint(0, C)``);
+* the **boundaries** of what ``get_inputs()`` drew: its minimum and maximum (0 and C-1 for ``randint(0, C)``) --
+  ``special`` only;
 * the **sentinels** `SENTINELS` (-1, -100: ignore_index's default) and ``-(max + 1)``, the most negative index
   that wraps to a valid one for a dimension of ``max + 1`` -- each only if the dtype holds it and it lies outside
-  the drawn range.
+  the drawn range;
+* **negative indices** drawn from -2 .. -max (`NEGATIVE_DRAWN` per trial), where the drawn range is [0, max] with
+  max >= 2: Python-style indexing accepts every value in [-(max + 1), max] (red team round 8 passed a gather right
+  for -1 and -(max + 1) only).
 
-The ``special`` trials (the plain one and the perturbed-parameter one) plant them: their planted equal values
-already excuse an index output from exact comparison (ties), and planted boundaries repeat a value many times (a
-``distinct`` trial promises rows without ties and compares integer outputs exactly). The timing's value rounds draw
-their inputs in a worker that holds no model, so they plant nothing here.
+Every bool input of at least 2 elements (a mask) gets ~1/16 of the rows of its last dimension all False (a padding row:
+nothing kept) and ~1/16 all True (red team round 8 passed a masked mean answering 0/0 on an all-False row; ``rand >
+0.5`` over a row is never all False).
+
+The ``special`` trials (the plain one and the perturbed-parameter one) plant every group: their planted equal values
+already excuse an index output from exact comparison (ties). The ``distinct`` trials compare integer outputs exactly
+and promise rows without ties, so they plant no boundaries (~1/16 of the elements repeating the drawn maximum would
+tie an argmax over an integer input) but the sentinels, the negative indices and the bool rows: a sentinel planted
+only where integer outputs are excused never judged one (red team round 8: a count of ``labels != -100`` that ignored
+its labels passed). The sentinels repeat too; an argmin over an integer input meets PyTorch's first-index choice
+among them, as the plain trials judge it among ``randint``'s own repeats. The timing's value rounds draw their inputs
+in a worker that holds no model, so they plant nothing here.
 
 A planted group is kept only if **the reference accepts it**: the task's ``Model`` runs on the inputs with the
 group planted (floating inputs as drawn, before their own perturbation) without an exception and gives finite
@@ -33,9 +45,11 @@ from typing import Callable
 
 import torch
 
-PLANTED_IN = ("special",)  # the perturbations that also plant integer values (trial_inputs.PERTURBATIONS' names)
+PLANTED_IN = ("special", "distinct")  # the perturbations that also plant integer and bool values (trial_inputs'
+# PERTURBATIONS' names); ``distinct`` plants no boundaries (`plant`'s sentinels_only)
 SENTINELS = (-1, -100)  # -100: the default ignore_index of cross_entropy / nll_loss
-SHARE = 16  # ~1/SHARE of an integer input's elements per planted group
+SHARE = 16  # ~1/SHARE of an integer input's elements (a bool input's rows) per planted group
+NEGATIVE_DRAWN = 8  # Python-style negative indices drawn per trial (`groups`)
 MIN_ELEMENTS = 2  # a one-element integer input is a count or a size more often than data: left alone
 
 
@@ -45,16 +59,33 @@ def integer_input(t: torch.Tensor) -> bool:
             and t.numel() >= MIN_ELEMENTS)
 
 
-def groups(x: torch.Tensor) -> list[tuple[str, list[int]]]:
-    """(name, values) of the groups planted into ``x``: its drawn minimum and maximum, then each sentinel the dtype
-    holds outside the drawn range (``-(max + 1)`` only if it is not one of `SENTINELS`)."""
+def bool_input(t: torch.Tensor) -> bool:
+    """A bool input this module plants rows into (a mask): at least `MIN_ELEMENTS` elements."""
+    return t.dtype == torch.bool and t.numel() >= MIN_ELEMENTS
+
+
+def groups(x: torch.Tensor, sentinels_only: bool = False) -> list[tuple[str, list[int]]]:
+    """(name, values) of the groups planted into ``x``: its drawn minimum and maximum (not with ``sentinels_only``),
+    then each sentinel the dtype holds outside the drawn range (``-(max + 1)`` only if it is not one of `SENTINELS`),
+    then, for a drawn range of non-negative values up to ``max >= 2`` (indices), Python-style negative indices drawn
+    from -2 .. -max (`NEGATIVE_DRAWN` of them; red team round 8: a gather right for -1 and -(max + 1) only)."""
     lo, hi = int(x.min()), int(x.max())
     info = torch.iinfo(x.dtype)
-    out: list[tuple[str, list[int]]] = [("boundaries", sorted({lo, hi}))]
+    out: list[tuple[str, list[int]]] = [] if sentinels_only else [("boundaries", sorted({lo, hi}))]
     for s in (*SENTINELS, -(hi + 1)):
-        if info.min <= s <= info.max and not lo <= s <= hi and all(s not in v for _, v in out[1:]):
+        if info.min <= s <= info.max and not lo <= s <= hi and all(s not in v for _, v in out):
             out.append((f"sentinel {s}", [s]))
+    if lo >= 0 and hi >= 2 and info.min <= -hi:
+        taken = {v for _, vs in out for v in vs}
+        drawn = [v for v in (-torch.randint(2, hi + 1, (NEGATIVE_DRAWN,))).tolist() if v not in taken]
+        if drawn:
+            out.append(("negative indices", sorted(set(drawn))))
     return out
+
+
+def bool_groups(x: torch.Tensor) -> list[tuple[str, bool]]:
+    """(name, value) of the rows planted into a bool input: all False (a padding row: nothing kept) and all True."""
+    return [("all-False rows", False), ("all-True rows", True)]
 
 
 def _positions(n: int, count: int, k: int) -> list[torch.Tensor]:
@@ -81,28 +112,50 @@ def _planted(x: torch.Tensor, where: torch.Tensor, values: list[int]) -> torch.T
     return y
 
 
-def plant(inputs: list[torch.Tensor], accepts: Callable[[list[torch.Tensor]], bool]) -> list[torch.Tensor]:
-    """``inputs`` with boundary and sentinel values planted into their integer inputs where ``accepts`` (the
-    reference runs on the whole list without error and with finite outputs) holds; the other inputs are returned
-    as they are. A new list; the tensors given are not modified."""
+def _rows_planted(x: torch.Tensor, rows: torch.Tensor, value: bool) -> torch.Tensor:
+    """``x`` (bool) with the given rows of its last dimension set to ``value``."""
+    y = x.clone()
+    c = y.contiguous()
+    c.view(-1, c.shape[-1] if c.dim() else 1)[rows] = value
+    if c is not y:
+        y.copy_(c)
+    return y
+
+
+def plant(inputs: list[torch.Tensor], accepts: Callable[[list[torch.Tensor]], bool],
+          sentinels_only: bool = False) -> list[torch.Tensor]:
+    """``inputs`` with boundary and sentinel values planted into their integer inputs, and all-False and all-True rows
+    into their bool inputs, where ``accepts`` (the reference runs on the whole list without error and with finite
+    outputs) holds; the other inputs are returned as they are. ``sentinels_only`` (the ``distinct`` trials, which
+    compare integer outputs exactly): no boundaries, whose repeats of drawn values make ties. A new list; the tensors
+    given are not modified."""
     out = list(inputs)
     for i, x in enumerate(inputs):
-        if not integer_input(x):
+        if bool_input(x):
+            width = x.shape[-1] if x.dim() else 1
+            nrows = x.numel() // width
+            places = _positions(nrows, 2, max(1, nrows // SHARE))
+            plans = [(value, where) for (_, value), where in zip(bool_groups(x), places) if where.numel()]
+            do = _rows_planted
+        elif integer_input(x):
+            named = groups(x, sentinels_only)
+            n = x.numel()
+            places = _positions(n, len(named), max(1, n // SHARE))
+            plans = [(values, where) for (_, values), where in zip(named, places) if where.numel()]
+            do = _planted
+        else:
             continue
-        named = groups(x)
-        n = x.numel()
-        k = max(1, n // SHARE)
-        places = _positions(n, len(named), k)
-        plans = [(values, where) for (_, values), where in zip(named, places) if where.numel()]
+        if not plans:
+            continue
         whole = x
         for values, where in plans:
-            whole = _planted(whole, where, values)
+            whole = do(whole, where, values)
         if accepts(out[:i] + [whole] + out[i + 1:]):
             out[i] = whole
             continue
         kept = x
         for values, where in plans:
-            trial = _planted(kept, where, values)
+            trial = do(kept, where, values)
             if accepts(out[:i] + [trial] + out[i + 1:]):
                 kept = trial
         out[i] = kept

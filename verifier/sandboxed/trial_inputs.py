@@ -10,17 +10,20 @@ reshape their floating values (integer inputs such as class indices: `integer_in
   where it would pass on well-behaved inputs; closed forms that assume the task's distribution fail too.
 * ``special``: values i.i.d. draws almost never hold -- a few exact +0.0 and -0.0, large finite magnitudes and tiny
   normal ones of both signs over the dtype's range in decades (large: 1e2 up to `large_max`, 1e10 in float32/bfloat16
-  and 1e75 in float64, at most one per row of the last dimension, none in float16; tiny: from the smallest normal up
-  to 1e-4, float16 1e-3; no subnormals: a kernel built to flush those to zero treats them as 0 honestly), drawn
-  stratified so that every band of the range a few slices wide is hit in every trial, and constant rows (~1/16 of the
+  and 1e75 in float64, at most one per row of the last dimension, signs alternating from +, none in float16; tiny:
+  from the smallest normal up to 1e-4, float16 1e-3), drawn stratified so that every band of the range a few slices
+  wide is hit in every trial, a few subnormals of both signs (the reference's sandbox keeps them only where flushing
+  them to zero, as a kernel built with flush-to-zero does, leaves the reference's answer as it is: worker.py), and
+  constant rows (~1/16 of the
   last dimension's rows repeat one value, so a norm over a row sees variance 0). A kernel wrong only at zero, above
   or below some magnitude or on a row of equal values fails here (red team rounds 4-6). The trial with perturbed
   parameters (trusted/trials.py) draws these inputs too: a constant row's answer is the bias, which is 0 under the
   default parameters. Equal values make ties, so an index output (argmax) is not compared in this trial
   (trusted/trials.py).
-* ``distinct``: the same zeros, tiny and large values without ties: at most one zero per row of the last dimension,
-  no constant rows, large values of a row never equal, so integer outputs (an argmax, a count) and bool masks are
-  compared exactly here (red team round 5: an argmax wrong on every row holding a large value, and one that skipped a
+* ``distinct``: the same zeros, tiny and large values without ties (no subnormals; signs alternating from -, so an
+  input of one row sees a large value of each sign across the two trials): at most one zero per row of the last
+  dimension, no constant rows, large values of a row never equal, so integer outputs (an argmax, a count) and bool
+  masks are compared exactly here (red team round 5: an argmax wrong on every row holding a large value, and one that skipped a
   LayerNorm's drawn affine, passed while the only trials with such values skipped integer outputs). The second trial
   with perturbed parameters draws these inputs, and so do some of the timing's untimed rounds, at random
   (trusted/timing_protocol.py).
@@ -75,6 +78,8 @@ LARGE_CAP = {torch.float64: 1e75, torch.float32: 1e10, torch.bfloat16: 1e10}
 LARGE_PLANTED = tuple(LARGE_CAP)  # the dtypes that get large values
 HEADROOM = 16.0  # every planted value's square, summed over all of them, stays <= max / HEADROOM
 PLANTED = (torch.float32, torch.float64, torch.float16, torch.bfloat16)  # the dtypes that get planted values
+SUBNORMALS_IN = ("special",)  # the perturbations that plant subnormals (kept by the reference's sandbox: worker.py)
+SUBNORMALS_PER = 4096  # special: one subnormal per this many elements, at least 4 (`_plant_subnormals`)
 
 
 def large_max(dtype: torch.dtype, count: int) -> float:
@@ -87,8 +92,8 @@ def large_max(dtype: torch.dtype, count: int) -> float:
 
 
 def tiny_range(dtype: torch.dtype) -> tuple[float, float]:
-    """(smallest, largest) tiny magnitude planted in ``dtype``: from its smallest normal (no subnormals: a kernel built
-    to flush those to zero treats them as 0 honestly) up to where randn's own draws are common."""
+    """(smallest, largest) tiny normal magnitude planted in ``dtype``: from its smallest normal (subnormals: see
+    `_plant_subnormals`) up to where randn's own draws are common."""
     return torch.finfo(dtype).tiny, TINY_MAX.get(dtype, DEFAULT_TINY_MAX)
 
 
@@ -114,16 +119,74 @@ def _pick(allowed: torch.Tensor, k: int, width: int) -> torch.Tensor:
     return got[torch.randperm(got.numel())[:k]]
 
 
-def _log_uniform(k: int, lo: float, hi: float) -> torch.Tensor:
+def _log_uniform(k: int, lo: float, hi: float, first: float = 1.0) -> torch.Tensor:
     """``k`` magnitudes log-uniform in [lo, hi], stratified: one in each of k equal slices of the log range, the slices
-    in random order, with alternating signs, positive first (float64). A band of the range at least two slices wide
-    holds at least one of them, whatever the seed."""
-    sign = torch.where(torch.arange(k) % 2 == 0, 1.0, -1.0).double()
+    in random order, with alternating signs, ``first``'s sign first (float64). A band of the range at least two slices
+    wide holds at least one of them, whatever the seed."""
+    sign = torch.where(torch.arange(k) % 2 == 0, 1.0, -1.0).double() * (1.0 if first > 0 else -1.0)
     u = (torch.randperm(k).double() + torch.rand(k, dtype=torch.float64)) / max(k, 1)
     return lo * (hi / lo) ** u * sign
 
 
-def _plant_singles(y: torch.Tensor, plain: torch.Tensor, k_zero: int, zero_width: int) -> None:
+def subnormal_range(dtype: torch.dtype) -> tuple[float, float]:
+    """(smallest, largest) subnormal magnitude of ``dtype``: from one unit in the last place of its smallest normal up
+    to just below that normal."""
+    info = torch.finfo(dtype)
+    return info.tiny * info.eps, info.tiny * (1.0 - info.eps)
+
+
+def _plant_subnormals(y: torch.Tensor, plain: torch.Tensor) -> None:
+    """A few subnormal values (`SUBNORMALS_PER`, at least 4; both signs, log-uniform over the dtype's subnormal range)
+    at positions ``plain`` (flat mask, updated) allows. Only in ``special``: the reference's sandbox keeps them only
+    where flushing them to zero changes the reference's outputs by nothing (worker.py), so a kernel built with
+    flush-to-zero is judged as before, and one wrong on (0, tiny) is not (red team round 8)."""
+    if y.dtype not in PLANTED:
+        return
+    pos = _pick(plain, max(4, y.numel() // SUBNORMALS_PER), 1)
+    lo, hi = subnormal_range(y.dtype)
+    y.view(-1)[pos] = _log_uniform(pos.numel(), lo, hi, first=1.0 if float(torch.rand(())) < 0.5 else -1.0).to(y.dtype)
+    plain[pos] = False
+
+
+def flush_subnormals(x: torch.Tensor) -> torch.Tensor:
+    """``x`` with its subnormal values replaced by a zero of their sign (what a flush-to-zero unit reads); ``x`` itself
+    when it holds none."""
+    if not x.is_floating_point() or x.numel() == 0:
+        return x
+    sub = (x != 0) & (x.abs() < torch.finfo(x.dtype).tiny)
+    if not bool(sub.any()):
+        return x
+    return torch.where(sub, x * 0.0, x)
+
+
+def flush_harmless(with_sub: list, flushed: list) -> bool:
+    """Whether the reference's outputs on inputs holding subnormals (``with_sub``) and on the same inputs flushed
+    (``flushed``) are the same answer: equal shapes and dtypes, non-floating outputs equal, the same NaN/Inf at the
+    same positions, and every finite element within one smallest normal plus 4 units of rounding of the other (far
+    inside any tolerance the parent applies). Then a kernel that flushes subnormals, in its inputs or its outputs,
+    gives the reference's answer to within its rounding, and planted subnormals judge only kernels wrong on them."""
+    if len(with_sub) != len(flushed):
+        return False
+    for a, b in zip(with_sub, flushed):
+        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or a.shape != b.shape \
+                or a.dtype != b.dtype:
+            return False
+        if not a.is_floating_point():
+            if not torch.equal(a, b):
+                return False
+            continue
+        a64, b64 = a.double(), b.double()
+        fa, fb = torch.isfinite(a64), torch.isfinite(b64)
+        if not torch.equal(fa, fb) or not torch.equal(a64[~fa].nan_to_num(0.0), b64[~fb].nan_to_num(0.0)) \
+                or not torch.equal(a64[~fa].isnan(), b64[~fb].isnan()):
+            return False
+        info = torch.finfo(a.dtype)
+        if not bool(((a64[fa] - b64[fb]).abs() <= info.tiny + 4 * info.eps * b64[fb].abs()).all()):
+            return False
+    return True
+
+
+def _plant_singles(y: torch.Tensor, plain: torch.Tensor, k_zero: int, zero_width: int, first: float = 1.0) -> None:
     """Plant values into contiguous ``y`` where ``plain`` (flat mask, updated) allows: ``k_zero`` exact zeros (+0.0,
     -0.0, ... ; at most one per ``zero_width`` elements) and, in float32/float64/float16/bfloat16, large magnitudes
     (`LARGE_PLANTED`: not in float16) and tiny ones of both signs over the dtype's range (`large_max`, `tiny_range`;
@@ -131,7 +194,9 @@ def _plant_singles(y: torch.Tensor, plain: torch.Tensor, k_zero: int, zero_width
     Large values: at most one per row of the last dimension (two large values in one row of a contraction cancel for
     some weights, where float32 PyTorch and an honest kernel disagree by far more than any tolerance: the rows with
     two or three large values tried for red team round 6's softmax door refused honest matmul and SwiGLU kernels).
-    ``special`` and ``distinct`` share it."""
+    ``special`` and ``distinct`` share it; ``first``: the sign of the first large value (``special`` +, ``distinct`` -,
+    so an input of one row, which holds one large value per trial, sees both signs in every verification: red team
+    round 8 passed a ReLU wrong below -1e4 on a batch of one)."""
     n, flat = y.numel(), y.view(-1)
     zeros = _pick(plain, k_zero, zero_width)
     sign = torch.where(torch.arange(zeros.numel()) % 2 == 0, 1.0, -1.0).to(y.dtype)
@@ -142,11 +207,12 @@ def _plant_singles(y: torch.Tensor, plain: torch.Tensor, k_zero: int, zero_width
     width = y.shape[-1] if y.dim() else 1
     k = min(max(16, n // 1024), max(2, n // 64))  # ~1 in 1024, at least 16 (small tensors: at most 1 in 64)
     large = _pick(plain, k if y.dtype in LARGE_PLANTED else 0, width)
-    flat[large] = _log_uniform(large.numel(), LARGE_MIN, large_max(y.dtype, large.numel())).to(y.dtype)
+    flat[large] = _log_uniform(large.numel(), LARGE_MIN, large_max(y.dtype, large.numel()), first).to(y.dtype)
     plain[large] = False
     lo, hi = tiny_range(y.dtype)
     tiny = _pick(plain, k, 1)
-    flat[tiny] = _log_uniform(tiny.numel(), lo, hi).to(y.dtype)
+    flat[tiny] = _log_uniform(tiny.numel(), lo, hi, first).to(y.dtype)
+    plain[tiny] = False
 
 
 def _special(x: torch.Tensor) -> torch.Tensor:
@@ -169,6 +235,7 @@ def _special(x: torch.Tensor) -> torch.Tensor:
             rows[idx] = c
             mask[idx] = False
     _plant_singles(y, plain, max(2, n // 1024), 1)  # exact zeros: anywhere outside the constant rows
+    _plant_subnormals(y, plain)
     if y is not out:
         out.copy_(y)
     return out
@@ -185,7 +252,7 @@ def _distinct(x: torch.Tensor) -> torch.Tensor:
     y = out if out.is_contiguous() else out.contiguous()
     n = y.numel()
     # exact zeros at most one per row (+0.0 and -0.0 are equal)
-    _plant_singles(y, torch.ones(n, dtype=torch.bool), max(2, n // 16384), y.shape[-1] if y.dim() else 1)
+    _plant_singles(y, torch.ones(n, dtype=torch.bool), max(2, n // 16384), y.shape[-1] if y.dim() else 1, first=-1.0)
     if y is not out:
         out.copy_(y)
     return out

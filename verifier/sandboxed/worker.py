@@ -30,7 +30,8 @@ from evokernel.verifier.sandboxed.plain_tensor import NotPlain, check_plain, cop
 from evokernel.verifier.sandboxed.init_guard import guarded_construction
 from evokernel.verifier.sandboxed import integer_inputs
 from evokernel.verifier.sandboxed.init_perturbation import drawn_constants
-from evokernel.verifier.sandboxed.trial_inputs import PERTURBATIONS, decode_args, encode_args
+from evokernel.verifier.sandboxed.trial_inputs import (PERTURBATIONS, SUBNORMALS_IN, decode_args, encode_args,
+                                                       flush_harmless, flush_subnormals)
 from evokernel.verifier.sandboxed.op_recorder import OpRecorder, ScaleRecorder
 
 _DTYPE_BY_NAME = {name: getattr(torch, name) for name in protocol.DTYPES}
@@ -370,7 +371,7 @@ class Worker:
         except TypeError as exc:
             raise _Fail("task", str(exc)) from None
         if str(msg.get("perturb")) in integer_inputs.PLANTED_IN and self.model is not None:
-            inputs = self._plant_integers(inputs, template)
+            inputs = self._plant_integers(inputs, template, str(msg.get("perturb")))
         tensors = []
         for x in inputs:
             if not isinstance(x, torch.Tensor):
@@ -378,6 +379,8 @@ class Worker:
             if x.is_floating_point():
                 x = perturb(x)
             tensors.append(x.contiguous())
+        if str(msg.get("perturb")) in SUBNORMALS_IN:
+            tensors = self._keep_subnormals(tensors, template)
         need = sum(align(t.numel() * t.element_size()) for t in tensors)
         if need > self.capacity:
             return {"ok": True, "need": need}
@@ -389,33 +392,56 @@ class Worker:
             reply["args"] = template
         return reply
 
-    def _plant_integers(self, inputs: list[Any], template: list[Any] | None) -> list[Any]:
+    def _plant_integers(self, inputs: list[Any], template: list[Any] | None, perturb_name: str) -> list[Any]:
         """Boundary and sentinel values planted into the integer inputs (`integer_inputs`), each group kept only if
         this worker's reference model runs on it without error and with finite outputs (on the drawn floating
         inputs; its buffers restored and torch's generator untouched after each try). The model worker holds a
         model; the timing's inputs worker does not, and plants nothing."""
         tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
-        if not any(integer_inputs.integer_input(t) for t in tensors):
+        if not any(integer_inputs.integer_input(t) or integer_inputs.bool_input(t) for t in tensors):
             return inputs
-        model = self.model
 
         def accepts(candidate: list[torch.Tensor]) -> bool:
-            saved = [(b, b.clone()) for b in model.buffers()]
-            try:
-                with torch.no_grad(), torch.random.fork_rng(devices=[]):
-                    out = model(*(decode_args(template, candidate) if template is not None else candidate))
-            except Exception:  # noqa: BLE001 - the reference refuses these values
-                return False
-            finally:
-                with torch.no_grad():
-                    for b, value in saved:
-                        b.copy_(value)
-            outs = list(out) if isinstance(out, (tuple, list)) else [out]
-            return all(isinstance(o, torch.Tensor) and (not (o.is_floating_point() or o.is_complex())
-                                                        or bool(torch.isfinite(o).all())) for o in outs)
+            outs = self._reference_outputs(candidate, template)
+            return outs is not None and all(
+                isinstance(o, torch.Tensor) and (not (o.is_floating_point() or o.is_complex())
+                                                 or bool(torch.isfinite(o).all())) for o in outs)
 
-        planted = iter(integer_inputs.plant(tensors, accepts))
+        planted = iter(integer_inputs.plant(tensors, accepts, sentinels_only=perturb_name != "special"))
         return [next(planted) if isinstance(x, torch.Tensor) else x for x in inputs]
+
+    def _reference_outputs(self, tensors: list[torch.Tensor], template: list[Any] | None) -> list[Any] | None:
+        """This worker's reference model on ``tensors`` (its buffers restored and torch's generator untouched
+        afterwards): its outputs as a list, or None when it raises (the reference refuses these values)."""
+        model = self.model
+        saved = [(b, b.clone()) for b in model.buffers()]
+        try:
+            with torch.no_grad(), torch.random.fork_rng(devices=[]):
+                out = model(*(decode_args(template, tensors) if template is not None else tensors))
+        except Exception:  # noqa: BLE001 - the reference refuses these values
+            return None
+        finally:
+            with torch.no_grad():
+                for b, value in saved:
+                    b.copy_(value)
+        return list(out) if isinstance(out, (tuple, list)) else [out]
+
+    def _keep_subnormals(self, tensors: list[torch.Tensor], template: list[Any] | None) -> list[torch.Tensor]:
+        """The ``special`` inputs' planted subnormals (`trial_inputs`), kept only where flushing them to zero (what a
+        kernel built with flush-to-zero / denormals-are-zero reads) changes the reference's outputs by nothing
+        (`flush_harmless`): then an honest flushing kernel is judged as before and one wrong on (0, tiny) is
+        refused; elsewhere (1/x, log x: a subnormal's answer and 0's differ) they are flushed here, for every kernel
+        alike. A worker without a model (the timing's inputs) flushes them always."""
+        flushed = [flush_subnormals(t) for t in tensors]
+        if all(f is t for f, t in zip(flushed, tensors)):
+            return tensors
+        if self.model is None:
+            return flushed
+        with_sub = self._reference_outputs(tensors, template)
+        without = self._reference_outputs(flushed, template)
+        if with_sub is not None and without is not None and flush_harmless(with_sub, without):
+            return tensors
+        return flushed
 
     def forward_args(self, tensors: list[Any]) -> list[Any]:
         """forward's arguments: the tensors, placed in the call template when there is one."""

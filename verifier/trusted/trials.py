@@ -47,15 +47,19 @@ PERTURBED_PARAMETERS = ("both models were built again with their constant initia
 # ("special"); an integer output (argmax of a LayerNorm) is compared only where no planted values tie ("distinct")
 PARAMETER_TRIAL_INPUTS = ("special", "distinct")
 SPECIAL_INPUTS = ("the inputs held values random draws almost never give: a few exact +0.0 and -0.0, large finite "
-                  "values (|x| from 1e2 up to 1e10 in float32/bfloat16, 1e75 in float64, none in float16) and tiny "
-                  "ones (|x| from the dtype's smallest normal up to 1e-4), and constant rows (a row of the last "
-                  "dimension repeating one value: variance 0); integer inputs held their drawn minimum and maximum "
-                  "and, where the reference accepts them, -1, -100 (cross entropy's ignore_index) and -(max + 1); "
-                  "the kernel must give PyTorch's answer there too")
+                  "values (|x| from 1e2 up to 1e10 in float32/bfloat16, 1e75 in float64, none in float16), tiny "
+                  "ones (|x| from the dtype's smallest normal up to 1e-4), a few subnormals where flushing them to 0 "
+                  "does not change PyTorch's answer, and constant rows (a row of the last dimension repeating one "
+                  "value: variance 0); integer inputs held their drawn minimum and maximum and, where the reference "
+                  "accepts them, -1, -100 (cross entropy's ignore_index), -(max + 1) and negative indices -2 .. -max; "
+                  "bool inputs held all-False and all-True rows where the reference accepts them; the kernel must "
+                  "give PyTorch's answer there too")
 DISTINCT_INPUTS = ("the inputs held values random draws almost never give, with no ties: a few exact +0.0 and -0.0, "
                    "large finite values (|x| from 1e2 up to 1e10 in float32/bfloat16, none in float16, 1e75 in "
-                   "float64) and tiny ones (|x| from the dtype's smallest normal up to 1e-4); the kernel must give "
-                   "PyTorch's answer there too, integer and bool outputs included")
+                   "float64; the first of them negative) and tiny ones (|x| from the dtype's smallest normal up to "
+                   "1e-4); integer inputs held, where the reference accepts them, -1, -100 (cross entropy's "
+                   "ignore_index), -(max + 1) and negative indices -2 .. -max, and bool inputs all-False and all-True "
+                   "rows; the kernel must give PyTorch's answer there too, integer and bool outputs included")
 INPUT_NOTES = {"special": SPECIAL_INPUTS, "distinct": DISTINCT_INPUTS}
 NO_REDRAWS = ("nonfinite", "special", "distinct")  # NaN/Inf by construction (an input NaN, exp(1e8), 1/1e-30, log(0)):
 # judged masked

@@ -6,7 +6,8 @@ import torch
 
 import math
 
-from evokernel.verifier.sandboxed.trial_inputs import LARGE_MIN, PERTURBATIONS, large_max, tiny_range
+from evokernel.verifier.sandboxed.trial_inputs import (LARGE_MIN, PERTURBATIONS, flush_harmless, flush_subnormals,
+                                                       large_max, subnormal_range, tiny_range)
 
 special = PERTURBATIONS["special"]
 
@@ -102,9 +103,10 @@ def test_special_inputs_hold_tiny_normal_values_of_both_signs():
         for dtype in (torch.float32, torch.float64):
             torch.manual_seed(3)
             y = make(torch.randn(64, 512, dtype=dtype))
-            tiny = (y != 0) & (y.abs() < 1e-9)
+            tiny = (y != 0) & (y.abs() < 1e-9) & (y.abs() >= tiny_range(dtype)[0])
             assert (tiny & (y > 0)).any() and (tiny & (y < 0)).any()
-            assert float(y[tiny].abs().min()) >= tiny_range(dtype)[0]  # no subnormals
+            sub = (y != 0) & (y.abs() < tiny_range(dtype)[0])
+            assert bool(sub.any()) == (make is special)  # subnormals: special only (see below)
 
 
 def test_distinct_inputs_plant_the_special_values_without_ties():
@@ -118,9 +120,9 @@ def test_distinct_inputs_plant_the_special_values_without_ties():
         rows = y.reshape(-1, shape[-1])
         zero, large = rows == 0, rows.abs() >= LARGE_MIN
         assert zero.any() and large.any() and int(zero.sum(1).max()) == 1 and int(large.sum(1).max()) <= 3
-        assert (y > LARGE_MIN).any()
+        assert (y < -LARGE_MIN).any()  # the first large value is negative in distinct (a one-row input: its only one)
         if len(shape) > 1:
-            assert (y < -LARGE_MIN).any() and (rows.std(dim=1) > 0).all()
+            assert (y > LARGE_MIN).any() and (rows.std(dim=1) > 0).all()
         changed = y != x
         assert int(changed.sum()) == int(torch.unique(y[changed]).numel()) or int(zero.sum()) > 1
     torch.manual_seed(7)
@@ -185,3 +187,54 @@ def test_a_row_of_the_last_dimension_holds_at_most_one_large_value():
             x = torch.randn(64, 1024)
             y = make(x)
             assert int(((y.abs() >= LARGE_MIN) & (y != x)).sum(dim=1).max()) <= 1
+
+
+def test_special_inputs_hold_subnormals_of_both_signs():
+    """Red team round 8 (rt8_subnormal_garbage_relu): a ReLU answering 1e30 on (0, tiny) passed, no trial held a
+    subnormal. The special trials plant at least 4 (one per 4096 elements), both signs, over the whole subnormal range
+    of the dtype; the reference's sandbox keeps them only where flushing them is harmless (`flush_harmless`)."""
+    decades: set[int] = set()
+    for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
+        lo, hi = subnormal_range(dtype)
+        assert lo > 0 and torch.tensor(lo, dtype=dtype) > 0 and hi < torch.finfo(dtype).tiny
+        for seed in range(6):
+            x, y = _draw((16, 1024), dtype, seed)
+            sub = (y != 0) & (y.abs() < torch.finfo(dtype).tiny) & (y != x)  # float16 randn draws some itself
+            assert int(sub.sum()) == 4 and bool((y[sub] > 0).any()) and bool((y[sub] < 0).any())
+            assert torch.isfinite(y).all()
+            if dtype == torch.float32:
+                decades |= {int(math.floor(v)) for v in y[sub].abs().double().log10().tolist()}
+    assert min(decades) <= -43 and max(decades) >= -39  # the range covered, from the smallest subnormal up
+    _, y = _draw((64, 65536))
+    assert int(((y != 0) & (y.abs() < torch.finfo(y.dtype).tiny)).sum()) == 64 * 65536 // 4096
+
+
+def test_flushing_is_harmless_only_where_the_reference_gives_the_same_answer():
+    """A subnormal is kept only where flushing it (what a kernel built with FTZ/DAZ reads) changes the reference's
+    outputs by less than one smallest normal plus 4 roundings: a ReLU, a softmax, a sum keep them; x * 2**100 and log
+    do not (there a flushing kernel's answer is not the subnormal's and both are honest)."""
+    _, y = _draw((16, 1024))
+    f = flush_subnormals(y)
+    assert f is not y and int((f != y).sum()) == 4 and bool((f[f != y] == 0).all())
+    assert torch.equal(torch.signbit(f[f != y]), torch.signbit(y[f != y]))  # -s flushes to -0.0
+    plain = torch.randn(8)
+    assert flush_subnormals(plain) is plain and flush_subnormals(torch.arange(3)) is not None
+    for fn in (torch.relu, lambda t: torch.softmax(t, dim=1), lambda t: t.sum(dim=1), lambda t: t * 0.5):
+        assert flush_harmless([fn(y)], [fn(f)])
+    for fn in (lambda t: t * 2.0 ** 100, lambda t: t.abs().log()):
+        assert not flush_harmless([fn(y)], [fn(f)])
+    assert not flush_harmless([y], [f.double()]) and not flush_harmless([y], [y, y])
+    assert not flush_harmless([torch.tensor([1.0, float("nan")])], [torch.tensor([1.0, float("inf")])])
+    assert flush_harmless([torch.tensor([1.0, float("-inf")])], [torch.tensor([1.0, float("-inf")])])
+    assert not flush_harmless([torch.tensor([3])], [torch.tensor([4])])
+
+
+def test_a_single_row_sees_a_large_value_of_each_sign_across_special_and_distinct():
+    """Red team round 8 (rt8_single_row_no_negative_large): large values are planted at most one per row, with
+    alternating signs; with one row the sign was always +. ``distinct`` now starts with -."""
+    for seed in range(8):
+        _, s = _draw((1, 65536), seed=seed)
+        torch.manual_seed(seed)
+        d = distinct(torch.randn(1, 65536))
+        assert int((s.abs() >= LARGE_MIN).sum()) == 1 and float(s[s.abs() >= LARGE_MIN]) > 0
+        assert int((d.abs() >= LARGE_MIN).sum()) == 1 and float(d[d.abs() >= LARGE_MIN]) < 0

@@ -1,0 +1,149 @@
+"""What the special and distinct trials plant beyond floating values, through a real reference worker (red team
+round 8): subnormals where flushing them is harmless to the reference (kept) or not (flushed), so a kernel built with
+flush-to-zero stays feasible either way; the operator's sentinels in the distinct trials, whose integer outputs are
+compared exactly; all-False and all-True rows in bool inputs."""
+import textwrap
+
+import torch
+
+from evokernel.tasks.load import load_task
+from evokernel.verifier.trusted import regions
+
+ELEMENTWISE = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return OP
+
+
+def get_inputs():
+    return [torch.randn(16, 1024)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+FTZ_KERNEL = '''
+import torch
+import torch.nn as nn
+
+from evokernel.cpu import load_cpp
+
+lib = load_cpp(r"""
+#include <cmath>
+#include <cstdint>
+#include <xmmintrin.h>
+extern "C" void op(const float* x, float* y, int64_t n) {
+    unsigned int csr = _mm_getcsr();
+    _mm_setcsr(csr | FLAGS);  // 0x8040: flush-to-zero and denormals-are-zero
+    volatile float zero = 0.0f;
+    for (int64_t i = 0; i < n; ++i) { float v = x[i] + zero; y[i] = EXPR; }
+    _mm_setcsr(csr);
+}
+""")
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        lib.op(x, y, x.numel())
+        return y
+'''
+
+COUNT = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, labels):
+        return (labels != -100).sum(dim=1)
+
+
+def get_inputs():
+    return [torch.randint(0, 1000, (64, 512))]
+
+
+def get_init_inputs():
+    return []
+'''
+
+MASKED_MEAN = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x, mask):
+        m = mask.to(x.dtype)
+        return (x * m).sum(dim=1) / m.sum(dim=1).clamp(min=1.0)
+
+
+def get_inputs():
+    return [torch.randn(128, 256), torch.rand(128, 256) > 0.5]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def _task(tmp_path, name, source):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(source))
+    return load_task(path)
+
+
+def _inputs(verifier, task, seed, perturb):
+    ref = verifier._pool.get(task)
+    ref.init(0)
+    return [regions.tensor(ref.handle, m).clone() for m in ref.make_inputs(seed, perturb)]
+
+
+def _subnormals(x: torch.Tensor) -> int:
+    return int(((x != 0) & (x.abs() < torch.finfo(x.dtype).tiny)).sum())
+
+
+def test_subnormals_stay_where_flushing_is_harmless_and_a_flushing_kernel_passes_either_way(verifier, tmp_path):
+    relu = _task(tmp_path, "relu.py", ELEMENTWISE.replace("OP", "torch.relu(x)"))
+    log = _task(tmp_path, "log_abs.py", ELEMENTWISE.replace("OP", "torch.log(x.abs())"))
+    for seed in (1, 2, 3):
+        assert _subnormals(_inputs(verifier, relu, seed, "special")[0]) == 4  # relu(s) vs relu(0): kept
+        assert _subnormals(_inputs(verifier, log, seed, "special")[0]) == 0  # log(s) ~ -90 vs -inf: flushed
+        assert _subnormals(_inputs(verifier, relu, seed, "distinct")[0]) == 0  # special only
+    ftz = FTZ_KERNEL.replace("FLAGS", "0x8040")
+    v = verifier.verify(relu, ftz.replace("EXPR", "v > 0.0f ? v : 0.0f"))
+    assert v.feasible, v.feedback[:800]
+    v = verifier.verify(log, ftz.replace("EXPR", "std::log(std::fabs(v))"))
+    assert v.feasible, v.feedback[:800]  # would be refused had its subnormals stayed: -inf where PyTorch has -90
+    wrong = FTZ_KERNEL.replace("FLAGS", "0").replace(  # no flushing: a subnormal reads as itself, and answers 1e30
+        "EXPR", "(v != 0.0f && std::fabs(v) < 1.17549435e-38f) ? 1e30f : (v > 0.0f ? v : 0.0f)")
+    v = verifier.verify(relu, wrong)
+    assert not v.feasible and v.failed_gate == "correctness" and "special" in v.feedback, v.feedback[:800]
+
+
+def test_sentinels_reach_the_distinct_trials_without_the_boundaries(verifier, tmp_path):
+    count = _task(tmp_path, "count.py", COUNT)
+    for seed in (1, 2):
+        special = _inputs(verifier, count, seed, "special")[0]
+        distinct = _inputs(verifier, count, seed, "distinct")[0]
+        plain = _inputs(verifier, count, seed, "none")[0]
+        assert int((distinct == -100).sum()) == 64 * 512 // 16 and int((special == -100).sum()) == 64 * 512 // 16
+        assert int((plain < 0).sum()) == 0
+        # the drawn maximum is repeated in special (~1/16 of the elements), not in distinct
+        assert int((special == int(plain.max())).sum()) > 64 * 512 // 32 > int((distinct == int(plain.max())).sum())
+
+
+def test_bool_inputs_hold_empty_and_full_rows_in_both_trials(verifier, tmp_path):
+    mm = _task(tmp_path, "masked_mean.py", MASKED_MEAN)
+    for perturb in ("special", "distinct"):
+        x, mask = _inputs(verifier, mm, 4, perturb)
+        kept = mask.sum(dim=1)
+        assert mask.dtype == torch.bool and int((kept == 0).sum()) >= 8 and int((kept == 256).sum()) >= 8
+    _, mask = _inputs(verifier, mm, 4, "none")
+    assert int((mask.sum(dim=1) == 0).sum()) == 0
