@@ -3,6 +3,7 @@
 Correct projects are feasible with an estimated latency; rule-breaking kernels are rejected at the
 runtime gate with the rule named; malformed projects fail the compile gate with feedback that names
 the candidate's string; rule-breaking sources are stopped before anything runs."""
+import json
 from pathlib import Path
 
 import pytest
@@ -155,3 +156,28 @@ def test_a_tiling_header_defining_a_host_helper_builds(ascend_verifier, add_task
     assert "AddHelper::Units" in src and "g_calls += " in src
     v = ascend_verifier.verify(add_task, src)
     assert v.feasible, v.feedback
+
+
+def test_many_blocks_get_a_verdict_within_the_message_limit(ascend_verifier, suite_task, monkeypatch):
+    """blockDim 4096 (one 32-byte unit per block): its emulator report was 5.4 MB, over the codec's 4 MiB, a protocol
+    break for an honest kernel; the worker now sends each run of identical blocks once (report_size.py)."""
+    from evokernel.verifier import message_codec as codec
+
+    old = "uint32_t blockDim = units < coreNum ? units : coreNum;"
+    assert old in ADD
+    source = ADD.replace(old, "uint32_t blockDim = units < 4096u ? units : 4096u;")
+    sizes = []
+    recv = codec.recv
+
+    def measured(*args, **kwargs):
+        msg = recv(*args, **kwargs)
+        if msg.get("native_reports"):
+            sizes.append(len(json.dumps(msg)))
+        return msg
+
+    monkeypatch.setattr(codec, "recv", measured)
+    v = ascend_verifier.verify(suite_task(ADD_TASK, batch_size=16, dim=4096), source)  # 65,536 float32 elements
+    assert v.feasible, v.feedback
+    kernel = v.details["estimate"]["kernels"][0]
+    assert kernel["block_dim"] == 4096 and kernel["blocks_modelled"] == 4096 and kernel["waves"] == 103
+    assert sizes and max(sizes) < 64 << 10

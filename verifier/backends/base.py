@@ -40,6 +40,11 @@ class Backend(ABC):
         emulator gets none from an honest worker, so any report is refused."""
         return f"the {self.name} worker sent a native run report; this backend runs no emulator"
 
+    def receive_reports(self, reports: list[Any]) -> list[Any]:
+        """The native run reports of one reply as the consumers read them (ValueError: malformed). The reports
+        arrive as the worker sent them, already checked against the codec's schema."""
+        return reports
+
     def report_warnings(self, trials: list[list[dict[str, Any]]]) -> list[str]:
         """Distinct warning-level findings in the reports of the correctness trials (formatted for feedback)."""
         return []

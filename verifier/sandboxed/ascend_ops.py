@@ -28,7 +28,7 @@ from typing import Any, Callable
 import torch
 
 import evokernel.cpu as native
-from evokernel.verifier.backends.ascend_sim import abi
+from evokernel.verifier.backends.ascend_sim import abi, report_size
 from evokernel.verifier.backends.ascend_sim.binding import CallPlan, TensorInfo, plan_call
 from evokernel.verifier.backends.ascend_sim.project import Project, ProjectError, parse_candidate
 from evokernel.verifier.backends.ascend_sim.report import judge_report
@@ -125,6 +125,7 @@ class CustomOpsLib:
         self._libs: dict[int, _Library] = {}
         self._tilings: dict[str, dict[str, Any]] = {}
         self.reports: list[dict[str, Any]] = []
+        self._report_bytes = 0  # the JSON size of `reports`
 
     def facade(self) -> types.ModuleType:
         module = types.ModuleType("custom_ops_lib", "the operator project's binding, run on the ascend-sim emulator")
@@ -138,7 +139,7 @@ class CustomOpsLib:
         return self._libs[combo]
 
     def take_reports(self) -> list[dict[str, Any]]:
-        out, self.reports = self.reports, []
+        out, self.reports, self._report_bytes = self.reports, [], 0
         return out
 
     def tiling(self, call: dict[str, Any]) -> dict[str, Any]:
@@ -209,8 +210,12 @@ class CustomOpsLib:
         report["violations"] = list(answer.get("host_violations") or []) + list(report.get("violations") or [])
         report["call"] = {"op": project.op_type, "inputs": [list(x.shape) for x in ins],
                           "dtypes": dtypes, "attrs": plan.attrs}
+        # bounded before it is kept: all reports of a reply fit the message limit (report_size.py)
+        report = report_size.compact(report, report_size.budget_for(self._report_bytes, len(self.reports),
+                                                                    MAX_REPORTS))
         if len(self.reports) < MAX_REPORTS:
             self.reports.append(report)
+            self._report_bytes += report_size.size(report)
         feedback = judge_report(report)
         if feedback:
             raise HardwareRuleError(feedback)

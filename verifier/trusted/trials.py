@@ -407,6 +407,10 @@ class WorkerJudge:
                              timeout, f"forward ({label})")
         reports = reply.get("native_reports")
         if isinstance(reports, list):
+            try:  # the worker sends repeated blocks once (backends/ascend_sim/report_size.py)
+                reports = v.backend.receive_reports(reports)
+            except ValueError as exc:
+                raise Fail("runtime", f"{label}: malformed emulator report: {exc}") from None
             self.reports.append(reports)
         if not reply.get("ok"):
             # "hack": the worker found candidate code breaking a run-time rule (a flagged output, dispatch state)

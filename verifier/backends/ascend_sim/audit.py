@@ -124,7 +124,10 @@ def audit(trials: list[list[dict[str, Any]]], served: dict[str, dict[str, Any]],
             blocks = [b for b in r.get("blocks") or [] if isinstance(b, dict)]
             mix = any("ai_core" in b for b in blocks)
             ran = len({b.get("ai_core") for b in blocks}) if mix else len({b.get("block") for b in blocks})
-            if ran != served[tid]["block_dim"] or len(blocks) != r.get("blocks_run", len(blocks)):
+            omitted = r.get("blocks_omitted") or {}  # units summarised for the report's size (report_size.py)
+            ran += int(omitted.get("units", 0))
+            listed = len(blocks) + int(omitted.get("blocks", 0))
+            if ran != served[tid]["block_dim"] or listed != r.get("blocks_run", listed):
                 problems.append(f"{label}: the report shows {ran} block(s) but TilingFunc set blockDim "
                                 f"{served[tid]['block_dim']}")
             problems += [f"{label}: {p}" for p in _schedule_problems(r, hw)]

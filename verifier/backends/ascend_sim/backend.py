@@ -33,7 +33,7 @@ from evokernel.verifier.trusted.ast_allowlist import ASCEND_NATIVE, check_glue
 from evokernel.verifier.trusted.findings import Finding
 from evokernel.verifier.backends.cpu import build_limits
 
-from . import abi, audit, build, host, judge
+from . import abi, audit, build, host, judge, report_size
 from .project import FIELDS, Project, ProjectError, parse_candidate
 from . import report as report_text
 from .report import judge_report
@@ -138,6 +138,10 @@ class AscendSimBackend(Backend):
 
     def judge_report(self, report: dict[str, Any]) -> str:
         return judge_report(report)
+
+    def receive_reports(self, reports: list[Any]) -> list[Any]:
+        """Repeated blocks written out again (the worker sends each run of them once: report_size.py)."""
+        return report_size.expand(reports)
 
     def report_warnings(self, trials: list[list[dict[str, Any]]]) -> list[str]:
         return report_text.report_warnings(trials)

@@ -24,6 +24,7 @@ import math
 from dataclasses import dataclass, field
 
 from .hardware import FULL_REDUCE, Ascend910B, vec_class
+from .report_size import omitted_units as _omitted_units
 
 LABEL = "estimate (modelled from the emulator's schedule and hardware.py constants, not measured)"
 PIPES = ("mte2", "vector", "mte3", "scalar", "mte1", "cube", "fix")
@@ -195,8 +196,20 @@ def estimate_kernel(report: dict, hw: Ascend910B = Ascend910B()) -> Estimate:
         if differ:
             notes.append("the report's block schedules were made with other constants than this estimate uses: "
                          + ", ".join(differ))
-    if len(blocks) < block_dim:
-        notes.append(f"only {len(blocks)} of {block_dim} blocks ran (status {report.get('status')}): the estimate "
+    # the units a report over its size budget summarised (report_size.compact): dispatched after the others
+    omitted = _omitted_units(report)
+    omitted_summary = report.get("blocks_omitted") or {}
+    if omitted:
+        units = units + [[{"block": -1, "timing_estimate": {
+            "cycles": c, "busy_cycles": {}, "gm_bytes": {"mte2": 0, "mte3": 0}, "copies": {"mte2": 0, "mte3": 0}}}]
+            for c in omitted]
+        if mix:
+            block_dim = len(units)
+        notes.append(f"{len(omitted)} of the kernel's units were summarised to keep the report under its size "
+                     "limit: dispatched at their mean length with the longest last (an over-estimate)")
+    n_ran = len(blocks) + int(omitted_summary.get("blocks", 0))
+    if n_ran < block_dim:
+        notes.append(f"only {n_ran} of {block_dim} blocks ran (status {report.get('status')}): the estimate "
                      "covers those")
     if not blocks:
         launch = hw.launch_us
@@ -230,6 +243,7 @@ def estimate_kernel(report: dict, hw: Ascend910B = Ascend910B()) -> Estimate:
     gm_bytes = sum(_timing(b)["gm_bytes"]["mte2"] + _timing(b)["gm_bytes"]["mte3"] + _timing(b)["gm_bytes"].get("fix", 0)
                    for b in blocks)
     # GlobalTensor GetValue/SetValue move data through GM too (the scalar unit's cost is in its pipe)
+    gm_bytes += sum(float(v) for v in (omitted_summary.get("gm_bytes") or {}).values())
     gm_bytes += sum(float(sc.get("gm_get_bytes", 0)) + float(sc.get("gm_set_bytes", 0))
                     for b in blocks for sc in [b.get("counters", {}).get("scalar", {})])
     hbm_us = gm_bytes / hw.hbm_bytes_per_s * 1e6
@@ -262,12 +276,12 @@ def estimate_kernel(report: dict, hw: Ascend910B = Ascend910B()) -> Estimate:
         aiv_vec_ratio=ratios["vector"], aiv_mte2_ratio=ratios["mte2"], aiv_mte3_ratio=ratios["mte3"],
         aiv_scalar_ratio=ratios["scalar"], overlap=overlap,
         scalar_stall_ratio=stall / core_cycles if core_cycles else 0.0, gm_bytes=gm_bytes,
-        mte2_copies=sum(_timing(b)["copies"]["mte2"] for b in blocks),
-        mte3_copies=sum(_timing(b)["copies"]["mte3"] for b in blocks),
+        mte2_copies=sum(_timing(b)["copies"]["mte2"] for b in blocks) + int((omitted_summary.get("copies") or {}).get("mte2", 0)),
+        mte3_copies=sum(_timing(b)["copies"]["mte3"] for b in blocks) + int((omitted_summary.get("copies") or {}).get("mte3", 0)),
         mte1_us=hw.us(busy["mte1"]), cube_us=hw.us(busy["cube"]), fix_us=hw.us(busy["fix"]),
         aic_cube_ratio=ratios.get("cube", 0.0), aic_mte1_ratio=ratios.get("mte1", 0.0),
         aic_fix_ratio=ratios.get("fix", 0.0), core_kind="AI (MIX: AIC + 2 AIV)" if mix else "AIC" if aic_only else "AIV",
-        notes=notes, blocks_modelled=len(blocks))
+        notes=notes, blocks_modelled=n_ran)
     est.hints = _kernel_hints(est, report, blocks, crit_blocks, ratios, hw)
     return est
 

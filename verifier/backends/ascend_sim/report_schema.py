@@ -60,6 +60,7 @@ BLOCK = Obj({
     "queues": List(_QUEUE, 1024),
     "counters": COUNTERS,
     "timing_estimate": TIMING,
+    "repeat": Int(1, MAX_BLOCKS),  # report_size.run_length: the unit again, shifted, this many times in all
 }, required=("block",))
 
 VIOLATION = Obj({"rule": NAME, "severity": NAME, "block": I64, "blocks": List(I64, 1024), "count": U64,
@@ -74,6 +75,11 @@ _TILING = Obj({"data_size": U64, "data_hex": Str(1 << 20, truncate=True), "works
                "workspace_bytes": U64, "schedule_mode": U64})
 _INFER_SHAPE = Obj({"ran": Bool(), "ok": Bool(), "outputs": List(List(I64, 64), 1024)})
 _SUMMARY = Obj({"fatal": U64, "error": U64, "warning": U64, "dropped": U64, "by_rule": Map(U64, 4096)})
+# report_size.compact: the units left out of a report over its size budget
+_OMITTED = Obj({"units": U64, "blocks": U64, "cycles_sum": NUM, "cycles_max": NUM,
+                "gm_bytes": Obj({p: NUM for p in ("mte2", "mte3", "fix")}),
+                "copies": Obj({p: U64 for p in ("mte2", "mte3", "fix")})},
+               required=("units", "blocks", "cycles_sum", "cycles_max"))
 _PLATFORM = Obj({"soc": NAME, "core_num_aiv": U64, "ub_bytes": U64, "half_overflow": NAME})
 # the worker's description of the call (ascend_ops: op type, input shapes and dtypes, EXEC_NPU_CMD attributes)
 _CALL = Obj({"op": Str(256), "inputs": List(List(I64, 64), 1024), "dtypes": List(NAME, 1024),
@@ -90,7 +96,7 @@ FIELDS: dict[str, Spec] = {
 # what the API moved per kernel argument (runtime.cpp: report_json "args"; the parent's audit.py reads it)
 _ARG = Obj({"name": Str(256), "kind": NAME, "bytes": U64, "read_bytes": U64, "written_bytes": U64, "covered_bytes": U64,
             "changed_bytes": U64}, required=("kind", "covered_bytes"))
-EXTRA: dict[str, Spec] = {"args": List(_ARG, 64)}  # fields a newer emulator adds (checked like the others)
+EXTRA: dict[str, Spec] = {"args": List(_ARG, 64), "blocks_omitted": _OMITTED}  # fields a newer emulator adds (checked like the others)
 
 REPORT = Obj({**FIELDS, **EXTRA})
 REPORTS = List(REPORT, MAX_REPORTS)
