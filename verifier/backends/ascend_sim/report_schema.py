@@ -76,7 +76,7 @@ _TILING = Obj({"data_size": U64, "data_hex": Str(1 << 20, truncate=True), "works
 _INFER_SHAPE = Obj({"ran": Bool(), "ok": Bool(), "outputs": List(List(I64, 64), 1024)})
 _SUMMARY = Obj({"fatal": U64, "error": U64, "warning": U64, "dropped": U64, "by_rule": Map(U64, 4096)})
 # report_size.compact: the units left out of a report over its size budget
-_OMITTED = Obj({"units": U64, "blocks": U64, "cycles_sum": NUM, "cycles_max": NUM,
+_OMITTED = Obj({"units": Int(0, MAX_BLOCKS), "blocks": Int(0, MAX_BLOCKS), "cycles_sum": NUM, "cycles_max": NUM,
                 "gm_bytes": Obj({p: NUM for p in ("mte2", "mte3", "fix")}),
                 "copies": Obj({p: U64 for p in ("mte2", "mte3", "fix")})},
                required=("units", "blocks", "cycles_sum", "cycles_max"))
