@@ -22,8 +22,28 @@ not come from torch's global stream: its position would then depend on how many 
 side calls, and the random layers drawn from it (convolutions, linears) would stop agreeing. Each call draws
 from its own generator, seeded by the secret seed, the initialiser's kind, the tensor's shape and how many
 calls of that kind and shape came before: ModelNew gets the Model's values when it builds the same layers in
-the same order, the contract that makes their random weights agree already. Values a constructor sets itself
-(``torch.ones``, ``fill_``, ``copy_``) are not touched.
+the same order, the contract that makes their random weights agree already.
+
+Values a constructor sets itself are widened after it: ``nn.Parameter(torch.ones(d))`` (the usual RMSNorm),
+``nn.Parameter(1 + 0.5 * torch.randn(d))``, a LayerNorm's drawn affine overwritten by ``copy_`` or through ``.data``
+were never touched, so a kernel saturating the weight at a few times its default range was right in every trial
+(red team round 8). After both models are built (`_Draws.widen_held`, called by the worker), every floating
+parameter (a tied one once) and every norm's running mean and variance is widened in place by `widen_values` unless
+it still holds, bit for bit and where a drawn initialiser left them, the values that initialiser drew (a hash of its
+bytes, kept with the tensor at each fill: a write by any path -- ``copy_``, ``.data.fill_``, numpy, native code --
+changes it, where the version counter sees only some). The widening: each element times +-U(0.5, 1.5), the sign
+per element (a zero counts as half the largest magnitude: nothing stays 0), all times a factor log-uniform in
+[1/`SCALE`, `SCALE`], and about one element in `OUTLIER_EVERY` (at least one) +-U(`OUTLIER_LOW`, `OUTLIER_HIGH`)
+times the largest magnitude before or after the factor, so beyond every value the constructor made whatever the
+factor; a running variance keeps magnitudes only (positive). The two sides' constructors are different code, so
+the draw is keyed by content, not by call order: the generator of (seed, shape, a hash of the values as float64
+with -0.0 as 0.0, how many held tensors of that shape and those values came before, in ``named_parameters``
+order). ModelNew gets the Model's values whatever it names its parameters, in whatever order it registers tensors
+of different values, in float32 or float64; tensors of equal values (two ``torch.ones(d)`` weights) take their
+draws in registration order. A value the candidate keeps where the rule does not look (a buffer, a plain
+attribute) is not widened on its side while the reference's is: the two disagree and the trial refuses it.
+Buffers other than a norm's statistics (masks, position tables) are left as they are: they are the task's
+structure, not trained state.
 
 Random initialisers are drawn wider. Left as they are, a weight never leaves its initial range (nn.Linear's W in
 U(+-1/sqrt(in))), and a kernel storing W as saturating fixed point scaled to that bound was right in every trial
@@ -75,22 +95,26 @@ OUTLIER_LOW, OUTLIER_HIGH = 2.0, 8.0  # an outlier's magnitude, times the draw's
 
 
 def _place(t: torch.Tensor) -> tuple[Any, ...]:
-    """Where ``t``'s values live (storage, offset, shape, strides): a tensor a drawn initialiser filled is known by
-    its place and its version counter (every in-place write since, ``copy_`` or ``fill_``, moves the counter; a new
-    ``.data`` moves the place)."""
+    """Where ``t``'s values live (storage, offset, shape, strides)."""
     return (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), t.stride())
+
+
+def _bits(t: torch.Tensor) -> str:
+    """A hash of ``t``'s bytes: a write by any path (``copy_``, ``.data.fill_``, numpy, native code) changes it, where
+    the version counter sees only some."""
+    return hashlib.sha256(t.detach().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()).hexdigest()
 
 
 class _Draws:
     def __init__(self, seed: int):
         self.seed, self.counts = int(seed), {}
-        # place -> (version right after a drawn initialiser filled it, the tensor: held so its memory is not reused)
-        self.drawn: dict[tuple[Any, ...], tuple[int, torch.Tensor]] = {}
+        # place -> (a hash of the values a drawn initialiser left there, the tensor: held so its memory is not reused)
+        self.drawn: dict[tuple[Any, ...], tuple[str, torch.Tensor]] = {}
         self.content_counts: dict[tuple[Any, ...], int] = {}
 
     def mark(self, t: torch.Tensor) -> None:
         """Note that ``t`` now holds values drawn here (`widen_held` leaves it as it is, unless written since)."""
-        self.drawn[_place(t)] = (t._version, t)
+        self.drawn[_place(t)] = (_bits(t), t)
 
     def marked(self, t: torch.Tensor) -> torch.Tensor:
         self.mark(t)
@@ -98,7 +122,7 @@ class _Draws:
 
     def is_drawn(self, t: torch.Tensor) -> bool:
         mark = self.drawn.get(_place(t))
-        return mark is not None and mark[0] == t._version
+        return mark is not None and mark[0] == _bits(t)
 
     def content_generator(self, t: torch.Tensor) -> torch.Generator:
         """The generator of (seed, ``t``'s shape, a hash of its values, how many held tensors of that shape and those
@@ -182,8 +206,8 @@ def widen_values(t: torch.Tensor, gen: torch.Generator, positive: bool = False) 
     """``t``'s values as a trained checkpoint might hold them (float64): each element times +-U(0.5, 1.5) (the sign
     drawn per element; a zero element counts as half the largest magnitude, so none stays 0), all of them times a
     factor log-uniform in [1/`SCALE`, `SCALE`], then about one element in `OUTLIER_EVERY` (at least one) set to
-    +-U(`OUTLIER_LOW`, `OUTLIER_HIGH`) times the largest magnitude. ``positive`` (a running variance): magnitudes
-    only. A small change of ``t`` (a rounding) changes the result as little."""
+    +-U(`OUTLIER_LOW`, `OUTLIER_HIGH`) times the largest magnitude before or after the factor. ``positive`` (a
+    running variance): magnitudes only. A tensor holding NaN or Inf is left as it is."""
     x = t.to(torch.float64).reshape(-1)
     n = x.numel()
     top = float(x.abs().max()) if n else 0.0
@@ -198,7 +222,9 @@ def widen_values(t: torch.Tensor, gen: torch.Generator, positive: bool = False) 
     base = torch.where(x != 0, x, 0.5 * top)
     sign = torch.ones_like(s) if positive else torch.where(s < 0, -1.0, 1.0).double()
     y = (base.abs() if positive else base) * sign * (0.5 + s.abs()) * factor
-    size = (OUTLIER_LOW + (OUTLIER_HIGH - OUTLIER_LOW) * v[1].abs()) * float(y.abs().max())
+    # the largest before or after the factor: an outlier lies beyond every value the constructor made, whatever
+    # the factor (a kernel saturating at a few times the default's range is wrong in every draw)
+    size = (OUTLIER_LOW + (OUTLIER_HIGH - OUTLIER_LOW) * v[1].abs()) * max(top, float(y.abs().max()))
     y[where] = (size if positive else torch.where(v[0] < 0, -1.0, 1.0).double() * size)
     return y.view(t.shape)
 
