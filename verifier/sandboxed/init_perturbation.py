@@ -76,6 +76,7 @@ from typing import Any, Iterator
 
 import torch
 from torch.nn import init as nn_init
+from torch.utils import _python_dispatch
 from torch.nn.modules import activation as nn_activation
 from torch.nn.modules import batchnorm as nn_batchnorm
 
@@ -105,24 +106,47 @@ def _bits(t: torch.Tensor) -> str:
     return hashlib.sha256(t.detach().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()).hexdigest()
 
 
+_MIX = (0x9E3779B97F4A7C15 - 2**64, 0xBF58476D1CE4E5B9 - 2**64)  # odd 64-bit constants (as signed int64)
+_DTYPES = (torch.float64, torch.float32, torch.float16, torch.bfloat16)
+
+
+def _multiset(t: torch.Tensor, dtype: torch.dtype) -> tuple[int, int]:
+    """An order-free fingerprint of ``t``'s values rounded to ``dtype``: (count, a wrapping sum of each value's mixed
+    bits). A transposed, re-laid-out or cast copy of drawn values (``weight.data = w.t().contiguous()``, ``.half()``,
+    channels_last) has the fingerprint of the drawn values rounded to its dtype."""
+    x = t.detach().to(dtype).to(torch.float64).reshape(-1) + 0.0
+    b = x.view(torch.int64)
+    b = (b ^ (b >> 31)) * _MIX[0]
+    b = (b ^ (b >> 29)) * _MIX[1]
+    return x.numel(), int((b ^ (b >> 32)).sum())
+
+
 class _Draws:
     def __init__(self, seed: int):
         self.seed, self.counts = int(seed), {}
         # place -> (a hash of the values a drawn initialiser left there, the tensor: held so its memory is not reused)
         self.drawn: dict[tuple[Any, ...], tuple[str, torch.Tensor]] = {}
         self.content_counts: dict[tuple[Any, ...], int] = {}
+        self.multisets: set[tuple[torch.dtype, int, int]] = set()  # the drawn values, rounded to each dtype
 
     def mark(self, t: torch.Tensor) -> None:
         """Note that ``t`` now holds values drawn here (`widen_held` leaves it as it is, unless written since)."""
-        self.drawn[_place(t)] = (_bits(t), t)
+        # the verifier's own arithmetic on what it drew: outside the candidate's construction guard (which would count
+        # it as the candidate's compute), like the fill it follows
+        with _python_dispatch._disable_current_modes():
+            self.drawn[_place(t)] = (_bits(t), t)
+            self.multisets.update((d, *_multiset(t, d)) for d in _DTYPES if t.numel())
 
     def marked(self, t: torch.Tensor) -> torch.Tensor:
         self.mark(t)
         return t
 
     def is_drawn(self, t: torch.Tensor) -> bool:
+        """``t`` holds values a drawn initialiser left, where it left them or copied elsewhere in any order and dtype."""
         mark = self.drawn.get(_place(t))
-        return mark is not None and mark[0] == _bits(t)
+        if mark is not None and mark[0] == _bits(t):
+            return True
+        return t.dtype in _DTYPES and (t.dtype, *_multiset(t, t.dtype)) in self.multisets
 
     def content_generator(self, t: torch.Tensor) -> torch.Generator:
         """The generator of (seed, ``t``'s shape, a hash of its values, how many held tensors of that shape and those

@@ -360,3 +360,29 @@ def test_the_widening_is_trusted_under_the_guard_and_works_on_any_dtype():
     ref, _ = built(Mixed, 11)  # the reference builds it without the guard: the same values
     for (name, x), (_, y) in zip(model.state_dict().items(), ref.state_dict().items()):
         assert torch.equal(x, y), name
+
+
+def test_drawn_layers_cast_or_laid_out_again_by_the_candidate_are_not_widened_again():
+    """An honest ModelNew may cast a drawn layer (``.half()``, ``.double()``) or lay its weight out again
+    (``weight.data = w.t().contiguous()``) in its constructor: the values are still the drawn ones, in another order or
+    dtype, and must not be widened on its side only (the reference's drawn layer is not)."""
+    class Ref(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(64, 32)
+            self.ln = nn.LayerNorm(32)
+
+    class Cand(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(64, 32)
+            self.ln = nn.LayerNorm(32)
+            self.fc.weight.data = self.fc.weight.data.t().contiguous()
+            self.ln.half()
+
+    ref, _ = built(Ref, 11)
+    cand, widened = built(Cand, 11)
+    assert widened == []
+    assert torch.equal(cand.fc.weight.t(), ref.fc.weight) and torch.equal(cand.ln.weight, ref.ln.weight.half())
+    # a constructor-set weight copied elsewhere is still widened: its values are no drawn ones
+    assert "weight" in built(ReferenceNorms, 11)[1]
