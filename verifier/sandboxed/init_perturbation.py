@@ -31,7 +31,10 @@ were never touched, so a kernel saturating the weight at a few times its default
 parameter (a tied one once) and every norm's running mean and variance is widened in place by `widen_values` unless
 it still holds, bit for bit and where a drawn initialiser left them, the values that initialiser drew (a hash of its
 bytes, kept with the tensor at each fill: a write by any path -- ``copy_``, ``.data.fill_``, numpy, native code --
-changes it, where the version counter sees only some). The widening: each element times +-U(0.5, 1.5), the sign
+changes it, where the version counter sees only some), or holds them elsewhere in any order and dtype (an
+order-free fingerprint of the drawn values rounded to each floating dtype: an honest constructor that casts a drawn
+layer, ``.half()``, or lays its weight out again, ``weight.data = w.t().contiguous()``, is not widened on its side
+only). The widening: each element times +-U(0.5, 1.5), the sign
 per element (a zero counts as half the largest magnitude: nothing stays 0), all times a factor log-uniform in
 [1/`SCALE`, `SCALE`], and about one element in `OUTLIER_EVERY` (at least one) +-U(`OUTLIER_LOW`, `OUTLIER_HIGH`)
 times the largest magnitude before or after the factor, so beyond every value the constructor made whatever the
