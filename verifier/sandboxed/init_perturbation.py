@@ -22,8 +22,31 @@ not come from torch's global stream: its position would then depend on how many 
 side calls, and the random layers drawn from it (convolutions, linears) would stop agreeing. Each call draws
 from its own generator, seeded by the secret seed, the initialiser's kind, the tensor's shape and how many
 calls of that kind and shape came before: ModelNew gets the Model's values when it builds the same layers in
-the same order, the contract that makes their random weights agree already. Values a constructor sets itself
-(``torch.ones``, ``fill_``, ``copy_``) are not touched.
+the same order, the contract that makes their random weights agree already.
+
+Values a constructor sets itself are widened after it: ``nn.Parameter(torch.ones(d))`` (the usual RMSNorm),
+``nn.Parameter(1 + 0.5 * torch.randn(d))``, a LayerNorm's drawn affine overwritten by ``copy_`` or through ``.data``
+were never touched, so a kernel saturating the weight at a few times its default range was right in every trial
+(red team round 8). After both models are built (`_Draws.widen_held`, called by the worker), every floating
+parameter (a tied one once) and every norm's running mean and variance is widened in place by `widen_values` unless
+it still holds, bit for bit and where a drawn initialiser left them, the values that initialiser drew (a hash of its
+bytes, kept with the tensor at each fill: a write by any path -- ``copy_``, ``.data.fill_``, numpy, native code --
+changes it, where the version counter sees only some), or holds them elsewhere in any order and dtype (an
+order-free fingerprint of the drawn values rounded to each floating dtype: an honest constructor that casts a drawn
+layer, ``.half()``, or lays its weight out again, ``weight.data = w.t().contiguous()``, is not widened on its side
+only). The widening: each element times +-U(0.5, 1.5), the sign
+per element (a zero counts as half the largest magnitude: nothing stays 0), all times a factor log-uniform in
+[1/`SCALE`, `SCALE`], and about one element in `OUTLIER_EVERY` (at least one) +-U(`OUTLIER_LOW`, `OUTLIER_HIGH`)
+times the largest magnitude before or after the factor, so beyond every value the constructor made whatever the
+factor; a running variance keeps magnitudes only (positive). The two sides' constructors are different code, so
+the draw is keyed by content, not by call order: the generator of (seed, shape, a hash of the values as float64
+with -0.0 as 0.0, how many held tensors of that shape and those values came before, in ``named_parameters``
+order). ModelNew gets the Model's values whatever it names its parameters, in whatever order it registers tensors
+of different values, in float32 or float64; tensors of equal values (two ``torch.ones(d)`` weights) take their
+draws in registration order. A value the candidate keeps where the rule does not look (a buffer, a plain
+attribute) is not widened on its side while the reference's is: the two disagree and the trial refuses it.
+Buffers other than a norm's statistics (masks, position tables) are left as they are: they are the task's
+structure, not trained state.
 
 Random initialisers are drawn wider. Left as they are, a weight never leaves its initial range (nn.Linear's W in
 U(+-1/sqrt(in))), and a kernel storing W as saturating fixed point scaled to that bound was right in every trial
@@ -51,10 +74,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 from typing import Any, Iterator
 
 import torch
 from torch.nn import init as nn_init
+from torch.utils import _python_dispatch
 from torch.nn.modules import activation as nn_activation
 from torch.nn.modules import batchnorm as nn_batchnorm
 
@@ -73,9 +98,95 @@ OUTLIER_EVERY = 1024  # one element in this many (at least one per tensor) becom
 OUTLIER_LOW, OUTLIER_HIGH = 2.0, 8.0  # an outlier's magnitude, times the draw's largest
 
 
+def _place(t: torch.Tensor) -> tuple[Any, ...]:
+    """Where ``t``'s values live (storage, offset, shape, strides)."""
+    return (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), t.stride())
+
+
+def _bits(t: torch.Tensor) -> str:
+    """A hash of ``t``'s bytes: a write by any path (``copy_``, ``.data.fill_``, numpy, native code) changes it, where
+    the version counter sees only some."""
+    return hashlib.sha256(t.detach().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()).hexdigest()
+
+
+_MIX = (0x9E3779B97F4A7C15 - 2**64, 0xBF58476D1CE4E5B9 - 2**64)  # odd 64-bit constants (as signed int64)
+_DTYPES = (torch.float64, torch.float32, torch.float16, torch.bfloat16)
+
+
+def _multiset(t: torch.Tensor, dtype: torch.dtype) -> tuple[int, int]:
+    """An order-free fingerprint of ``t``'s values rounded to ``dtype``: (count, a wrapping sum of each value's mixed
+    bits). A transposed, re-laid-out or cast copy of drawn values (``weight.data = w.t().contiguous()``, ``.half()``,
+    channels_last) has the fingerprint of the drawn values rounded to its dtype."""
+    x = t.detach().to(dtype).to(torch.float64).reshape(-1) + 0.0
+    b = x.view(torch.int64)
+    b = (b ^ (b >> 31)) * _MIX[0]
+    b = (b ^ (b >> 29)) * _MIX[1]
+    return x.numel(), int((b ^ (b >> 32)).sum())
+
+
 class _Draws:
     def __init__(self, seed: int):
         self.seed, self.counts = int(seed), {}
+        # place -> (a hash of the values a drawn initialiser left there, the tensor: held so its memory is not reused)
+        self.drawn: dict[tuple[Any, ...], tuple[str, torch.Tensor]] = {}
+        self.content_counts: dict[tuple[Any, ...], int] = {}
+        self.multisets: set[tuple[torch.dtype, int, int]] = set()  # the drawn values, rounded to each dtype
+
+    def mark(self, t: torch.Tensor) -> None:
+        """Note that ``t`` now holds values drawn here (`widen_held` leaves it as it is, unless written since)."""
+        # the verifier's own arithmetic on what it drew: outside the candidate's construction guard (which would count
+        # it as the candidate's compute), like the fill it follows
+        with _python_dispatch._disable_current_modes():
+            self.drawn[_place(t)] = (_bits(t), t)
+            self.multisets.update((d, *_multiset(t, d)) for d in _DTYPES if t.numel())
+
+    def marked(self, t: torch.Tensor) -> torch.Tensor:
+        self.mark(t)
+        return t
+
+    def is_drawn(self, t: torch.Tensor) -> bool:
+        """``t`` holds values a drawn initialiser left, where it left them or copied elsewhere in any order and dtype."""
+        mark = self.drawn.get(_place(t))
+        if mark is not None and mark[0] == _bits(t):
+            return True
+        return t.dtype in _DTYPES and (t.dtype, *_multiset(t, t.dtype)) in self.multisets
+
+    def content_generator(self, t: torch.Tensor) -> torch.Generator:
+        """The generator of (seed, ``t``'s shape, a hash of its values, how many held tensors of that shape and those
+        values came before): both sides' constructors are different code, but a tensor they made alike holds the same
+        values, whatever its name, dtype or the order of the others."""
+        x = t.detach().to(torch.float64).contiguous() + 0.0  # -0.0 and 0.0 alike; float32/float64 alike
+        content = hashlib.sha256(x.numpy().tobytes()).hexdigest()
+        shape = tuple(t.shape)
+        k = self.content_counts.get((shape, content), 0)
+        self.content_counts[(shape, content)] = k + 1
+        digest = hashlib.sha256(f"{self.seed}:held:{shape}:{content}:{k}".encode()).digest()
+        return torch.Generator().manual_seed(int.from_bytes(digest[:8], "little") & (2**63 - 1))
+
+    def widen_held(self, model: Any) -> list[str]:
+        """After both models are built: every floating parameter of ``model`` (and a norm's running statistics) that no
+        drawn initialiser filled, or that the constructor wrote since (``nn.Parameter(torch.ones(d))``,
+        ``1 + 0.5 * torch.randn(d)``, ``weight.copy_(...)``), is widened in place by `widen_values`; returns their
+        names. Parameters in ``named_parameters`` order (a tied one once), then the norms' statistics."""
+        if not isinstance(model, torch.nn.Module):
+            return []
+        held: list[tuple[str, torch.Tensor, bool]] = [
+            (name, p, False) for name, p in model.named_parameters()]
+        for mname, m in model.named_modules():
+            if isinstance(m, nn_batchnorm._NormBase) and m.track_running_stats:
+                for bname, positive in (("running_mean", False), ("running_var", True)):
+                    b = getattr(m, bname, None)
+                    if isinstance(b, torch.Tensor):
+                        held.append((f"{mname}.{bname}".lstrip("."), b, positive))
+        widened, done = [], set()
+        for name, t, positive in held:
+            if (not t.is_floating_point() or t.numel() == 0 or t.is_meta or id(t) in done or self.is_drawn(t)):
+                continue
+            done.add(id(t))
+            with torch.no_grad():
+                t.copy_(widen_values(t.detach(), self.content_generator(t), positive).to(t.dtype))
+            widened.append(name)
+        return widened
 
     def generator(self, kind: str, t: torch.Tensor) -> torch.Generator:
         """The generator of (seed, kind, ``t``'s shape, how many calls of that kind and shape came before)."""
@@ -118,6 +229,33 @@ class _Draws:
                 t.copy_(flat.view(t.shape))
 
 
+def widen_values(t: torch.Tensor, gen: torch.Generator, positive: bool = False) -> torch.Tensor:
+    """``t``'s values as a trained checkpoint might hold them (float64): each element times +-U(0.5, 1.5) (the sign
+    drawn per element; a zero element counts as half the largest magnitude, so none stays 0), all of them times a
+    factor log-uniform in [1/`SCALE`, `SCALE`], then about one element in `OUTLIER_EVERY` (at least one) set to
+    +-U(`OUTLIER_LOW`, `OUTLIER_HIGH`) times the largest magnitude before or after the factor. ``positive`` (a
+    running variance): magnitudes only. A tensor holding NaN or Inf is left as it is."""
+    x = t.to(torch.float64).reshape(-1)
+    n = x.numel()
+    top = float(x.abs().max()) if n else 0.0
+    if not math.isfinite(top):
+        return t.to(torch.float64)
+    top = top or 1.0
+    s = 2.0 * torch.rand(n, generator=gen, dtype=torch.float64) - 1.0
+    factor = SCALE ** (2.0 * float(torch.rand(1, generator=gen, dtype=torch.float64)) - 1.0)
+    k = max(1, n // OUTLIER_EVERY)
+    where = torch.randint(0, n, (k,), generator=gen)
+    v = 2.0 * torch.rand(2, k, generator=gen, dtype=torch.float64) - 1.0
+    base = torch.where(x != 0, x, 0.5 * top)
+    sign = torch.ones_like(s) if positive else torch.where(s < 0, -1.0, 1.0).double()
+    y = (base.abs() if positive else base) * sign * (0.5 + s.abs()) * factor
+    # the largest before or after the factor: an outlier lies beyond every value the constructor made, whatever
+    # the factor (a kernel saturating at a few times the default's range is wrong in every draw)
+    size = (OUTLIER_LOW + (OUTLIER_HIGH - OUTLIER_LOW) * v[1].abs()) * max(top, float(y.abs().max()))
+    y[where] = (size if positive else torch.where(v[0] < 0, -1.0, 1.0).double() * size)
+    return y.view(t.shape)
+
+
 _ACTIVE: set[Any] = set()  # the initialisers of the drawn_constants blocks now active
 
 
@@ -136,7 +274,7 @@ def _fill(t: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
 
 
 @contextlib.contextmanager
-def drawn_constants(seed: int) -> Iterator[None]:
+def drawn_constants(seed: int) -> Iterator[_Draws]:
     """While active, constant initialisers (and the norms' running statistics) draw their values from
     ``seed``, and random initialisers' draws are scaled and given outliers from it, as the module docstring says; on
     exit torch's own initialisers are back."""
@@ -149,25 +287,25 @@ def drawn_constants(seed: int) -> Iterator[None]:
     def drawn_ones(tensor: torch.Tensor) -> torch.Tensor:
         if not tensor.is_floating_point():
             return ones(tensor)
-        return _fill(tensor, draws.signed("ones", tensor))
+        return draws.marked(_fill(tensor, draws.signed("ones", tensor)))
 
     def drawn_zeros(tensor: torch.Tensor) -> torch.Tensor:
         if not tensor.is_floating_point():
             return zeros(tensor)
-        return _fill(tensor, draws.uniform("zeros", tensor) - 0.5)
+        return draws.marked(_fill(tensor, draws.uniform("zeros", tensor) - 0.5))
 
     def drawn_constant(tensor: torch.Tensor, val: float) -> torch.Tensor:
         if not tensor.is_floating_point() or not isinstance(val, (int, float)):
             return constant(tensor, val)
         if val == 0:
-            return _fill(tensor, draws.uniform("constant", tensor) - 0.5)
-        return _fill(tensor, val * draws.signed("constant", tensor))
+            return draws.marked(_fill(tensor, draws.uniform("constant", tensor) - 0.5))
+        return draws.marked(_fill(tensor, val * draws.signed("constant", tensor)))
 
     def drawn_running_stats(self: Any) -> None:
         if not self.track_running_stats:
             return
-        _fill(self.running_mean, draws.uniform("running_mean", self.running_mean) - 0.5)
-        _fill(self.running_var, 0.5 + draws.uniform("running_var", self.running_var))
+        draws.marked(_fill(self.running_mean, draws.uniform("running_mean", self.running_mean) - 0.5))
+        draws.marked(_fill(self.running_var, 0.5 + draws.uniform("running_var", self.running_var)))
         self.num_batches_tracked.zero_()
 
     depth = [0]  # > 0 inside a widened initialiser: a nested one is not widened again
@@ -183,6 +321,7 @@ def drawn_constants(seed: int) -> Iterator[None]:
                 depth[0] -= 1
             if depth[0] == 0 and isinstance(tensor, torch.Tensor) and tensor.is_floating_point():
                 draws.widen(tensor)
+                draws.mark(tensor)
             return result
 
         drawn_random.__name__ = drawn_random.__qualname__ = name
@@ -211,7 +350,7 @@ def drawn_constants(seed: int) -> Iterator[None]:
     active = (drawn_ones, drawn_zeros, drawn_constant, drawn_running_stats, *widened.values())
     _ACTIVE.update(active)
     try:
-        yield
+        yield draws
     finally:
         _ACTIVE.difference_update(active)
         nn_init.ones_, nn_init.zeros_ = ones, zeros

@@ -333,8 +333,11 @@ class Worker:
         guarded = guarded_construction() if self.role == "candidate" else contextlib.nullcontext()
         try:
             # the drawn initialisers go in first: the guard trusts them as nn.init's own (init_perturbation.py)
-            with drawn_constants(int(drawn)) if drawn is not None else contextlib.nullcontext(), guarded as guard:
+            with drawn_constants(int(drawn)) if drawn is not None else contextlib.nullcontext() as draws, \
+                    guarded as guard:
                 self.model = cls(*init_args)
+            if draws is not None:  # and what the constructors set themselves, alike on both sides
+                draws.widen_held(self.model)
         except BaseException as exc:  # noqa: BLE001
             raise _Fail("init", f"{type(exc).__name__}: {exc}", _short_traceback(exc, self.filename)) from None
         if guard is not None:

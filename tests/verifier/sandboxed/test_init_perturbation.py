@@ -212,3 +212,177 @@ def test_random_initialisers_are_restored():
     torch.manual_seed(0)
     w = nn.Linear(256, 8).weight.detach()
     assert float(w.abs().max()) <= 1 / 16
+
+
+# --- values a constructor set itself (red team round 8): widened after construction, alike on both sides -----------
+
+class ReferenceNorms(nn.Module):
+    """The spellings of the shipped tasks: a weight made by the constructor (RMSNorm), a LayerNorm's drawn affine
+    overwritten by copy_ and by a write through .data (which moves no version counter), a zero bias, a BatchNorm
+    whose running statistics are copied in, a tied parameter, and layers left as their initialisers drew them."""
+
+    def __init__(self, d: int = 256):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d))
+        self.scale = nn.Parameter(1.0 + 0.5 * torch.randn(d))
+        self.bias = nn.Parameter(torch.zeros(d))
+        self.ln = nn.LayerNorm(d)
+        self.ln2 = nn.LayerNorm(d)
+        self.bn = nn.BatchNorm1d(d)
+        self.fc = nn.Linear(d, 8)
+        with torch.no_grad():
+            self.ln.weight.copy_(1.0 + 0.5 * torch.randn(d))
+            self.ln.bias.copy_(0.5 * torch.randn(d))
+            self.bn.running_mean.copy_(torch.randn(d))
+            self.bn.running_var.fill_(2.0)
+        self.ln2.weight.data.fill_(1.0)
+        self.rms = nn.RMSNorm(d)
+        self.tied = self.weight
+
+
+class CandidateNorms(nn.Module):
+    """The same values built by other code: other names, another registration order (the zero bias and the ones
+    weight swapped), float64 where the reference holds float32, the tie left out."""
+
+    def __init__(self, d: int = 256):
+        super().__init__()
+        self.b = nn.Parameter(torch.zeros(d))
+        self.w = nn.Parameter(torch.ones(d, dtype=torch.float64))
+        self.s = nn.Parameter(1.0 + 0.5 * torch.randn(d))
+        self.norm = nn.LayerNorm(d)
+        self.norm2 = nn.LayerNorm(d)
+        self.bn = nn.BatchNorm1d(d)
+        self.fc = nn.Linear(d, 8)
+        with torch.no_grad():
+            self.norm.weight.copy_(1.0 + 0.5 * torch.randn(d))
+            self.norm.bias.copy_(0.5 * torch.randn(d))
+            self.bn.running_mean.copy_(torch.randn(d))
+            self.bn.running_var.fill_(2.0)
+        self.norm2.weight.data.fill_(1.0)
+        self.rms = nn.RMSNorm(d)
+
+
+def built(cls: type, seed: int | None, widen: bool = True, init_seed: int = 3) -> tuple[nn.Module, list[str]]:
+    torch.manual_seed(init_seed)
+    if seed is None:
+        return cls(), []
+    with drawn_constants(seed) as draws:
+        model = cls()
+    return model, (draws.widen_held(model) if widen else [])
+
+
+def test_values_a_constructor_set_are_widened_alike_on_both_sides():
+    """Red team round 8: nn.Parameter(torch.ones(d)), 1 + 0.5 * randn and a LayerNorm's affine overwritten by copy_
+    were never widened, so a kernel saturating the weight at a few times its default range passed. After
+    construction every floating parameter (and norm statistic) no drawn initialiser left as it is gets widened, from
+    a generator keyed by its values: the candidate's other names, order and dtype get the reference's values."""
+    ref, names = built(ReferenceNorms, 11)
+    cand, cand_names = built(CandidateNorms, 11)
+    assert sorted(names) == sorted(["weight", "scale", "bias", "ln.weight", "ln.bias", "ln2.weight",
+                                    "bn.running_mean", "bn.running_var"]), names
+    assert len(cand_names) == len(names)  # the tie is one tensor: widened once
+    assert ref.tied is ref.weight
+    pairs = [(ref.weight, cand.w), (ref.bias, cand.b), (ref.scale, cand.s), (ref.ln.weight, cand.norm.weight),
+             (ref.ln.bias, cand.norm.bias), (ref.ln2.weight, cand.norm2.weight), (ref.ln2.bias, cand.norm2.bias),
+             (ref.bn.running_mean, cand.bn.running_mean), (ref.bn.running_var, cand.bn.running_var),
+             (ref.bn.weight, cand.bn.weight), (ref.rms.weight, cand.rms.weight), (ref.fc.weight, cand.fc.weight)]
+    for i, (x, y) in enumerate(pairs):
+        assert x.dtype != y.dtype or torch.equal(x, y), i
+        assert torch.equal(x.detach(), y.detach().to(x.dtype)), i
+    # another secret seed, other values
+    other, _ = built(ReferenceNorms, 12)
+    assert not torch.equal(other.weight, ref.weight) and not torch.equal(other.ln.weight, ref.ln.weight)
+
+
+def test_widened_values_leave_the_default_range_in_every_draw():
+    """ones -> both signs, never 0; zeros -> never 0; 1 + 0.5 * randn -> an outlier beyond twice its largest whatever
+    the factor (a kernel saturating at 4 is wrong in every draw); a running variance stays positive."""
+    for seed in range(16):
+        plain, _ = built(ReferenceNorms, None)
+        ref, _ = built(ReferenceNorms, seed)
+        w, b, s = ref.weight.detach(), ref.bias.detach(), ref.scale.detach()
+        assert float(w.min()) < 0 < float(w.max()) and float(w.abs().min()) > 0, seed
+        assert float(b.abs().min()) > 0, seed
+        top = float(plain.scale.detach().abs().max())
+        assert float(s.abs().max()) >= 2 * top > 4, seed
+        assert float(ref.ln.weight.detach().abs().max()) >= 2 * float(plain.ln.weight.detach().abs().max()), seed
+        assert float(ref.bn.running_var.min()) > 0, seed
+        assert not torch.equal(ref.ln2.weight.detach(), torch.ones(256)), seed  # the .data write is seen
+
+
+def test_tensors_the_drawn_initialisers_left_as_they_are_are_not_widened_again():
+    """nn.LayerNorm's drawn affine, nn.Linear's widened draw and nn.RMSNorm's weight keep the values drawn_constants
+    gave them: widened once."""
+    ref, _ = built(ReferenceNorms, 11)
+    unwidened, _ = built(ReferenceNorms, 11, widen=False)
+    for name in ("rms.weight", "fc.weight", "fc.bias", "bn.weight", "bn.bias", "ln2.bias"):
+        assert torch.equal(ref.get_parameter(name), unwidened.get_parameter(name)), name
+    assert not torch.equal(ref.scale, unwidened.scale)
+
+
+def test_a_candidate_that_escapes_the_widening_disagrees_with_the_reference():
+    """The attacker's move: keep the weight where the rule does not look (a buffer, a plain attribute) so the kernel
+    sees the default range. Its values are then not the reference's widened ones: the perturbed trial refuses it."""
+    class Escaping(nn.Module):
+        def __init__(self, d: int = 256):
+            super().__init__()
+            self.register_buffer("weight", torch.ones(d))
+            self.plain = torch.ones(d)
+
+    ref, _ = built(ReferenceNorms, 11)
+    esc, widened = built(Escaping, 11)
+    assert widened == [] and torch.equal(esc.weight, torch.ones(256)) and torch.equal(esc.plain, torch.ones(256))
+    assert not torch.equal(esc.weight, ref.weight.detach())
+
+
+def test_the_widening_is_trusted_under_the_guard_and_works_on_any_dtype():
+    """The candidate's construction runs under drawn_constants and the guard (as the worker does); the widening runs
+    after it; bfloat16/float16 parameters and a one-element parameter are widened too, integers left alone."""
+    from evokernel.verifier.sandboxed.init_guard import guarded_construction
+
+    class Mixed(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.h = nn.Parameter(torch.ones(8, dtype=torch.float16))
+            self.bf = nn.Parameter(torch.ones(8, dtype=torch.bfloat16))
+            self.alpha = nn.Parameter(torch.tensor(0.5))
+            self.n = nn.Parameter(torch.ones(4, dtype=torch.int64), requires_grad=False)
+            self.ln = nn.LayerNorm(8)
+
+    torch.manual_seed(3)
+    with drawn_constants(11) as draws, guarded_construction() as guard:
+        model = Mixed()
+    guard.audit(model)
+    assert guard.violations == {}
+    assert sorted(draws.widen_held(model)) == ["alpha", "bf", "h"]
+    assert not torch.equal(model.h, torch.ones(8, dtype=torch.float16)) and float(model.alpha.detach().abs()) > 0.5
+    assert torch.equal(model.n, torch.ones(4, dtype=torch.int64))
+    ref, _ = built(Mixed, 11)  # the reference builds it without the guard: the same values
+    for (name, x), (_, y) in zip(model.state_dict().items(), ref.state_dict().items()):
+        assert torch.equal(x, y), name
+
+
+def test_drawn_layers_cast_or_laid_out_again_by_the_candidate_are_not_widened_again():
+    """An honest ModelNew may cast a drawn layer (``.half()``, ``.double()``) or lay its weight out again
+    (``weight.data = w.t().contiguous()``) in its constructor: the values are still the drawn ones, in another order or
+    dtype, and must not be widened on its side only (the reference's drawn layer is not)."""
+    class Ref(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(64, 32)
+            self.ln = nn.LayerNorm(32)
+
+    class Cand(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(64, 32)
+            self.ln = nn.LayerNorm(32)
+            self.fc.weight.data = self.fc.weight.data.t().contiguous()
+            self.ln.half()
+
+    ref, _ = built(Ref, 11)
+    cand, widened = built(Cand, 11)
+    assert widened == []
+    assert torch.equal(cand.fc.weight.t(), ref.fc.weight) and torch.equal(cand.ln.weight, ref.ln.weight.half())
+    # a constructor-set weight copied elsewhere is still widened: its values are no drawn ones
+    assert "weight" in built(ReferenceNorms, 11)[1]
