@@ -416,8 +416,8 @@ def test_attention_with_the_projections_mixed_up_is_refused(tmp_path, verifier, 
 
 @pytest.mark.parametrize("init,forward,why", [
     ("self.layer = nn.TransformerEncoderLayer(16, 2, 24, batch_first=True)", "return self.layer(x)", "dropout"),
-    ("self.attn = nn.MultiheadAttention(16, 4)",
-     "return self.attn(x, x, x, attn_mask=torch.ones(2, 2, dtype=torch.bool))[0]", "mask"),
+    ("self.attn = nn.MultiheadAttention(16, 4)\n        self.register_buffer('mask', torch.ones(2, 2, dtype=torch.bool))",
+     "return self.attn(x, x, x, attn_mask=self.mask)[0]", "mask"),
     ("self.attn = nn.MultiheadAttention(16, 4)", "return self.attn(x, x, x)[1]", "weights"),
 ])
 def test_attention_the_template_cannot_match_is_refused_by_name(tmp_path, init, forward, why):
