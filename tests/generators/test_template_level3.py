@@ -345,3 +345,84 @@ def test_unfold_with_a_step_other_than_its_size(tmp_path, verifier):
     task = load_task(p)
     v = verifier.verify(task, _conservative(task))
     assert v.feasible, v.feedback[:600]
+
+
+ATTENTION = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super(Model, self).__init__()
+        {init}
+
+    def forward(self, x):
+        {forward}
+
+def get_inputs():
+    return [torch.randn({shape})]
+
+def get_init_inputs():
+    return []
+'''
+
+ATTENTION_CASES = {
+    # KernelBench level3 31: sequence first, the weights of (out, weights) unread, then a residual layer norm
+    "mha-seq-first": ("self.attn = nn.MultiheadAttention(16, 4)\n        self.norm = nn.LayerNorm(16)",
+                      "out, _ = self.attn(x, x, x)\n        return self.norm(out + x)", "6, 2, 16"),
+    # 32: batch-first post-norm layers (ReLU); 28: a sequence-first encoder of GELU layers with a final norm
+    "encoder-layer": ("self.layer = nn.TransformerEncoderLayer(16, 2, 24, dropout=0.0, batch_first=True)",
+                      "return self.layer(x)", "2, 5, 16"),
+    "encoder-norm-first-gelu": (
+        "self.enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, activation='gelu', "
+        "norm_first=True), 2, norm=nn.LayerNorm(16), enable_nested_tensor=False)",
+        "return self.enc(x)", "5, 3, 16"),
+}
+
+
+def _attention_task(tmp_path, case, tag=""):
+    init, forward, shape = ATTENTION_CASES[case]
+    p = tmp_path / f"{case.replace('-', '_')}{tag}.py"
+    p.write_text(ATTENTION.format(init=init, forward=forward, shape=shape) + (f"# {tag}\n" if tag else ""))
+    return load_task(p)
+
+
+@pytest.mark.parametrize("case", list(ATTENTION_CASES))
+def test_attention_modules_are_decomposed(tmp_path, verifier, case):
+    """nn.MultiheadAttention, nn.TransformerEncoderLayer and nn.TransformerEncoder (KernelBench level3 28, 31, 32)
+    become gemms for the projections and scores, a softmax, layer norms and copies for the heads' permutations."""
+    task = _attention_task(tmp_path, case)
+    plan = plan_for(task)
+    assert {"gemm", "layout", "row"} <= set(plan.families)
+    v = verifier.verify(task, _conservative(task))
+    assert v.feasible, v.feedback[:600]
+
+
+def test_attention_with_the_projections_mixed_up_is_refused(tmp_path, verifier, monkeypatch):
+    """The query made with the key's rows of in_proj_weight, the key with the value's, the value with the query's:
+    the verifier refuses it (the test above checks which third each projection reads)."""
+    from evokernel.generators.template.front import modules
+
+    honest = modules.ModuleOps._rows
+
+    def rotated(self, n, t, start, count):
+        return honest(self, n, t, (start + count) % (3 * count), count)
+
+    monkeypatch.setattr(modules.ModuleOps, "_rows", rotated)
+    task = _attention_task(tmp_path, "encoder-layer", "wrong")
+    v = verifier.verify(task, _conservative(task))
+    assert not v.feasible and v.failed_gate == "correctness", v.feedback[:600]
+
+
+@pytest.mark.parametrize("init,forward,why", [
+    ("self.layer = nn.TransformerEncoderLayer(16, 2, 24, batch_first=True)", "return self.layer(x)", "dropout"),
+    ("self.attn = nn.MultiheadAttention(16, 4)\n        self.register_buffer('mask', torch.ones(2, 2, dtype=torch.bool))",
+     "return self.attn(x, x, x, attn_mask=self.mask)[0]", "mask"),
+    ("self.attn = nn.MultiheadAttention(16, 4)", "return self.attn(x, x, x)[1]", "weights"),
+])
+def test_attention_the_template_cannot_match_is_refused_by_name(tmp_path, init, forward, why):
+    p = tmp_path / "attn.py"
+    p.write_text(ATTENTION.format(init=init, forward=forward, shape="2, 2, 16"))
+    with pytest.raises(GenerationError) as err:
+        plan_for(load_task(p))
+    assert {"dropout": "dropout", "mask": "mask", "weights": "attn"}[why] in str(err.value), str(err.value)

@@ -82,8 +82,11 @@ def attribute(c: GlueChecker, node: ast.Attribute, env: Env) -> str:
             return TENSOR
         if name in vocab.config_attributes():
             return VALUE
+        if vocab.is_sublayer_attribute(name):
+            return LAYER  # a child of one of torch.nn's composite layers (self.attn.out_proj): a layer again
         return c.refuse(node, "glue-layer", f"`{c.src(node)}`",
-                        "read a layer's parameters (weight, bias, buffers) and configuration only; never call it")
+                        "read a layer's parameters (weight, bias, buffers), its configuration and the sub-layers "
+                        "torch.nn registers in it only; never call it")
     if base == TENSOR:
         if name in TENSOR_VALUE_ATTRS:
             return VALUE

@@ -7,6 +7,8 @@
   (``weight``, ``bias``, ``running_mean``, ``weight_ih_l0``, ``in_proj_bias``, ...);
 * a layer's **configuration attributes** (read as plain values in forward): its constructor's
   parameter names and ``__constants__``;
+* a layer's **sub-layers**: the children torch.nn's composite layers register (``self_attn``, ``out_proj``,
+  ``linear1``, ``layers``, ...), read to reach their parameters and configuration, as the layer's own;
 * ``nn.init`` functions (parameter initialisation in ``__init__``).
 """
 from __future__ import annotations
@@ -64,3 +66,37 @@ def init_functions() -> frozenset[str]:
     import torch.nn.init as init
 
     return frozenset(n for n in dir(init) if n[:1].islower() and inspect.isfunction(getattr(init, n)))
+
+
+@functools.lru_cache(maxsize=None)
+def sublayer_attributes() -> frozenset[str]:
+    """The attribute names under which torch.nn's own composite layers hold their children (a Transformer's
+    encoder and decoder, their ``layers``, a layer's ``self_attn``/``multihead_attn``, ``linear1``, ``norm1``,
+    ``dropout1``, a MultiheadAttention's ``out_proj``; AdaptiveLogSoftmaxWithLoss's ``head``/``tail``): found by
+    building those layers small on the meta device and listing their children, so the names follow the installed
+    torch. A candidate reads them to reach a child's parameters (``self.attn.out_proj.weight``); the child is a
+    layer like any other, read for parameters and configuration only, never called."""
+    import warnings
+
+    import torch.nn as nn
+
+    composites = (
+        lambda: nn.Transformer(d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=8,
+                               device="meta"),
+        lambda: nn.AdaptiveLogSoftmaxWithLoss(8, 10, [5], device="meta"),
+    )
+    names: set[str] = set()
+    for build in composites:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the nested-tensor advice of a small Transformer
+                root = build()
+        except (TypeError, ValueError, RuntimeError):  # a torch whose signature differs: fewer names, no error
+            continue
+        for module in root.modules():
+            names |= {n for n, _ in module.named_children() if not n.startswith("_") and not n.isdigit()}
+    return frozenset(n for n in names if not _TENSOR_NAME.match(n))
+
+
+def is_sublayer_attribute(name: str) -> bool:
+    return name in sublayer_attributes()

@@ -456,3 +456,24 @@ def test_what_native_code_returns_in_init_is_a_tensor():
 """
     findings = check_glue(src)
     assert findings and "tensor arithmetic" in findings[0].message, findings
+
+
+def test_sublayers_of_torch_composites_are_read_as_layers():
+    """A candidate for a Transformer or attention task reads the children torch.nn registers in its composite
+    layers (KernelBench level3 28, 31, 32): the same rules as any layer, reached one level down."""
+    from evokernel.verifier.trusted.nn_vocabulary import sublayer_attributes
+
+    assert {"out_proj", "self_attn", "linear1", "norm2", "layers", "encoder"} <= sublayer_attributes()
+
+    def with_encoder(src):
+        return src.replace("self.linear = nn.Linear(dim, dim)", "self.linear = nn.Linear(dim, dim)\n        "
+                           "self.enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(dim, 1, dim, dropout=0.0), 1)")
+
+    ok = with_encoder(forward_with("w = self.enc.layers[0].self_attn.out_proj.weight\n"
+                                   "        e = self.enc.layers[0].norm1.eps"))
+    assert check_glue(ok) == [], check_glue(ok)
+    # a child is still a layer: calling it, its forward or a name torch does not register is refused
+    for snippet in ("y = self.enc.layers[0].self_attn.out_proj(x)", "y = self.enc.layers[0].linear1.forward(x)",
+                    "f = self.enc.layers[0].activation", "y = self.enc(x)", "m = self.enc.layers[0].self_attn.forward"):
+        bad = with_encoder(forward_with(snippet))
+        assert "glue-layer" in rules(bad), (snippet, check_glue(bad))

@@ -44,6 +44,10 @@ class CallOps:
                 raise self.fail(n, "argmax/argmin indices are not supported")
             if isinstance(base, tuple) and base and base[0] in ("rnn", "rnn_state"):
                 return self.rnn_result(n, base, idx)
+            if isinstance(base, tuple) and base and base[0] == "attn":  # nn.MultiheadAttention's (out, weights)
+                if _cv(idx) == 0:
+                    return base[1]
+                return ("attn_weights",)  # not computed: refused where something reads it
             if type(base) is Ref:
                 return self._slice_copy(n, base, idx, val)
             raise self.fail(n, "indexing a tensor")

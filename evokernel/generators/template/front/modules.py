@@ -18,7 +18,7 @@ class ModuleOps:
     def visit_module(self, n: fx.Node, mod: nn.Module, path: str) -> Any:
         """The module call lowered by the first handler that knows the module's type."""
         for handler in (self._module_elementwise, self._module_conv_pool_norm, self._module_recurrent,
-                        self._module_other):
+                        self._module_attention, self._module_other):
             out = handler(n, mod, path)
             if out is not UNHANDLED:
                 return out
@@ -177,6 +177,121 @@ class ModuleOps:
         nid = self.g.add("rnn", args, attrs, shape, origin=spec["origin"])
         spec["made"][kind] = nid
         return nid
+
+    # -------------------------------------------------------------------------------- attention modules
+    def _module_attention(self, n: fx.Node, mod: nn.Module, path: str) -> Any:
+        """nn.MultiheadAttention (its value is a marker ``("attn", out)``: ``[0]`` is the output, the averaged
+        weights are not computed), nn.TransformerEncoderLayer and nn.TransformerEncoder, decomposed into the ops
+        the planner has: gemms, softmax, layer norm, elementwise, and copies for the heads' permutations. Masks,
+        dropout in training mode and other activations than ReLU/GELU are refused."""
+        if isinstance(mod, nn.MultiheadAttention):
+            if len(n.args) < 3 or any(n.kwargs.get(k) is not None for k in ("key_padding_mask", "attn_mask")) \
+                    or n.kwargs.get("is_causal"):
+                raise self.fail(n, "multi-head attention with a mask, or without query, key and value given")
+            q, k, v = (self.arg(a) for a in n.args[:3])
+            return ("attn", self._mha(n, mod, path, q, k, v))
+        if isinstance(mod, nn.TransformerEncoderLayer):
+            self._no_extra_args(n)
+            return self._encoder_layer(n, mod, path, self.arg(n.args[0]))
+        if isinstance(mod, nn.TransformerEncoder):
+            self._no_extra_args(n)
+            x = self.arg(n.args[0])
+            for i, layer in enumerate(mod.layers):
+                x = self._encoder_layer(n, layer, f"{path}.layers.{i}", x)
+            if mod.norm is not None:
+                x = self._norm_module(n, mod.norm, f"{path}.norm", x)
+            return x
+        return UNHANDLED
+
+    def _no_extra_args(self, n: fx.Node) -> None:
+        if len(n.args) > 1 or any(v is not None and v is not False for v in n.kwargs.values()):
+            raise self.fail(n, "a transformer encoder with a mask or other arguments")
+
+    def _linear_at(self, n: fx.Node, x: Any, w: Any, b: Any) -> Any:
+        y = self.gemm(x, w, n, trans_b=True)
+        return self.binary("add", y, b, n) if b is not None else y
+
+    def _norm_module(self, n: fx.Node, norm: nn.Module, path: str, x: Any) -> Any:
+        if not isinstance(norm, nn.LayerNorm):
+            raise self.fail(n, f"a transformer norm of type {type(norm).__name__}")
+        w = self.param(f"{path}.weight") if norm.weight is not None else None
+        b = self.param(f"{path}.bias") if norm.bias is not None else None
+        return self.layer_norm(x, norm.normalized_shape, w, b, float(norm.eps), n)
+
+    def _rows(self, n: fx.Node, t: Any, start: int, count: int) -> Any:
+        """Rows ``start:start+count`` of a parameter (a third of ``in_proj_weight``), copied contiguous."""
+        shp = self.shape(t)
+        inner = 1
+        for s_ in shp[1:]:
+            inner *= s_
+        pst = [inner] + [1 if i == len(shp) - 1 else 0 for i in range(1, len(shp))]
+        if len(shp) > 2:
+            raise self.fail(n, "an attention projection of more than 2 dims")
+        return self.g.add("slice_copy", [t], {"base": start * inner, "pst": pst[:len(shp)]},
+                          (count,) + tuple(shp[1:]), origin=n.name)
+
+    def _mha(self, n: fx.Node, mod: nn.MultiheadAttention, path: str, q: Any, k: Any, v: Any) -> Any:
+        if mod.training and mod.dropout > 0:
+            raise self.fail(n, f"MultiheadAttention(dropout={mod.dropout}) in training mode draws a random mask")
+        if not mod._qkv_same_embed_dim or mod.bias_k is not None or mod.add_zero_attn:
+            raise self.fail(n, "multi-head attention with separate key/value sizes, bias_k/bias_v or add_zero_attn")
+        if any(type(t) is not Ref or len(self.shape(t)) != 3 for t in (q, k, v)):
+            raise self.fail(n, "multi-head attention on other than batched 3-D tensors")
+        E, H = int(mod.embed_dim), int(mod.num_heads)
+        d = E // H
+        w_in = self.param(f"{path}.in_proj_weight")
+        b_in = self.param(f"{path}.in_proj_bias") if mod.in_proj_bias is not None else None
+        heads = []
+        for i, t in enumerate((q, k, v)):
+            p = self._linear_at(n, t, self._rows(n, w_in, i * E, E),
+                                self._rows(n, b_in, i * E, E) if b_in is not None else None)
+            a_, b_ = self.shape(p)[:2]  # (B, S) batch first, else (S, B)
+            r = self.g.add("reshape", [p], {}, (a_, b_, H, d), origin=n.name)
+            perm = [0, 2, 1, 3] if mod.batch_first else [1, 2, 0, 3]  # (B, H, S, d)
+            bsz, seq = (a_, b_) if mod.batch_first else (b_, a_)
+            heads.append(self.g.add("permute_copy", [r], {"perm": perm}, (bsz, H, seq, d), origin=n.name))
+        qh, kh, vh = heads
+        scores = self.binary("mul", self.gemm(qh, kh, n, trans_b=True), self.c(1.0 / d ** 0.5), n)
+        o = self.gemm(self.softmax(scores, 3, n), vh, n)  # (B, H, Sq, d)
+        bsz, _, sq, _ = self.shape(o)
+        if mod.batch_first:
+            o = self.g.add("permute_copy", [o], {"perm": [0, 2, 1, 3]}, (bsz, sq, H, d), origin=n.name)
+            o = self.g.add("reshape", [o], {}, (bsz, sq, E), origin=n.name)
+        else:
+            o = self.g.add("permute_copy", [o], {"perm": [2, 0, 1, 3]}, (sq, bsz, H, d), origin=n.name)
+            o = self.g.add("reshape", [o], {}, (sq, bsz, E), origin=n.name)
+        b_out = self.param(f"{path}.out_proj.bias") if mod.out_proj.bias is not None else None
+        return self._linear_at(n, o, self.param(f"{path}.out_proj.weight"), b_out)
+
+    def _encoder_layer(self, n: fx.Node, mod: nn.Module, path: str, x: Any) -> Any:
+        if not isinstance(mod, nn.TransformerEncoderLayer) or type(mod) is not nn.TransformerEncoderLayer:
+            raise self.fail(n, f"an encoder layer of type {type(mod).__name__} (its forward may differ)")
+        if mod.training and any(d.p > 0 for d in (mod.dropout, mod.dropout1, mod.dropout2)):
+            raise self.fail(n, "TransformerEncoderLayer with dropout in training mode draws random masks")
+        act = mod.activation
+        if act is nn.functional.relu or isinstance(act, nn.ReLU):
+            fn = "relu"
+        elif act is nn.functional.gelu or (isinstance(act, nn.GELU) and act.approximate == "none"):
+            fn = "gelu"
+        else:
+            raise self.fail(n, f"encoder layer activation {act!r}")
+
+        def attn(t: Any) -> Any:
+            return self._mha(n, mod.self_attn, f"{path}.self_attn", t, t, t)
+
+        def ff(t: Any) -> Any:
+            b1 = self.param(f"{path}.linear1.bias") if mod.linear1.bias is not None else None
+            b2 = self.param(f"{path}.linear2.bias") if mod.linear2.bias is not None else None
+            h = self.unary(fn, self._linear_at(n, t, self.param(f"{path}.linear1.weight"), b1), n)
+            return self._linear_at(n, h, self.param(f"{path}.linear2.weight"), b2)
+
+        norm1 = lambda t: self._norm_module(n, mod.norm1, f"{path}.norm1", t)
+        norm2 = lambda t: self._norm_module(n, mod.norm2, f"{path}.norm2", t)
+        if mod.norm_first:
+            x = self.binary("add", x, attn(norm1(x)), n)
+            return self.binary("add", x, ff(norm2(x)), n)
+        x = norm1(self.binary("add", x, attn(x), n))
+        return norm2(self.binary("add", x, ff(x), n))
 
     def _module_other(self, n: fx.Node, mod: nn.Module, path: str) -> Any:
         """Triplet margin loss, dropout, identity, flatten."""
