@@ -76,7 +76,7 @@ def nonfinite(expected: list[torch.Tensor]) -> int:
 def _all_finite(t: torch.Tensor) -> bool:
     """One sum decides nearly always (NaN and Inf propagate through it, so a finite sum means every element is
     finite; a sum that overflows is counted element by element): ~5x cheaper than materialising isfinite."""
-    if t.numel() == 0 or bool(torch.isfinite(t.sum(dtype=torch.float64 if t.dtype == torch.float64 else None))):
+    if t.numel() == 0 or bool(torch.isfinite(t.sum())):
         return True
     return bool(torch.isfinite(t).all())
 
