@@ -34,8 +34,9 @@ The random choices come from torch's generator, seeded by the trial's secret see
 """
 from __future__ import annotations
 
+import contextlib
 import math
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -76,19 +77,45 @@ DEFAULT_TINY_MAX = 1e-4
 # differs, NaN against Inf: the template's float16 cube matmul + tanh GELU was refused that way; docs/verifier.md)
 LARGE_CAP = {torch.float64: 1e75, torch.float32: 1e10, torch.bfloat16: 1e10}
 LARGE_PLANTED = tuple(LARGE_CAP)  # the dtypes that get large values
+LARGE_IN = ("special", "distinct")  # the perturbations that plant them (their level: large_bound.py)
 HEADROOM = 16.0  # every planted value's square, summed over all of them, stays <= max / HEADROOM
 PLANTED = (torch.float32, torch.float64, torch.float16, torch.bfloat16)  # the dtypes that get planted values
 SUBNORMALS_IN = ("special",)  # the perturbations that plant subnormals (kept by the reference's sandbox: worker.py)
 SUBNORMALS_PER = 4096  # special: one subnormal per this many elements, at least 4 (`_plant_subnormals`)
 
 
+# The levels of the large values' range, as fractions of its log width above LARGE_MIN (level 0: up to the cap;
+# float32 1e10, 1e8, 1e6, 1e4, 1e3). A task's reference is asked, trial by trial, for the first level at which its
+# own float32 answer resolves every output element (large_bound.py): a SwiGLU's products of two amplified values
+# cancel in the down projection to answers float32 PyTorch itself misses by 3-11x the tolerance at 1e10..1e6, where
+# an honest kernel in another order of operations lands elsewhere; the values it is judged on are then planted
+# lower, and every trial's answer is one float32 arithmetic can give.
+LARGE_LEVELS = (1.0, 0.75, 0.5, 0.25, 0.125)
+_level = [0]  # the level `large_max` plants at (set with `planted_level`; one worker, one thread)
+
+
+@contextlib.contextmanager
+def planted_level(level: int) -> Iterator[None]:
+    """Plant large values at ``level`` of `LARGE_LEVELS` inside the block (clamped to the last level)."""
+    saved = _level[0]
+    _level[0] = min(max(0, int(level)), len(LARGE_LEVELS) - 1)
+    try:
+        yield
+    finally:
+        _level[0] = saved
+
+
 def large_max(dtype: torch.dtype, count: int) -> float:
-    """The largest magnitude planted in a tensor of ``dtype`` holding ``count`` large values: `LARGE_CAP`, and never
-    more than the square root of max / (HEADROOM x count), so that the product of any two planted values and the sum
-    of the squares of all of them (an honest kernel's sum of squares in a norm) stay finite in the dtype (float64's
-    cap is far below that bound; a dtype without a cap, float16, gets the bound)."""
+    """The largest magnitude planted in a tensor of ``dtype`` holding ``count`` large values: `LARGE_CAP` lowered to
+    the current level (`planted_level`), and never more than the square root of max / (HEADROOM x count), so that
+    the product of any two planted values and the sum of the squares of all of them (an honest kernel's sum of
+    squares in a norm) stay finite in the dtype (float64's cap is far below that bound; a dtype without a cap,
+    float16, gets the bound)."""
     bound = math.sqrt(torch.finfo(dtype).max / (HEADROOM * max(1, count)))
-    return min(LARGE_CAP.get(dtype, bound), bound)
+    cap = min(LARGE_CAP.get(dtype, bound), bound)
+    if _level[0] and cap > LARGE_MIN:
+        cap = LARGE_MIN * (cap / LARGE_MIN) ** LARGE_LEVELS[_level[0]]
+    return cap
 
 
 def tiny_range(dtype: torch.dtype) -> tuple[float, float]:

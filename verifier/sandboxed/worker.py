@@ -30,8 +30,10 @@ from evokernel.verifier.sandboxed.plain_tensor import NotPlain, check_plain, cop
 from evokernel.verifier.sandboxed.init_guard import guarded_construction
 from evokernel.verifier.sandboxed import integer_inputs
 from evokernel.verifier.sandboxed.init_perturbation import drawn_constants
-from evokernel.verifier.sandboxed.trial_inputs import (PERTURBATIONS, SUBNORMALS_IN, decode_args, encode_args,
-                                                       flush_harmless, flush_subnormals)
+from evokernel.verifier.sandboxed.large_bound import resolves
+from evokernel.verifier.sandboxed.trial_inputs import (LARGE_IN, LARGE_LEVELS, LARGE_PLANTED, PERTURBATIONS,
+                                                       SUBNORMALS_IN, decode_args, encode_args, flush_harmless,
+                                                       flush_subnormals, planted_level)
 from evokernel.verifier.sandboxed.op_recorder import OpRecorder, ScaleRecorder
 
 _DTYPE_BY_NAME = {name: getattr(torch, name) for name in protocol.DTYPES}
@@ -65,6 +67,19 @@ def _short_traceback(exc: BaseException, filename: str) -> str:
 # how a candidate is loaded: loader name (a backend registry row's ``worker_loader``) -> the Worker method; "python"
 # executes the candidate file as a module (the reference is always loaded that way)
 LOADERS: dict[str, str] = {"python": "load", "ascend": "_load_ascend"}
+
+
+def _perturbed(inputs: list[Any], perturb: Any, level: int) -> list[torch.Tensor]:
+    """The tensors of ``inputs``, floating ones reshaped by ``perturb`` with large values at ``level``, contiguous."""
+    tensors = []
+    with planted_level(level):
+        for x in inputs:
+            if not isinstance(x, torch.Tensor):
+                continue
+            if x.is_floating_point():
+                x = perturb(x)
+            tensors.append(x.contiguous())
+    return tensors
 
 
 def _forget_pybind11_module(name: str) -> None:
@@ -375,14 +390,19 @@ class Worker:
             raise _Fail("task", str(exc)) from None
         if str(msg.get("perturb")) in integer_inputs.PLANTED_IN and self.model is not None:
             inputs = self._plant_integers(inputs, template, str(msg.get("perturb")))
-        tensors = []
-        for x in inputs:
-            if not isinstance(x, torch.Tensor):
-                continue
-            if x.is_floating_point():
-                x = perturb(x)
-            tensors.append(x.contiguous())
-        if str(msg.get("perturb")) in SUBNORMALS_IN:
+        name = str(msg.get("perturb"))
+        state = torch.get_rng_state()
+        level = msg.get("large_level", 0) if type(msg.get("large_level", 0)) is int else 0
+        tensors = _perturbed(inputs, perturb, level)
+        resolve = msg.get("resolve")
+        probed = name in LARGE_IN and isinstance(resolve, dict) and self.model is not None and any(
+            t.dtype in LARGE_PLANTED and t.numel() > 0 for t in tensors)
+        if probed:
+            level = self._resolved_level(inputs, perturb, tensors, template, resolve, state)
+            if level:
+                torch.set_rng_state(state)
+                tensors = _perturbed(inputs, perturb, level)
+        if name in SUBNORMALS_IN:
             tensors = self._keep_subnormals(tensors, template)
         need = sum(align(t.numel() * t.element_size()) for t in tensors)
         if need > self.capacity:
@@ -393,7 +413,29 @@ class Worker:
         reply: dict[str, Any] = {"ok": True, "inputs": metas}
         if template is not None:
             reply["args"] = template
+        if probed:
+            reply["large_level"] = level
         return reply
+
+    def _resolved_level(self, inputs: list[Any], perturb: Any, tensors: list[torch.Tensor], template: list[Any] | None,
+                        resolve: dict[str, Any], state: torch.Tensor) -> int:
+        """The first level of the planted large values (`trial_inputs.LARGE_LEVELS`) at which this worker's reference
+        resolves its answer (`large_bound`): ``tensors`` (level 0) first, then the same draw (``state``) with a
+        narrower range. 0 where no level resolves, or where the reference cannot be asked in float64."""
+        for level in range(len(LARGE_LEVELS)):
+            if level:
+                torch.set_rng_state(state)
+                tensors = _perturbed(inputs, perturb, level)
+            try:
+                r32 = self._reference_outputs(tensors, template)
+                r64 = self._reference_outputs(tensors, template, wide=True)
+            except Exception:  # noqa: BLE001 - no float64 copy of this model (deepcopy, .double() refused)
+                return 0
+            if r32 is None or r64 is None:
+                return 0
+            if resolves(r32, r64, resolve):
+                return level
+        return 0
 
     def _plant_integers(self, inputs: list[Any], template: list[Any] | None, perturb_name: str) -> list[Any]:
         """Boundary and sentinel values planted into the integer inputs (`integer_inputs`), each group kept only if
@@ -413,10 +455,14 @@ class Worker:
         planted = iter(integer_inputs.plant(tensors, accepts, sentinels_only=perturb_name != "special"))
         return [next(planted) if isinstance(x, torch.Tensor) else x for x in inputs]
 
-    def _reference_outputs(self, tensors: list[torch.Tensor], template: list[Any] | None) -> list[Any] | None:
+    def _reference_outputs(self, tensors: list[torch.Tensor], template: list[Any] | None,
+                           wide: bool = False) -> list[Any] | None:
         """This worker's reference model on ``tensors`` (its buffers restored and torch's generator untouched
-        afterwards): its outputs as a list, or None when it raises (the reference refuses these values)."""
-        model = self.model
+        afterwards): its outputs as a list, or None when it raises (the reference refuses these values). ``wide``:
+        its float64 copy on the floating inputs widened (the answer `truth` gives)."""
+        model = self._model64() if wide else self.model
+        if wide:
+            tensors = [x.double() if x.is_floating_point() else x for x in tensors]
         saved = [(b, b.clone()) for b in model.buffers()]
         try:
             with torch.no_grad(), torch.random.fork_rng(devices=[]):
@@ -455,14 +501,19 @@ class Worker:
         except ValueError as exc:
             raise _Fail("protocol", str(exc)) from None
 
-    def truth(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """Reference only: the reference in float64 on the current inputs (floating inputs widened), for
-        judging a small output whose float32 reference is itself far from the exact answer."""
-        assert self.model is not None and self.role == "reference"
+    def _model64(self) -> torch.nn.Module:
+        """The float64 copy of this worker's reference model (made once per model)."""
         if getattr(self, "model64", None) is None:
             import copy
 
             self.model64 = copy.deepcopy(self.model).double()
+        return self.model64
+
+    def truth(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Reference only: the reference in float64 on the current inputs (floating inputs widened), for
+        judging a small output whose float32 reference is itself far from the exact answer."""
+        assert self.model is not None and self.role == "reference"
+        self._model64()
         inputs = [x.double() if x.is_floating_point() else x for x in self.inputs]
         scale = ScaleRecorder()
         scale.note(inputs)

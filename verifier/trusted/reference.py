@@ -21,6 +21,7 @@ from evokernel.tasks.task import Task, TaskError
 if TYPE_CHECKING:
     import torch
 from evokernel.verifier.message_codec import ProtocolError, TensorMeta, align
+from evokernel.verifier.sandboxed.trial_inputs import LARGE_IN
 from evokernel.verifier.trusted.launcher import SandboxError, WorkerDied, WorkerHandle, WorkerTimeout, Zygote
 
 # reference workers run trusted task code and live across many verdicts: no CPU-seconds cap
@@ -44,6 +45,12 @@ class Reference:
         self.floors: dict[tuple[int, int], float] = {}  # (input bytes, output bytes) -> seconds of a copy
         self.case: int | None = None  # a task with cases (Task.cases): the case every make_inputs draws
         self.args: list[Any] | None = None  # forward's call template of the last inputs (non-tensor arguments)
+        # the planted large values (sandboxed/large_bound.py): the tolerances per output dtype the model worker checks
+        # its float32 answer against (set by the trials), and the highest level it chose per perturbation, which the
+        # inputs worker (no model to ask) plants at in the timing's value rounds
+        self.resolve: dict[str, list[float]] | None = None
+        self.large_levels: dict[str, int] = {}
+        self.last_large_level = 0  # the level of the last inputs the model worker made
 
     # --- calls ------------------------------------------------------------------------------------
     def call(self, msg: dict[str, Any], timeout: float = 600.0, handle: WorkerHandle | None = None) -> dict[str, Any]:
@@ -71,11 +78,20 @@ class Reference:
     def make_inputs(self, seed: int, perturb: str, handle: WorkerHandle | None = None) -> list[TensorMeta]:
         """Inputs from ``seed`` (perturbed), written at offset 0 of the worker's region."""
         handle = handle or self.handle
+        msg: dict[str, Any] = {"op": "make_inputs", "seed": seed, "perturb": perturb, **self.case_msg()}
+        if perturb in LARGE_IN:
+            if handle is self.handle and self.resolve:
+                msg["resolve"] = self.resolve
+            elif self.large_levels.get(perturb):
+                msg["large_level"] = self.large_levels[perturb]
         for _ in range(8):
-            reply = self.call({"op": "make_inputs", "seed": seed, "perturb": perturb, **self.case_msg()}, handle=handle)
+            reply = self.call(msg, handle=handle)
             if "need" in reply:
                 handle.ensure_capacity(int(reply["need"]) * 2 + (1 << 20))
                 continue
+            self.last_large_level = int(reply.get("large_level", 0))
+            if self.last_large_level:
+                self.large_levels[perturb] = max(self.large_levels.get(perturb, 0), self.last_large_level)
             return self._input_metas(reply, handle)
         raise TaskError(f"{self.task.path}: could not reserve memory for the inputs")
 

@@ -32,6 +32,7 @@ import torch
 
 from evokernel.tasks.task import Task, TaskError
 from evokernel.verifier.message_codec import DTYPES, ProtocolError, TensorMeta
+from evokernel.verifier.sandboxed.trial_inputs import LARGE_CAP, LARGE_IN, LARGE_LEVELS, LARGE_MIN
 from evokernel.verifier.trusted import compile_baseline, correctness, latency, regions, timing_protocol
 from evokernel.verifier.trusted.failures import INPUTS_MODIFIED, MOVEMENT_PREFIX, Fail, init_compute_fail, torch_ops_fail
 from evokernel.verifier.trusted.launcher import WorkerHandle
@@ -61,6 +62,12 @@ DISTINCT_INPUTS = ("the inputs held values random draws almost never give, with 
                    "ignore_index), -(max + 1) and negative indices -2 .. -max, and bool inputs all-False and all-True "
                    "rows; the kernel must give PyTorch's answer there too, integer and bool outputs included")
 INPUT_NOTES = {"special": SPECIAL_INPUTS, "distinct": DISTINCT_INPUTS}
+def large_top(level: int) -> float:
+    """The largest float32 magnitude planted at ``level`` (`trial_inputs.LARGE_LEVELS`)."""
+    return LARGE_MIN * (LARGE_CAP[torch.float32] / LARGE_MIN) ** LARGE_LEVELS[level]
+
+
+RESOLVED_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 NO_REDRAWS = ("nonfinite", "special", "distinct")  # NaN/Inf by construction (an input NaN, exp(1e8), 1/1e-30, log(0)):
 # judged masked
 # perturbations whose planted equal values (constant rows) make ties: an index output is not compared there
@@ -254,6 +261,10 @@ class WorkerJudge:
         # timing_mode "model": per judged trial, a digest of each input and of all expected outputs (value_free_inputs)
         self.digests: list[tuple[list[str], str]] = []
         self.input_bytes: list[int] = []  # bytes per input of the first judged trial
+        # what the model worker's float32 answer must resolve before large values are planted at a level
+        # (sandboxed/large_bound.py): this configuration's tolerances per output dtype, [elementwise, norm-wise]
+        ref.resolve = {str(dt).removeprefix("torch."): [tl.elementwise, min(tl.reduction, tl.normwise(False))]
+                       for dt in RESOLVED_DTYPES for tl in [correctness.tolerance(dt, self.cfg.tol)]}
 
     def judge(self, gates: dict[str, bool | None], timings: dict[str, float],
               details: dict[str, Any]) -> latency.Timing | None:
@@ -376,6 +387,9 @@ class WorkerJudge:
         ref_s.append(seconds)
         if note is not None:
             record["nonfinite_reference"].append({"trial": label, **note})
+        level = self.ref.last_large_level if perturb in LARGE_IN else 0
+        if level:
+            record.setdefault("large_max", {})[label] = float(f"{large_top(level):.3g}")
         expected = [regions.tensor(self.ref.handle, m) for m in out_metas]
         inputs = [regions.tensor(self.ref.handle, m) for m in in_metas]
         if self.io_bytes is None:
@@ -391,6 +405,10 @@ class WorkerJudge:
         except Fail as f:
             if f.gate == "correctness" and perturb in INPUT_NOTES:
                 f.feedback = f"{f.feedback}\nIn this trial {INPUT_NOTES[perturb]}."
+                if level:
+                    f.feedback += (f" For this task the large values went up to {large_top(level):.3g} only (float32 "
+                                   "values; the largest range at which PyTorch's own float32 answer resolves every "
+                                   "output element).")
             raise
         record["passed"] += 1
 
