@@ -17,6 +17,11 @@ positions (~1/16 of its elements per group, at least one; the positions of the g
   max >= 2: Python-style indexing accepts every value in [-(max + 1), max] (red team round 8 passed a gather right
   for -1 and -(max + 1) only).
 
+Every int64 and int32 input also gets **large magnitudes** (`large_values`: int64 from 2**31, past int32's range, up
+to 2**52; int32 from 2**16 up to 2**29), both signs, at most one per row of the last dimension, in ``special`` and
+``distinct`` alike (red team round 9 passed an int64 cumsum accumulated in int32). An index input's reference raises
+on them, so they are dropped there like any refused group.
+
 Every bool input of at least 2 elements (a mask) gets ~1/16 of the rows of its last dimension all False (a padding row:
 nothing kept) and ~1/16 all True (red team round 8 passed a masked mean answering 0/0 on an all-False row; ``rand >
 0.5`` over a row is never all False).
