@@ -17,6 +17,11 @@ positions (~1/16 of its elements per group, at least one; the positions of the g
   max >= 2: Python-style indexing accepts every value in [-(max + 1), max] (red team round 8 passed a gather right
   for -1 and -(max + 1) only).
 
+Every int64 and int32 input also gets **large magnitudes** (`large_values`: int64 from 2**31, past int32's range, up
+to 2**52; int32 from 2**16 up to 2**29), both signs, at most one per row of the last dimension, in ``special`` and
+``distinct`` alike (red team round 9 passed an int64 cumsum accumulated in int32). An index input's reference raises
+on them, so they are dropped there like any refused group.
+
 Every bool input of at least 2 elements (a mask) gets ~1/16 of the rows of its last dimension all False (a padding row:
 nothing kept) and ~1/16 all True (red team round 8 passed a masked mean answering 0/0 on an all-False row; ``rand >
 0.5`` over a row is never all False).
@@ -51,6 +56,9 @@ SENTINELS = (-1, -100)  # -100: the default ignore_index of cross_entropy / nll_
 SHARE = 16  # ~1/SHARE of an integer input's elements (a bool input's rows) per planted group
 NEGATIVE_DRAWN = 8  # Python-style negative indices drawn per trial (`groups`)
 MIN_ELEMENTS = 2  # a one-element integer input is a count or a size more often than data: left alone
+# large magnitudes (`large_values`), both signs: int64 from beyond int32's range to 2**52, int32 from 2**16 to 2**29
+# (two of them add without leaving int32); other integer dtypes (int8/int16/uint8) get none
+LARGE = {torch.int64: (1 << 31, 1 << 52), torch.int32: (1 << 16, 1 << 29)}
 
 
 def integer_input(t: torch.Tensor) -> bool:
@@ -81,6 +89,52 @@ def groups(x: torch.Tensor, sentinels_only: bool = False) -> list[tuple[str, lis
         if drawn:
             out.append(("negative indices", sorted(set(drawn))))
     return out
+
+
+def large_range(dtype: torch.dtype, count: int) -> tuple[int, int] | None:
+    """(smallest, largest) magnitude of the large values planted into an integer input of ``dtype`` holding ``count``
+    of them (`LARGE`), or None for a dtype that gets none. int64: from int32's range up (so an int32 accumulator or
+    a cast to int32 is wrong on every one of them) to 2**52 (exact in float64, so a kernel that widens through double
+    rounds as PyTorch does) and never more than 2**61 / count (the sum of all of them stays inside int64)."""
+    span = LARGE.get(dtype)
+    if span is None:
+        return None
+    lo, hi = span
+    return lo, max(lo, min(hi, (1 << 61) // max(1, count)))
+
+
+def large_values(x: torch.Tensor, first: float, taken: torch.Tensor | None = None
+                 ) -> tuple[torch.Tensor, list[int]] | None:
+    """(positions, values) of the large magnitudes planted into ``x`` (`large_range`): at most one per row of the last
+    dimension (a row's sum is then that value plus the drawn ones: a float conversion of the row rounds it as
+    PyTorch does, where two large values of opposite signs would cancel), ~1 in 1024 elements and at least 16 where
+    there are rows for them (small tensors: at most 1 in 64), log-uniform magnitudes drawn stratified, signs
+    alternating from ``first``'s, never at a position in ``taken`` (the other groups': a row whose every draw lands
+    there gets none). None for a dtype without them (`LARGE`)."""
+    n = x.numel()
+    width = x.shape[-1] if x.dim() else 1
+    nrows = n // max(1, width)
+    k = min(nrows, max(1, min(max(16, n // 1024), max(2, n // 64))))
+    span = large_range(x.dtype, k)
+    if span is None or not k:
+        return None
+    rows = _positions(nrows, 1, k)[0]
+    where = rows * width + torch.randint(0, width, (rows.numel(),))
+    if taken is not None and taken.numel():
+        for _ in range(8):  # another column of the same row where the first draw met another group
+            clash = torch.isin(where, taken)
+            if not bool(clash.any()):
+                break
+            where[clash] = rows[clash] * width + torch.randint(0, width, (int(clash.sum()),))
+        where = where[~torch.isin(where, taken)]
+    m = where.numel()
+    if not m:
+        return None
+    lo, hi = span
+    u = (torch.randperm(m).double() + torch.rand(m, dtype=torch.float64)) / m
+    mag = torch.round(lo * (hi / lo) ** u).clamp(lo, hi)
+    sign = torch.where(torch.arange(m) % 2 == 0, 1.0, -1.0).double() * (1.0 if first > 0 else -1.0)
+    return where, [int(v) for v in (mag * sign).tolist()]
 
 
 def bool_groups(x: torch.Tensor) -> list[tuple[str, bool]]:
@@ -142,6 +196,10 @@ def plant(inputs: list[torch.Tensor], accepts: Callable[[list[torch.Tensor]], bo
             n = x.numel()
             places = _positions(n, len(named), max(1, n // SHARE))
             plans = [(values, where) for (_, values), where in zip(named, places) if where.numel()]
+            large = large_values(x, first=-1.0 if sentinels_only else 1.0,
+                                 taken=torch.cat([w for _, w in plans]) if plans else None)
+            if large is not None:  # last: where it meets another group's position, the large value stays
+                plans.append((large[1], large[0]))
             do = _planted
         else:
             continue

@@ -28,7 +28,7 @@ from evokernel.verifier.message_codec import MAX_DIMS, MAX_TEXT, TensorMeta, ali
 from evokernel.verifier.sandboxed import dispatch_tls
 from evokernel.verifier.sandboxed.plain_tensor import NotPlain, check_plain, copy_bytes
 from evokernel.verifier.sandboxed.init_guard import guarded_construction
-from evokernel.verifier.sandboxed import integer_inputs
+from evokernel.verifier.sandboxed import integer_inputs, scalar_args
 from evokernel.verifier.sandboxed.init_perturbation import drawn_constants
 from evokernel.verifier.sandboxed.large_bound import resolves
 from evokernel.verifier.sandboxed.trial_inputs import (LARGE_IN, LARGE_LEVELS, LARGE_PLANTED, PERTURBATIONS,
@@ -388,6 +388,8 @@ class Worker:
             template = encode_args(inputs)
         except TypeError as exc:
             raise _Fail("task", str(exc)) from None
+        if str(msg.get("perturb")) in scalar_args.PLANTED_IN and self.model is not None:
+            template = self._plant_scalars(inputs, template, str(msg.get("perturb")))
         if str(msg.get("perturb")) in integer_inputs.PLANTED_IN and self.model is not None:
             inputs = self._plant_integers(inputs, template, str(msg.get("perturb")))
         name = str(msg.get("perturb"))
@@ -437,6 +439,25 @@ class Worker:
                 return level
         return 0
 
+    def _accepted(self, tensors: list[torch.Tensor], template: list[Any] | None) -> bool:
+        """Whether this worker's reference model runs on ``tensors`` with ``template`` without error and with finite
+        floating outputs (what planted values need to be kept)."""
+        outs = self._reference_outputs(tensors, template)
+        return outs is not None and all(
+            isinstance(o, torch.Tensor) and (not (o.is_floating_point() or o.is_complex())
+                                             or bool(torch.isfinite(o).all())) for o in outs)
+
+    def _plant_scalars(self, inputs: list[Any], template: list[Any] | None, perturb_name: str) -> list[Any] | None:
+        """The call template with new values for forward's Python float arguments (`scalar_args`), each kept only if
+        this worker's reference model accepts it on the drawn tensors (before their own perturbation); the same
+        template goes to the candidate. A template without floats (or None: every argument a tensor) is returned
+        as it is."""
+        if not scalar_args.float_paths(template):
+            return template
+        tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+        return scalar_args.plant(template, lambda t: self._accepted(tensors, t),
+                                 flip=perturb_name in scalar_args.FLIP_IN)
+
     def _plant_integers(self, inputs: list[Any], template: list[Any] | None, perturb_name: str) -> list[Any]:
         """Boundary and sentinel values planted into the integer inputs (`integer_inputs`), each group kept only if
         this worker's reference model runs on it without error and with finite outputs (on the drawn floating
@@ -446,13 +467,8 @@ class Worker:
         if not any(integer_inputs.integer_input(t) or integer_inputs.bool_input(t) for t in tensors):
             return inputs
 
-        def accepts(candidate: list[torch.Tensor]) -> bool:
-            outs = self._reference_outputs(candidate, template)
-            return outs is not None and all(
-                isinstance(o, torch.Tensor) and (not (o.is_floating_point() or o.is_complex())
-                                                 or bool(torch.isfinite(o).all())) for o in outs)
-
-        planted = iter(integer_inputs.plant(tensors, accepts, sentinels_only=perturb_name != "special"))
+        planted = iter(integer_inputs.plant(tensors, lambda c: self._accepted(c, template),
+                                            sentinels_only=perturb_name != "special"))
         return [next(planted) if isinstance(x, torch.Tensor) else x for x in inputs]
 
     def _reference_outputs(self, tensors: list[torch.Tensor], template: list[Any] | None,

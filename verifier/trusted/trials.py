@@ -52,15 +52,20 @@ SPECIAL_INPUTS = ("the inputs held values random draws almost never give: a few 
                   "ones (|x| from the dtype's smallest normal up to 1e-4), a few subnormals where flushing them to 0 "
                   "does not change PyTorch's answer, and constant rows (a row of the last dimension repeating one "
                   "value: variance 0); integer inputs held their drawn minimum and maximum and, where the reference "
-                  "accepts them, -1, -100 (cross entropy's ignore_index), -(max + 1) and negative indices -2 .. -max; "
-                  "bool inputs held all-False and all-True rows where the reference accepts them; the kernel must "
-                  "give PyTorch's answer there too")
+                  "accepts them, -1, -100 (cross entropy's ignore_index), -(max + 1), negative indices -2 .. -max "
+                  "and large magnitudes of both signs, one per row (int64: 2^31 to 2^52, int32: 2^16 to 2^29); "
+                  "bool inputs held all-False and all-True rows where the reference accepts them; forward's Python "
+                  "float arguments held other values than get_inputs()'s (the magnitude times 1/4 to 4, where the "
+                  "reference accepts it); the kernel must give PyTorch's answer there too")
 DISTINCT_INPUTS = ("the inputs held values random draws almost never give, with no ties: a few exact +0.0 and -0.0, "
                    "large finite values (|x| from 1e2 up to 1e10 in float32/bfloat16, none in float16, 1e75 in "
                    "float64; the first of them negative) and tiny ones (|x| from the dtype's smallest normal up to "
                    "1e-4); integer inputs held, where the reference accepts them, -1, -100 (cross entropy's "
-                   "ignore_index), -(max + 1) and negative indices -2 .. -max, and bool inputs all-False and all-True "
-                   "rows; the kernel must give PyTorch's answer there too, integer and bool outputs included")
+                   "ignore_index), -(max + 1), negative indices -2 .. -max and large magnitudes of both signs, one "
+                   "per row (int64: 2^31 to 2^52, int32: 2^16 to 2^29), and bool inputs all-False and all-True rows; "
+                   "forward's Python float arguments held other values than get_inputs()'s (the sign flipped, the "
+                   "magnitude times 1/4 to 4, where the reference accepts it); the kernel must give PyTorch's answer "
+                   "there too, integer and bool outputs included")
 INPUT_NOTES = {"special": SPECIAL_INPUTS, "distinct": DISTINCT_INPUTS}
 def large_top(level: int) -> float:
     """The largest float32 magnitude planted at ``level`` (`trial_inputs.LARGE_LEVELS`)."""

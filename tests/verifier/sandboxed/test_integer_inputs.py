@@ -5,7 +5,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from evokernel.verifier.sandboxed.integer_inputs import groups, plant
+from evokernel.verifier.sandboxed.integer_inputs import LARGE, groups, plant
 
 
 def accepting(fn: Callable[..., torch.Tensor], calls: list[int] | None = None) -> Callable[[list[torch.Tensor]], bool]:
@@ -56,7 +56,7 @@ def test_the_reference_decides_and_is_asked_once_when_it_takes_everything():
     assert {-1, -100, -10} <= set(out.tolist())
     calls.clear()
     out = plant([t], accepting(lambda i: F.one_hot(i, 10).double(), calls))[0]  # no negative values
-    assert len(calls) == 1 + len(groups(t)) and int(out.min()) == 0
+    assert len(calls) == 1 + len(groups(t)) + 1 and int(out.min()) == 0  # + the large magnitudes (int64)
     # a non-finite output refuses the group as an error does
     out = plant([t], accepting(lambda i: torch.where(i == -100, float("nan"), 1.0)))[0]
     assert not bool((out == -100).any()) and bool((out == -1).any())
@@ -72,7 +72,7 @@ def test_positions_are_disjoint_share_bounded_and_reproducible_and_the_inputs_ar
     assert torch.equal(a, b) and torch.equal(t, before)
     for s in (-1, -100, -10):
         assert int((a == s).sum()) == 4096 // 16  # one group each, none overwritten by another
-    assert int((a != t).sum()) <= 5 * 4096 // 16  # boundaries, three sentinels, the drawn negative indices
+    assert int((a != t).sum()) <= 5 * 4096 // 16 + 1  # boundaries, three sentinels, negative indices, one large
 
 
 def test_what_is_left_alone():
@@ -152,3 +152,37 @@ def test_bool_inputs_get_all_false_and_all_true_rows_where_the_reference_accepts
     mt = (torch.rand(256, 128) > 0.5).t()
     got = plant([mt], accepting(lambda a: a.double()))[0]
     assert got.stride() == mt.stride() and bool((got.sum(1) == 0).any())
+
+
+def test_large_magnitudes_one_per_row_beyond_int32_of_both_signs():
+    """Red team round 9 (rt9_int64_accumulated_in_int32): an int64 cumsum accumulated in int32 passed, since no integer
+    input ever held a value beyond int32's range. int64 inputs now get magnitudes from 2**31 up to 2**52, int32 ones
+    from 2**16 up to 2**29, one per row of the last dimension, both signs, where the reference accepts them."""
+    torch.manual_seed(2)
+    t = torch.randint(0, 1000, (64, 512))
+    for sentinels_only, first in ((False, 1), (True, -1)):
+        got = plant([t], accepting(lambda i: i.cumsum(1).double()), sentinels_only=sentinels_only)[0]
+        big = got.abs() >= 1 << 31
+        per_row = big.sum(dim=1)
+        assert int(per_row.max()) == 1 and int(per_row.sum()) >= 32  # ~every row, never two in one
+        vals = got[big]
+        assert int(vals.abs().max()) <= 1 << 52 and bool((vals > 0).any()) and bool((vals < 0).any())
+        assert int((got == -100).sum()) == 64 * 512 // 16  # the other groups' positions untouched
+    # int32: 2**16 .. 2**29 (two of them add without leaving int32); int16 and uint8: none
+    t32 = torch.randint(0, 1000, (64, 512), dtype=torch.int32)
+    got = plant([t32], accepting(lambda i: i.cumsum(1).double()))[0]
+    big = got.abs() >= 1 << 16
+    assert int(big.sum(dim=1).max()) == 1 and int(got.abs().max()) <= 1 << 29
+    assert torch.int16 not in LARGE and torch.uint8 not in LARGE
+    t16 = torch.randint(0, 1000, (64, 512), dtype=torch.int16)
+    assert int(plant([t16], accepting(lambda i: i.double()))[0].abs().max()) <= 1000
+
+
+def test_large_magnitudes_are_refused_by_an_index_reference():
+    """An index input (an embedding's, a gather's) makes the reference raise on a large value: none is kept, and the
+    other groups are judged on their own."""
+    table = torch.randn(64, 4)
+    torch.manual_seed(3)
+    t = torch.randint(0, 64, (128, 32))
+    got = plant([t], accepting(lambda i: table[i]))[0]
+    assert int(got.max()) <= 63 and int(got.min()) >= -64 and bool((got == -1).any())
