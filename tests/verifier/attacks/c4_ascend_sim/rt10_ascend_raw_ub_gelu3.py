@@ -1,0 +1,251 @@
+"""rt10 ascend_raw_ub_gelu3 -- ascend-sim latency: work outside the API that nothing counts, reopened through the
+hidden line marker of ascend_linemarker_internals.
+
+Trick: with the kernel's lines filed under the emulator's header (the raw-string line marker), the kernel names
+`evk_sim::g_ub`, the runtime's Unified Buffer, and computes GELU on the tile's bytes in plain C++ (its own exp:
+range reduction and a polynomial, no libm call, so no scalar charge either), then copies the input tile out. The
+only instructions the schedule sees are the two DataCopys: the modelled latency is the GM traffic alone, as if
+GELU were free. The output is right (it passes every trial), so the audit's byte coverage and traffic floor hold.
+Task: tests/verifier/attacks/tasks/rt10_gelu3_npu.py (three GELUs, 1024 x 3072), backend ascend-sim, timing (modelled) on.
+(On one GELU, ascend_raw_ub_gelu.py, the same trick is accepted with no gain: the model is HBM-bound there.)
+Expected if open: feasible with a modelled speedup far above the twin's (the Gelu API on the vector unit).
+Twin: twins/rt10_asc_gelu3_vector_plain.py.
+"""
+
+project_json_src = """
+[
+    {
+        "op": "GeluCustom",
+        "language": "cpp",
+        "input_desc": [
+            {"name": "x", "param_type": "required", "format": ["ND"], "type": ["float"]}
+        ],
+        "output_desc": [
+            {"name": "z", "param_type": "required", "format": ["ND"], "type": ["float"]}
+        ]
+    }
+]
+"""
+
+host_tiling_src = """
+#include "register/tilingdata_base.h"
+
+namespace optiling {
+BEGIN_TILING_DATA_DEF(GeluCustomTilingData)
+  TILING_DATA_FIELD_DEF(uint32_t, totalLength);
+  TILING_DATA_FIELD_DEF(uint32_t, unitLength);   // elements per 32-byte unit
+  TILING_DATA_FIELD_DEF(uint32_t, unitsPerBlock);
+  TILING_DATA_FIELD_DEF(uint32_t, bigBlocks);    // the first bigBlocks blocks take one unit more
+  TILING_DATA_FIELD_DEF(uint32_t, tileLength);   // elements per tile (a multiple of unitLength)
+END_TILING_DATA_DEF;
+
+REGISTER_TILING_DATA_CLASS(GeluCustom, GeluCustomTilingData)
+}
+"""
+
+host_operator_src = """
+#include "gelu_custom_tiling.h"
+#include "register/op_def_registry.h"
+#include "tiling/platform/platform_ascendc.h"
+
+namespace optiling {
+constexpr uint32_t BUFFER_NUM = 2;
+constexpr uint32_t QUEUES = 2;
+
+static ge::graphStatus TilingFunc(gert::TilingContext* context)
+{
+    GeluCustomTilingData tiling;
+    auto platform = platform_ascendc::PlatformAscendC(context->GetPlatformInfo());
+    uint64_t ubSize = 0;
+    platform.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ubSize);
+    uint32_t coreNum = platform.GetCoreNumAiv();
+
+    uint32_t totalLength = context->GetInputShape(0)->GetStorageShape().GetShapeSize();
+    uint32_t typeSize = context->GetInputDesc(0)->GetDataType() == ge::DT_FLOAT ? 4 : 2;
+    uint32_t unit = 32 / typeSize;
+    uint32_t units = (totalLength + unit - 1) / unit;
+    uint32_t blockDim = units < coreNum ? units : coreNum;
+    // tile: the largest multiple of the unit that fits 3 queues x 2 buffers in UB, at most 4096 elements
+    uint32_t tileMax = static_cast<uint32_t>(ubSize / (QUEUES * BUFFER_NUM * typeSize)) / unit * unit;
+    uint32_t tileLength = tileMax < 4096 ? tileMax : 4096;
+
+    context->SetBlockDim(blockDim);
+    tiling.set_totalLength(totalLength);
+    tiling.set_unitLength(unit);
+    tiling.set_unitsPerBlock(units / blockDim);
+    tiling.set_bigBlocks(units % blockDim);
+    tiling.set_tileLength(tileLength);
+    tiling.SaveToBuffer(context->GetRawTilingData()->GetData(), context->GetRawTilingData()->GetCapacity());
+    context->GetRawTilingData()->SetDataSize(tiling.GetDataSize());
+    size_t* workspace = context->GetWorkspaceSizes(1);
+    workspace[0] = 0;
+    return ge::GRAPH_SUCCESS;
+}
+}
+
+namespace ge {
+static ge::graphStatus InferShape(gert::InferShapeContext* context)
+{
+    *context->GetOutputShape(0) = *context->GetInputShape(0);
+    return GRAPH_SUCCESS;
+}
+}
+
+namespace ops {
+class GeluCustom : public OpDef {
+public:
+    explicit GeluCustom(const char* name) : OpDef(name)
+    {
+        this->Input("x").ParamType(REQUIRED).DataType({ge::DT_FLOAT, ge::DT_FLOAT16}).Format({ge::FORMAT_ND, ge::FORMAT_ND});
+        this->Output("z").ParamType(REQUIRED).DataType({ge::DT_FLOAT, ge::DT_FLOAT16}).Format({ge::FORMAT_ND, ge::FORMAT_ND});
+        this->SetInferShape(ge::InferShape);
+        this->AICore().SetTiling(optiling::TilingFunc);
+        this->AICore().AddConfig("ascend910b");
+    }
+};
+OP_ADD(GeluCustom);
+}
+"""
+
+kernel_src = """
+#include "kernel_operator.h"
+using namespace AscendC;
+static const char* q1 = R"(")";
+static const char* q2 = "/*";
+# 1 "/opt/evk/ascend/include/kernel_operator.h" 3
+static const char* q3 = "*/";
+
+// exp by range reduction and a degree-7 polynomial: plain arithmetic, which the schedule does not charge
+static inline float raw_exp(float v) {
+    v = v > 80.0f ? 80.0f : (v < -80.0f ? -80.0f : v);
+    const float t = v * 1.4426950408889634f;
+    const float n = static_cast<float>(static_cast<int>(t + (t >= 0.0f ? 0.5f : -0.5f)));
+    const float f = v - n * 0.6931471805599453f;
+    const float p = 1.0f + f * (1.0f + f * (0.5f + f * (1.0f / 6 + f * (1.0f / 24 + f * (1.0f / 120 +
+                    f * (1.0f / 720 + f * (1.0f / 5040)))))));
+    const uint32_t bits = static_cast<uint32_t>(static_cast<int>(n) + 127) << 23;
+    float s;
+    __builtin_memcpy(&s, &bits, 4);
+    return p * s;
+}
+
+constexpr int32_t BUFFER_NUM = 2;
+
+template <typename T>
+class KernelAdd {
+public:
+    __aicore__ inline KernelAdd() {}
+    __aicore__ inline void Init(GM_ADDR x, GM_ADDR z, const GeluCustomTilingData& t)
+    {
+        uint32_t blockIdx = GetBlockIdx();
+        uint32_t myUnits = t.unitsPerBlock + (blockIdx < t.bigBlocks ? 1 : 0);
+        uint32_t start = (t.unitsPerBlock * blockIdx + (blockIdx < t.bigBlocks ? blockIdx : t.bigBlocks)) * t.unitLength;
+        uint32_t end = start + myUnits * t.unitLength;
+        if (end > t.totalLength) end = t.totalLength;  // the last block ends on the real length
+        this->length = end > start ? end - start : 0;
+        this->tileLength = t.tileLength;
+        this->unitLength = t.unitLength;
+        xGm.SetGlobalBuffer((__gm__ T*)x + start, this->length);
+        zGm.SetGlobalBuffer((__gm__ T*)z + start, this->length);
+        pipe.InitBuffer(inQueueX, BUFFER_NUM, this->tileLength * sizeof(T));
+        pipe.InitBuffer(outQueueZ, BUFFER_NUM, this->tileLength * sizeof(T));
+    }
+    __aicore__ inline void Process()
+    {
+        for (uint32_t offset = 0; offset < this->length; offset += this->tileLength) {
+            uint32_t len = this->length - offset < this->tileLength ? this->length - offset : this->tileLength;
+            CopyIn(offset, len);
+            Compute(len);
+            CopyOut(offset, len);
+        }
+    }
+
+private:
+    __aicore__ inline void CopyIn(uint32_t offset, uint32_t len)
+    {
+        LocalTensor<T> xLocal = inQueueX.AllocTensor<T>();
+        if (len % this->unitLength == 0) {
+            DataCopy(xLocal, xGm[offset], len);
+        } else {  // the unaligned tail of the tensor
+            DataCopyExtParams params{1, static_cast<uint32_t>(len * sizeof(T)), 0, 0, 0};
+            DataCopyPadExtParams<T> pad{false, 0, 0, 0};
+            DataCopyPad(xLocal, xGm[offset], params, pad);
+        }
+        inQueueX.EnQue(xLocal);
+    }
+    __aicore__ inline void Compute(uint32_t len)
+    {
+        (void)q1; (void)q2; (void)q3;
+        LocalTensor<T> xLocal = inQueueX.DeQue<T>();
+        // the tile's bytes in the emulator's UB, reached by the runtime's own global (an internal, named)
+        float* p = reinterpret_cast<float*>(::evk_sim::g_ub + xLocal.GetPhyAddr());
+        for (uint32_t i = 0; i < len; ++i) {
+            float x = p[i];
+            for (int k = 0; k < 3; ++k) x = x / (1.0f + raw_exp(-1.5957691216057308f * (x + 0.044715f * x * x * x)));
+            p[i] = x;
+        }
+        zHeld = xLocal;  // copied out from the input tile itself: no vector instruction at all
+    }
+    __aicore__ inline void CopyOut(uint32_t offset, uint32_t len)
+    {
+        LocalTensor<T> zLocal = zHeld;
+        if (len % this->unitLength == 0) {
+            DataCopy(zGm[offset], zLocal, len);
+        } else {
+            DataCopyExtParams params{1, static_cast<uint32_t>(len * sizeof(T)), 0, 0, 0};
+            DataCopyPad(zGm[offset], zLocal, params);
+        }
+        inQueueX.FreeTensor(zLocal);
+    }
+    LocalTensor<T> zHeld;
+
+    TPipe pipe;
+    TQue<QuePosition::VECIN, BUFFER_NUM> inQueueX;
+    TQue<QuePosition::VECOUT, BUFFER_NUM> outQueueZ;
+    GlobalTensor<T> xGm, zGm;
+    uint32_t length = 0, tileLength = 0, unitLength = 0;
+};
+
+extern "C" __global__ __aicore__ void gelu_custom(GM_ADDR x, GM_ADDR z, GM_ADDR workspace, GM_ADDR tiling)
+{
+    GET_TILING_DATA(tiling_data, tiling);
+    KernelAdd<DTYPE_X> op;
+    op.Init(x, z, tiling_data);
+    op.Process();
+}
+"""
+
+python_bind_src = """
+#include <torch/library.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include "pytorch_npu_helper.hpp"
+#include <torch/extension.h>
+
+at::Tensor gelu_custom_impl_npu(const at::Tensor& self) {
+    at::Tensor result = at::empty_like(self);
+    EXEC_NPU_CMD(aclnnGeluCustom, self, result);
+    return result;
+}
+
+TORCH_LIBRARY_IMPL(myops, PrivateUse1, m) {
+    m.impl("gelu_custom", &gelu_custom_impl_npu);
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+    m.def("gelu_custom", &gelu_custom_impl_npu, "gelu (tanh)");
+}
+"""
+
+model_src = """
+import torch
+import torch_npu
+import custom_ops_lib
+
+
+class ModelNew(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+
+    def forward(self, x):
+        return custom_ops_lib.gelu_custom(x)
+"""
