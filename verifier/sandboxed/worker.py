@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import fcntl
+import json
 import mmap
 import os
 import sys
@@ -30,7 +31,7 @@ from evokernel.verifier.sandboxed.plain_tensor import NotPlain, check_plain, cop
 from evokernel.verifier.sandboxed.init_guard import guarded_construction
 from evokernel.verifier.sandboxed import integer_inputs, scalar_args
 from evokernel.verifier.sandboxed.init_perturbation import drawn_constants
-from evokernel.verifier.sandboxed.large_bound import resolves
+from evokernel.verifier.sandboxed import large_bound
 from evokernel.verifier.sandboxed.trial_inputs import (LARGE_IN, LARGE_LEVELS, LARGE_PLANTED, PERTURBATIONS,
                                                        SUBNORMALS_IN, decode_args, encode_args, flush_harmless,
                                                        flush_subnormals, planted_level)
@@ -112,6 +113,11 @@ class Worker:
         self.inputs_are_views = False  # the inputs of the last run request: views into the shared region
         self.ascend_lib: Any = None  # custom_ops_lib of an Ascend C candidate (ascend-sim backend)
         self._library_fds: list[int] = []
+        # the reference's probes of its planted large values (large_bound.py): per kind of trial, how many probes in a
+        # row landed far inside the tolerance (-1: one did not); reset with every task loaded
+        self.easy: dict[tuple[str, bool, str], int] = {}
+        self.levels: dict[tuple[str, bool, str], int] = {}  # and the level each kind needed last
+        self.drawn_params = False  # the model was built with drawn initialisers (the perturbed-parameter trials)
 
     # --- shared region ----------------------------------------------------------------------
     def _remap(self, capacity: int) -> None:
@@ -276,6 +282,7 @@ class Worker:
 
     def load(self, msg: dict[str, Any]) -> dict[str, Any]:
         torch.set_num_threads(int(msg.get("threads", 1)))
+        self.easy, self.levels = {}, {}
         if self.role == "candidate":
             self._install_build_hooks()
         loader = str(msg.get("loader") or "python")
@@ -344,6 +351,7 @@ class Worker:
         self.model64 = None  # the float64 copy of an earlier model must never answer for this one
         torch.manual_seed(int(msg["seed"]))
         drawn = msg.get("params_seed")  # one trial and the timing: constant initialisers drawn at random
+        self.drawn_params = drawn is not None
         # a candidate's constructor may compute with PyTorch only what init_guard allows (no tables of the task)
         guarded = guarded_construction() if self.role == "candidate" else contextlib.nullcontext()
         try:
@@ -423,9 +431,16 @@ class Worker:
                         resolve: dict[str, Any], state: torch.Tensor) -> int:
         """The first level of the planted large values (`trial_inputs.LARGE_LEVELS`) at which this worker's reference
         resolves its answer (`large_bound`): ``tensors`` (level 0) first, then the same draw (``state``) with a
-        narrower range. 0 where no level resolves, or where the reference cannot be asked in float64."""
-        for level in range(len(LARGE_LEVELS)):
-            if level:
+        narrower range. 0 where the reference cannot be asked in float64. Per kind of trial (perturbation, drawn
+        parameters or not, tolerances) the worker remembers: a kind whose answers landed far inside the tolerance in
+        `large_bound.EASY_PROBES` probes in a row is not probed again (level 0), and one that needed a level starts
+        there next time (never above it; where no level resolves, that level stays)."""
+        kind = (str(perturb.__name__), self.drawn_params, json.dumps(resolve, sort_keys=True))
+        if self.easy.get(kind, 0) >= large_bound.EASY_PROBES:
+            return 0  # far inside the tolerance in every probe so far (large_bound.EASY)
+        start = self.levels.get(kind, 0)  # a level this kind of trial needed before: tried first, never one above it
+        for level in range(start, len(LARGE_LEVELS)):
+            if level != 0:
                 torch.set_rng_state(state)
                 tensors = _perturbed(inputs, perturb, level)
             try:
@@ -435,9 +450,14 @@ class Worker:
                 return 0
             if r32 is None or r64 is None:
                 return 0
-            if resolves(r32, r64, resolve):
+            off = large_bound.worst(r32, r64, resolve)
+            if level == 0 and self.easy.get(kind, 0) >= 0:  # -1: once not easy, probed for good
+                self.easy[kind] = self.easy.get(kind, 0) + 1 if off <= large_bound.EASY else -1
+            if off <= 1.0 / large_bound.MARGIN:
+                if level:
+                    self.levels[kind] = level
                 return level
-        return 0
+        return start
 
     def _accepted(self, tensors: list[torch.Tensor], template: list[Any] | None) -> bool:
         """Whether this worker's reference model runs on ``tensors`` with ``template`` without error and with finite
