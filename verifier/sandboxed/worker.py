@@ -433,12 +433,15 @@ class Worker:
         resolves its answer (`large_bound`): ``tensors`` (level 0) first, then the same draw (``state``) with a
         narrower range. 0 where the reference cannot be asked in float64. Per kind of trial (perturbation, drawn
         parameters or not, tolerances) the worker remembers: a kind whose answers landed far inside the tolerance in
-        `large_bound.EASY_PROBES` probes in a row is not probed again (level 0), and one that needed a level starts
-        there next time (never above it; where no level resolves, that level stays)."""
+        `large_bound.EASY_PROBES` probes in a row, or resolved at no level at all, is not probed again (level 0), and
+        one that needed a level starts there next time (never above it; where no lower level resolves, that level
+        stays; the lowest level is kept without a probe)."""
         kind = (str(perturb.__name__), self.drawn_params, json.dumps(resolve, sort_keys=True))
         if self.easy.get(kind, 0) >= large_bound.EASY_PROBES:
             return 0  # far inside the tolerance in every probe so far (large_bound.EASY)
         start = self.levels.get(kind, 0)  # a level this kind of trial needed before: tried first, never one above it
+        if start == len(LARGE_LEVELS) - 1:
+            return start  # the lowest: kept whatever a probe would say
         for level in range(start, len(LARGE_LEVELS)):
             if level != 0:
                 torch.set_rng_state(state)
@@ -457,6 +460,8 @@ class Worker:
                 if level:
                     self.levels[kind] = level
                 return level
+        if start == 0:  # the large values are not what the reference misses (a GroupNorm's mean): not asked again
+            self.easy[kind] = large_bound.EASY_PROBES
         return start
 
     def _accepted(self, tensors: list[torch.Tensor], template: list[Any] | None) -> bool:
