@@ -85,6 +85,7 @@ def _init_source(model_cls: type) -> tuple[str, list[str]]:
             return node
 
     fn = Rewrite().visit(fn)
+    fn.body = _native_trimasks(fn.body)
     # type hints name things (typing.Any, a task's own types) the candidate does not import; they do nothing
     for a in ast.walk(fn):
         if isinstance(a, ast.arg):
@@ -97,7 +98,53 @@ def _init_source(model_cls: type) -> tuple[str, list[str]]:
     return ast.unparse(fn), params
 
 
-_CANDIDATE_GLOBALS = {"torch", "nn", "super", "self"}
+# ``torch.tril/triu(t)`` in ``__init__`` (a causal mask buffer, minGPT): compute that the verifier's construction guard
+# refuses in a candidate's PyTorch (docs/verifier.md: only affine maps of drawn values), so the candidate computes it
+# natively, in place in a copy of ``t`` (``cpu/candidate.py`` adds the function when the constructor calls it)
+INIT_TRIMASK = "ek_init_trimask"
+
+
+def _int_expr(node: ast.expr) -> str:
+    return str(node.value) if isinstance(node, ast.Constant) and type(node.value) is int else f"int({ast.unparse(node)})"
+
+
+def _native_trimasks(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Each ``torch.tril(t[, diagonal])`` / ``torch.triu(...)`` in a statement of ``body`` becomes a local copy of ``t``
+    that the native library masks in place, before the statement: ``_mask0 = (t).contiguous().clone()``,
+    ``lib.ek_init_trimask(_mask0, rows, cols, numel, diagonal, upper)``."""
+    out: list[ast.stmt] = []
+    count = [0]
+
+    class Hoist(ast.NodeTransformer):
+        def __init__(self) -> None:
+            self.before: list[ast.stmt] = []
+
+        def visit_Call(self, node: ast.Call) -> ast.AST:
+            self.generic_visit(node)
+            f = node.func
+            if not (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "torch"
+                    and f.attr in ("tril", "triu") and 1 <= len(node.args) <= 2):
+                return node
+            kws = {k.arg: k.value for k in node.keywords}
+            if set(kws) - {"diagonal"} or (len(node.args) == 2 and kws):
+                return node
+            diag = node.args[1] if len(node.args) == 2 else kws.get("diagonal", ast.Constant(0))
+            name = f"_mask{count[0]}"
+            count[0] += 1
+            self.before += ast.parse(
+                f"{name} = ({ast.unparse(node.args[0])}).contiguous().clone()\n"
+                f"lib.{INIT_TRIMASK}({name}, {name}.shape[-2], {name}.shape[-1], {name}.numel(), "
+                f"{_int_expr(diag)}, {int(f.attr == 'triu')})").body
+            return ast.Name(name, ast.Load())
+
+    for st in body:
+        h = Hoist()
+        st = h.visit(st)
+        out += h.before + [st]
+    return out
+
+
+_CANDIDATE_GLOBALS = {"torch", "nn", "super", "self", "lib"}
 
 
 def _plain(init_source: str) -> bool:
@@ -215,6 +262,27 @@ def _defaults_not_given(model: nn.Module, given: int) -> dict[str, Any]:
     return out
 
 
+def _trace(model: nn.Module, concrete_args: dict[str, Any] | None) -> fx.GraphModule:
+    """``fx.symbolic_trace``; when it fails, once more with the module's buffers traced as graph values.
+
+    fx hands a buffer to ``forward`` as the tensor itself, so Python operations on it run at trace time: slicing a
+    causal mask with a traced size (``self.bias[:, :, :T, :T]``, minGPT) then fails. Traced as ``get_attr`` proxies,
+    the slice is a graph node whose bounds are the sizes the recorder computes. Only a failed trace is retried, so
+    every model fx traced before gets the same graph."""
+    try:
+        return fx.symbolic_trace(model, concrete_args=concrete_args)
+    except Exception as first:  # noqa: BLE001
+        if not any(True for _ in model.buffers()):
+            raise
+        tracer = fx.Tracer()
+        tracer.proxy_buffer_attributes = True
+        try:
+            graph = tracer.trace(model, concrete_args)
+        except Exception:  # noqa: BLE001 - the first reason is the one to report
+            raise first from None
+        return fx.GraphModule(tracer.root, graph, type(model).__name__)
+
+
 def analyze(task: Any, allow_half: bool = False) -> Graph:
     """Analyse ``task`` (cached by ``task.key``); raises :class:`AnalysisError`.
 
@@ -248,7 +316,7 @@ def analyze(task: Any, allow_half: bool = False) -> Graph:
         # plain tensor attributes are put back after tracing (the graph reads them through get_attr)
         state = [(m, k, v) for m in model.modules() for k, v in vars(m).items() if isinstance(v, torch.Tensor)]
         try:
-            gm = fx.symbolic_trace(model, concrete_args=_defaults_not_given(model, len(inputs)) or None)
+            gm = _trace(model, _defaults_not_given(model, len(inputs)) or None)
         except Exception as exc:  # noqa: BLE001
             raise AnalysisError(f"torch.fx cannot trace Model.forward: {type(exc).__name__}: {exc}") from None
         finally:
