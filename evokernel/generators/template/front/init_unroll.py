@@ -40,6 +40,7 @@ _SKIP_ARGS = {"device", "dtype"}
 class Unrolled:
     source: str  # ``def __init__(self, ...): ...`` for ModelNew
     path_map: dict[str, str] = field(default_factory=dict)  # reference module path -> ModelNew attribute
+    tensor_map: dict[str, str] = field(default_factory=dict)  # reference buffer path -> ModelNew buffer (a mask)
     params: list[str] = field(default_factory=list)  # the constructor's argument names
 
 
@@ -86,6 +87,35 @@ def layer_call(m: nn.Module) -> str:
             continue
         kw.append(f"{name}={v!r}")
     return f"nn.{cls.__name__}({', '.join(kw)})"
+
+
+def constant_buffer_expr(b: torch.Tensor) -> str | None:
+    """A torch expression without random draws that makes ``b`` (a buffer a task class owns), or None: float32 all
+    zeros, all ones, or ones kept on one side of a diagonal of the last two dims (``torch.tril(torch.ones(T, T))``,
+    a causal mask) viewed to ``b``'s shape. Only a guess from the values: the rebuild's check compares them."""
+    if b.dtype != torch.float32 or b.dim() < 1 or b.numel() == 0:
+        return None
+    shape = tuple(b.shape)
+    if not torch.isfinite(b).all():
+        return None
+    if bool((b == 0).all()):
+        return f"torch.zeros{shape!r}"
+    if bool((b == 1).all()):
+        return f"torch.ones{shape!r}"
+    if b.dim() < 2:
+        return None
+    r, c = shape[-2:]
+    ones = torch.ones(r, c)
+    for fn in ("tril", "triu"):
+        for d in (0, -1, 1):
+            if torch.equal(getattr(torch, fn)(ones, d).expand(shape), b):
+                lead = 1
+                for s_ in shape[:-2]:
+                    lead *= s_
+                made = f"torch.{fn}(torch.ones({r}, {c}), {d})" if lead == 1 else \
+                    f"torch.{fn}(torch.ones({lead}, {r}, {c}), {d})"
+                return f"{made}.view{shape!r}"
+    return None
 
 
 def _attr_name(path: str, taken: set[str]) -> str:
@@ -152,6 +182,7 @@ def unroll_init(model_cls: type, init_args: list[Any], seed: int = 0) -> Unrolle
     layers: list[tuple[int, str, nn.Module]] = []  # (creation index, path, layer)
     seen: dict[int, str] = {}
     aliases: list[tuple[str, int]] = []
+    buffers: list[tuple[str, str]] = []  # (path, expression) of buffers task classes own
 
     def walk(m: nn.Module, path: str) -> None:
         if id(m) in seen:
@@ -163,7 +194,13 @@ def unroll_init(model_cls: type, init_args: list[Any], seed: int = 0) -> Unrolle
                 layers.append((order.get(id(m), -1), path, m))
             return
         seen[id(m)] = path
-        own = [n for n, _ in m.named_parameters(recurse=False)] + [n for n, _ in m.named_buffers(recurse=False)]
+        own = [n for n, _ in m.named_parameters(recurse=False)]
+        for n, b in m.named_buffers(recurse=False):
+            expr = constant_buffer_expr(b)
+            if expr is None:
+                own.append(n)
+            else:
+                buffers.append((f"{path}.{n}" if path else n, expr))
         if own:
             where = f"{type(m).__name__} at {path or 'the root'}"
             raise AnalysisError(f"{where} owns the tensor(s) {', '.join(own)} itself (not through a torch.nn layer); "
@@ -183,20 +220,25 @@ def unroll_init(model_cls: type, init_args: list[Any], seed: int = 0) -> Unrolle
         name = _attr_name(path, taken)
         path_map[path] = name
         lines.append(f"    self.{name} = {layer_call(m)}")
+    tensor_map: dict[str, str] = {}
+    for path, expr in buffers:  # made without random draws: where they are created does not matter
+        name = _attr_name(path, taken)
+        tensor_map[path] = name
+        lines.append(f"    self.register_buffer({name!r}, {expr})")
     for path, ident in aliases:
         if seen[ident] in path_map:
             path_map[path] = path_map[seen[ident]]
     source = "\n".join(lines)
-    _check_same_tensors(source, ref, layers, path_map, build_args=init_args, seed=seed)
+    _check_same_tensors(source, ref, layers, path_map, build_args=init_args, seed=seed, tensor_map=tensor_map)
     try:
         params = [n for n in list(inspect.signature(model_cls.__init__).parameters)[1:]]
     except (TypeError, ValueError):
         params = []
-    return Unrolled(source, path_map, params)
+    return Unrolled(source, path_map, tensor_map=tensor_map, params=params)
 
 
 def _check_same_tensors(source: str, ref: nn.Module, layers: list[tuple[int, str, nn.Module]], path_map: dict[str, str],
-                        build_args: list[Any], seed: int) -> None:
+                        build_args: list[Any], seed: int, tensor_map: dict[str, str] | None = None) -> None:
     namespace: dict[str, Any] = {"torch": torch, "nn": nn}
     exec(compile("class ModelNew(nn.Module):\n" + "\n".join("    " + ln for ln in source.splitlines()),
                  "<unrolled init>", "exec"), namespace)
@@ -220,6 +262,11 @@ def _check_same_tensors(source: str, ref: nn.Module, layers: list[tuple[int, str
                 raise AnalysisError(f"the rebuilt {path}.{n} differs from the reference's (a custom initialisation "
                                     "or another order of random draws)")
             covered.add(f"{path}.{n}")
+    for path, name in (tensor_map or {}).items():
+        t, u = want[path], getattr(new, name, None)
+        if not isinstance(u, torch.Tensor) or t.shape != u.shape or t.dtype != u.dtype or not torch.equal(t, u):
+            raise AnalysisError(f"the rebuilt buffer {path} differs from the reference's")
+        covered.add(path)
     missing = [k for k in want if k not in covered]
     if missing:
         raise AnalysisError(f"tensors of the reference not rebuilt: {', '.join(missing[:3])}")

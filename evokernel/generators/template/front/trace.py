@@ -210,13 +210,19 @@ def _candidate_init(module: types.ModuleType, model_cls: type, graph: Graph,
         if n.op != "param":
             continue
         path = n.attrs["path"]
+        if path in unrolled.tensor_map:
+            n.attrs["path"] = unrolled.tensor_map[path]
+            continue
         head = next((p for p in prefixes if path.startswith(p + ".")), None)
         if head is None:
             if copied is not None:
                 return copied
             raise AnalysisError(f"{copy_error}; the parameter {path} is not in a rebuilt layer")
         n.attrs["path"] = unrolled.path_map[head] + path[len(head):]
-    return unrolled.source, unrolled.params
+    fn = ast.parse(unrolled.source).body[0]
+    assert isinstance(fn, ast.FunctionDef)
+    fn.body = _native_trimasks(fn.body)
+    return ast.unparse(fn), unrolled.params
 
 
 def _inline_globals(fn: Any, model_cls: type) -> Any:
