@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import inspect
 import keyword
+import sys
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -148,21 +149,57 @@ def _signature(model_cls: type) -> str:
     return ", ".join(parts)
 
 
-def _build_recorded(build: Any) -> tuple[nn.Module, dict[int, int]]:
+@dataclass
+class _InitCall:
+    """A ``nn.init`` call the task's own code made (not a torch.nn layer's ``reset_parameters``)."""
+    fn: str
+    tensor: torch.Tensor
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    after: int  # how many modules had been created when it was made
+
+
+_INIT_FUNCTIONS = [n for n in dir(nn.init) if n.endswith("_") and not n.startswith("_")
+                   and callable(getattr(nn.init, n))]
+
+
+def _build_recorded(build: Any) -> tuple[nn.Module, dict[int, int], list[_InitCall]]:
+    """Builds the model with every ``nn.Module.__init__`` recorded (creation order) and every ``nn.init`` call the
+    task's code makes outside torch.nn layers' constructors (a weight-initialisation loop after construction)."""
     order: dict[int, int] = {}
+    calls: list[_InitCall] = []
     original = nn.Module.__init__
+    depth = [0]  # inside an nn.init call
 
     def recording(self: nn.Module, *args: Any, **kwargs: Any) -> None:
         order.setdefault(id(self), len(order))
         original(self, *args, **kwargs)
 
+    def wrap(name: str, fn: Any) -> Any:
+        def recorded(tensor: Any, *args: Any, **kwargs: Any) -> Any:
+            # torch's own callers (a layer's reset_parameters) are rebuilt with the layer; the task's code is not
+            caller = sys._getframe(1).f_globals.get("__name__", "")
+            if depth[0] == 0 and caller != "torch" and not caller.startswith("torch."):
+                calls.append(_InitCall(name, tensor, args, dict(kwargs), len(order)))
+            depth[0] += 1
+            try:
+                return fn(tensor, *args, **kwargs)
+            finally:
+                depth[0] -= 1
+        return recorded
+
+    originals = {n: getattr(nn.init, n) for n in _INIT_FUNCTIONS}
     with _LOCK:
         nn.Module.__init__ = recording  # type: ignore[method-assign]
+        for n, fn in originals.items():
+            setattr(nn.init, n, wrap(n, fn))
         try:
             model = build()
         finally:
             nn.Module.__init__ = original  # type: ignore[method-assign]
-    return model, order
+            for n, fn in originals.items():
+                setattr(nn.init, n, fn)
+    return model, order, calls
 
 
 def unroll_init(model_cls: type, init_args: list[Any], seed: int = 0) -> Unrolled:
@@ -174,7 +211,7 @@ def unroll_init(model_cls: type, init_args: list[Any], seed: int = 0) -> Unrolle
             return model_cls(*init_args)
 
     try:
-        ref, order = _build_recorded(build)
+        ref, order, init_calls = _build_recorded(build)
     except AnalysisError:
         raise
     except Exception as exc:  # noqa: BLE001 - the task's own constructor
@@ -216,10 +253,18 @@ def unroll_init(model_cls: type, init_args: list[Any], seed: int = 0) -> Unrolle
     taken: set[str] = set()
     path_map: dict[str, str] = {}
     lines = [f"def __init__({_signature(model_cls)}):", "    super().__init__()"]
-    for _, path, m in layers:
+    owner: dict[int, str] = {}  # id of a layer's tensor -> ModelNew expression
+    pending = sorted(init_calls, key=lambda c: c.after)
+    for k, path, m in layers:
+        while pending and pending[0].after <= k:  # the task's nn.init calls made before this layer was created
+            lines.append("    " + _init_call_line(pending.pop(0), owner))
         name = _attr_name(path, taken)
         path_map[path] = name
         lines.append(f"    self.{name} = {layer_call(m)}")
+        for tn, t in list(m.named_parameters()) + list(m.named_buffers()):
+            owner.setdefault(id(t), f"self.{name}.{tn}")
+    for call in pending:
+        lines.append("    " + _init_call_line(call, owner))
     tensor_map: dict[str, str] = {}
     for path, expr in buffers:  # made without random draws: where they are created does not matter
         name = _attr_name(path, taken)
@@ -235,6 +280,18 @@ def unroll_init(model_cls: type, init_args: list[Any], seed: int = 0) -> Unrolle
     except (TypeError, ValueError):
         params = []
     return Unrolled(source, path_map, tensor_map=tensor_map, params=params)
+
+
+def _init_call_line(call: _InitCall, owner: dict[int, str]) -> str:
+    """``nn.init.kaiming_normal_(self.features_0.weight, mode='fan_out')``: the call replayed on the rebuilt layer's
+    tensor; AnalysisError when it initialises something else or with arguments that are not literals."""
+    target = owner.get(id(call.tensor))
+    if target is None:
+        raise AnalysisError(f"nn.init.{call.fn} initialises a tensor that is not a torch.nn layer's parameter or buffer")
+    if not all(_literal(a) for a in call.args) or not all(_literal(v) for v in call.kwargs.values()):
+        raise AnalysisError(f"nn.init.{call.fn} is called with arguments that are not literals")
+    args = [target] + [repr(a) for a in call.args] + [f"{k}={v!r}" for k, v in call.kwargs.items()]
+    return f"nn.init.{call.fn}({', '.join(args)})"
 
 
 def _check_same_tensors(source: str, ref: nn.Module, layers: list[tuple[int, str, nn.Module]], path_map: dict[str, str],
