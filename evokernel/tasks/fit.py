@@ -586,6 +586,20 @@ def _raised_batch_fit(task: Task, b: FitBudget, base: _Eval) -> dict[str, Any] |
             "note": "; ".join(x for x in (note, inner.get("note", "")) if x)}
 
 
+def _literals_fit(task: Task, b: FitBudget) -> dict[str, Any] | None:
+    """When no sizes of its constants meet the budget (MobileNetV2 at batch 1 and 224 x 224 images, written in
+    ``get_inputs``): the fit with those literals made constants (not below :data:`INPUT_LITERAL_FLOOR`), if that
+    one meets it; else None."""
+    hoisted, names = hoist_input_literals(task.source)
+    if not names:
+        return None
+    record = _fit(_task_with_source(task, hoisted, {}), b, floors={n: INPUT_LITERAL_FLOOR for n in names})
+    if not record.get("fits"):
+        return None
+    note = f"the size literals of get_inputs made constants ({', '.join(names)}): the other sizes alone did not fit"
+    return {**record, "input_literals": names, "note": "; ".join(x for x in (note, record.get("note", "")) if x)}
+
+
 def _task_with_source(task: Task, source: str, fixed: dict[str, Any]) -> Task:
     """``task`` with another source; ``fixed`` constants join its overrides (a fit does not scale them)."""
     return _make_task(task.path, source, ast.parse(source), {**task.overrides, **fixed}, task.suite)
@@ -686,6 +700,9 @@ def _fit(task: Task, b: FitBudget, floors: dict[str, int] | None = None) -> dict
         e = closest
         note = "could not fit the budget even at the smallest sizes tried" if e.ok else \
             f"no smaller sizes build on the meta device ({e.error})"
+        scaled = _literals_fit(task, b) if e.ok else None
+        if scaled is not None:
+            return {**scaled, "category": scaled.get("category") or category}
         return _summary(e, b, e.sizes, consts, note=note, category=category)
     # constants that change nothing (unused by the model) keep their value; the ones get_inputs reads
     # shape the inputs and are kept without a probe
