@@ -54,7 +54,8 @@ from typing import Any
 
 from evokernel.runtime.paths import default_cache_dir
 from evokernel.tasks.category import category_of_probe, probe, remember
-from evokernel.tasks.task import Task, TaskError, _apply_overrides, _as_value, _constants, _make_task, with_sizes
+from evokernel.tasks.task import (Task, TaskError, _apply_overrides, _as_value, _constants, _make_task,
+                                  hoist_input_literals, with_sizes)
 from evokernel.verifier.backends import registry
 
 FIT_VERSION = 4  # 2: training-mode batch norms keep BN_MIN_VALUES values per channel; 3: lists of widths scale;
@@ -369,7 +370,7 @@ def fit_task(task: Task, budget: FitBudget | str = "cpu") -> Task:
         remember(task.key, record["category"])
     if record.get("input_literals"):  # the fit scaled size literals of get_inputs: made constants first
         hoisted, names = hoist_input_literals(task.source)
-        task = _task_with_source(task, hoisted, {}) if names == record["input_literals"] else task
+        task = _task_with_source(task, hoisted, {}) if set(record["input_literals"]) <= set(names) else task
     fitted = with_sizes(task, sizes, record)
     if record.get("category"):
         remember(fitted.key, record["category"])
@@ -516,44 +517,6 @@ def _smallest_conditioned(tried: list[tuple[float, int, int, _Eval]], closest: _
     return closest
 
 
-# factories whose integer arguments are shapes (``torch.rand(batch_size, 3, 224, 224)``)
-_SHAPE_FACTORIES = {"rand", "randn", "zeros", "ones", "empty"}
-INPUT_LITERAL_PREFIX = "input_size_"
-
-
-def hoist_input_literals(source: str) -> tuple[str, list[str]]:
-    """``source`` with the integer literals of at least 16 that ``get_inputs`` passes to a tensor factory as a
-    dimension (an image size written in the call: ``torch.rand(batch_size, 3, 224, 224)``) made module-level
-    constants ``input_size_224 = 224`` (one per value, defined just before ``get_inputs``), so a fit can scale them
-    like any size constant; and their names. Unchanged (and no names) when there are none."""
-    tree = ast.parse(source)
-    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_inputs"), None)
-    if fn is None:
-        return source, []
-    taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | set(_constants(tree))
-    spots: list[ast.Constant] = []
-    for call in ast.walk(fn):
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
-                and isinstance(call.func.value, ast.Name) and call.func.value.id == "torch"
-                and call.func.attr in _SHAPE_FACTORIES):
-            continue
-        dims = call.args[0].elts if len(call.args) == 1 and isinstance(call.args[0], (ast.Tuple, ast.List)) else call.args
-        spots += [d for d in dims if isinstance(d, ast.Constant) and type(d.value) is int and d.value >= 16]
-    if not spots:
-        return source, []
-    names = {v: f"{INPUT_LITERAL_PREFIX}{v}" for v in sorted({d.value for d in spots})}
-    if any(n in taken for n in names.values()):
-        return source, []
-    lines = source.splitlines(keepends=True)
-    for d in sorted(spots, key=lambda d: (d.lineno, d.col_offset), reverse=True):  # from the end: offsets stay valid
-        line = lines[d.lineno - 1].encode()
-        line = line[:d.col_offset] + names[d.value].encode() + line[d.end_col_offset:]
-        lines[d.lineno - 1] = line.decode()
-    at = fn.lineno - 1 - len(fn.decorator_list)
-    defs = "".join(f"{n} = {v}  # written in get_inputs; a constant for the fit\n" for v, n in names.items())
-    return "".join(lines[:at]) + defs + "".join(lines[at:]), list(names.values())
-
-
 def _raised_batch_fit(task: Task, b: FitBudget, base: _Eval) -> dict[str, Any] | None:
     """A model whose training-mode batch norms normalise fewer than :data:`BN_MIN_VALUES` values per channel as
     written (EfficientNetB2: every block's squeeze ends in a batch norm over batch x 1 x 1 values, batch 2), fitted
@@ -582,7 +545,7 @@ def _raised_batch_fit(task: Task, b: FitBudget, base: _Eval) -> dict[str, Any] |
     changed.update(inner.get("changed", {}))
     note = f"batch raised {k}x: its batch norms had {written} values per channel as written, fewer than " \
            f"{BN_MIN_VALUES} (raised to {BN_RAISED_VALUES}); the size literals of get_inputs made constants ({', '.join(names)})"
-    return {**inner, "changed": changed, "input_literals": names,
+    return {**inner, "changed": changed, "input_literals": [n for n in names if n in changed],
             "note": "; ".join(x for x in (note, inner.get("note", "")) if x)}
 
 
@@ -597,7 +560,7 @@ def _literals_fit(task: Task, b: FitBudget) -> dict[str, Any] | None:
     if not record.get("fits"):
         return None
     note = f"the size literals of get_inputs made constants ({', '.join(names)}): the other sizes alone did not fit"
-    return {**record, "input_literals": names, "note": "; ".join(x for x in (note, record.get("note", "")) if x)}
+    return {**record, "input_literals": [n for n in names if n in record.get("changed", {})], "note": "; ".join(x for x in (note, record.get("note", "")) if x)}
 
 
 def _task_with_source(task: Task, source: str, fixed: dict[str, Any]) -> Task:
