@@ -12,6 +12,7 @@ output rows, applied while the tile is cache-hot.
 """
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from evokernel.generators.template.cpu.families import FAMILIES
@@ -66,8 +67,9 @@ def render_candidate(plan: Plan, knobs: dict[str, Any], header: str) -> str:
     init = "\n".join("    " + ln for ln in init.splitlines())
     args = ", ".join(g.input_names)
     fwd = "\n".join("        " + ln for ln in lines)
+    imports = "import math\n" if re.search(r"\bmath\.", init) else ""  # a constant of __init__ (1 / math.sqrt(d))
     return f'''"""{header}"""
-import torch
+{imports}import torch
 import torch.nn as nn
 
 from evokernel.cpu import load_cpp

@@ -149,6 +149,15 @@ class CallOps:
             if not keep:
                 r = g.add("reshape", [r], {}, tuple(val.shape), origin=n.name)
             return r
+        if name == "normalize":  # F.normalize: x / max(||x||_p over dim, eps)
+            p = _cv(kw.get("p", args[1] if len(args) > 1 else 2.0))
+            dim = _cv(kw.get("dim", args[2] if len(args) > 2 else 1))
+            eps = float(_cv(kw.get("eps", args[3] if len(args) > 3 else 1e-12)))
+            if p not in (2, 2.0) or kw.get("out") is not None:
+                raise self.fail(n, f"normalize with p={p}")
+            d = int(dim) % len(self.shape(x))
+            norm = self.unary("sqrt", self.reduce("sum", self.unary("square", x, n), [d], True, n), n)
+            return self.binary("div", x, self.unary("clamp", norm, n, lo=eps, hi=None), n)
         if name == "layer_norm":
             nshape = args[1] if len(args) > 1 else kw["normalized_shape"]
             w = kw.get("weight", args[2] if len(args) > 2 else None)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
+import math
 import textwrap
 import types
 from typing import Any
@@ -239,8 +240,9 @@ def _inline_globals(fn: Any, model_cls: type) -> Any:
                 return node
             if node.id in glb:
                 value = glb[node.id]
-                if value is torch or value is nn:
-                    return ast.copy_location(ast.Name("torch" if value is torch else "nn", ast.Load()), node)
+                if value is torch or value is nn or value is math:  # math: the candidate imports it when it is used
+                    name = "torch" if value is torch else "nn" if value is nn else "math"
+                    return ast.copy_location(ast.Name(name, ast.Load()), node)
                 if isinstance(value, (bool, int, float, str, type(None))) or (
                         isinstance(value, tuple) and all(isinstance(v, (bool, int, float, str)) for v in value)):
                     return ast.copy_location(ast.Constant(value) if not isinstance(value, tuple) else
@@ -268,8 +270,75 @@ def _defaults_not_given(model: nn.Module, given: int) -> dict[str, Any]:
     return out
 
 
-def _trace(model: nn.Module, concrete_args: dict[str, Any] | None) -> fx.GraphModule:
-    """``fx.symbolic_trace``; when it fails, once more with the module's buffers traced as graph values.
+class _ValueTracer(fx.Tracer):
+    """A tracer that also computes every node's value as it records it (on the meta device), so that a condition on
+    what is not data -- sizes, devices, dtypes (NetVLAD's ``if x.device != self.clusters.device: raise``) -- takes
+    the branch the reference takes for these inputs. A condition on a tensor's values (data-dependent control flow)
+    is still refused: a meta tensor has no values, and a specialised branch would be wrong for other inputs."""
+
+    _UNKNOWN = object()
+
+    def __init__(self, inputs: list[Any], defaults: dict[str, Any] | None):
+        super().__init__()
+        self.proxy_buffer_attributes = True
+        self._inputs = list(inputs) + list((defaults or {}).values())
+        self._placeholders = 0
+        self.values: dict[fx.Node, Any] = {}
+        self._computing = 0  # > 0 while a value is computed: modules run as they are, attributes read as they are
+
+    def getattr(self, attr: str, attr_val: Any, parameter_proxy_cache: dict[str, Any]) -> Any:
+        return attr_val if self._computing else super().getattr(attr, attr_val, parameter_proxy_cache)
+
+    def call_module(self, m: nn.Module, forward: Any, args: Any, kwargs: Any) -> Any:
+        return forward(*args, **kwargs) if self._computing else super().call_module(m, forward, args, kwargs)
+
+    def create_node(self, kind: str, target: Any, args: Any, kwargs: Any, name: str | None = None,
+                    type_expr: Any = None) -> fx.Node:
+        node = super().create_node(kind, target, args, kwargs, name, type_expr)
+        self._computing += 1
+        try:
+            self.values[node] = self._value(node)
+        except Exception:  # noqa: BLE001 - only a condition on it needs it
+            self.values[node] = self._UNKNOWN
+        finally:
+            self._computing -= 1
+        return node
+
+    def _value(self, node: fx.Node) -> Any:
+        if node.op == "placeholder":
+            i, self._placeholders = self._placeholders, self._placeholders + 1
+            return self._inputs[i] if i < len(self._inputs) else self._UNKNOWN
+        if node.op == "output":
+            return None
+        get = lambda a: fx.node.map_arg(a, lambda n: self.values[n])  # noqa: E731
+        args, kwargs = get(node.args), get(node.kwargs)
+        if node.op == "get_attr":  # read past the tracer's patched module __getattr__ (it would make proxies)
+            obj: Any = self.root
+            for part in str(node.target).split("."):
+                d = vars(obj)
+                for table in ("_modules", "_parameters", "_buffers"):
+                    if part in d.get(table, {}):
+                        obj = d[table][part]
+                        break
+                else:
+                    obj = d[part]
+            return obj
+        if node.op == "call_module":
+            return self.root.get_submodule(str(node.target))(*args, **kwargs)
+        if node.op == "call_method":
+            return getattr(args[0], str(node.target))(*args[1:], **kwargs)
+        return node.target(*args, **kwargs)  # type: ignore[operator]
+
+    def to_bool(self, obj: fx.Proxy) -> bool:
+        v = self.values.get(obj.node, self._UNKNOWN)
+        if v is self._UNKNOWN or isinstance(v, torch.Tensor):
+            return super().to_bool(obj)  # data-dependent control flow: refused
+        return bool(v)
+
+
+def _trace(model: nn.Module, concrete_args: dict[str, Any] | None, inputs: list[Any] | None = None) -> fx.GraphModule:
+    """``fx.symbolic_trace``; when it fails, once more with the module's buffers traced as graph values, and then
+    with :class:`_ValueTracer` (conditions on sizes and devices decided for these inputs).
 
     fx hands a buffer to ``forward`` as the tensor itself, so Python operations on it run at trace time: slicing a
     causal mask with a traced size (``self.bias[:, :, :T, :T]``, minGPT) then fails. Traced as ``get_attr`` proxies,
@@ -278,15 +347,19 @@ def _trace(model: nn.Module, concrete_args: dict[str, Any] | None) -> fx.GraphMo
     try:
         return fx.symbolic_trace(model, concrete_args=concrete_args)
     except Exception as first:  # noqa: BLE001
-        if not any(True for _ in model.buffers()):
-            raise
-        tracer = fx.Tracer()
-        tracer.proxy_buffer_attributes = True
-        try:
-            graph = tracer.trace(model, concrete_args)
-        except Exception:  # noqa: BLE001 - the first reason is the one to report
-            raise first from None
-        return fx.GraphModule(tracer.root, graph, type(model).__name__)
+        tracers: list[fx.Tracer] = []
+        if any(True for _ in model.buffers()):
+            tracers.append(fx.Tracer())
+            tracers[-1].proxy_buffer_attributes = True
+        if inputs is not None:
+            tracers.append(_ValueTracer(inputs, concrete_args))
+        for tracer in tracers:
+            try:
+                graph = tracer.trace(model, concrete_args)
+            except Exception:  # noqa: BLE001 - the first reason is the one to report
+                continue
+            return fx.GraphModule(tracer.root, graph, type(model).__name__)
+        raise first from None
 
 
 def analyze(task: Any, allow_half: bool = False) -> Graph:
@@ -322,7 +395,7 @@ def analyze(task: Any, allow_half: bool = False) -> Graph:
         # plain tensor attributes are put back after tracing (the graph reads them through get_attr)
         state = [(m, k, v) for m in model.modules() for k, v in vars(m).items() if isinstance(v, torch.Tensor)]
         try:
-            gm = _trace(model, _defaults_not_given(model, len(inputs)) or None)
+            gm = _trace(model, _defaults_not_given(model, len(inputs)) or None, inputs)
         except Exception as exc:  # noqa: BLE001
             raise AnalysisError(f"torch.fx cannot trace Model.forward: {type(exc).__name__}: {exc}") from None
         finally:
