@@ -70,7 +70,7 @@ FIT_VERSION = 4  # 2: training-mode batch norms keep BN_MIN_VALUES values per ch
 # 2 values 2.6x, 8 values 0.16x; DenseNet121 2 values 0.01x (norm-wise 7e-5, marginal at the 1e-4 gate), 8 values
 # 0.002x (norm-wise 2e-6). Eight is where all three are well inside; each doubling costs a deep network twice the
 # time (its last stage is 1/32 of the image), so no more. A fit never takes a task below this many (nor below the
-# task as written, which it never scales up).
+# task as written, which it scales up only below BN_MIN_VALUES: _raised_batch_fit).
 BN_MIN_VALUES = 8
 # A model whose batch norms have fewer than BN_MIN_VALUES values as written gets its batch raised (_raised_batch_fit)
 # until they have this many: EfficientNetB2's blocks end in a batch norm of the squeezed (1 x 1) map, batch-many values
@@ -521,12 +521,10 @@ def _raised_batch_fit(task: Task, b: FitBudget, base: _Eval) -> dict[str, Any] |
     """A model whose training-mode batch norms normalise fewer than :data:`BN_MIN_VALUES` values per channel as
     written (EfficientNetB2: every block's squeeze ends in a batch norm over batch x 1 x 1 values, batch 2), fitted
     by raising its batch (times 2, 4, ... 64) until they have :data:`BN_RAISED_VALUES`, with the image size -- a literal in ``get_inputs`` -- made a
-    constant the usual search shrinks to the budget. None when there is no batch constant to raise or no
-    literal to scale (the usual fit then keeps the task's own count)."""
+    constant the usual search shrinks to the budget. None when there is no batch constant to raise (the usual fit
+    then keeps the task's own count)."""
     hoisted, names = hoist_input_literals(task.source)
-    if not names:
-        return None
-    task_h = _task_with_source(task, hoisted, {})
+    task_h = _task_with_source(task, hoisted, {}) if names else task
     consts, _ = size_constants(task_h)
     batches = [c for c in consts if c.batch and isinstance(c.value, int)]
     if not batches:
@@ -544,7 +542,8 @@ def _raised_batch_fit(task: Task, b: FitBudget, base: _Eval) -> dict[str, Any] |
     changed = {c.name: [c.value, raised[c.name]] for c in batches}
     changed.update(inner.get("changed", {}))
     note = f"batch raised {k}x: its batch norms had {written} values per channel as written, fewer than " \
-           f"{BN_MIN_VALUES} (raised to {BN_RAISED_VALUES}); the size literals of get_inputs made constants ({', '.join(names)})"
+           f"{BN_MIN_VALUES} (raised to {BN_RAISED_VALUES})" + \
+           (f"; the size literals of get_inputs made constants ({', '.join(names)})" if names else "")
     return {**inner, "changed": changed, "input_literals": [n for n in names if n in changed],
             "note": "; ".join(x for x in (note, inner.get("note", "")) if x)}
 

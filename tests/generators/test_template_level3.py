@@ -252,11 +252,12 @@ def test_real_level3_files_built_flat_are_feasible_at_fitted_sizes(kernelbench_l
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["20_MobileNetV2", "24_EfficientNetB2", "43_MinGPTCausalAttention",
-                                  "44_MiniGPTBlock", "50_ReLUSelfAttention"])
+@pytest.mark.parametrize("name", ["20_MobileNetV2", "24_EfficientNetB2", "43_MinGPTCausalAttention", "44_MiniGPTBlock",
+                                  "46_NetVladWithGhostClusters", "47_NetVladNoGhostClusters", "50_ReLUSelfAttention"])
 def test_real_level3_files_feasible_since_issue_30(kernelbench_level3, verifier, name):
     """Not planned or refused before (docs/results.md): 20 (an nn.init loop; fitted to batch 1 and one class at
-    224 x 224), 24 (batch 2: squeezed batch norms of 2 values), 43, 44, 50 (a mask buffer sliced with traced sizes)."""
+    224 x 224), 24 (batch 2: squeezed batch norms of 2 values), 43, 44, 50 (a mask buffer sliced with traced sizes),
+    46, 47 (a condition on devices, F.normalize)."""
     task = load_task(kernelbench_level3 / f"{name}.py", fit="auto")
     g = TemplateGenerator().generate(GenerationRequest(task=task, stage="draft", seed=1))
     v = verifier.verify(task, g.source)
@@ -538,3 +539,65 @@ def test_attention_the_template_cannot_match_is_refused_by_name(tmp_path, init, 
     with pytest.raises(GenerationError) as err:
         plan_for(load_task(p))
     assert {"dropout": "dropout", "mask": "mask", "weights": "attn"}[why] in str(err.value), str(err.value)
+
+
+_VLAD = '''
+    import math
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    import torch as th
+
+    class Model(nn.Module):
+        def __init__(self, cluster_size, feature_size):
+            super(Model, self).__init__()
+            self.feature_size = feature_size
+            self.cluster_size = cluster_size
+            init_sc = (1 / math.sqrt(feature_size))
+            self.clusters = nn.Parameter(init_sc * th.randn(feature_size, cluster_size))
+            self.batch_norm = nn.BatchNorm1d(cluster_size)
+            self.clusters2 = nn.Parameter(init_sc * th.randn(1, feature_size, cluster_size))
+
+        def forward(self, x, mask=None):
+            max_sample = x.size()[1]
+            x = x.view(-1, self.feature_size)
+            if x.device != self.clusters.device:
+                raise ValueError("device")
+            {extra}
+            assignment = F.softmax(self.batch_norm(th.matmul(x, self.clusters)), dim=1)
+            assignment = assignment.view(-1, max_sample, self.cluster_size)
+            a = th.sum(assignment, dim=1, keepdim=True) * self.clusters2
+            x = x.view(-1, max_sample, self.feature_size)
+            vlad = th.matmul(assignment.transpose(1, 2), x).transpose(1, 2) - a
+            vlad = F.normalize(vlad)
+            return F.normalize(vlad.reshape(-1, self.cluster_size * self.feature_size))
+
+    def get_inputs():
+        return [torch.rand(4, 10, 16)]
+
+    def get_init_inputs():
+        return [8, 16]
+    '''
+
+
+def test_netvlad_a_condition_on_devices_normalize_and_a_transposed_difference(tmp_path, verifier):
+    """Level3 46/47 (NetVLAD): ``if x.device != ...: raise`` is decided while tracing (the tracer computes every
+    node's value on the meta device); ``F.normalize`` over a middle dim; a transposed matmul result read by a
+    subtraction (a transpose copy); the difference read by the norm's squares and by the division (the fused region
+    split in two kernels); ``1 / math.sqrt(d)`` in ``__init__`` (the candidate imports math)."""
+    p = tmp_path / "vlad.py"
+    p.write_text(textwrap.dedent(_VLAD).replace("{extra}", ""))
+    task = load_task(p)
+    g = TemplateGenerator().generate(GenerationRequest(task=task, stage="draft", seed=1))
+    assert "import math" in g.source
+    v = verifier.verify(task, g.source)
+    assert v.feasible, v.feedback[:600]
+
+
+def test_data_dependent_control_flow_is_still_refused(tmp_path):
+    """A condition on a tensor's values would be decided for one input and wrong for others: refused."""
+    p = tmp_path / "vlad_data.py"
+    p.write_text(textwrap.dedent(_VLAD).replace("{extra}", "if x.sum() > 0:\n                x = x * 2"))
+    task = load_task(p)
+    with pytest.raises(GenerationError, match=r"cannot trace Model.forward.*control flow"):
+        TemplateGenerator().generate(GenerationRequest(task=task, stage="draft", seed=1))

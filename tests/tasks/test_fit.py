@@ -472,6 +472,12 @@ def test_a_model_with_too_few_batch_norm_values_as_written_gets_its_batch_raised
     assert task_fit.INPUT_LITERAL_FLOOR <= side < 2048 and fitted.fit["fits"], describe(fitted)
     assert fitted.fit["changed"]["batch_size"] == [2, 16]
     assert load_task(big, fitted.applied_overrides).key == fitted.key
+    # an image size given as constants: the batch is raised all the same
+    named = tmp_path / "squeeze_named.py"
+    named.write_text(SQUEEZE_BN.replace("64, 64", "height, width").replace("num_classes = 10",
+                                                                        "num_classes = 10\nheight = width = 64"))
+    fitted = load_task(named, fit="auto")
+    assert fitted.fit["changed"]["batch_size"] == [2, 16] and "input_size" not in fitted.source, describe(fitted)
 
 
 def test_image_literals_are_scaled_only_when_the_constants_alone_do_not_fit(tmp_path):
