@@ -58,8 +58,8 @@ from evokernel.tasks.task import (Task, TaskError, _apply_overrides, _as_value, 
                                   hoist_input_literals, with_sizes)
 from evokernel.verifier.backends import registry
 
-FIT_VERSION = 4  # 2: training-mode batch norms keep BN_MIN_VALUES values per channel; 3: lists of widths scale;
-# 4: a model with fewer batch-norm values as written gets its batch raised and its get_inputs literals scaled
+FIT_VERSION = 5  # 2: training-mode batch norms keep BN_MIN_VALUES values per channel; 3: lists of widths scale;
+# 4-5: a model with fewer batch-norm values as written gets its batch raised; get_inputs literals scaled when needed
 
 # A training-mode batch norm normalises each channel by the statistics of its batch x spatial values. Over a handful
 # of values those statistics are ill-conditioned: with 2 (ResNet101 fitted to batch 2 and 2x2 images, a 1x1 map at
