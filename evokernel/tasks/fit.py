@@ -73,13 +73,15 @@ FIT_VERSION = 5  # 2: training-mode batch norms keep BN_MIN_VALUES values per ch
 # task as written, which it scales up only below BN_MIN_VALUES: _raised_batch_fit).
 BN_MIN_VALUES = 8
 # A model whose batch norms have fewer than BN_MIN_VALUES values as written gets its batch raised (_raised_batch_fit)
-# until they have this many: EfficientNetB2's blocks end in a batch norm of the squeezed (1 x 1) map, batch-many values
-# per channel, and its template candidate judged by the verifier with fixed seeds failed 2 of 4 at batch 8 (40 x 40
-# images; heavy and special inputs with perturbed parameters, up to 2.7x the tolerance) and 0 of 3 at batch 16 (32 x 32).
+# until they have this many: EfficientNetB2's blocks end in a batch norm of the squeezed (1 x 1) map, batch-many
+# values per channel, and its template candidate judged by the verifier with fixed seeds failed 2 of 4 at batch 8
+# (40 x 40 images; heavy and special inputs with perturbed parameters, up to 2.7x the tolerance) and 0 of 3 at
+# batch 16 (32 x 32).
 BN_RAISED_VALUES = 16
 # ... and the size literals of its get_inputs it makes constants (an image size) are not scaled below this: the same
 # candidate's fit at batch 16 with 16 x 16 images (every stage from the fourth on at 1 x 1) failed 3 of 5 seeds, with
-# 32 x 32 images 0 of 6 (and 0 of 5 at the fitted 128 classes). A network written for 224 x 224 images keeps at least CIFAR's.
+# 32 x 32 images 0 of 6 (and 0 of 5 at the fitted 128 classes). A network written for 224 x 224 images keeps at
+# least CIFAR's.
 INPUT_LITERAL_FLOOR = 32
 
 
@@ -520,9 +522,9 @@ def _smallest_conditioned(tried: list[tuple[float, int, int, _Eval]], closest: _
 def _raised_batch_fit(task: Task, b: FitBudget, base: _Eval) -> dict[str, Any] | None:
     """A model whose training-mode batch norms normalise fewer than :data:`BN_MIN_VALUES` values per channel as
     written (EfficientNetB2: every block's squeeze ends in a batch norm over batch x 1 x 1 values, batch 2), fitted
-    by raising its batch (times 2, 4, ... 64) until they have :data:`BN_RAISED_VALUES`, with the image size -- a literal in ``get_inputs`` -- made a
-    constant the usual search shrinks to the budget. None when there is no batch constant to raise (the usual fit
-    then keeps the task's own count)."""
+    by raising its batch (times 2, 4, ... 64) until they have :data:`BN_RAISED_VALUES`, with the image size -- a
+    literal in ``get_inputs`` -- made a constant the usual search shrinks to the budget. None when there is no batch
+    constant to raise (the usual fit then keeps the task's own count)."""
     hoisted, names = hoist_input_literals(task.source)
     task_h = _task_with_source(task, hoisted, {}) if names else task
     consts, _ = size_constants(task_h)
@@ -559,7 +561,8 @@ def _literals_fit(task: Task, b: FitBudget) -> dict[str, Any] | None:
     if not record.get("fits"):
         return None
     note = f"the size literals of get_inputs made constants ({', '.join(names)}): the other sizes alone did not fit"
-    return {**record, "input_literals": [n for n in names if n in record.get("changed", {})], "note": "; ".join(x for x in (note, record.get("note", "")) if x)}
+    return {**record, "input_literals": [n for n in names if n in record.get("changed", {})],
+            "note": "; ".join(x for x in (note, record.get("note", "")) if x)}
 
 
 def _task_with_source(task: Task, source: str, fixed: dict[str, Any]) -> Task:
@@ -591,7 +594,8 @@ def _fit(task: Task, b: FitBudget, floors: dict[str, int] | None = None) -> dict
         k = tuple(sorted((n, repr(v)) for n, v in sizes.items()))
         if k not in memo:
             low = [n for n, f in (floors or {}).items() if isinstance(sizes.get(n), int) and sizes[n] < f]
-            e = _Eval(sizes, False, error=f"{low[0]} below {floors[low[0]]}") if low else _evaluate(task, sizes, b)  # type: ignore[index]
+            e = _Eval(sizes, False, error=f"{low[0]} below {floors[low[0]]}") if low else \
+                _evaluate(task, sizes, b)  # type: ignore[index]
             if e.ok and _ranks(e.probe) != ref_ranks:
                 e = _Eval(sizes, False, error="the ranks of inputs or output changed")
             elif e.ok and e.probe.bn_min_values < bn_need:

@@ -238,7 +238,8 @@ def hoist_input_literals(source: str) -> tuple[str, list[str]]:
                 and isinstance(call.func.value, ast.Name) and call.func.value.id == "torch"
                 and call.func.attr in _SHAPE_FACTORIES):
             continue
-        dims = call.args[0].elts if len(call.args) == 1 and isinstance(call.args[0], (ast.Tuple, ast.List)) else call.args
+        one = len(call.args) == 1 and isinstance(call.args[0], (ast.Tuple, ast.List))
+        dims = call.args[0].elts if one else call.args  # type: ignore[attr-defined]
         spots += [d for d in dims if isinstance(d, ast.Constant) and type(d.value) is int and d.value >= 16]
     if not spots:
         return source, []

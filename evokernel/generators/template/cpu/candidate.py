@@ -35,8 +35,8 @@ def stage_code(plan: Plan, knobs: dict[str, Any], k: int, st: Stage) -> StageCod
 
 # torch.tril/triu of a tensor the constructor builds (front/trace.py: _native_trimasks), in place: every (rows, cols)
 # matrix of x keeps the elements on the kept side of the diagonal and zeroes the others
-_INIT_TRIMASK_CPP = f"""extern "C" void {INIT_TRIMASK}(float* x, int64_t rows, int64_t cols, int64_t numel, int64_t diagonal,
-                                int64_t upper) {{
+_INIT_TRIMASK_CPP = f"""extern "C" void {INIT_TRIMASK}(float* x, int64_t rows, int64_t cols, int64_t numel,
+                                int64_t diagonal, int64_t upper) {{
     const int64_t mats = rows * cols > 0 ? numel / (rows * cols) : 0;
     for (int64_t b = 0; b < mats; ++b)
         for (int64_t i = 0; i < rows; ++i)

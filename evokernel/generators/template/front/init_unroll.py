@@ -287,7 +287,8 @@ def _init_call_line(call: _InitCall, owner: dict[int, str]) -> str:
     tensor; AnalysisError when it initialises something else or with arguments that are not literals."""
     target = owner.get(id(call.tensor))
     if target is None:
-        raise AnalysisError(f"nn.init.{call.fn} initialises a tensor that is not a torch.nn layer's parameter or buffer")
+        raise AnalysisError(f"nn.init.{call.fn} initialises a tensor that is not a torch.nn layer's parameter "
+                            "or buffer")
     if not all(_literal(a) for a in call.args) or not all(_literal(v) for v in call.kwargs.values()):
         raise AnalysisError(f"nn.init.{call.fn} is called with arguments that are not literals")
     args = [target] + [repr(a) for a in call.args] + [f"{k}={v!r}" for k, v in call.kwargs.items()]

@@ -106,7 +106,9 @@ INIT_TRIMASK = "ek_init_trimask"
 
 
 def _int_expr(node: ast.expr) -> str:
-    return str(node.value) if isinstance(node, ast.Constant) and type(node.value) is int else f"int({ast.unparse(node)})"
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return str(node.value)
+    return f"int({ast.unparse(node)})"
 
 
 def _native_trimasks(body: list[ast.stmt]) -> list[ast.stmt]:
