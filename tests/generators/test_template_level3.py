@@ -601,3 +601,40 @@ def test_data_dependent_control_flow_is_still_refused(tmp_path):
     task = load_task(p)
     with pytest.raises(GenerationError, match=r"cannot trace Model.forward.*control flow"):
         TemplateGenerator().generate(GenerationRequest(task=task, stage="draft", seed=1))
+
+
+def test_a_python_loop_over_a_size_is_unrolled(tmp_path, verifier):
+    """Level3 34: ``for t in range(seq_len)`` with ``seq_len`` from ``x.size()`` -- fx cannot iterate a traced size;
+    the value tracer gives sizes as numbers, so the loop unrolls (the kernel is generated for these shapes), and
+    ``torch.stack`` of the steps is a concatenation of unit-dim views."""
+    p = tmp_path / "rnn_loop.py"
+    p.write_text(textwrap.dedent('''
+        import torch
+        import torch.nn as nn
+
+        class Model(nn.Module):
+            def __init__(self, input_size, hidden_size, output_size):
+                super(Model, self).__init__()
+                self.i2h = nn.Linear(input_size + hidden_size, hidden_size)
+                self.h2o = nn.Linear(hidden_size, output_size)
+                self.tanh = nn.Tanh()
+
+            def forward(self, x, h0):
+                seq_len, batch_size, _ = x.size()
+                hidden = h0.to(x.device)
+                outputs = []
+                for t in range(seq_len):
+                    hidden = self.tanh(self.i2h(torch.cat((x[t], hidden), dim=1)))
+                    outputs.append(self.h2o(hidden))
+                return torch.stack(outputs, dim=0)
+
+        def get_inputs():
+            return [torch.rand(4, 2, 8), torch.rand(2, 16)]
+
+        def get_init_inputs():
+            return [8, 16, 4]
+        '''))
+    task = load_task(p)
+    g = TemplateGenerator().generate(GenerationRequest(task=task, stage="draft", seed=1))
+    v = verifier.verify(task, g.source)
+    assert v.feasible, v.feedback[:600]

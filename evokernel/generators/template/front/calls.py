@@ -503,6 +503,15 @@ class CallOps:
             if len(xs) == 1:
                 return xs[0]
             return g.add("cat", xs, {"dim": int(_cv(dim)) % len(shp)}, shp, origin=n.name)
+        if name == "stack":  # a concatenation of the tensors, each viewed with a unit dim at ``dim``
+            xs = list(args[0] if args else kw["tensors"])
+            shp = tuple(val.shape)
+            d = int(_cv(kw.get("dim", args[1] if len(args) > 1 else 0))) % len(shp)
+            if not xs or not all(type(t) is Ref and g.nodes[t].dtype == "f32" for t in xs):
+                raise self.fail(n, "stack of other than float tensors")
+            unit = shp[:d] + (1,) + shp[d + 1:]
+            parts = [g.add("reshape", [t], {}, unit, origin=n.name) for t in xs]
+            return parts[0] if len(parts) == 1 else g.add("cat", parts, {"dim": d}, shp, origin=n.name)
         if name == "flip":
             dims = args[1] if len(args) > 1 else kw["dims"]
             dims = [dims] if isinstance(dims, int) else list(dims)

@@ -294,6 +294,18 @@ class _ValueTracer(fx.Tracer):
     def call_module(self, m: nn.Module, forward: Any, args: Any, kwargs: Any) -> Any:
         return forward(*args, **kwargs) if self._computing else super().call_module(m, forward, args, kwargs)
 
+    def create_proxy(self, kind: str, target: Any, args: Any, kwargs: Any, *rest: Any, **kw: Any) -> Any:
+        """Sizes (``x.size()``, ``x.shape``, ``x.dim()``) are given to the forward as the numbers they are, so a
+        Python loop over one (``for t in range(seq_len)``, level3 34) unrolls: the kernel is generated for these
+        shapes anyway (its forward checks them)."""
+        proxy = super().create_proxy(kind, target, args, kwargs, *rest, **kw)
+        sized = (kind == "call_method" and target in ("size", "dim")) or \
+            (kind == "call_function" and target is builtins.getattr and len(args) > 1 and args[1] == "shape")
+        v = self.values.get(proxy.node, self._UNKNOWN) if isinstance(proxy, fx.Proxy) else self._UNKNOWN
+        if sized and isinstance(v, (int, torch.Size)) and not isinstance(v, bool):
+            return v
+        return proxy
+
     def create_node(self, kind: str, target: Any, args: Any, kwargs: Any, name: str | None = None,
                     type_expr: Any = None) -> fx.Node:
         node = super().create_node(kind, target, args, kwargs, name, type_expr)
