@@ -253,11 +253,12 @@ def test_real_level3_files_built_flat_are_feasible_at_fitted_sizes(kernelbench_l
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["20_MobileNetV2", "24_EfficientNetB2", "43_MinGPTCausalAttention", "44_MiniGPTBlock",
-                                  "46_NetVladWithGhostClusters", "47_NetVladNoGhostClusters", "50_ReLUSelfAttention"])
+                                  "46_NetVladWithGhostClusters", "47_NetVladNoGhostClusters", "50_ReLUSelfAttention",
+                                  "34_VanillaRNNHidden"])
 def test_real_level3_files_feasible_since_issue_30(kernelbench_level3, verifier, name):
     """Not planned or refused before (docs/results.md): 20 (an nn.init loop; fitted to batch 1 and one class at
     224 x 224), 24 (batch 2: squeezed batch norms of 2 values), 43, 44, 50 (a mask buffer sliced with traced sizes),
-    46, 47 (a condition on devices, F.normalize)."""
+    46, 47 (a condition on devices, F.normalize), 34 (a Python loop over a traced size)."""
     task = load_task(kernelbench_level3 / f"{name}.py", fit="auto")
     g = TemplateGenerator().generate(GenerationRequest(task=task, stage="draft", seed=1))
     v = verifier.verify(task, g.source)
