@@ -70,6 +70,11 @@ def _init_source(model_cls: type) -> tuple[str, list[str]]:
     class Rewrite(ast.NodeTransformer):
         # torch.randn(*s) / torch.rand(*s) -> torch.empty(*s).normal_() / .uniform_(): the same draws
         # from the default generator, without touching torch compute names in the candidate
+        def _scoped(self, node: ast.AST) -> ast.AST:
+            return node  # a lambda or comprehension binds its own names: a copy before the statement cannot see them
+
+        visit_Lambda = visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _scoped
+
         def visit_Call(self, node: ast.Call) -> ast.AST:
             self.generic_visit(node)
             f = node.func
@@ -122,6 +127,11 @@ def _native_trimasks(body: list[ast.stmt]) -> list[ast.stmt]:
         def __init__(self) -> None:
             self.before: list[ast.stmt] = []
 
+        def _scoped(self, node: ast.AST) -> ast.AST:
+            return node  # a lambda or comprehension binds its own names: a copy before the statement cannot see them
+
+        visit_Lambda = visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _scoped
+
         def visit_Call(self, node: ast.Call) -> ast.AST:
             self.generic_visit(node)
             f = node.func
@@ -141,6 +151,9 @@ def _native_trimasks(body: list[ast.stmt]) -> list[ast.stmt]:
             return ast.Name(name, ast.Load())
 
     for st in body:
+        if not isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr)):
+            out.append(st)  # a loop or branch: its statements run another number of times than one copy before it
+            continue
         h = Hoist()
         st = h.visit(st)
         out += h.before + [st]
