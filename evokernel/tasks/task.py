@@ -217,6 +217,45 @@ def _apply_overrides(source: str, tree: ast.Module, overrides: dict[str, Any], p
     return data.decode()
 
 
+# factories whose integer arguments are shapes (``torch.rand(batch_size, 3, 224, 224)``)
+_SHAPE_FACTORIES = {"rand", "randn", "zeros", "ones", "empty"}
+INPUT_LITERAL_PREFIX = "input_size_"
+
+
+def hoist_input_literals(source: str) -> tuple[str, list[str]]:
+    """``source`` with the integer literals of at least 16 that ``get_inputs`` passes to a tensor factory as a
+    dimension (an image size written in the call: ``torch.rand(batch_size, 3, 224, 224)``) made module-level
+    constants ``input_size_224 = 224`` (one per value, defined just before ``get_inputs``), so a fit can scale them
+    like any size constant; and their names. Unchanged (and no names) when there are none."""
+    tree = ast.parse(source)
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_inputs"), None)
+    if fn is None:
+        return source, []
+    taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | set(_constants(tree))
+    spots: list[ast.Constant] = []
+    for call in ast.walk(fn):
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                and isinstance(call.func.value, ast.Name) and call.func.value.id == "torch"
+                and call.func.attr in _SHAPE_FACTORIES):
+            continue
+        one = len(call.args) == 1 and isinstance(call.args[0], (ast.Tuple, ast.List))
+        dims = call.args[0].elts if one else call.args  # type: ignore[attr-defined]
+        spots += [d for d in dims if isinstance(d, ast.Constant) and type(d.value) is int and d.value >= 16]
+    if not spots:
+        return source, []
+    names = {v: f"{INPUT_LITERAL_PREFIX}{v}" for v in sorted({d.value for d in spots})}
+    if any(n in taken for n in names.values()):
+        return source, []
+    lines = source.splitlines(keepends=True)
+    for d in sorted(spots, key=lambda d: (d.lineno, d.col_offset), reverse=True):  # from the end: offsets stay valid
+        line = lines[d.lineno - 1].encode()
+        line = line[:d.col_offset] + names[d.value].encode() + line[d.end_col_offset:]
+        lines[d.lineno - 1] = line.decode()
+    at = fn.lineno - 1 - len(fn.decorator_list)
+    defs = "".join(f"{n} = {v}  # written in get_inputs; a constant for the fit\n" for v, n in names.items())
+    return "".join(lines[:at]) + defs + "".join(lines[at:]), list(names.values())
+
+
 def read_task(path: str | Path, overrides: dict[str, Any] | None = None, suite: str | None = None) -> Task:
     """A task file, checked without running it, with ``overrides`` applied (no fit: see evokernel.tasks.load)."""
     p = Path(path)
@@ -251,6 +290,10 @@ def read_task(path: str | Path, overrides: dict[str, Any] | None = None, suite: 
         name, line = absent[0]
         raise TaskError(f"{p}:{line}: imports {name}, which is not installed here ({install_hint(name)})")
     overrides = {k: _as_value(v) for k, v in (overrides or {}).items()}
+    if any(k.startswith(INPUT_LITERAL_PREFIX) and k not in _constants(tree) for k in overrides):
+        # a fit scaled the size literals of get_inputs (Task.applied_overrides): made constants as the fit made them
+        source, _ = hoist_input_literals(source)
+        tree = ast.parse(source)
     if overrides:
         source = _apply_overrides(source, tree, overrides, p)
         tree = ast.parse(source)

@@ -127,15 +127,17 @@ def test_module_level_helper_in_init_is_rebuilt_flat(gen, verifier, tmp_path):
 
 
 def test_module_level_helper_that_cannot_be_rebuilt_is_a_clear_generate_error(gen, tmp_path):
-    """When the flat rebuild is refused too (here: the helper's layer is re-initialised after construction), the
-    generate error names the helper and why the rebuild failed."""
+    """When the flat rebuild is refused too (here: the helper's layer is re-initialised after construction other
+    than through ``nn.init``, whose calls are replayed), the generate error names the helper and why the rebuild
+    failed."""
     task = _task_file(tmp_path, '''
         import torch
         import torch.nn as nn
 
         def make_layer(n):
             layer = nn.Linear(n, n)
-            nn.init.zeros_(layer.bias)
+            with torch.no_grad():
+                layer.bias.zero_()
             return layer
 
         class Model(nn.Module):

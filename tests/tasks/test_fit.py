@@ -409,3 +409,87 @@ def test_level3_mlps_with_list_widths_fit(kernelbench_level3):
         task = load_task(kernelbench_level3 / name, fit="auto")
         assert task.fit["fits"], describe(task)
         assert any("sizes" in k for k in task.fit["changed"]), describe(task)
+
+
+# ------------------------------------------------------------------ size literals in get_inputs (issue 30)
+
+SQUEEZE_BN = '''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, num_classes):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.pool = nn.AdaptiveAvgPool2d((1, 1))
+        self.bn_squeezed = nn.BatchNorm2d(8)
+        self.fc = nn.Linear(8, num_classes)
+
+    def forward(self, x):
+        x = self.pool(torch.relu(self.bn(self.conv(x))))
+        return self.fc(torch.flatten(self.bn_squeezed(x), 1))
+
+batch_size = 2
+num_classes = 10
+
+def get_inputs():
+    return [torch.rand(batch_size, 3, 64, 64)]
+
+def get_init_inputs():
+    return [num_classes]
+'''
+
+
+def test_size_literals_of_get_inputs_are_made_constants():
+    hoist = task_fit.hoist_input_literals
+    src, names = hoist(SQUEEZE_BN.replace("(batch_size, 3, 64, 64)", "((batch_size, 3, 64, 48))"))
+    assert names == ["input_size_48", "input_size_64"]
+    assert "input_size_48 = 48" in src and "torch.rand((batch_size, 3, input_size_64, input_size_48))" in src
+    taken = SQUEEZE_BN.replace("num_classes = 10", "num_classes = 10\ninput_size_64 = 7")
+    assert hoist(taken) == (taken, [])  # the name is the task's own: nothing is hoisted
+    assert hoist(RELU.format(batch=4, dim=8)) == (RELU.format(batch=4, dim=8), [])  # no literals: unchanged
+    assert hoist(SQUEEZE_BN.replace("64, 64", "8, 8"))[1] == []  # below 16: a small structural number, kept
+
+
+def test_a_model_with_too_few_batch_norm_values_as_written_gets_its_batch_raised(tmp_path):
+    """A batch norm after a squeeze (global pooling to 1 x 1) normalises batch-many values per channel: 2 as written
+    (KernelBench level3 24 EfficientNetB2). The fit raises the batch until it has BN_RAISED_VALUES, and the image
+    size written in get_inputs becomes a constant the fit may scale (reloading with the applied overrides gives the
+    same source: the verifier's process and the CLI reload tasks that way)."""
+    p = tmp_path / "squeeze.py"
+    p.write_text(SQUEEZE_BN)
+    assert probe(SQUEEZE_BN, count=True).bn_min_values == 2
+    fitted = load_task(p, fit="auto")
+    assert fitted.fit["changed"]["batch_size"] == [2, 16], describe(fitted)
+    assert probe(fitted.source, count=True).bn_min_values >= task_fit.BN_RAISED_VALUES
+    assert "input_size_64" in fitted.source or "64, 64" in fitted.source
+    assert load_task(p, fitted.applied_overrides).key == fitted.key
+    # a big image must shrink: the literal is scaled, not below INPUT_LITERAL_FLOOR
+    big = tmp_path / "squeeze_big.py"
+    big.write_text(SQUEEZE_BN.replace("64, 64", "2048, 2048"))
+    fitted = load_task(big, fit="auto")
+    side = fitted.fit["changed"]["input_size_2048"][1]
+    assert task_fit.INPUT_LITERAL_FLOOR <= side < 2048 and fitted.fit["fits"], describe(fitted)
+    assert fitted.fit["changed"]["batch_size"] == [2, 16]
+    assert load_task(big, fitted.applied_overrides).key == fitted.key
+    # an image size given as constants: the batch is raised all the same
+    named = tmp_path / "squeeze_named.py"
+    named.write_text(SQUEEZE_BN.replace("64, 64", "height, width").replace("num_classes = 10",
+                                                                        "num_classes = 10\nheight = width = 64"))
+    fitted = load_task(named, fit="auto")
+    assert fitted.fit["changed"]["batch_size"] == [2, 16] and "input_size" not in fitted.source, describe(fitted)
+
+
+def test_image_literals_are_scaled_only_when_the_constants_alone_do_not_fit(tmp_path):
+    """A model whose constants alone cannot meet the budget (MobileNetV2: batch 1 at 224 x 224 was 62 ms) has its
+    get_inputs literals scaled too; one that fits by its constants keeps them (every level-1/2 fit is unchanged)."""
+    src = SQUEEZE_BN.replace("self.bn_squeezed(x)", "x").replace("batch_size = 2", "batch_size = 64")
+    p = tmp_path / "conv.py"
+    p.write_text(src.replace("64, 64", "1024, 1024"))
+    fitted = load_task(p, fit="auto")
+    assert fitted.fit["fits"] and "input_size_1024" in fitted.fit["changed"], describe(fitted)
+    assert load_task(p, fitted.applied_overrides).key == fitted.key
+    small = tmp_path / "conv_small.py"
+    small.write_text(src.replace("64, 64", "32, 32"))
+    fitted = load_task(small, fit="auto")
+    assert not any(k.startswith("input_size_") for k in fitted.fit["changed"]) and "input_size" not in fitted.source

@@ -12,6 +12,7 @@ output rows, applied while the tile is cache-hot.
 """
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from evokernel.generators.template.cpu.families import FAMILIES
@@ -19,6 +20,7 @@ from evokernel.generators.template.cpu.prelude import prelude
 from evokernel.generators.template.cpu.stage import StageCode
 from evokernel.generators.template.front.graph import AnalysisError, attr_expr
 from evokernel.generators.template.front.lower import Plan, Stage
+from evokernel.generators.template.front.trace import INIT_TRIMASK
 
 
 def stage_code(plan: Plan, knobs: dict[str, Any], k: int, st: Stage) -> StageCode:
@@ -31,6 +33,21 @@ def stage_code(plan: Plan, knobs: dict[str, Any], k: int, st: Stage) -> StageCod
 
 # ----------------------------------------------------------------------------------- candidate
 
+# torch.tril/triu of a tensor the constructor builds (front/trace.py: _native_trimasks), in place: every (rows, cols)
+# matrix of x keeps the elements on the kept side of the diagonal and zeroes the others
+_INIT_TRIMASK_CPP = f"""extern "C" void {INIT_TRIMASK}(float* x, int64_t rows, int64_t cols, int64_t numel,
+                                int64_t diagonal, int64_t upper) {{
+    const int64_t mats = rows * cols > 0 ? numel / (rows * cols) : 0;
+    for (int64_t b = 0; b < mats; ++b)
+        for (int64_t i = 0; i < rows; ++i)
+            for (int64_t j = 0; j < cols; ++j) {{
+                const bool keep = upper ? (j - i >= diagonal) : (j - i <= diagonal);
+                if (!keep) x[(b * rows + i) * cols + j] = 0.0f;
+            }}
+}}
+"""
+
+
 def render_candidate(plan: Plan, knobs: dict[str, Any], header: str) -> str:
     """The full candidate file: C++ source, ``load_cpp``, ``ModelNew``."""
     g = plan.graph
@@ -42,14 +59,17 @@ def render_candidate(plan: Plan, knobs: dict[str, Any], header: str) -> str:
                for st in plan.stages for i in st.nodes)
     fast = knobs.get("math", "libm") == "fast" and int(knobs.get("vec", 1)) > 1 and uses
     body = "\n".join(c.cpp for c in codes)
+    if f"lib.{INIT_TRIMASK}(" in (g.init_source or ""):
+        body += "\n" + _INIT_TRIMASK_CPP
     cpp = prelude(fast, uses=body) + "\n" + body  # only the helpers the kernel uses: a trace a prompt can show whole
     lines = _forward_lines(plan, codes)
     init = g.init_source or "def __init__(self):\n    super().__init__()"
     init = "\n".join("    " + ln for ln in init.splitlines())
     args = ", ".join(g.input_names)
     fwd = "\n".join("        " + ln for ln in lines)
+    imports = "import math\n" if re.search(r"\bmath\.", init) else ""  # a constant of __init__ (1 / math.sqrt(d))
     return f'''"""{header}"""
-import torch
+{imports}import torch
 import torch.nn as nn
 
 from evokernel.cpu import load_cpp

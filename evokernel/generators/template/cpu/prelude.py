@@ -52,6 +52,8 @@ template <class V> static inline float ek_hmin(V x) {
 template <class V> static inline V ek_max(V a, V b) { return a > b ? a : b; }
 template <class V> static inline V ek_min(V a, V b) { return a < b ? a : b; }
 template <class V> static inline V ek_abs(V x) { return x < sp<V>(0.0f) ? -x : x; }
+template <class V> static inline V ek_fill_eq(V x, V m, float c, float fill) { return m == sp<V>(c) ? sp<V>(fill) : x; }
+template <class V> static inline V ek_fill_ne(V x, V m, float c, float fill) { return m != sp<V>(c) ? sp<V>(fill) : x; }
 
 // e^x: x = n ln2 + r, |r| <= ln2/2; degree-6 polynomial for e^r; 2^n assembled in the exponent bits
 template <class V> static inline V ek_exp_poly(V x) {

@@ -67,7 +67,10 @@ def unary_expr(fn: str, attrs: dict[str, Any], x: str) -> str:
     raise AnalysisError(f"no kernel code for elementwise op {fn!r}")
 
 
-def binary_expr(fn: str, a: str, b: str) -> str:
+def binary_expr(fn: str, a: str, b: str, attrs: dict[str, Any] | None = None) -> str:
+    if fn in ("fill_eq", "fill_ne"):  # masked_fill(a, b == c, fill) / (b != c)
+        attrs = attrs or {}
+        return f"ek_{fn}({a}, {b}, {flit(attrs['c'])}, {flit(attrs['fill'])})"
     if fn in ("add", "sub", "mul", "div"):
         op = {"add": "+", "sub": "-", "mul": "*", "div": "/"}[fn]
         return f"({a} {op} {b})"
@@ -201,7 +204,7 @@ class RowProgram:
         if n.op == "unary":
             return unary_expr(n.attrs["fn"], n.attrs, ops[0])
         if n.op == "binary":
-            return binary_expr(n.attrs["fn"], ops[0], ops[1])
+            return binary_expr(n.attrs["fn"], ops[0], ops[1], n.attrs)
         raise AnalysisError(f"{n.origin}: {n.op} inside an elementwise expression")
 
     def jdeps(self, target: Any, cached: set[int]) -> list[int]:

@@ -9,7 +9,7 @@ from typing import Any
 from torch import fx
 
 from evokernel.generators.template.front.fxops import _BINARY, _UNARY_FUNCS, _VIEW_METHODS, _cv, _norm_dim, _wrap
-from evokernel.generators.template.front.graph import Const, Ref
+from evokernel.generators.template.front.graph import Const, Ref, broadcast_shape
 
 UNHANDLED = object()  # a handler's answer for a name it does not lower (the next one is asked)
 # random draws in forward (torch functions and in-place tensor methods)
@@ -48,6 +48,12 @@ class CallOps:
                 if _cv(idx) == 0:
                     return base[1]
                 return ("attn_weights",)  # not computed: refused where something reads it
+            if isinstance(base, tuple) and base and base[0] == "split":  # one piece of x.split(...)
+                _, src, dim, bounds = base
+                i = int(_cv(idx))
+                lo, hi = bounds[i]
+                items = [slice(None)] * dim + [slice(lo, hi)]
+                return self._slice_copy(n, src, tuple(items), val)
             if type(base) is Ref:
                 return self._slice_copy(n, base, idx, val)
             raise self.fail(n, "indexing a tensor")
@@ -82,6 +88,23 @@ class CallOps:
             hi = kw.get("max", kw.get("max_val", args[2] if len(args) > 2 else hi_default))
             lo, hi = _cv(lo), _cv(hi)
             return self.unary("clamp", x, n, lo=None if lo is None else float(lo), hi=None if hi is None else float(hi))
+        if name in ("eq", "ne") and len(args) == 2 and type(args[0]) is Ref and isinstance(_wrap(args[1]), Const):
+            # a comparison with a constant: only a masked_fill reads it (a boolean tensor is not materialised)
+            return ("compare", name, args[0], float(_cv(_wrap(args[1]))))
+        if name == "masked_fill":
+            mask = args[1] if len(args) > 1 else kw.get("mask")
+            value = _cv(_wrap(args[2] if len(args) > 2 else kw.get("value")))
+            if not (isinstance(mask, tuple) and mask and mask[0] == "compare"):
+                raise self.fail(n, "masked_fill with other than a comparison of a tensor with a constant as its mask")
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise self.fail(n, "masked_fill with a tensor value")
+            _, cmp, m, c = mask
+            if type(x) is not Ref:
+                raise self.fail(n, "masked_fill of a constant")
+            if broadcast_shape(self.shape(x), self.shape(m)) != self.shape(x):
+                raise self.fail(n, f"masked_fill whose mask {self.shape(m)} widens {self.shape(x)}")
+            return self.g.add("binary", [x, m], {"fn": f"fill_{cmp}", "c": c, "fill": float(value)}, self.shape(x),
+                              origin=n.name)
         if name in ("add", "sub", "subtract") and "alpha" in kw:
             raise self.fail(n, "add/sub with alpha")
         if name in _BINARY:
@@ -126,6 +149,15 @@ class CallOps:
             if not keep:
                 r = g.add("reshape", [r], {}, tuple(val.shape), origin=n.name)
             return r
+        if name == "normalize":  # F.normalize: x / max(||x||_p over dim, eps)
+            p = _cv(kw.get("p", args[1] if len(args) > 1 else 2.0))
+            dim = _cv(kw.get("dim", args[2] if len(args) > 2 else 1))
+            eps = float(_cv(kw.get("eps", args[3] if len(args) > 3 else 1e-12)))
+            if p not in (2, 2.0) or kw.get("out") is not None:
+                raise self.fail(n, f"normalize with p={p}")
+            d = int(dim) % len(self.shape(x))
+            norm = self.unary("sqrt", self.reduce("sum", self.unary("square", x, n), [d], True, n), n)
+            return self.binary("div", x, self.unary("clamp", norm, n, lo=eps, hi=None), n)
         if name == "layer_norm":
             nshape = args[1] if len(args) > 1 else kw["normalized_shape"]
             w = kw.get("weight", args[2] if len(args) > 2 else None)
@@ -305,6 +337,26 @@ class CallOps:
             raise self.fail(n, "a copy of nothing")
         return self.g.add("slice_copy", [x], {"base": base, "pst": pst}, tuple(out), origin=n.name)
 
+    def _split(self, n: fx.Node, name: str, x: Any, args: list[Any], kw: dict[str, Any], val: Any) -> Any:
+        """``x.split(size, dim)`` / ``x.chunk(k, dim)`` (query, key and value out of one projection): nothing is
+        computed until a piece is indexed, which is then a strided copy of its range of ``dim``."""
+        if type(x) is not Ref:
+            raise self.fail(n, f"{name} of a constant")
+        dim = _cv(kw.get("dim", args[2] if len(args) > 2 else 0))
+        if not isinstance(val, (tuple, list)) or not isinstance(dim, int) or isinstance(dim, bool):
+            raise self.fail(n, f"{name} with a non-integer dim")
+        shp = self.shape(x)
+        d = dim % len(shp)
+        bounds, at = [], 0
+        for piece in val:
+            size = int(piece.shape[d])
+            bounds.append((at, at + size))
+            at += size
+        if at != shp[d] or any(tuple(p.shape[:d]) + tuple(p.shape[d + 1:]) != tuple(shp[:d]) + tuple(shp[d + 1:])
+                               for p in val):
+            raise self.fail(n, f"{name} gives pieces that do not tile {shp} along dim {d}")
+        return ("split", x, d, bounds)
+
     def _expand_copy(self, n: fx.Node, x: Any, val: Any) -> Any:
         """``x.expand(...)`` / ``expand_as`` / ``broadcast_to`` (a class token repeated over the batch): the
         broadcast dims are read at stride 0 into a contiguous copy."""
@@ -451,6 +503,15 @@ class CallOps:
             if len(xs) == 1:
                 return xs[0]
             return g.add("cat", xs, {"dim": int(_cv(dim)) % len(shp)}, shp, origin=n.name)
+        if name == "stack":  # a concatenation of the tensors, each viewed with a unit dim at ``dim``
+            xs = list(args[0] if args else kw["tensors"])
+            shp = tuple(val.shape)
+            d = int(_cv(kw.get("dim", args[1] if len(args) > 1 else 0))) % len(shp)
+            if not xs or not all(type(t) is Ref and g.nodes[t].dtype == "f32" for t in xs):
+                raise self.fail(n, "stack of other than float tensors")
+            unit = shp[:d] + (1,) + shp[d + 1:]
+            parts = [g.add("reshape", [t], {}, unit, origin=n.name) for t in xs]
+            return parts[0] if len(parts) == 1 else g.add("cat", parts, {"dim": d}, shp, origin=n.name)
         if name == "flip":
             dims = args[1] if len(args) > 1 else kw["dims"]
             dims = [dims] if isinstance(dims, int) else list(dims)
@@ -474,6 +535,8 @@ class CallOps:
                 return g.add("cumsum", [src.args[0]], {"dim": dim, "reverse": True, "flipped_out": True},
                              self.shape(x), origin=n.name)
             return g.add("cumsum", [x], {"dim": dim, "reverse": False}, self.shape(x), origin=n.name)
+        if name in ("split", "chunk"):
+            return self._split(n, name, x, args, kw, val)
         if name in ("expand", "expand_as", "broadcast_to"):
             return self._expand_copy(n, x, val)
         if name == "unfold" and n.op == "call_method":  # Tensor.unfold (windows); F.unfold (im2col) is another op

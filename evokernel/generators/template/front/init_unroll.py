@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import inspect
 import keyword
+import sys
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +41,7 @@ _SKIP_ARGS = {"device", "dtype"}
 class Unrolled:
     source: str  # ``def __init__(self, ...): ...`` for ModelNew
     path_map: dict[str, str] = field(default_factory=dict)  # reference module path -> ModelNew attribute
+    tensor_map: dict[str, str] = field(default_factory=dict)  # reference buffer path -> ModelNew buffer (a mask)
     params: list[str] = field(default_factory=list)  # the constructor's argument names
 
 
@@ -88,6 +90,35 @@ def layer_call(m: nn.Module) -> str:
     return f"nn.{cls.__name__}({', '.join(kw)})"
 
 
+def constant_buffer_expr(b: torch.Tensor) -> str | None:
+    """A torch expression without random draws that makes ``b`` (a buffer a task class owns), or None: float32 all
+    zeros, all ones, or ones kept on one side of a diagonal of the last two dims (``torch.tril(torch.ones(T, T))``,
+    a causal mask) viewed to ``b``'s shape. Only a guess from the values: the rebuild's check compares them."""
+    if b.dtype != torch.float32 or b.dim() < 1 or b.numel() == 0:
+        return None
+    shape = tuple(b.shape)
+    if not torch.isfinite(b).all():
+        return None
+    if bool((b == 0).all()):
+        return f"torch.zeros{shape!r}"
+    if bool((b == 1).all()):
+        return f"torch.ones{shape!r}"
+    if b.dim() < 2:
+        return None
+    r, c = shape[-2:]
+    ones = torch.ones(r, c)
+    for fn in ("tril", "triu"):
+        for d in (0, -1, 1):
+            if torch.equal(getattr(torch, fn)(ones, d).expand(shape), b):
+                lead = 1
+                for s_ in shape[:-2]:
+                    lead *= s_
+                made = f"torch.{fn}(torch.ones({r}, {c}), {d})" if lead == 1 else \
+                    f"torch.{fn}(torch.ones({lead}, {r}, {c}), {d})"
+                return f"{made}.view{shape!r}"
+    return None
+
+
 def _attr_name(path: str, taken: set[str]) -> str:
     base = "".join(c if c.isalnum() else "_" for c in path).strip("_") or "layer"
     if base[0].isdigit() or keyword.iskeyword(base) or hasattr(nn.Module, base):
@@ -118,21 +149,57 @@ def _signature(model_cls: type) -> str:
     return ", ".join(parts)
 
 
-def _build_recorded(build: Any) -> tuple[nn.Module, dict[int, int]]:
+@dataclass
+class _InitCall:
+    """A ``nn.init`` call the task's own code made (not a torch.nn layer's ``reset_parameters``)."""
+    fn: str
+    tensor: torch.Tensor
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    after: int  # how many modules had been created when it was made
+
+
+_INIT_FUNCTIONS = [n for n in dir(nn.init) if n.endswith("_") and not n.startswith("_")
+                   and callable(getattr(nn.init, n))]
+
+
+def _build_recorded(build: Any) -> tuple[nn.Module, dict[int, int], list[_InitCall]]:
+    """Builds the model with every ``nn.Module.__init__`` recorded (creation order) and every ``nn.init`` call the
+    task's code makes outside torch.nn layers' constructors (a weight-initialisation loop after construction)."""
     order: dict[int, int] = {}
+    calls: list[_InitCall] = []
     original = nn.Module.__init__
+    depth = [0]  # inside an nn.init call
 
     def recording(self: nn.Module, *args: Any, **kwargs: Any) -> None:
         order.setdefault(id(self), len(order))
         original(self, *args, **kwargs)
 
+    def wrap(name: str, fn: Any) -> Any:
+        def recorded(tensor: Any, *args: Any, **kwargs: Any) -> Any:
+            # torch's own callers (a layer's reset_parameters) are rebuilt with the layer; the task's code is not
+            caller = sys._getframe(1).f_globals.get("__name__", "")
+            if depth[0] == 0 and caller != "torch" and not caller.startswith("torch."):
+                calls.append(_InitCall(name, tensor, args, dict(kwargs), len(order)))
+            depth[0] += 1
+            try:
+                return fn(tensor, *args, **kwargs)
+            finally:
+                depth[0] -= 1
+        return recorded
+
+    originals = {n: getattr(nn.init, n) for n in _INIT_FUNCTIONS}
     with _LOCK:
         nn.Module.__init__ = recording  # type: ignore[method-assign]
+        for n, fn in originals.items():
+            setattr(nn.init, n, wrap(n, fn))
         try:
             model = build()
         finally:
             nn.Module.__init__ = original  # type: ignore[method-assign]
-    return model, order
+            for n, fn in originals.items():
+                setattr(nn.init, n, fn)
+    return model, order, calls
 
 
 def unroll_init(model_cls: type, init_args: list[Any], seed: int = 0) -> Unrolled:
@@ -144,7 +211,7 @@ def unroll_init(model_cls: type, init_args: list[Any], seed: int = 0) -> Unrolle
             return model_cls(*init_args)
 
     try:
-        ref, order = _build_recorded(build)
+        ref, order, init_calls = _build_recorded(build)
     except AnalysisError:
         raise
     except Exception as exc:  # noqa: BLE001 - the task's own constructor
@@ -152,6 +219,7 @@ def unroll_init(model_cls: type, init_args: list[Any], seed: int = 0) -> Unrolle
     layers: list[tuple[int, str, nn.Module]] = []  # (creation index, path, layer)
     seen: dict[int, str] = {}
     aliases: list[tuple[str, int]] = []
+    buffers: list[tuple[str, str]] = []  # (path, expression) of buffers task classes own
 
     def walk(m: nn.Module, path: str) -> None:
         if id(m) in seen:
@@ -163,7 +231,13 @@ def unroll_init(model_cls: type, init_args: list[Any], seed: int = 0) -> Unrolle
                 layers.append((order.get(id(m), -1), path, m))
             return
         seen[id(m)] = path
-        own = [n for n, _ in m.named_parameters(recurse=False)] + [n for n, _ in m.named_buffers(recurse=False)]
+        own = [n for n, _ in m.named_parameters(recurse=False)]
+        for n, b in m.named_buffers(recurse=False):
+            expr = constant_buffer_expr(b)
+            if expr is None:
+                own.append(n)
+            else:
+                buffers.append((f"{path}.{n}" if path else n, expr))
         if own:
             where = f"{type(m).__name__} at {path or 'the root'}"
             raise AnalysisError(f"{where} owns the tensor(s) {', '.join(own)} itself (not through a torch.nn layer); "
@@ -179,24 +253,50 @@ def unroll_init(model_cls: type, init_args: list[Any], seed: int = 0) -> Unrolle
     taken: set[str] = set()
     path_map: dict[str, str] = {}
     lines = [f"def __init__({_signature(model_cls)}):", "    super().__init__()"]
-    for _, path, m in layers:
+    owner: dict[int, str] = {}  # id of a layer's tensor -> ModelNew expression
+    pending = sorted(init_calls, key=lambda c: c.after)
+    for k, path, m in layers:
+        while pending and pending[0].after <= k:  # the task's nn.init calls made before this layer was created
+            lines.append("    " + _init_call_line(pending.pop(0), owner))
         name = _attr_name(path, taken)
         path_map[path] = name
         lines.append(f"    self.{name} = {layer_call(m)}")
+        for tn, t in list(m.named_parameters()) + list(m.named_buffers()):
+            owner.setdefault(id(t), f"self.{name}.{tn}")
+    for call in pending:
+        lines.append("    " + _init_call_line(call, owner))
+    tensor_map: dict[str, str] = {}
+    for path, expr in buffers:  # made without random draws: where they are created does not matter
+        name = _attr_name(path, taken)
+        tensor_map[path] = name
+        lines.append(f"    self.register_buffer({name!r}, {expr})")
     for path, ident in aliases:
         if seen[ident] in path_map:
             path_map[path] = path_map[seen[ident]]
     source = "\n".join(lines)
-    _check_same_tensors(source, ref, layers, path_map, build_args=init_args, seed=seed)
+    _check_same_tensors(source, ref, layers, path_map, build_args=init_args, seed=seed, tensor_map=tensor_map)
     try:
         params = [n for n in list(inspect.signature(model_cls.__init__).parameters)[1:]]
     except (TypeError, ValueError):
         params = []
-    return Unrolled(source, path_map, params)
+    return Unrolled(source, path_map, tensor_map=tensor_map, params=params)
+
+
+def _init_call_line(call: _InitCall, owner: dict[int, str]) -> str:
+    """``nn.init.kaiming_normal_(self.features_0.weight, mode='fan_out')``: the call replayed on the rebuilt layer's
+    tensor; AnalysisError when it initialises something else or with arguments that are not literals."""
+    target = owner.get(id(call.tensor))
+    if target is None:
+        raise AnalysisError(f"nn.init.{call.fn} initialises a tensor that is not a torch.nn layer's parameter "
+                            "or buffer")
+    if not all(_literal(a) for a in call.args) or not all(_literal(v) for v in call.kwargs.values()):
+        raise AnalysisError(f"nn.init.{call.fn} is called with arguments that are not literals")
+    args = [target] + [repr(a) for a in call.args] + [f"{k}={v!r}" for k, v in call.kwargs.items()]
+    return f"nn.init.{call.fn}({', '.join(args)})"
 
 
 def _check_same_tensors(source: str, ref: nn.Module, layers: list[tuple[int, str, nn.Module]], path_map: dict[str, str],
-                        build_args: list[Any], seed: int) -> None:
+                        build_args: list[Any], seed: int, tensor_map: dict[str, str] | None = None) -> None:
     namespace: dict[str, Any] = {"torch": torch, "nn": nn}
     exec(compile("class ModelNew(nn.Module):\n" + "\n".join("    " + ln for ln in source.splitlines()),
                  "<unrolled init>", "exec"), namespace)
@@ -220,6 +320,11 @@ def _check_same_tensors(source: str, ref: nn.Module, layers: list[tuple[int, str
                 raise AnalysisError(f"the rebuilt {path}.{n} differs from the reference's (a custom initialisation "
                                     "or another order of random draws)")
             covered.add(f"{path}.{n}")
+    for path, name in (tensor_map or {}).items():
+        t, u = want[path], getattr(new, name, None)
+        if not isinstance(u, torch.Tensor) or t.shape != u.shape or t.dtype != u.dtype or not torch.equal(t, u):
+            raise AnalysisError(f"the rebuilt buffer {path} differs from the reference's")
+        covered.add(path)
     missing = [k for k in want if k not in covered]
     if missing:
         raise AnalysisError(f"tensors of the reference not rebuilt: {', '.join(missing[:3])}")

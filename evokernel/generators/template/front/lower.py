@@ -126,7 +126,12 @@ class _Planner:
         g, users = self.g, self.users
         if node.op == "transpose":
             if users[node.id]:
-                raise self.fail(node, "a transposed view is only supported as a matmul operand")
+                # read by other than a matmul (which folds it into its operand): materialised by a transpose kernel
+                # (NetVLAD's ``vlad.transpose(1, 2) - a``)
+                if g.nodes[node.args[0]].dtype != "f32":
+                    raise self.fail(node, "a transposed view of other than a float tensor")
+                node.op = "transpose_copy"
+                return False
             return True
         if node.op == "flip":
             if not users[node.id]:
@@ -196,9 +201,20 @@ class _Planner:
             return
         inside = set(region)
         outs = [i for i in region if i == g.output or any(u not in inside for u in users[i])]
-        if len(outs) != 1 or outs[0] != region[-1]:
-            names = ", ".join(g.nodes[i].origin for i in outs)
-            raise self.fail(g.nodes[region[-1]], f"a fused region would need several outputs ({names})")
+        if outs and outs[0] != region[-1]:
+            # a value read after the region as well as inside it (NetVLAD: ``v = x - a`` read by the squares a
+            # middle-dim norm sums and by ``v / norm``): the region up to it is a kernel of its own, then the rest
+            k = region.index(outs[0])
+            rest = region[k + 1:]
+            self.region = region[:k + 1]
+            self.close_region()
+            self.region = rest
+            self.close_region()
+            self.region = region
+            region.clear()
+            return
+        if len(outs) != 1:
+            raise self.fail(g.nodes[region[-1]], "a fused region whose result nothing reads")
         ext: list[int] = []
         for i in region:
             for a in g.nodes[i].args:

@@ -65,6 +65,8 @@ class Normaliser(ModuleOps, CallOps):
             return v
         if isinstance(a, (list, tuple)):
             return type(a)(self.arg(x) for x in a)
+        if isinstance(a, slice):  # x[:, :T] with a traced size T: its bound is the recorded constant
+            return slice(self.arg(a.start), self.arg(a.stop), self.arg(a.step))
         return a
 
     # elementwise builders

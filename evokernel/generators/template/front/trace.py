@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
+import math
 import textwrap
 import types
 from typing import Any
@@ -69,6 +70,11 @@ def _init_source(model_cls: type) -> tuple[str, list[str]]:
     class Rewrite(ast.NodeTransformer):
         # torch.randn(*s) / torch.rand(*s) -> torch.empty(*s).normal_() / .uniform_(): the same draws
         # from the default generator, without touching torch compute names in the candidate
+        def _scoped(self, node: ast.AST) -> ast.AST:
+            return node  # a lambda or comprehension binds its own names: a copy before the statement cannot see them
+
+        visit_Lambda = visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _scoped
+
         def visit_Call(self, node: ast.Call) -> ast.AST:
             self.generic_visit(node)
             f = node.func
@@ -85,6 +91,7 @@ def _init_source(model_cls: type) -> tuple[str, list[str]]:
             return node
 
     fn = Rewrite().visit(fn)
+    fn.body = _native_trimasks(fn.body)
     # type hints name things (typing.Any, a task's own types) the candidate does not import; they do nothing
     for a in ast.walk(fn):
         if isinstance(a, ast.arg):
@@ -97,7 +104,63 @@ def _init_source(model_cls: type) -> tuple[str, list[str]]:
     return ast.unparse(fn), params
 
 
-_CANDIDATE_GLOBALS = {"torch", "nn", "super", "self"}
+# ``torch.tril/triu(t)`` in ``__init__`` (a causal mask buffer, minGPT): compute that the verifier's construction guard
+# refuses in a candidate's PyTorch (docs/verifier.md: only affine maps of drawn values), so the candidate computes it
+# natively, in place in a copy of ``t`` (``cpu/candidate.py`` adds the function when the constructor calls it)
+INIT_TRIMASK = "ek_init_trimask"
+
+
+def _int_expr(node: ast.expr) -> str:
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return str(node.value)
+    return f"int({ast.unparse(node)})"
+
+
+def _native_trimasks(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Each ``torch.tril(t[, diagonal])`` / ``torch.triu(...)`` in a statement of ``body`` becomes a local copy of ``t``
+    that the native library masks in place, before the statement: ``_mask0 = (t).contiguous().clone()``,
+    ``lib.ek_init_trimask(_mask0, rows, cols, numel, diagonal, upper)``."""
+    out: list[ast.stmt] = []
+    count = [0]
+
+    class Hoist(ast.NodeTransformer):
+        def __init__(self) -> None:
+            self.before: list[ast.stmt] = []
+
+        def _scoped(self, node: ast.AST) -> ast.AST:
+            return node  # a lambda or comprehension binds its own names: a copy before the statement cannot see them
+
+        visit_Lambda = visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _scoped
+
+        def visit_Call(self, node: ast.Call) -> ast.AST:
+            self.generic_visit(node)
+            f = node.func
+            if not (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "torch"
+                    and f.attr in ("tril", "triu") and 1 <= len(node.args) <= 2):
+                return node
+            kws = {k.arg: k.value for k in node.keywords}
+            if set(kws) - {"diagonal"} or (len(node.args) == 2 and kws):
+                return node
+            diag = node.args[1] if len(node.args) == 2 else kws.get("diagonal", ast.Constant(0))
+            name = f"_mask{count[0]}"
+            count[0] += 1
+            self.before += ast.parse(
+                f"{name} = ({ast.unparse(node.args[0])}).contiguous().clone()\n"
+                f"lib.{INIT_TRIMASK}({name}, {name}.shape[-2], {name}.shape[-1], {name}.numel(), "
+                f"{_int_expr(diag)}, {int(f.attr == 'triu')})").body
+            return ast.Name(name, ast.Load())
+
+    for st in body:
+        if not isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr)):
+            out.append(st)  # a loop or branch: its statements run another number of times than one copy before it
+            continue
+        h = Hoist()
+        st = h.visit(st)
+        out += h.before + [st]
+    return out
+
+
+_CANDIDATE_GLOBALS = {"torch", "nn", "super", "self", "lib"}
 
 
 def _plain(init_source: str) -> bool:
@@ -163,13 +226,19 @@ def _candidate_init(module: types.ModuleType, model_cls: type, graph: Graph,
         if n.op != "param":
             continue
         path = n.attrs["path"]
+        if path in unrolled.tensor_map:
+            n.attrs["path"] = unrolled.tensor_map[path]
+            continue
         head = next((p for p in prefixes if path.startswith(p + ".")), None)
         if head is None:
             if copied is not None:
                 return copied
             raise AnalysisError(f"{copy_error}; the parameter {path} is not in a rebuilt layer")
         n.attrs["path"] = unrolled.path_map[head] + path[len(head):]
-    return unrolled.source, unrolled.params
+    fn = ast.parse(unrolled.source).body[0]
+    assert isinstance(fn, ast.FunctionDef)
+    fn.body = _native_trimasks(fn.body)
+    return ast.unparse(fn), unrolled.params
 
 
 def _inline_globals(fn: Any, model_cls: type) -> Any:
@@ -186,8 +255,9 @@ def _inline_globals(fn: Any, model_cls: type) -> Any:
                 return node
             if node.id in glb:
                 value = glb[node.id]
-                if value is torch or value is nn:
-                    return ast.copy_location(ast.Name("torch" if value is torch else "nn", ast.Load()), node)
+                if value is torch or value is nn or value is math:  # math: the candidate imports it when it is used
+                    name = "torch" if value is torch else "nn" if value is nn else "math"
+                    return ast.copy_location(ast.Name(name, ast.Load()), node)
                 if isinstance(value, (bool, int, float, str, type(None))) or (
                         isinstance(value, tuple) and all(isinstance(v, (bool, int, float, str)) for v in value)):
                     return ast.copy_location(ast.Constant(value) if not isinstance(value, tuple) else
@@ -213,6 +283,110 @@ def _defaults_not_given(model: nn.Module, given: int) -> dict[str, Any]:
         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is not p.empty:
             out[p.name] = p.default
     return out
+
+
+class _ValueTracer(fx.Tracer):
+    """A tracer that also computes every node's value as it records it (on the meta device), so that a condition on
+    what is not data -- sizes, devices, dtypes (NetVLAD's ``if x.device != self.clusters.device: raise``) -- takes
+    the branch the reference takes for these inputs. A condition on a tensor's values (data-dependent control flow)
+    is still refused: a meta tensor has no values, and a specialised branch would be wrong for other inputs."""
+
+    _UNKNOWN = object()
+
+    def __init__(self, inputs: list[Any], defaults: dict[str, Any] | None):
+        super().__init__()
+        self.proxy_buffer_attributes = True
+        self._inputs = list(inputs) + list((defaults or {}).values())
+        self._placeholders = 0
+        self.values: dict[fx.Node, Any] = {}
+        self._computing = 0  # > 0 while a value is computed: modules run as they are, attributes read as they are
+
+    def getattr(self, attr: str, attr_val: Any, parameter_proxy_cache: dict[str, Any]) -> Any:
+        return attr_val if self._computing else super().getattr(attr, attr_val, parameter_proxy_cache)
+
+    def call_module(self, m: nn.Module, forward: Any, args: Any, kwargs: Any) -> Any:
+        return forward(*args, **kwargs) if self._computing else super().call_module(m, forward, args, kwargs)
+
+    def create_proxy(self, kind: str, target: Any, args: Any, kwargs: Any, *rest: Any, **kw: Any) -> Any:
+        """Sizes (``x.size()``, ``x.shape``, ``x.dim()``) are given to the forward as the numbers they are, so a
+        Python loop over one (``for t in range(seq_len)``, level3 34) unrolls: the kernel is generated for these
+        shapes anyway (its forward checks them)."""
+        proxy = super().create_proxy(kind, target, args, kwargs, *rest, **kw)
+        sized = (kind == "call_method" and target in ("size", "dim")) or \
+            (kind == "call_function" and target is builtins.getattr and len(args) > 1 and args[1] == "shape")
+        v = self.values.get(proxy.node, self._UNKNOWN) if isinstance(proxy, fx.Proxy) else self._UNKNOWN
+        if sized and isinstance(v, (int, torch.Size)) and not isinstance(v, bool):
+            return v
+        return proxy
+
+    def create_node(self, kind: str, target: Any, args: Any, kwargs: Any, name: str | None = None,
+                    type_expr: Any = None) -> fx.Node:
+        node = super().create_node(kind, target, args, kwargs, name, type_expr)
+        self._computing += 1
+        try:
+            self.values[node] = self._value(node)
+        except Exception:  # noqa: BLE001 - only a condition on it needs it
+            self.values[node] = self._UNKNOWN
+        finally:
+            self._computing -= 1
+        return node
+
+    def _value(self, node: fx.Node) -> Any:
+        if node.op == "placeholder":
+            i, self._placeholders = self._placeholders, self._placeholders + 1
+            return self._inputs[i] if i < len(self._inputs) else self._UNKNOWN
+        if node.op == "output":
+            return None
+        get = lambda a: fx.node.map_arg(a, lambda n: self.values[n])  # noqa: E731
+        args, kwargs = get(node.args), get(node.kwargs)
+        if node.op == "get_attr":  # read past the tracer's patched module __getattr__ (it would make proxies)
+            obj: Any = self.root
+            for part in str(node.target).split("."):
+                d = vars(obj)
+                for table in ("_modules", "_parameters", "_buffers"):
+                    if part in d.get(table, {}):
+                        obj = d[table][part]
+                        break
+                else:
+                    obj = d[part]
+            return obj
+        if node.op == "call_module":
+            return self.root.get_submodule(str(node.target))(*args, **kwargs)
+        if node.op == "call_method":
+            return getattr(args[0], str(node.target))(*args[1:], **kwargs)
+        return node.target(*args, **kwargs)  # type: ignore[operator]
+
+    def to_bool(self, obj: fx.Proxy) -> bool:
+        v = self.values.get(obj.node, self._UNKNOWN)
+        if v is self._UNKNOWN or isinstance(v, torch.Tensor):
+            return super().to_bool(obj)  # data-dependent control flow: refused
+        return bool(v)
+
+
+def _trace(model: nn.Module, concrete_args: dict[str, Any] | None, inputs: list[Any] | None = None) -> fx.GraphModule:
+    """``fx.symbolic_trace``; when it fails, once more with the module's buffers traced as graph values, and then
+    with :class:`_ValueTracer` (conditions on sizes and devices decided for these inputs).
+
+    fx hands a buffer to ``forward`` as the tensor itself, so Python operations on it run at trace time: slicing a
+    causal mask with a traced size (``self.bias[:, :, :T, :T]``, minGPT) then fails. Traced as ``get_attr`` proxies,
+    the slice is a graph node whose bounds are the sizes the recorder computes. Only a failed trace is retried, so
+    every model fx traced before gets the same graph."""
+    try:
+        return fx.symbolic_trace(model, concrete_args=concrete_args)
+    except Exception as first:  # noqa: BLE001
+        tracers: list[fx.Tracer] = []
+        if any(True for _ in model.buffers()):
+            tracers.append(fx.Tracer())
+            tracers[-1].proxy_buffer_attributes = True
+        if inputs is not None:
+            tracers.append(_ValueTracer(inputs, concrete_args))
+        for tracer in tracers:
+            try:
+                graph = tracer.trace(model, concrete_args)
+            except Exception:  # noqa: BLE001 - the first reason is the one to report
+                continue
+            return fx.GraphModule(tracer.root, graph, type(model).__name__)
+        raise first from None
 
 
 def analyze(task: Any, allow_half: bool = False) -> Graph:
@@ -248,7 +422,7 @@ def analyze(task: Any, allow_half: bool = False) -> Graph:
         # plain tensor attributes are put back after tracing (the graph reads them through get_attr)
         state = [(m, k, v) for m in model.modules() for k, v in vars(m).items() if isinstance(v, torch.Tensor)]
         try:
-            gm = fx.symbolic_trace(model, concrete_args=_defaults_not_given(model, len(inputs)) or None)
+            gm = _trace(model, _defaults_not_given(model, len(inputs)) or None, inputs)
         except Exception as exc:  # noqa: BLE001
             raise AnalysisError(f"torch.fx cannot trace Model.forward: {type(exc).__name__}: {exc}") from None
         finally:
