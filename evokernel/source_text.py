@@ -14,9 +14,6 @@ import re
 _SPLICE = re.compile(r"\\[ \t\f\v]*\n")
 _RAW_PREFIXES = frozenset({"R", "u8R", "uR", "UR", "LR"})
 _STR_PREFIXES = frozenset({"u8", "u", "U", "L"})
-_WS = r"(?:[ \t\f\v]|/\*.*?\*/)*"  # whitespace and comments within a line
-_HEADER_NAME_BEFORE = re.compile(rf"(?:^{_WS}(?:#|%:){_WS}(?:include|include_next|import)|"
-                                 rf"__has_include(?:_next)?{_WS}\(){_WS}$")
 _RAW_DELIM = re.compile(r'[^ ()\\\t\v\f\n"]{0,16}\(')
 
 
@@ -50,7 +47,7 @@ def lex_source(source: str, *, blank_strings: bool = False, join_splices: bool =
     def code(a: int, b: int) -> None:  # logical a..b as code
         nonlocal deferred
         chunk = src[where[a]:where[b]] if b > a else ""
-        if not join_splices:
+        if not join_splices or ("\n" not in chunk and "\\" not in chunk):
             out.append(chunk)
             return
         for part in re.split(r"(\n)", _SPLICE.sub(lambda m: "\0", chunk)):
@@ -71,13 +68,19 @@ def lex_source(source: str, *, blank_strings: bool = False, join_splices: bool =
             out.append(keep + "\n" * nl)
 
     i = 0
-    line_start = 0
+    # a header name follows `#include` (or include_next, import) at a line's start and `__has_include(`: its
+    # characters are verbatim (`<a//b>` holds no comment). line_tokens: the line's tokens so far (up to two)
+    line_tokens: list[str] = []
+    header = ""  # "paren": after __has_include, "name": a header name may follow
     while i < n:
         c = text[i]
         if c == "\n":
             code(i, i + 1)
             i += 1
-            line_start = i
+            line_tokens, header = [], ""
+        elif c in " \t\f\v":
+            code(i, i + 1)
+            i += 1
         elif text.startswith("//", i):
             j = text.find("\n", i)
             j = n if j < 0 else j
@@ -88,17 +91,26 @@ def lex_source(source: str, *, blank_strings: bool = False, join_splices: bool =
             j = n if j < 0 else j + 2
             gap(where[i], where[j], " ")
             i = j
-        elif c == "<" and _HEADER_NAME_BEFORE.search(text[line_start:i]):
+        elif c == "<" and header == "name":
             eol = text.find("\n", i)
             gt = text.find(">", i, n if eol < 0 else eol)
             j = gt + 1 if gt > 0 else i + 1
             code(i, j)
             i = j
+            header = ""
         elif c.isalpha() or c in "_$" or ord(c) > 127:
             j = i
             while j < n and (text[j].isalnum() or text[j] in "_$" or ord(text[j]) > 127):
                 j += 1
             word = text[i:j]
+            if word in ("__has_include", "__has_include_next"):
+                header = "paren"
+            elif word in ("include", "include_next", "import") and line_tokens in (["#"], ["%:"]):
+                header = "name"
+            else:
+                header = ""
+            if len(line_tokens) < 2:
+                line_tokens.append(word)
             if j < n and text[j] == '"' and word in _RAW_PREFIXES:
                 # a raw string: its delimiter and body are read from the physical text (no splices inside)
                 body = where[j] + 1
@@ -122,6 +134,8 @@ def lex_source(source: str, *, blank_strings: bool = False, join_splices: bool =
                 code(i, j)
                 i = j
         elif c.isdigit() or (c == "." and i + 1 < n and text[i + 1].isdigit()):
+            header = ""
+            line_tokens.append("0")
             j = i + 1
             while j < n:
                 if text[j] in "eEpP" and j + 1 < n and text[j + 1] in "+-":
@@ -135,6 +149,8 @@ def lex_source(source: str, *, blank_strings: bool = False, join_splices: bool =
             code(i, j)
             i = j
         elif c in "\"'":
+            header = ""
+            line_tokens.append(c)
             j = i + 1
             while j < n and text[j] != c and text[j] != "\n":
                 j += 2 if text[j] == "\\" and j + 1 < n and text[j + 1] != "\n" else 1
@@ -145,8 +161,12 @@ def lex_source(source: str, *, blank_strings: bool = False, join_splices: bool =
                 code(i, end)
             i = end
         else:
-            code(i, i + 1)
-            i += 1
+            tok = "%:" if text.startswith("%:", i) else c
+            header = "name" if header == "paren" and tok == "(" else ""
+            if len(line_tokens) < 2:
+                line_tokens.append(tok)
+            code(i, i + len(tok))
+            i += len(tok)
     out.append("\n" * deferred)
     return "".join(out)
 
