@@ -274,7 +274,11 @@ _CXX_REFUSED = re.compile(
 # standard interface a kernel uses compiles into calls to, listed here (the inline namespace __cxx11 is no component).
 _CXX_RESERVED = re.compile(r"\bstd::(?:__cxx11::)?(?!__cxx11::)(__\w+(?:::\w+)?)")
 _CXX_INTERNALS = re.compile(r"^(__throw_\w+|__once_call(able)?|__glibcxx_assert_fail|__exception_ptr::\w+|"
-                            r"__detail::(_Prime_rehash_policy|__prime_list|_List_node_base))$")
+                            r"__detail::(_Prime_rehash_policy|__prime_list|_List_node_base)|"
+                            # stream insertion and extraction (operator<< of a C string: TORCH_CHECK's message)
+                            # and number formatting's locale helpers
+                            r"__ostream_insert|__istream_extract|__numeric_limits_base::\w+|__num_base::\w+|"
+                            r"__verify_grouping|__numpunct_cache|__ctype_abstract_base|__codecvt_abstract_base)$")
 _CXX_ALLOWED = re.compile(
     r"^(operator new|operator delete|std::|typeinfo for |typeinfo name for |vtable for |VTT for |"
     r"__cxa_|__cxxabiv1::|__gnu_cxx::)")
