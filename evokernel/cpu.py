@@ -132,30 +132,7 @@ class Signature:
     params: tuple[Param, ...]
 
 
-def strip_comments(source: str) -> str:
-    """Remove // and /* */ comments (keeping string literals and line numbers intact)."""
-    out: list[str] = []
-    i, n = 0, len(source)
-    while i < n:
-        c = source[i]
-        if c == "/" and i + 1 < n and source[i + 1] == "/":
-            j = source.find("\n", i)
-            i = n if j < 0 else j
-        elif c == "/" and i + 1 < n and source[i + 1] == "*":
-            j = source.find("*/", i + 2)
-            chunk = source[i : (n if j < 0 else j + 2)]
-            out.append("\n" * chunk.count("\n"))
-            i = n if j < 0 else j + 2
-        elif c in "\"'":
-            j = i + 1
-            while j < n and source[j] != c:
-                j += 2 if source[j] == "\\" else 1
-            out.append(source[i : j + 1])
-            i = j + 1
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
+from evokernel.source_text import lex_source, strip_comments  # noqa: E402,F401 - re-exported
 
 
 _SIG_RE = re.compile(

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 FACTS_NAME = "facts.json"
-FACTS_VERSION = "binary-facts-4"  # 3: __FILE__ names /build (-fmacro-prefix-map); 4: -Werror=date-time
+FACTS_VERSION = "binary-facts-6"  # 3: __FILE__ names /build (-fmacro-prefix-map); 4: -Werror=date-time; 6: line directives and raw strings read as the compiler reads (rt10)
 MAX_SYMBOLS = 20_000
 MAX_PREPROCESSED_BYTES = 96 * 1024 * 1024
 MAX_DISASSEMBLY_BYTES = 256 * 1024 * 1024
@@ -87,6 +87,32 @@ _TOKEN = re.compile(
 SYSTEM_ROOTS = ("/usr/", sys.base_prefix.rstrip("/") + "/", sys.prefix.rstrip("/") + "/")
 
 
+# literals on one line of the preprocessed unit: a raw string's opening (its body may span lines: the compiler
+# prints it verbatim, so a body line that looks like a line marker is string text), strings, pp-numbers (whose
+# digit separators are not quotes), character literals
+_LINE_LITERAL = re.compile(
+    r'(?P<raw>(?<![\w$])(?:u8|u|U|L)?R"(?P<d>[^()\\\s"]{0,16})\()'
+    r'|(?<![\w$])(?:u8|u|U|L)?"(?:\\.|[^"\\])*"'
+    r"|(?<![\w$])\.?\d(?:[eEpP][+-]|'[0-9A-Za-z_]|[\w.])*"
+    r"|(?<![\w$])(?:u8|u|U|L)?'(?:\\.|[^'\\])*'")
+
+
+def _open_raw(line: str, pos: int = 0) -> str | None:
+    """The closing sequence of a raw string ``line`` leaves open (from ``pos``), or None."""
+    while True:
+        m = _LINE_LITERAL.search(line, pos)
+        if m is None:
+            return None
+        if m.group("raw") is None:
+            pos = m.end()
+            continue
+        close = ")" + m.group("d") + '"'
+        k = line.find(close, m.end())
+        if k < 0:
+            return close
+        pos = k + len(close)
+
+
 def _unescape(path: str) -> str:
     return path.replace('\\"', '"').replace("\\\\", "\\")
 
@@ -96,37 +122,54 @@ class Preprocessed:
     lines: list[tuple[int, str]]  # (source line, text) of the candidate's own lines
     foreign: list[str]  # entered files that are not system headers
     direct: list[tuple[int, str]]  # (line, path) of the files the candidate's own lines include
+    relabelled: list[int] = field(default_factory=list)  # own lines after which the compiler's file changed unasked
 
 
 def read_preprocessed(ii_text: str, own_file: str, line_range: tuple[int, int] | None = None,
                       system_roots: tuple[str, ...] = SYSTEM_ROOTS,
-                      host_path: Callable[[str], str] = lambda p: p) -> Preprocessed:
+                      host_path: Callable[[str], str] = lambda p: p,
+                      include_lines: "set[int] | None" = None) -> Preprocessed:
     """The candidate's own lines of a preprocessed unit (optionally only source lines ``line_range[0] <= n <
     line_range[1]``), the files its lines include directly, and every entered file that is not a system header
     (flag 3 of its marker, and a path under ``system_roots``). ``host_path``: a path as the compiler named it
-    (inside the build sandbox, build_sandbox.py) -> the host's, which ``own_file`` and the roots are."""
+    (inside the build sandbox, build_sandbox.py) -> the host's, which ``own_file`` and the roots are.
+
+    A line is the candidate's when the compiler read it from ``own_file``: the compiler leaves the candidate's file
+    only by entering an include (a marker with flag 1) on a line that holds an ``#include`` (``include_lines``, from
+    the source text). Any other change of file while in ``own_file`` -- a ``#line`` / ``# n "file"`` the candidate
+    wrote, however it was hidden from the text scan -- is listed in ``relabelled``."""
     out: list[tuple[int, str]] = []
+    relabelled: list[int] = []
     foreign: list[str] = []
     direct: list[tuple[int, str]] = []
     current, line = "", 0
+    raw_close: str | None = None  # the end of a raw string open since an earlier line
     for raw in ii_text.split("\n"):
-        if raw.startswith("# "):
-            m = _MARKER.match(raw)
-            if m:
-                new_line, new_file = int(m.group(1)), host_path(_unescape(m.group(2)))
-                flags = m.group(3).split()
-                if "1" in flags:
-                    if current == own_file and (line_range is None or line_range[0] <= line < line_range[1]):
-                        direct.append((line, new_file))
-                    if new_file != own_file and ("3" not in flags or
-                                                 not os.path.normpath(new_file).startswith(system_roots)):
-                        foreign.append(new_file)
-                line, current = new_line, new_file
-                continue
+        if raw_close is not None:
+            k = raw.find(raw_close)
+            if k >= 0:  # the raw string ends on this line; another may open after it
+                raw_close = _open_raw(raw, k + len(raw_close))
+        elif raw.startswith("# ") and (m := _MARKER.match(raw)) is not None:
+            new_line, new_file = int(m.group(1)), host_path(_unescape(m.group(2)))
+            flags = m.group(3).split()
+            # (line 0: the compiler's preamble, <built-in> and <command-line>, before the file's first line)
+            if current == own_file and line > 0 and new_file != own_file and (
+                    "1" not in flags or (include_lines is not None and line not in include_lines)):
+                relabelled.append(line)
+            if "1" in flags:
+                if current == own_file and (line_range is None or line_range[0] <= line < line_range[1]):
+                    direct.append((line, new_file))
+                if new_file != own_file and ("3" not in flags or
+                                             not os.path.normpath(new_file).startswith(system_roots)):
+                    foreign.append(new_file)
+            line, current = new_line, new_file
+            continue
+        elif 'R"' in raw:
+            raw_close = _open_raw(raw)
         if current == own_file and (line_range is None or line_range[0] <= line < line_range[1]):
             out.append((line, raw))
         line += 1
-    return Preprocessed(out, foreign, direct)
+    return Preprocessed(out, foreign, direct, relabelled)
 
 
 def tokenize(lines: list[tuple[int, str]]) -> list[tuple[int, str]]:
@@ -147,16 +190,27 @@ def tokenize(lines: list[tuple[int, str]]) -> list[tuple[int, str]]:
     return tokens
 
 
-_LINE_DIRECTIVE = re.compile(r"^[ \t]*(?:#|%:)[ \t]*(?:line\b|\d)", re.M)
+_INCLUDE_DIRECTIVE = re.compile(r"^[\ufeff \t\f\v]*(?:#|%:)[ \t\f\v]*include(?:_next)?\b", re.M)
+_LINE_DIRECTIVE = re.compile(r"^[\ufeff \t\f\v]*(?:#|%:)[ \t\f\v]*(?:line\b|\d)", re.M)
 
 
 def line_directives(source: str) -> list[int]:
-    """Lines of ``#line`` / ``# <n>`` directives (digraph ``%:`` and line splices included): a ``#line`` would
-    relabel the candidate's lines as a header's, so it is refused in the source text itself."""
-    from evokernel.cpu import strip_comments
+    """Lines of ``#line`` / ``# <n>`` directives: a ``#line`` would relabel the candidate's lines as a header's, so
+    it is refused in the source text itself. The text is read as the compiler reads it (source_text.lex_source:
+    line endings, splices, comments, every literal form -- raw strings, prefixes, digit separators -- and header
+    names), so no literal or comment can hide a directive from this scan."""
+    from evokernel.source_text import lex_source
 
-    code = strip_comments(source.replace("\\\r\n", "").replace("\\\n", ""))
+    code = lex_source(source, blank_strings=True, join_splices=True)
     return [code.count("\n", 0, m.start()) + 1 for m in _LINE_DIRECTIVE.finditer(code)]
+
+
+def include_lines(source: str) -> set[int]:
+    """Lines of the ``#include`` / ``#include_next`` directives of ``source``, read as line_directives reads it."""
+    from evokernel.source_text import lex_source
+
+    code = lex_source(source, blank_strings=True, join_splices=True)
+    return {code.count("\n", 0, m.start()) + 1 for m in _INCLUDE_DIRECTIVE.finditer(code)}
 
 
 # --- symbols -------------------------------------------------------------------------------------------
@@ -256,8 +310,9 @@ def extract(work: Path, obj: Path, preprocessed: Path | None, own_file: str, sou
             facts.error = "the preprocessed translation unit is too large to judge"
         else:
             pre = read_preprocessed(preprocessed.read_text(errors="replace"), own_file, line_range, system_roots,
-                                    host_path)
+                                    host_path, include_lines(Path(own_file).read_text(errors="replace")))
             facts.tokens, facts.includes, facts.direct_includes = tokenize(pre.lines), pre.foreign[:20], pre.direct
+            facts.line_directives = sorted(set(facts.line_directives) | set(pre.relabelled))
     finally:
         for suffix in ("u", "ud", "d", "dd", "s"):
             Path(f"{out}.{suffix}").unlink(missing_ok=True)

@@ -38,7 +38,7 @@ from evokernel.verifier.trusted import native_allowlists as allow
 from evokernel.verifier.trusted.binary_facts import Facts
 from evokernel.verifier.trusted.findings import Finding
 
-JUDGE_VERSION = "binary-judge-2"
+JUDGE_VERSION = "binary-judge-3"  # 3: std::__ internals by a positive list (rt10)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -269,6 +269,16 @@ _CXX_REFUSED = re.compile(
     r"std::basic_[io]?fstream|std::basic_filebuf|std::__basic_file|std::random_device|std::cout|std::wcout|"
     r"std::cin|std::wcin|std::clog|std::wclog|std::__future_base|std::condition_variable_any|"
     r"typeinfo for std::thread|vtable for std::thread)")
+# The C++ library's internals: a name component after std:: that starts with __ is reserved to the implementation
+# (std::__atomic_futex_unsigned_base is a futex wait with a wall-clock deadline). An object may reach only those the
+# standard interface a kernel uses compiles into calls to, listed here (the inline namespace __cxx11 is no component).
+_CXX_RESERVED = re.compile(r"\bstd::(?:__cxx11::)?(?!__cxx11::)(__\w+(?:::\w+)?)")
+_CXX_INTERNALS = re.compile(r"^(__throw_\w+|__once_call(able)?|__glibcxx_assert_fail|__exception_ptr::\w+|"
+                            r"__detail::(_Prime_rehash_policy|__prime_list|_List_node_base)|"
+                            # stream insertion and extraction (operator<< of a C string: TORCH_CHECK's message)
+                            # and number formatting's locale helpers
+                            r"__ostream_insert|__istream_extract|__numeric_limits_base::\w+|__num_base::\w+|"
+                            r"__verify_grouping|__numpunct_cache|__ctype_abstract_base|__codecvt_abstract_base)$")
 _CXX_ALLOWED = re.compile(
     r"^(operator new|operator delete|std::|typeinfo for |typeinfo name for |vtable for |VTT for |"
     r"__cxa_|__cxxabiv1::|__gnu_cxx::)")
@@ -401,6 +411,10 @@ def _judge_symbol(name: str, dem: str, kind: str, policy: SymbolPolicy) -> str |
         return why
     if _CXX_REFUSED.match(dem) or _CXX_REFUSED.match(qual):
         return "a refused part of the C++ library (threads, clocks, files, stdout)"
+    internal = [m.group(1) for m in _CXX_RESERVED.finditer(qual) if not _CXX_INTERNALS.match(m.group(1))]
+    if internal:
+        return ("an internal of the C++ library (a std::__ name, reserved to the implementation; use the standard "
+                "interface)")
     if _CXX_ALLOWED.match(qual) or _CXX_ALLOWED.match(dem):
         return None
     if re.match(r"^(at|c10|torch|caffe2)::", qual):

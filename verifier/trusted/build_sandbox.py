@@ -280,6 +280,11 @@ def toolchain_root() -> Root:
                 links=tuple(sorted((t, p) for p, t in links.items() if not _under(p, tuple(outer)))))
 
 
+# The build's environment on top of launcher.base_env: the compiler's clock fixed, so __DATE__ / __TIME__ (errors
+# anyway: -Werror=date-time, which no allowed flag switches off) could not make a build depend on the date.
+BUILD_ENV = {"SOURCE_DATE_EPOCH": "0"}
+
+
 class BuildSandbox:
     """A build runner (native_build.Runner) whose sandbox shows only neutral paths (see the module docstring).
 
@@ -302,10 +307,11 @@ class BuildSandbox:
         view = self.view(writable)
         if view is HOST_VIEW:  # the rlimits fallback: nothing is hidden
             spec = SandboxSpec(threads=self.threads, writable=[writable], readonly=list(self.readonly),
-                               limits=self.limits(timeout), cwd=cwd, seccomp="build", name=self.name)
+                               limits=self.limits(timeout), cwd=cwd, seccomp="build", name=self.name,
+                               env=dict(BUILD_ENV))
             return run_sandboxed(argv, spec, timeout)
         mounts = [(Path(h), n, h == str(writable)) for h, n in view.mounts]
         spec = SandboxSpec(threads=self.threads, readonly=list(self.readonly), limits=self.limits(timeout),
                            cwd=Path(view.inside(str(cwd))), seccomp="build", name=self.name, mounts=mounts,
-                           host_python=False, proc=False, root=toolchain_root().args())
+                           host_python=False, proc=False, root=toolchain_root().args(), env=dict(BUILD_ENV))
         return run_sandboxed(view.argv(argv), spec, timeout, mode="bwrap")

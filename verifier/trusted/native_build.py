@@ -44,11 +44,16 @@ BASE_FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c++1
 LINK_FLAGS = ("-Wl,--no-undefined", "-lm")
 SOURCE_NAME = "kernel.cpp"
 
-# extra flags a candidate may pass; anything else (-Wl, -L, -l, -fplugin, -specs, -include ...) is refused
+# extra flags a candidate may pass; anything else (-Wl, -L, -l, -fplugin, -specs, -include ...) is refused.
+# Warnings: -W<warning> and -Wno-<warning>, never one that turns an error the build relies on back into a warning or
+# silence (-w, -Wno-error..., -Wno-date-time: -Werror=date-time keeps __DATE__/__TIME__ out of the code). Standards:
+# the ISO modes before C++17 (-std=c++11/14) replace trigraphs (??= is #), which the source scans do not read:
+# gnu++11/14 or c++17 and later.
 _SAFE_FLAG = re.compile(
     r"^-(O[0-3sg]|Ofast|ffast-math|funroll-loops|fno-[\w-]+|fopenmp-simd|fstrict-aliasing|ftree-vectorize"
     r"|march=[\w-]+|mtune=[\w-]+|m(avx\w*|fma|sse\w*|f16c|bmi2?|popcnt)|D[A-Za-z_]\w*(=[\w.+-]*)?"
-    r"|std=(c|gnu)\+\+(11|14|17|20|2a|23|2b)|w|W(?!l,|a,|p,)[\w=-]+|g[0-3]?|DNDEBUG)$"
+    r"|std=(gnu\+\+(11|14|17|20|2a|23|2b)|c\+\+(17|20|2a|23|2b))"
+    r"|W(?!l,|a,|p,|no-error|no-date-time)[\w=-]+|g[0-3]?|DNDEBUG)$"
 )
 
 # Runner: (argv, cwd, timeout_s, writable_dir) -> (returncode, combined output). None rc = timeout.
@@ -65,7 +70,8 @@ def check_flags(flags: tuple[str, ...]) -> None:
     if bad:
         raise CompileError(
             f"load_cpp: compiler flag(s) not allowed: {' '.join(bad)} "
-            "(allowed: -O*, -f* optimisation switches, -m* ISA switches, -D macros, -std=c++NN, -W warnings)"
+            "(allowed: -O*, -f* optimisation switches, -m* ISA switches, -D macros, -std=gnu++NN or -std=c++17 and "
+            "later, -W warnings; not -w or -Wno-error)"
         )
 
 

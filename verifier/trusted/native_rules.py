@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from evokernel.cpu import strip_comments
+from evokernel.source_text import lex_source, strip_comments
 from evokernel.verifier.trusted.findings import Finding
 
 
@@ -48,7 +48,8 @@ _INLINE_EXTRA: list[tuple[str, re.Pattern[str], str]] = [
 
 
 def _strip_strings(code: str) -> str:
-    return re.sub(r'"(?:\\.|[^"\\])*"', '""', code)
+    """String and character literals (raw strings and prefixed forms too) emptied, read as the compiler does."""
+    return lex_source(code, blank_strings=True)
 
 
 # Ascend C sources (kernel, host, tiling header) are built against the emulator's headers: on top of
@@ -168,7 +169,7 @@ def check_native(source: str, kind: str = "cpp", defined: frozenset[str] | set[s
     includes_ok = code  # includes keep their quoted paths
     # an #include names a header; what the code does with it is in the code (`#include <fstream>` alone opens
     # nothing, `std::ofstream f(...)` does): the rules other than the include rules read the code without them
-    body = _strip_strings(re.sub(r"(?m)^\s*#\s*include\b.*$", "", code))
+    body = re.sub(r"(?m)^\s*#\s*include\b.*$", "", _strip_strings(code))
     findings: list[Finding] = []
     if kind == "ascend":
         rules = [r for r in _CPP_RULES if r[0] not in _ASCEND_SKIP] + _ASCEND_EXTRA

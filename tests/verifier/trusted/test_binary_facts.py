@@ -1,5 +1,8 @@
 """The facts of a candidate's object (verifier/trusted/binary_facts.py): the readers of the preprocessed unit,
 of nm's and of objdump's output, each fed what the tools print."""
+import shutil
+import subprocess
+
 import pytest
 
 from evokernel.verifier.trusted import binary_facts as bf
@@ -58,6 +61,62 @@ def test_a_header_outside_the_system_roots_is_foreign_even_when_marked_system():
 ])
 def test_line_directives_are_found(source):
     assert bf.line_directives(source)
+
+
+# a line marker behind every literal and line form the compiler accepts (red team rt10: `R"(")"` made the old
+# comment stripper see "/*" as a comment's start, and the marker behind it was never scanned)
+_MARKER = '# 1 "/usr/include/stdio.h" 3'
+_COVERS = {
+    "raw": 'auto a = R"(")";\nauto b = "/*";\n' + _MARKER + '\nauto c = "*/";\n',
+    "u8raw": 'auto a = u8R"x(")x";\nauto b = "/*";\n' + _MARKER + '\nauto c = "*/";\n',
+    "LRraw": 'auto a = LR"(")";\nauto b = "/*";\n' + _MARKER + '\nauto c = "*/";\n',
+    "delimiter": 'auto a = R"ab()")ab";\nauto b = "/*";\n' + _MARKER + '\nauto c = "*/";\n',
+    "splice_in_raw": 'auto a = R"(\\\n)";\n' + _MARKER + '\nint z;\n',
+    "char_quote": "char q = '\"';\n" + _MARKER + "\nint z;\n",
+    "lone_cr": "int a;\r" + _MARKER + "\rint z;\r",
+    "comment_first": "/*\n*/ " + _MARKER + "\nint z;\n",
+    "has_include": "#if __has_include(</*>)\n#endif\n" + _MARKER + "\n/* */\nint z;\n",
+    "if0_apostrophe": "#if 0\nit's\n#endif\n" + _MARKER + "\nint z; // '\n",
+    "dollar": 'int a$R = 0; const char* s = a$R"(";\n' + _MARKER + '\nint z; // )"\n',
+    "bom": "\ufeff" + _MARKER + "\nint z;\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(_COVERS))
+def test_a_line_marker_behind_a_literal_is_found(name):
+    assert bf.line_directives(_COVERS[name]), name
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+@pytest.mark.parametrize("name", sorted(_COVERS))
+def test_the_scan_finds_every_marker_the_compiler_honours(tmp_path, name):
+    (tmp_path / "t.cpp").write_text(_COVERS[name])
+    out = subprocess.run(["g++", "-std=gnu++17", "-E", "t.cpp"], cwd=tmp_path, capture_output=True, text=True).stdout
+    assert "stdio.h" in out  # the compiler honours the marker ...
+    assert bf.line_directives(_COVERS[name])  # ... and the scan sees it
+
+
+def test_markers_inside_literals_are_text():
+    assert not bf.line_directives('auto s = R"(\n# 1 "/usr/include/stdio.h" 3\n)";\nint x = 1\'0; // \'\n')
+
+
+def test_the_compiler_leaving_the_candidates_file_without_an_include_is_a_line_directive():
+    ii = ('# 0 "/w/k.cpp"\n# 0 "<built-in>"\n# 0 "<command-line>"\n# 1 "/w/k.cpp"\n#include-free line\n'
+          '# 1 "/usr/include/stdio.h" 3\nint hidden;\n')
+    pre = bf.read_preprocessed(ii, "/w/k.cpp", include_lines=set())
+    assert pre.relabelled == [2] and pre.lines == [(1, "#include-free line")]
+    # a marker that claims to enter a header (flag 1) on a line without an #include is one too
+    ii = '# 1 "/w/k.cpp"\nint a;\n# 1 "/usr/include/stdio.h" 1 3\nint hidden;\n# 3 "/w/k.cpp" 2\n'
+    assert bf.read_preprocessed(ii, "/w/k.cpp", include_lines={5}).relabelled == [2]
+    assert bf.read_preprocessed(ii, "/w/k.cpp", include_lines={2}).relabelled == []  # a real #include
+    assert bf.read_preprocessed(II, "/w/kernel.cpp", include_lines={1, 3}).relabelled == []
+
+
+def test_a_raw_string_body_that_looks_like_a_marker_is_the_candidates_text():
+    ii = ('# 1 "/w/k.cpp"\nauto s = R"x(\n# 1 "/usr/include/stdio.h" 3\n)x"; auto t = R"(a)"; int n = 1\'0;\n'
+          'int after;\n')
+    pre = bf.read_preprocessed(ii, "/w/k.cpp", include_lines=set())
+    assert pre.relabelled == [] and (4, "int after;") in pre.lines
 
 
 def test_no_line_directive_in_ordinary_code():

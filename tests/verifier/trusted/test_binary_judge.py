@@ -106,6 +106,32 @@ def test_cpp_refusals_name_what_the_code_reaches(name, dem, why):
     assert found and why in found[0].message, found
 
 
+@pytest.mark.parametrize("dem, ok", [
+    # red team rt10 futex_time_bomb: a futex wait with an absolute wall-clock deadline, a clock by another name
+    ("std::__atomic_futex_unsigned_base::_M_futex_wait_until(unsigned int*, unsigned int, bool, "
+     "std::chrono::duration<long, std::ratio<1l, 1l> >, std::chrono::duration<long, std::ratio<1l, 1000000000l> >)",
+     False),
+    ("std::__atomic_futex_unsigned_base::_M_futex_notify_all(unsigned int*)", False),
+    ("typeinfo for std::__atomic_futex_unsigned_base", False), ("std::__cxx11::__anything()", False),
+    # the internals the standard interface compiles into calls to
+    ("std::__throw_length_error(char const*)", True), ("std::__once_callable", True),
+    ("std::__detail::_Prime_rehash_policy::_M_next_bkt(unsigned long) const", True),
+    ("std::__detail::_List_node_base::_M_hook(std::__detail::_List_node_base*)", True),
+    ("std::rethrow_exception(std::__exception_ptr::exception_ptr)", True),
+    ("std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >::_M_create(unsigned long&, "
+     "unsigned long)", True),
+    ("std::_Rb_tree_increment(std::_Rb_tree_node_base*)", True),
+    # operator<<(ostream&, const char*), which TORCH_CHECK's message reaches (a false rejection of the shipped
+    # load_inline example, measured 2026-11-29)
+    ("std::basic_ostream<char, std::char_traits<char> >& std::__ostream_insert<char, std::char_traits<char> >("
+     "std::basic_ostream<char, std::char_traits<char> >&, char const*, long)", True),
+])
+def test_the_cxx_librarys_internals_are_a_positive_list(dem, ok):
+    found = bj.symbol_findings(_facts(("_Zx", dem)), "cpp", bj.policy("cpp"))
+    assert (found == []) == ok, found
+    assert ok or "internal of the C++ library" in found[0].message
+
+
 def test_weak_symbols_are_judged_like_strong_ones():
     facts = bf.Facts(symbols=[("PyRun_SimpleString", "PyRun_SimpleString", True)])
     assert bj.symbol_findings(facts, "cpp", bj.policy("cpp"))
@@ -330,6 +356,10 @@ def test_honest_kernel_passes(tmp_path):
      "native-instruction"),
     # #line relabelling the candidate's code as a system header's
     ('#line 1 "/usr/include/stdio.h"\nextern "C" int f(){ asm("nop"); return 0; }', (), "native-line-directive"),
+    # ... hidden behind a raw string holding a quote, the constructor pasted (red team rt10)
+    ('static const char* q1 = R"(")";\nstatic const char* q2 = "/*";\n# 1 "/usr/include/stdio.h" 3\n'
+     'static const char* q3 = "*/";\n#define A(a, b) __attribute__((a##b))\nA(construc, tor) static void g() {}\n'
+     'extern "C" int f(){ return 0; }', (), "native-line-directive"),
     # using namespace std; thread
     ('#include <thread>\nusing namespace std;\nextern "C" void f(){ thread t([]{}); t.join(); }', (), "native-symbol"),
     # fopen64 / open64 / memfd_create

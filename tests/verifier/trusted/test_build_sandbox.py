@@ -220,3 +220,12 @@ def test_a_build_runs_every_tool_it_needs_in_the_root(tmp_path):
     script = "for t in sh g++ gcc nm objdump c++filt cut sed as ld; do command -v $t >/dev/null || echo missing-$t; done"
     rc, out = bs.BuildSandbox(build_limits)(["/bin/sh", "-c", script], tmp_path, 60.0, tmp_path)
     assert rc == 0 and "missing" not in out, out
+
+
+@needs_bwrap
+def test_builds_run_with_a_fixed_source_date(tmp_path):
+    # __DATE__ is an error in candidate builds (-Werror=date-time); were it reached, it would not be the build's date
+    (tmp_path / "d.cpp").write_text("const char* d = __DATE__;\n")
+    rc, out = bs.BuildSandbox(build_limits)(["g++", "-E", "-P", "d.cpp", "-o", "d.i"], tmp_path, 60.0, tmp_path)
+    assert rc == 0, out
+    assert '"Jan  1 1970"' in (tmp_path / "d.i").read_text()

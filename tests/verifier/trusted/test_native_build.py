@@ -167,3 +167,22 @@ def test_builds_keep_the_cache_under_its_cap(tmp_path, monkeypatch):
         used = sum(build_cache.entry_bytes(tmp_path / a) for a in build_cache.AREAS)
         assert used <= 5 << 20, used  # a publish that crosses the cap prunes before it returns
     assert held.path.is_file()  # the oldest entry, but in use
+
+
+@pytest.mark.parametrize("flag, ok", [
+    ("-Wall", True), ("-Wextra", True), ("-Wno-unused-parameter", True), ("-Werror=vla", True),
+    ("-std=gnu++14", True), ("-std=c++17", True), ("-std=c++20", True),
+    # flags that turn -Werror=date-time off (red team rt10 flag_w_date_time_bomb: -w let __DATE__ compile)
+    ("-w", False), ("-Wno-error", False), ("-Wno-error=date-time", False), ("-Wno-date-time", False),
+    # ISO modes before C++17 replace trigraphs (??= is #), which the source scans do not read
+    ("-std=c++11", False), ("-std=c++14", False),
+])
+def test_flags_that_silence_the_date_time_error_are_refused(flag, ok):
+    from evokernel.cpu import CompileError
+    from evokernel.verifier.trusted.native_build import check_flags
+
+    if ok:
+        check_flags((flag,))
+    else:
+        with pytest.raises(CompileError, match="not allowed"):
+            check_flags((flag,))

@@ -125,3 +125,16 @@ def test_a_header_named_like_a_torch_library_is_not_torch():
     assert [f.rule for f in check_native('#include <Python.h>\n')] == ["cpp-torch"]
     assert check_native('#include "./log_sum_exp_tiling.h"\n', "ascend-host") == []
     assert [f.rule for f in check_native('#include "./secrets.h"\n', "ascend-host")] == ["ascend-include"]
+
+
+@pytest.mark.parametrize("literal", ['R"(")"', 'u8R"(")"', 'LR"x(")x"', "'\"'"])
+def test_a_literal_holding_a_quote_hides_nothing_from_the_rules(literal):
+    # red team rt10: after R"(")" the old stripper saw "/*" as a comment's start and skipped what followed
+    code = (f'static const char* q1 = {literal};\nstatic const char* q2 = "/*";\n'
+            '__attribute__((constructor)) static void init() {}\nstatic const char* q3 = "*/";\n')
+    assert "cpp-static-init" in {f.rule for f in check_native(CPP_OK + code)}
+
+
+def test_what_a_raw_string_holds_is_text_not_code():
+    code = 'static const char* doc = R"d(system("ls"); printf("x"); #include <fstream>\n)d";\n'
+    assert check_native(CPP_OK + code) == []

@@ -45,7 +45,7 @@ from evokernel.verifier.trusted import binary_facts, binary_judge
 from evokernel.verifier.trusted.binary_facts import Facts
 from evokernel.verifier.trusted.findings import Finding
 
-JUDGE_VERSION = "ascend-judge-3"  # 2: __FILE__ names /build (-fmacro-prefix-map); 3: -Werror=date-time
+JUDGE_VERSION = "ascend-judge-4"  # 2: __FILE__ names /build (-fmacro-prefix-map); 3: -Werror=date-time; 4: line directives (rt10)
 MAX_TOKENS = 400_000
 
 # the candidate's files as the build writes them -> the candidate string they hold

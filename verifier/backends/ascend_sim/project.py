@@ -301,8 +301,10 @@ class Binding:
 
 
 def strip_comments(text: str) -> str:
-    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
-    return re.sub(r"//[^\n]*", "", text)
+    """Comments removed, read as the compiler reads the text (raw strings, literals, splices: source_text)."""
+    from evokernel.source_text import strip_comments as strip
+
+    return strip(text)
 
 
 def _match(text: str, i: int, open_ch: str, close_ch: str) -> int:
