@@ -82,6 +82,10 @@ HEADROOM = 16.0  # every planted value's square, summed over all of them, stays 
 PLANTED = (torch.float32, torch.float64, torch.float16, torch.bfloat16)  # the dtypes that get planted values
 SUBNORMALS_IN = ("special",)  # the perturbations that plant subnormals (kept by the reference's sandbox: worker.py)
 SUBNORMALS_PER = 4096  # special: one subnormal per this many elements, at least 4 (`_plant_subnormals`)
+HALF_SMALL = 8  # special/distinct: exact half-integers +-0.5 .. 7.5 and from 8.5 up to HALF_TOP (`_half_integers`),
+HALF_TOP = 128.0  # ~1 in 2048 elements (at least 4, at most one per row)
+TIE_EVERY = 32  # special: one element in this many copied from an earlier input of the same shape (`tie_inputs`)
+TIES_IN = ("special",)  # the perturbations that tie inputs (kept by the reference's sandbox: worker.py)
 
 
 # The levels of the large values' range, as fractions of its log width above LARGE_MIN (level 0: up to the cap;
@@ -234,12 +238,105 @@ def _plant_singles(y: torch.Tensor, plain: torch.Tensor, k_zero: int, zero_width
     width = y.shape[-1] if y.dim() else 1
     k = min(max(16, n // 1024), max(2, n // 64))  # ~1 in 1024, at least 16 (small tensors: at most 1 in 64)
     large = _pick(plain, k if y.dtype in LARGE_PLANTED else 0, width)
-    flat[large] = _log_uniform(large.numel(), LARGE_MIN, large_max(y.dtype, large.numel()), first).to(y.dtype)
+    flat[large] = _halves_among(_log_uniform(large.numel(), LARGE_MIN, large_max(y.dtype, large.numel()), first),
+                                y.dtype).to(y.dtype)
     plain[large] = False
     lo, hi = tiny_range(y.dtype)
     tiny = _pick(plain, k, 1)
     flat[tiny] = _log_uniform(tiny.numel(), lo, hi, first).to(y.dtype)
     plain[tiny] = False
+    halves = _pick(plain, max(4, n // 2048), width)  # exact ties x.5 below LARGE_MIN, at most one per row
+    flat[halves] = _half_integers(halves.numel(), y.dtype).to(y.dtype)
+    plain[halves] = False
+
+
+def _half_integers(k: int, dtype: torch.dtype) -> torch.Tensor:
+    """``k`` exact half-integers (float64) of alternating signs, in random order: every other one below `HALF_SMALL`
+    in magnitude (0.5 .. 7.5), the rest floor(m) + 0.5 with m log-uniform (stratified) from `HALF_SMALL` up to
+    `HALF_TOP` (or `half_limit` of the dtype, if lower). An error of 1 on a tie is beyond a 1e-2 tolerance only below
+    ~100: the large values' ties (`_halves_among`) lie above it."""
+    small = torch.randint(0, HALF_SMALL, (k,)).double() + 0.5
+    top = min(HALF_TOP, half_limit(dtype))
+    wide = torch.floor(_log_uniform(k, HALF_SMALL, top).abs()) + 0.5
+    mags = torch.where(torch.arange(k) % 2 == 0, small, wide)
+    sign = torch.where(torch.arange(k) % 4 < 2, 1.0, -1.0).double()
+    return (mags * sign)[torch.randperm(k)]
+
+
+def half_limit(dtype: torch.dtype) -> float:
+    """The magnitude below which every x.5 is exact in ``dtype`` with a bit to spare: 2^22 in float32, 2^51 in float64,
+    2^9 in float16, 2^6 in bfloat16 (half of 1/eps)."""
+    return 0.5 / torch.finfo(dtype).eps
+
+
+def _halves_among(v: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``v`` (float64 magnitudes with signs) with every other element (odd positions) that lies below `half_limit`
+    moved to the exact half-integer floor(|v|) + 0.5 of its sign: large ties (2.5 -> 2 under torch.round's ties to
+    even, 3 under C's roundf) at the magnitudes the large values cover (red team round 10: a rounding kernel wrong
+    only on ties above 64 passed, random draws never holding an exact x.5)."""
+    out = v.clone()
+    odd = (torch.arange(v.numel()) % 2 == 1) & (v.abs() < half_limit(dtype))
+    out[odd] = torch.sign(v[odd]) * (torch.floor(v[odd].abs()) + 0.5)
+    return out
+
+
+def _extremes_to_ends(y: torch.Tensor, skip: torch.Tensor | None = None) -> None:
+    """In ~1/16 of the rows of the last dimension (at least one; not those ``skip`` marks: constant rows), move the
+    row's largest element to its first index and its smallest to its last by two swaps (every other chosen row the
+    other way round): the row's values stay as they were, only their order changes. A scan that skips a row's first
+    or last element, or that starts from it as a reduction's seed without comparing it, is wrong there (red team
+    round 10: a row max scanned from index 1 passed, the extremes of random rows being almost never at an end)."""
+    if y.dim() == 0 or y.shape[-1] < 2 or y.numel() == 0:
+        return
+    rows = y.view(-1, y.shape[-1])
+    free = torch.arange(rows.shape[0])
+    if skip is not None:
+        free = free[~skip]
+    if free.numel() == 0:
+        return
+    chosen = free[torch.randperm(free.numel())[:max(1, rows.shape[0] // 16)]]
+    sub = rows[chosen]
+    high_first = torch.arange(chosen.numel()) % 2 == 0
+    last = sub.shape[1] - 1
+    for end, want_high in ((0, high_first), (last, ~high_first)):
+        at = torch.where(want_high, sub.argmax(dim=1), sub.argmin(dim=1))
+        if end == last:  # the first end is placed already: its element never moves again
+            at = torch.where(at == 0, torch.full_like(at, last), at)
+        r = torch.arange(sub.shape[0])
+        moved, here = sub[r, at].clone(), sub[r, end].clone()
+        sub[r, at] = here
+        sub[r, end] = moved
+    rows[chosen] = sub
+
+
+def tie_inputs(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Exact ties across inputs: each floating input that has an earlier one of the same shape and dtype gets a copy of
+    that one's values at ~1/`TIE_EVERY` of its positions (at least one), where both hold ordinary values (no large,
+    subnormal or non-finite value is copied or overwritten: those are planted and checked on their own). ``a >= b``
+    computed as ``a > b``, a max/min that picks a side on equality, are wrong there (red team round 10: two inputs
+    never tied). New tensors where something was copied; the list is not modified."""
+    out = list(tensors)
+    for j, b in enumerate(tensors):
+        if not b.is_floating_point() or b.numel() == 0:
+            continue
+        src = next((a for a in tensors[:j] if a.is_floating_point() and a.shape == b.shape and a.dtype == b.dtype
+                    and a.is_contiguous() and b.is_contiguous()), None)
+        if src is None:
+            continue
+        fa, fb = src.reshape(-1), b.reshape(-1)
+        tiny = torch.finfo(b.dtype).tiny
+
+        def ordinary(v: torch.Tensor) -> torch.Tensor:
+            a = v.abs()
+            return torch.isfinite(v) & (a < LARGE_MIN) & ((a == 0) | (a >= tiny))
+
+        pos = _pick(ordinary(fa) & ordinary(fb), max(1, b.numel() // TIE_EVERY), 1)
+        if pos.numel() == 0:
+            continue
+        tied = b.clone()
+        tied.view(-1)[pos] = fa[pos]
+        out[j] = tied
+    return out
 
 
 def _special(x: torch.Tensor) -> torch.Tensor:
@@ -263,6 +360,8 @@ def _special(x: torch.Tensor) -> torch.Tensor:
             mask[idx] = False
     _plant_singles(y, plain, max(2, n // 1024), 1)  # exact zeros: anywhere outside the constant rows
     _plant_subnormals(y, plain)
+    if y.dim() >= 1:  # constant rows: no row of them is touched
+        _extremes_to_ends(y, ~plain.view(-1, y.shape[-1]).any(dim=1) if y.dim() >= 2 else None)
     if y is not out:
         out.copy_(y)
     return out
@@ -280,6 +379,7 @@ def _distinct(x: torch.Tensor) -> torch.Tensor:
     n = y.numel()
     # exact zeros at most one per row (+0.0 and -0.0 are equal)
     _plant_singles(y, torch.ones(n, dtype=torch.bool), max(2, n // 16384), y.shape[-1] if y.dim() else 1, first=-1.0)
+    _extremes_to_ends(y)
     if y is not out:
         out.copy_(y)
     return out

@@ -69,11 +69,17 @@ class Reference:
     def init(self, seed: int, params_seed: int | None = None) -> list[Any]:
         """Build ``Model`` from ``seed``; returns the constructor arguments (``get_init_inputs()``). With
         ``params_seed``, its constant initialisers draw their values from that seed instead
-        (`sandboxed.init_perturbation`): the candidate's ModelNew is built the same way for the same trial."""
+        (`sandboxed.init_perturbation`), and its float arguments and constant buffers get new values where the model
+        accepts them (`sandboxed.init_args`; the arguments returned are those it was built with): the candidate's
+        ModelNew is built the same way for the same trial."""
         msg: dict[str, Any] = {"op": "init", "seed": seed}
         if params_seed is not None:
             msg["params_seed"] = params_seed
-        return list(self.call(msg)["init_args"])
+        reply = self.call(msg)
+        # with params_seed: whether its constant buffers were widened (sandboxed/init_args.py, worker.init); the
+        # candidate is built the same way
+        self.widen_buffers = reply.get("widen_buffers") is True
+        return list(reply["init_args"])
 
     def make_inputs(self, seed: int, perturb: str, handle: WorkerHandle | None = None) -> list[TensorMeta]:
         """Inputs from ``seed`` (perturbed), written at offset 0 of the worker's region."""
