@@ -83,7 +83,7 @@ PLANTED = (torch.float32, torch.float64, torch.float16, torch.bfloat16)  # the d
 SUBNORMALS_IN = ("special",)  # the perturbations that plant subnormals (kept by the reference's sandbox: worker.py)
 SUBNORMALS_PER = 4096  # special: one subnormal per this many elements, at least 4 (`_plant_subnormals`)
 HALF_SMALL = 8  # special/distinct: exact half-integers +-0.5 .. 7.5 and from 8.5 up to HALF_TOP (`_half_integers`),
-HALF_TOP = 128.0  # ~1 in 2048 elements (at least 4, at most one per row)
+HALF_TOP = 99.0  # ~1 in 2048 elements (at least 4, at most one per row); floor(99) + 0.5 < LARGE_MIN
 TIE_EVERY = 32  # special: one element in this many copied from an earlier input of the same shape (`tie_inputs`)
 TIES_IN = ("special",)  # the perturbations that tie inputs (kept by the reference's sandbox: worker.py)
 
@@ -253,10 +253,11 @@ def _plant_singles(y: torch.Tensor, plain: torch.Tensor, k_zero: int, zero_width
 def _half_integers(k: int, dtype: torch.dtype) -> torch.Tensor:
     """``k`` exact half-integers (float64) of alternating signs, in random order: every other one below `HALF_SMALL`
     in magnitude (0.5 .. 7.5), the rest floor(m) + 0.5 with m log-uniform (stratified) from `HALF_SMALL` up to
-    `HALF_TOP` (or `half_limit` of the dtype, if lower). An error of 1 on a tie is beyond a 1e-2 tolerance only below
+    `HALF_TOP` (or `half_limit` of the dtype or `large_max`, if lower). An error of 1 on a tie is beyond a 1e-2 tolerance only below
     ~100: the large values' ties (`_halves_among`) lie above it."""
     small = torch.randint(0, HALF_SMALL, (k,)).double() + 0.5
-    top = min(HALF_TOP, half_limit(dtype))
+    # below LARGE_MIN: not a large value (one per row); float16: within `large_max`'s headroom (products stay finite)
+    top = max(HALF_SMALL, min(HALF_TOP, half_limit(dtype), large_max(dtype, k)))
     wide = torch.floor(_log_uniform(k, HALF_SMALL, top).abs()) + 0.5
     mags = torch.where(torch.arange(k) % 2 == 0, small, wide)
     sign = torch.where(torch.arange(k) % 4 < 2, 1.0, -1.0).double()
@@ -271,12 +272,13 @@ def half_limit(dtype: torch.dtype) -> float:
 
 def _halves_among(v: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """``v`` (float64 magnitudes with signs) with every other element (odd positions) that lies below `half_limit`
-    moved to the exact half-integer floor(|v|) + 0.5 of its sign: large ties (2.5 -> 2 under torch.round's ties to
+    moved to the largest exact half-integer not above it (and not below LARGE_MIN), of its sign: large ties (2.5 -> 2 under torch.round's ties to
     even, 3 under C's roundf) at the magnitudes the large values cover (red team round 10: a rounding kernel wrong
     only on ties above 64 passed, random draws never holding an exact x.5)."""
     out = v.clone()
-    odd = (torch.arange(v.numel()) % 2 == 1) & (v.abs() < half_limit(dtype))
-    out[odd] = torch.sign(v[odd]) * (torch.floor(v[odd].abs()) + 0.5)
+    h = torch.floor(v.abs() - 0.5) + 0.5  # the largest x.5 not above |v|: the range's top stays a bound
+    odd = (torch.arange(v.numel()) % 2 == 1) & (v.abs() < half_limit(dtype)) & (h >= LARGE_MIN)
+    out[odd] = torch.sign(v[odd]) * h[odd]
     return out
 
 
