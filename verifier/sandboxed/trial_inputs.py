@@ -83,7 +83,7 @@ PLANTED = (torch.float32, torch.float64, torch.float16, torch.bfloat16)  # the d
 SUBNORMALS_IN = ("special",)  # the perturbations that plant subnormals (kept by the reference's sandbox: worker.py)
 SUBNORMALS_PER = 4096  # special: one subnormal per this many elements, at least 4 (`_plant_subnormals`)
 HALF_SMALL = 8  # special/distinct: exact half-integers +-0.5 .. 7.5 and from 8.5 up to HALF_TOP (`_half_integers`),
-HALF_TOP = 99.0  # ~1 in 2048 elements (at least 4, at most one per row); floor(99) + 0.5 < LARGE_MIN
+HALF_TOP = 99.0  # ~1 in 1024 elements (at least 8; distinct: at most one per row); floor(99) + 0.5 < LARGE_MIN
 TIE_EVERY = 32  # special: one element in this many copied from an earlier input of the same shape (`tie_inputs`)
 TIES_IN = ("special",)  # the perturbations that tie inputs (kept by the reference's sandbox: worker.py)
 
@@ -245,7 +245,7 @@ def _plant_singles(y: torch.Tensor, plain: torch.Tensor, k_zero: int, zero_width
     tiny = _pick(plain, k, 1)
     flat[tiny] = _log_uniform(tiny.numel(), lo, hi, first).to(y.dtype)
     plain[tiny] = False
-    halves = _pick(plain, max(4, n // 2048), width)  # exact ties x.5 below LARGE_MIN, at most one per row
+    halves = _pick(plain, max(8, n // 1024), zero_width)  # exact ties x.5 below LARGE_MIN (distinct: one per row)
     flat[halves] = _half_integers(halves.numel(), y.dtype).to(y.dtype)
     plain[halves] = False
 
