@@ -86,6 +86,10 @@ HALF_SMALL = 8  # special/distinct: exact half-integers +-0.5 .. 7.5 and from 8.
 HALF_TOP = 99.0  # ~1 in 1024 elements (at least 8; distinct: at most one per row); floor(99) + 0.5 < LARGE_MIN
 TIE_EVERY = 32  # special: one element in this many copied from an earlier input of the same shape (`tie_inputs`)
 TIES_IN = ("special",)  # the perturbations that tie inputs (kept by the reference's sandbox: worker.py)
+OFFSET_IN = ("shift",)  # ... that give a few rows a large common offset (`offset_rows`; kept where resolved): the
+# shift trial holds no large planted values (a row holding one has a spread that hides any offset)
+OFFSET_MIN, OFFSET_MAX = 1e3, 1e4  # tried at 1, 1/4 and 1/16 of the drawn offset (`offset_rows`)
+OFFSET_SCALES = (1.0, 0.25, 0.0625)
 
 
 # The levels of the large values' range, as fractions of its log width above LARGE_MIN (level 0: up to the cap;
@@ -309,6 +313,41 @@ def _extremes_to_ends(y: torch.Tensor, skip: torch.Tensor | None = None) -> None
         sub[r, at] = here
         sub[r, end] = moved
     rows[chosen] = sub
+
+
+def offset_rows(tensors: list[torch.Tensor]) -> list[tuple[int, torch.Tensor, torch.Tensor]]:
+    """Where a large common offset goes: in each float32/float64 input of at least two dimensions, ~1/16 of the rows
+    of the last dimension (at least one; not a constant row) get +-c added to every element, c log-uniform in
+    [`OFFSET_MIN`, `OFFSET_MAX`] rounded to 6 significant bits, the sign alternating: (input index, rows, c) per input.
+    A statistic computed as E[x^2] - E[x]^2 in float32 cancels there (red team round 10: a one-pass LayerNorm variance
+    passed, no trial holding a row whose mean is far above its spread). `with_offsets` applies it; the reference's
+    sandbox keeps the largest of c, c/4, c/16 at which the reference resolves its own answer (worker.py)."""
+    plan = []
+    for j, x in enumerate(tensors):
+        if x.dtype not in (torch.float32, torch.float64) or x.dim() < 2 or x.numel() == 0 or x.shape[-1] < 2:
+            continue
+        rows = x.reshape(-1, x.shape[-1])
+        free = torch.nonzero(rows.amax(dim=1) != rows.amin(dim=1)).view(-1)
+        if free.numel() == 0:
+            continue
+        chosen = free[torch.randperm(free.numel())[:max(1, rows.shape[0] // 16)]]
+        plan.append((j, chosen, _dyadic(_log_uniform(chosen.numel(), OFFSET_MIN, OFFSET_MAX))))
+    return plan
+
+
+def with_offsets(tensors: list[torch.Tensor], plan: list[tuple[int, torch.Tensor, torch.Tensor]],
+                 scale: float = 1.0) -> list[torch.Tensor]:
+    """``tensors`` with the offsets of ``plan`` (`offset_rows`) times ``scale`` (a power of two: still exact) added;
+    new tensors where something was added, the list given is not modified."""
+    out = list(tensors)
+    for j, chosen, c in plan:
+        y = tensors[j].clone()
+        rows = y.view(-1, y.shape[-1]) if y.is_contiguous() else y.reshape(-1, y.shape[-1])
+        rows[chosen] = (rows[chosen].double() + scale * c.view(-1, 1)).to(y.dtype)
+        if not y.is_contiguous():
+            y.copy_(rows.view(y.shape))
+        out[j] = y
+    return out
 
 
 def tie_inputs(tensors: list[torch.Tensor]) -> list[torch.Tensor]:

@@ -32,8 +32,9 @@ from evokernel.verifier.sandboxed import init_args as init_args_mod, integer_inp
 from evokernel.verifier.sandboxed.init_perturbation import drawn_constants
 from evokernel.verifier.sandboxed.large_bound import resolves
 from evokernel.verifier.sandboxed.trial_inputs import (LARGE_IN, LARGE_LEVELS, LARGE_PLANTED, PERTURBATIONS,
-                                                       SUBNORMALS_IN, TIES_IN, decode_args, encode_args,
-                                                       flush_harmless, flush_subnormals, planted_level, tie_inputs)
+                                                       OFFSET_IN, OFFSET_SCALES, SUBNORMALS_IN, TIES_IN, decode_args,
+                                                       encode_args, flush_harmless, flush_subnormals, offset_rows,
+                                                       planted_level, tie_inputs, with_offsets)
 from evokernel.verifier.sandboxed.op_recorder import OpRecorder, ScaleRecorder
 
 _DTYPE_BY_NAME = {name: getattr(torch, name) for name in protocol.DTYPES}
@@ -460,6 +461,8 @@ class Worker:
             tensors = self._keep_subnormals(tensors, template)
         if name in TIES_IN and self.model is not None:
             tensors = self._keep_ties(tensors, template)
+        if name in OFFSET_IN and self.model is not None and isinstance(resolve, dict):
+            tensors = self._keep_offsets(tensors, template, resolve)
         need = sum(align(t.numel() * t.element_size()) for t in tensors)
         if need > self.capacity:
             return {"ok": True, "need": need}
@@ -570,6 +573,27 @@ class Worker:
         if all(a is b for a, b in zip(tied, tensors)) or not self._accepted(tied, template):
             return tensors
         return tied
+
+    def _keep_offsets(self, tensors: list[torch.Tensor], template: list[Any] | None,
+                      resolve: dict[str, Any]) -> list[torch.Tensor]:
+        """The inputs with a large common offset on a few rows (`trial_inputs.offset_rows`), kept only where this
+        worker's reference resolves its own answer on them (`large_bound.resolves`: float32 PyTorch within a fraction
+        of the tolerance of its float64 answer, finite outputs), at the first of `OFFSET_SCALES` that does; else as
+        they were."""
+        plan = offset_rows(tensors)
+        if not plan:
+            return tensors
+        for scale in OFFSET_SCALES:
+            shifted = with_offsets(tensors, plan, scale)
+            try:
+                r32 = self._reference_outputs(shifted, template)
+                r64 = self._reference_outputs(shifted, template, wide=True)
+            except Exception:  # noqa: BLE001 - no float64 copy of this model
+                return tensors
+            if r32 is not None and r64 is not None and resolves(r32, r64, resolve) \
+                    and self._accepted(shifted, template):
+                return shifted
+        return tensors
 
     def forward_args(self, tensors: list[Any]) -> list[Any]:
         """forward's arguments: the tensors, placed in the call template when there is one."""

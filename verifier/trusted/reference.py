@@ -21,7 +21,7 @@ from evokernel.tasks.task import Task, TaskError
 if TYPE_CHECKING:
     import torch
 from evokernel.verifier.message_codec import ProtocolError, TensorMeta, align
-from evokernel.verifier.sandboxed.trial_inputs import LARGE_IN
+from evokernel.verifier.sandboxed.trial_inputs import LARGE_IN, OFFSET_IN
 from evokernel.verifier.trusted.launcher import SandboxError, WorkerDied, WorkerHandle, WorkerTimeout, Zygote
 
 # reference workers run trusted task code and live across many verdicts: no CPU-seconds cap
@@ -90,6 +90,8 @@ class Reference:
                 msg["resolve"] = self.resolve
             elif self.large_levels.get(perturb):
                 msg["large_level"] = self.large_levels[perturb]
+        elif perturb in OFFSET_IN and handle is self.handle and self.resolve:  # offsets kept where resolved
+            msg["resolve"] = self.resolve
         for _ in range(8):
             reply = self.call(msg, handle=handle)
             if "need" in reply:

@@ -330,3 +330,26 @@ def test_inputs_of_one_shape_and_dtype_get_exact_ties_at_ordinary_values():
     moved = out[1] != b
     assert bool((a[moved].abs() < LARGE_MIN).all()) and bool((b[moved].abs() < LARGE_MIN).all())
     assert int((out[1] != b).sum()) > 0 and not torch.equal(out[1], b) and b is not out[1]
+
+
+def test_a_few_rows_get_a_large_common_offset_exactly():
+    """Red team round 10: a float32 one-pass variance (E[x^2] - E[x]^2) passed, no row's mean being far above its
+    spread. ~1/16 of the rows of the last dimension of float32/float64 inputs of 2+ dimensions (at least one, never a
+    constant row) get +-c, c in [1e3, 1e4] with 6 significant bits; scaled by 1/4 or 1/16 it is still exact."""
+    from evokernel.verifier.sandboxed.trial_inputs import OFFSET_MAX, OFFSET_MIN, offset_rows, with_offsets
+    torch.manual_seed(6)
+    x, v, h = torch.randn(64, 256) + 3, torch.randn(256), torch.randn(8, 8, dtype=torch.float16)
+    x[5] = 1.5  # a constant row
+    plan = offset_rows([x, v, h])
+    assert [j for j, _, _ in plan] == [0]
+    _, rows, c = plan[0]
+    assert rows.numel() == 4 and 5 not in rows.tolist()
+    assert bool((c.abs() >= OFFSET_MIN * 0.98).all()) and bool((c.abs() <= OFFSET_MAX * 1.02).all())
+    assert bool((c > 0).any()) and bool((c < 0).any())
+    for scale in (1.0, 0.25, 0.0625):
+        y = with_offsets([x, v, h], plan, scale)
+        assert y[1] is v and y[2] is h
+        moved = (y[0] != x).any(dim=1)
+        assert sorted(torch.nonzero(moved).view(-1).tolist()) == sorted(rows.tolist())
+        mean_shift = (y[0][rows].double() - x[rows].double()).mean(dim=1)
+        assert torch.allclose(mean_shift, scale * c.double(), rtol=1e-6, atol=1e-3)
