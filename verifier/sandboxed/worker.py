@@ -366,7 +366,8 @@ class Worker:
             if self.role == "reference" and drawn is not None:
                 # constructor floats scaled and constant buffers widened where the reference accepts them
                 # (init_args.py, init_perturbation.constant_buffer); the parent gives the candidate the same
-                init_args, widen_buffers = self._accepted_init(build, init_args, int(drawn))
+                init_args, widen_buffers = self._accepted_init(build, init_args, int(drawn),
+                                                               msg.get("vary_floats") is True)
             else:
                 build(init_args, widen_buffers)
         except BaseException as exc:  # noqa: BLE001
@@ -388,13 +389,14 @@ class Worker:
             reply["widen_buffers"] = widen_buffers
         return reply
 
-    def _accepted_init(self, build: Any, init_args: list[Any], params_seed: int) -> tuple[list[Any], bool]:
+    def _accepted_init(self, build: Any, init_args: list[Any], params_seed: int,
+                       vary_floats: bool) -> tuple[list[Any], bool]:
         """Build the reference model of the perturbed-parameter trials with its constructor floats scaled
         (`init_args.scaled`) and its constant buffers widened, the first of (both, floats only, buffers only) that
         the model accepts -- it runs on ``get_inputs()`` (drawn from the init seed) without error and with finite
         outputs; else with neither. Returns the arguments and whether buffers were widened (what the candidate's
-        construction repeats)."""
-        new_args = init_args_mod.scaled(init_args, params_seed)
+        construction repeats). ``vary_floats`` off (VerifyConfig.vary_init_floats): the floats stay as they are."""
+        new_args = init_args_mod.scaled(init_args, params_seed) if vary_floats else init_args
         floats = new_args != init_args
         buffers = build(new_args, True)
         if not floats and not buffers:  # nothing to vary: the model as it always was

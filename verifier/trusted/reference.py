@@ -66,7 +66,7 @@ class Reference:
                             f"{reply.get('detail', '')}")
         return reply
 
-    def init(self, seed: int, params_seed: int | None = None) -> list[Any]:
+    def init(self, seed: int, params_seed: int | None = None, vary_floats: bool = False) -> list[Any]:
         """Build ``Model`` from ``seed``; returns the constructor arguments (``get_init_inputs()``). With
         ``params_seed``, its constant initialisers draw their values from that seed instead
         (`sandboxed.init_perturbation`), and its float arguments and constant buffers get new values where the model
@@ -75,6 +75,9 @@ class Reference:
         msg: dict[str, Any] = {"op": "init", "seed": seed}
         if params_seed is not None:
             msg["params_seed"] = params_seed
+            if vary_floats:
+                msg["vary_floats"] = True
+        self.vary_floats = vary_floats  # the compiled baseline's reference is built the same way
         reply = self.call(msg)
         # with params_seed: whether its constant buffers were widened (sandboxed/init_args.py, worker.init); the
         # candidate is built the same way

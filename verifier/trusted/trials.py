@@ -317,7 +317,7 @@ class WorkerJudge:
         if cfg.perturbed_parameters:
             self.params_seed = self.rng.randrange(2**31)
             # the constructor's floats and constant buffers varied where the reference accepts them (init_args.py)
-            args = self.ref.init(self.init_seed, self.params_seed)
+            args = self.ref.init(self.init_seed, self.params_seed, self.cfg.vary_init_floats)
             self.init_candidate(self.params_seed, args, self.ref.widen_buffers)
             record["perturbed_parameters"] = True
             for j, inputs in enumerate(PARAMETER_TRIAL_INPUTS):

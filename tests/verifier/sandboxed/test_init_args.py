@@ -27,3 +27,20 @@ def test_every_finite_nonzero_float_is_scaled_out_of_the_drawn_values_reach():
                           <= 1 / FACTOR_MIN * 1.001), (new, old)
     assert scaled(args, 7) == out and scaled(args, 8) != out
     assert scaled([3, "x"], 7) == [3, "x"]
+
+
+def test_the_verifier_judges_a_hard_coded_constructor_float_when_asked(cache_dir):
+    """End to end (rt10_leaky_slope_hardcoded): with vary_init_floats the kernel that hard-codes the task's slope is
+    refused in a perturbed-parameter trial and its honest twin, which reads self.negative_slope, is feasible."""
+    from pathlib import Path
+
+    from evokernel.tasks.load import load_task
+    from evokernel.verifier import Verifier, VerifyConfig
+
+    attacks = Path(__file__).resolve().parents[1] / "attacks"
+    task = load_task(attacks / "tasks" / "rt10_leaky.py", {"batch_size": 16, "dim": 1024})
+    with Verifier(config=VerifyConfig(seed=1000, timing=False, vary_init_floats=True, cache_dir=cache_dir)) as v:
+        bad = v.verify(task, (attacks / "c9_values" / "rt10_leaky_slope_hardcoded.py").read_text())
+        good = v.verify(task, (attacks / "twins" / "leaky_plain.py").read_text())
+    assert not bad.feasible and bad.failed_gate == "correctness" and "perturbed parameters" in bad.feedback
+    assert good.feasible, good.feedback
