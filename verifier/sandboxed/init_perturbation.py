@@ -124,9 +124,22 @@ def _multiset(t: torch.Tensor, dtype: torch.dtype) -> tuple[int, int]:
     return x.numel(), int((b ^ (b >> 32)).sum())
 
 
+def constant_buffer(b: Any) -> bool:
+    """A floating buffer whose elements all hold one finite value (a scale of ones, a shift of zeros): a default a
+    checkpoint replaces, widened with `_Draws.widen_held` (``buffers``) in the perturbed-parameter trials (red team
+    round 10: a kernel ignoring a ones-initialised scale buffer passed). Buffers of several values (a causal mask of
+    0/1, a position table, an arange) are the task's structure and stay as they are: an honest kernel may compute
+    them rather than read them."""
+    if not isinstance(b, torch.Tensor) or not b.is_floating_point() or b.numel() == 0 or b.is_meta:
+        return False
+    first = b.detach().reshape(-1)[0]
+    return bool(torch.isfinite(first)) and bool((b.detach() == first).all())
+
+
 class _Draws:
     def __init__(self, seed: int):
         self.seed, self.counts = int(seed), {}
+        self.buffers_widened: list[str] = []  # the last widen_held's buffers (other than a norm's statistics)
         # place -> (a hash of the values a drawn initialiser left there, the tensor: held so its memory is not reused)
         self.drawn: dict[tuple[Any, ...], tuple[str, torch.Tensor]] = {}
         self.content_counts: dict[tuple[Any, ...], int] = {}
@@ -163,21 +176,30 @@ class _Draws:
         digest = hashlib.sha256(f"{self.seed}:held:{shape}:{content}:{k}".encode()).digest()
         return torch.Generator().manual_seed(int.from_bytes(digest[:8], "little") & (2**63 - 1))
 
-    def widen_held(self, model: Any) -> list[str]:
+    def widen_held(self, model: Any, buffers: bool = False) -> list[str]:
         """After both models are built: every floating parameter of ``model`` (and a norm's running statistics) that no
         drawn initialiser filled, or that the constructor wrote since (``nn.Parameter(torch.ones(d))``,
         ``1 + 0.5 * torch.randn(d)``, ``weight.copy_(...)``), is widened in place by `widen_values`; returns their
-        names. Parameters in ``named_parameters`` order (a tied one once), then the norms' statistics."""
+        names. Parameters in ``named_parameters`` order (a tied one once), then the norms' statistics; with
+        ``buffers``, then every other floating buffer that holds one finite value in every element (`constant_buffer`:
+        a scale of ones, a shift of zeros -- a default a checkpoint overwrites), in ``named_buffers`` order."""
         if not isinstance(model, torch.nn.Module):
             return []
         held: list[tuple[str, torch.Tensor, bool]] = [
             (name, p, False) for name, p in model.named_parameters()]
+        stats: set[int] = set()
         for mname, m in model.named_modules():
             if isinstance(m, nn_batchnorm._NormBase) and m.track_running_stats:
                 for bname, positive in (("running_mean", False), ("running_var", True)):
                     b = getattr(m, bname, None)
                     if isinstance(b, torch.Tensor):
                         held.append((f"{mname}.{bname}".lstrip("."), b, positive))
+                        stats.add(id(b))
+        if buffers:
+            extra = [(name, b, False) for name, b in model.named_buffers()
+                     if id(b) not in stats and constant_buffer(b) and not self.is_drawn(b)]
+            held.extend(extra)
+            self.buffers_widened = [name for name, _, _ in extra]
         widened, done = [], set()
         for name, t, positive in held:
             if (not t.is_floating_point() or t.numel() == 0 or t.is_meta or id(t) in done or self.is_drawn(t)):

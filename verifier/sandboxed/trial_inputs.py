@@ -82,6 +82,14 @@ HEADROOM = 16.0  # every planted value's square, summed over all of them, stays 
 PLANTED = (torch.float32, torch.float64, torch.float16, torch.bfloat16)  # the dtypes that get planted values
 SUBNORMALS_IN = ("special",)  # the perturbations that plant subnormals (kept by the reference's sandbox: worker.py)
 SUBNORMALS_PER = 4096  # special: one subnormal per this many elements, at least 4 (`_plant_subnormals`)
+HALF_SMALL = 8  # special/distinct: exact half-integers +-0.5 .. 7.5 and from 8.5 up to HALF_TOP (`_half_integers`),
+HALF_TOP = 99.0  # ~1 in 1024 elements (at least 8; distinct: at most one per row); floor(99) + 0.5 < LARGE_MIN
+TIE_EVERY = 32  # special: one element in this many copied from an earlier input of the same shape (`tie_inputs`)
+TIES_IN = ("special",)  # the perturbations that tie inputs (kept by the reference's sandbox: worker.py)
+OFFSET_IN = ("shift",)  # ... that give a few rows a large common offset (`offset_rows`; kept where resolved): the
+# shift trial holds no large planted values (a row holding one has a spread that hides any offset)
+OFFSET_MIN, OFFSET_MAX = 1e3, 1e4  # tried at 1, 1/4 and 1/16 of the drawn offset (`offset_rows`)
+OFFSET_SCALES = (1.0, 0.25, 0.0625)
 
 
 # The levels of the large values' range, as fractions of its log width above LARGE_MIN (level 0: up to the cap;
@@ -234,12 +242,145 @@ def _plant_singles(y: torch.Tensor, plain: torch.Tensor, k_zero: int, zero_width
     width = y.shape[-1] if y.dim() else 1
     k = min(max(16, n // 1024), max(2, n // 64))  # ~1 in 1024, at least 16 (small tensors: at most 1 in 64)
     large = _pick(plain, k if y.dtype in LARGE_PLANTED else 0, width)
-    flat[large] = _log_uniform(large.numel(), LARGE_MIN, large_max(y.dtype, large.numel()), first).to(y.dtype)
+    flat[large] = _halves_among(_log_uniform(large.numel(), LARGE_MIN, large_max(y.dtype, large.numel()), first),
+                                y.dtype).to(y.dtype)
     plain[large] = False
     lo, hi = tiny_range(y.dtype)
     tiny = _pick(plain, k, 1)
     flat[tiny] = _log_uniform(tiny.numel(), lo, hi, first).to(y.dtype)
     plain[tiny] = False
+    halves = _pick(plain, max(8, n // 1024), zero_width)  # exact ties x.5 below LARGE_MIN (distinct: one per row)
+    flat[halves] = _half_integers(halves.numel(), y.dtype).to(y.dtype)
+    plain[halves] = False
+
+
+def _half_integers(k: int, dtype: torch.dtype) -> torch.Tensor:
+    """``k`` exact half-integers (float64) of alternating signs, in random order: every other one below `HALF_SMALL`
+    in magnitude (0.5 .. 7.5), the rest floor(m) + 0.5 with m log-uniform (stratified) from `HALF_SMALL` up to
+    `HALF_TOP` (or `half_limit` of the dtype or `large_max`, if lower). An error of 1 on a tie is beyond a 1e-2 tolerance only below
+    ~100: the large values' ties (`_halves_among`) lie above it. At a lower level of the large values (`planted_level`:
+    the task's reference did not resolve the full range, a SwiGLU's amplified products) all are small: the honest
+    SwiGLU kernel of test_planted_trials was refused on a distinct trial holding ties up to 98.5."""
+    small = torch.randint(0, HALF_SMALL, (k,)).double() + 0.5
+    # below LARGE_MIN: not a large value (one per row); float16: within `large_max`'s headroom (products stay finite)
+    top = max(HALF_SMALL, min(HALF_TOP, half_limit(dtype), large_max(dtype, k)))
+    wide = torch.floor(_log_uniform(k, HALF_SMALL, top).abs()) + 0.5
+    # every level draws alike (the same positions and strata follow); at a lower level the wide ones are not used
+    mags = torch.where((torch.arange(k) % 2 == 0) | (_level[0] > 0), small, wide)
+    sign = torch.where(torch.arange(k) % 4 < 2, 1.0, -1.0).double()
+    return (mags * sign)[torch.randperm(k)]
+
+
+def half_limit(dtype: torch.dtype) -> float:
+    """The magnitude below which every x.5 is exact in ``dtype`` with a bit to spare: 2^22 in float32, 2^51 in float64,
+    2^9 in float16, 2^6 in bfloat16 (half of 1/eps)."""
+    return 0.5 / torch.finfo(dtype).eps
+
+
+def _halves_among(v: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``v`` (float64 magnitudes with signs) with every other element (odd positions) that lies below `half_limit`
+    moved to the largest exact half-integer not above it (and not below LARGE_MIN), of its sign: large ties (2.5 -> 2 under torch.round's ties to
+    even, 3 under C's roundf) at the magnitudes the large values cover (red team round 10: a rounding kernel wrong
+    only on ties above 64 passed, random draws never holding an exact x.5)."""
+    out = v.clone()
+    h = torch.floor(v.abs() - 0.5) + 0.5  # the largest x.5 not above |v|: the range's top stays a bound
+    odd = (torch.arange(v.numel()) % 2 == 1) & (v.abs() < half_limit(dtype)) & (h >= LARGE_MIN)
+    out[odd] = torch.sign(v[odd]) * h[odd]
+    return out
+
+
+def _extremes_to_ends(y: torch.Tensor, skip: torch.Tensor | None = None) -> None:
+    """In ~1/16 of the rows of the last dimension (at least one; not those ``skip`` marks: constant rows), move the
+    row's largest element to its first index and its smallest to its last by two swaps (every other chosen row the
+    other way round): the row's values stay as they were, only their order changes. A scan that skips a row's first
+    or last element, or that starts from it as a reduction's seed without comparing it, is wrong there (red team
+    round 10: a row max scanned from index 1 passed, the extremes of random rows being almost never at an end)."""
+    if y.dim() == 0 or y.shape[-1] < 2 or y.numel() == 0:
+        return
+    rows = y.view(-1, y.shape[-1])
+    free = torch.arange(rows.shape[0])
+    if skip is not None:
+        free = free[~skip]
+    if free.numel() == 0:
+        return
+    chosen = free[torch.randperm(free.numel())[:max(1, rows.shape[0] // 16)]]
+    sub = rows[chosen]
+    high_first = torch.arange(chosen.numel()) % 2 == 0
+    last = sub.shape[1] - 1
+    for end, want_high in ((0, high_first), (last, ~high_first)):
+        at = torch.where(want_high, sub.argmax(dim=1), sub.argmin(dim=1))
+        if end == last:  # the first end is placed already: its element never moves again
+            at = torch.where(at == 0, torch.full_like(at, last), at)
+        r = torch.arange(sub.shape[0])
+        moved, here = sub[r, at].clone(), sub[r, end].clone()
+        sub[r, at] = here
+        sub[r, end] = moved
+    rows[chosen] = sub
+
+
+def offset_rows(tensors: list[torch.Tensor]) -> list[tuple[int, torch.Tensor, torch.Tensor]]:
+    """Where a large common offset goes: in each float32/float64 input of at least two dimensions, ~1/16 of the rows
+    of the last dimension (at least one; not a constant row) get +-c added to every element, c log-uniform in
+    [`OFFSET_MIN`, `OFFSET_MAX`] rounded to 6 significant bits, the sign alternating: (input index, rows, c) per input.
+    A statistic computed as E[x^2] - E[x]^2 in float32 cancels there (red team round 10: a one-pass LayerNorm variance
+    passed, no trial holding a row whose mean is far above its spread). `with_offsets` applies it; the reference's
+    sandbox keeps the largest of c, c/4, c/16 at which the reference resolves its own answer (worker.py)."""
+    plan = []
+    for j, x in enumerate(tensors):
+        if x.dtype not in (torch.float32, torch.float64) or x.dim() < 2 or x.numel() == 0 or x.shape[-1] < 2:
+            continue
+        rows = x.reshape(-1, x.shape[-1])
+        free = torch.nonzero(rows.amax(dim=1) != rows.amin(dim=1)).view(-1)
+        if free.numel() == 0:
+            continue
+        chosen = free[torch.randperm(free.numel())[:max(1, rows.shape[0] // 16)]]
+        plan.append((j, chosen, _dyadic(_log_uniform(chosen.numel(), OFFSET_MIN, OFFSET_MAX))))
+    return plan
+
+
+def with_offsets(tensors: list[torch.Tensor], plan: list[tuple[int, torch.Tensor, torch.Tensor]],
+                 scale: float = 1.0) -> list[torch.Tensor]:
+    """``tensors`` with the offsets of ``plan`` (`offset_rows`) times ``scale`` (a power of two: still exact) added;
+    new tensors where something was added, the list given is not modified."""
+    out = list(tensors)
+    for j, chosen, c in plan:
+        y = tensors[j].clone()
+        rows = y.view(-1, y.shape[-1]) if y.is_contiguous() else y.reshape(-1, y.shape[-1])
+        rows[chosen] = (rows[chosen].double() + scale * c.view(-1, 1)).to(y.dtype)
+        if not y.is_contiguous():
+            y.copy_(rows.view(y.shape))
+        out[j] = y
+    return out
+
+
+def tie_inputs(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Exact ties across inputs: each floating input that has an earlier one of the same shape and dtype gets a copy of
+    that one's values at ~1/`TIE_EVERY` of its positions (at least one), where both hold ordinary values (no large,
+    subnormal or non-finite value is copied or overwritten: those are planted and checked on their own). ``a >= b``
+    computed as ``a > b``, a max/min that picks a side on equality, are wrong there (red team round 10: two inputs
+    never tied). New tensors where something was copied; the list is not modified."""
+    out = list(tensors)
+    for j, b in enumerate(tensors):
+        if not b.is_floating_point() or b.numel() == 0:
+            continue
+        src = next((a for a in tensors[:j] if a.is_floating_point() and a.shape == b.shape and a.dtype == b.dtype
+                    and a.is_contiguous() and b.is_contiguous()), None)
+        if src is None:
+            continue
+        fa, fb = src.reshape(-1), b.reshape(-1)
+        tiny = torch.finfo(b.dtype).tiny
+
+        def ordinary(v: torch.Tensor) -> torch.Tensor:
+            a = v.abs()
+            return torch.isfinite(v) & (a < LARGE_MIN) & ((a == 0) | (a >= tiny))
+
+        pos = _pick(ordinary(fa) & ordinary(fb), max(1, b.numel() // TIE_EVERY), 1)
+        if pos.numel() == 0:
+            continue
+        tied = b.clone()
+        tied.view(-1)[pos] = fa[pos]
+        out[j] = tied
+    return out
 
 
 def _special(x: torch.Tensor) -> torch.Tensor:
@@ -263,6 +404,8 @@ def _special(x: torch.Tensor) -> torch.Tensor:
             mask[idx] = False
     _plant_singles(y, plain, max(2, n // 1024), 1)  # exact zeros: anywhere outside the constant rows
     _plant_subnormals(y, plain)
+    if y.dim() >= 1:  # constant rows: no row of them is touched
+        _extremes_to_ends(y, ~plain.view(-1, y.shape[-1]).any(dim=1) if y.dim() >= 2 else None)
     if y is not out:
         out.copy_(y)
     return out
@@ -280,6 +423,7 @@ def _distinct(x: torch.Tensor) -> torch.Tensor:
     n = y.numel()
     # exact zeros at most one per row (+0.0 and -0.0 are equal)
     _plant_singles(y, torch.ones(n, dtype=torch.bool), max(2, n // 16384), y.shape[-1] if y.dim() else 1, first=-1.0)
+    _extremes_to_ends(y)
     if y is not out:
         out.copy_(y)
     return out

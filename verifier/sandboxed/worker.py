@@ -29,12 +29,13 @@ from evokernel.verifier.message_codec import MAX_DIMS, MAX_TEXT, TensorMeta, ali
 from evokernel.verifier.sandboxed import dispatch_tls
 from evokernel.verifier.sandboxed.plain_tensor import NotPlain, check_plain, copy_bytes
 from evokernel.verifier.sandboxed.init_guard import guarded_construction
-from evokernel.verifier.sandboxed import integer_inputs, scalar_args
+from evokernel.verifier.sandboxed import init_args as init_args_mod, integer_inputs, scalar_args
 from evokernel.verifier.sandboxed.init_perturbation import drawn_constants
 from evokernel.verifier.sandboxed import large_bound
 from evokernel.verifier.sandboxed.trial_inputs import (LARGE_IN, LARGE_LEVELS, LARGE_PLANTED, PERTURBATIONS,
-                                                       SUBNORMALS_IN, decode_args, encode_args, flush_harmless,
-                                                       flush_subnormals, planted_level)
+                                                       OFFSET_IN, OFFSET_SCALES, SUBNORMALS_IN, TIES_IN, decode_args,
+                                                       encode_args, flush_harmless, flush_subnormals, offset_rows,
+                                                       planted_level, tie_inputs, with_offsets)
 from evokernel.verifier.sandboxed.op_recorder import OpRecorder, ScaleRecorder
 
 _DTYPE_BY_NAME = {name: getattr(torch, name) for name in protocol.DTYPES}
@@ -343,26 +344,43 @@ class Worker:
 
     def init(self, msg: dict[str, Any]) -> dict[str, Any]:
         assert self.module is not None
+        drawn = msg.get("params_seed")  # one trial and the timing: constant initialisers drawn at random
+        widen_buffers = False
         if self.role == "reference":
             init_args = list(self.module.get_init_inputs())
         else:
             init_args = list(msg.get("init_args") or [])
+            widen_buffers = msg.get("widen_buffers") is True
         cls = getattr(self.module, "ModelNew" if self.role == "candidate" else "Model")
         self.model64 = None  # the float64 copy of an earlier model must never answer for this one
-        torch.manual_seed(int(msg["seed"]))
-        drawn = msg.get("params_seed")  # one trial and the timing: constant initialisers drawn at random
         self.drawn_params = drawn is not None
         # a candidate's constructor may compute with PyTorch only what init_guard allows (no tables of the task)
         guarded = guarded_construction() if self.role == "candidate" else contextlib.nullcontext()
-        try:
+
+        def build(args: list[Any], buffers: bool) -> bool:
+            """Construct the model; whether a buffer other than a norm's statistics was widened."""
+            torch.manual_seed(int(msg["seed"]))
             # the drawn initialisers go in first: the guard trusts them as nn.init's own (init_perturbation.py)
             with drawn_constants(int(drawn)) if drawn is not None else contextlib.nullcontext() as draws, \
-                    guarded as guard:
-                self.model = cls(*init_args)
+                    guarded as guard_:
+                self.model = cls(*args)
+            self.guard = guard_
             if draws is not None:  # and what the constructors set themselves, alike on both sides
-                draws.widen_held(self.model)
+                draws.widen_held(self.model, buffers=buffers)
+                return bool(draws.buffers_widened)
+            return False
+
+        try:
+            if self.role == "reference" and drawn is not None:
+                # constructor floats scaled and constant buffers widened where the reference accepts them
+                # (init_args.py, init_perturbation.constant_buffer); the parent gives the candidate the same
+                init_args, widen_buffers = self._accepted_init(build, init_args, int(drawn),
+                                                               msg.get("vary_floats") is True)
+            else:
+                build(init_args, widen_buffers)
         except BaseException as exc:  # noqa: BLE001
             raise _Fail("init", f"{type(exc).__name__}: {exc}", _short_traceback(exc, self.filename)) from None
+        guard = self.guard
         if guard is not None:
             guard.audit(self.model)
             if guard.violations:
@@ -376,7 +394,44 @@ class Worker:
                     raise _Fail("task", f"get_init_inputs() returned a {type(a).__name__}; only numbers, strings "
                                 "and lists of them are supported")
             reply["init_args"] = init_args
+            reply["widen_buffers"] = widen_buffers
         return reply
+
+    def _accepted_init(self, build: Any, init_args: list[Any], params_seed: int,
+                       vary_floats: bool) -> tuple[list[Any], bool]:
+        """Build the reference model of the perturbed-parameter trials with its constructor floats scaled
+        (`init_args.scaled`) and its constant buffers widened, the first of (both, floats only, buffers only) that
+        the model accepts -- it runs on ``get_inputs()`` (drawn from the init seed) without error and with finite
+        outputs; else with neither. Returns the arguments and whether buffers were widened (what the candidate's
+        construction repeats). ``vary_floats`` off (VerifyConfig.vary_init_floats): the floats stay as they are."""
+        new_args = init_args_mod.scaled(init_args, params_seed) if vary_floats else init_args
+        floats = new_args != init_args
+        buffers = build(new_args, True)
+        if not floats and not buffers:  # nothing to vary: the model as it always was
+            return init_args, False
+        if self._init_accepted(params_seed):
+            return new_args, buffers
+        for args, widen in ((new_args, False), (init_args, True)):
+            if (args is new_args and not floats) or (widen and not buffers):
+                continue
+            build(args, widen)
+            if self._init_accepted(params_seed):
+                return args, widen
+        build(init_args, False)
+        return init_args, False
+
+    def _init_accepted(self, seed: int) -> bool:
+        """Whether the current reference model runs on ``get_inputs()`` (drawn from ``seed``, torch's generator
+        restored afterwards) without error and with finite floating outputs."""
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            try:
+                inputs = list(self.module.get_inputs())
+                template = encode_args(inputs)
+            except Exception:  # noqa: BLE001 - judged where get_inputs() is called for a trial
+                return False
+        tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+        return self._accepted(tensors, template)
 
     def make_inputs(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Reference only: inputs from a seed, perturbed, written to the shared region."""
@@ -414,6 +469,10 @@ class Worker:
                 tensors = _perturbed(inputs, perturb, level)
         if name in SUBNORMALS_IN:
             tensors = self._keep_subnormals(tensors, template)
+        if name in TIES_IN and self.model is not None:
+            tensors = self._keep_ties(tensors, template)
+        if name in OFFSET_IN and self.model is not None and isinstance(resolve, dict):
+            tensors = self._keep_offsets(tensors, template, resolve)
         need = sum(align(t.numel() * t.element_size()) for t in tensors)
         if need > self.capacity:
             return {"ok": True, "need": need}
@@ -532,6 +591,36 @@ class Worker:
         if with_sub is not None and without is not None and flush_harmless(with_sub, without):
             return tensors
         return flushed
+
+    def _keep_ties(self, tensors: list[torch.Tensor], template: list[Any] | None) -> list[torch.Tensor]:
+        """The inputs with exact ties across inputs of one shape and dtype (`trial_inputs.tie_inputs`), kept only if
+        this worker's reference model accepts them (runs without error, finite outputs); else as they were. A worker
+        without a model (the timing's inputs) ties nothing."""
+        tied = tie_inputs(tensors)
+        if all(a is b for a, b in zip(tied, tensors)) or not self._accepted(tied, template):
+            return tensors
+        return tied
+
+    def _keep_offsets(self, tensors: list[torch.Tensor], template: list[Any] | None,
+                      resolve: dict[str, Any]) -> list[torch.Tensor]:
+        """The inputs with a large common offset on a few rows (`trial_inputs.offset_rows`), kept only where this
+        worker's reference resolves its own answer on them (`large_bound.resolves`: float32 PyTorch within a fraction
+        of the tolerance of its float64 answer, finite outputs), at the first of `OFFSET_SCALES` that does; else as
+        they were."""
+        plan = offset_rows(tensors)
+        if not plan:
+            return tensors
+        for scale in OFFSET_SCALES:
+            shifted = with_offsets(tensors, plan, scale)
+            try:
+                r32 = self._reference_outputs(shifted, template)
+                r64 = self._reference_outputs(shifted, template, wide=True)
+            except Exception:  # noqa: BLE001 - no float64 copy of this model
+                return tensors
+            if r32 is not None and r64 is not None and large_bound.resolves(r32, r64, resolve) \
+                    and self._accepted(shifted, template):
+                return shifted
+        return tensors
 
     def forward_args(self, tensors: list[Any]) -> list[Any]:
         """forward's arguments: the tensors, placed in the call template when there is one."""

@@ -61,6 +61,8 @@ def prepare(ref: Reference, task: Task, init_seed: int, params_seed: int | None,
         init: dict[str, Any] = {"op": "init", "seed": init_seed}
         if params_seed is not None:  # the models being timed were built with drawn constants
             init["params_seed"] = params_seed
+            if getattr(ref, "vary_floats", False):
+                init["vary_floats"] = True
         _call(handle, init, COMPILE_TIMEOUT_S)
         _call(handle, {"op": "compile"}, COMPILE_TIMEOUT_S)
         # compile now (torch.compile compiles on the first call), on fresh inputs, outside the timed rounds

@@ -21,7 +21,7 @@ from evokernel.tasks.task import Task, TaskError
 if TYPE_CHECKING:
     import torch
 from evokernel.verifier.message_codec import ProtocolError, TensorMeta, align
-from evokernel.verifier.sandboxed.trial_inputs import LARGE_IN
+from evokernel.verifier.sandboxed.trial_inputs import LARGE_IN, OFFSET_IN
 from evokernel.verifier.trusted.launcher import SandboxError, WorkerDied, WorkerHandle, WorkerTimeout, Zygote
 
 # reference workers run trusted task code and live across many verdicts: no CPU-seconds cap
@@ -66,14 +66,23 @@ class Reference:
                             f"{reply.get('detail', '')}")
         return reply
 
-    def init(self, seed: int, params_seed: int | None = None) -> list[Any]:
+    def init(self, seed: int, params_seed: int | None = None, vary_floats: bool = False) -> list[Any]:
         """Build ``Model`` from ``seed``; returns the constructor arguments (``get_init_inputs()``). With
         ``params_seed``, its constant initialisers draw their values from that seed instead
-        (`sandboxed.init_perturbation`): the candidate's ModelNew is built the same way for the same trial."""
+        (`sandboxed.init_perturbation`), and its float arguments and constant buffers get new values where the model
+        accepts them (`sandboxed.init_args`; the arguments returned are those it was built with): the candidate's
+        ModelNew is built the same way for the same trial."""
         msg: dict[str, Any] = {"op": "init", "seed": seed}
         if params_seed is not None:
             msg["params_seed"] = params_seed
-        return list(self.call(msg)["init_args"])
+            if vary_floats:
+                msg["vary_floats"] = True
+        self.vary_floats = vary_floats  # the compiled baseline's reference is built the same way
+        reply = self.call(msg)
+        # with params_seed: whether its constant buffers were widened (sandboxed/init_args.py, worker.init); the
+        # candidate is built the same way
+        self.widen_buffers = reply.get("widen_buffers") is True
+        return list(reply["init_args"])
 
     def make_inputs(self, seed: int, perturb: str, handle: WorkerHandle | None = None) -> list[TensorMeta]:
         """Inputs from ``seed`` (perturbed), written at offset 0 of the worker's region."""
@@ -84,6 +93,8 @@ class Reference:
                 msg["resolve"] = self.resolve
             elif self.large_levels.get(perturb):
                 msg["large_level"] = self.large_levels[perturb]
+        elif perturb in OFFSET_IN and handle is self.handle and self.resolve:  # offsets kept where resolved
+            msg["resolve"] = self.resolve
         for _ in range(8):
             reply = self.call(msg, handle=handle)
             if "need" in reply:

@@ -316,8 +316,9 @@ class WorkerJudge:
         self.io_bytes = per_case[cases[0]][1]
         if cfg.perturbed_parameters:
             self.params_seed = self.rng.randrange(2**31)
-            self.ref.init(self.init_seed, self.params_seed)
-            self.init_candidate(self.params_seed)
+            # the constructor's floats and constant buffers varied where the reference accepts them (init_args.py)
+            args = self.ref.init(self.init_seed, self.params_seed, self.cfg.vary_init_floats)
+            self.init_candidate(self.params_seed, args, self.ref.widen_buffers)
             record["perturbed_parameters"] = True
             for j, inputs in enumerate(PARAMETER_TRIAL_INPUTS):
                 label = f"trial {len(plan) + 1 + j} (perturbed parameters, {inputs} inputs)"
@@ -373,16 +374,21 @@ class WorkerJudge:
         timings["timing"] = timings.get("timing", 0.0) + time.perf_counter() - t1
         return timing
 
-    def init_candidate(self, params_seed: int | None) -> None:
-        """Construct ModelNew from the verdict's init seed (``params_seed``: constant initialisers drawn)."""
-        msg: dict[str, Any] = {"op": "init", "seed": self.init_seed, "init_args": self.init_args}
+    def init_candidate(self, params_seed: int | None, init_args: list[Any] | None = None,
+                       widen_buffers: bool = False) -> None:
+        """Construct ModelNew from the verdict's init seed (``params_seed``: constant initialisers drawn) with
+        ``init_args`` (default: get_init_inputs()'s; the perturbed-parameter trials: those the reference was built
+        with) and, with ``widen_buffers``, its constant buffers widened as the reference's were."""
+        init_args = self.init_args if init_args is None else init_args
+        msg: dict[str, Any] = {"op": "init", "seed": self.init_seed, "init_args": init_args}
         if params_seed is not None:
             msg["params_seed"] = params_seed
+            msg["widen_buffers"] = widen_buffers
         reply = self.v._cand_call(self.cand, msg, self.cfg.load_timeout_s, "ModelNew construction")
         if not reply.get("ok") and reply.get("reason") == "init_compute":
             raise init_compute_fail(str(reply.get("error")))
         if not reply.get("ok"):
-            raise Fail("hack" if reply.get("phase") == "hack" else "runtime", f"constructing ModelNew{tuple(self.init_args)} failed: {reply.get('error')}\n"
+            raise Fail("hack" if reply.get("phase") == "hack" else "runtime", f"constructing ModelNew{tuple(init_args)} failed: {reply.get('error')}\n"
                        f"{reply.get('detail', '')}".strip())
 
     def run_trial(self, label: str, perturb: str, seed: int, first: bool, ref_s: list[float],

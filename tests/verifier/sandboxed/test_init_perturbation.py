@@ -386,3 +386,51 @@ def test_drawn_layers_cast_or_laid_out_again_by_the_candidate_are_not_widened_ag
     assert torch.equal(cand.fc.weight.t(), ref.fc.weight) and torch.equal(cand.ln.weight, ref.ln.weight.half())
     # a constructor-set weight copied elsewhere is still widened: its values are no drawn ones
     assert "weight" in built(ReferenceNorms, 11)[1]
+
+
+class _Buffers(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("scale", torch.ones(32))
+        self.register_buffer("shift", torch.zeros(32))
+        self.register_buffer("mask", torch.tril(torch.ones(8, 8)))  # structure: two values
+        self.register_buffer("idx", torch.ones(4, dtype=torch.long))  # not floating
+        self.register_buffer("ninf", torch.full((4,), float("-inf")))  # not finite
+        self.bn = nn.BatchNorm1d(32)
+
+
+class _BuffersOtherOrder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bn = nn.BatchNorm1d(32)
+        self.register_buffer("mask", torch.tril(torch.ones(8, 8)))
+        self.register_buffer("b", torch.zeros(32, dtype=torch.float64))
+        self.register_buffer("s", torch.ones(32))
+
+
+def test_constant_buffers_are_widened_alike_on_both_sides_only_when_asked():
+    """Red team round 10: a ones-initialised scale buffer never read passed, buffers never being varied. With
+    ``buffers`` every floating buffer holding one finite value everywhere is widened (keyed by content: other names,
+    order and dtype get the same values); a mask of several values, integer and non-finite buffers stay."""
+    from evokernel.verifier.sandboxed.init_perturbation import constant_buffer
+    assert constant_buffer(torch.ones(3)) and constant_buffer(torch.zeros(2, 2)) and not constant_buffer(torch.tril(
+        torch.ones(3, 3))) and not constant_buffer(torch.ones(3, dtype=torch.long)) and not constant_buffer(
+        torch.full((2,), float("nan"))) and not constant_buffer(torch.empty(0))
+    torch.manual_seed(3)
+    with drawn_constants(21) as draws:
+        ref = _Buffers()
+    draws.widen_held(ref, buffers=True)
+    assert sorted(draws.buffers_widened) == ["scale", "shift"]
+    torch.manual_seed(3)
+    with drawn_constants(21) as draws2:
+        cand = _BuffersOtherOrder()
+    draws2.widen_held(cand, buffers=True)
+    assert torch.equal(ref.scale, cand.s) and torch.equal(ref.shift, cand.b.float())
+    assert bool((ref.scale != 1).all()) and bool((ref.shift != 0).all())
+    assert torch.equal(ref.mask, torch.tril(torch.ones(8, 8))) and torch.equal(ref.idx, torch.ones(4, dtype=torch.long))
+    assert torch.equal(ref.bn.running_var, cand.bn.running_var)
+    torch.manual_seed(3)
+    with drawn_constants(21) as draws3:
+        plain = _Buffers()
+    draws3.widen_held(plain)  # without buffers: as before
+    assert draws3.buffers_widened == [] and bool((plain.scale == 1).all())

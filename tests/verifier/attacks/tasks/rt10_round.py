@@ -1,0 +1,23 @@
+"""Round to the nearest integer, ties to even (torch.round), red-team rt10 task: 16 x 4096 float32, values ~N(0, 16)."""
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.round(x)
+
+
+batch_size = 16
+dim = 4096
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim) * 4.0]
+
+
+def get_init_inputs():
+    return []
