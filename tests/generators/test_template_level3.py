@@ -639,3 +639,22 @@ def test_a_python_loop_over_a_size_is_unrolled(tmp_path, verifier):
     g = TemplateGenerator().generate(GenerationRequest(task=task, stage="draft", seed=1))
     v = verifier.verify(task, g.source)
     assert v.feasible, v.feedback[:600]
+
+
+def test_random_draws_in_a_comprehension_are_rewritten_in_place():
+    """``torch.randn`` in ``__init__`` becomes ``torch.empty(...).normal_()`` wherever it stands, inside a
+    comprehension too (an in-place rewrite draws the same values); only the tril hoisting stops at lambdas and
+    comprehensions, whose names a statement before them cannot see."""
+    import torch.nn as nn
+
+    from evokernel.generators.template.front.trace import _init_source
+
+    class Model(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.ws = nn.ParameterList([nn.Parameter(torch.randn(d, d)) for _ in range(2)])
+            self.b = nn.Parameter(torch.rand(d))
+
+    src, params = _init_source(Model)
+    assert params == ["d"] and "torch.randn" not in src and "torch.rand(" not in src
+    assert src.count(".normal_()") == 1 and src.count(".uniform_()") == 1

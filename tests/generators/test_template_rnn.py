@@ -147,7 +147,8 @@ def test_real_level3_recurrent_files_are_feasible_at_fitted_sizes(kernelbench_le
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name, why", [
-    ("34_VanillaRNNHidden", "torch.fx cannot trace"),  # a Python loop over x.size(0)
+    # (34_VanillaRNNHidden, a Python loop over x.size(0), is planned since sizes reach forward as numbers:
+    # test_template_level3.py's real-file test)
     ("35_LSTM", "randn in forward draws from the global generator"),
 ])
 def test_real_level3_recurrent_files_refused_with_the_reason(kernelbench_level3, name, why):

@@ -51,6 +51,9 @@ class Reference:
         self.resolve: dict[str, list[float]] | None = None
         self.large_levels: dict[str, int] = {}
         self.last_large_level = 0  # the level of the last inputs the model worker made
+        # the perturbed-parameter build (init with params_seed): constructor floats varied, constant buffers widened
+        self.vary_floats = False
+        self.widen_buffers = False
 
     # --- calls ------------------------------------------------------------------------------------
     def call(self, msg: dict[str, Any], timeout: float = 600.0, handle: WorkerHandle | None = None) -> dict[str, Any]:

@@ -67,6 +67,8 @@ DISTINCT_INPUTS = ("the inputs held values random draws almost never give, with 
                    "magnitude times 1/4 to 4, where the reference accepts it); the kernel must give PyTorch's answer "
                    "there too, integer and bool outputs included")
 INPUT_NOTES = {"special": SPECIAL_INPUTS, "distinct": DISTINCT_INPUTS}
+
+
 def large_top(level: int) -> float:
     """The largest float32 magnitude planted at ``level`` (`trial_inputs.LARGE_LEVELS`)."""
     return LARGE_MIN * (LARGE_CAP[torch.float32] / LARGE_MIN) ** LARGE_LEVELS[level]

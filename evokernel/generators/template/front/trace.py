@@ -69,12 +69,8 @@ def _init_source(model_cls: type) -> tuple[str, list[str]]:
 
     class Rewrite(ast.NodeTransformer):
         # torch.randn(*s) / torch.rand(*s) -> torch.empty(*s).normal_() / .uniform_(): the same draws
-        # from the default generator, without touching torch compute names in the candidate
-        def _scoped(self, node: ast.AST) -> ast.AST:
-            return node  # a lambda or comprehension binds its own names: a copy before the statement cannot see them
-
-        visit_Lambda = visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _scoped
-
+        # from the default generator, without touching torch compute names in the candidate (inside lambdas and
+        # comprehensions too: an in-place rewrite, unlike the tril hoisting below)
         def visit_Call(self, node: ast.Call) -> ast.AST:
             self.generic_visit(node)
             f = node.func
