@@ -32,7 +32,7 @@ import torch
 
 from evokernel.tasks.task import Task, TaskError
 from evokernel.verifier.message_codec import DTYPES, ProtocolError, TensorMeta
-from evokernel.verifier.sandboxed.trial_inputs import LARGE_CAP, LARGE_IN, LARGE_LEVELS, LARGE_MIN
+from evokernel.verifier.sandboxed.trial_inputs import LARGE_IN, large_max, planted_level
 from evokernel.verifier.trusted import compile_baseline, correctness, latency, regions, timing_protocol
 from evokernel.verifier.trusted.failures import INPUTS_MODIFIED, MOVEMENT_PREFIX, Fail, init_compute_fail, torch_ops_fail
 from evokernel.verifier.trusted.launcher import WorkerHandle
@@ -71,7 +71,8 @@ INPUT_NOTES = {"special": SPECIAL_INPUTS, "distinct": DISTINCT_INPUTS}
 
 def large_top(level: int) -> float:
     """The largest float32 magnitude planted at ``level`` (`trial_inputs.LARGE_LEVELS`)."""
-    return LARGE_MIN * (LARGE_CAP[torch.float32] / LARGE_MIN) ** LARGE_LEVELS[level]
+    with planted_level(level):
+        return large_max(torch.float32, 1)
 
 
 RESOLVED_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
