@@ -176,7 +176,8 @@ def _depth_ok(value: Any) -> None:
 # task with 17-dimensional outputs was refused as a protocol break before this was raised from 16 (red team rt6)
 MAX_DIMS = 64
 META = Obj({"dtype": Str(16, choices=frozenset(DTYPES)), "shape": List(Int(0, 2**40), MAX_DIMS),
-            "offset": Int(0, 2**50), "nbytes": Int(0, 2**50)}, required=("dtype", "shape", "offset", "nbytes"))
+            "offset": Int(0, 2**50), "nbytes": Int(0, 2**50), "strides": List(Int(0, 2**50), MAX_DIMS)},
+           required=("dtype", "shape", "offset", "nbytes"))
 # get_init_inputs(): numbers, strings, bools, None and (nested) lists of them (worker.init refuses the rest)
 INIT_ARGS = List(Value(depth=8, items=4096, text=4096), 256)
 CALL_ARGS = List(Value(depth=10, items=4096, text=4096), 256)
@@ -255,13 +256,21 @@ def check_build_request(msg: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class TensorMeta:
+    """A tensor in a shared region: ``nbytes`` bytes from ``offset``. Without ``strides`` the tensor is contiguous
+    (nbytes = elements x element size); with them (element strides, non-negative: a trial's non-contiguous input
+    view, trial_inputs.strided_view) the bytes are the view's storage span, from its first element to its last, and
+    the tensor is that span seen through ``shape`` and ``strides``."""
     dtype: str
     shape: tuple[int, ...]
     offset: int
     nbytes: int
+    strides: tuple[int, ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"dtype": self.dtype, "shape": list(self.shape), "offset": self.offset, "nbytes": self.nbytes}
+        out = {"dtype": self.dtype, "shape": list(self.shape), "offset": self.offset, "nbytes": self.nbytes}
+        if self.strides is not None:
+            out["strides"] = list(self.strides)
+        return out
 
     @staticmethod
     def from_json(obj: Any, capacity: int) -> "TensorMeta":
@@ -270,11 +279,25 @@ class TensorMeta:
         numel = 1
         for d in m["shape"]:
             numel *= d
-        if m["nbytes"] != numel * DTYPES[m["dtype"]]:
-            raise ProtocolError(f"nbytes {m['nbytes']} does not match shape {m['shape']} of {m['dtype']}")
+        strides = m.get("strides")
+        if strides is not None:
+            if len(strides) != len(m["shape"]) or numel == 0:
+                raise ProtocolError(f"strides {strides} do not fit shape {m['shape']}")
+            elements = span(m["shape"], strides)
+        else:
+            elements = numel
+        if m["nbytes"] != elements * DTYPES[m["dtype"]]:
+            raise ProtocolError(f"nbytes {m['nbytes']} does not match shape {m['shape']} of {m['dtype']}"
+                                + (f" with strides {strides}" if strides is not None else ""))
         if m["offset"] + m["nbytes"] > capacity:
             raise ProtocolError(f"tensor at {m['offset']}+{m['nbytes']} lies outside the {capacity}-byte region")
-        return TensorMeta(m["dtype"], tuple(m["shape"]), m["offset"], m["nbytes"])
+        return TensorMeta(m["dtype"], tuple(m["shape"]), m["offset"], m["nbytes"],
+                          tuple(strides) if strides is not None else None)
+
+
+def span(shape: Any, strides: Any) -> int:
+    """Elements from the first to the last element of a non-empty view of ``shape`` with non-negative ``strides``."""
+    return 1 + sum((d - 1) * s for d, s in zip(shape, strides))
 
 
 def align(n: int, a: int = 64) -> int:

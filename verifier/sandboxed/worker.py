@@ -25,7 +25,7 @@ import torch
 
 import evokernel.cpu as native
 from evokernel.verifier import message_codec as protocol
-from evokernel.verifier.message_codec import MAX_DIMS, MAX_TEXT, TensorMeta, align
+from evokernel.verifier.message_codec import MAX_DIMS, MAX_TEXT, TensorMeta, align, span
 from evokernel.verifier.sandboxed import dispatch_tls
 from evokernel.verifier.sandboxed.plain_tensor import NotPlain, check_plain, copy_bytes
 from evokernel.verifier.sandboxed.init_guard import guarded_construction
@@ -33,9 +33,10 @@ from evokernel.verifier.sandboxed import init_args as init_args_mod, integer_inp
 from evokernel.verifier.sandboxed.init_perturbation import drawn_constants
 from evokernel.verifier.sandboxed import large_bound
 from evokernel.verifier.sandboxed.trial_inputs import (LARGE_IN, LARGE_LEVELS, LARGE_PLANTED, PERTURBATIONS,
-                                                       OFFSET_IN, OFFSET_SCALES, SUBNORMALS_IN, TIES_IN, decode_args,
-                                                       encode_args, flush_harmless, flush_subnormals, offset_rows,
-                                                       planted_level, tie_inputs, with_offsets)
+                                                       OFFSET_IN, OFFSET_SCALES, STRIDED_IN, SUBNORMALS_IN, TIES_IN,
+                                                       decode_args, encode_args, flush_harmless, flush_subnormals,
+                                                       offset_rows, planted_level, same_answer, strided_fits,
+                                                       strided_view, tie_inputs, with_offsets)
 from evokernel.verifier.sandboxed.op_recorder import OpRecorder, ScaleRecorder
 
 _DTYPE_BY_NAME = {name: getattr(torch, name) for name in protocol.DTYPES}
@@ -112,6 +113,7 @@ class Worker:
         self.inputs: list[Any] = []
         self.call_args: list[Any] | None = None  # forward's call template when not every argument is a tensor
         self.inputs_are_views = False  # the inputs of the last run request: views into the shared region
+        self.input_metas: list[TensorMeta] | None = None  # and their descriptions (some with strides)
         self.ascend_lib: Any = None  # custom_ops_lib of an Ascend C candidate (ascend-sim backend)
         self._library_fds: list[int] = []
         # the reference's probes of its planted large values (large_bound.py): per kind of trial, how many probes in a
@@ -133,36 +135,67 @@ class Worker:
             self.mm = mmap.mmap(self.data_fd, capacity) if capacity else None
             self.capacity = capacity
 
-    def _view(self, meta: TensorMeta) -> torch.Tensor:
+    def _view(self, meta: TensorMeta, flat: bool = False) -> torch.Tensor:
+        """The tensor ``meta`` describes, a view into the shared region (with its strides, if it has them);
+        ``flat``: its bytes as one contiguous 1-D tensor."""
         dtype = _DTYPE_BY_NAME[meta.dtype]
         if meta.nbytes == 0:
             return torch.empty(meta.shape, dtype=dtype)
-        flat = torch.frombuffer(self.mm, dtype=dtype, count=meta.nbytes // protocol.DTYPES[meta.dtype],
+        data = torch.frombuffer(self.mm, dtype=dtype, count=meta.nbytes // protocol.DTYPES[meta.dtype],
                                 offset=meta.offset)
-        return flat.view(meta.shape)
+        if flat:
+            return data
+        return data.view(meta.shape) if meta.strides is None else data.as_strided(meta.shape, meta.strides)
 
-    def _write(self, tensors: list[torch.Tensor], offset: int, what: str = "output") -> list[dict[str, Any]]:
+    @staticmethod
+    def _strided(t: torch.Tensor) -> tuple[int, ...] | None:
+        """The strides a (trusted) non-contiguous input view is sent with (`trial_inputs.strided_view`), None for a
+        contiguous one."""
+        if t.is_contiguous() or t.numel() == 0 or min(t.stride(), default=0) < 0:
+            return None
+        return tuple(t.stride())
+
+    @classmethod
+    def _input_nbytes(cls, t: torch.Tensor) -> int:
+        strides = cls._strided(t)
+        return (t.numel() if strides is None else span(t.shape, strides)) * t.element_size()
+
+    def _write(self, tensors: list[torch.Tensor], offset: int, what: str = "output",
+               views: list[TensorMeta | None] | None = None) -> list[dict[str, Any]]:
+        """Write ``tensors`` from ``offset`` of the region; their descriptions. The reference's inputs
+        (``what`` "input") that are non-contiguous views are written as their storage span, with strides.
+        ``views`` (the candidate's inputs after its call): where it names a strided description, tensor k is that
+        view's span (1-D), written as it is with the description's shape and strides."""
         metas = []
-        for t in tensors:
+        for k, t in enumerate(tensors):
             name = _NAME_BY_DTYPE.get(t.dtype)
             if name is None:
                 raise _Fail("run", f"unsupported output dtype {t.dtype}")
-            nbytes = t.numel() * t.element_size()
+            like = views[k] if views is not None and k < len(views) else None
+            strides, shape = (like.strides, like.shape) if like is not None and like.strides is not None else (
+                None, tuple(t.shape))
+            if like is None and what == "input" and self.role != "candidate":
+                strides = self._strided(t)
+            nbytes = t.numel() * t.element_size() if strides is None or like is not None else \
+                span(t.shape, strides) * t.element_size()
             if t.dim() > MAX_DIMS:  # a clear failure, not a reply the parent refuses as a protocol break
                 raise _Fail("run",
                             f"{what} of {t.dim()} dimensions: the verifier carries tensors of at most {MAX_DIMS}")
             if offset + nbytes > self.capacity:
                 raise _Fail("run", f"output of shape {tuple(t.shape)} ({nbytes} bytes) is larger than the "
                             "space reserved for it (expected output size x4)", reason="output_too_large")
-            meta = TensorMeta(name, tuple(t.shape), offset, nbytes)
+            meta = TensorMeta(name, shape, offset, nbytes, strides)
             if self.role != "candidate":  # the reference is trusted: PyTorch's copy resolves its views' flags
-                if nbytes:
+                if nbytes and strides is not None:  # the view's storage span, unused elements included
+                    self._view(meta, flat=True).copy_(t.as_strided((nbytes // t.element_size(),), (1,),
+                                                                   t.storage_offset()))
+                elif nbytes:
                     self._view(meta).copy_(t)
             else:  # the candidate's tensors: plain ones only, their bytes taken raw (plain_tensor.py)
                 try:
                     check_plain(t, what)
                     if nbytes:
-                        copy_bytes(self._view(meta), t)
+                        copy_bytes(self._view(meta, flat=like is not None and strides is not None), t)
                 except NotPlain as exc:
                     raise _Fail("hack", str(exc)) from None
             metas.append(meta.to_json())
@@ -473,10 +506,12 @@ class Worker:
             tensors = self._keep_ties(tensors, template)
         if name in OFFSET_IN and self.model is not None and isinstance(resolve, dict):
             tensors = self._keep_offsets(tensors, template, resolve)
-        need = sum(align(t.numel() * t.element_size()) for t in tensors)
+        if name in STRIDED_IN and self.model is not None:
+            tensors = self._keep_strided(tensors, template, STRIDED_IN[name])
+        need = sum(align(self._input_nbytes(t)) for t in tensors)
         if need > self.capacity:
             return {"ok": True, "need": need}
-        metas = self._write(tensors, 0)
+        metas = self._write(tensors, 0, "input")
         self.inputs = tensors  # private already: the region holds a copy
         self.call_args = template
         reply: dict[str, Any] = {"ok": True, "inputs": metas}
@@ -622,6 +657,31 @@ class Worker:
                 return shifted
         return tensors
 
+    def _keep_strided(self, tensors: list[torch.Tensor], template: list[Any] | None,
+                      layout: str) -> list[torch.Tensor]:
+        """The floating inputs of >= 2 dimensions as non-contiguous views with the same values (`trial_inputs.
+        strided_view`, ``layout``), each kept only where this worker's reference gives its own answer on it
+        (`same_answer` with its outputs on the contiguous inputs): all at once, else one by one. A reference that
+        refuses a view (``.view()`` of a transposed input raises) keeps that input contiguous, for both models."""
+        picks = [k for k, t in enumerate(tensors) if strided_fits(t)]
+        if not picks:
+            return tensors
+        base = self._reference_outputs(tensors, template)
+        if base is None:
+            return tensors
+        views = {k: strided_view(tensors[k], layout) for k in picks}
+
+        def shown(ks: list[int]) -> list[torch.Tensor] | None:
+            out = [views[k] if k in ks else t for k, t in enumerate(tensors)]
+            got = self._reference_outputs(out, template)
+            return out if got is not None and same_answer(got, base) else None
+
+        kept = shown(picks)
+        if kept is None and len(picks) > 1:
+            alone = [k for k in picks if shown([k]) is not None]
+            kept = shown(alone) if alone else None
+        return kept if kept is not None else tensors
+
     def forward_args(self, tensors: list[Any]) -> list[Any]:
         """forward's arguments: the tensors, placed in the call template when there is one."""
         if self.call_args is None:
@@ -676,11 +736,14 @@ class Worker:
         if "inputs" in msg:
             metas = [TensorMeta.from_json(m, self.capacity) for m in msg["inputs"]]
             self.inputs, self.inputs_are_views = [self._view(m) for m in metas], True
+            self.input_metas = metas
             self.call_args = msg.get("args")  # None: every argument is a tensor
         record = bool(msg.get("record"))
         before_calls = native._native_calls
         recorder = OpRecorder() if record else None
         args = self.forward_args(self.inputs)
+        if recorder is not None:  # making an input contiguous is glue (data_movement.py)
+            recorder.movement.give(args)
         t0 = time.perf_counter()
         try:
             with torch.no_grad():
@@ -718,7 +781,12 @@ class Worker:
             reply["violations"] = recorder.violations
         if msg.get("return_inputs"):
             last = metas[-1]
-            reply["inputs_after"] = self._write(self.inputs, align(last["offset"] + last["nbytes"]), "input")
+            # a strided input is sent back as its storage span, read from the region (unused elements included)
+            metas_in = self.input_metas if self.inputs_are_views and self.input_metas is not None \
+                and len(self.input_metas) == len(self.inputs) else None
+            after = [self._view(m, flat=True) if metas_in is not None and m.strides is not None else t
+                     for t, m in zip(self.inputs, metas_in or [None] * len(self.inputs))]
+            reply["inputs_after"] = self._write(after, align(last["offset"] + last["nbytes"]), "input", metas_in)
         return reply
 
     def serve(self) -> None:

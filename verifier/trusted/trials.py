@@ -66,7 +66,16 @@ DISTINCT_INPUTS = ("the inputs held values random draws almost never give, with 
                    "forward's Python float arguments held other values than get_inputs()'s (the sign flipped, the "
                    "magnitude times 1/4 to 4, where the reference accepts it); the kernel must give PyTorch's answer "
                    "there too, integer and bool outputs included")
-INPUT_NOTES = {"special": SPECIAL_INPUTS, "distinct": DISTINCT_INPUTS}
+_VIEWS = ("passed to both models as non-contiguous views with the same values where the reference accepts them "
+          "({}); the kernel must read an input through its strides, or make it contiguous first (x.contiguous())")
+STRIDED_INPUTS = {  # sandboxed/trial_inputs.py STRIDED_IN
+    "scale": "the inputs were multiplied by 4, and the floating ones of two or more dimensions " + _VIEWS.format(
+        "a transposed copy's transpose: the last two dimensions swapped in memory, strides (..., 1, rows)"),
+    "negate": "the inputs were negated, and the floating ones of two or more dimensions " + _VIEWS.format(
+        "slices of a wider buffer: each row of the last dimension followed by unused elements, strides "
+        "(..., n + pad, 1)"),
+}
+INPUT_NOTES = {"special": SPECIAL_INPUTS, "distinct": DISTINCT_INPUTS, **STRIDED_INPUTS}
 
 
 def large_top(level: int) -> float:
@@ -417,7 +426,8 @@ class WorkerJudge:
                              truth=lambda seed=seed, perturb=perturb: self.ref.truth(seed, perturb),
                              ties=perturb in TIES)
         except Fail as f:
-            if f.gate == "correctness" and perturb in INPUT_NOTES:
+            # a strided trial's runtime or data-movement failure (a binding refusing a view) is told the layout too
+            if perturb in INPUT_NOTES and (f.gate == "correctness" or perturb in STRIDED_INPUTS):
                 f.feedback = f"{f.feedback}\nIn this trial {INPUT_NOTES[perturb]}."
                 if level:
                     f.feedback += (f" For this task the large values went up to {large_top(level):.3g} only (float32 "
