@@ -499,7 +499,7 @@ def same_answer(got: list[Any], base: list[Any]) -> bool:
             if not torch.equal(a, b):
                 return False
             continue
-        if a.numel() == 0:
+        if a.numel() == 0 or torch.equal(a, b):  # the usual case, ~20x cheaper than the float64 pass below
             continue
         a64, b64 = a.double(), b.double()
         fa, fb = torch.isfinite(a64), torch.isfinite(b64)

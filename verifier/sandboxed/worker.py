@@ -120,6 +120,8 @@ class Worker:
         # row landed far inside the tolerance (-1: one did not); reset with every task loaded
         self.easy: dict[tuple[str, bool, str], int] = {}
         self.levels: dict[tuple[str, bool, str], int] = {}  # and the level each kind needed last
+        # the inputs each kind of strided trial showed as views, as the reference's check decided (`_keep_strided`)
+        self.strided_kept: dict[tuple[Any, ...], tuple[int, ...]] = {}
         self.drawn_params = False  # the model was built with drawn initialisers (the perturbed-parameter trials)
 
     # --- shared region ----------------------------------------------------------------------
@@ -316,7 +318,7 @@ class Worker:
 
     def load(self, msg: dict[str, Any]) -> dict[str, Any]:
         torch.set_num_threads(int(msg.get("threads", 1)))
-        self.easy, self.levels = {}, {}
+        self.easy, self.levels, self.strided_kept = {}, {}, {}
         if self.role == "candidate":
             self._install_build_hooks()
         loader = str(msg.get("loader") or "python")
@@ -506,7 +508,7 @@ class Worker:
             tensors = self._keep_ties(tensors, template)
         if name in OFFSET_IN and self.model is not None and isinstance(resolve, dict):
             tensors = self._keep_offsets(tensors, template, resolve)
-        if name in STRIDED_IN and self.model is not None:
+        if name in STRIDED_IN and self.model is not None and msg.get("strided", True) is not False:
             tensors = self._keep_strided(tensors, template, STRIDED_IN[name])
         need = sum(align(self._input_nbytes(t)) for t in tensors)
         if need > self.capacity:
@@ -666,6 +668,11 @@ class Worker:
         picks = [k for k, t in enumerate(tensors) if strided_fits(t)]
         if not picks:
             return tensors
+        kind = (layout, self.drawn_params, getattr(self.module, "EVOKERNEL_CASE", None),
+                tuple((tuple(t.shape), t.dtype) for t in tensors), json.dumps(template))
+        if kind in self.strided_kept:  # decided for this kind of trial already: no check forwards again
+            kept_k = self.strided_kept[kind]
+            return [strided_view(t, layout) if k in kept_k else t for k, t in enumerate(tensors)]
         base = self._reference_outputs(tensors, template)
         if base is None:
             return tensors
@@ -676,10 +683,11 @@ class Worker:
             got = self._reference_outputs(out, template)
             return out if got is not None and same_answer(got, base) else None
 
-        kept = shown(picks)
+        kept, chosen = shown(picks), picks
         if kept is None and len(picks) > 1:
-            alone = [k for k in picks if shown([k]) is not None]
-            kept = shown(alone) if alone else None
+            chosen = [k for k in picks if shown([k]) is not None]
+            kept = shown(chosen) if chosen else None
+        self.strided_kept[kind] = tuple(chosen) if kept is not None else ()
         return kept if kept is not None else tensors
 
     def forward_args(self, tensors: list[Any]) -> list[Any]:

@@ -49,6 +49,7 @@ class Reference:
         # its float32 answer against (set by the trials), and the highest level it chose per perturbation, which the
         # inputs worker (no model to ask) plants at in the timing's value rounds
         self.resolve: dict[str, list[float]] | None = None
+        self.strided = True  # the strided trials' inputs as non-contiguous views (VerifyConfig.strided_inputs)
         self.large_levels: dict[str, int] = {}
         self.last_large_level = 0  # the level of the last inputs the model worker made
         # the perturbed-parameter build (init with params_seed): constructor floats varied, constant buffers widened
@@ -98,6 +99,8 @@ class Reference:
                 msg["large_level"] = self.large_levels[perturb]
         elif perturb in OFFSET_IN and handle is self.handle and self.resolve:  # offsets kept where resolved
             msg["resolve"] = self.resolve
+        if not self.strided:
+            msg["strided"] = False
         for _ in range(8):
             reply = self.call(msg, handle=handle)
             if "need" in reply:

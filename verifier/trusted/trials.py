@@ -280,6 +280,7 @@ class WorkerJudge:
         self.input_bytes: list[int] = []  # bytes per input of the first judged trial
         # what the model worker's float32 answer must resolve before large values are planted at a level
         # (sandboxed/large_bound.py): this configuration's tolerances per output dtype, [elementwise, norm-wise]
+        ref.strided = bool(self.cfg.strided_inputs)
         ref.resolve = {str(dt).removeprefix("torch."): [tl.elementwise, min(tl.reduction, tl.normwise(False))]
                        for dt in RESOLVED_DTYPES for tl in [correctness.tolerance(dt, self.cfg.tol)]}
 
