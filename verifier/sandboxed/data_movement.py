@@ -185,9 +185,8 @@ class Movement:
                 continue
             if not o.is_contiguous():
                 self._find("forward returned a non-contiguous view (a transpose, broadcast or strided window): "
-                           "return a contiguous tensor your kernel wrote (an input may be a non-contiguous view, and "
-                           "torch.empty_like keeps its strides: allocate with torch.empty(x.shape, dtype=x.dtype) or "
-                           "make the input contiguous first)")
+                           "return a contiguous tensor your kernel wrote (empty_like keeps a non-contiguous "
+                           "input's strides: use torch.empty(x.shape))")
                 continue
             mine = byte_range(o)
             if any(_overlap(mine, r) for r in theirs):
