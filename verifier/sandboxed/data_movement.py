@@ -19,6 +19,10 @@ only where they move nothing:
   are the input's own, in their logical order; only the layout the verifier chose changes. Some correctness trials
   pass non-contiguous input views (trial_inputs.py, `STRIDED_IN`), every other trial and every timed round
   contiguous inputs, where such a copy is a whole-tensor copy anyway;
+* **and written back**: a copy from a whole tensor into one of forward's inputs exactly as given, of the same
+  shape, moves the values back where they came from (``evokernel.cpu.load_cpp`` does it after the call for a view
+  it had to copy for a pointer the kernel may write). It can only rewrite what the input holds: a trial whose
+  input changed is refused by the inputs-unmodified check;
 * **no operator reads a flagged tensor**: a negative, conjugate or zero-tensor bit has PyTorch compute (negate,
   conjugate, zero) whatever reads it, a whole-tensor copy included (red-team `rt4_neg_bit_copy_source`: an alias
   with the negative bit copied whole wrote -x);
@@ -161,7 +165,7 @@ class Movement:
                                        and tuple(src.shape) == tuple(dst.shape)):
                 self._find(f"aten::{name} read a view (a transpose, broadcast, slice or strided window), not a "
                            "whole tensor")
-            elif not whole(dst):
+            elif not whole(dst) and not (self._key(dst) in self.given and tuple(src.shape) == tuple(dst.shape)):
                 self._find(f"aten::{name} wrote into a view (an offset, a slice or a permuted layout), not a whole "
                            "tensor")
             elif tuple(src.shape) != tuple(dst.shape) and src.numel() != dst.numel():

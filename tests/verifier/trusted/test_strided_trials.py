@@ -3,7 +3,8 @@ c9_values/rt10_noncontig_input_ignored): the ``scale`` trial passes floating inp
 transposed copy's transpose, the ``negate`` trial as slices of a wider buffer (sandboxed/trial_inputs.py
 `STRIDED_IN`). A kernel that reads an input's memory linearly is refused; so is one that handles only one of the
 two layouts (each would pass a rule that showed the other one only); one that reads both strides, or makes the
-input contiguous first, passes. A reference that refuses a view keeps that input contiguous."""
+input contiguous first, passes. A reference that refuses a view keeps that input contiguous. `load_cpp` hands its
+kernels a contiguous copy of a view (evokernel/cpu.py), judged like the glue's own copies."""
 import textwrap
 
 import pytest
@@ -104,6 +105,32 @@ class ModelNew(nn.Module):
         return y
 '''
 
+# a load_inline relu that reads its input's memory linearly (strides ignored): wrong on a view
+RELU_INLINE = '''
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+CPP_SOURCE = r"""
+#include <torch/extension.h>
+
+torch::Tensor relu_fwd(torch::Tensor x) {
+    torch::Tensor y = torch::empty(x.sizes(), x.options());
+    const float* px = x.data_ptr<float>();
+    float* py = y.data_ptr<float>();
+    for (int64_t i = 0; i < x.numel(); ++i) py[i] = px[i] > 0.0f ? px[i] : 0.0f;
+    return y;
+}
+"""
+
+ext = load_inline(name="strided_relu_linear", cpp_sources=[CPP_SOURCE], functions=["relu_fwd"],
+                  extra_cflags=["-O2"], verbose=False)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return ext.relu_fwd(x)
+'''
+
 
 def _task(tmp_path, name, source):
     path = tmp_path / name
@@ -169,14 +196,25 @@ def test_a_reference_that_refuses_a_view_keeps_that_input_contiguous(verifier, t
     for seed, perturb in ((3, "scale"), (3, "negate"), (4, "scale"), (4, "negate")):
         assert all(m.strides is None for m in ref.make_inputs(seed, perturb))
     # so a kernel that reads its input linearly is judged on contiguous inputs there and passes
-    v = verifier.verify(task, RELU_CPP.replace("GLUE", "x"))
+    v = verifier.verify(task, RELU_INLINE)
     assert v.feasible, v.feedback
+    # where the reference accepts views, the same kernel is refused
+    plain = _task(tmp_path, "relu.py", RELU_VIEW.replace("torch.relu(x.view(-1)).view(x.shape)", "torch.relu(x)"))
+    v = verifier.verify(plain, RELU_INLINE)
+    assert not v.feasible and "(scale inputs)" in v.feedback, v.feedback
 
 
-def test_load_cpp_refuses_a_view_at_the_call_and_is_told_the_layout(verifier, tmp_path):
+def test_load_cpp_gives_its_kernel_a_contiguous_copy_of_a_view(verifier, tmp_path):
     task = _task(tmp_path, "relu.py", RELU_VIEW.replace("torch.relu(x.view(-1)).view(x.shape)", "torch.relu(x)"))
+    # the input passed as it came: the binding copies it for the call (a copy of the input as given is glue)
     v = verifier.verify(task, RELU_CPP.replace("GLUE", "x"))
-    assert not v.feasible and v.failed_gate == "runtime", v.feedback
-    assert "expects a contiguous tensor" in v.feedback and "non-contiguous views" in v.feedback
-    v = verifier.verify(task, RELU_CPP.replace("GLUE", "x.contiguous()"))
     assert v.feasible, v.feedback
+    # through a pointer to non-const data: the copy is also written back into the input view (unchanged: feasible)
+    v = verifier.verify(task, RELU_CPP.replace("GLUE", "x").replace("const float* x", "float* x"))
+    assert v.feasible, v.feedback
+    # an output allocated with the input's strides (empty_like of a transposed view) and returned as it is: the
+    # binding's copies of it and the returned view are PyTorch transposing for the kernel, findings
+    v = verifier.verify(task, RELU_CPP.replace("GLUE", "x").replace("torch.empty(x.shape, dtype=x.dtype)",
+                                                                    "torch.empty_like(x)"))
+    assert not v.feasible and v.failed_gate == "hack" and "(scale inputs)" in v.feedback, v.feedback
+    assert "aten::clone read a view" in v.feedback and "use torch.empty(x.shape)" in v.feedback, v.feedback
