@@ -371,7 +371,7 @@ class WorkerJudge:
     def state_after_timing(self, timings: dict[str, float]) -> None:
         """Measured timing: both sides ran every timed round's call, so their states must agree again
         (`model_state`). A modelled latency runs no further candidate calls."""
-        if self.v.backend.timing_mode == "model":
+        if self.v.backend.timing_mode == "model" or not self.cfg.model_state:
             return
         t0 = time.perf_counter()
         self.check_state_after_timing()
@@ -408,7 +408,8 @@ class WorkerJudge:
         if not reply.get("ok"):
             raise Fail("hack" if reply.get("phase") == "hack" else "runtime", f"constructing ModelNew{tuple(init_args)} failed: {reply.get('error')}\n"
                        f"{reply.get('detail', '')}".strip())
-        self.state.baseline(self.cand, self.candidate_state("after construction"))
+        if self.cfg.model_state:
+            self.state.baseline(self.cand, self.candidate_state("after construction"))
 
     def candidate_state(self, when: str) -> list[Any]:
         """The candidate's state entries now, written at offset 0 of its region (`model_state`)."""
@@ -438,8 +439,10 @@ class WorkerJudge:
     def run_trial(self, label: str, perturb: str, seed: int, first: bool, ref_s: list[float],
                   record: dict[str, Any]) -> None:
         """One correctness trial (a non-finite reference is drawn again, then judged masked: `reference_trial`)."""
-        seed, in_metas, out_metas, seconds, note = reference_trial(self.ref, self.rng, seed, perturb, state=True)
-        ref_state = self.state.reference(self.ref.handle, self.ref.last_state)  # read before the region is reused
+        state = bool(self.cfg.model_state)
+        seed, in_metas, out_metas, seconds, note = reference_trial(self.ref, self.rng, seed, perturb, state=state)
+        # read before the region is reused (a reduction's float64 answer is written there)
+        ref_state = self.state.reference(self.ref.handle, self.ref.last_state) if state else None
         ref_s.append(seconds)
         if note is not None:
             record["nonfinite_reference"].append({"trial": label, **note})

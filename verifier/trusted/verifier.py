@@ -60,6 +60,9 @@ class VerifyConfig:
     # (verifier/sandboxed/init_args.py). Off: the template generator writes a task's constructor floats (slopes,
     # scales) into its kernels as literals, and 5 of 54 golden items were refused with it on (docs/verifier.md)
     vary_init_floats: bool = False
+    # after every trial's call and the timed rounds, ModelNew's parameters and buffers must have changed exactly as
+    # Model's did (verifier/trusted/model_state.py). False skips it (to measure its cost, or test other rules alone)
+    model_state: bool = True
     threads: int = 1  # both sides timed at this thread count
     timing: bool = True
     warmup: int = 3
