@@ -110,12 +110,12 @@ def _check(plan: Plan, cut: int, region: list[int], nid: int) -> tuple[int, int,
     if norm.op == "batch_norm" and not norm.attrs.get("batch_stats"):
         raise AnalysisError(f"{norm.origin}: an eval-mode batch norm after the matmul (running statistics) is "
                             "not templated here")
+    if norm.op == "batch_norm" and g.half:
+        raise AnalysisError(f"{norm.origin}: a training-mode batch norm after a float16 matmul is not templated")
     if norm.op == "batch_norm" and norm.attrs.get("update"):
         raise AnalysisError(f"{norm.origin}: a training-mode batch norm that tracks running statistics updates them "
                             "in place (the verifier compares the model's buffers after each call); that update is not "
                             "templated here")
-    if norm.op == "batch_norm" and g.half:
-        raise AnalysisError(f"{norm.origin}: a training-mode batch norm after a float16 matmul is not templated")
     groups = int(norm.attrs["groups"]) if norm.op == "group_norm" else 1
     if groups < 1 or N % groups:
         raise AnalysisError(f"{norm.origin}: {groups} groups do not divide N = {N}")
