@@ -66,6 +66,8 @@ def parse(entries: Any, capacity: int, who: str) -> dict[str, Entry]:
         out: dict[str, Entry] = {}
         for e in checked:
             meta = TensorMeta.from_json(e["tensor"], capacity) if "tensor" in e else None
+            if meta is None and who == "candidate":  # a candidate's worker writes every tensor
+                raise ProtocolError(f"no tensor for {e['name']!r}")
             if e["name"] in out:
                 raise ProtocolError(f"{who}'s state names {e['name']!r} twice")
             out[e["name"]] = Entry(e["name"], e["kind"], tuple(e["shape"]), e["dtype"], e.get("changed") is True, meta)
@@ -115,8 +117,7 @@ class StateJudge:
         parsed = parse(entries, handle.capacity, "candidate")
         self.built = {}
         for name, e in parsed.items():
-            if e.meta is None:
-                raise Fail("runtime", f"malformed model state from the candidate worker: no tensor for {name!r}")
+            assert e.meta is not None  # parse: a candidate's entries carry their tensors
             self.built[name] = (e, _bytes(handle, e.meta).clone())
         self.reserve = sum(align(e.meta.nbytes) for e, _ in self.built.values() if e.meta is not None)
 

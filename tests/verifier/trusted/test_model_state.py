@@ -254,6 +254,8 @@ def test_judge_refuses_a_malformed_state_as_a_runtime_failure():
     with pytest.raises(Fail) as exc:
         judge.baseline(region, [{"name": "w", "kind": "weights", "shape": [1], "dtype": "float32"}])
     assert exc.value.gate == "runtime"
+    with pytest.raises(Fail, match="no tensor for 'w'"):
+        judge.baseline(region, [{"name": "w", "kind": "buffer", "shape": [1], "dtype": "float32"}])
     bad = SimpleNamespace(mm=region.mm, capacity=16)
     entries = Region().entries({"w": torch.zeros(64)})
     with pytest.raises(Fail, match="outside"):
