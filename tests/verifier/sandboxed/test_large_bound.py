@@ -64,3 +64,52 @@ def test_levels_narrow_the_range_and_keep_the_draw():
     other = ~big0 & (drawn[0] != drawn[3])
     assert bool(((drawn[0][other] * 2) % 2 == 1).all()) and bool(((drawn[3][other] * 2) % 2 == 1).all())
     assert int(other.sum()) < int((~big0).sum()) // 100
+
+
+def test_rounding_variants_move_each_element_by_a_few_units_and_nothing_else():
+    from evokernel.verifier.sandboxed.large_bound import JITTER, jittered
+
+    x = torch.randn(32, 64)
+    x[0, :4] = torch.tensor([0.0, -0.0, float("inf"), float("nan")])
+    h = torch.randn(8, 8).half()
+    idx = torch.arange(10)
+    state = torch.get_rng_state()
+    a, b = jittered([x, h, idx, 3.5], 1), jittered([x, h, idx, 3.5], 2)
+    assert torch.equal(torch.get_rng_state(), state)  # torch's stream untouched: the trial's draw stays the same
+    assert a[2] is idx and a[3] == 3.5 and a[0].dtype == x.dtype and a[1].dtype == torch.float16
+    assert torch.equal(a[0][0, :3], x[0, :3]) and torch.signbit(a[0][0, 1]) and torch.isnan(a[0][0, 3])
+    finite = torch.isfinite(x)
+    rel = ((a[0] - x).abs() / x.abs().clamp_min(1e-30))[finite]
+    assert float(rel.max()) <= (JITTER + 1) * torch.finfo(torch.float32).eps
+    assert float((a[0] != x)[finite].float().mean()) > 0.5  # most elements get a new rounding
+    assert not torch.equal(a[0][finite], b[0][finite])  # and each variant another one
+    assert torch.equal(jittered([x], 1)[0][finite], a[0][finite])  # deterministic per variant
+
+
+def test_the_accumulation_forward_moves_contractions_and_sums_as_far_as_a_sequential_float32_sum():
+    from evokernel.verifier.sandboxed.large_bound import Accumulation
+
+    eps = torch.finfo(torch.float32).eps / 2
+    g = torch.Generator().manual_seed(5)
+    lin = torch.nn.Linear(256, 64).double()
+    x = torch.randn(8, 256, dtype=torch.float64, generator=g)
+    x[0, 3] = 1e3  # a planted large value: row 0's products are ~1e3 times the others
+    img, w = torch.randn(2, 3, 9, 9, dtype=torch.float64, generator=g), torch.randn(5, 3, 3, 3, dtype=torch.float64)
+    with torch.no_grad():
+        clean = [lin(x), torch.nn.functional.conv2d(img, w), x.sum(-1), torch.relu(x), torch.softmax(x, -1)]
+        with Accumulation():
+            moved = [lin(x), torch.nn.functional.conv2d(img, w), x.sum(-1), torch.relu(x), torch.softmax(x, -1)]
+    with torch.no_grad():
+        bounds = [(x.abs() @ lin.weight.abs().T) * 256 ** 0.5 * eps,
+                  torch.nn.functional.conv2d(img.abs(), w.abs()) * 27 ** 0.5 * eps,
+                  x.abs().sum(-1) * 256 ** 0.5 * eps]
+    for c, m, bound in zip(clean, moved, bounds):
+        d = (m - c).abs()
+        assert bool((d <= bound * (1 + 1e-9)).all()) and float(d.max()) > 0.1 * float(bound.max())
+    row0, rest = (moved[0] - clean[0])[0].abs().max(), (moved[0] - clean[0])[1:].abs().max()
+    assert row0 > 4 * rest  # the row holding the large value moves with it
+    assert torch.equal(moved[3], clean[3]) and torch.equal(moved[4], clean[4])  # elementwise and softmax: as they are
+    with torch.no_grad(), Accumulation():
+        y32 = lin.float()(x.float())
+    with torch.no_grad():
+        assert torch.equal(y32, lin(x.float()))  # float32 forwards are not the probe's: untouched
