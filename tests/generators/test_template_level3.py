@@ -143,6 +143,50 @@ def test_a_tracked_norm_a_helper_class_owns_is_refused_with_its_reason(tmp_path)
         TemplateGenerator().generate(GenerationRequest(task=task, stage="draft", seed=1))
 
 
+def test_tracked_norms_in_nested_sequentials_keep_the_references_paths(tmp_path, verifier):
+    """Training-mode BatchNorms inside nested nn.Sequential blocks built by a helper function (level 3's 19
+    MobileNetV1 in kind): ModelNew registers them at the reference's paths (``features.1.1``) as nested
+    nn.ModuleList (nn.Identity() where an index holds no tensors; a trailing ReLU needs no place), its kernel updates their running statistics, and the model-state
+    rule pairs them by name. Built flat (``features_1_1``) the same kernel is refused: the state must pair."""
+    p = tmp_path / "nested.py"
+    p.write_text(textwrap.dedent('''
+        import torch
+        import torch.nn as nn
+
+        def block(c, out):
+            return nn.Sequential(nn.Conv2d(c, out, 3, padding=1, bias=False), nn.BatchNorm2d(out), nn.ReLU())
+
+        class Model(nn.Module):
+            def __init__(self, c=3, n=6):
+                super().__init__()
+                self.features = nn.Sequential(block(c, 8), block(8, 8), nn.ReLU(), nn.Sequential(block(8, 4)))
+                self.fc = nn.Linear(4, n)
+
+            def forward(self, x):
+                return self.fc(self.features(x).mean(dim=(2, 3)))
+
+        def get_inputs():
+            return [torch.randn(4, 3, 8, 8)]
+
+        def get_init_inputs():
+            return [3, 6]
+        '''))
+    task = load_task(p)
+    g = TemplateGenerator().generate(GenerationRequest(task=task, stage="draft", seed=1))
+    assert ("self.features = nn.ModuleList([nn.ModuleList([features_0_0, features_0_1]), "
+            "nn.ModuleList([features_1_0, features_1_1]), nn.Identity(), "
+            "nn.ModuleList([nn.ModuleList([features_3_0_0, features_3_0_1])])])") in g.source
+    assert "self.features[3][0][1].running_var" in g.source and "self.fc = nn.Linear(" in g.source
+    v = verifier.verify(task, g.source)
+    assert v.feasible, v.feedback[:600]
+    init = g.source.split("class ModelNew")[1].split("def forward")[0]
+    flat = g.source.replace(init, init.replace("        self.features = ", "        self.layers = "))
+    flat = flat.replace("self.features[", "self.layers[")
+    v = verifier.verify(task, flat)
+    assert not v.feasible and "features.0.1.running_mean" in v.feedback and "no parameter or buffer of that name" \
+        in v.feedback, v.feedback[:600]
+
+
 def test_an_nn_init_loop_after_construction_is_replayed(tmp_path, verifier):
     """A re-initialisation after construction (an ``nn.init`` loop over the modules, level3 20 MobileNetV2) is
     replayed on the flat layers, in the order the task's code made the calls; the layers' own initialisation

@@ -310,7 +310,8 @@ def unroll_init(model_cls: type, init_args: list[Any], seed: int = 0) -> Unrolle
             raise AnalysisError(f"the training-mode {type(m).__name__} at {path} updates its running statistics, which "
                                 "the verifier compares by name after each call; a candidate's glue cannot register a "
                                 "layer under that path (a task class's named child), and a flat layer has another name")
-    taken: set[str] = set(nested) | set(_signature_names(model_cls)) | {"self", "torch", "nn", "math", "lib"}
+    taken: set[str] = set(nested)  # ModelNew's attributes
+    taken_local = set(_signature_names(model_cls)) | {"self", "torch", "nn", "math", "lib"}  # __init__'s locals
     path_map: dict[str, str] = {}
     lines = [f"def __init__({_signature(model_cls)}):", "    super().__init__()"]
     owner: dict[int, str] = {}  # id of a layer's tensor -> ModelNew expression
@@ -320,7 +321,7 @@ def unroll_init(model_cls: type, init_args: list[Any], seed: int = 0) -> Unrolle
         while pending and pending[0].after <= k:  # the task's nn.init calls made before this layer was created
             lines.append("    " + _init_call_line(pending.pop(0), owner))
         if path.split(".")[0] in nested:  # built here (creation order), registered under its own path below
-            name = local[path] = _attr_name(path, taken)
+            name = local[path] = _attr_name(path, taken_local)
             path_map[path] = path
             lines.append(f"    {name} = {layer_call(m)}")
             expr = name
