@@ -11,9 +11,9 @@ timing's rounds, the parent compares the two models' state -- the tensors ``name
 
 * A tensor of Model that its calls changed since it was built (the reference worker compares every one with its
   value as built, bit for bit: its own arithmetic, so trusted) must exist in ModelNew under the same name and shape,
-  and hold the value Model holds after the same calls: floating values within the output tolerance of the coarser of
-  the two dtypes (`correctness.compare`: elementwise, norm-wise, NaN/Inf position by position), integers and bools
-  exactly. A ModelNew without it, or with another shape, is refused: ``load_state_dict`` of a Model checkpoint and
+  and hold the value Model holds after the same calls: floating values, in the coarser of the two dtypes, within
+  `STATE_TOL` x (1 + |expected|) elementwise with NaN/Inf position by position (`_state_compare`; no norm-wise rule:
+  a statistic that is ~0 is rounding noise on both sides), integers and bools exactly. A ModelNew without it, or with another shape, is refused: ``load_state_dict`` of a Model checkpoint and
   ``state_dict()`` after training go by name.
 * Every other tensor of ModelNew -- whether Model has the name or not -- must hold after the calls, bit for bit, what
   it held right after construction (the parent keeps a copy, taken by a ``state`` request right after ``init``).
@@ -40,6 +40,7 @@ from evokernel.verifier.trusted.failures import Fail
 
 # a candidate's parameters and buffers may take this many times the reference's (plus SLACK_BYTES) in its region
 STATE_FACTOR, SLACK_BYTES = 4, 64 << 20
+STATE_TOL = 1e-3  # a floating state tensor: elementwise within this x (1 + |expected|) (or the configured tol if lower)
 RULE = ("a forward must change the model's parameters and buffers exactly as Model's forward does (state_dict() "
         "after a call must hold what Model's holds): keep scratch data, counters and re-laid-out copies outside the "
         "registered parameters and buffers")
@@ -95,6 +96,27 @@ def _typed(handle: Any, e: Entry) -> torch.Tensor | None:
     for d in e.shape:
         n *= d
     return t.reshape(e.shape) if t.numel() == n else None
+
+
+def _state_compare(got: torch.Tensor, ref: torch.Tensor, tol: float, label: str) -> correctness.Comparison:
+    """A floating state tensor against the reference's: NaN and Inf position by position, every other element within
+    ``tol`` x (1 + |reference|). Elementwise only: a statistic whose exact value is ~0 (the running mean of a
+    BatchNorm fed by another norm's output: 3.5e-16 in float64 on KernelBench level-3 20) is rounding noise on both
+    sides (1e-8 and 3e-8 from float64), and a more accurate kernel's running variance (NetVLAD, 46) lands 1e-5 from
+    float32 PyTorch's; the output rules' norm-wise float32 bound refused both honest kernels."""
+    if got.shape != ref.shape:
+        return correctness.Comparison(False, f"{label}: shape {tuple(got.shape)}, expected {tuple(ref.shape)}")
+    g, r = got.double().reshape(-1), ref.double().reshape(-1)
+    fin = torch.isfinite(r)
+    same_nonfinite = torch.where(fin, torch.isfinite(g), (g == r) | (torch.isnan(g) & torch.isnan(r)))
+    err = torch.where(fin & torch.isfinite(g), (g - r).abs(), torch.zeros_like(r))
+    bad = ~same_nonfinite | (err > tol * (1.0 + r.abs()))
+    if not bool(bad.any()):
+        return correctness.Comparison(True)
+    i = int(bad.nonzero()[0])
+    return correctness.Comparison(False, f"{label}: {int(bad.sum())} of {r.numel()} elements differ by more than "
+                                  f"{tol:g} x (1 + |expected|); first at flat index {i}: expected {r[i].item():.6g}, "
+                                  f"got {g[i].item():.6g}", max_abs_err=float(err.max()))
 
 
 def _eps(dtype: torch.dtype) -> float:
@@ -198,9 +220,10 @@ class StateJudge:
         if got.is_floating_point() != ref_value.is_floating_point():
             raise Fail("correctness", f"{where}: it is {c.dtype}, Model's is {r.dtype}; {updates}, and ModelNew's "
                        "forward must update it the same way")
-        if ref_value.is_floating_point():  # judged in the coarser of the two dtypes, at its output tolerance
+        if ref_value.is_floating_point():  # judged in the coarser of the two dtypes, elementwise (`_state_compare`)
             coarse = ref_value.dtype if _eps(ref_value.dtype) >= _eps(got.dtype) else got.dtype
-            cmp = correctness.compare(got.to(coarse), ref_value.to(coarse), [], self.tol, f"{c.kind} {c.name}")
+            cmp = _state_compare(got.to(coarse), ref_value.to(coarse), max(min(self.tol, STATE_TOL), 4 * _eps(coarse)),
+                                 f"{c.kind} {c.name}")
         else:
             cmp = correctness.compare(got.to(torch.int64), ref_value.to(torch.int64), [], self.tol,
                                       f"{c.kind} {c.name}")

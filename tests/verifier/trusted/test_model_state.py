@@ -151,12 +151,28 @@ def test_a_change_past_the_trials_is_refused_after_the_timed_calls(cache_dir, li
     assert verdict.feedback.startswith("after the timed calls: forward changed ModelNew's parameter fc.bias")
 
 
-def test_running_variance_biased_within_the_elementwise_tolerance_is_refused(verifier, bn_task):
+def test_running_variance_biased_within_the_output_tolerance_is_refused(verifier, bn_task):
+    """0.3% high: within the outputs' elementwise 1e-2, beyond the state's 1e-3 x (1 + |expected|)."""
     v = verifier.verify(bn_task, batchnorm(var_factor="1.003"))
     assert v.failed_gate == "correctness", v.feedback
     assert v.feedback.startswith("trial 1: after forward, ModelNew's buffer bn.running_var is not what Model's "
-                                 "forward leaves in it: buffer bn.running_var: a float32 output must be float32-accurate: norm-wise within "
-                                 "0.0001"), v.feedback
+                                 "forward leaves in it: buffer bn.running_var: "), v.feedback
+    assert "differ by more than 0.001 x (1 + |expected|)" in v.feedback, v.feedback
+
+
+def test_state_compare_is_elementwise_with_nonfinite_positions_matched():
+    """A statistic whose exact value is ~0 is rounding noise on both sides (KernelBench level-3 20's running mean:
+    1e-8 and 3e-8 from float64): accepted; 0.2% off a value of 1, a NaN where the reference is finite, or -Inf for
+    +Inf: refused."""
+    from evokernel.verifier.trusted.model_state import _state_compare
+
+    ref = torch.tensor([1e-8, 1.0, float("inf"), float("nan")])
+    assert _state_compare(torch.tensor([2.9e-8, 1.0, float("inf"), float("nan")]), ref, 1e-3, "b").ok
+    assert _state_compare(torch.tensor([-3e-8, 1.0009, float("inf"), float("nan")]), ref, 1e-3, "b").ok
+    assert not _state_compare(torch.tensor([1e-8, 1.0025, float("inf"), float("nan")]), ref, 1e-3, "b").ok
+    assert not _state_compare(torch.tensor([float("nan"), 1.0, float("inf"), float("nan")]), ref, 1e-3, "b").ok
+    assert not _state_compare(torch.tensor([1e-8, 1.0, float("-inf"), float("nan")]), ref, 1e-3, "b").ok
+    assert not _state_compare(torch.tensor([1e-8, 1.0, float("inf"), 0.0]), ref, 1e-3, "b").ok
 
 
 def test_a_counter_counted_once_is_refused(verifier, bn_task):
