@@ -185,16 +185,23 @@ CALL_ARGS = List(Value(depth=10, items=4096, text=4096), 256)
 _TENSOR_DESC = Obj({"shape": List(Int(0, 2**62), 64), "dtype": Str(64)}, required=("shape", "dtype"))
 OP_RECORDS = List(Obj({"op": Str(512), "inputs": List(_TENSOR_DESC, 4096), "outputs": List(_TENSOR_DESC, 4096)},
                       required=("op", "inputs", "outputs")), 10_000)
+# the model's parameters and buffers after a call (worker._write_state; judged by trusted/model_state.py): the
+# tensor's place only where it was written (a reference writes only those its calls changed)
+STATE = List(Obj({"name": Str(1024), "kind": Str(16, choices=frozenset({"parameter", "buffer"})),
+                  "shape": List(Int(0, 2**40), MAX_DIMS), "dtype": Str(32), "changed": Bool(), "tensor": META},
+                 required=("name", "kind", "shape", "dtype")), 65536)
 _FAILED = {"ok": Bool(), "phase": Str(64, truncate=True), "error": Str(MAX_TEXT, truncate=True),
            "detail": Str(MAX_TEXT, truncate=True), "native_reports": REPORTS,
            # a failure the parent explains further (trials.py), named rather than matched in the error text
            "reason": Str(64, choices=frozenset({"output_too_large", "init_compute"}))}
 _OK_FIELDS: dict[str, dict[str, Spec]] = {
-    "load": {}, "init": {"init_args": INIT_ARGS, "widen_buffers": Bool()}, "ping": {}, "compile": {},
+    "load": {}, "init": {"init_args": INIT_ARGS, "widen_buffers": Bool(), "state_bytes": Int(0, 2**50)}, "ping": {},
+    "compile": {}, "state": {"state": STATE, "need": Int(0, 2**50)},
     # args: forward's call template when some arguments are not tensors (trial_inputs.encode_args)
     "make_inputs": {"inputs": List(META, 256), "need": Int(0, 2**50), "args": CALL_ARGS, "large_level": Int(0, 16)},
     "run": {"outputs": List(META, 256), "native_calls": Int(), "inner_s": Num(), "native_reports": REPORTS,
-            "ops": Map(Int(), 4096), "violations": Map(Int(), 4096), "inputs_after": List(META, 256)},
+            "ops": Map(Int(), 4096), "violations": Map(Int(), 4096), "inputs_after": List(META, 256),
+            "state": STATE},
     "record_ops": {"ops": OP_RECORDS},
     "bandwidth": {"seconds": List(Num(0.0), 64)},
     "truth": {"outputs": List(META, 256), "scale": Num()},
@@ -229,8 +236,9 @@ def check_reply(op: str, msg: dict[str, Any]) -> dict[str, Any]:
     if fields is None:
         raise ProtocolError(f"a reply to an unknown request {op!r}")
     reply = Obj({"ok": Bool(), **fields}, required=("ok", *_OK_REQUIRED.get(op, ()))).check(msg, f"reply to {op}")
-    if op == "make_inputs" and "inputs" not in reply and "need" not in reply:
-        raise ProtocolError("reply to make_inputs: neither inputs nor need")
+    if op in ("make_inputs", "state") and ("inputs" if op == "make_inputs" else "state") not in reply \
+            and "need" not in reply:
+        raise ProtocolError(f"reply to {op}: neither {'inputs' if op == 'make_inputs' else 'state'} nor need")
     return reply
 
 
