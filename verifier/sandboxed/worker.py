@@ -747,6 +747,9 @@ class Worker:
                         _short_traceback(exc, self.filename),
                         native_reports=reports) from None
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        # the output's structure, which the parent compares with the reference's (a 1-tuple is not a tensor)
+        structure = "tensor" if not isinstance(out, (tuple, list)) else \
+            f"{'list' if isinstance(out, list) else 'tuple'} of {len(outs)}"
         for o in outs:
             if type(o) is not torch.Tensor:  # noqa: E721 - subclasses and look-alikes are refused
                 raise _Fail("output", f"forward must return a plain torch.Tensor, got {type(o).__module__}."
@@ -758,7 +761,7 @@ class Worker:
         metas = self._write(outs, int(msg.get("out_offset", 0)))
         elapsed = time.perf_counter() - t0
         reply: dict[str, Any] = {"ok": True, "outputs": metas, "native_calls": native._native_calls - before_calls,
-                                 "inner_s": elapsed}
+                                 "inner_s": elapsed, "structure": structure}
         if self.ascend_lib is not None:
             reply["native_reports"] = self._native_reports()
         if recorder is not None:

@@ -37,6 +37,7 @@ class Reference:
         self.pool, self.task, self.handle = pool, task, handle
         self.input_bytes = 0
         self.output_bytes = 0
+        self.structure = ""  # the last forward's output structure (worker.run's "structure")
         self.eager_ops: dict[int | None, list[dict[str, Any]]] = {}  # recorded ATen ops of one forward, per case
         self.inputs_worker: WorkerHandle | None = None
         # the torch.compile baseline (`compile_baseline`): its worker, kept warm, or why compiling failed
@@ -135,6 +136,7 @@ class Reference:
             if reply.get("ok"):
                 metas = [TensorMeta.from_json(m, self.handle.capacity) for m in reply["outputs"]]
                 self.output_bytes = max(self.output_bytes, sum(align(m.nbytes) for m in metas))
+                self.structure = str(reply.get("structure", ""))  # "tensor", "tuple of N" or "list of N"
                 return metas, reply
             if "larger than the space" in str(reply.get("error")):
                 self.handle.ensure_capacity(self.handle.capacity * 4 + (1 << 20))

@@ -255,6 +255,12 @@ def geomean_timing(results: list[latency.Timing]) -> latency.Timing:
         kind=results[0].kind)
 
 
+def _structure_text(structure: Any) -> str:
+    """"tensor" / "tuple of N" / "list of N" (worker.run's reply) as feedback text."""
+    s = str(structure)[:40]
+    return "a tensor" if s == "tensor" else f"a {s} tensor(s)" if s[:5] in ("tuple", "list ") else repr(s)
+
+
 class WorkerJudge:
     """Judges one candidate in one sandboxed worker for the verifier ``v``."""
 
@@ -472,6 +478,11 @@ class WorkerJudge:
             raise Fail("runtime", f"{label}: malformed reply from the candidate worker: {exc}") from None
         if len(outs) != len(expected):
             raise Fail("correctness", f"{label}: forward returned {len(outs)} tensor(s), expected {len(expected)}")
+        structure = reply.get("structure")
+        if ref.structure and structure != ref.structure:  # a user's code depends on it: model(x).sum(), a, b = ...
+            raise Fail("correctness", f"{label}: forward returned {_structure_text(structure)}; the reference returns "
+                       f"{_structure_text(ref.structure)} (return the same structure: a tensor, or a tuple or list "
+                       "of as many tensors)")
         got = [regions.tensor(cand, m) for m in outs]
         if late_check:
             snapshot = [cand.read(m) for m in outs]

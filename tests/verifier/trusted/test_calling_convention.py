@@ -1,0 +1,92 @@
+"""The trials call both models as a user does (verifier/trusted/trials.py, sandboxed/worker.py): the candidate's
+output has the reference's structure, one trial runs both models in eval() mode, one passes the inputs by keyword
+with Model's names, and one passes one tensor for inputs of the same shape and dtype. Each rule is shown a kernel
+that beats a weaker form of it (red-team round 11: tests/verifier/attacks, prefix rt11_)."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from evokernel.tasks.load import load_task
+
+# an elementwise add in C++: every candidate below computes with it, only how forward is called or returns differs
+ADD = '''
+import torch
+import torch.nn as nn
+from evokernel.cpu import load_cpp
+
+lib = load_cpp(r"""
+#include <cstdint>
+extern "C" void add2(const float* a, const float* b, float* y, float* z, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) { y[i] = a[i] + b[i]; z[i] = a[i] - b[i]; }
+}
+""")
+'''
+
+PAIR_TASK = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    """Sum and difference, returned as a tuple."""
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, a, b):
+        return a + b, a - b
+
+def get_inputs():
+    return [torch.randn(8, 64), torch.randn(8, 64)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+CALL = """a, b = a.contiguous(), b.contiguous()
+    y, z = torch.empty_like(a), torch.empty_like(a)
+    lib.add2(a, b, y, z, a.numel())"""
+
+
+def _cand(forward: str) -> str:
+    """ModelNew with this forward (CALL in it is the native call that leaves a + b in y and a - b in z)."""
+    return ADD + "\n\nclass ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n\n" + \
+        textwrap.indent(textwrap.dedent(forward).replace("CALL", CALL), "    ")
+
+
+@pytest.fixture
+def make_task(tmp_path):
+    def make(name: str, source: str):
+        path = tmp_path / f"{name}.py"
+        path.write_text(textwrap.dedent(source))
+        return load_task(path)
+    return make
+
+
+# --- the output's structure ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("ret, ok", [
+    ("return y, z", True),
+    ("return (y, z)", True),
+    ("return [y, z]", False),  # a list for a tuple: as many tensors (a count-only rule passes it); `out + (w,)` fails
+    ("return y, z, y", False),
+    ("return ((y, z),)", False),  # nested
+])
+def test_the_output_has_the_references_structure(verifier, make_task, ret, ok):
+    task = make_task("pair", PAIR_TASK)
+    v = verifier.verify(task, _cand(f"def forward(self, a, b):\n    CALL\n    {ret}\n"))
+    assert v.feasible is ok, v.feedback
+    if not ok:  # a nested return is refused by the glue rules already
+        assert v.failed_gate in ("correctness", "hack"), v.feedback
+
+
+def test_a_tensor_in_a_one_tuple_is_not_a_tensor(verifier, suite_task):
+    """rt11_output_in_a_tuple: one tensor either way, so a rule counting tensors passes it; model(x).sum() fails."""
+    task = suite_task("cpu_l1/06_elementwise_add.py", batch_size=4, dim=256)
+    tuple_one = _cand("def forward(self, a, b):\n    CALL\n    return (y,)\n")
+    v = verifier.verify(task, tuple_one)
+    assert v.failed_gate == "correctness" and "a tuple of 1" in v.feedback and "a tensor" in v.feedback, v.feedback
+    honest = verifier.verify(task, tuple_one.replace("return (y,)", "return y"))
+    assert honest.feasible, honest.feedback
