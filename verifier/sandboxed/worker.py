@@ -84,6 +84,18 @@ def _perturbed(inputs: list[Any], perturb: Any, level: int) -> list[torch.Tensor
     return tensors
 
 
+def _eval_mode(model: torch.nn.Module) -> list[tuple[torch.nn.Module, bool]]:
+    """Put ``model`` in eval() mode (as a user's inference does) and return every module's training flag."""
+    modes = [(m, bool(m.training)) for m in torch.nn.Module.modules(model)]
+    torch.nn.Module.train(model, False)
+    return modes
+
+
+def _restore_modes(modes: list[tuple[torch.nn.Module, bool]]) -> None:
+    for m, training in modes:
+        m.training = training
+
+
 def _forget_pybind11_module(name: str) -> None:
     """Drop ``name`` from pybind11's module cache (``__pybind11_module_cache`` in the interpreter's state dict,
     which pybind11's Py_mod_create slot consults by module name before making a new module)."""
@@ -695,8 +707,13 @@ class Worker:
         inputs = [x.double() if x.is_floating_point() else x for x in self.inputs]
         scale = ScaleRecorder()
         scale.note(inputs)
-        with torch.no_grad(), scale:
-            out = self.model64(*self.forward_args(inputs))
+        modes = _eval_mode(self.model64) if msg.get("eval") is True else None
+        try:
+            with torch.no_grad(), scale:
+                out = self.model64(*self.forward_args(inputs))
+        finally:
+            if modes is not None:
+                _restore_modes(modes)
         outs = [o.double() if o.is_floating_point() else o for o in (out if isinstance(out, (list, tuple)) else [out])]
         return {"ok": True, "outputs": self._write(outs, int(msg.get("out_offset", 0))), "scale": scale.scale}
 
@@ -729,6 +746,7 @@ class Worker:
         before_calls = native._native_calls
         recorder = OpRecorder() if record else None
         args = self.forward_args(self.inputs)
+        modes = _eval_mode(self.model) if msg.get("eval") is True else None
         t0 = time.perf_counter()
         try:
             with torch.no_grad():
@@ -746,6 +764,9 @@ class Worker:
             raise _Fail("run", f"{type(exc).__name__}: {_without_arguments(str(exc))}",
                         _short_traceback(exc, self.filename),
                         native_reports=reports) from None
+        finally:
+            if modes is not None:
+                _restore_modes(modes)
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
         # the output's structure, which the parent compares with the reference's (a 1-tuple is not a tensor)
         structure = "tensor" if not isinstance(out, (tuple, list)) else \

@@ -37,6 +37,8 @@ class Reference:
         self.pool, self.task, self.handle = pool, task, handle
         self.input_bytes = 0
         self.output_bytes = 0
+        # how the current trial calls the models (trials.py, red-team round 11): "eval" (both in eval() mode)
+        self.convention: frozenset[str] = frozenset()
         self.structure = ""  # the last forward's output structure (worker.run's "structure")
         self.eager_ops: dict[int | None, list[dict[str, Any]]] = {}  # recorded ATen ops of one forward, per case
         self.inputs_worker: WorkerHandle | None = None
@@ -129,7 +131,8 @@ class Reference:
         """Forward on the last inputs; outputs land after the inputs in the region."""
         for _ in range(8):
             try:
-                reply = self.handle.call({"op": "run", "out_offset": self.input_bytes}, timeout)
+                reply = self.handle.call({"op": "run", "out_offset": self.input_bytes,
+                                          **({"eval": True} if "eval" in self.convention else {})}, timeout)
             except (WorkerDied, WorkerTimeout, ProtocolError) as exc:
                 self.handle.close()
                 raise TaskError(f"{self.task.path}: the reference crashed: {exc}") from None
@@ -154,7 +157,8 @@ class Reference:
 
         self.make_inputs(seed, perturb)
         self.handle.ensure_capacity(self.input_bytes + 2 * max(self.output_bytes, 1 << 12) + (1 << 20))
-        reply = self.call({"op": "truth", "out_offset": self.input_bytes})
+        reply = self.call({"op": "truth", "out_offset": self.input_bytes,
+                           **({"eval": True} if "eval" in self.convention else {})})
         metas = [TensorMeta.from_json(m, self.handle.capacity) for m in reply["outputs"]]
         scale = max(0.0, float(reply.get("scale", 0.0)))
         return [Exact(regions.tensor(self.handle, m), scale) for m in metas]

@@ -255,6 +255,27 @@ def geomean_timing(results: list[latency.Timing]) -> latency.Timing:
         kind=results[0].kind)
 
 
+# how one plain trial each calls both models, as a user does (red-team round 11; docs/verifier.md "The model is
+# called as a user calls it"): in eval() mode.
+# The first plain trials get them in this order (with fewer plain trials, the last gets the rest).
+CONVENTIONS = ("eval",)
+CONVENTION_LABELS = {"eval": "eval mode",}
+CONVENTION_NOTES = {
+    "eval": "both models ran in eval() mode (model.eval(), as a user's inference runs them: a norm uses its "
+            "running statistics, a dropout is the identity)",
+}
+
+
+def trial_conventions(plan: list[tuple[str, str, int]]) -> dict[int, frozenset[str]]:
+    """Which plain ("none") trials of ``plan`` call the models in which of `CONVENTIONS`."""
+    plain = [i for i, (_, perturb, _) in enumerate(plan) if perturb == "none"]
+    out: dict[int, set[str]] = {}
+    for j, c in enumerate(CONVENTIONS):
+        if plain:
+            out.setdefault(plain[min(j, len(plain) - 1)], set()).add(c)
+    return {i: frozenset(cs) for i, cs in out.items()}
+
+
 def _structure_text(structure: Any) -> str:
     """"tensor" / "tuple of N" / "list of N" (worker.run's reply) as feedback text."""
     s = str(structure)[:40]
@@ -318,8 +339,10 @@ class WorkerJudge:
             if k is not None:
                 plan = [(f"{case_label(self.task, k)}: {label}", p, s) for label, p, s in plan]
                 record["case"] = k
+            conventions = trial_conventions(plan) if k in (None, 0) else {}
             for i, (label, perturb, seed) in enumerate(plan):
-                self.run_trial(label, perturb, seed, i == 0 and k in (None, 0), ref_s, record)
+                self.run_trial(label, perturb, seed, i == 0 and k in (None, 0), ref_s, record,
+                               conventions.get(i, frozenset()))
             per_case[k] = (self.reports[first_report:], self.io_bytes)
         self.ref.case = cases[0]
         self.io_bytes = per_case[cases[0]][1]
@@ -401,8 +424,24 @@ class WorkerJudge:
                        f"{reply.get('detail', '')}".strip())
 
     def run_trial(self, label: str, perturb: str, seed: int, first: bool, ref_s: list[float],
-                  record: dict[str, Any]) -> None:
-        """One correctness trial (a non-finite reference is drawn again, then judged masked: `reference_trial`)."""
+                  record: dict[str, Any], convention: frozenset[str] = frozenset()) -> None:
+        """One correctness trial (a non-finite reference is drawn again, then judged masked: `reference_trial`),
+        calling both models in the ``convention`` given (`CONVENTIONS`)."""
+        if convention:
+            label += " (" + ", ".join(CONVENTION_LABELS[c] for c in CONVENTIONS if c in convention) + ")"
+        self.ref.convention = convention
+        try:
+            self._run_trial(label, perturb, seed, first, ref_s, record)
+        except Fail as f:
+            used = [c for c in CONVENTIONS if c in convention]
+            if f.gate == "correctness" and used:
+                f.feedback = f"{f.feedback}\nIn this trial " + "; ".join(CONVENTION_NOTES[c] for c in used) + "."
+            raise
+        finally:
+            self.ref.convention = frozenset()
+
+    def _run_trial(self, label: str, perturb: str, seed: int, first: bool, ref_s: list[float],
+                   record: dict[str, Any]) -> None:
         seed, in_metas, out_metas, seconds, note = reference_trial(self.ref, self.rng, seed, perturb)
         ref_s.append(seconds)
         if note is not None:
@@ -440,9 +479,11 @@ class WorkerJudge:
         regions.copy_prefix(ref.handle, cand, out_offset,
                             out_offset * 2 + 4 * max(ref.output_bytes, 1 << 12) + (1 << 20))
         metas_json = [m.to_json() for m in in_metas]
-        reply = v._cand_call(cand, ref.run_msg({"op": "run", "inputs": metas_json, "record": True,
-                                                "return_inputs": True, "out_offset": out_offset}),
-                             timeout, f"forward ({label})")
+        msg: dict[str, Any] = {"op": "run", "inputs": metas_json, "record": True, "return_inputs": True,
+                               "out_offset": out_offset}
+        if "eval" in ref.convention:
+            msg["eval"] = True
+        reply = v._cand_call(cand, ref.run_msg(msg), timeout, f"forward ({label})")
         reports = reply.get("native_reports")
         if isinstance(reports, list):
             try:  # the worker sends repeated blocks once (backends/ascend_sim/report_size.py)

@@ -90,3 +90,45 @@ def test_a_tensor_in_a_one_tuple_is_not_a_tensor(verifier, suite_task):
     assert v.failed_gate == "correctness" and "a tuple of 1" in v.feedback and "a tensor" in v.feedback, v.feedback
     honest = verifier.verify(task, tuple_one.replace("return (y,)", "return y"))
     assert honest.feasible, honest.feedback
+
+
+# --- one trial in eval() mode ----------------------------------------------------------------------------
+
+def _corpus(path: str) -> str:
+    from pathlib import Path
+
+    return (Path(__file__).resolve().parents[1] / "attacks" / path).read_text()
+
+
+def test_one_trial_runs_both_models_in_eval_mode(verifier):
+    """rt11_bn_eval_mode_ignored: a BatchNorm1d normalising with the batch's statistics in eval mode too."""
+    task = load_task(Path_attacks("tasks/rt11_batchnorm1d.py"))
+    twin = _corpus("twins/rt11_bn_eval_mode_ignored_plain.py")
+    v = verifier.verify(task, twin.replace("EVAL_IGNORED = False", "EVAL_IGNORED = True"))
+    assert v.failed_gate == "correctness" and "eval mode" in v.feedback, v.feedback
+    honest = verifier.verify(task, twin)
+    assert honest.feasible, honest.feedback
+
+
+def test_eval_mode_is_run_for_every_model_not_only_where_the_reference_has_a_norm(verifier, suite_task):
+    """A weaker rule -- eval mode only where the reference's answer depends on it (a norm, a dropout) -- passes a
+    ReLU task's kernel that answers its input unchanged once model.eval() is called."""
+    task = suite_task("cpu_l1/06_elementwise_add.py", batch_size=4, dim=256)
+    v = verifier.verify(task, _cand("def forward(self, a, b):\n    CALL\n    if self.training:\n        return y\n"
+                                    "    return z\n"))
+    assert v.failed_gate == "correctness" and "eval mode" in v.feedback, v.feedback
+
+
+def test_the_models_are_back_in_training_mode_after_the_eval_trial(verifier, make_task):
+    """Both models return to training mode: a BatchNorm task's later trials still judge the batch statistics."""
+    task = load_task(Path_attacks("tasks/rt11_batchnorm1d.py"))
+    only_eval = _corpus("twins/rt11_bn_eval_mode_ignored_plain.py").replace(
+        "if self.training or EVAL_IGNORED:", "if False:")
+    v = verifier.verify(task, only_eval)  # the running statistics always: right in eval mode only
+    assert v.failed_gate == "correctness" and "eval mode" not in v.feedback.splitlines()[0], v.feedback
+
+
+def Path_attacks(rel: str):
+    from pathlib import Path
+
+    return Path(__file__).resolve().parents[1] / "attacks" / rel
