@@ -194,7 +194,7 @@ _OK_FIELDS: dict[str, dict[str, Spec]] = {
     "make_inputs": {"inputs": List(META, 256), "need": Int(0, 2**50), "args": CALL_ARGS, "large_level": Int(0, 16)},
     "run": {"outputs": List(META, 256), "native_calls": Int(), "inner_s": Num(), "native_reports": REPORTS,
             "ops": Map(Int(), 4096), "violations": Map(Int(), 4096), "inputs_after": List(META, 256),
-            "structure": Str(32, truncate=True)},  # "tensor", "tuple of N", "list of N" (trials.py compares it)
+            "structure": Str(32, truncate=True), "by_keyword": Bool()},  # "tensor", "tuple of N", "list of N" (trials.py compares it)
     "record_ops": {"ops": OP_RECORDS},
     "bandwidth": {"seconds": List(Num(0.0), 64)},
     "truth": {"outputs": List(META, 256), "scale": Num()},

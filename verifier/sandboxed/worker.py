@@ -682,6 +682,34 @@ class Worker:
                 return shifted
         return tensors
 
+    @staticmethod
+    def _keyword_call(args: list[Any], spec: Any) -> tuple[list[Any], dict[str, Any]] | None:
+        """(positional, keyword) arguments calling forward with Model.forward's parameter names, ``spec`` =
+        {"positional": how many of Model's parameters are positional-only, "names": the names of the next ones};
+        None where the call cannot name every argument after the positional-only ones."""
+        if not isinstance(spec, dict):
+            return None
+        p, names = spec.get("positional"), spec.get("names")
+        if type(p) is not int or not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            return None
+        rest = args[p:]
+        if p < 0 or not rest or len(rest) > len(names):
+            return None
+        return list(args[:p]), dict(zip(names, rest))
+
+    def _call(self, args: list[Any], keywords: tuple[list[Any], dict[str, Any]] | None) -> Any:
+        """forward, by Model's parameter names where ``keywords`` holds them: a forward that does not take them
+        raises TypeError and is called by position (a renamed parameter is no error; a wrong answer is)."""
+        self.by_keyword = False
+        if keywords is not None:
+            try:
+                out = self.model(*keywords[0], **keywords[1])
+                self.by_keyword = True
+                return out
+            except TypeError:
+                pass
+        return self.model(*args)
+
     def forward_args(self, tensors: list[Any]) -> list[Any]:
         """forward's arguments: the tensors, placed in the call template when there is one."""
         if self.call_args is None:
@@ -746,15 +774,16 @@ class Worker:
         before_calls = native._native_calls
         recorder = OpRecorder() if record else None
         args = self.forward_args(self.inputs)
+        keywords = self._keyword_call(args, msg.get("keywords")) if self.role == "candidate" else None
         modes = _eval_mode(self.model) if msg.get("eval") is True else None
         t0 = time.perf_counter()
         try:
             with torch.no_grad():
                 if recorder is not None:
                     with recorder:
-                        out = self.model(*args)
+                        out = self._call(args, keywords)
                 else:
-                    out = self.model(*args)
+                    out = self._call(args, keywords)
         except BaseException as exc:  # noqa: BLE001
             if isinstance(exc, MemoryError):
                 raise _Fail("run", "MemoryError: out of memory (the candidate exceeded its memory limit)") from None
@@ -783,6 +812,8 @@ class Worker:
         elapsed = time.perf_counter() - t0
         reply: dict[str, Any] = {"ok": True, "outputs": metas, "native_calls": native._native_calls - before_calls,
                                  "inner_s": elapsed, "structure": structure}
+        if msg.get("keywords") is not None and self.role == "candidate":
+            reply["by_keyword"] = self.by_keyword
         if self.ascend_lib is not None:
             reply["native_reports"] = self._native_reports()
         if recorder is not None:

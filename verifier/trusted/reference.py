@@ -37,7 +37,7 @@ class Reference:
         self.pool, self.task, self.handle = pool, task, handle
         self.input_bytes = 0
         self.output_bytes = 0
-        # how the current trial calls the models (trials.py, red-team round 11): "eval" (both in eval() mode)
+        # how the current trial calls the models (trials.py, red-team round 11): "eval" (both in eval() mode), "keywords"
         self.convention: frozenset[str] = frozenset()
         self.structure = ""  # the last forward's output structure (worker.run's "structure")
         self.eager_ops: dict[int | None, list[dict[str, Any]]] = {}  # recorded ATen ops of one forward, per case

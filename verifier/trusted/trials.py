@@ -22,6 +22,7 @@ special-cases the defaults gains no speed from it. ``details["trials"]`` says wh
 """
 from __future__ import annotations
 
+import ast
 import hashlib
 
 import random
@@ -256,13 +257,15 @@ def geomean_timing(results: list[latency.Timing]) -> latency.Timing:
 
 
 # how one plain trial each calls both models, as a user does (red-team round 11; docs/verifier.md "The model is
-# called as a user calls it"): in eval() mode.
+# called as a user calls it"): in eval() mode, by keyword with Model.forward's parameter names.
 # The first plain trials get them in this order (with fewer plain trials, the last gets the rest).
-CONVENTIONS = ("eval",)
-CONVENTION_LABELS = {"eval": "eval mode",}
+CONVENTIONS = ("eval", "keywords")
+CONVENTION_LABELS = {"eval": "eval mode", "keywords": "inputs by keyword"}
 CONVENTION_NOTES = {
     "eval": "both models ran in eval() mode (model.eval(), as a user's inference runs them: a norm uses its "
             "running statistics, a dropout is the identity)",
+    "keywords": "the inputs were passed by keyword with Model.forward's parameter names, model(name=tensor, ...), as "
+                "a user may call it (a forward that does not take those names is called by position)",
 }
 
 
@@ -274,6 +277,25 @@ def trial_conventions(plan: list[tuple[str, str, int]]) -> dict[int, frozenset[s
         if plain:
             out.setdefault(plain[min(j, len(plain) - 1)], set()).add(c)
     return {i: frozenset(cs) for i, cs in out.items()}
+
+
+def keyword_spec(source: str) -> dict[str, Any] | None:
+    """{"positional": Model.forward's positional-only parameters (after self), "names": the positional-or-keyword
+    ones after them, up to a *args}, read from the task's (trusted) source; None where Model.forward is not a plain
+    `def` of class Model or takes no keyword-callable parameter."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == "Model":
+            for f in node.body:
+                if isinstance(f, ast.FunctionDef) and f.name == "forward":
+                    params = [a.arg for a in f.args.posonlyargs + f.args.args][1:]
+                    positional = max(0, len(f.args.posonlyargs) - 1)
+                    names = params[positional:]
+                    return {"positional": positional, "names": names} if names else None
+    return None
 
 
 def _structure_text(structure: Any) -> str:
@@ -427,6 +449,8 @@ class WorkerJudge:
                   record: dict[str, Any], convention: frozenset[str] = frozenset()) -> None:
         """One correctness trial (a non-finite reference is drawn again, then judged masked: `reference_trial`),
         calling both models in the ``convention`` given (`CONVENTIONS`)."""
+        if "keywords" in convention and keyword_spec(self.task.source) is None:
+            convention = convention - {"keywords"}
         if convention:
             label += " (" + ", ".join(CONVENTION_LABELS[c] for c in CONVENTIONS if c in convention) + ")"
         self.ref.convention = convention
@@ -483,6 +507,8 @@ class WorkerJudge:
                                "out_offset": out_offset}
         if "eval" in ref.convention:
             msg["eval"] = True
+        if "keywords" in ref.convention:
+            msg["keywords"] = keyword_spec(self.task.source)
         reply = v._cand_call(cand, ref.run_msg(msg), timeout, f"forward ({label})")
         reports = reply.get("native_reports")
         if isinstance(reports, list):

@@ -132,3 +132,42 @@ def Path_attacks(rel: str):
     from pathlib import Path
 
     return Path(__file__).resolve().parents[1] / "attacks" / rel
+
+
+# --- one trial by keyword --------------------------------------------------------------------------------
+
+SWAP_ON_KEYWORDS = """def forward(self, x=None, y=None, *, a=None, b=None):
+    if a is not None:
+        x, y = b, a
+    a, b = x, y
+    CALL
+    return y
+"""
+
+
+@pytest.mark.parametrize("forward, ok", [
+    ("def forward(self, a, b):\n    CALL\n    return z\n", True),
+    ("def forward(self, A, B):\n    a, b = A, B\n    CALL\n    return z\n", True),  # renamed: called by position
+    # the names swapped (rt11_keyword_args_swapped): model(A, B) is right, model(a=A, b=B) gets B - A
+    ("def forward(self, b, a):\n    a, b = b, a\n    CALL\n    return z\n", False),
+    # Model's names only as keyword-only parameters: a rule comparing the positions of shared positional
+    # parameters (a static rule on the signature) passes it; the keyword call swaps them
+    (SWAP_ON_KEYWORDS.replace("return y", "return z"), False),
+])
+def test_one_trial_passes_the_inputs_by_keyword(verifier, make_task, forward, ok):
+    task = make_task("diff", PAIR_TASK.replace("return a + b, a - b", "return a - b").replace(
+        "Sum and difference, returned as a tuple.", "The difference."))
+    v = verifier.verify(task, _cand(forward))
+    assert v.feasible is ok, v.feedback
+    if not ok:
+        assert v.failed_gate == "correctness" and "by keyword" in v.feedback, v.feedback
+
+
+def test_keyword_spec_reads_model_forward():
+    from evokernel.verifier.trusted.trials import keyword_spec
+
+    assert keyword_spec("class Model:\n    def forward(self, a, b): pass\n") == {"positional": 0, "names": ["a", "b"]}
+    assert keyword_spec("class Model:\n    def forward(self, a, /, b, *rest): pass\n") == {"positional": 1,
+                                                                                         "names": ["b"]}
+    assert keyword_spec("class Model:\n    def forward(self, *xs): pass\n") is None
+    assert keyword_spec("class Other:\n    def forward(self, a): pass\n") is None
