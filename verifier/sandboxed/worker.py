@@ -486,6 +486,9 @@ class Worker:
             tensors = self._keep_ties(tensors, template)
         if name in OFFSET_IN and self.model is not None and isinstance(resolve, dict):
             tensors = self._keep_offsets(tensors, template, resolve)
+        aliases = None
+        if msg.get("alias") is True and self.model is not None:  # one tensor for inputs of one shape and dtype
+            aliases, tensors = self._aliased(tensors, template)
         need = sum(align(t.numel() * t.element_size()) for t in tensors)
         if need > self.capacity:
             return {"ok": True, "need": need}
@@ -497,7 +500,24 @@ class Worker:
             reply["args"] = template
         if probed:
             reply["large_level"] = level
+        if aliases is not None:
+            reply["aliases"] = aliases
         return reply
+
+    def _aliased(self, tensors: list[torch.Tensor], template: list[Any] | None
+                 ) -> tuple[list[int] | None, list[torch.Tensor]]:
+        """(for each input the index of the first input of its shape and dtype, the inputs with each later one
+        replaced by that first tensor -- the same object, as a user's ``model(x, x)`` passes it), kept only where
+        two or more inputs share a shape and dtype and the reference accepts them (no error, finite outputs);
+        else (None, the inputs as drawn)."""
+        first: dict[tuple[Any, ...], int] = {}
+        aliases = [first.setdefault((t.dtype, tuple(t.shape)), i) for i, t in enumerate(tensors)]
+        if aliases == list(range(len(tensors))):
+            return None, tensors
+        same = [tensors[a] for a in aliases]
+        if not self._accepted(same, template):
+            return None, tensors
+        return aliases, same
 
     def _resolved_level(self, inputs: list[Any], perturb: Any, tensors: list[torch.Tensor], template: list[Any] | None,
                         resolve: dict[str, Any], state: torch.Tensor) -> int:
@@ -768,7 +788,10 @@ class Worker:
         assert self.model is not None
         if "inputs" in msg:
             metas = [TensorMeta.from_json(m, self.capacity) for m in msg["inputs"]]
-            self.inputs, self.inputs_are_views = [self._view(m) for m in metas], True
+            views: dict[tuple[Any, ...], torch.Tensor] = {}  # one tensor for equal descriptions (aliased inputs)
+            self.inputs = [views[k] if k in views else views.setdefault(k, self._view(m))
+                           for m in metas for k in [(m.dtype, tuple(m.shape), m.offset, m.nbytes)]]
+            self.inputs_are_views = True
             self.call_args = msg.get("args")  # None: every argument is a tensor
         record = bool(msg.get("record"))
         before_calls = native._native_calls

@@ -37,8 +37,10 @@ class Reference:
         self.pool, self.task, self.handle = pool, task, handle
         self.input_bytes = 0
         self.output_bytes = 0
-        # how the current trial calls the models (trials.py, red-team round 11): "eval" (both in eval() mode), "keywords"
+        # how the current trial calls the models (trials.py, red-team round 11): "eval" (both in eval() mode),
+        # "alias" (one tensor for inputs of one shape and dtype, where the reference accepts it), "keywords"
         self.convention: frozenset[str] = frozenset()
+        self.aliases: list[int] | None = None  # the last inputs': per input, the first input it is one tensor with
         self.structure = ""  # the last forward's output structure (worker.run's "structure")
         self.eager_ops: dict[int | None, list[dict[str, Any]]] = {}  # recorded ATen ops of one forward, per case
         self.inputs_worker: WorkerHandle | None = None
@@ -101,11 +103,18 @@ class Reference:
                 msg["large_level"] = self.large_levels[perturb]
         elif perturb in OFFSET_IN and handle is self.handle and self.resolve:  # offsets kept where resolved
             msg["resolve"] = self.resolve
+        if "alias" in self.convention and handle is self.handle:
+            msg["alias"] = True
         for _ in range(8):
             reply = self.call(msg, handle=handle)
             if "need" in reply:
                 handle.ensure_capacity(int(reply["need"]) * 2 + (1 << 20))
                 continue
+            aliases = reply.get("aliases") if handle is self.handle else None
+            n = len(reply.get("inputs") or [])
+            # per input the index of an earlier (or the same) input that is a first of its kind
+            self.aliases = aliases if isinstance(aliases, list) and len(aliases) == n and all(
+                type(a) is int and 0 <= a <= i and aliases[a] == a for i, a in enumerate(aliases)) else None
             self.last_large_level = int(reply.get("large_level", 0))
             if self.last_large_level:
                 self.large_levels[perturb] = max(self.large_levels.get(perturb, 0), self.last_large_level)

@@ -257,15 +257,18 @@ def geomean_timing(results: list[latency.Timing]) -> latency.Timing:
 
 
 # how one plain trial each calls both models, as a user does (red-team round 11; docs/verifier.md "The model is
-# called as a user calls it"): in eval() mode, by keyword with Model.forward's parameter names.
-# The first plain trials get them in this order (with fewer plain trials, the last gets the rest).
-CONVENTIONS = ("eval", "keywords")
-CONVENTION_LABELS = {"eval": "eval mode", "keywords": "inputs by keyword"}
+# called as a user calls it"): in eval() mode, by keyword with Model.forward's parameter names, one tensor for inputs
+# of one shape and dtype. The first plain trials get them in this order (with fewer plain trials, the last gets
+# the rest).
+CONVENTIONS = ("eval", "keywords", "alias")
+CONVENTION_LABELS = {"eval": "eval mode", "keywords": "inputs by keyword", "alias": "one tensor for equal inputs"}
 CONVENTION_NOTES = {
     "eval": "both models ran in eval() mode (model.eval(), as a user's inference runs them: a norm uses its "
             "running statistics, a dropout is the identity)",
     "keywords": "the inputs were passed by keyword with Model.forward's parameter names, model(name=tensor, ...), as "
                 "a user may call it (a forward that does not take those names is called by position)",
+    "alias": "inputs of the same shape and dtype were one tensor passed for each of them, model(x, x), as a user "
+             "may call it",
 }
 
 
@@ -457,7 +460,7 @@ class WorkerJudge:
         try:
             self._run_trial(label, perturb, seed, first, ref_s, record)
         except Fail as f:
-            used = [c for c in CONVENTIONS if c in convention]
+            used = [c for c in CONVENTIONS if c in convention and (c != "alias" or self.ref.aliases)]
             if f.gate == "correctness" and used:
                 f.feedback = f"{f.feedback}\nIn this trial " + "; ".join(CONVENTION_NOTES[c] for c in used) + "."
             raise
@@ -502,7 +505,8 @@ class WorkerJudge:
         out_offset = ref.input_bytes
         regions.copy_prefix(ref.handle, cand, out_offset,
                             out_offset * 2 + 4 * max(ref.output_bytes, 1 << 12) + (1 << 20))
-        metas_json = [m.to_json() for m in in_metas]
+        aliases = ref.aliases if "alias" in ref.convention and ref.aliases else list(range(len(in_metas)))
+        metas_json = [in_metas[a].to_json() for a in aliases]  # an aliased input: the first one's memory
         msg: dict[str, Any] = {"op": "run", "inputs": metas_json, "record": True, "return_inputs": True,
                                "out_offset": out_offset}
         if "eval" in ref.convention:

@@ -171,3 +171,28 @@ def test_keyword_spec_reads_model_forward():
                                                                                          "names": ["b"]}
     assert keyword_spec("class Model:\n    def forward(self, *xs): pass\n") is None
     assert keyword_spec("class Other:\n    def forward(self, a): pass\n") is None
+
+
+# --- one tensor for inputs of one shape and dtype ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("forward, ok", [
+    ("def forward(self, a, b):\n    CALL\n    return y\n", True),
+    # `a is b`: a rule passing two views of one memory (or equal copies) never makes this true
+    ("def forward(self, a, b):\n    CALL\n    if a is b:\n        return a.clone()\n    return y\n", False),
+])
+def test_one_trial_passes_one_tensor_for_equal_inputs(verifier, suite_task, forward, ok):
+    task = suite_task("cpu_l1/06_elementwise_add.py", batch_size=4, dim=256)
+    v = verifier.verify(task, _cand(forward))
+    assert v.feasible is ok, v.feedback
+    if not ok:
+        assert v.failed_gate in ("correctness", "hack") and "one tensor" in v.feedback, v.feedback
+
+
+def test_a_kernel_comparing_data_pointers_sees_one_tensor(verifier, suite_task):
+    """rt11_aliased_inputs_add: the native add tests whether its inputs share memory; equal copies (the special
+    trial's ties across inputs) never make the pointers equal."""
+    task = suite_task("cpu_l1/06_elementwise_add.py", batch_size=16, dim=4096)
+    v = verifier.verify(task, _corpus("c9_values/rt11_aliased_inputs_add.py"))
+    assert v.failed_gate == "correctness" and "one tensor" in v.feedback, v.feedback
+    assert verifier.verify(task, _corpus("twins/rt11_aliased_inputs_add_plain.py")).feasible
