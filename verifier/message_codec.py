@@ -198,10 +198,11 @@ _OK_FIELDS: dict[str, dict[str, Spec]] = {
     "load": {}, "init": {"init_args": INIT_ARGS, "widen_buffers": Bool(), "state_bytes": Int(0, 2**50)}, "ping": {},
     "compile": {}, "state": {"state": STATE, "need": Int(0, 2**50)},
     # args: forward's call template when some arguments are not tensors (trial_inputs.encode_args)
-    "make_inputs": {"inputs": List(META, 256), "need": Int(0, 2**50), "args": CALL_ARGS, "large_level": Int(0, 16)},
+    "make_inputs": {"inputs": List(META, 256), "need": Int(0, 2**50), "args": CALL_ARGS, "large_level": Int(0, 16),
+                    "aliases": List(Int(0, 255), 256)},  # per input, the first input it is one tensor with
     "run": {"outputs": List(META, 256), "native_calls": Int(), "inner_s": Num(), "native_reports": REPORTS,
             "ops": Map(Int(), 4096), "violations": Map(Int(), 4096), "inputs_after": List(META, 256),
-            "state": STATE},
+            "state": STATE, "structure": Str(32, truncate=True), "by_keyword": Bool()},  # structure: "tensor", "tuple of N", "list of N" (trials.py compares it)
     "record_ops": {"ops": OP_RECORDS},
     "bandwidth": {"seconds": List(Num(0.0), 64)},
     "truth": {"outputs": List(META, 256), "scale": Num()},

@@ -86,6 +86,7 @@ class KernelSpec:
     init_source: str  # ModelNew.__init__ (indented 4), from the reference's
     outputs: tuple[tuple[str, tuple[str, ...], str], ...]  # (name, shape glue expressions, torch dtype name)
     returns_tuple: bool = False
+    returns_list: bool = False  # the reference returns a list (its structure is compared: trials.py)
     entry: str = ENTRY
     sizes: dict[str, int] = field(default_factory=dict)  # size parameter -> its value at the task's sizes
 
@@ -122,7 +123,11 @@ class KernelSpec:
         call_args = [a.name if a.role in ("input", "param", "output") else a.glue for a in self.args]
         body.append(f"lib.{self.entry}({', '.join(call_args)})")
         names = [o[0] for o in self.outputs]
-        body.append("return " + (", ".join(names) if self.returns_tuple else names[0]))
+        if self.returns_list:
+            body.append("return [" + ", ".join(names) + "]")
+        else:  # a tuple of one is `y,` (the verifier compares the output's structure with the reference's)
+            body.append("return " + (", ".join(names) + ("," if len(names) == 1 else "") if self.returns_tuple
+                                     else names[0]))
         fwd = "\n".join("        " + ln for ln in body)
         return (f'"""Kernel-only candidate: the model wrote `{self.entry}`; the glue was generated from the task."""\n'
                 "import torch\nimport torch.nn as nn\n\nfrom evokernel.cpu import load_cpp\n\n"
@@ -333,7 +338,8 @@ def declare(task: Any) -> KernelSpec:
                     for a, (*_, t, _) in zip(args, tensors) if a.role == "output")
     spec = KernelSpec(task_key=task.key, args=tuple(args + size_args), forward_params=tuple(fwd),
                       init_source=_init(type(model)), outputs=outputs,
-                      returns_tuple=isinstance(result, (tuple, list)), sizes=values)
+                      returns_tuple=isinstance(result, (tuple, list)), returns_list=isinstance(result, list),
+                      sizes=values)
     _CACHE[task.key] = spec
     return spec
 

@@ -85,6 +85,18 @@ def _perturbed(inputs: list[Any], perturb: Any, level: int) -> list[torch.Tensor
     return tensors
 
 
+def _eval_mode(model: torch.nn.Module) -> list[tuple[torch.nn.Module, bool]]:
+    """Put ``model`` in eval() mode (as a user's inference does) and return every module's training flag."""
+    modes = [(m, bool(m.training)) for m in torch.nn.Module.modules(model)]
+    torch.nn.Module.train(model, False)
+    return modes
+
+
+def _restore_modes(modes: list[tuple[torch.nn.Module, bool]]) -> None:
+    for m, training in modes:
+        m.training = training
+
+
 def _forget_pybind11_module(name: str) -> None:
     """Drop ``name`` from pybind11's module cache (``__pybind11_module_cache`` in the interpreter's state dict,
     which pybind11's Py_mod_create slot consults by module name before making a new module)."""
@@ -522,6 +534,9 @@ class Worker:
             tensors = self._keep_offsets(tensors, template, resolve)
         if name in STRIDED_IN and self.model is not None and msg.get("strided", True) is not False:
             tensors = self._keep_strided(tensors, template, STRIDED_IN[name])
+        aliases = None
+        if msg.get("alias") is True and self.model is not None:  # one tensor for inputs of one shape and dtype
+            aliases, tensors = self._aliased(tensors, template)
         need = sum(align(self._input_nbytes(t)) for t in tensors)
         if need > self.capacity:
             return {"ok": True, "need": need}
@@ -533,7 +548,24 @@ class Worker:
             reply["args"] = template
         if probed:
             reply["large_level"] = level
+        if aliases is not None:
+            reply["aliases"] = aliases
         return reply
+
+    def _aliased(self, tensors: list[torch.Tensor], template: list[Any] | None
+                 ) -> tuple[list[int] | None, list[torch.Tensor]]:
+        """(for each input the index of the first input of its shape and dtype, the inputs with each later one
+        replaced by that first tensor -- the same object, as a user's ``model(x, x)`` passes it), kept only where
+        two or more inputs share a shape and dtype and the reference accepts them (no error, finite outputs);
+        else (None, the inputs as drawn)."""
+        first: dict[tuple[Any, ...], int] = {}
+        aliases = [first.setdefault((t.dtype, tuple(t.shape)), i) for i, t in enumerate(tensors)]
+        if aliases == list(range(len(tensors))):
+            return None, tensors
+        same = [tensors[a] for a in aliases]
+        if not self._accepted(same, template):
+            return None, tensors
+        return aliases, same
 
     def _resolved_level(self, inputs: list[Any], perturb: Any, tensors: list[torch.Tensor], template: list[Any] | None,
                         resolve: dict[str, Any], state: torch.Tensor) -> int:
@@ -749,6 +781,34 @@ class Worker:
         self.strided_kept[kind] = tuple(chosen) if kept is not None else ()
         return kept if kept is not None else tensors
 
+    @staticmethod
+    def _keyword_call(args: list[Any], spec: Any) -> tuple[list[Any], dict[str, Any]] | None:
+        """(positional, keyword) arguments calling forward with Model.forward's parameter names, ``spec`` =
+        {"positional": how many of Model's parameters are positional-only, "names": the names of the next ones};
+        None where the call cannot name every argument after the positional-only ones."""
+        if not isinstance(spec, dict):
+            return None
+        p, names = spec.get("positional"), spec.get("names")
+        if type(p) is not int or not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            return None
+        rest = args[p:]
+        if p < 0 or not rest or len(rest) > len(names):
+            return None
+        return list(args[:p]), dict(zip(names, rest))
+
+    def _call(self, args: list[Any], keywords: tuple[list[Any], dict[str, Any]] | None) -> Any:
+        """forward, by Model's parameter names where ``keywords`` holds them: a forward that does not take them
+        raises TypeError and is called by position (a renamed parameter is no error; a wrong answer is)."""
+        self.by_keyword = False
+        if keywords is not None:
+            try:
+                out = self.model(*keywords[0], **keywords[1])
+                self.by_keyword = True
+                return out
+            except TypeError:
+                pass
+        return self.model(*args)
+
     def forward_args(self, tensors: list[Any]) -> list[Any]:
         """forward's arguments: the tensors, placed in the call template when there is one."""
         if self.call_args is None:
@@ -774,8 +834,13 @@ class Worker:
         inputs = [x.double() if x.is_floating_point() else x for x in self.inputs]
         scale = ScaleRecorder()
         scale.note(inputs)
-        with torch.no_grad(), scale:
-            out = self.model64(*self.forward_args(inputs))
+        modes = _eval_mode(self.model64) if msg.get("eval") is True else None
+        try:
+            with torch.no_grad(), scale:
+                out = self.model64(*self.forward_args(inputs))
+        finally:
+            if modes is not None:
+                _restore_modes(modes)
         outs = [o.double() if o.is_floating_point() else o for o in (out if isinstance(out, (list, tuple)) else [out])]
         return {"ok": True, "outputs": self._write(outs, int(msg.get("out_offset", 0))), "scale": scale.scale}
 
@@ -802,7 +867,12 @@ class Worker:
         assert self.model is not None
         if "inputs" in msg:
             metas = [TensorMeta.from_json(m, self.capacity) for m in msg["inputs"]]
-            self.inputs, self.inputs_are_views = [self._view(m) for m in metas], True
+            views: dict[tuple[Any, ...], torch.Tensor] = {}  # one tensor for equal descriptions (aliased inputs)
+            self.inputs = [views[k] if k in views else views.setdefault(k, self._view(m))
+                           for m in metas for k in [(m.dtype, tuple(m.shape),
+                                                     None if m.strides is None else tuple(m.strides), m.offset,
+                                                     m.nbytes)]]
+            self.inputs_are_views = True
             self.input_metas = metas
             self.call_args = msg.get("args")  # None: every argument is a tensor
         record = bool(msg.get("record"))
@@ -814,14 +884,16 @@ class Worker:
         args = self.forward_args(self.inputs)
         if recorder is not None:  # making an input contiguous is glue (data_movement.py)
             recorder.movement.give(args)
+        keywords = self._keyword_call(args, msg.get("keywords")) if self.role == "candidate" else None
+        modes = _eval_mode(self.model) if msg.get("eval") is True else None
         t0 = time.perf_counter()
         try:
             with torch.no_grad():
                 if recorder is not None:
                     with recorder:
-                        out = self.model(*args)
+                        out = self._call(args, keywords)
                 else:
-                    out = self.model(*args)
+                    out = self._call(args, keywords)
         except BaseException as exc:  # noqa: BLE001
             if isinstance(exc, MemoryError):
                 raise _Fail("run", "MemoryError: out of memory (the candidate exceeded its memory limit)") from None
@@ -831,7 +903,13 @@ class Worker:
             raise _Fail("run", f"{type(exc).__name__}: {_without_arguments(str(exc))}",
                         _short_traceback(exc, self.filename),
                         native_reports=reports) from None
+        finally:
+            if modes is not None:
+                _restore_modes(modes)
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        # the output's structure, which the parent compares with the reference's (a 1-tuple is not a tensor)
+        structure = "tensor" if not isinstance(out, (tuple, list)) else \
+            f"{'list' if isinstance(out, list) else 'tuple'} of {len(outs)}"
         for o in outs:
             if type(o) is not torch.Tensor:  # noqa: E721 - subclasses and look-alikes are refused
                 raise _Fail("output", f"forward must return a plain torch.Tensor, got {type(o).__module__}."
@@ -843,7 +921,9 @@ class Worker:
         metas = self._write(outs, int(msg.get("out_offset", 0)))
         elapsed = time.perf_counter() - t0
         reply: dict[str, Any] = {"ok": True, "outputs": metas, "native_calls": native._native_calls - before_calls,
-                                 "inner_s": elapsed}
+                                 "inner_s": elapsed, "structure": structure}
+        if msg.get("keywords") is not None and self.role == "candidate":
+            reply["by_keyword"] = self.by_keyword
         if self.ascend_lib is not None:
             reply["native_reports"] = self._native_reports()
         if recorder is not None:

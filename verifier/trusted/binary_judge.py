@@ -38,7 +38,7 @@ from evokernel.verifier.trusted import native_allowlists as allow
 from evokernel.verifier.trusted.binary_facts import Facts
 from evokernel.verifier.trusted.findings import Finding
 
-JUDGE_VERSION = "binary-judge-3"  # 3: std::__ internals by a positive list (rt10)
+JUDGE_VERSION = "binary-judge-4"  # 3: std::__ internals by a positive list (rt10); 4: std:: facilities (rt11)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -279,6 +279,89 @@ _CXX_INTERNALS = re.compile(r"^(__throw_\w+|__once_call(able)?|__glibcxx_assert_
                             # and number formatting's locale helpers
                             r"__ostream_insert|__istream_extract|__numeric_limits_base::\w+|__num_base::\w+|"
                             r"__verify_grouping|__numpunct_cache|__ctype_abstract_base|__codecvt_abstract_base)$")
+# The C++ library by a positive list (rt11: std::locale("<name>") had glibc read the host's locale files behind a
+# deny-list of prefixes): the first name component after std:: (and the inline namespace __cxx11) is one of these
+# facilities -- exceptions and the runtime's support, strings and string streams (formatting to memory, with the
+# facets that formatting reads from the default locale), containers, algorithms, numerics, memory, utilities,
+# deterministic random engines and distributions, locks and atomics. Everything else is refused: files and streams
+# on files, std::locale but its default, copy and "C" locale (which string streams construct: no file is read),
+# named facets (*_byname), message catalogues, threads, clocks, random_device, the standard streams but cerr.
+_STD_FACILITIES = frozenset("""
+exception bad_alloc bad_array_new_length bad_cast bad_typeid bad_function_call bad_optional_access bad_variant_access
+bad_weak_ptr bad_exception logic_error domain_error invalid_argument length_error out_of_range runtime_error
+range_error overflow_error underflow_error system_error error_code error_condition error_category generic_category
+system_category nested_exception terminate set_terminate get_terminate unexpected uncaught_exception
+uncaught_exceptions rethrow_exception current_exception make_exception_ptr exception_ptr nothrow nothrow_t
+align_val_t type_info get_new_handler set_new_handler destroying_delete_t
+basic_string basic_string_view string string_view wstring char_traits to_string to_wstring stoi stol stoll stoul
+stoull stof stod stold hash
+basic_ostringstream basic_istringstream basic_stringstream basic_stringbuf basic_ostream basic_istream basic_iostream
+basic_ios ios_base basic_streambuf endl ends flush ws cerr wcerr ctype num_put num_get numpunct use_facet has_facet
+operator setprecision setw setfill fixed scientific hex dec oct boolalpha noboolalpha showpos uppercase left right
+internal defaultfloat hexfloat resetiosflags setiosflags
+vector array deque list forward_list map multimap set multiset unordered_map unordered_multimap unordered_set
+unordered_multiset stack queue priority_queue bitset span initializer_list valarray slice gslice
+_Rb_tree _Rb_tree_increment _Rb_tree_decrement _Rb_tree_insert_and_rebalance _Rb_tree_rebalance_for_erase
+_Rb_tree_node_base _Hash_bytes _Fnv_hash_bytes _Hashtable _List_node_base _Sp_counted_base _Sp_make_shared_tag
+_Sp_counted_ptr_inplace _Sp_counted_ptr _Sp_counted_deleter _Vector_base _Deque_base _Function_base _Function_handler
+_Bit_iterator _Bit_const_iterator _Bit_reference _Bvector_base
+sort stable_sort partial_sort partial_sort_copy nth_element min_element max_element minmax_element min max minmax
+clamp fill fill_n copy copy_n copy_backward move move_backward swap swap_ranges iter_swap transform for_each
+for_each_n find find_if find_if_not count count_if equal mismatch lower_bound upper_bound equal_range binary_search
+reverse rotate unique remove remove_if replace replace_if merge inplace_merge includes set_union set_intersection
+set_difference make_heap push_heap pop_heap sort_heap is_sorted partition stable_partition next_permutation
+prev_permutation shuffle all_of any_of none_of generate generate_n search adjacent_find lexicographical_compare
+accumulate inner_product partial_sum adjacent_difference iota reduce transform_reduce inclusive_scan exclusive_scan
+gcd lcm midpoint lerp
+complex abs fabs sqrt cbrt exp exp2 expm1 log log2 log10 log1p pow sin cos tan asin acos atan atan2 sinh cosh tanh
+asinh acosh atanh erf erfc tgamma lgamma floor ceil round lround llround trunc rint lrint nearbyint fmod remainder
+remquo fma fmin fmax fdim hypot isnan isinf isfinite isnormal signbit copysign nextafter nexttoward frexp ldexp modf
+scalbn ilogb logb norm arg conj polar real imag proj numeric_limits
+unique_ptr shared_ptr weak_ptr make_unique make_shared allocate_shared allocator allocator_traits default_delete
+enable_shared_from_this align addressof launder get_temporary_buffer return_temporary_buffer uninitialized_copy
+uninitialized_fill pointer_traits
+pair tuple make_pair make_tuple tie get forward declval optional variant any function mem_fn bind ref cref
+reference_wrapper invoke less greater less_equal greater_equal equal_to not_equal_to plus minus multiplies divides
+modulus negate logical_and logical_or logical_not bit_and bit_or bit_xor integral_constant enable_if conditional
+decay ratio iterator_traits reverse_iterator back_insert_iterator move_iterator distance advance next prev begin end
+mersenne_twister_engine linear_congruential_engine subtract_with_carry_engine discard_block_engine
+independent_bits_engine shuffle_order_engine uniform_int_distribution uniform_real_distribution normal_distribution
+bernoulli_distribution generate_canonical seed_seq minstd_rand mt19937 mt19937_64
+mutex recursive_mutex lock_guard unique_lock scoped_lock call_once once_flag condition_variable atomic atomic_flag
+atomic_thread_fence atomic_signal_fence memory_order shared_mutex shared_lock
+ostream istream iostream ostringstream istringstream stringstream streambuf stringbuf ios getline streamsize
+istreambuf_iterator ostreambuf_iterator ostream_iterator istream_iterator back_inserter front_inserter inserter
+type_index visit in_place monostate variant_alternative bad_any_cast exchange apply forward_as_tuple integer_sequence
+index_sequence uninitialized_fill_n uninitialized_move destroy destroy_at construct_at bit_cast byte size data empty
+ssize
+""".split())
+_STD_NAME = re.compile(r"^(?:typeinfo for |typeinfo name for |vtable for |VTT for |construction vtable for )?"
+                       r"std::(?:__cxx11::)?(operator|\w+)")
+# std::locale: the default, copy and "C" locale only (no name, so no locale file: a named one is newlocale's read)
+_STD_LOCALE_ALLOWED = re.compile(r"^(?:std::locale::(?:locale\(\)|locale\(std::locale const&\)|~locale\(\)|"
+                                 r"operator=\(std::locale const&\)|classic\(\)|id::_M_id\(\) const)|"
+                                 r"(?:typeinfo for |vtable for )?std::locale::facet\b.*)$")
+
+
+def _std_facility(qual: str, dem: str) -> str | None:
+    """Why a C++ library name (std::...) is refused, or None: `_STD_FACILITIES`; a std::__ component was judged by
+    the internals rule before this."""
+    m = _STD_NAME.match(qual) or _STD_NAME.match(dem)
+    if m is None:
+        return None
+    comp = m.group(1)
+    if comp.startswith("__"):
+        return None
+    if comp == "locale":
+        return None if _STD_LOCALE_ALLOWED.match(dem.split("@")[0]) else (
+            "std::locale by name (a named locale reads the host's locale files; the default and \"C\" locales only)")
+    if comp in _STD_FACILITIES:
+        return None
+    return ("a part of the C++ library outside its positive list (containers, algorithms, numerics, cmath, limits, "
+            "memory, utilities, strings and string streams, exceptions, locks; no files, streams on files, "
+            "named locales, message catalogues, threads or clocks)")
+
+
 _CXX_ALLOWED = re.compile(
     r"^(operator new|operator delete|std::|typeinfo for |typeinfo name for |vtable for |VTT for |"
     r"__cxa_|__cxxabiv1::|__gnu_cxx::)")
@@ -415,6 +498,9 @@ def _judge_symbol(name: str, dem: str, kind: str, policy: SymbolPolicy) -> str |
     if internal:
         return ("an internal of the C++ library (a std::__ name, reserved to the implementation; use the standard "
                 "interface)")
+    std_why = _std_facility(qual, dem)
+    if std_why:
+        return std_why
     if _CXX_ALLOWED.match(qual) or _CXX_ALLOWED.match(dem):
         return None
     if re.match(r"^(at|c10|torch|caffe2)::", qual):

@@ -37,6 +37,11 @@ class Reference:
         self.pool, self.task, self.handle = pool, task, handle
         self.input_bytes = 0
         self.output_bytes = 0
+        # how the current trial calls the models (trials.py, red-team round 11): "eval" (both in eval() mode),
+        # "alias" (one tensor for inputs of one shape and dtype, where the reference accepts it), "keywords"
+        self.convention: frozenset[str] = frozenset()
+        self.aliases: list[int] | None = None  # the last inputs': per input, the first input it is one tensor with
+        self.structure = ""  # the last forward's output structure (worker.run's "structure")
         self.eager_ops: dict[int | None, list[dict[str, Any]]] = {}  # recorded ATen ops of one forward, per case
         self.inputs_worker: WorkerHandle | None = None
         # the torch.compile baseline (`compile_baseline`): its worker, kept warm, or why compiling failed
@@ -104,11 +109,18 @@ class Reference:
             msg["resolve"] = self.resolve
         if not self.strided:
             msg["strided"] = False
+        if "alias" in self.convention and handle is self.handle:
+            msg["alias"] = True
         for _ in range(8):
             reply = self.call(msg, handle=handle)
             if "need" in reply:
                 handle.ensure_capacity(int(reply["need"]) * 2 + (1 << 20))
                 continue
+            aliases = reply.get("aliases") if handle is self.handle else None
+            n = len(reply.get("inputs") or [])
+            # per input the index of an earlier (or the same) input that is a first of its kind
+            self.aliases = aliases if isinstance(aliases, list) and len(aliases) == n and all(
+                type(a) is int and 0 <= a <= i and aliases[a] == a for i, a in enumerate(aliases)) else None
             self.last_large_level = int(reply.get("large_level", 0))
             if self.last_large_level:
                 self.large_levels[perturb] = max(self.large_levels.get(perturb, 0), self.last_large_level)
@@ -143,7 +155,7 @@ class Reference:
                 msg["rewind"] = True
         for _ in range(8):
             try:
-                reply = self.handle.call(msg, timeout)
+                reply = self.handle.call({**msg, **({"eval": True} if "eval" in self.convention else {})}, timeout)
             except (WorkerDied, WorkerTimeout, ProtocolError) as exc:
                 self.handle.close()
                 raise TaskError(f"{self.task.path}: the reference crashed: {exc}") from None
@@ -151,6 +163,7 @@ class Reference:
                 metas = [TensorMeta.from_json(m, self.handle.capacity) for m in reply["outputs"]]
                 self.output_bytes = max(self.output_bytes, sum(align(m.nbytes) for m in metas))
                 self.last_state = reply.get("state") if state else None
+                self.structure = str(reply.get("structure", ""))  # "tensor", "tuple of N" or "list of N"
                 return metas, reply
             if "larger than the space" in str(reply.get("error")):
                 self.handle.ensure_capacity(self.handle.capacity * 4 + (1 << 20))
@@ -170,7 +183,8 @@ class Reference:
 
         self.make_inputs(seed, perturb)
         self.handle.ensure_capacity(self.input_bytes + 2 * max(self.output_bytes, 1 << 12) + (1 << 20))
-        reply = self.call({"op": "truth", "out_offset": self.input_bytes})
+        reply = self.call({"op": "truth", "out_offset": self.input_bytes,
+                           **({"eval": True} if "eval" in self.convention else {})})
         metas = [TensorMeta.from_json(m, self.handle.capacity) for m in reply["outputs"]]
         scale = max(0.0, float(reply.get("scale", 0.0)))
         return [Exact(regions.tensor(self.handle, m), scale) for m in metas]

@@ -22,6 +22,7 @@ special-cases the defaults gains no speed from it. ``details["trials"]`` says wh
 """
 from __future__ import annotations
 
+import ast
 import hashlib
 
 import random
@@ -266,6 +267,57 @@ def geomean_timing(results: list[latency.Timing]) -> latency.Timing:
         kind=results[0].kind)
 
 
+# how one plain trial each calls both models, as a user does (red-team round 11; docs/verifier.md "The model is
+# called as a user calls it"): in eval() mode, by keyword with Model.forward's parameter names, one tensor for inputs
+# of one shape and dtype. The first plain trials get them in this order (with fewer plain trials, the last gets
+# the rest).
+CONVENTIONS = ("eval", "keywords", "alias")
+CONVENTION_LABELS = {"eval": "eval mode", "keywords": "inputs by keyword", "alias": "one tensor for equal inputs"}
+CONVENTION_NOTES = {
+    "eval": "both models ran in eval() mode (model.eval(), as a user's inference runs them: a norm uses its "
+            "running statistics, a dropout is the identity)",
+    "keywords": "the inputs were passed by keyword with Model.forward's parameter names, model(name=tensor, ...), as "
+                "a user may call it (a forward that does not take those names is called by position)",
+    "alias": "inputs of the same shape and dtype were one tensor passed for each of them, model(x, x), as a user "
+             "may call it",
+}
+
+
+def trial_conventions(plan: list[tuple[str, str, int]]) -> dict[int, frozenset[str]]:
+    """Which plain ("none") trials of ``plan`` call the models in which of `CONVENTIONS`."""
+    plain = [i for i, (_, perturb, _) in enumerate(plan) if perturb == "none"]
+    out: dict[int, set[str]] = {}
+    for j, c in enumerate(CONVENTIONS):
+        if plain:
+            out.setdefault(plain[min(j, len(plain) - 1)], set()).add(c)
+    return {i: frozenset(cs) for i, cs in out.items()}
+
+
+def keyword_spec(source: str) -> dict[str, Any] | None:
+    """{"positional": Model.forward's positional-only parameters (after self), "names": the positional-or-keyword
+    ones after them, up to a *args}, read from the task's (trusted) source; None where Model.forward is not a plain
+    `def` of class Model or takes no keyword-callable parameter."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == "Model":
+            for f in node.body:
+                if isinstance(f, ast.FunctionDef) and f.name == "forward":
+                    params = [a.arg for a in f.args.posonlyargs + f.args.args][1:]
+                    positional = max(0, len(f.args.posonlyargs) - 1)
+                    names = params[positional:]
+                    return {"positional": positional, "names": names} if names else None
+    return None
+
+
+def _structure_text(structure: Any) -> str:
+    """"tensor" / "tuple of N" / "list of N" (worker.run's reply) as feedback text."""
+    s = str(structure)[:40]
+    return "a tensor" if s == "tensor" else f"a {s} tensor(s)" if s[:5] in ("tuple", "list ") else repr(s)
+
+
 class WorkerJudge:
     """Judges one candidate in one sandboxed worker for the verifier ``v``."""
 
@@ -325,8 +377,10 @@ class WorkerJudge:
             if k is not None:
                 plan = [(f"{case_label(self.task, k)}: {label}", p, s) for label, p, s in plan]
                 record["case"] = k
+            conventions = trial_conventions(plan) if k in (None, 0) else {}
             for i, (label, perturb, seed) in enumerate(plan):
-                self.run_trial(label, perturb, seed, i == 0 and k in (None, 0), ref_s, record)
+                self.run_trial(label, perturb, seed, i == 0 and k in (None, 0), ref_s, record,
+                               conventions.get(i, frozenset()))
             per_case[k] = (self.reports[first_report:], self.io_bytes)
         self.ref.case = cases[0]
         self.io_bytes = per_case[cases[0]][1]
@@ -447,8 +501,26 @@ class WorkerJudge:
         self.state.check("after the timed calls", ref_state, self.cand, entries)
 
     def run_trial(self, label: str, perturb: str, seed: int, first: bool, ref_s: list[float],
-                  record: dict[str, Any]) -> None:
-        """One correctness trial (a non-finite reference is drawn again, then judged masked: `reference_trial`)."""
+                  record: dict[str, Any], convention: frozenset[str] = frozenset()) -> None:
+        """One correctness trial (a non-finite reference is drawn again, then judged masked: `reference_trial`),
+        calling both models in the ``convention`` given (`CONVENTIONS`)."""
+        if "keywords" in convention and keyword_spec(self.task.source) is None:
+            convention = convention - {"keywords"}
+        if convention:
+            label += " (" + ", ".join(CONVENTION_LABELS[c] for c in CONVENTIONS if c in convention) + ")"
+        self.ref.convention = convention
+        try:
+            self._run_trial(label, perturb, seed, first, ref_s, record)
+        except Fail as f:
+            used = [c for c in CONVENTIONS if c in convention and (c != "alias" or self.ref.aliases)]
+            if f.gate == "correctness" and used:
+                f.feedback = f"{f.feedback}\nIn this trial " + "; ".join(CONVENTION_NOTES[c] for c in used) + "."
+            raise
+        finally:
+            self.ref.convention = frozenset()
+
+    def _run_trial(self, label: str, perturb: str, seed: int, first: bool, ref_s: list[float],
+                   record: dict[str, Any]) -> None:
         state = bool(self.cfg.model_state)
         seed, in_metas, out_metas, seconds, note = reference_trial(self.ref, self.rng, seed, perturb, state=state)
         # read before the region is reused (a reduction's float64 answer is written there)
@@ -492,12 +564,17 @@ class WorkerJudge:
         out_offset = ref.input_bytes
         regions.copy_prefix(ref.handle, cand, out_offset,
                             out_offset * 2 + 4 * max(ref.output_bytes, 1 << 12) + (1 << 20) + self.state.reserve)
-        metas_json = [m.to_json() for m in in_metas]
-        msg = {"op": "run", "inputs": metas_json, "record": True, "return_inputs": True, "out_offset": out_offset}
+        aliases = ref.aliases if "alias" in ref.convention and ref.aliases else list(range(len(in_metas)))
+        metas_json = [in_metas[a].to_json() for a in aliases]  # an aliased input: the first one's memory
+        msg: dict[str, Any] = {"op": "run", "inputs": metas_json, "record": True, "return_inputs": True,
+                               "out_offset": out_offset}
         if ref_state is not None:
             msg["state"] = True
-        reply = v._cand_call(cand, ref.run_msg(msg),
-                             timeout, f"forward ({label})")
+        if "eval" in ref.convention:
+            msg["eval"] = True
+        if "keywords" in ref.convention:
+            msg["keywords"] = keyword_spec(self.task.source)
+        reply = v._cand_call(cand, ref.run_msg(msg), timeout, f"forward ({label})")
         reports = reply.get("native_reports")
         if isinstance(reports, list):
             try:  # the worker sends repeated blocks once (backends/ascend_sim/report_size.py)
@@ -533,6 +610,11 @@ class WorkerJudge:
             raise Fail("runtime", f"{label}: malformed reply from the candidate worker: {exc}") from None
         if len(outs) != len(expected):
             raise Fail("correctness", f"{label}: forward returned {len(outs)} tensor(s), expected {len(expected)}")
+        structure = reply.get("structure")
+        if ref.structure and structure != ref.structure:  # a user's code depends on it: model(x).sum(), a, b = ...
+            raise Fail("correctness", f"{label}: forward returned {_structure_text(structure)}; the reference returns "
+                       f"{_structure_text(ref.structure)} (return the same structure: a tensor, or a tuple or list "
+                       "of as many tensors)")
         got = [regions.tensor(cand, m) for m in outs]
         if late_check:
             snapshot = [cand.read(m) for m in outs]

@@ -396,3 +396,87 @@ def test_facts_are_cached_with_the_build(tmp_path):
     assert sorted(p.name for p in first.path.parent.iterdir()) == [bf.FACTS_NAME, "lib.so"]
     plain = native_build.build_cpp(HONEST, (), tmp_path)  # user builds (load_cpp outside the verifier)
     assert plain.facts is None and plain.path != first.path
+
+
+# --- the C++ library: a positive list of facilities (red team rt11: std_locale_host_probe) ---------------------
+
+@pytest.mark.parametrize("dem, ok", [
+    # a named locale: glibc's newlocale reads /usr/lib/locale (which locales the host has installed)
+    ("std::locale::locale(char const*)", False),
+    ("std::locale::locale(std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> > const&)",
+     False),
+    ("std::locale::locale(std::locale const&, char const*, int)", False), ("std::locale::global(std::locale const&)",
+                                                                          False),
+    # not locale, but files all the same: message catalogues from a directory, named facets, streams on files
+    ("std::messages<char>::open(std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> > "
+     "const&, std::locale const&, char const*) const", False),
+    ("std::ctype_byname<char>::ctype_byname(char const*, unsigned long)", False),
+    ("std::basic_ifstream<char, std::char_traits<char> >::open(char const*, std::_Ios_Openmode)", False),
+    ("std::basic_filebuf<char, std::char_traits<char> >::open(char const*, std::_Ios_Openmode)", False),
+    ("std::time_get<char, std::istreambuf_iterator<char, std::char_traits<char> > >::id", False),
+    ("std::random_device::_M_init(std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> > "
+     "const&)", False),
+    # what string streams, strings, containers and exceptions compile into (none reads a file)
+    ("std::locale::locale()", True), ("std::locale::~locale()", True), ("std::locale::classic()", True),
+    ("std::ctype<char>::_M_widen_init() const", True), ("std::ios_base::Init::Init()", True),
+    ("std::__cxx11::basic_ostringstream<char, std::char_traits<char>, std::allocator<char> >::~basic_ostringstream()",
+     True),
+    ("VTT for std::__cxx11::basic_istringstream<char, std::char_traits<char>, std::allocator<char> >", True),
+    ("std::basic_ostream<char, std::char_traits<char> >& std::basic_ostream<char, std::char_traits<char> >::"
+     "_M_insert<double>(double)", True),
+    ("std::_Hash_bytes(void const*, unsigned long, unsigned long)", True),
+    ("std::runtime_error::runtime_error(char const*)", True), ("typeinfo for std::runtime_error", True),
+    ("std::__throw_bad_function_call()", True),
+])
+def test_the_cxx_library_is_a_positive_list_of_facilities(dem, ok):
+    found = bj.symbol_findings(_facts(("_Zx", dem)), "cpp", bj.policy("cpp"))
+    assert (found == []) == ok, found
+
+
+LOCALE_PROBE = r'''
+#include <locale>
+#include <cstdio>
+extern "C" int f() {
+    try { std::locale loc("C.UTF-8"); (void)loc; return 1; } catch (...) { return 0; }
+}
+'''
+
+# a deny-list that adds std::locale misses the catalogue reader next to it: messages<char>::open takes a directory
+MESSAGES_PROBE = r'''
+#include <locale>
+#include <string>
+extern "C" int f() {
+    const std::messages<char>& m = std::use_facet<std::messages<char> >(std::locale::classic());
+    return (int)m.open("evk", std::locale::classic(), "/usr/share/locale");
+}
+'''
+
+STRING_STREAMS = r'''
+#include <sstream>
+#include <string>
+#include <vector>
+#include <map>
+#include <unordered_map>
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <iomanip>
+extern "C" int f(const float* x, long n) {
+    std::ostringstream os; os << "n=" << n << " " << std::setprecision(3) << x[0] << std::endl;
+    std::string s = os.str() + std::to_string(n);
+    std::vector<float> v(x, x + n); std::sort(v.begin(), v.end());
+    std::map<int, int> m; m[1] = 2; std::unordered_map<std::string, int> u; u[s] = 1;
+    std::mt19937 g(1); std::normal_distribution<float> d;
+    std::istringstream is("3 4"); int a = 0, b = 0; is >> a >> b;
+    if (n < 0) throw std::runtime_error("negative " + s);
+    return (int)(std::accumulate(v.begin(), v.end(), 0.0f) + d(g) + m[1] + u[s] + a + b);
+}
+'''
+
+
+@needs_gxx
+@pytest.mark.parametrize("source, ok", [(LOCALE_PROBE, False), (MESSAGES_PROBE, False), (STRING_STREAMS, True)])
+def test_named_locales_and_catalogues_are_refused_string_streams_are_not(tmp_path, source, ok):
+    found = [f for f in _build(tmp_path, source) if f.rule == "native-symbol"]
+    assert (found == []) == ok, found

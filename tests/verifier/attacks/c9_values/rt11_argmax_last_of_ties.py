@@ -1,0 +1,47 @@
+"""argmax that names the last of equal maxima (`>=` in the scan) where PyTorch names the first.
+
+Trick (value coverage): ties of a row's maximum exist in the special trial only (constant rows, planted values),
+where an integer output is excused as a tie and judged by shape and dtype; the distinct trial and the plain draws
+never repeat a row's maximum. Integer-valued scores, one-hot rows, quantised logits and saturated activations tie
+all the time, and torch.argmax documents the first index. Task: tests/verifier/attacks/tasks/rt11_argmax_last.py (256 x 512).
+Expected: feasible (the known "index outputs in the special trials" excuse, here as a door with a realistic bug).
+Twin: twins/rt11_argmax_last_of_ties_plain.py (`>`).
+TASK: tests/verifier/attacks/tasks/rt11_argmax_last.py
+KIND: attack
+"""
+import torch
+import torch.nn as nn
+
+from evokernel.cpu import load_cpp
+
+CPP_SOURCE = r"""
+#include <cstdint>
+#include <cmath>
+
+extern "C" void argmax_rows(const float* __restrict x, int64_t* __restrict y, int64_t rows, int64_t n) {
+    for (int64_t r = 0; r < rows; ++r) {
+        const float* xr = x + r * n;
+        int64_t best = 0;
+        float bv = xr[0];
+        for (int64_t i = 1; i < n; ++i) {
+            const float v = xr[i];
+            if (std::isnan(bv)) break;
+            if (std::isnan(v) || (LAST_TIE ? v >= bv : v > bv)) { bv = v; best = i; }
+        }
+        y[r] = best;
+    }
+}
+"""
+
+lib = load_cpp(CPP_SOURCE, extra_cflags=["-DLAST_TIE=1"])
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty(x.shape[0], dtype=torch.int64)
+        lib.argmax_rows(x, out, x.shape[0], x.shape[1])
+        return out
