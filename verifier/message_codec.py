@@ -189,7 +189,7 @@ _FAILED = {"ok": Bool(), "phase": Str(64, truncate=True), "error": Str(MAX_TEXT,
            # a failure the parent explains further (trials.py), named rather than matched in the error text
            "reason": Str(64, choices=frozenset({"output_too_large", "init_compute"}))}
 _OK_FIELDS: dict[str, dict[str, Spec]] = {
-    "load": {}, "init": {"init_args": INIT_ARGS, "widen_buffers": Bool()}, "ping": {}, "compile": {},
+    "load": {}, "init": {"init_args": INIT_ARGS, "widen_buffers": Bool()}, "ping": {}, "compile": {}, "reload": {},
     # args: forward's call template when some arguments are not tensors (trial_inputs.encode_args)
     "make_inputs": {"inputs": List(META, 256), "need": Int(0, 2**50), "args": CALL_ARGS, "large_level": Int(0, 16)},
     "run": {"outputs": List(META, 256), "native_calls": Int(), "inner_s": Num(), "native_reports": REPORTS,

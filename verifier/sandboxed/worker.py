@@ -277,6 +277,8 @@ class Worker:
             return {"ok": True}
         if op == "ping":
             return {"ok": True}
+        if op == "reload":
+            return self.reload()
         if op == "record_ops":
             return self.record_ops(msg)
         raise _Fail("protocol", f"unknown request {op!r}")
@@ -397,6 +399,24 @@ class Worker:
             reply["init_args"] = init_args
             reply["widen_buffers"] = widen_buffers
         return reply
+
+    def reload(self) -> dict[str, Any]:
+        """Every floating parameter of the model negated in place, each once (a tied one too), through nn.Module's own
+        ``parameters`` (not an override) with no tensor subclass's ``__torch_function__`` asked: new values in the
+        same storage, as ``load_state_dict`` or an optimizer step writes them. Both sides get the same (negation is
+        exact and commutes with a re-laid-out or cast copy of a parameter); a kernel that keeps a copy made on an
+        earlier call (a packed weight keyed by its address) answers with the old values after it (red team round 11)."""
+        if not isinstance(self.model, torch.nn.Module):
+            raise _Fail("protocol", "reload before a model was built")
+        seen: set[int] = set()
+        with torch.no_grad(), torch._C.DisableTorchFunctionSubclass():
+            for p in torch.nn.Module.parameters(self.model):
+                if id(p) in seen or not p.is_floating_point() or p.is_meta:
+                    continue
+                seen.add(id(p))
+                p.neg_()
+        self.model64 = None  # the float64 copy holds the old values
+        return {"ok": True}
 
     def _accepted_init(self, build: Any, init_args: list[Any], params_seed: int,
                        vary_floats: bool) -> tuple[list[Any], bool]:
