@@ -151,7 +151,7 @@ REPORT_EXAMPLE = {
 # one valid example per reply kind: every op of the codec's reply table, the hello and the failure reply
 EXAMPLES = {
     "hello": {"op": "hello", "pid": 42},
-    "load": {"ok": True}, "ping": {"ok": True}, "compile": {"ok": True},
+    "load": {"ok": True}, "ping": {"ok": True}, "compile": {"ok": True}, "reload": {"ok": True},
     "init": {"ok": True, "init_args": [3, 0.5, "mean", True, None, [1, [2, 3]]]},
     "make_inputs": {"ok": True, "inputs": [META], "need": 4096},
     "run": {"ok": True, "outputs": [META], "native_calls": 1, "inner_s": 0.01, "native_reports": [REPORT_EXAMPLE],
