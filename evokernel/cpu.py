@@ -8,9 +8,14 @@ The source is compiled as a shared library (``g++ -O3 -march=native -fopenmp``),
 hash of its content, and every ``extern "C"`` function it defines becomes a callable whose
 argument types come from its C declaration:
 
-* pointer parameters take contiguous CPU tensors whose dtype matches the pointee
+* pointer parameters take CPU tensors whose dtype matches the pointee
   (``float*`` <-> float32, ``double*`` <-> float64, ``int32_t*`` <-> int32, ``int64_t*`` <-> int64,
-  ``uint8_t*`` <-> uint8, ``bool*`` <-> bool, ...; ``void*`` takes any dtype);
+  ``uint8_t*`` <-> uint8, ``bool*`` <-> bool, ...; ``void*`` takes any dtype). The native code sees a
+  contiguous buffer in the tensor's logical (row-major) order: a contiguous tensor is passed as it is (no
+  copy); a non-contiguous one (a transpose, a slice, a row of a wider buffer) is copied into a contiguous
+  buffer before the call and, unless the pointee is declared ``const``, the buffer is copied back into the
+  tensor after it, so an in-place kernel writes through into a view. The same tensor passed twice gets one
+  buffer; two different views that share memory get one buffer each;
 * integer parameters take Python ints, ``float``/``double`` parameters take Python numbers.
 
 A mismatch raises ``TypeError`` naming the function, the parameter and what was expected.
@@ -120,9 +125,10 @@ class Param:
     name: str
     ctype: str  # base type without qualifiers, e.g. "float", "int64_t"
     pointer: bool
+    readonly: bool = False  # a pointer to const (``const float* x``, ``float const* x``): the kernel only reads it
 
     def describe(self) -> str:
-        return f"{self.ctype}{'*' if self.pointer else ''} {self.name}".strip()
+        return f"{'const ' if self.readonly else ''}{self.ctype}{'*' if self.pointer else ''} {self.name}".strip()
 
 
 @dataclass(frozen=True)
@@ -162,6 +168,8 @@ def _parse_param(text: str, index: int, func: str) -> Param | None:
     if not text or text == "void":
         return None
     pointer = "*" in text or "[" in text
+    # const before the first '*' (or '[') qualifies the pointee; `float* const x` is a const pointer to writable data
+    readonly = pointer and "const" in re.split(r"[\*\[]", text, maxsplit=1)[0].replace("&", " ").split()
     cleaned = re.sub(r"\[[^\]]*\]", " ", text).replace("*", " ").replace("&", " ")
     tokens = cleaned.split()
     words = [t for t in tokens if t not in _QUALIFIERS]
@@ -175,7 +183,7 @@ def _parse_param(text: str, index: int, func: str) -> Param | None:
         raise TypeError(f'extern "C" function {func}: unsupported pointer parameter type {text!r}')
     if not pointer and base not in _SCALAR_CTYPES:
         raise TypeError(f'extern "C" function {func}: unsupported parameter type {text!r}')
-    return Param(name=name, ctype=base, pointer=pointer)
+    return Param(name=name, ctype=base, pointer=pointer, readonly=bool(readonly))
 
 
 def _parse_sig(match: re.Match[str]) -> Signature | None:
@@ -216,6 +224,18 @@ def parse_extern_c(source: str) -> list[Signature]:
     return list(sigs.values())
 
 
+def _may_overlap(t: torch.Tensor) -> bool:
+    """Might two elements of ``t`` share memory? False when, taking the dimensions of more than one element by
+    increasing stride, each stride passes the span of the ones before it (transposes, slices, padded rows pass);
+    True for a broadcast (a stride of 0) and for views this simple test cannot clear."""
+    span = 0
+    for size, stride in sorted(((s, st) for s, st in zip(t.shape, t.stride()) if s > 1), key=lambda d: d[1]):
+        if stride <= span:
+            return True
+        span += (size - 1) * stride
+    return False
+
+
 class NativeFunction:
     """A typed callable over one ``extern "C"`` symbol."""
 
@@ -247,9 +267,13 @@ class NativeFunction:
                     raise TypeError(f"{where} expects a CPU tensor, got one on {v.device}")
                 if want is not None and v.dtype != want:
                     raise TypeError(f"{where} expects dtype {want}, got {v.dtype}")
-                if not v.is_contiguous():
-                    raise TypeError(f"{where} expects a contiguous tensor; call .contiguous() first")
-                return v.data_ptr()
+                if v.is_contiguous():
+                    return v.data_ptr()
+                if not p.readonly and _may_overlap(v):
+                    raise TypeError(f"{where} got a view whose elements share memory (a broadcast or expand) for a "
+                                    "pointer the kernel may write; declare it const if it only reads it, or pass a "
+                                    "tensor of its own")
+                return v  # a view: copied into a contiguous buffer for the call (`__call__`)
 
             return check_tensor
         if p.ctype in _FLOAT_SCALARS:
@@ -277,8 +301,24 @@ class NativeFunction:
                 f"{self.signature.name}() takes {len(self._checks)} arguments ({want}), got {len(args)}"
             )
         converted = [check(a) for check, a in zip(self._checks, args)]
+        # non-contiguous tensors: a contiguous copy each (one per distinct view), written back after the call where the
+        # kernel may write it (a pointer to non-const). Contiguous tensors are passed as they are, with no copy.
+        buffers: dict[tuple[Any, ...], list[Any]] = {}
+        for k, value in enumerate(converted):
+            if isinstance(value, torch.Tensor):
+                key = (value.data_ptr(), tuple(value.shape), tuple(value.stride()), value.dtype)
+                held = buffers.get(key)
+                if held is None:
+                    held = buffers[key] = [value, value.contiguous(), False]
+                held[2] = held[2] or not self.signature.params[k].readonly
+                converted[k] = held[1].data_ptr()
         note_native_call(args)
-        return self._symbol(*converted)
+        result = self._symbol(*converted)
+        for view, buffer, written in buffers.values():
+            if written:
+                with torch.no_grad():
+                    view.copy_(buffer)
+        return result
 
     def __repr__(self) -> str:
         params = ", ".join(p.describe() for p in self.signature.params)

@@ -176,7 +176,8 @@ def _depth_ok(value: Any) -> None:
 # task with 17-dimensional outputs was refused as a protocol break before this was raised from 16 (red team rt6)
 MAX_DIMS = 64
 META = Obj({"dtype": Str(16, choices=frozenset(DTYPES)), "shape": List(Int(0, 2**40), MAX_DIMS),
-            "offset": Int(0, 2**50), "nbytes": Int(0, 2**50)}, required=("dtype", "shape", "offset", "nbytes"))
+            "offset": Int(0, 2**50), "nbytes": Int(0, 2**50), "strides": List(Int(0, 2**50), MAX_DIMS)},
+           required=("dtype", "shape", "offset", "nbytes"))
 # get_init_inputs(): numbers, strings, bools, None and (nested) lists of them (worker.init refuses the rest)
 INIT_ARGS = List(Value(depth=8, items=4096, text=4096), 256)
 CALL_ARGS = List(Value(depth=10, items=4096, text=4096), 256)
@@ -184,16 +185,23 @@ CALL_ARGS = List(Value(depth=10, items=4096, text=4096), 256)
 _TENSOR_DESC = Obj({"shape": List(Int(0, 2**62), 64), "dtype": Str(64)}, required=("shape", "dtype"))
 OP_RECORDS = List(Obj({"op": Str(512), "inputs": List(_TENSOR_DESC, 4096), "outputs": List(_TENSOR_DESC, 4096)},
                       required=("op", "inputs", "outputs")), 10_000)
+# the model's parameters and buffers after a call (worker._write_state; judged by trusted/model_state.py): the
+# tensor's place only where it was written (a reference writes only those its calls changed)
+STATE = List(Obj({"name": Str(1024), "kind": Str(16, choices=frozenset({"parameter", "buffer"})),
+                  "shape": List(Int(0, 2**40), MAX_DIMS), "dtype": Str(32), "changed": Bool(), "tensor": META},
+                 required=("name", "kind", "shape", "dtype")), 65536)
 _FAILED = {"ok": Bool(), "phase": Str(64, truncate=True), "error": Str(MAX_TEXT, truncate=True),
            "detail": Str(MAX_TEXT, truncate=True), "native_reports": REPORTS,
            # a failure the parent explains further (trials.py), named rather than matched in the error text
            "reason": Str(64, choices=frozenset({"output_too_large", "init_compute"}))}
 _OK_FIELDS: dict[str, dict[str, Spec]] = {
-    "load": {}, "init": {"init_args": INIT_ARGS, "widen_buffers": Bool()}, "ping": {}, "compile": {}, "reload": {},
+    "load": {}, "init": {"init_args": INIT_ARGS, "widen_buffers": Bool(), "state_bytes": Int(0, 2**50)}, "ping": {},
+    "compile": {}, "reload": {}, "state": {"state": STATE, "need": Int(0, 2**50)},
     # args: forward's call template when some arguments are not tensors (trial_inputs.encode_args)
     "make_inputs": {"inputs": List(META, 256), "need": Int(0, 2**50), "args": CALL_ARGS, "large_level": Int(0, 16)},
     "run": {"outputs": List(META, 256), "native_calls": Int(), "inner_s": Num(), "native_reports": REPORTS,
-            "ops": Map(Int(), 4096), "violations": Map(Int(), 4096), "inputs_after": List(META, 256)},
+            "ops": Map(Int(), 4096), "violations": Map(Int(), 4096), "inputs_after": List(META, 256),
+            "state": STATE},
     "record_ops": {"ops": OP_RECORDS},
     "bandwidth": {"seconds": List(Num(0.0), 64)},
     "truth": {"outputs": List(META, 256), "scale": Num()},
@@ -228,8 +236,9 @@ def check_reply(op: str, msg: dict[str, Any]) -> dict[str, Any]:
     if fields is None:
         raise ProtocolError(f"a reply to an unknown request {op!r}")
     reply = Obj({"ok": Bool(), **fields}, required=("ok", *_OK_REQUIRED.get(op, ()))).check(msg, f"reply to {op}")
-    if op == "make_inputs" and "inputs" not in reply and "need" not in reply:
-        raise ProtocolError("reply to make_inputs: neither inputs nor need")
+    if op in ("make_inputs", "state") and ("inputs" if op == "make_inputs" else "state") not in reply \
+            and "need" not in reply:
+        raise ProtocolError(f"reply to {op}: neither {'inputs' if op == 'make_inputs' else 'state'} nor need")
     return reply
 
 
@@ -255,13 +264,21 @@ def check_build_request(msg: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class TensorMeta:
+    """A tensor in a shared region: ``nbytes`` bytes from ``offset``. Without ``strides`` the tensor is contiguous
+    (nbytes = elements x element size); with them (element strides, non-negative: a trial's non-contiguous input
+    view, trial_inputs.strided_view) the bytes are the view's storage span, from its first element to its last, and
+    the tensor is that span seen through ``shape`` and ``strides``."""
     dtype: str
     shape: tuple[int, ...]
     offset: int
     nbytes: int
+    strides: tuple[int, ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"dtype": self.dtype, "shape": list(self.shape), "offset": self.offset, "nbytes": self.nbytes}
+        out = {"dtype": self.dtype, "shape": list(self.shape), "offset": self.offset, "nbytes": self.nbytes}
+        if self.strides is not None:
+            out["strides"] = list(self.strides)
+        return out
 
     @staticmethod
     def from_json(obj: Any, capacity: int) -> "TensorMeta":
@@ -270,11 +287,25 @@ class TensorMeta:
         numel = 1
         for d in m["shape"]:
             numel *= d
-        if m["nbytes"] != numel * DTYPES[m["dtype"]]:
-            raise ProtocolError(f"nbytes {m['nbytes']} does not match shape {m['shape']} of {m['dtype']}")
+        strides = m.get("strides")
+        if strides is not None:
+            if len(strides) != len(m["shape"]) or numel == 0:
+                raise ProtocolError(f"strides {strides} do not fit shape {m['shape']}")
+            elements = span(m["shape"], strides)
+        else:
+            elements = numel
+        if m["nbytes"] != elements * DTYPES[m["dtype"]]:
+            raise ProtocolError(f"nbytes {m['nbytes']} does not match shape {m['shape']} of {m['dtype']}"
+                                + (f" with strides {strides}" if strides is not None else ""))
         if m["offset"] + m["nbytes"] > capacity:
             raise ProtocolError(f"tensor at {m['offset']}+{m['nbytes']} lies outside the {capacity}-byte region")
-        return TensorMeta(m["dtype"], tuple(m["shape"]), m["offset"], m["nbytes"])
+        return TensorMeta(m["dtype"], tuple(m["shape"]), m["offset"], m["nbytes"],
+                          tuple(strides) if strides is not None else None)
+
+
+def span(shape: Any, strides: Any) -> int:
+    """Elements from the first to the last element of a non-empty view of ``shape`` with non-negative ``strides``."""
+    return 1 + sum((d - 1) * s for d, s in zip(shape, strides))
 
 
 def align(n: int, a: int = 64) -> int:

@@ -257,12 +257,15 @@ def test_npu_suites_coverage_and_candidate_shape(gen):
             assert f"REGISTER_TILING_DATA_CLASS({op.op_type}, {op.op_type}TilingData)" in g.source
             assert g.schedule["family"] in FAMILIES and g.model == "template"
             assert json.loads(json.dumps(g.schedule)) == g.schedule
-    assert set(refused) == set(UNSUPPORTED_L1)
-    for name, why in UNSUPPORTED_L1.items():
+    # npu-l2 20's training-mode BatchNorm tracks running statistics, which a kernel must update in place (the
+    # verifier compares the model's buffers after each call); the cube template does not write that update
+    unsupported = {**UNSUPPORTED_L1, "20_linear_batchnorm": "running statistics"}
+    assert set(refused) == set(unsupported)
+    for name, why in unsupported.items():
         assert why in refused[name], refused[name]
-    # all 39 of npu-l1 (float16, middle-dim and whole-tensor reductions, the matmuls, the convolutions), all 21
-    # of npu-l2 (the matmul fusions 12-21 included: 19 a GroupNorm, 20 a training-mode BatchNorm, 21 a pooling)
-    assert len(written) == 39 + 21
+    # all 39 of npu-l1 (float16, middle-dim and whole-tensor reductions, the matmuls, the convolutions), 20 of 21
+    # of npu-l2 (the matmul fusions 12-21 included: 19 a GroupNorm, 21 a pooling; not 20, above)
+    assert len(written) == 39 + 20
 
 
 @pytest.mark.parametrize("path", ["cpu_l1/22_cumsum.py", "cpu_l1/19_max_pool2d.py", "cpu_l1/27_cross_entropy.py"])

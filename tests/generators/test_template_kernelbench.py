@@ -345,3 +345,39 @@ def test_batch_norm_of_a_linear_output_is_computed_row_by_row(verifier, tmp_path
     assert "row by row" in src or "s1[c] +=" in src  # the (N, C) form, not per-column strided loops
     v = verifier.verify(task, src)
     assert v.feasible, v.feedback[:800]
+
+
+@pytest.mark.parametrize("form", ["module", "functional"])
+def test_training_mode_batch_norm_updates_its_running_statistics(verifier, tmp_path, form):
+    """A training-mode BatchNorm2d (N, C, H, W: the per-plane form) updates running_mean, running_var and
+    num_batches_tracked in place, as PyTorch does; F.batch_norm(training=True) updates the statistics it is given.
+    (momentum=None cannot be traced today: its forward reads the counter with .item().) The verifier compares the model's buffers with
+    the reference's after every call (trusted/model_state.py), so a kernel that skipped it would be refused."""
+    from evokernel.generators.template.cpu.candidate import render_candidate
+
+    bn = "nn.BatchNorm2d(c)"
+    call = ("F.batch_norm(x, self.bn.running_mean, self.bn.running_var, self.bn.weight, self.bn.bias, True, 0.2)"
+            if form == "functional" else "self.bn(x)")
+    task = _task_file(tmp_path, f"""
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class Model(nn.Module):
+            def __init__(self, c):
+                super().__init__()
+                self.bn = {bn}
+
+            def forward(self, x):
+                return torch.relu({call})
+
+        def get_inputs():
+            return [torch.randn(4, 6, 5, 7) * 2.0 + 0.5]
+
+        def get_init_inputs():
+            return [6]
+        """)
+    src = render_candidate(plan_for(task), {"gn_stats": "two_pass", "vec": 8}, "test")
+    assert "URM[c] =" in src and ("NBT[0] += 1" in src) == (form != "functional")
+    v = verifier.verify(task, src)
+    assert v.feasible, v.feedback[:800]

@@ -30,7 +30,9 @@ def test_attribute_paths_are_python():
 
 def test_a_sequential_mlp_gives_a_feasible_candidate(tmp_path, verifier):
     """The verifier refuses building layers in a list (``layers.append``), so the candidate does not copy that
-    __init__: it builds the same layers flat, in the order the reference created them (front/init_unroll.py)."""
+    __init__: it builds the same layers in the order the reference created them (front/init_unroll.py) and, the
+    Sequential's layers being addressed by index, registers them under the reference's paths (``network.0.weight``:
+    the model's state is compared by name) as an nn.ModuleList with nn.Identity() for the ReLUs."""
     p = tmp_path / "mlp.py"
     p.write_text(textwrap.dedent('''
         import torch
@@ -61,8 +63,9 @@ def test_a_sequential_mlp_gives_a_feasible_candidate(tmp_path, verifier):
     g = TemplateGenerator().generate(GenerationRequest(task=task, stage="draft", seed=1))
     ast.parse(g.source)
     assert "layers.append" not in g.source and "self.network.0" not in g.source
-    assert "self.network_0 = nn.Linear(in_features=64, out_features=128)" in g.source
-    assert "self.network_0.weight" in g.source
+    assert "network_0 = nn.Linear(in_features=64, out_features=128)" in g.source
+    assert "self.network = nn.ModuleList([network_0, nn.Identity(), network_2, nn.Identity(), network_4])" in g.source
+    assert "self.network[0].weight" in g.source
     v = verifier.verify(task, g.source)
     assert v.feasible, v.feedback[:600]
 
@@ -77,7 +80,7 @@ _HELPERS = '''
         def __init__(self, c, out):
             super(Block, self).__init__()
             self.conv = nn.Conv2d(c, out * self.expansion, 3, padding=1, bias=False)
-            self.bn = nn.BatchNorm2d(out)
+            self.bn = nn.BatchNorm2d(out{bn})
             {extra}
 
         def forward(self, x):
@@ -106,9 +109,11 @@ _HELPERS = '''
     '''
 
 
-def _helpers_task(tmp_path, extra="", use="", init=""):
+def _helpers_task(tmp_path, extra="", use="", init="", bn=", track_running_stats=False"):
+    """The helper class's norm keeps no running statistics unless ``bn=""``: a tracked one updates them, and its
+    state (``blocks.0.bn.running_mean``) cannot be registered under that name by a candidate (see the test below)."""
     p = tmp_path / "helpers.py"
-    p.write_text(textwrap.dedent(_HELPERS).format(extra=extra, use=use, init=init))
+    p.write_text(textwrap.dedent(_HELPERS).format(extra=extra, use=use, init=init, bn=bn))
     return load_task(p)
 
 
@@ -124,6 +129,62 @@ def test_helper_classes_functions_and_class_attributes_are_built_flat(tmp_path, 
                      "self.fc"]
     v = verifier.verify(task, g.source)
     assert v.feasible, v.feedback[:600]
+
+
+def test_a_tracked_norm_a_helper_class_owns_is_refused_with_its_reason(tmp_path):
+    """A training-mode BatchNorm that tracks running statistics updates them on every call, and the verifier compares
+    the model's state by name after each call. A task class's named child (``blocks.0.bn``) cannot be registered
+    under that path by a candidate's glue (no nn.ModuleDict of layers, no named children of a container), and a flat
+    ``blocks_0_bn`` would not pair: the rebuild is refused with that reason instead of drafting a candidate the
+    verifier must refuse."""
+    task = _helpers_task(tmp_path, bn="")
+    with pytest.raises(GenerationError, match=r"training-mode BatchNorm2d at blocks\.0\.bn updates its running "
+                                              r"statistics"):
+        TemplateGenerator().generate(GenerationRequest(task=task, stage="draft", seed=1))
+
+
+def test_tracked_norms_in_nested_sequentials_keep_the_references_paths(tmp_path, verifier):
+    """Training-mode BatchNorms inside nested nn.Sequential blocks built by a helper function (level 3's 19
+    MobileNetV1 in kind): ModelNew registers them at the reference's paths (``features.1.1``) as nested
+    nn.ModuleList (nn.Identity() where an index holds no tensors; a trailing ReLU needs no place), its kernel updates their running statistics, and the model-state
+    rule pairs them by name. Built flat (``features_1_1``) the same kernel is refused: the state must pair."""
+    p = tmp_path / "nested.py"
+    p.write_text(textwrap.dedent('''
+        import torch
+        import torch.nn as nn
+
+        def block(c, out):
+            return nn.Sequential(nn.Conv2d(c, out, 3, padding=1, bias=False), nn.BatchNorm2d(out), nn.ReLU())
+
+        class Model(nn.Module):
+            def __init__(self, c=3, n=6):
+                super().__init__()
+                self.features = nn.Sequential(block(c, 8), block(8, 8), nn.ReLU(), nn.Sequential(block(8, 4)))
+                self.fc = nn.Linear(4, n)
+
+            def forward(self, x):
+                return self.fc(self.features(x).mean(dim=(2, 3)))
+
+        def get_inputs():
+            return [torch.randn(4, 3, 8, 8)]
+
+        def get_init_inputs():
+            return [3, 6]
+        '''))
+    task = load_task(p)
+    g = TemplateGenerator().generate(GenerationRequest(task=task, stage="draft", seed=1))
+    assert ("self.features = nn.ModuleList([nn.ModuleList([features_0_0, features_0_1]), "
+            "nn.ModuleList([features_1_0, features_1_1]), nn.Identity(), "
+            "nn.ModuleList([nn.ModuleList([features_3_0_0, features_3_0_1])])])") in g.source
+    assert "self.features[3][0][1].running_var" in g.source and "self.fc = nn.Linear(" in g.source
+    v = verifier.verify(task, g.source)
+    assert v.feasible, v.feedback[:600]
+    init = g.source.split("class ModelNew")[1].split("def forward")[0]
+    flat = g.source.replace(init, init.replace("        self.features = ", "        self.layers = "))
+    flat = flat.replace("self.features[", "self.layers[")
+    v = verifier.verify(task, flat)
+    assert not v.feasible and "features.0.1.running_mean" in v.feedback and "no parameter or buffer of that name" \
+        in v.feedback, v.feedback[:600]
 
 
 def test_an_nn_init_loop_after_construction_is_replayed(tmp_path, verifier):
@@ -242,13 +303,24 @@ def test_a_causal_mask_buffer_sliced_with_traced_sizes(tmp_path, verifier, case)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["3_DeepNarrowMLP", "8_ResNetBasicBlock", "9_ResNet18", "19_MobileNetV1",
-                                  "27_RegNet"])
+@pytest.mark.parametrize("name", ["3_DeepNarrowMLP", "8_ResNetBasicBlock", "19_MobileNetV1", "27_RegNet"])
 def test_real_level3_files_built_flat_are_feasible_at_fitted_sizes(kernelbench_level3, verifier, name):
+    """8, 19, 27: training-mode BatchNorms in nn.Sequential (``downsample.1``, ``model.0.1``,
+    ``feature_extractor.0.1``): registered under those paths, their running statistics updated by the kernel."""
     task = load_task(kernelbench_level3 / f"{name}.py", fit="auto")
     g = TemplateGenerator().generate(GenerationRequest(task=task, stage="draft", seed=1))
     v = verifier.verify(task, g.source)
     assert v.feasible, f"{name}: {v.feedback[:600]}"
+
+
+@pytest.mark.slow
+def test_real_level3_resnet18_is_refused_with_its_reason(kernelbench_level3):
+    """9_ResNet18's BatchNorms are named children of its BasicBlock class (``layer1.0.bn1``): their running
+    statistics cannot be registered under those names by a candidate's glue (was feasible before the model-state
+    rule, built flat as ``layer1_0_bn1``)."""
+    task = load_task(kernelbench_level3 / "9_ResNet18.py", fit="auto")
+    with pytest.raises(GenerationError, match=r"BatchNorm2d at layer1\.0\.bn1 updates its running statistics"):
+        TemplateGenerator().generate(GenerationRequest(task=task, stage="draft", seed=1))
 
 
 @pytest.mark.slow
@@ -257,7 +329,8 @@ def test_real_level3_files_built_flat_are_feasible_at_fitted_sizes(kernelbench_l
                                   "34_VanillaRNNHidden"])
 def test_real_level3_files_feasible_since_issue_30(kernelbench_level3, verifier, name):
     """Not planned or refused before (docs/results.md): 20 (an nn.init loop; fitted to batch 1 and one class at
-    224 x 224), 24 (batch 2: squeezed batch norms of 2 values), 43, 44, 50 (a mask buffer sliced with traced sizes),
+    224 x 224) and 24 (batch 2: squeezed batch norms of 2 values; both update running means that are ~0, judged
+    elementwise by the model-state rule), 43, 44, 50 (a mask buffer sliced with traced sizes),
     46, 47 (a condition on devices, F.normalize), 34 (a Python loop over a traced size)."""
     task = load_task(kernelbench_level3 / f"{name}.py", fit="auto")
     g = TemplateGenerator().generate(GenerationRequest(task=task, stage="draft", seed=1))

@@ -40,11 +40,19 @@ def test_deadline():
     ({"dtype": "float32", "shape": [4], "offset": 0, "nbytes": 8}, "does not match"),
     ({"dtype": "float32", "shape": [4], "offset": 100, "nbytes": 16}, "outside"),
     ("nope", "expected an object"),
+    # strides: the bytes are the view's span from its first element to its last
+    ({"dtype": "float32", "shape": [2, 3], "offset": 0, "nbytes": 24, "strides": [1, 3]}, "does not match"),
+    ({"dtype": "float32", "shape": [2, 3], "offset": 0, "nbytes": 24, "strides": [3]}, "do not fit"),
+    ({"dtype": "float32", "shape": [2, 3], "offset": 0, "nbytes": 24, "strides": [3, -1]}, "strides"),
+    ({"dtype": "float32", "shape": [0, 3], "offset": 0, "nbytes": 0, "strides": [3, 1]}, "do not fit"),
+    ({"dtype": "float32", "shape": [4, 4], "offset": 0, "nbytes": 76, "strides": [5, 1]}, "outside"),
 ])
 def test_tensor_meta_validation(meta, match):
     with pytest.raises(ProtocolError, match=match):
         TensorMeta.from_json(meta, 64)
     assert TensorMeta.from_json({"dtype": "float32", "shape": [4], "offset": 0, "nbytes": 16}, 64).nbytes == 16
+    m = TensorMeta.from_json({"dtype": "float32", "shape": [2, 3], "offset": 0, "nbytes": 28, "strides": [4, 1]}, 64)
+    assert m.strides == (4, 1) and TensorMeta.from_json(m.to_json(), 64) == m  # a padded row pitch: span 7
 
 
 # --- bounded decoding ------------------------------------------------------------------------------

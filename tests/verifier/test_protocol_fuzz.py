@@ -149,13 +149,19 @@ REPORT_EXAMPLE = {
     "call": {"op": "AddCustom", "inputs": [[16]], "dtypes": ["float32"], "attrs": [1, [2, 3]]},
 }
 # one valid example per reply kind: every op of the codec's reply table, the hello and the failure reply
+# one parameter or buffer of a model's state (worker._write_state; trusted/model_state.py)
+STATE_ENTRY = {"name": "bn.running_mean", "kind": "buffer", "shape": [4, 4], "dtype": "float32", "changed": True,
+               "tensor": dict(META, offset=128)}
 EXAMPLES = {
     "hello": {"op": "hello", "pid": 42},
     "load": {"ok": True}, "ping": {"ok": True}, "compile": {"ok": True}, "reload": {"ok": True},
-    "init": {"ok": True, "init_args": [3, 0.5, "mean", True, None, [1, [2, 3]]]},
+    "init": {"ok": True, "init_args": [3, 0.5, "mean", True, None, [1, [2, 3]]], "widen_buffers": False,
+             "state_bytes": 4096},
+    "state": {"ok": True, "state": [STATE_ENTRY], "need": 4096},
     "make_inputs": {"ok": True, "inputs": [META], "need": 4096},
     "run": {"ok": True, "outputs": [META], "native_calls": 1, "inner_s": 0.01, "native_reports": [REPORT_EXAMPLE],
-            "ops": {"empty_like": 1}, "violations": {}, "inputs_after": [dict(META, offset=64)]},
+            "ops": {"empty_like": 1}, "violations": {}, "inputs_after": [dict(META, offset=64)],
+            "state": [STATE_ENTRY]},
     "record_ops": {"ok": True, "ops": [{"op": "aten.relu.default", "inputs": [{"shape": [4, 4], "dtype": "float32"}],
                                         "outputs": [{"shape": [4, 4], "dtype": "float32"}]}]},
     "bandwidth": {"ok": True, "seconds": [0.001, 0.002]},

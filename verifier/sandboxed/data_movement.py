@@ -13,6 +13,16 @@ only where they move nothing:
 * **``fill_``/``zero_`` fill a whole tensor with a number**, never with a tensor's element, and never a slice
   (native code that reads x[i] and fills row i of the output with it has PyTorch write the output); nor does
   an allocation's ``out=`` form (``full.out``, ``zeros.out``) write into a part of a tensor;
+* **except that an input of forward may be made contiguous**: a copy whose source is one of forward's input
+  tensors exactly as the verifier passed it (its data pointer, shape, strides and dtype) into a whole tensor
+  (``x.contiguous()``, ``x.reshape(-1)`` of a non-contiguous input) moves nothing the task asks for -- the values
+  are the input's own, in their logical order; only the layout the verifier chose changes. Some correctness trials
+  pass non-contiguous input views (trial_inputs.py, `STRIDED_IN`), every other trial and every timed round
+  contiguous inputs, where such a copy is a whole-tensor copy anyway;
+* **and written back**: a copy from a whole tensor into one of forward's inputs exactly as given, of the same
+  shape, moves the values back where they came from (``evokernel.cpu.load_cpp`` does it after the call for a view
+  it had to copy for a pointer the kernel may write). It can only rewrite what the input holds: a trial whose
+  input changed is refused by the inputs-unmodified check;
 * **no operator reads a flagged tensor**: a negative, conjugate or zero-tensor bit has PyTorch compute (negate,
   conjugate, zero) whatever reads it, a whole-tensor copy included (red-team `rt4_neg_bit_copy_source`: an alias
   with the negative bit copied whole wrote -x);
@@ -115,6 +125,15 @@ class Movement:
         # counted: one more difference between a recorded call and an unrecorded one). A fresh allocation over
         # such a range means its memory was freed and reused, so the range is dropped (`FRESH`).
         self.written: list[tuple[int, int]] = []
+        self.given: set[tuple[Any, ...]] = set()  # forward's input tensors as the verifier passed them (`give`)
+
+    @staticmethod
+    def _key(t: torch.Tensor) -> tuple[Any, ...]:
+        return (t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.dtype)
+
+    def give(self, inputs: Iterable[Any]) -> None:
+        """The tensors forward is called with (before the call): a copy of one of them into a whole tensor is glue."""
+        self.given = {self._key(t) for t in _flat_tensors(list(inputs)) if t.numel()}
 
     def _find(self, text: str) -> None:
         key = FINDING_PREFIX + text
@@ -142,10 +161,11 @@ class Movement:
             written = storage_range(dst)
             if written is not None:
                 self.written.append(written)
-            if not whole(src):
+            if not whole(src) and not (self._key(src) in self.given and whole(dst)
+                                       and tuple(src.shape) == tuple(dst.shape)):
                 self._find(f"aten::{name} read a view (a transpose, broadcast, slice or strided window), not a "
                            "whole tensor")
-            elif not whole(dst):
+            elif not whole(dst) and not (self._key(dst) in self.given and tuple(src.shape) == tuple(dst.shape)):
                 self._find(f"aten::{name} wrote into a view (an offset, a slice or a permuted layout), not a whole "
                            "tensor")
             elif tuple(src.shape) != tuple(dst.shape) and src.numel() != dst.numel():
@@ -169,7 +189,8 @@ class Movement:
                 continue
             if not o.is_contiguous():
                 self._find("forward returned a non-contiguous view (a transpose, broadcast or strided window): "
-                           "return a contiguous tensor your kernel wrote")
+                           "return a contiguous tensor your kernel wrote (empty_like keeps a non-contiguous "
+                           "input's strides: use torch.empty(x.shape))")
                 continue
             mine = byte_range(o)
             if any(_overlap(mine, r) for r in theirs):

@@ -28,6 +28,15 @@ reshape their floating values (integer inputs such as class indices: `integer_in
   LayerNorm's drawn affine, passed while the only trials with such values skipped integer outputs). The second trial
   with perturbed parameters draws these inputs, and so do some of the timing's untimed rounds, at random
   (trusted/timing_protocol.py).
+* non-contiguous inputs (``scale`` and ``negate``, `STRIDED_IN`): after their values are drawn, every floating input
+  of at least two dimensions whose last two are at least 2 long reaches both models as a view with the same values:
+  in ``scale`` a transposed copy's transpose (the last two dimensions swapped in memory: strides (..., 1, rows)),
+  in ``negate`` a slice of a wider buffer (each row of the last dimension followed by 1-16 unused elements, NaN, in
+  memory: strides (..., n + pad, 1)). A kernel that reads an input's memory linearly, ignoring its strides, or
+  handles one layout and not the other, gives a wrong answer in one of them (red team round 10: an add that read
+  b's memory linearly passed, every input being contiguous); making an input contiguous first (``x.contiguous()``)
+  is allowed glue (data_movement.py). The reference's sandbox keeps a view only where the reference itself gives
+  its answer on it (`same_answer`; a reference that calls ``.view()`` on it raises: that input stays contiguous).
 * ``nonfinite`` (not in the default plan): a few NaN, +Inf and -Inf among the values; the outputs must repeat
   PyTorch's NaN/Inf position by position.
 
@@ -500,6 +509,64 @@ def _nonfinite(x: torch.Tensor) -> torch.Tensor:
     if y is not out:
         out.copy_(y)
     return out
+
+
+# the trials whose floating inputs of >= 2 dimensions go to both models as non-contiguous views (`strided_view`)
+STRIDED_IN = {"scale": "transposed", "negate": "padded"}
+PAD_MAX = 16  # padded: unused elements after each row, 1 .. min(PAD_MAX, row length)
+
+
+def strided_fits(x: torch.Tensor) -> bool:
+    """Whether ``x`` can be shown as a non-contiguous view (`strided_view`): floating, its last two dimensions at
+    least 2 long (a view of fewer is contiguous whatever its strides)."""
+    return x.is_floating_point() and x.dim() >= 2 and x.shape[-1] >= 2 and x.shape[-2] >= 2
+
+
+def strided_view(x: torch.Tensor, layout: str) -> torch.Tensor:
+    """``x``'s values as a non-contiguous view over a fresh buffer that starts at its first element (so the view's
+    storage span, `message_codec.span`, is the buffer's head): ``transposed``, the last two dimensions swapped in
+    memory; ``padded``, each row of the last dimension followed by 1 .. `PAD_MAX` unused elements (drawn; NaN in a
+    floating buffer, so a kernel that reads them is wrong)."""
+    if layout == "transposed":
+        return x.transpose(-1, -2).contiguous().transpose(-1, -2)
+    if layout == "padded":
+        n = x.shape[-1]
+        pad = int(torch.randint(1, min(PAD_MAX, n) + 1, ()))
+        buf = torch.full((*x.shape[:-1], n + pad), float("nan"), dtype=x.dtype)
+        view = buf[..., :n]
+        view.copy_(x)
+        return view
+    raise ValueError(f"unknown layout {layout!r}")
+
+
+def same_answer(got: list[Any], base: list[Any]) -> bool:
+    """Whether the reference's outputs on the non-contiguous views (``got``) are its answer on the contiguous inputs
+    (``base``): equal shapes and dtypes, non-floating outputs equal, NaN at the same positions, and every other
+    element within 1e-4 (16-bit dtypes: 1e-2) of the output's largest magnitude (at least 1) of the other: a
+    library's other order of operations on a view (a BLAS call on a transposed operand) lands there, a reference
+    that reads the view's memory as if it were contiguous does not."""
+    if len(got) != len(base):
+        return False
+    for a, b in zip(got, base):
+        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or a.shape != b.shape \
+                or a.dtype != b.dtype:
+            return False
+        if not (a.is_floating_point() or a.is_complex()):
+            if not torch.equal(a, b):
+                return False
+            continue
+        if a.numel() == 0 or torch.equal(a, b):  # the usual case, ~20x cheaper than the float64 pass below
+            continue
+        a64, b64 = a.double(), b.double()
+        fa, fb = torch.isfinite(a64), torch.isfinite(b64)
+        if not torch.equal(fa, fb) or not torch.equal(a64[~fa].nan_to_num(0.0), b64[~fb].nan_to_num(0.0)) \
+                or not torch.equal(a64[~fa].isnan(), b64[~fb].isnan()):
+            return False
+        a64, b64 = torch.where(fa, a64, 0.0), torch.where(fb, b64, 0.0)
+        tol = 1e-2 if a.element_size() <= 2 else 1e-4
+        if float((a64 - b64).abs().max()) > tol * max(1.0, float(b64.abs().max())):
+            return False
+    return True
 
 
 PERTURBATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {

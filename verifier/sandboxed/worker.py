@@ -25,7 +25,7 @@ import torch
 
 import evokernel.cpu as native
 from evokernel.verifier import message_codec as protocol
-from evokernel.verifier.message_codec import MAX_DIMS, MAX_TEXT, TensorMeta, align
+from evokernel.verifier.message_codec import MAX_DIMS, MAX_TEXT, TensorMeta, align, span
 from evokernel.verifier.sandboxed import dispatch_tls
 from evokernel.verifier.sandboxed.plain_tensor import NotPlain, check_plain, copy_bytes
 from evokernel.verifier.sandboxed.init_guard import guarded_construction
@@ -33,9 +33,10 @@ from evokernel.verifier.sandboxed import init_args as init_args_mod, integer_inp
 from evokernel.verifier.sandboxed.init_perturbation import drawn_constants
 from evokernel.verifier.sandboxed import large_bound
 from evokernel.verifier.sandboxed.trial_inputs import (LARGE_IN, LARGE_LEVELS, LARGE_PLANTED, PERTURBATIONS,
-                                                       OFFSET_IN, OFFSET_SCALES, SUBNORMALS_IN, TIES_IN, decode_args,
-                                                       encode_args, flush_harmless, flush_subnormals, offset_rows,
-                                                       planted_level, tie_inputs, with_offsets)
+                                                       OFFSET_IN, OFFSET_SCALES, STRIDED_IN, SUBNORMALS_IN, TIES_IN,
+                                                       decode_args, encode_args, flush_harmless, flush_subnormals,
+                                                       offset_rows, planted_level, same_answer, strided_fits,
+                                                       strided_view, tie_inputs, with_offsets)
 from evokernel.verifier.sandboxed.op_recorder import OpRecorder, ScaleRecorder
 
 _DTYPE_BY_NAME = {name: getattr(torch, name) for name in protocol.DTYPES}
@@ -112,13 +113,21 @@ class Worker:
         self.inputs: list[Any] = []
         self.call_args: list[Any] | None = None  # forward's call template when not every argument is a tensor
         self.inputs_are_views = False  # the inputs of the last run request: views into the shared region
+        self.input_metas: list[TensorMeta] | None = None  # and their descriptions (some with strides)
         self.ascend_lib: Any = None  # custom_ops_lib of an Ascend C candidate (ascend-sim backend)
         self._library_fds: list[int] = []
         # the reference's probes of its planted large values (large_bound.py): per kind of trial, how many probes in a
         # row landed far inside the tolerance (-1: one did not); reset with every task loaded
         self.easy: dict[tuple[str, bool, str], int] = {}
         self.levels: dict[tuple[str, bool, str], int] = {}  # and the level each kind needed last
+        # the inputs each kind of strided trial showed as views, as the reference's check decided (`_keep_strided`)
+        self.strided_kept: dict[tuple[Any, ...], tuple[int, ...]] = {}
         self.drawn_params = False  # the model was built with drawn initialisers (the perturbed-parameter trials)
+        # the model's state (model_state.py): the reference's parameters and buffers as built, the names its calls
+        # have changed since, and their values before the last run that asked for the state (a redraw rewinds to it)
+        self.state0: dict[str, torch.Tensor] = {}
+        self.state_diff: set[str] = set()
+        self.rewind_point: dict[str, torch.Tensor] = {}
 
     # --- shared region ----------------------------------------------------------------------
     def _remap(self, capacity: int) -> None:
@@ -133,36 +142,67 @@ class Worker:
             self.mm = mmap.mmap(self.data_fd, capacity) if capacity else None
             self.capacity = capacity
 
-    def _view(self, meta: TensorMeta) -> torch.Tensor:
+    def _view(self, meta: TensorMeta, flat: bool = False) -> torch.Tensor:
+        """The tensor ``meta`` describes, a view into the shared region (with its strides, if it has them);
+        ``flat``: its bytes as one contiguous 1-D tensor."""
         dtype = _DTYPE_BY_NAME[meta.dtype]
         if meta.nbytes == 0:
             return torch.empty(meta.shape, dtype=dtype)
-        flat = torch.frombuffer(self.mm, dtype=dtype, count=meta.nbytes // protocol.DTYPES[meta.dtype],
+        data = torch.frombuffer(self.mm, dtype=dtype, count=meta.nbytes // protocol.DTYPES[meta.dtype],
                                 offset=meta.offset)
-        return flat.view(meta.shape)
+        if flat:
+            return data
+        return data.view(meta.shape) if meta.strides is None else data.as_strided(meta.shape, meta.strides)
 
-    def _write(self, tensors: list[torch.Tensor], offset: int, what: str = "output") -> list[dict[str, Any]]:
+    @staticmethod
+    def _strided(t: torch.Tensor) -> tuple[int, ...] | None:
+        """The strides a (trusted) non-contiguous input view is sent with (`trial_inputs.strided_view`), None for a
+        contiguous one."""
+        if t.is_contiguous() or t.numel() == 0 or min(t.stride(), default=0) < 0:
+            return None
+        return tuple(t.stride())
+
+    @classmethod
+    def _input_nbytes(cls, t: torch.Tensor) -> int:
+        strides = cls._strided(t)
+        return (t.numel() if strides is None else span(t.shape, strides)) * t.element_size()
+
+    def _write(self, tensors: list[torch.Tensor], offset: int, what: str = "output",
+               views: list[TensorMeta | None] | None = None) -> list[dict[str, Any]]:
+        """Write ``tensors`` from ``offset`` of the region; their descriptions. The reference's inputs
+        (``what`` "input") that are non-contiguous views are written as their storage span, with strides.
+        ``views`` (the candidate's inputs after its call): where it names a strided description, tensor k is that
+        view's span (1-D), written as it is with the description's shape and strides."""
         metas = []
-        for t in tensors:
+        for k, t in enumerate(tensors):
             name = _NAME_BY_DTYPE.get(t.dtype)
             if name is None:
                 raise _Fail("run", f"unsupported output dtype {t.dtype}")
-            nbytes = t.numel() * t.element_size()
+            like = views[k] if views is not None and k < len(views) else None
+            strides, shape = (like.strides, like.shape) if like is not None and like.strides is not None else (
+                None, tuple(t.shape))
+            if like is None and what == "input" and self.role != "candidate":
+                strides = self._strided(t)
+            nbytes = t.numel() * t.element_size() if strides is None or like is not None else \
+                span(t.shape, strides) * t.element_size()
             if t.dim() > MAX_DIMS:  # a clear failure, not a reply the parent refuses as a protocol break
                 raise _Fail("run",
                             f"{what} of {t.dim()} dimensions: the verifier carries tensors of at most {MAX_DIMS}")
             if offset + nbytes > self.capacity:
                 raise _Fail("run", f"output of shape {tuple(t.shape)} ({nbytes} bytes) is larger than the "
                             "space reserved for it (expected output size x4)", reason="output_too_large")
-            meta = TensorMeta(name, tuple(t.shape), offset, nbytes)
+            meta = TensorMeta(name, shape, offset, nbytes, strides)
             if self.role != "candidate":  # the reference is trusted: PyTorch's copy resolves its views' flags
-                if nbytes:
+                if nbytes and strides is not None:  # the view's storage span, unused elements included
+                    self._view(meta, flat=True).copy_(t.as_strided((nbytes // t.element_size(),), (1,),
+                                                                   t.storage_offset()))
+                elif nbytes:
                     self._view(meta).copy_(t)
             else:  # the candidate's tensors: plain ones only, their bytes taken raw (plain_tensor.py)
                 try:
                     check_plain(t, what)
                     if nbytes:
-                        copy_bytes(self._view(meta), t)
+                        copy_bytes(self._view(meta, flat=like is not None and strides is not None), t)
                 except NotPlain as exc:
                     raise _Fail("hack", str(exc)) from None
             metas.append(meta.to_json())
@@ -279,13 +319,15 @@ class Worker:
             return {"ok": True}
         if op == "reload":
             return self.reload()
+        if op == "state":
+            return self.state(msg)
         if op == "record_ops":
             return self.record_ops(msg)
         raise _Fail("protocol", f"unknown request {op!r}")
 
     def load(self, msg: dict[str, Any]) -> dict[str, Any]:
         torch.set_num_threads(int(msg.get("threads", 1)))
-        self.easy, self.levels = {}, {}
+        self.easy, self.levels, self.strided_kept = {}, {}, {}
         if self.role == "candidate":
             self._install_build_hooks()
         loader = str(msg.get("loader") or "python")
@@ -398,6 +440,10 @@ class Worker:
                                 "and lists of them are supported")
             reply["init_args"] = init_args
             reply["widen_buffers"] = widen_buffers
+            with torch.no_grad():
+                self.state0 = {name: t.clone() for _, name, t in self._state_tensors()}
+            self.state_diff, self.rewind_point = set(), {}
+            reply["state_bytes"] = sum(align(t.numel() * t.element_size()) for t in self.state0.values())
         return reply
 
     def reload(self) -> dict[str, Any]:
@@ -410,11 +456,16 @@ class Worker:
             raise _Fail("protocol", "reload before a model was built")
         seen: set[int] = set()
         with torch.no_grad(), torch._C.DisableTorchFunctionSubclass():
-            for p in torch.nn.Module.parameters(self.model):
+            for name, p in torch.nn.Module.named_parameters(self.model):
                 if id(p) in seen or not p.is_floating_point() or p.is_meta:
                     continue
                 seen.add(id(p))
                 p.neg_()
+                # the model's state as built (model_state.py) is now the negated one: what it would be had it been
+                # built with these values (the parent takes the candidate's again after this request)
+                for kept in (self.state0, self.rewind_point):
+                    if name in kept and kept[name].is_floating_point():
+                        kept[name] = kept[name].neg()
         self.model64 = None  # the float64 copy holds the old values
         return {"ok": True}
 
@@ -494,10 +545,12 @@ class Worker:
             tensors = self._keep_ties(tensors, template)
         if name in OFFSET_IN and self.model is not None and isinstance(resolve, dict):
             tensors = self._keep_offsets(tensors, template, resolve)
-        need = sum(align(t.numel() * t.element_size()) for t in tensors)
+        if name in STRIDED_IN and self.model is not None and msg.get("strided", True) is not False:
+            tensors = self._keep_strided(tensors, template, STRIDED_IN[name])
+        need = sum(align(self._input_nbytes(t)) for t in tensors)
         if need > self.capacity:
             return {"ok": True, "need": need}
-        metas = self._write(tensors, 0)
+        metas = self._write(tensors, 0, "input")
         self.inputs = tensors  # private already: the region holds a copy
         self.call_args = template
         reply: dict[str, Any] = {"ok": True, "inputs": metas}
@@ -690,6 +743,37 @@ class Worker:
                 return shifted
         return tensors
 
+    def _keep_strided(self, tensors: list[torch.Tensor], template: list[Any] | None,
+                      layout: str) -> list[torch.Tensor]:
+        """The floating inputs of >= 2 dimensions as non-contiguous views with the same values (`trial_inputs.
+        strided_view`, ``layout``), each kept only where this worker's reference gives its own answer on it
+        (`same_answer` with its outputs on the contiguous inputs): all at once, else one by one. A reference that
+        refuses a view (``.view()`` of a transposed input raises) keeps that input contiguous, for both models."""
+        picks = [k for k, t in enumerate(tensors) if strided_fits(t)]
+        if not picks:
+            return tensors
+        kind = (layout, self.drawn_params, getattr(self.module, "EVOKERNEL_CASE", None),
+                tuple((tuple(t.shape), t.dtype) for t in tensors), json.dumps(template))
+        if kind in self.strided_kept:  # decided for this kind of trial already: no check forwards again
+            kept_k = self.strided_kept[kind]
+            return [strided_view(t, layout) if k in kept_k else t for k, t in enumerate(tensors)]
+        base = self._reference_outputs(tensors, template)
+        if base is None:
+            return tensors
+        views = {k: strided_view(tensors[k], layout) for k in picks}
+
+        def shown(ks: list[int]) -> list[torch.Tensor] | None:
+            out = [views[k] if k in ks else t for k, t in enumerate(tensors)]
+            got = self._reference_outputs(out, template)
+            return out if got is not None and same_answer(got, base) else None
+
+        kept, chosen = shown(picks), picks
+        if kept is None and len(picks) > 1:
+            chosen = [k for k in picks if shown([k]) is not None]
+            kept = shown(chosen) if chosen else None
+        self.strided_kept[kind] = tuple(chosen) if kept is not None else ()
+        return kept if kept is not None else tensors
+
     def forward_args(self, tensors: list[Any]) -> list[Any]:
         """forward's arguments: the tensors, placed in the call template when there is one."""
         if self.call_args is None:
@@ -744,11 +828,17 @@ class Worker:
         if "inputs" in msg:
             metas = [TensorMeta.from_json(m, self.capacity) for m in msg["inputs"]]
             self.inputs, self.inputs_are_views = [self._view(m) for m in metas], True
+            self.input_metas = metas
             self.call_args = msg.get("args")  # None: every argument is a tensor
         record = bool(msg.get("record"))
+        with_state = msg.get("state") is True
+        if with_state and self.role == "reference":
+            self._rewind_and_snapshot(msg.get("rewind") is True)
         before_calls = native._native_calls
         recorder = OpRecorder() if record else None
         args = self.forward_args(self.inputs)
+        if recorder is not None:  # making an input contiguous is glue (data_movement.py)
+            recorder.movement.give(args)
         t0 = time.perf_counter()
         try:
             with torch.no_grad():
@@ -784,10 +874,87 @@ class Worker:
         if recorder is not None:
             reply["ops"] = recorder.calls
             reply["violations"] = recorder.violations
+        end = align(metas[-1]["offset"] + metas[-1]["nbytes"]) if metas else int(msg.get("out_offset", 0))
         if msg.get("return_inputs"):
-            last = metas[-1]
-            reply["inputs_after"] = self._write(self.inputs, align(last["offset"] + last["nbytes"]), "input")
+            # a strided input is sent back as its storage span, read from the region (unused elements included)
+            metas_in = self.input_metas if self.inputs_are_views and self.input_metas is not None \
+                and len(self.input_metas) == len(self.inputs) else None
+            after = [self._view(m, flat=True) if metas_in is not None and m.strides is not None else t
+                     for t, m in zip(self.inputs, metas_in or [None] * len(self.inputs))]
+            reply["inputs_after"] = self._write(after, end, "input", metas_in)
+            if reply["inputs_after"]:
+                last = reply["inputs_after"][-1]
+                end = align(last["offset"] + last["nbytes"])
+        if with_state:  # the model's parameters and buffers after this call (model_state.py), after the rest
+            entries = self._write_state(end)
+            if entries is None:
+                raise _Fail("run", "the model's parameters and buffers are larger than the space reserved for them "
+                            "(their size after construction): forward must not resize them", reason="output_too_large")
+            reply["state"] = entries
         return reply
+
+    # --- the model's state (trusted/model_state.py judges it) -----------------------------------------------
+    def _state_tensors(self) -> list[tuple[str, str, torch.Tensor]]:
+        """(kind, name, tensor) of the model's parameters and buffers, as ``named_parameters`` and
+        ``named_buffers`` give them (nn.Module's own methods, a tied tensor once), detached."""
+        m = self.model
+        if not isinstance(m, torch.nn.Module):
+            return []
+        return ([("parameter", n, p.detach()) for n, p in torch.nn.Module.named_parameters(m)] +
+                [("buffer", n, b.detach()) for n, b in torch.nn.Module.named_buffers(m)])
+
+    def _rewind_and_snapshot(self, rewind: bool) -> None:
+        """Reference only, before a run that reports the state: with ``rewind``, the state goes back to what it
+        was before the last such run (a trial drawn again: its discarded run must leave no trace); then the
+        tensors that differ from the model as built are kept (the others are restored from `state0`)."""
+        with torch.no_grad():
+            if rewind:
+                for _, name, t in self._state_tensors():
+                    src = self.rewind_point.get(name, self.state0.get(name))
+                    if src is not None and not _same_bits(t, src):
+                        t.copy_(src)
+            self.rewind_point = {name: t.clone() for _, name, t in self._state_tensors() if name in self.state_diff}
+
+    def _write_state(self, offset: int) -> list[dict[str, Any]] | None:
+        """The model's parameters and buffers written from ``offset`` on, one entry each (name, kind, shape,
+        dtype and the tensor's place; a dtype the codec does not carry goes as its bytes, flat); None if they do
+        not fit. The reference writes only those its calls changed since it was built (``changed``)."""
+        items = []
+        for kind, name, t in self._state_tensors():
+            entry: dict[str, Any] = {"name": name, "kind": kind, "shape": list(t.shape),
+                                     "dtype": str(t.dtype).removeprefix("torch.")}
+            if self.role == "reference":
+                changed = not _same_bits(t, self.state0.get(name))
+                entry["changed"] = changed
+                (self.state_diff.add if changed else self.state_diff.discard)(name)
+                if not changed:
+                    items.append((entry, None))
+                    continue
+            items.append((entry, t))
+        need = sum(align(t.numel() * t.element_size()) for _, t in items if t is not None)
+        if offset + need > self.capacity:
+            return None
+        entries = []
+        for entry, t in items:
+            if t is not None:
+                if t.dtype not in _NAME_BY_DTYPE:  # complex, unsigned, float8 ...: its bytes
+                    t = _flat_bytes(t, self.role == "candidate", entry["name"])
+                meta = self._write([t], offset, f"{entry['kind']} {entry['name']}")[0]
+                entry["tensor"] = meta
+                offset = align(offset + meta["nbytes"])
+            entries.append(entry)
+        return entries
+
+    def state(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """The model's parameters and buffers (`_write_state`) at ``offset``, or how many bytes that needs."""
+        if self.model is None:
+            raise _Fail("protocol", "no model to report the state of")
+        offset = int(msg.get("offset", 0))
+        entries = self._write_state(offset)
+        if entries is None:
+            need = offset + sum(align(t.numel() * t.element_size()) for _, _, t in self._state_tensors())
+            return {"ok": True, "need": need}
+        return {"ok": True, "state": entries}
 
     def serve(self) -> None:
         self.channel.send({"op": "hello", "pid": os.getpid()})
@@ -812,6 +979,35 @@ class Worker:
                 sys.stderr.flush()
                 _libc.fflush(None)
             self.channel.send(reply)
+
+
+def _same_bits(a: torch.Tensor, b: torch.Tensor | None) -> bool:
+    """``a`` and ``b`` hold the same shape, dtype and bytes (NaN payloads and -0.0 included)."""
+    if b is None or a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.numel() == 0:
+        return True
+    return torch.equal(_words(a), _words(b))
+
+
+def _words(t: torch.Tensor) -> torch.Tensor:
+    """``t``'s bytes as the widest integer words that divide them (torch.equal on int64 words runs ~8x faster than
+    on bytes, 64 MiB: 12 ms against 97 ms)."""
+    raw = t.contiguous().reshape(-1).view(torch.uint8)
+    for word in (torch.int64, torch.int32, torch.int16):
+        if raw.numel() % word.itemsize == 0 and raw.data_ptr() % word.itemsize == 0:
+            return raw.view(word)
+    return raw
+
+
+def _flat_bytes(t: torch.Tensor, candidate: bool, name: str) -> torch.Tensor:
+    """The bytes of a state tensor whose dtype the codec does not carry (a candidate's checked plain first)."""
+    if candidate:
+        try:
+            check_plain(t, f"tensor {name}")
+        except NotPlain as exc:
+            raise _Fail("hack", str(exc)) from None
+    return t.contiguous().reshape(-1).view(torch.uint8)
 
 
 class _CountingModule:

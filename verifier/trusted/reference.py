@@ -49,11 +49,14 @@ class Reference:
         # its float32 answer against (set by the trials), and the highest level it chose per perturbation, which the
         # inputs worker (no model to ask) plants at in the timing's value rounds
         self.resolve: dict[str, list[float]] | None = None
+        self.strided = True  # the strided trials' inputs as non-contiguous views (VerifyConfig.strided_inputs)
         self.large_levels: dict[str, int] = {}
         self.last_large_level = 0  # the level of the last inputs the model worker made
         # the perturbed-parameter build (init with params_seed): constructor floats varied, constant buffers widened
         self.vary_floats = False
         self.widen_buffers = False
+        self.state_bytes = 0  # the model's parameters and buffers as built, in bytes (model_state.py)
+        self.last_state: list[dict[str, Any]] | None = None  # the state entries of the last run that asked for them
 
     # --- calls ------------------------------------------------------------------------------------
     def call(self, msg: dict[str, Any], timeout: float = 600.0, handle: WorkerHandle | None = None) -> dict[str, Any]:
@@ -85,6 +88,7 @@ class Reference:
         # with params_seed: whether its constant buffers were widened (sandboxed/init_args.py, worker.init); the
         # candidate is built the same way
         self.widen_buffers = reply.get("widen_buffers") is True
+        self.state_bytes = int(reply.get("state_bytes", 0))
         return list(reply["init_args"])
 
     def make_inputs(self, seed: int, perturb: str, handle: WorkerHandle | None = None) -> list[TensorMeta]:
@@ -98,6 +102,8 @@ class Reference:
                 msg["large_level"] = self.large_levels[perturb]
         elif perturb in OFFSET_IN and handle is self.handle and self.resolve:  # offsets kept where resolved
             msg["resolve"] = self.resolve
+        if not self.strided:
+            msg["strided"] = False
         for _ in range(8):
             reply = self.call(msg, handle=handle)
             if "need" in reply:
@@ -124,20 +130,32 @@ class Reference:
         self.input_bytes = align(max((m.offset + m.nbytes for m in metas), default=0))
         return metas
 
-    def run(self, timeout: float = 600.0) -> tuple[list[TensorMeta], dict[str, Any]]:
-        """Forward on the last inputs; outputs land after the inputs in the region."""
+    def run(self, timeout: float = 600.0, state: bool = False, rewind: bool = False
+            ) -> tuple[list[TensorMeta], dict[str, Any]]:
+        """Forward on the last inputs; outputs land after the inputs in the region. ``state``: the reply also
+        describes the model's parameters and buffers its calls changed (`model_state`, written after the outputs,
+        kept in ``last_state``); ``rewind``: the state goes back first to what it was before the last such run (a
+        trial drawn again)."""
+        msg: dict[str, Any] = {"op": "run", "out_offset": self.input_bytes}
+        if state:
+            msg["state"] = True
+            if rewind:
+                msg["rewind"] = True
         for _ in range(8):
             try:
-                reply = self.handle.call({"op": "run", "out_offset": self.input_bytes}, timeout)
+                reply = self.handle.call(msg, timeout)
             except (WorkerDied, WorkerTimeout, ProtocolError) as exc:
                 self.handle.close()
                 raise TaskError(f"{self.task.path}: the reference crashed: {exc}") from None
             if reply.get("ok"):
                 metas = [TensorMeta.from_json(m, self.handle.capacity) for m in reply["outputs"]]
                 self.output_bytes = max(self.output_bytes, sum(align(m.nbytes) for m in metas))
+                self.last_state = reply.get("state") if state else None
                 return metas, reply
             if "larger than the space" in str(reply.get("error")):
                 self.handle.ensure_capacity(self.handle.capacity * 4 + (1 << 20))
+                if state:  # the failed run's forward changed the state: undone before it runs again
+                    msg["rewind"] = True
                 continue
             raise TaskError(f"{self.task.path}: the reference forward failed: {reply.get('error')}\n"
                             f"{reply.get('detail', '')}")
@@ -156,6 +174,17 @@ class Reference:
         metas = [TensorMeta.from_json(m, self.handle.capacity) for m in reply["outputs"]]
         scale = max(0.0, float(reply.get("scale", 0.0)))
         return [Exact(regions.tensor(self.handle, m), scale) for m in metas]
+
+    def state(self) -> list[dict[str, Any]]:
+        """The model worker's state entries now (those its calls changed since it was built carry their values,
+        written at offset 0 of its region: the last inputs are overwritten)."""
+        for _ in range(8):
+            reply = self.call({"op": "state", "offset": 0})
+            if "need" in reply:
+                self.handle.ensure_capacity(int(reply["need"]) + (1 << 20))
+                continue
+            return list(reply["state"])
+        raise TaskError(f"{self.task.path}: could not reserve memory for the model's state")
 
     def recorded_ops(self) -> list[dict[str, Any]]:
         """The ATen operators one eager forward runs (the ascend-sim latency model's eager side)."""

@@ -14,12 +14,14 @@ DTYPES = {name: getattr(torch, name) for name in ("float32", "float64", "float16
 
 
 def tensor(handle: Any, meta: Any) -> torch.Tensor:
-    """A private copy (one memcpy) of a tensor in a worker's shared region."""
+    """A private copy (one memcpy) of a tensor in a worker's shared region (a view with the meta's strides, if it
+    has them)."""
     dtype = DTYPES[meta.dtype]
     if meta.nbytes == 0:
         return torch.empty(meta.shape, dtype=dtype)
     view = torch.frombuffer(handle.mm, dtype=dtype, count=meta.nbytes // dtype.itemsize, offset=meta.offset)
-    out = view.clone().view(meta.shape)
+    strides = getattr(meta, "strides", None)  # a non-contiguous input view: its storage span, seen through strides
+    out = view.clone().view(meta.shape) if strides is None else view.clone().as_strided(meta.shape, strides)
     del view  # release the buffer export so the region can be resized later
     return out
 

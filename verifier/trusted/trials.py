@@ -33,7 +33,7 @@ import torch
 from evokernel.tasks.task import Task, TaskError
 from evokernel.verifier.message_codec import DTYPES, ProtocolError, TensorMeta
 from evokernel.verifier.sandboxed.trial_inputs import LARGE_IN, large_max, planted_level
-from evokernel.verifier.trusted import compile_baseline, correctness, latency, regions, timing_protocol
+from evokernel.verifier.trusted import compile_baseline, correctness, latency, model_state, regions, timing_protocol
 from evokernel.verifier.trusted.failures import INPUTS_MODIFIED, MOVEMENT_PREFIX, Fail, init_compute_fail, torch_ops_fail
 from evokernel.verifier.trusted.launcher import WorkerHandle
 from evokernel.verifier.trusted.reference import Reference
@@ -70,7 +70,16 @@ DISTINCT_INPUTS = ("the inputs held values random draws almost never give, with 
                    "forward's Python float arguments held other values than get_inputs()'s (the sign flipped, the "
                    "magnitude times 1/4 to 4, where the reference accepts it); the kernel must give PyTorch's answer "
                    "there too, integer and bool outputs included")
-INPUT_NOTES = {"special": SPECIAL_INPUTS, "distinct": DISTINCT_INPUTS}
+_VIEWS = ("passed to both models as non-contiguous views with the same values where the reference accepts them "
+          "({}); the kernel must read an input through its strides, or make it contiguous first (x.contiguous())")
+STRIDED_INPUTS = {  # sandboxed/trial_inputs.py STRIDED_IN
+    "scale": "the inputs were multiplied by 4, and the floating ones of two or more dimensions " + _VIEWS.format(
+        "a transposed copy's transpose: the last two dimensions swapped in memory, strides (..., 1, rows)"),
+    "negate": "the inputs were negated, and the floating ones of two or more dimensions " + _VIEWS.format(
+        "slices of a wider buffer: each row of the last dimension followed by unused elements, strides "
+        "(..., n + pad, 1)"),
+}
+INPUT_NOTES = {"special": SPECIAL_INPUTS, "distinct": DISTINCT_INPUTS, **STRIDED_INPUTS}
 
 
 def large_top(level: int) -> float:
@@ -100,16 +109,18 @@ def _all_finite(t: torch.Tensor) -> bool:
     return bool(torch.isfinite(t).all())
 
 
-def reference_trial(ref: Reference, rng: random.Random, seed: int, perturb: str
+def reference_trial(ref: Reference, rng: random.Random, seed: int, perturb: str, state: bool = False
                     ) -> tuple[int, list[TensorMeta], list[TensorMeta], float, dict[str, Any] | None]:
     """One trial's inputs and reference outputs: (the seed finally used, input metas, output metas, seconds of
     the reference's last forward, a note for ``details`` or None). A reference that holds NaN/Inf is drawn
-    again from fresh secret seeds, up to `REDRAWS` times; if it stays non-finite it is judged as it is."""
+    again from fresh secret seeds, up to `REDRAWS` times; if it stays non-finite it is judged as it is.
+    ``state``: the run also reports the model's state (``ref.last_state``, `model_state`), and a run drawn again
+    rewinds the state to before the discarded one (the candidate runs once, on the inputs kept)."""
     redraws = 0
     while True:
         in_metas = ref.make_inputs(seed, perturb)
         t0 = time.perf_counter()
-        out_metas, _ = ref.run()
+        out_metas, _ = ref.run(state=state, rewind=state and redraws > 0)
         seconds = time.perf_counter() - t0
         bad = nonfinite([regions.tensor(ref.handle, m) for m in out_metas])
         if not bad or redraws == REDRAWS or perturb in NO_REDRAWS:
@@ -273,8 +284,10 @@ class WorkerJudge:
         # timing_mode "model": per judged trial, a digest of each input and of all expected outputs (value_free_inputs)
         self.digests: list[tuple[list[str], str]] = []
         self.input_bytes: list[int] = []  # bytes per input of the first judged trial
+        self.state = model_state.StateJudge(self.cfg.tol)  # ModelNew's parameters and buffers against Model's
         # what the model worker's float32 answer must resolve before large values are planted at a level
         # (sandboxed/large_bound.py): this configuration's tolerances per output dtype, [elementwise, norm-wise]
+        ref.strided = bool(self.cfg.strided_inputs)
         ref.resolve = {str(dt).removeprefix("torch."): [tl.elementwise, min(tl.reduction, tl.normwise(False))]
                        for dt in RESOLVED_DTYPES for tl in [correctness.tolerance(dt, self.cfg.tol)]}
 
@@ -352,7 +365,9 @@ class WorkerJudge:
         if not cfg.timing:
             return None
         if cases == [None]:
-            return self.timed(details, timings, ref_s)
+            timing = self.timed(details, timings, ref_s)
+            self.state_after_timing(timings)
+            return timing
         # a task with cases: every case timed (the models of the perturbed-parameter trial), then the geomean
         all_reports = self.reports
         results: list[latency.Timing] = []
@@ -369,7 +384,17 @@ class WorkerJudge:
                                          "speedup": t.speedup, "inputs": case_shapes(self.task, k)})
         finally:
             self.reports = all_reports
+        self.state_after_timing(timings)
         return geomean_timing(results)
+
+    def state_after_timing(self, timings: dict[str, float]) -> None:
+        """Measured timing: both sides ran every timed round's call, so their states must agree again
+        (`model_state`). A modelled latency runs no further candidate calls."""
+        if self.v.backend.timing_mode == "model" or not self.cfg.model_state:
+            return
+        t0 = time.perf_counter()
+        self.check_state_after_timing()
+        timings["state_after_timing"] = time.perf_counter() - t0
 
     def timed(self, details: dict[str, Any], timings: dict[str, float], ref_s: list[float]) -> latency.Timing:
         """The latency of the current inputs' case: modelled by the backend, or measured."""
@@ -402,6 +427,33 @@ class WorkerJudge:
         if not reply.get("ok"):
             raise Fail("hack" if reply.get("phase") == "hack" else "runtime", f"constructing ModelNew{tuple(init_args)} failed: {reply.get('error')}\n"
                        f"{reply.get('detail', '')}".strip())
+        if self.cfg.model_state:
+            self.state.baseline(self.cand, self.candidate_state("after construction"))
+
+    def candidate_state(self, when: str) -> list[Any]:
+        """The candidate's state entries now, written at offset 0 of its region (`model_state`)."""
+        limit = self.state.limit(self.ref.state_bytes)
+        for _ in range(4):
+            reply = self.v._cand_call(self.cand, {"op": "state", "offset": 0}, self.cfg.load_timeout_s,
+                                      f"ModelNew's parameters and buffers ({when})")
+            if not reply.get("ok"):
+                raise Fail("hack" if reply.get("phase") == "hack" else "runtime",
+                           f"reading ModelNew's parameters and buffers ({when}) failed: {reply.get('error')}")
+            if "need" not in reply:
+                return list(reply.get("state") or [])
+            need = int(reply["need"])
+            if need > limit:
+                raise Fail("runtime", f"ModelNew's parameters and buffers take {need / 2**20:.1f} MiB ({when}), more "
+                           f"than the verifier reserves for them ({model_state.STATE_FACTOR}x Model's "
+                           f"{self.ref.state_bytes / 2**20:.1f} MiB + {model_state.SLACK_BYTES >> 20} MiB)")
+            self.cand.ensure_capacity(need + (1 << 16))
+        raise Fail("runtime", f"ModelNew's parameters and buffers ({when}) did not fit in the space reserved for them")
+
+    def check_state_after_timing(self) -> None:
+        """The models' state after the timed rounds, where each side ran the same calls (`model_state`)."""
+        ref_state = self.state.reference(self.ref.handle, self.ref.state())
+        entries = self.candidate_state("after the timed calls")
+        self.state.check("after the timed calls", ref_state, self.cand, entries)
 
     def reload(self) -> None:
         """Both models' floating parameters negated in place (worker.reload): the reference's first, then the
@@ -410,11 +462,16 @@ class WorkerJudge:
         reply = self.v._cand_call(self.cand, {"op": "reload"}, self.cfg.load_timeout_s, "writing ModelNew's parameters")
         if not reply.get("ok"):
             raise Fail("runtime", f"writing ModelNew's parameters in place failed: {reply.get('error')}")
+        if self.cfg.model_state:  # its state as written is what later calls are compared with (`model_state`)
+            self.state.baseline(self.cand, self.candidate_state("after its parameters were written"))
 
     def run_trial(self, label: str, perturb: str, seed: int, first: bool, ref_s: list[float],
                   record: dict[str, Any]) -> None:
         """One correctness trial (a non-finite reference is drawn again, then judged masked: `reference_trial`)."""
-        seed, in_metas, out_metas, seconds, note = reference_trial(self.ref, self.rng, seed, perturb)
+        state = bool(self.cfg.model_state)
+        seed, in_metas, out_metas, seconds, note = reference_trial(self.ref, self.rng, seed, perturb, state=state)
+        # read before the region is reused (a reduction's float64 answer is written there)
+        ref_state = self.state.reference(self.ref.handle, self.ref.last_state) if state else None
         ref_s.append(seconds)
         if note is not None:
             record["nonfinite_reference"].append({"trial": label, **note})
@@ -432,9 +489,10 @@ class WorkerJudge:
             self.check_trial(in_metas, inputs, expected, label, late_check=first,
                              timeout=self.cfg.run_timeout_s + 50 * seconds,
                              truth=lambda seed=seed, perturb=perturb: self.ref.truth(seed, perturb),
-                             ties=perturb in TIES)
+                             ties=perturb in TIES, ref_state=ref_state)
         except Fail as f:
-            if f.gate == "correctness" and perturb in INPUT_NOTES:
+            # a strided trial's runtime or data-movement failure (a binding refusing a view) is told the layout too
+            if perturb in INPUT_NOTES and (f.gate == "correctness" or perturb in STRIDED_INPUTS):
                 f.feedback = f"{f.feedback}\nIn this trial {INPUT_NOTES[perturb]}."
                 if level:
                     f.feedback += (f" For this task the large values went up to {large_top(level):.3g} only (float32 "
@@ -445,14 +503,19 @@ class WorkerJudge:
 
     def check_trial(self, in_metas: list[TensorMeta], inputs: list[torch.Tensor], expected: list[torch.Tensor],
                     label: str, late_check: bool, timeout: float,
-                    truth: Callable[[], list[correctness.Exact]] | None = None, ties: bool = False) -> None:
+                    truth: Callable[[], list[correctness.Exact]] | None = None, ties: bool = False,
+                    ref_state: dict[str, Any] | None = None) -> None:
+        """One candidate call judged: its run, the inputs after it, its outputs and (with ``ref_state``, the
+        reference's after the same call) the model's state (`model_state`)."""
         v, cand, ref = self.v, self.cand, self.ref
         out_offset = ref.input_bytes
         regions.copy_prefix(ref.handle, cand, out_offset,
-                            out_offset * 2 + 4 * max(ref.output_bytes, 1 << 12) + (1 << 20))
+                            out_offset * 2 + 4 * max(ref.output_bytes, 1 << 12) + (1 << 20) + self.state.reserve)
         metas_json = [m.to_json() for m in in_metas]
-        reply = v._cand_call(cand, ref.run_msg({"op": "run", "inputs": metas_json, "record": True,
-                                                "return_inputs": True, "out_offset": out_offset}),
+        msg = {"op": "run", "inputs": metas_json, "record": True, "return_inputs": True, "out_offset": out_offset}
+        if ref_state is not None:
+            msg["state"] = True
+        reply = v._cand_call(cand, ref.run_msg(msg),
                              timeout, f"forward ({label})")
         reports = reply.get("native_reports")
         if isinstance(reports, list):
@@ -499,6 +562,8 @@ class WorkerJudge:
             # is told that it modified its input, not that it returned the input's memory)
             raise torch_ops_fail(label, violations, "the native kernel", "native code")
         compare_outputs(label, got, expected, inputs, self.cfg.tol, truth, ties)
+        if ref_state is not None:  # the state after the call (its bytes were written after the outputs)
+            self.state.check(label, ref_state, cand, reply.get("state"))
         if late_check:
             time.sleep(0.05)
             if any(cand.read(m) != s for m, s in zip(outs, snapshot)):

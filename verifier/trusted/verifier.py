@@ -60,6 +60,12 @@ class VerifyConfig:
     # (verifier/sandboxed/init_args.py). Off: the template generator writes a task's constructor floats (slopes,
     # scales) into its kernels as literals, and 5 of 54 golden items were refused with it on (docs/verifier.md)
     vary_init_floats: bool = False
+    # the scale and negate trials pass floating inputs of >= 2 dimensions as non-contiguous views (a transposed copy's
+    # transpose; padded rows) where the reference answers on them (trial_inputs.STRIDED_IN). Off: contiguous, as before
+    strided_inputs: bool = True
+    # after every trial's call and the timed rounds, ModelNew's parameters and buffers must have changed exactly as
+    # Model's did (verifier/trusted/model_state.py). False skips it (to measure its cost, or test other rules alone)
+    model_state: bool = True
     threads: int = 1  # both sides timed at this thread count
     timing: bool = True
     warmup: int = 3

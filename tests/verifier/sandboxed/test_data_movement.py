@@ -84,6 +84,50 @@ def test_a_copy_that_reads_a_view_is_a_finding(forward):
     assert any("read a view" in f for f in found), found
 
 
+def _back(view, buffer):
+    """A buffer copied back into a view (what load_cpp does after a call), then a native kernel's output."""
+    view.copy_(buffer)
+    return _native(None, torch.empty(1))
+
+
+@pytest.mark.parametrize("view", [
+    pytest.param(lambda x: x.t().contiguous().t(), id="transposed"),
+    pytest.param(lambda x: torch.cat([x, torch.zeros(6, 3)], 1)[:, :10], id="padded"),
+])
+def test_making_an_input_view_contiguous_is_glue_and_nothing_else_of_it(view):
+    """A trial's input may be a non-contiguous view (trial_inputs.STRIDED_IN): copying that input, exactly as
+    forward got it, into a whole tensor is allowed; a copy of another view of it (a slice, a broadcast) is not."""
+    x = view(X)
+
+    def run(forward):
+        rec = OpRecorder()
+        rec.movement.give([x])
+        with torch.no_grad(), rec:
+            out = forward(x)
+        rec.check_outputs([out], [x], None)
+        return [k for k in rec.violations if k.startswith(dm.FINDING_PREFIX)]
+
+    assert not x.is_contiguous()
+    assert run(lambda x: _native(x.contiguous(), torch.empty(6, 10))) == []
+    assert run(lambda x: _native(torch.empty(6, 10).copy_(x), torch.empty(6, 10))) == []
+    assert run(lambda x: _native(x.reshape(-1), torch.empty(6, 10))) == []
+    assert any("read a view" in f for f in run(lambda x: _native(x[:, 1:].contiguous(), torch.empty(1))))
+    assert any("read a view" in f for f in run(
+        lambda x: _native(x[:, None, :].expand(6, 2, 10).reshape(12, 10), torch.empty(1))))
+    # the copy is still PyTorch's: returning it is a finding, as before
+    assert any("PyTorch copy wrote" in f for f in run(lambda x: x.contiguous()))
+    # and back (load_cpp after a kernel that may write a copied view): a whole tensor of its shape into the input as
+    # given is glue; into another view of it, or of another shape, it writes into a view
+    assert run(lambda x: _back(x, x.contiguous())) == []
+    assert any("wrote into a view" in f for f in run(lambda x: _back(x[:, 1:], torch.empty(6, 9))))
+    assert any("wrote into a view" in f for f in run(lambda x: _back(x, torch.empty(10))))
+    # without the inputs given (the rule before), the same copy is a finding
+    rec = OpRecorder()
+    with torch.no_grad(), rec:
+        _native(x.contiguous(), torch.empty(1))
+    assert any("read a view" in k for k in rec.violations)
+
+
 def test_a_channels_last_clone_is_a_finding():
     found = _run(lambda x: _native(x.contiguous(memory_format=torch.channels_last), torch.empty(1)), [NCHW])
     assert any("wrote into a view" in f for f in found), found

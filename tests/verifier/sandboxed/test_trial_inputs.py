@@ -6,8 +6,10 @@ import torch
 
 import math
 
-from evokernel.verifier.sandboxed.trial_inputs import (LARGE_MIN, PERTURBATIONS, flush_harmless, flush_subnormals,
-                                                       large_max, subnormal_range, tiny_range)
+from evokernel.verifier.message_codec import span
+from evokernel.verifier.sandboxed.trial_inputs import (LARGE_MIN, PAD_MAX, PERTURBATIONS, flush_harmless,
+                                                       flush_subnormals, large_max, same_answer, strided_fits,
+                                                       strided_view, subnormal_range, tiny_range)
 
 special = PERTURBATIONS["special"]
 
@@ -394,3 +396,34 @@ def test_some_large_values_are_exact_integers():
         large = y[y.abs() >= LARGE_MIN].double()
         whole = large[(large == large.round()) & (large.abs() < 2**22)]
         assert whole.numel() >= 8 and (whole * sign > 0).all() and float(whole.abs().max()) > 1e3, name
+
+
+def test_strided_views_hold_the_same_values_in_another_layout_over_a_fresh_buffer():
+    for shape in ((16, 96), (3, 5, 7), (2, 2)):
+        x = torch.randn(shape)
+        for layout in ("transposed", "padded"):
+            torch.manual_seed(1)
+            v = strided_view(x, layout)
+            assert torch.equal(v, x) and not v.is_contiguous() and v.storage_offset() == 0
+            assert span(v.shape, v.stride()) * 4 <= v.untyped_storage().nbytes()
+            if layout == "transposed":
+                assert v.stride()[-2:] == (1, shape[-2]) and span(v.shape, v.stride()) == x.numel()
+            else:  # unused elements after each row, NaN: a kernel that reads them is wrong
+                pitch = v.stride(-2)
+                assert v.stride(-1) == 1 and shape[-1] < pitch <= shape[-1] + min(PAD_MAX, shape[-1])
+                assert torch.isnan(v.as_strided((pitch,), (1,))[shape[-1]:]).all()
+    assert not strided_fits(torch.randn(1, 8)) and not strided_fits(torch.randn(8))
+    assert not strided_fits(torch.ones(4, 4, dtype=torch.int64)) and strided_fits(torch.randn(2, 1, 2, 2))
+    assert not strided_fits(torch.randn(2, 2, 1, 2))
+
+
+def test_same_answer_takes_a_blas_rounding_and_refuses_a_reference_that_read_the_memory_linearly():
+    a, b = torch.randn(64, 48), torch.randn(48, 32)
+    bt = strided_view(b, "transposed")
+    assert same_answer([a @ bt], [a @ b])
+    wrong = a @ bt.as_strided(b.shape, (32, 1))  # the view's memory read as if it were contiguous
+    assert not same_answer([wrong], [a @ b])
+    assert not same_answer([torch.tensor([1, 2])], [torch.tensor([1, 3])])
+    assert not same_answer([torch.tensor([float("nan"), 1.0])], [torch.tensor([0.0, 1.0])])
+    assert same_answer([torch.tensor([float("inf"), 1.0])], [torch.tensor([float("inf"), 1.0])])
+    assert not same_answer([torch.zeros(2)], [torch.zeros(3)]) and not same_answer([], [torch.zeros(1)])

@@ -44,6 +44,9 @@ class DeviceJudge:
                  init_args: list[Any]):
         self.v, self.cfg, self.backend = v, v.config, v.backend
         self.task, self.source, self.ref, self.rng = task, source, ref, rng
+        # contiguous trial inputs on a device: the device process moves them to the NPU as they are, and views there
+        # were never tried on a device (the cpu and ascend-sim trials pass views: trial_inputs.STRIDED_IN)
+        ref.strided = False
         self.init_seed, self.init_args = init_seed, init_args
         self.timed_sets: list[tuple[list[torch.Tensor], list[torch.Tensor]]] = []
         self.timed_seeds: list[int] = []

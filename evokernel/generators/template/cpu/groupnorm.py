@@ -95,6 +95,7 @@ class Writer(StageWriter):
         x = args.pop(0)
         w, b = (args.pop(0), args.pop(0)) if a["affine"] else (x, x)
         rm, rv = (args.pop(0), args.pop(0)) if not a["batch_stats"] else (x, x)
+        update = args if a.get("update") else []  # running mean, running var [, num_batches_tracked]: written
         shape = node.shape
         NB, C = shape[0], shape[1]
         HW = _prod(shape[2:])
@@ -106,20 +107,40 @@ class Writer(StageWriter):
             [self.ptype(e) for e in epi_ext] + \
             ["int64_t NB", "int64_t CC", "int64_t HW", "float EPS", "int64_t AFFINE", "int64_t BATCH_STATS"] + \
             [f"int64_t {f}" for f in fnames[:-1]] + ["int64_t FN"]
+        if update:
+            params += ["float* __restrict URM", "float* __restrict URV"] + \
+                (["int64_t* __restrict NBT"] if len(update) > 2 else []) + ["double MOMENTUM"]
+        upd = self._running_update(len(update) > 2) if update else ""
         if len(shape) == 2:  # (N, C): contiguous rows of C columns
-            body = self._batchnorm_rows(kn, self.epi_call(k, st, epi_ptrs, "n", "0", "CC", fnames[:-1] + ["FN"]))
+            body = self._batchnorm_rows(kn, self.epi_call(k, st, epi_ptrs, "n", "0", "CC", fnames[:-1] + ["FN"]),
+                                        upd)
         else:  # (N, C, ...): per channel, N contiguous planes of rows of the last dim
             rows = _prod(frame[2:-1])
             ecall = self.epi_call(k, st, epi_ptrs, f"(n * CC + c) * {rows} + h", "0", "FN", fnames[:-1] + ["FN"])
-            body = self._batchnorm_planes(kn, ecall, rows)
+            body = self._batchnorm_planes(kn, ecall, rows, upd)
         cpp = epi_fn + f'extern "C" void stage{k}({", ".join(params)}) {{\n' + body + "}\n"
         call = [f"p{x}", f"p{w}", f"p{b}", f"p{rm}", f"p{rv}", "out"] + [f"p{e}" for e in epi_ext] + \
             [str(NB), str(C), str(HW), repr(float(a["eps"])), "1" if a["affine"] else "0",
              "1" if a["batch_stats"] else "0"] + [str(d) for d in frame]
+        if update:
+            call += [f"p{u}" for u in update] + [repr(float(a["momentum"]))]
         return StageCode(f"stage{k}", cpp, call)
 
     @staticmethod
-    def _batchnorm_planes(kn: dict[str, Any], ecall: str, inner_rows: int) -> str:
+    def _running_update(counted: bool) -> tuple[str, str]:
+        """A training-mode norm's running statistics, updated as PyTorch does: (code before the per-channel loop:
+        the batch counted and the factor -- the momentum, or 1 / batches with momentum None --, the per-channel
+        update of ``URM``/``URV`` from the batch's ``MEAN_C`` and biased ``VAR_C``, the variance made unbiased)."""
+        head = "  double UF = MOMENTUM;\n"
+        if counted:
+            head += "  NBT[0] += 1;\n  if (MOMENTUM < 0.0) UF = 1.0 / (double)NBT[0];\n"
+        per_c = ("URM[c] = (float)((1.0 - UF) * (double)URM[c] + UF * (double)(MEAN_C));\n"
+                 "      URV[c] = (float)((1.0 - UF) * (double)URV[c] + UF * (double)(VAR_C) * "
+                 "((double)NB * (double)HW) / ((double)NB * (double)HW - 1.0));")
+        return head, per_c
+
+    @staticmethod
+    def _batchnorm_planes(kn: dict[str, Any], ecall: str, inner_rows: int, upd: Any = "") -> str:
         """Batch norm of an (N, C, ...) tensor: per channel, statistics over its N planes (each contiguous),
         then each plane normalised and its epilogue applied row by row."""
         if kn.get("gn_stats", "two_pass") == "two_pass":
@@ -150,7 +171,10 @@ class Writer(StageWriter):
       const double m = s / (double)(NB * HW);
       mean = (float)m;
       var = (float)std::max(0.0, q / (double)(NB * HW) - m * m);"""
-        return f"""  {_omp(kn)}
+        head, per_c = upd if upd else ("", "")
+        if per_c:  # each channel's running statistics from its batch statistics (its own elements: no race)
+            stats += "\n      " + per_c.replace("MEAN_C", "mean").replace("VAR_C", "var")
+        return f"""{head}  {_omp(kn)}
   for (int64_t c = 0; c < CC; ++c) {{
     float mean, var;
     if (BATCH_STATS) {{
@@ -175,7 +199,7 @@ class Writer(StageWriter):
 """
 
     @staticmethod
-    def _batchnorm_rows(kn: dict[str, Any], ecall: str) -> str:
+    def _batchnorm_rows(kn: dict[str, Any], ecall: str, upd: Any = "") -> str:
         """Batch norm of an (N, C) tensor (BatchNorm1d after a Linear): per-column statistics accumulated
         row by row in double (contiguous, vectorised over the columns; per column the reads would be
         strided by C), then each row normalised and its epilogue applied over the whole row."""
@@ -202,6 +226,10 @@ class Writer(StageWriter):
       mu[c] = s1[c] / (double)NB;
       va[c] = std::max(0.0, s2[c] / (double)NB - mu[c] * mu[c]);
     }"""
+        head, per_c = upd if upd else ("", "")
+        if per_c:
+            stats += ("\n" + head + "    for (int64_t c = 0; c < CC; ++c) {\n      " +
+                      per_c.replace("MEAN_C", "mu[c]").replace("VAR_C", "va[c]") + "\n    }")
         return f"""  (void)HW;
   double* s1 = (double*)std::calloc((size_t)CC * 4, sizeof(double));
   double *s2 = s1 + CC, *mu = s2 + CC, *va = mu + CC;

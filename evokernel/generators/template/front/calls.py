@@ -449,9 +449,12 @@ class CallOps:
             training = bool(_cv(get("training", 5, False)))
             if (w is None) != (b is None):
                 raise self.fail(n, "batch norm with only one of weight and bias")
+            update = None
+            if training and rm is not None and rv is not None:  # F.batch_norm updates the given statistics in place
+                update = ([rm, rv, None], float(_cv(get("momentum", 6, 0.1))))
             if training or rm is None:
                 rm = rv = None
-            return self._batch_norm(n, x, w, b, rm, rv, float(_cv(get("eps", 7, 1e-5))))
+            return self._batch_norm(n, x, w, b, rm, rv, float(_cv(get("eps", 7, 1e-5))), update)
         if name == "instance_norm":
             get = lambda key, i, default: kw.get(key, args[i] if len(args) > i else default)
             w, b = get("weight", 3, None), get("bias", 4, None)

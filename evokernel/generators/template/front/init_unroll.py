@@ -8,10 +8,16 @@ random stream in the same order, so that the verifier's seeded construction give
 
 So the reference ``Model`` is built once on the cpu with every ``nn.Module.__init__`` call recorded (the order in
 which modules are created is the order in which their parameters are drawn), and each torch.nn layer that owns a
-parameter or a buffer becomes one flat attribute of ModelNew, created in that order from its configuration
-(constructor arguments read back from the layer's attributes, ``inspect.signature``). Containers and the task's own
-classes only route to those layers and leave nothing behind: a parameter a task class owns directly
-(``nn.Parameter(torch.randn(...))`` in a helper class) is not reproduced and the unrolling is refused.
+parameter or a buffer is created in that order from its configuration (constructor arguments read back from the
+layer's attributes, ``inspect.signature``). Containers and the task's own classes only route to those layers and
+leave nothing behind: a parameter a task class owns directly (``nn.Parameter(torch.randn(...))`` in a helper class)
+is not reproduced and the unrolling is refused. Where a model attribute holds only index-addressed layers
+(``features.3.1``: nn.Sequential / nn.ModuleList, however nested), the layers are built into local names and
+registered under the reference's own paths as nested ``nn.ModuleList`` (``nn.Identity()`` at the indices of layers
+without tensors), so that the model's state carries the reference's names (the verifier compares it by name after
+each call: a training-mode norm's running statistics); any other layer becomes one flat attribute
+(``layer1_0_bn1``). A training-mode norm that tracks running statistics cannot be flat (its state would not pair):
+that unrolling is refused with the reason.
 
 The result is checked, not trusted: ModelNew's ``__init__`` is run with the same seed as the reference and every
 parameter and buffer must be bit-identical (a post-construction ``nn.init`` loop, a discarded layer that consumed
@@ -131,6 +137,54 @@ def _attr_name(path: str, taken: set[str]) -> str:
     return name
 
 
+def _nested_tops(paths: list[str]) -> list[str]:
+    """The reference's top-level attributes whose layers ModelNew registers under the reference's own paths: those
+    whose every layer sits at ``top.<index>[.<index>...]`` (nn.Sequential / nn.ModuleList nesting, written as nested
+    ``nn.ModuleList``). The model's state is compared by name after each call (a training-mode norm updates its
+    running statistics: ``features.3.1.running_mean`` must exist in ModelNew under that name); a task class's named
+    children (``layer1.0.bn1``) are not expressible in a candidate's glue and stay flat (``layer1_0_bn1``)."""
+    tops: dict[str, bool] = {}
+    for path in paths:
+        head, *rest = path.split(".")
+        ok = bool(rest) and all(p.isdigit() for p in rest) and head.isidentifier() and not keyword.iskeyword(head) \
+            and not hasattr(nn.Module, head)
+        tops[head] = tops.get(head, True) and ok
+    return [t for t, ok in tops.items() if ok]
+
+
+def _updates_state(m: nn.Module) -> bool:
+    """A norm whose forward updates its running statistics in place (training mode, tracking them)."""
+    return bool(m.training and getattr(m, "track_running_stats", False) and
+                isinstance(getattr(m, "running_mean", None), torch.Tensor))
+
+
+def _container_expr(prefix: str, local: dict[str, str]) -> str:
+    """``nn.ModuleList([...])`` holding, at each index under ``prefix``, the layer built into a local name, a nested
+    list, or ``nn.Identity()`` where the reference holds a layer without tensors (an activation, a pooling)."""
+    children: dict[int, bool] = {}  # index -> is a leaf
+    for path in local:
+        if path.startswith(prefix + "."):
+            rest = path[len(prefix) + 1:].split(".")
+            children[int(rest[0])] = children.get(int(rest[0]), False) or len(rest) == 1
+    items = []
+    for i in range(max(children) + 1):
+        sub = f"{prefix}.{i}"
+        if sub in local:
+            items.append(local[sub])
+        elif i in children:
+            items.append(_container_expr(sub, local))
+        else:
+            items.append("nn.Identity()")
+    return f"nn.ModuleList([{', '.join(items)}])"
+
+
+def _signature_names(model_cls: type) -> list[str]:
+    try:
+        return list(inspect.signature(model_cls.__init__).parameters)
+    except (TypeError, ValueError):
+        return []
+
+
 def _signature(model_cls: type) -> str:
     try:
         sig = inspect.signature(model_cls.__init__)
@@ -203,7 +257,7 @@ def _build_recorded(build: Any) -> tuple[nn.Module, dict[int, int], list[_InitCa
 
 
 def unroll_init(model_cls: type, init_args: list[Any], seed: int = 0) -> Unrolled:
-    """ModelNew's ``__init__`` for ``model_cls(*init_args)`` as flat torch.nn layers in creation order, checked
+    """ModelNew's ``__init__`` for ``model_cls(*init_args)`` as torch.nn layers in creation order, checked
     bit-exact against the reference built with the same seed; AnalysisError (with the reason) otherwise."""
     def build() -> nn.Module:
         torch.manual_seed(seed)
@@ -250,21 +304,38 @@ def unroll_init(model_cls: type, init_args: list[Any], seed: int = 0) -> Unrolle
     if any(k < 0 for k, _, _ in layers):
         raise AnalysisError("a layer was not created while the model was built")
     layers.sort(key=lambda t: t[0])
-    taken: set[str] = set()
+    nested = _nested_tops([path for _, path, _ in layers])
+    for _, path, m in layers:
+        if "." in path and path.split(".")[0] not in nested and _updates_state(m):
+            raise AnalysisError(f"the training-mode {type(m).__name__} at {path} updates its running statistics, which "
+                                "the verifier compares by name after each call; a candidate's glue cannot register a "
+                                "layer under that path (a task class's named child), and a flat layer has another name")
+    taken: set[str] = set(nested)  # ModelNew's attributes
+    taken_local = set(_signature_names(model_cls)) | {"self", "torch", "nn", "math", "lib"}  # __init__'s locals
     path_map: dict[str, str] = {}
     lines = [f"def __init__({_signature(model_cls)}):", "    super().__init__()"]
     owner: dict[int, str] = {}  # id of a layer's tensor -> ModelNew expression
+    local: dict[str, str] = {}  # path of a layer of a nested container -> the local name it is built into
     pending = sorted(init_calls, key=lambda c: c.after)
     for k, path, m in layers:
         while pending and pending[0].after <= k:  # the task's nn.init calls made before this layer was created
             lines.append("    " + _init_call_line(pending.pop(0), owner))
-        name = _attr_name(path, taken)
-        path_map[path] = name
-        lines.append(f"    self.{name} = {layer_call(m)}")
+        if path.split(".")[0] in nested:  # built here (creation order), registered under its own path below
+            name = local[path] = _attr_name(path, taken_local)
+            path_map[path] = path
+            lines.append(f"    {name} = {layer_call(m)}")
+            expr = name
+        else:
+            name = _attr_name(path, taken)
+            path_map[path] = name
+            lines.append(f"    self.{name} = {layer_call(m)}")
+            expr = f"self.{name}"
         for tn, t in list(m.named_parameters()) + list(m.named_buffers()):
-            owner.setdefault(id(t), f"self.{name}.{tn}")
+            owner.setdefault(id(t), f"{expr}.{tn}")
     for call in pending:
         lines.append("    " + _init_call_line(call, owner))
+    for top in nested:
+        lines.append(f"    self.{top} = {_container_expr(top, local)}")
     tensor_map: dict[str, str] = {}
     for path, expr in buffers:  # made without random draws: where they are created does not matter
         name = _attr_name(path, taken)
@@ -309,7 +380,7 @@ def _check_same_tensors(source: str, ref: nn.Module, layers: list[tuple[int, str
     want = dict(ref.named_parameters()) | dict(ref.named_buffers())
     covered = set()
     for _, path, m in layers:
-        got_layer = getattr(new, path_map[path])
+        got_layer = new.get_submodule(path_map[path])
         mine = dict(m.named_parameters()) | dict(m.named_buffers())
         theirs = dict(got_layer.named_parameters()) | dict(got_layer.named_buffers())
         if mine.keys() != theirs.keys():

@@ -89,7 +89,12 @@ class ModuleOps:
             b = self.param(f"{path}.bias") if mod.affine else None
             rm = None if batch_stats else self.param(f"{path}.running_mean")
             rv = None if batch_stats else self.param(f"{path}.running_var")
-            return self._batch_norm(n, x, w, b, rm, rv, float(mod.eps))
+            update = None
+            if mod.training and mod.track_running_stats and mod.running_mean is not None:
+                # training mode updates the running statistics in place (and counts the batch): the kernel must too
+                update = ([self.param(f"{path}.running_mean"), self.param(f"{path}.running_var"),
+                           self.param(f"{path}.num_batches_tracked")], mod.momentum)
+            return self._batch_norm(n, x, w, b, rm, rv, float(mod.eps), update)
         if isinstance(mod, (nn.InstanceNorm1d, nn.InstanceNorm2d, nn.InstanceNorm3d)):
             if mod.track_running_stats and not mod.training:
                 raise self.fail(n, "instance norm with running statistics in eval mode")
@@ -369,20 +374,27 @@ class ModuleOps:
         return self.g.add("poolnd", [x], {"kind": kind, "adaptive": True, "k": one, "s": one, "p": (0, 0, 0),
                                           "d": one, "ceil": False, "include_pad": True}, shape, origin=n.name)
 
-    def _batch_norm(self, n: fx.Node, x: int, w: Any, b: Any, rm: Any, rv: Any, eps: float) -> int:
+    def _batch_norm(self, n: fx.Node, x: int, w: Any, b: Any, rm: Any, rv: Any, eps: float,
+                    update: tuple[list[Any], float | None] | None = None) -> int:
         """Batch norm over dim 1 (``batch_norm``): statistics of the batch (training mode, or no running
-        statistics) or the running ones (eval mode)."""
+        statistics) or the running ones (eval mode). ``update``: ([running_mean, running_var, num_batches_tracked
+        or None], momentum or None) of a training-mode norm that tracks running statistics: the kernel updates
+        them as PyTorch does (the verifier compares the model's buffers after each call)."""
         shp = self.shape(x)
         if len(shp) < 2:
             raise self.fail(n, "batch norm on a 1-D input")
         if (rm is None) != (rv is None):
             raise self.fail(n, "batch norm with only one running statistic")
         args = [x] + ([w, b] if w is not None else []) + ([rm, rv] if rm is not None else [])
-        for a in args[1:]:
+        attrs: dict[str, Any] = {"eps": eps, "affine": w is not None, "batch_stats": rm is None}
+        if update is not None:
+            (urm, urv, nbt), momentum = update
+            args += [urm, urv] + ([nbt] if nbt is not None else [])
+            attrs.update(update=True, momentum=-1.0 if momentum is None else float(momentum), counted=nbt is not None)
+        for a in args[1:len(args) - (1 if update is not None and update[0][2] is not None else 0)]:
             if self.shape(a) != (shp[1],):
                 raise self.fail(n, "batch norm parameters that are not per channel")
-        return self.g.add("batch_norm", args, {"eps": eps, "affine": w is not None, "batch_stats": rm is None},
-                          shp, origin=n.name)
+        return self.g.add("batch_norm", args, attrs, shp, origin=n.name)
 
     def _instance_norm(self, n: fx.Node, x: int, w: Any, b: Any, eps: float) -> int:
         """Instance norm is group norm with one channel per group."""

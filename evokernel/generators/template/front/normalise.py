@@ -53,9 +53,10 @@ class Normaliser(ModuleOps, CallOps):
             obj = getattr(obj, part)
         if not isinstance(obj, torch.Tensor):
             raise AnalysisError(f"attribute {path} is not a tensor")
-        if obj.dtype != self.fdtype:
+        i64 = obj.dtype == torch.int64 and path.endswith("num_batches_tracked")  # a norm's counter (written)
+        if obj.dtype != self.fdtype and not i64:
             raise AnalysisError(f"parameter {path} has dtype {obj.dtype}; only {self.fdtype} is supported here")
-        nid = self.g.add("param", [], {"path": path}, tuple(obj.shape), origin=path)
+        nid = self.g.add("param", [], {"path": path}, tuple(obj.shape), dtype="i64" if i64 else "f32", origin=path)
         self.params[path] = nid
         return nid
 

@@ -4,7 +4,8 @@ Trick: a load_inline kernel reads `b.data_ptr<float>()` linearly, ignoring strid
 `.contiguous()` on `b`. (load_cpp refuses a non-contiguous tensor at the call, so there this bug is a clear error;
 load_inline code gets no such check.) Every trial and timed round draws contiguous inputs, so the kernel never
 sees a transposed or sliced `b`; a user's `model(a, y.t())` silently gets a + y (not a + y.t()).
-Task: tests/verifier/attacks/tasks/rt10_add.py (16 x 4096). Expected if open: feasible.
+Task: tests/verifier/attacks/tasks/rt10_add.py (16 x 4096). Was feasible; closed: the scale trial passes b as a
+transposed copy's transpose, the negate trial as padded rows (trial_inputs.STRIDED_IN): refused in the scale trial.
 Twin: twins/rt10_add_inline_plain.py (calls .contiguous() on b).
 """
 import torch.nn as nn

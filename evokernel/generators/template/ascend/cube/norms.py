@@ -112,6 +112,10 @@ def _check(plan: Plan, cut: int, region: list[int], nid: int) -> tuple[int, int,
                             "not templated here")
     if norm.op == "batch_norm" and g.half:
         raise AnalysisError(f"{norm.origin}: a training-mode batch norm after a float16 matmul is not templated")
+    if norm.op == "batch_norm" and norm.attrs.get("update"):
+        raise AnalysisError(f"{norm.origin}: a training-mode batch norm that tracks running statistics updates them "
+                            "in place (the verifier compares the model's buffers after each call); that update is not "
+                            "templated here")
     groups = int(norm.attrs["groups"]) if norm.op == "group_norm" else 1
     if groups < 1 or N % groups:
         raise AnalysisError(f"{norm.origin}: {groups} groups do not divide N = {N}")
