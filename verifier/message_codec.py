@@ -196,7 +196,7 @@ _FAILED = {"ok": Bool(), "phase": Str(64, truncate=True), "error": Str(MAX_TEXT,
            "reason": Str(64, choices=frozenset({"output_too_large", "init_compute"}))}
 _OK_FIELDS: dict[str, dict[str, Spec]] = {
     "load": {}, "init": {"init_args": INIT_ARGS, "widen_buffers": Bool(), "state_bytes": Int(0, 2**50)}, "ping": {},
-    "compile": {}, "state": {"state": STATE, "need": Int(0, 2**50)},
+    "compile": {}, "reload": {}, "state": {"state": STATE, "need": Int(0, 2**50)},
     # args: forward's call template when some arguments are not tensors (trial_inputs.encode_args)
     "make_inputs": {"inputs": List(META, 256), "need": Int(0, 2**50), "args": CALL_ARGS, "large_level": Int(0, 16),
                     "aliases": List(Int(0, 255), 256)},  # per input, the first input it is one tensor with

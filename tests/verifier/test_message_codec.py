@@ -64,7 +64,7 @@ from hypothesis import strategies as st
 
 from evokernel.verifier.message_codec import check_build_request, check_reply, decode
 
-OPS = ["hello", "load", "init", "make_inputs", "run", "record_ops", "bandwidth", "ping", "compile"]
+OPS = ["hello", "load", "init", "make_inputs", "run", "record_ops", "bandwidth", "ping", "compile", "reload"]
 
 
 @pytest.mark.parametrize("raw, match", [

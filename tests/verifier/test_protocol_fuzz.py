@@ -154,7 +154,7 @@ STATE_ENTRY = {"name": "bn.running_mean", "kind": "buffer", "shape": [4, 4], "dt
                "tensor": dict(META, offset=128)}
 EXAMPLES = {
     "hello": {"op": "hello", "pid": 42},
-    "load": {"ok": True}, "ping": {"ok": True}, "compile": {"ok": True},
+    "load": {"ok": True}, "ping": {"ok": True}, "compile": {"ok": True}, "reload": {"ok": True},
     "init": {"ok": True, "init_args": [3, 0.5, "mean", True, None, [1, [2, 3]]], "widen_buffers": False,
              "state_bytes": 4096},
     "state": {"ok": True, "state": [STATE_ENTRY], "need": 4096},

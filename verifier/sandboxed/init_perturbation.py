@@ -58,7 +58,9 @@ Transformer) draws as torch does, from torch's global stream as before, and the 
 * multiplied by a factor drawn per call, log-uniform in [1/`SCALE`, `SCALE`] (median 1: a deep stack of layers
   keeps its scale on average rather than growing by a fixed ratio per layer), and
 * given outliers: about one element in `OUTLIER_EVERY` (at least one) set to +-U(`OUTLIER_LOW`, `OUTLIER_HIGH`)
-  times the largest magnitude the draw had, so every drawn tensor holds values well beyond its initial bound.
+  times the largest magnitude the draw had, so every drawn tensor holds values well beyond its initial bound;
+* and, in a tensor of >= 2 dimensions (a weight matrix, a convolution's kernel), exact zeros at about one element in
+  `ZERO_EVERY`, as a pruned or quantised checkpoint holds them (`widen_values` too).
 
 The factor, the outliers' positions, signs and sizes come from the per-call generator below, never from torch's
 stream, so both sides get the same values when they build the same layers in the same order. A call nested in
@@ -96,6 +98,21 @@ _RANDOM_HOLDERS = ((nn_activation, "xavier_uniform_"), (nn_activation, "xavier_n
 SCALE = 4.0  # a drawn tensor is scaled by a factor log-uniform in [1/SCALE, SCALE]
 OUTLIER_EVERY = 1024  # one element in this many (at least one per tensor) becomes an outlier
 OUTLIER_LOW, OUTLIER_HIGH = 2.0, 8.0  # an outlier's magnitude, times the draw's largest
+# exact zeros (a pruned or quantised checkpoint): in a tensor of >= 2 dimensions and >= `ZERO_MIN` elements, about one
+# element in ZERO_EVERY (drawn with replacement, after the outliers) is set to +0.0. Red team round 11: a Linear whose
+# "pruned row" path skipped the bias of every output whose weight row held an exact 0 passed, no drawn weight being 0.
+# Not in 1-D tensors (a norm's weight of 0 hides what it multiplies) nor whole rows (a pruned output channel is a
+# constant channel, whose BatchNorm answer is an honest kernel's rounding noise amplified by 1/sqrt(eps))
+ZERO_EVERY = 16
+ZERO_MIN = 64
+
+
+def _zero_positions(t: torch.Tensor, gen: torch.Generator) -> torch.Tensor | None:
+    """Where `ZERO_EVERY`'s exact zeros go in ``t`` (flat positions, drawn from ``gen``), or None (too small, 1-D)."""
+    n = t.numel()
+    if t.dim() < 2 or n < ZERO_MIN:
+        return None
+    return torch.randint(0, n, (n // ZERO_EVERY,), generator=gen)
 
 
 def _place(t: torch.Tensor) -> tuple[Any, ...]:
@@ -247,16 +264,20 @@ class _Draws:
             values = (torch.where(v[0] < 0, -1.0, 1.0).double() * size).to(t.dtype)
             flat = t.view(-1) if t.is_contiguous() else t.reshape(-1).clone()
             flat[where] = values
+            zeros = _zero_positions(t, gen)
+            if zeros is not None:
+                flat[zeros] = 0.0
             if not t.is_contiguous():
                 t.copy_(flat.view(t.shape))
 
 
 def widen_values(t: torch.Tensor, gen: torch.Generator, positive: bool = False) -> torch.Tensor:
     """``t``'s values as a trained checkpoint might hold them (float64): each element times +-U(0.5, 1.5) (the sign
-    drawn per element; a zero element counts as half the largest magnitude, so none stays 0), all of them times a
+    drawn per element; a zero element counts as half the largest magnitude, so none stays 0 by chance), all of them times a
     factor log-uniform in [1/`SCALE`, `SCALE`], then about one element in `OUTLIER_EVERY` (at least one) set to
-    +-U(`OUTLIER_LOW`, `OUTLIER_HIGH`) times the largest magnitude before or after the factor. ``positive`` (a
-    running variance): magnitudes only. A tensor holding NaN or Inf is left as it is."""
+    +-U(`OUTLIER_LOW`, `OUTLIER_HIGH`) times the largest magnitude before or after the factor, then (>= 2
+    dimensions) exact zeros at about one element in `ZERO_EVERY` (`_zero_positions`). ``positive`` (a running
+    variance): magnitudes only, no zeros. A tensor holding NaN or Inf is left as it is."""
     x = t.to(torch.float64).reshape(-1)
     n = x.numel()
     top = float(x.abs().max()) if n else 0.0
@@ -275,6 +296,9 @@ def widen_values(t: torch.Tensor, gen: torch.Generator, positive: bool = False) 
     # the factor (a kernel saturating at a few times the default's range is wrong in every draw)
     size = (OUTLIER_LOW + (OUTLIER_HIGH - OUTLIER_LOW) * v[1].abs()) * max(top, float(y.abs().max()))
     y[where] = (size if positive else torch.where(v[0] < 0, -1.0, 1.0).double() * size)
+    zeros = None if positive else _zero_positions(t, gen)
+    if zeros is not None:
+        y[zeros] = 0.0
     return y.view(t.shape)
 
 

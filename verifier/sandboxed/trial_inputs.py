@@ -15,8 +15,9 @@ reshape their floating values (integer inputs such as class indices: `integer_in
   wide is hit in every trial, a few subnormals of both signs (the reference's sandbox keeps them only where flushing
   them to zero, as a kernel built with flush-to-zero does, leaves the reference's answer as it is: worker.py), and
   constant rows (~1/16 of the
-  last dimension's rows repeat one value, so a norm over a row sees variance 0). A kernel wrong only at zero, above
-  or below some magnitude or on a row of equal values fails here (red team rounds 4-6). The trial with perturbed
+  last dimension's rows repeat one value, so a norm over a row sees variance 0), and structured rows (`_structured`:
+  sparse, integer, unit and zero rows). A kernel wrong only at zero, above
+  or below some magnitude, on a row of equal values or on such a row fails here (red team rounds 4-6, 11). The trial with perturbed
   parameters (trusted/trials.py) draws these inputs too: a constant row's answer is the bias, which is 0 under the
   default parameters. Equal values make ties, so an index output (argmax) is not compared in this trial
   (trusted/trials.py).
@@ -290,11 +291,15 @@ def _halves_among(v: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """``v`` (float64 magnitudes with signs) with every other element (odd positions) that lies below `half_limit`
     moved to the largest exact half-integer not above it (and not below LARGE_MIN), of its sign: large ties (2.5 -> 2 under torch.round's ties to
     even, 3 under C's roundf) at the magnitudes the large values cover (red team round 10: a rounding kernel wrong
-    only on ties above 64 passed, random draws never holding an exact x.5)."""
+    only on ties above 64 passed, random draws never holding an exact x.5); and every fourth (positions 2 mod 4)
+    moved down to an integer (red team round 11: a ReLU wrong on exact integers up to 2^22 passed)."""
     out = v.clone()
     h = torch.floor(v.abs() - 0.5) + 0.5  # the largest x.5 not above |v|: the range's top stays a bound
-    odd = (torch.arange(v.numel()) % 2 == 1) & (v.abs() < half_limit(dtype)) & (h >= LARGE_MIN)
+    at = torch.arange(v.numel())
+    odd = (at % 2 == 1) & (v.abs() < half_limit(dtype)) & (h >= LARGE_MIN)
     out[odd] = torch.sign(v[odd]) * h[odd]
+    whole = (at % 4 == 2) & (v.abs() < half_limit(dtype)) & (torch.floor(v.abs()) >= LARGE_MIN)
+    out[whole] = torch.sign(v[whole]) * torch.floor(v[whole].abs())
     return out
 
 
@@ -392,6 +397,54 @@ def tie_inputs(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
     return out
 
 
+STRUCTURES = ("sparse", "integer", "unit", "zero")  # special: the kinds of structured rows, in the order they are given
+INT_TOP = 24.0  # integer rows: a row of RMS 1 times a scale log-uniform in [2, this], rounded, within +-(LARGE_MIN - 1)
+
+
+def _structured(rows: torch.Tensor, mask: torch.Tensor, free: torch.Tensor, budget: int, k: int) -> None:
+    """Rows of a structure users' inputs have every day and i.i.d. draws never do, each kind in ``k`` of the ``free``
+    rows (the zero row: one), in the order of `STRUCTURES`, while fewer than ``budget`` are taken (half the rows stay
+    as drawn); no single value is planted in them afterwards (``mask``). Red team round 11 passed kernels wrong on each:
+
+    * ``sparse``: about half the elements exact +0.0, the rest as drawn (post-ReLU activations, padded sequences,
+      one-hot rows: a softmax whose sparse path dropped the zeros from its denominator);
+    * ``integer``: the row over its RMS times a scale log-uniform in [2, `INT_TOP`], rounded and kept below
+      `LARGE_MIN` (a row of large values is what the large values' one-per-row rule keeps out: two large values of
+      a contraction's row cancel; exact in every floating dtype); every other one in magnitude (pixel values,
+      counts, token ids cast to float: a ReLU wrong on exact integers). Larger integers: every fourth large value
+      (`_halves_among`);
+    * ``unit``: magnitudes over the row's largest, in [0, 1] with a 1 (probabilities, attention weights: a
+      log-softmax that skipped its max subtraction where every value is small and non-negative);
+    * ``zero``: every element +0.0 (a padded item, a zero state: a normalisation without its eps answers NaN)."""
+    dtype = rows.dtype
+    for kind in STRUCTURES:
+        take = min(1 if kind == "zero" else k, budget, free.numel())
+        if take <= 0:
+            return
+        sel, free = free[:take], free[take:]
+        budget -= take
+        r = rows[sel].double()
+        if kind == "sparse":
+            r = torch.where(torch.rand(r.shape) < 0.5, torch.zeros_like(r), r)
+        elif kind == "integer":
+            # float16: every square of the row summed stays within its max / HEADROOM (`large_max`)
+            bound = max(1.0, min(LARGE_MIN - 1.0, math.floor(large_max(dtype, rows.shape[1]))))
+            rms = r.pow(2).mean(dim=1, keepdim=True).sqrt()
+            scale = _log_uniform(take, min(2.0, bound), min(INT_TOP, bound)).abs().view(-1, 1)
+            r = torch.round(torch.where(rms > 0, r / rms, r) * scale).clamp(-bound, bound)
+            r[1::2] = r[1::2].abs()
+        elif kind == "unit":
+            a = r.abs()
+            top_ = a.amax(dim=1, keepdim=True)
+            r = torch.where(top_ > 0, a / top_, a)
+        else:
+            r = torch.zeros_like(r)
+        r = r.to(dtype)
+        # no subnormal but those planted (the reference's sandbox keeps them only where flushing them is harmless)
+        rows[sel] = torch.where(r.abs() < torch.finfo(dtype).tiny, torch.zeros_like(r), r)
+        mask[sel] = False
+
+
 def _special(x: torch.Tensor) -> torch.Tensor:
     """Constant slices, a few exact +0.0/-0.0 and a few large and tiny finite values among the drawn ones
     (``special``)."""
@@ -401,16 +454,19 @@ def _special(x: torch.Tensor) -> torch.Tensor:
     y = out if out.is_contiguous() else out.contiguous()  # worked on in logical order, copied back at the end
     n, flat = y.numel(), y.view(-1)
     plain = torch.ones(n, dtype=torch.bool)  # not in a constant slice: where single values are planted
-    if y.dim() >= 2:  # ~1/16 of the last dimension's rows repeat one value
+    if y.dim() >= 2:  # ~1/16 of the last dimension's rows repeat one value, others are structured (`_structured`)
         c = _dyadic(flat[int(torch.randint(0, n, ()))])
         # (not whole samples or channels: a GroupNorm whose group is constant has an answer of exactly 0, where the
         # noise of an honest kernel's other order of operations decides; the twin of c9_values/noise_at_floor was
         # refused that way)
         rows, mask = y.view(-1, y.shape[-1]), plain.view(-1, y.shape[-1])
         if rows.shape[0] >= 4 and rows.shape[1] >= 2:
-            idx = torch.randperm(rows.shape[0])[:max(1, rows.shape[0] // 16)]
+            order = torch.randperm(rows.shape[0])
+            k = max(1, rows.shape[0] // 16)
+            idx = order[:k]
             rows[idx] = c
             mask[idx] = False
+            _structured(rows, mask, order[k:], rows.shape[0] // 2 - k, k)
     _plant_singles(y, plain, max(2, n // 1024), 1)  # exact zeros: anywhere outside the constant rows
     _plant_subnormals(y, plain)
     if y.dim() >= 1:  # constant rows: no row of them is touched

@@ -329,6 +329,8 @@ class Worker:
             return {"ok": True}
         if op == "ping":
             return {"ok": True}
+        if op == "reload":
+            return self.reload()
         if op == "state":
             return self.state(msg)
         if op == "record_ops":
@@ -455,6 +457,29 @@ class Worker:
             self.state_diff, self.rewind_point = set(), {}
             reply["state_bytes"] = sum(align(t.numel() * t.element_size()) for t in self.state0.values())
         return reply
+
+    def reload(self) -> dict[str, Any]:
+        """Every floating parameter of the model negated in place, each once (a tied one too), through nn.Module's own
+        ``parameters`` (not an override) with no tensor subclass's ``__torch_function__`` asked: new values in the
+        same storage, as ``load_state_dict`` or an optimizer step writes them. Both sides get the same (negation is
+        exact and commutes with a re-laid-out or cast copy of a parameter); a kernel that keeps a copy made on an
+        earlier call (a packed weight keyed by its address) answers with the old values after it (red team round 11)."""
+        if not isinstance(self.model, torch.nn.Module):
+            raise _Fail("protocol", "reload before a model was built")
+        seen: set[int] = set()
+        with torch.no_grad(), torch._C.DisableTorchFunctionSubclass():
+            for name, p in torch.nn.Module.named_parameters(self.model):
+                if id(p) in seen or not p.is_floating_point() or p.is_meta:
+                    continue
+                seen.add(id(p))
+                p.neg_()
+                # the model's state as built (model_state.py) is now the negated one: what it would be had it been
+                # built with these values (the parent takes the candidate's again after this request)
+                for kept in (self.state0, self.rewind_point):
+                    if name in kept and kept[name].is_floating_point():
+                        kept[name] = kept[name].neg()
+        self.model64 = None  # the float64 copy holds the old values
+        return {"ok": True}
 
     def _accepted_init(self, build: Any, init_args: list[Any], params_seed: int,
                        vary_floats: bool) -> tuple[list[Any], bool]:

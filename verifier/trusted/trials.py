@@ -45,14 +45,18 @@ PERTURBED_PARAMETERS = ("both models were built again with their constant initia
                         "and variance in [0.5, 1.5]; the same values "
                         "on both sides when ModelNew builds the same layers in the same order as Model): the kernel "
                         "must read every parameter and buffer, not assume its default value")
+RELOADED = ("Before it, after the trial before, every floating parameter of both models was negated in place (new "
+            "values in the same storage, as load_state_dict or an optimizer step writes them): a kernel must read its "
+            "parameters on every call, not a copy made on an earlier one.")
 # the inputs of the perturbed-parameter trials: a constant row's LayerNorm is the bias, 0 under default parameters
 # ("special"); an integer output (argmax of a LayerNorm) is compared only where no planted values tie ("distinct")
 PARAMETER_TRIAL_INPUTS = ("special", "distinct")
 SPECIAL_INPUTS = ("the inputs held values random draws almost never give: a few exact +0.0 and -0.0, large finite "
                   "values (|x| from 1e2 up to 1e10 in float32/bfloat16, 1e75 in float64, none in float16), tiny "
                   "ones (|x| from the dtype's smallest normal up to 1e-4), a few subnormals where flushing them to 0 "
-                  "does not change PyTorch's answer, and constant rows (a row of the last dimension repeating one "
-                  "value: variance 0); integer inputs held their drawn minimum and maximum and, where the reference "
+                  "does not change PyTorch's answer, constant rows (a row of the last dimension repeating one "
+                  "value: variance 0), and rows of other structure: about half exact zeros, integers (|x| < 100), "
+                  "magnitudes in [0, 1] with a 1, and one row of zeros; integer inputs held their drawn minimum and maximum and, where the reference "
                   "accepts them, -1, -100 (cross entropy's ignore_index), -(max + 1), negative indices -2 .. -max "
                   "and large magnitudes of both signs, one per row (int64: 2^31 to 2^52, int32: 2^16 to 2^29); "
                   "bool inputs held all-False and all-True rows where the reference accepts them; forward's Python "
@@ -392,11 +396,16 @@ class WorkerJudge:
             record["perturbed_parameters"] = True
             for j, inputs in enumerate(PARAMETER_TRIAL_INPUTS):
                 label = f"trial {len(plan) + 1 + j} (perturbed parameters, {inputs} inputs)"
+                if j:  # new values in the parameters' storage after a call, as a checkpoint load writes them
+                    self.reload()
+                    label = f"{label[:-1]}, parameters negated in place)"
                 try:
                     self.run_trial(label, inputs, self.rng.randrange(2**31), False, ref_s, record)
                 except Fail as f:
                     if f.gate == "correctness":
                         f.feedback = f"{f.feedback}\nIn this trial {PERTURBED_PARAMETERS}."
+                        if j:
+                            f.feedback = f"{f.feedback} {RELOADED}"
                     raise
         timings["correctness_trials"] = time.perf_counter() - t0
         notes = record["nonfinite_reference"]
@@ -499,6 +508,16 @@ class WorkerJudge:
         ref_state = self.state.reference(self.ref.handle, self.ref.state())
         entries = self.candidate_state("after the timed calls")
         self.state.check("after the timed calls", ref_state, self.cand, entries)
+
+    def reload(self) -> None:
+        """Both models' floating parameters negated in place (worker.reload): the reference's first, then the
+        candidate's (a failure there is the candidate's: a model whose parameters cannot be written)."""
+        self.ref.call({"op": "reload"})
+        reply = self.v._cand_call(self.cand, {"op": "reload"}, self.cfg.load_timeout_s, "writing ModelNew's parameters")
+        if not reply.get("ok"):
+            raise Fail("runtime", f"writing ModelNew's parameters in place failed: {reply.get('error')}")
+        if self.cfg.model_state:  # its state as written is what later calls are compared with (`model_state`)
+            self.state.baseline(self.cand, self.candidate_state("after its parameters were written"))
 
     def run_trial(self, label: str, perturb: str, seed: int, first: bool, ref_s: list[float],
                   record: dict[str, Any], convention: frozenset[str] = frozenset()) -> None:

@@ -4,7 +4,7 @@ as without them, torch restored after."""
 import torch
 import torch.nn as nn
 
-from evokernel.verifier.sandboxed.init_perturbation import drawn_constants
+from evokernel.verifier.sandboxed.init_perturbation import ZERO_EVERY, drawn_constants, widen_values
 
 
 class Net(nn.Module):
@@ -151,8 +151,31 @@ def test_random_initialisers_are_widened_alike_on_both_sides():
     ratio = a.fc.weight.detach() / plain.fc.weight.detach()
     factor = float(ratio.median())
     assert 0.25 <= factor <= 4.0
-    assert float((torch.isclose(ratio, torch.full_like(ratio, factor), rtol=1e-5)).double().mean()) > 0.99
+    scaled = torch.isclose(ratio, torch.full_like(ratio, factor), rtol=1e-5)
+    zeros = a.fc.weight.detach() == 0  # and exact zeros, about one in ZERO_EVERY (a pruned checkpoint)
+    assert float((scaled | zeros).double().mean()) > 0.99
+    assert 0.5 / ZERO_EVERY < float(zeros.double().mean()) < 1.5 / ZERO_EVERY
     assert not torch.equal(build_layers(12).fc.weight, a.fc.weight)  # another secret seed, other values
+
+
+def test_weight_matrices_hold_exact_zeros_alike_on_both_sides_and_vectors_none():
+    """Red team round 11 (rt11_pruned_weight_drops_bias): a Linear that dropped the bias of every output whose weight
+    row held an exact 0 passed, no drawn weight ever being 0. Random initialisers' draws of >= 2 dimensions and the
+    values a constructor set (`widen_values`) hold exact zeros at about one element in ZERO_EVERY, the same on both
+    sides; 1-D tensors (a norm's weight, a bias) and tiny tensors none."""
+    a, b, plain = build_layers(21), build_layers(21), build_layers(None)
+    w = a.fc.weight.detach()
+    assert torch.equal(w == 0, b.fc.weight.detach() == 0) and int((w == 0).sum()) >= w.numel() // (2 * ZERO_EVERY)
+    assert (w == 0).any(dim=1).float().mean() > 0.5  # most output rows hold one
+    assert not (plain.fc.weight == 0).any()  # the default build: as torch draws
+    for name, t in a.state_dict().items():
+        if t.is_floating_point() and t.dim() < 2:
+            assert not (t == 0).any(), name
+    gen = torch.Generator().manual_seed(0)
+    held = widen_values(torch.ones(32, 8), gen)
+    assert 0 < int((held == 0).sum()) <= 32 * 8 // ZERO_EVERY
+    assert not (widen_values(torch.ones(32, 8), torch.Generator().manual_seed(0), positive=True) == 0).any()
+    assert not (widen_values(torch.ones(4, 8), torch.Generator().manual_seed(0)) == 0).any()  # < ZERO_MIN elements
 
 
 def test_weights_leave_their_initial_bound_in_every_draw():

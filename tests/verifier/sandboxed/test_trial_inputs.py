@@ -64,15 +64,15 @@ def test_half_precision_inputs_hold_large_and_tiny_values_and_stay_finite():
 
 def test_special_inputs_hold_constant_rows_with_exactly_zero_variance():
     x, y = _draw((64, 256))
-    rows = y.std(dim=1) == 0  # 64 // 16 rows
-    assert int(rows.sum()) == 4
+    rows = (y.std(dim=1) == 0) & (y[:, 0] != 0)  # 64 // 16 rows (and one row of zeros: `_structured`)
+    assert int(rows.sum()) == 4 and int((y == 0).all(dim=1).sum()) == 1
     r = int(rows.nonzero()[0])
     assert float(y[r].mean()) == float(y[r, 0])  # the mean is exact in float32: (x - mean) is exactly 0
     assert float(y[r].double().var()) == 0.0
     x, y = _draw((8, 16, 16, 16))
-    assert (y.reshape(-1, 16).std(dim=1) == 0).sum() == 8 * 16 * 16 // 16  # the last dimension's rows only
+    assert (y.reshape(-1, 16).std(dim=1) == 0).sum() == 8 * 16 * 16 // 16 + 1  # the last dimension's rows only
     assert (y.reshape(8, -1).std(dim=1) == 0).sum() == 0  # no whole sample (a GroupNorm's answer would be 0)
-    assert float((y == x).double().mean()) > 0.8
+    assert float((y == x).double().mean()) > 0.7
 
 
 def test_special_inputs_keep_strides_and_leave_tensors_without_room_alone():
@@ -83,7 +83,7 @@ def test_special_inputs_keep_strides_and_leave_tensors_without_room_alone():
     assert (y.std(dim=1) == 0).any()  # the slice along the first dimension
     x, y = _draw((4, 4, 64))  # dimensions under 8: no whole slice (it would be a quarter of the tensor)
     assert (y.reshape(4, -1).std(dim=1) > 0).all() and (y.transpose(0, 1).reshape(4, -1).std(dim=1) > 0).all()
-    assert int((y.reshape(-1, 64).std(dim=1) == 0).sum()) == 1
+    assert int((y.reshape(-1, 64).std(dim=1) == 0).sum()) == 2  # a constant row and a row of zeros
     assert special(torch.empty(0)).numel() == 0
     ints = torch.arange(10)
     assert special(ints) is ints
@@ -277,6 +277,7 @@ def test_half_integers_stay_exact_and_small_in_half_precision():
         torch.manual_seed(1)
         y = special(torch.randn(64, 1024, dtype=dtype))
         h = _halves(y)
+        h = h[h.abs() < LARGE_MIN]  # a bfloat16 large value may round to an x.5 by itself (105.47 -> 105.5)
         assert h.numel() >= 8
         assert float(h.abs().max()) < half_limit(dtype)
         assert torch.equal(h.to(dtype).double(), h)
@@ -355,6 +356,46 @@ def test_a_few_rows_get_a_large_common_offset_exactly():
         assert sorted(torch.nonzero(moved).view(-1).tolist()) == sorted(rows.tolist())
         mean_shift = (y[0][rows].double() - x[rows].double()).mean(dim=1)
         assert torch.allclose(mean_shift, scale * c.double(), rtol=1e-6, atol=1e-3)
+
+
+def test_special_inputs_hold_rows_of_the_structures_users_give():
+    """Red team round 11: a ReLU wrong on exact integers, a softmax whose sparse path dropped the zeros from its
+    denominator, a log-softmax without its max subtraction (wrong on small non-negative rows) and a normalisation
+    without its eps (NaN on a row of zeros) passed, no trial holding such rows. The special trial's structured rows
+    (`_structured`): about half exact zeros; integers (every other one non-negative) below LARGE_MIN; magnitudes in
+    [0, 1] with a 1; one row of zeros; at most half the rows structured; no unplanned subnormal."""
+    for dtype in (torch.float32, torch.float64, torch.bfloat16, torch.float16):
+        for seed in range(3):
+            x, y = _draw((64, 512), dtype, seed)
+            rows = y.double()
+            zero = (rows == 0).all(dim=1)
+            const = (rows == rows[:, :1]).all(dim=1) & ~zero
+            sparse = ((rows == 0).double().mean(dim=1) > 0.3) & ~zero
+            ints = (rows == rows.round()).all(dim=1) & ~zero & ~const & ~sparse
+            unit = (rows >= 0).all(dim=1) & (rows.amax(dim=1) == 1) & ~ints & ~zero & ~const
+            assert int(zero.sum()) == 1 and int(const.sum()) == 4, (dtype, seed)
+            assert int(sparse.sum()) == 4 and int(unit.sum()) == 4 and int(ints.sum()) == 4, (dtype, seed)
+            assert float(rows[ints].abs().max()) < LARGE_MIN and (rows[ints] >= 0).all(dim=1).sum() >= 2
+            if dtype in (torch.float32, torch.float64):
+                assert float(rows[ints].abs().max()) >= 8  # not only 0 and +-1
+            assert int((zero | const | sparse | ints | unit).sum()) <= 32
+            sub = (y != 0) & (y.abs() < torch.finfo(dtype).tiny) & (y != x)
+            assert int(sub.sum()) == 64 * 512 // 4096  # the planted ones only
+    x, y = _draw((3, 512))  # fewer than 4 rows: none
+    assert not (y == 0).all(dim=1).any()
+    x, y = _draw((4, 512))  # 4 rows: a constant row and a sparse one, half stay as drawn
+    assert int(((y == 0).double().mean(dim=1) > 0.3).sum()) == 1 and int((y == x).all(dim=1).sum()) == 0
+
+
+def test_some_large_values_are_exact_integers():
+    """Red team round 11 (rt11_int_valued_relu): every fourth large value below the exact limit is an integer,
+    positive in the special trial, negative in the distinct one (the sign of the first large value)."""
+    for name, sign in (("special", 1.0), ("distinct", -1.0)):
+        torch.manual_seed(4)
+        y = PERTURBATIONS[name](torch.randn(256, 1024))
+        large = y[y.abs() >= LARGE_MIN].double()
+        whole = large[(large == large.round()) & (large.abs() < 2**22)]
+        assert whole.numel() >= 8 and (whole * sign > 0).all() and float(whole.abs().max()) > 1e3, name
 
 
 def test_strided_views_hold_the_same_values_in_another_layout_over_a_fresh_buffer():

@@ -502,7 +502,7 @@ def test_the_second_perturbed_parameter_trial_compares_integer_outputs(seeded):
     try:  # the distinct trial without drawn parameters passes it: the perturbed-parameter trial is what refuses it
         seeded.config.perturbations = tuple(p for p in saved if p != "distinct")
         v = seeded.verify(task, (ATTACKS / "c9_values" / "rt5_argmax_ignores_layernorm_affine.py").read_text())
-        assert v.failed_gate == "correctness" and "(perturbed parameters, distinct inputs)" in v.feedback, v.feedback
+        assert v.failed_gate == "correctness" and "(perturbed parameters, distinct inputs, parameters negated in place)" in v.feedback, v.feedback
         assert "constant initialisers drawn at random" in v.feedback
     finally:
         seeded.config.perturbations = saved
