@@ -86,6 +86,14 @@ extern "C" void bn_train(const float* __restrict x, const float* __restrict w, c
     }
     if (COUNT_ALWAYS || calls == 1) tracked[0] += 1;
 }
+extern "C" void bn_eval(const float* __restrict x, const float* __restrict w, const float* __restrict b,
+                        const float* __restrict rmean, const float* __restrict rvar, float* __restrict y,
+                        int64_t n, int64_t c, double eps) {
+    for (int64_t j = 0; j < c; ++j) {
+        const double inv = 1.0 / std::sqrt((double)rvar[j] + eps);
+        for (int64_t i = 0; i < n; ++i) y[i * c + j] = (float)((x[i * c + j] - rmean[j]) * inv * w[j] + b[j]);
+    }
+}
 """)
 
 
@@ -97,6 +105,10 @@ class ModelNew(nn.Module):
     def forward(self, x):
         x = x.contiguous()
         out = torch.empty_like(x)
+        if not self.training:  # eval(): the running statistics (a verdict's first plain trial runs in eval mode)
+            lib.bn_eval(x, self.bn.weight, self.bn.bias, self.bn.running_mean, self.bn.running_var, out,
+                        x.shape[0], x.shape[1], self.bn.eps)
+            return out
         lib.bn_train(x, self.bn.weight, self.bn.bias, self.bn.running_mean, self.bn.running_var,
                      self.bn.num_batches_tracked, out, x.shape[0], x.shape[1], self.bn.eps, self.bn.momentum)
         return out
@@ -135,7 +147,8 @@ def test_honest_kernels_that_never_write_their_state_or_update_it_as_torch_are_f
 def test_a_bias_changed_by_one_ulp_on_the_second_call_is_refused(verifier, linear_task):
     v = verifier.verify(linear_task, linear(scribble_at=2))
     assert v.failed_gate == "correctness", v.feedback
-    assert v.feedback.startswith("trial 2: forward changed ModelNew's parameter fc.bias (1 of 64 elements differ")
+    assert v.feedback.startswith("trial 2 (inputs by keyword): forward changed ModelNew's parameter fc.bias (1 of 64 "
+                                 "elements differ")
     assert "Model's forward leaves its tensor of that name unchanged" in v.feedback
 
 
@@ -155,8 +168,9 @@ def test_running_variance_biased_within_the_output_tolerance_is_refused(verifier
     """0.3% high: within the outputs' elementwise 1e-2, beyond the state's 1e-3 x (1 + |expected|)."""
     v = verifier.verify(bn_task, batchnorm(var_factor="1.003"))
     assert v.failed_gate == "correctness", v.feedback
-    assert v.feedback.startswith("trial 1: after forward, ModelNew's buffer bn.running_var is not what Model's "
-                                 "forward leaves in it: buffer bn.running_var: "), v.feedback
+    # trial 1 runs in eval mode (no update): the first training-mode call is trial 2's
+    assert v.feedback.startswith("trial 2 (inputs by keyword): after forward, ModelNew's buffer bn.running_var is not "
+                                 "what Model's forward leaves in it: buffer bn.running_var: "), v.feedback
     assert "differ by more than 0.001 x (1 + |expected|)" in v.feedback, v.feedback
 
 
@@ -178,8 +192,10 @@ def test_state_compare_is_elementwise_with_nonfinite_positions_matched():
 def test_a_counter_counted_once_is_refused(verifier, bn_task):
     v = verifier.verify(bn_task, batchnorm(count_always=False))
     assert v.failed_gate == "correctness", v.feedback
-    assert v.feedback.startswith("trial 2: after forward, ModelNew's buffer bn.num_batches_tracked is not what "
-                                 "Model's forward leaves in it"), v.feedback
+    # counted on its first training-mode call (trial 2; trial 1 runs in eval mode), refused at the next
+    assert v.feedback.startswith("trial 3"), v.feedback
+    assert ("after forward, ModelNew's buffer bn.num_batches_tracked is not what Model's forward leaves in it"
+            in v.feedback), v.feedback
 
 
 def test_a_renamed_norm_without_the_updated_buffers_is_refused(verifier, bn_task):
