@@ -34,14 +34,16 @@ _PLANS: dict[str, Plan] = {}
 _ASCEND_OPS: dict[str, Any] = {}  # AscendOp, CubeOp or ConvOp
 
 
-def plan_for(task: Any) -> Plan:
-    """Analyse and plan ``task`` (cached by ``task.key``); raises GenerationError."""
-    key = task.key
+def plan_for(task: Any, eval_mode: bool = False) -> Plan:
+    """Analyse and plan ``task`` (cached by ``task.key``; ``eval_mode``: the model after ``model.eval()``); raises
+    GenerationError."""
+    key = task.key + (":eval" if eval_mode else "")
     if key not in _PLANS:
         try:
-            _PLANS[key] = build_plan(analyze(task))
+            _PLANS[key] = build_plan(analyze(task, eval_mode=eval_mode))
         except AnalysisError as exc:
-            raise GenerationError(f"template generator cannot handle {task.name}: {exc}") from None
+            mode = " in eval mode" if eval_mode else ""
+            raise GenerationError(f"template generator cannot handle {task.name}{mode}: {exc}") from None
     return _PLANS[key]
 
 
@@ -120,8 +122,10 @@ class TemplateGenerator:
         if key not in self._source_cache:
             header = (f"Template-generated kernel for {task.name}: stages "
                       f"{' -> '.join(st.family for st in plan.stages)}.\n\nSchedule: {_describe(sched)}\n")
+            # the forward a user's inference runs (model.eval()) gets its own kernels where it differs
+            eval_plan = plan_for(task, eval_mode=True)
             try:
-                self._source_cache[key] = render_candidate(plan, knobs_of(sched), header)
+                self._source_cache[key] = render_candidate(plan, knobs_of(sched), header, eval_plan)
             except AnalysisError as exc:
                 raise GenerationError(f"template generator cannot handle {task.name}: {exc}") from None
         return self._source_cache[key]

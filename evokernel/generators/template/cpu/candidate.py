@@ -48,8 +48,51 @@ _INIT_TRIMASK_CPP = f"""extern "C" void {INIT_TRIMASK}(float* x, int64_t rows, i
 """
 
 
-def render_candidate(plan: Plan, knobs: dict[str, Any], header: str) -> str:
-    """The full candidate file: C++ source, ``load_cpp``, ``ModelNew``."""
+def render_candidate(plan: Plan, knobs: dict[str, Any], header: str, eval_plan: Plan | None = None) -> str:
+    """The full candidate file: C++ source, ``load_cpp``, ``ModelNew``. ``eval_plan``: the plan of the model in eval
+    mode where its forward differs there (a norm's running statistics, a dropout): a second library and a forward
+    that takes its path when ``not self.training``."""
+    cpp, init, args, fwd = _parts(plan, knobs)
+    imports = "import math\n" if re.search(r"\bmath\.", init) else ""  # a constant of __init__ (1 / math.sqrt(d))
+    eval_lib = eval_fwd = ""
+    if eval_plan is not None:
+        cpp_e, init_e, args_e, fwd_e = _parts(eval_plan, knobs)
+        if (cpp_e, fwd_e) != (cpp, fwd):
+            if (init_e, args_e) != (init, args):
+                raise AnalysisError("the model builds other layers in eval mode")
+            eval_lib = f'''
+# eval mode (model.eval()): a norm reads its running statistics, a dropout is the identity
+CPP_SOURCE_EVAL = r"""
+{cpp_e}
+"""
+
+lib_eval = load_cpp(CPP_SOURCE_EVAL)
+'''
+            body = "\n".join("    " + ln for ln in fwd_e.splitlines()).replace(" lib.", " lib_eval.")
+            eval_fwd = f"        if not self.training:\n{body}\n"
+    return f'''"""{header}"""
+{imports}import torch
+import torch.nn as nn
+
+from evokernel.cpu import load_cpp
+
+CPP_SOURCE = r"""
+{cpp}
+"""
+
+lib = load_cpp(CPP_SOURCE)
+{eval_lib}
+
+class ModelNew(nn.Module):
+{init}
+
+    def forward(self, {args}):
+{eval_fwd}{fwd}
+'''
+
+
+def _parts(plan: Plan, knobs: dict[str, Any]) -> tuple[str, str, str, str]:
+    """(C++ source, ``__init__`` indented, forward's arguments, forward's body indented) of ``plan``."""
     g = plan.graph
     codes = [stage_code(plan, knobs, k, st) for k, st in enumerate(plan.stages)]
     # polynomial math only changes code that evaluates transcendental functions on vectors
@@ -67,26 +110,7 @@ def render_candidate(plan: Plan, knobs: dict[str, Any], header: str) -> str:
     init = "\n".join("    " + ln for ln in init.splitlines())
     args = ", ".join(g.input_names)
     fwd = "\n".join("        " + ln for ln in lines)
-    imports = "import math\n" if re.search(r"\bmath\.", init) else ""  # a constant of __init__ (1 / math.sqrt(d))
-    return f'''"""{header}"""
-{imports}import torch
-import torch.nn as nn
-
-from evokernel.cpu import load_cpp
-
-CPP_SOURCE = r"""
-{cpp}
-"""
-
-lib = load_cpp(CPP_SOURCE)
-
-
-class ModelNew(nn.Module):
-{init}
-
-    def forward(self, {args}):
-{fwd}
-'''
+    return cpp, init, args, fwd
 
 
 def _forward_lines(plan: Plan, codes: list[StageCode]) -> list[str]:

@@ -385,12 +385,14 @@ def _trace(model: nn.Module, concrete_args: dict[str, Any] | None, inputs: list[
         raise first from None
 
 
-def analyze(task: Any, allow_half: bool = False) -> Graph:
+def analyze(task: Any, allow_half: bool = False, eval_mode: bool = False) -> Graph:
     """Analyse ``task`` (cached by ``task.key``); raises :class:`AnalysisError`.
 
     ``allow_half``: also accept tasks whose inputs, parameters and output are all float16 (the graph is
-    then marked ``half``; its values are still typed f32 -- the code generator computes in float)."""
-    key = task.key + (":f16" if allow_half else "")
+    then marked ``half``; its values are still typed f32 -- the code generator computes in float).
+    ``eval_mode``: trace the model after ``model.eval()`` (a norm reads its running statistics, a dropout is the
+    identity): the forward a user's inference runs, which the verifier tries in one trial."""
+    key = task.key + (":f16" if allow_half else "") + (":eval" if eval_mode else "")
     if key in _CACHE:
         return _CACHE[key]
     module = _exec_task(task)
@@ -401,6 +403,8 @@ def analyze(task: Any, allow_half: bool = False) -> Graph:
         with torch.device("meta"):
             init_args = list(module.get_init_inputs())
             model = module.Model(*init_args)
+            if eval_mode:
+                model.eval()
             inputs = list(module.get_inputs())
     except Exception as exc:  # noqa: BLE001
         raise AnalysisError(f"building the model on the meta device failed: {type(exc).__name__}: {exc}") from None
