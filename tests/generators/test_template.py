@@ -325,3 +325,19 @@ def test_logsumexp_matches_torch_on_infinite_rows(tmp_path, gen, shape):
     out = ns["ModelNew"]()(x)
     assert torch.isposinf(ref[0]).any() and torch.isneginf(ref[1]).all() and torch.isnan(ref[2]).any()
     torch.testing.assert_close(out, ref, equal_nan=True)
+
+
+def test_a_model_that_differs_in_eval_mode_gets_an_eval_path(verifier, suite_task, gen):
+    """Red team round 11 (rt11_bn_eval_mode_ignored) put an eval-mode trial in every verdict; the template's kernels
+    were traced in training mode only, so every BatchNorm model was wrong after model.eval(). A model whose forward
+    differs there (a norm's running statistics) gets a second library traced after model.eval() and a forward that
+    takes it when not self.training; a model whose forward is the same in both modes gets none."""
+    task = suite_task("npu_l2/20_linear_batchnorm.py")
+    src = gen.generate(_req(task, seed=1)).source
+    assert "lib_eval = load_cpp(CPP_SOURCE_EVAL)" in src and "        if not self.training:\n" in src
+    eval_part = src[src.index("if not self.training:"):src.index("            return ")]
+    assert "lib_eval.stage" in eval_part and "lib.stage" not in eval_part and "num_batches_tracked" not in eval_part
+    v = verifier.verify(task, src)
+    assert v.feasible, v.feedback[:600]
+    plain = gen.generate(_req(suite_task("cpu_l2/01_gemm_bias_relu.py"), seed=1)).source
+    assert "lib_eval" not in plain and "self.training" not in plain
