@@ -232,7 +232,7 @@ def test_real_files_lower_and_are_feasible(verifier, rel, algo):
     task = load_task(KB / rel, _SMALL[rel])
     plan = plan_for(task)
     knobs = {"omp": "static", "conv_algo": algo, "conv_ocb": 4, "vec": 1, "tile": 8}
-    v = verifier.verify(task, render_candidate(plan, knobs, "test"))
+    v = verifier.verify(task, render_candidate(plan, knobs, "test", plan_for(task, eval_mode=True)))
     assert v.feasible, f"{rel} ({plan.families}): {v.feedback[:600]}"
 
 
@@ -341,7 +341,8 @@ def test_batch_norm_of_a_linear_output_is_computed_row_by_row(verifier, tmp_path
             return [40, 24]
         """)
     plan = plan_for(task)
-    src = render_candidate(plan, {"gn_stats": stats, "vec": 8, "gemm_algo": "packed"}, "test")
+    src = render_candidate(plan, {"gn_stats": stats, "vec": 8, "gemm_algo": "packed"}, "test",
+                          plan_for(task, eval_mode=True))
     assert "row by row" in src or "s1[c] +=" in src  # the (N, C) form, not per-column strided loops
     v = verifier.verify(task, src)
     assert v.feasible, v.feedback[:800]
@@ -377,7 +378,7 @@ def test_training_mode_batch_norm_updates_its_running_statistics(verifier, tmp_p
         def get_init_inputs():
             return [6]
         """)
-    src = render_candidate(plan_for(task), {"gn_stats": "two_pass", "vec": 8}, "test")
+    src = render_candidate(plan_for(task), {"gn_stats": "two_pass", "vec": 8}, "test", plan_for(task, eval_mode=True))
     assert "URM[c] =" in src and ("NBT[0] += 1" in src) == (form != "functional")
     v = verifier.verify(task, src)
     assert v.feasible, v.feedback[:800]

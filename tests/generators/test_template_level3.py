@@ -441,7 +441,8 @@ def test_transpose_of_outer_dims_is_a_copy_kernel(tmp_path, verifier, shuffle):
     from evokernel.generators.template.cpu.candidate import render_candidate
     from evokernel.generators.template.cpu.schedules import CONSERVATIVE
 
-    v = verifier.verify(task, render_candidate(plan_for(task), dict(CONSERVATIVE), "conservative schedule"))
+    v = verifier.verify(task, render_candidate(plan_for(task), dict(CONSERVATIVE), "conservative schedule",
+                                            plan_for(task, eval_mode=True)))
     assert v.feasible, v.feedback[:600]
 
 
@@ -476,7 +477,7 @@ def _conservative(task):
     from evokernel.generators.template.cpu.candidate import render_candidate
     from evokernel.generators.template.cpu.schedules import CONSERVATIVE
 
-    return render_candidate(plan_for(task), dict(CONSERVATIVE), "conservative schedule")
+    return render_candidate(plan_for(task), dict(CONSERVATIVE), "conservative schedule", plan_for(task, eval_mode=True))
 
 
 def _patches_task(tmp_path, tag=""):
