@@ -158,12 +158,15 @@ class StateJudge:
         return out
 
     def check(self, label: str, ref: dict[str, tuple[Entry, torch.Tensor | None]], handle: Any,
-              entries: Any) -> None:
-        """Raise `Fail` unless the candidate's state (``entries`` in its region) follows the rule above."""
+              entries: Any, values: bool = True) -> None:
+        """Raise `Fail` unless the candidate's state (``entries`` in its region) follows the rule above. Without
+        ``values`` the tensors Model's calls changed are checked by name and shape only (a call on planted large
+        values: a running mean over a batch holding 1e10 is each side's rounding, 5% apart on KernelBench level-3
+        19's first BatchNorm, with no float64 opinion to ask; and after the timed rounds, some of which plant them)."""
         cand = parse(entries, handle.capacity, "candidate")
         for name, (r, value) in ref.items():  # what Model's calls changed: ModelNew must hold the same
             if r.changed:
-                self._matches(label, r, value, cand.get(name), handle)
+                self._matches(label, r, value if values else None, cand.get(name), handle)
         for name, c in cand.items():  # everything else: as built
             r_entry = ref.get(name, (None, None))[0]
             if r_entry is not None and r_entry.changed:
@@ -207,7 +210,9 @@ class StateJudge:
             raise Fail("correctness", f"{label}: {updates}, but ModelNew's {c.kind} {c.name} has shape "
                        f"{list(c.shape)}; ModelNew must hold it under the same name and shape and update it as "
                        "Model's forward does")
-        assert c.meta is not None and ref_value is not None
+        if ref_value is None:  # by name and shape only (`check` without values)
+            return
+        assert c.meta is not None
         where = f"{label}: after forward, ModelNew's {c.kind} {c.name} is not what Model's forward leaves in it"
         got = _typed(handle, c)
         if got is None or r.dtype not in regions.DTYPES:  # a dtype the codec does not carry: its bytes

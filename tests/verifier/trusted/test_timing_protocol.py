@@ -306,9 +306,9 @@ def test_inputs_arrive_with_the_request_that_runs_them(timed, suite_task, monkey
     assert verdict.feasible, verdict.feedback
     runs = [m for m in seen if m["op"] == "run"]
     # "state": the model's parameters and buffers after construction and after the timed rounds (model_state.py),
-    # a request that holds no inputs
-    assert {m["op"] for m in seen} == {"load", "init", "run", "state"}
-    assert all(set(m) <= {"op", "offset", "nonce", "capacity"} for m in seen if m["op"] == "state")
+    # "reload": its parameters negated in place before the last perturbed-parameter trial; requests that hold no inputs
+    assert {m["op"] for m in seen} == {"load", "init", "run", "state", "reload"}
+    assert all(set(m) <= {"op", "offset", "nonce", "capacity"} for m in seen if m["op"] in ("state", "reload"))
     assert len(runs) >= timed.config.trials + timed.config.min_rounds and all(m.get("inputs") for m in runs)
 
 
