@@ -59,8 +59,8 @@ Transformer) draws as torch does, from torch's global stream as before, and the 
   keeps its scale on average rather than growing by a fixed ratio per layer), and
 * given outliers: about one element in `OUTLIER_EVERY` (at least one) set to +-U(`OUTLIER_LOW`, `OUTLIER_HIGH`)
   times the largest magnitude the draw had, so every drawn tensor holds values well beyond its initial bound;
-* and, in a tensor of >= 2 dimensions (a weight matrix, a convolution's kernel), exact zeros at about one element in
-  `ZERO_EVERY`, as a pruned or quantised checkpoint holds them (`widen_values` too).
+* and exact zeros at about one element in `ZERO_EVERY` (tensors of >= `ZERO_MIN` elements), as a pruned or quantised
+  checkpoint holds them (`widen_values` too, in tensors of >= 2 dimensions only).
 
 The factor, the outliers' positions, signs and sizes come from the per-call generator below, never from torch's
 stream, so both sides get the same values when they build the same layers in the same order. A call nested in
@@ -98,19 +98,24 @@ _RANDOM_HOLDERS = ((nn_activation, "xavier_uniform_"), (nn_activation, "xavier_n
 SCALE = 4.0  # a drawn tensor is scaled by a factor log-uniform in [1/SCALE, SCALE]
 OUTLIER_EVERY = 1024  # one element in this many (at least one per tensor) becomes an outlier
 OUTLIER_LOW, OUTLIER_HIGH = 2.0, 8.0  # an outlier's magnitude, times the draw's largest
-# exact zeros (a pruned or quantised checkpoint): in a tensor of >= 2 dimensions and >= `ZERO_MIN` elements, about one
-# element in ZERO_EVERY (drawn with replacement, after the outliers) is set to +0.0. Red team round 11: a Linear whose
+# exact zeros (a pruned or quantised checkpoint): in a tensor of >= `ZERO_MIN` elements (a random initialiser's: any
+# dimension; a constructor's own values: >= 2 dimensions), about one element in ZERO_EVERY (drawn with replacement,
+# after the outliers) is set to +0.0. Red team round 11: a Linear whose
 # "pruned row" path skipped the bias of every output whose weight row held an exact 0 passed, no drawn weight being 0.
-# Not in 1-D tensors (a norm's weight of 0 hides what it multiplies) nor whole rows (a pruned output channel is a
-# constant channel, whose BatchNorm answer is an honest kernel's rounding noise amplified by 1/sqrt(eps))
+# Not in a constructor's own vectors (a norm's weight of 0 hides what it multiplies; constant initialisers are drawn
+# in +-[0.5, 1.5]) nor whole rows (a pruned output channel is a constant channel, whose BatchNorm answer is an honest
+# kernel's rounding noise amplified by 1/sqrt(eps))
 ZERO_EVERY = 16
-ZERO_MIN = 64
+ZERO_MIN = 16
 
 
-def _zero_positions(t: torch.Tensor, gen: torch.Generator) -> torch.Tensor | None:
-    """Where `ZERO_EVERY`'s exact zeros go in ``t`` (flat positions, drawn from ``gen``), or None (too small, 1-D)."""
+def _zero_positions(t: torch.Tensor, gen: torch.Generator, vectors: bool = False) -> torch.Tensor | None:
+    """Where `ZERO_EVERY`'s exact zeros go in ``t`` (flat positions, drawn from ``gen``), or None (fewer than
+    `ZERO_MIN` elements; 1-D unless ``vectors``: a random initialiser's vector is a bias, whose exact zeros a kernel
+    must treat as any value -- red team round 12: a Linear+ReLU that skipped the ReLU where the bias was exactly 0
+    passed -- while a vector a constructor set itself may be a norm's weight, where a 0 hides what it multiplies)."""
     n = t.numel()
-    if t.dim() < 2 or n < ZERO_MIN:
+    if (t.dim() < 2 and not vectors) or n < ZERO_MIN:
         return None
     return torch.randint(0, n, (n // ZERO_EVERY,), generator=gen)
 
@@ -264,7 +269,7 @@ class _Draws:
             values = (torch.where(v[0] < 0, -1.0, 1.0).double() * size).to(t.dtype)
             flat = t.view(-1) if t.is_contiguous() else t.reshape(-1).clone()
             flat[where] = values
-            zeros = _zero_positions(t, gen)
+            zeros = _zero_positions(t, gen, vectors=True)
             if zeros is not None:
                 flat[zeros] = 0.0
             if not t.is_contiguous():

@@ -67,7 +67,9 @@ TORCH_VALUES = {"float32", "float", "float64", "double", "float16", "half", "bfl
 # called or read from (``torch.Tensor.split(x, 1)`` would hand tensors over as plain values)
 TORCH_TYPE = "torch type"
 # tensor attributes and methods in forward
-TENSOR_VALUE_ATTRS = {"shape", "dtype", "device", "ndim", "is_cuda", "layout", "requires_grad"}
+# not ``requires_grad``: no trial holds an input that requires grad, so a branch on it is never judged (red team
+# round 12: a ReLU skipped where x.requires_grad was true passed)
+TENSOR_VALUE_ATTRS = {"shape", "dtype", "device", "ndim", "is_cuda", "layout"}
 TENSOR_VIEW_ATTRS = {"T", "mT", "data"}
 TENSOR_VALUE_METHODS = {"size", "stride", "numel", "dim", "element_size", "nelement", "is_contiguous",
                         "storage_offset", "ndimension", "get_device"}

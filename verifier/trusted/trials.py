@@ -399,8 +399,11 @@ class WorkerJudge:
                 if j:  # new values in the parameters' storage after a call, as a checkpoint load writes them
                     self.reload()
                     label = f"{label[:-1]}, parameters negated in place)"
+                # the first in eval mode: a user's inference runs the trained parameters there (red team round 12:
+                # a LayerNorm that dropped its affine in eval mode passed, the eval-mode trial seeing weight 1, bias 0)
+                mode = frozenset({"eval"}) if j == 0 else frozenset()
                 try:
-                    self.run_trial(label, inputs, self.rng.randrange(2**31), False, ref_s, record)
+                    self.run_trial(label, inputs, self.rng.randrange(2**31), False, ref_s, record, mode)
                 except Fail as f:
                     if f.gate == "correctness":
                         f.feedback = f"{f.feedback}\nIn this trial {PERTURBED_PARAMETERS}."

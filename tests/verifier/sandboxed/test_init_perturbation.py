@@ -160,22 +160,28 @@ def test_random_initialisers_are_widened_alike_on_both_sides():
 
 def test_weight_matrices_hold_exact_zeros_alike_on_both_sides_and_vectors_none():
     """Red team round 11 (rt11_pruned_weight_drops_bias): a Linear that dropped the bias of every output whose weight
-    row held an exact 0 passed, no drawn weight ever being 0. Random initialisers' draws of >= 2 dimensions and the
-    values a constructor set (`widen_values`) hold exact zeros at about one element in ZERO_EVERY, the same on both
-    sides; 1-D tensors (a norm's weight, a bias) and tiny tensors none."""
+    row held an exact 0 passed, no drawn weight ever being 0. Random initialisers' draws and the values a constructor
+    set of >= 2 dimensions (`widen_values`) hold exact zeros at about one element in ZERO_EVERY, the same on both
+    sides; so does a random initialiser's vector of >= 16 elements (a bias: red team round 12's zero_bias_sentinel
+    skipped a ReLU where the bias was exactly 0); a norm's constants and tiny tensors none."""
     a, b, plain = build_layers(21), build_layers(21), build_layers(None)
     w = a.fc.weight.detach()
     assert torch.equal(w == 0, b.fc.weight.detach() == 0) and int((w == 0).sum()) >= w.numel() // (2 * ZERO_EVERY)
     assert (w == 0).any(dim=1).float().mean() > 0.5  # most output rows hold one
     assert not (plain.fc.weight == 0).any()  # the default build: as torch draws
-    for name, t in a.state_dict().items():
-        if t.is_floating_point() and t.dim() < 2:
-            assert not (t == 0).any(), name
+    bias = a.fc.bias.detach()
+    assert torch.equal(bias == 0, b.fc.bias.detach() == 0) and 0 < int((bias == 0).sum()) <= 128 // ZERO_EVERY
+    assert not (a.conv.bias == 0).any()  # 8 elements: fewer than ZERO_MIN
+    norms = build(21)
+    for name, t in norms.state_dict().items():
+        if t.is_floating_point() and t.dim() < 2 and "attn" not in name and "conv" not in name:
+            assert not (t == 0).any(), name  # the norms' and PReLU's constants
     gen = torch.Generator().manual_seed(0)
     held = widen_values(torch.ones(32, 8), gen)
     assert 0 < int((held == 0).sum()) <= 32 * 8 // ZERO_EVERY
     assert not (widen_values(torch.ones(32, 8), torch.Generator().manual_seed(0), positive=True) == 0).any()
-    assert not (widen_values(torch.ones(4, 8), torch.Generator().manual_seed(0)) == 0).any()  # < ZERO_MIN elements
+    assert not (widen_values(torch.ones(2, 4), torch.Generator().manual_seed(0)) == 0).any()  # < ZERO_MIN elements
+    assert not (widen_values(torch.ones(64), torch.Generator().manual_seed(0)) == 0).any()  # a constructor's vector
 
 
 def test_weights_leave_their_initial_bound_in_every_draw():

@@ -477,3 +477,14 @@ def test_sublayers_of_torch_composites_are_read_as_layers():
                     "f = self.enc.layers[0].activation", "y = self.enc(x)", "m = self.enc.layers[0].self_attn.forward"):
         bad = with_encoder(forward_with(snippet))
         assert "glue-layer" in rules(bad), (snippet, check_glue(bad))
+
+
+def test_a_branch_on_requires_grad_is_refused():
+    """Red team round 12 (requires_grad_branch): no trial holds an input that requires grad, so a forward that skipped
+    its kernel's work where ``x.requires_grad`` held was never judged there. The attribute is not glue any more."""
+    src = OK.replace("    def forward(self, x):\n", "    def forward(self, x):\n        if x.requires_grad:\n"
+                     "            return x\n", 1)
+    assert src != OK
+    assert rules(src)
+    assert check_glue(OK.replace("    def forward(self, x):\n", "    def forward(self, x):\n        if x.ndim != 2:\n"
+                                 "            return x\n", 1)) == []

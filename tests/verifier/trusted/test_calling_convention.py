@@ -196,3 +196,76 @@ def test_a_kernel_comparing_data_pointers_sees_one_tensor(verifier, suite_task):
     v = verifier.verify(task, _corpus("c9_values/rt11_aliased_inputs_add.py"))
     assert v.failed_gate == "correctness" and "one tensor" in v.feedback, v.feedback
     assert verifier.verify(task, _corpus("twins/rt11_aliased_inputs_add_plain.py")).feasible
+
+
+LAYER_NORM_AFFINE_IN_TRAINING_ONLY = r'''
+import torch
+import torch.nn as nn
+from evokernel.cpu import load_cpp
+
+lib = load_cpp(r"""
+#include <cstdint>
+#include <cmath>
+extern "C" void layer_norm(const float* x, const float* g, const float* b, float* y, int64_t rows, int64_t d,
+                           float eps, int64_t affine) {
+    for (int64_t r = 0; r < rows; ++r) {
+        const float* xr = x + r * d;
+        double m = 0.0, v = 0.0;
+        for (int64_t i = 0; i < d; ++i) m += xr[i];
+        m /= d;
+        for (int64_t i = 0; i < d; ++i) v += (xr[i] - m) * (xr[i] - m);
+        v /= d;
+        const double inv = 1.0 / std::sqrt(v + eps);
+        for (int64_t i = 0; i < d; ++i) {
+            const float n = (float)((xr[i] - m) * inv);
+            y[r * d + i] = affine ? n * g[i] + b[i] : n;
+        }
+    }
+}
+""")
+
+
+class ModelNew(nn.Module):
+    def __init__(self, normalized_shape):
+        super().__init__()
+        self.ln = nn.LayerNorm(normalized_shape)
+
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty(x.shape)
+        d = self.ln.weight.numel()
+        lib.layer_norm(x, self.ln.weight, self.ln.bias, out, x.numel() // d, d, self.ln.eps, AFFINE)
+        return out
+'''
+
+
+LAYER_NORM_TASK = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.ln = nn.LayerNorm(features)
+
+    def forward(self, x):
+        return self.ln(x)
+
+def get_inputs():
+    return [torch.randn(32, 256)]
+
+def get_init_inputs():
+    return [256]
+'''
+
+
+@pytest.mark.parametrize("affine, ok", [("1", True), ("1 if self.training else 0", False)])
+def test_eval_mode_meets_drawn_parameters_too(verifier, make_task, affine, ok):
+    """Red team round 12 (eval_mode_default_affine): the eval-mode trial ran on the model as built (a LayerNorm's
+    weight 1, bias 0), so a kernel that dropped the affine in eval mode passed. The first perturbed-parameter trial
+    runs in eval mode as well."""
+    task = make_task("layer_norm_default_affine", LAYER_NORM_TASK)
+    v = verifier.verify(task, LAYER_NORM_AFFINE_IN_TRAINING_ONLY.replace("AFFINE", affine))
+    assert v.feasible is ok, v.feedback[:600]
+    if not ok:
+        assert v.feedback.startswith("trial 11 (perturbed parameters, special inputs) (eval mode)"), v.feedback[:300]
