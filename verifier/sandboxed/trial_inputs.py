@@ -204,27 +204,50 @@ def flush_subnormals(x: torch.Tensor) -> torch.Tensor:
     return torch.where(sub, x * 0.0, x)
 
 
+def _floating_pairs(xs: list, ys: list, floating: Callable[[torch.Tensor], bool]
+                    ) -> list[tuple[torch.Tensor, torch.Tensor]] | None:
+    """The output pairs of ``xs`` and ``ys`` left to judge by value (those ``floating`` holds for), or None where the
+    two lists are not the same answer by structure: other lengths, a non-tensor, another shape or dtype, or an
+    unequal output of another kind (`flush_harmless` and `same_answer` share it)."""
+    if len(xs) != len(ys):
+        return None
+    pairs = []
+    for a, b in zip(xs, ys):
+        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or a.shape != b.shape \
+                or a.dtype != b.dtype:
+            return None
+        if not floating(a):
+            if not torch.equal(a, b):
+                return None
+            continue
+        pairs.append((a, b))
+    return pairs
+
+
+def _finite_masks(a64: torch.Tensor, b64: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """Where ``a64`` and ``b64`` are finite, or None unless their NaN and signed Inf stand at the same positions."""
+    fa, fb = torch.isfinite(a64), torch.isfinite(b64)
+    if not torch.equal(fa, fb) or not torch.equal(a64[~fa].nan_to_num(0.0), b64[~fb].nan_to_num(0.0)) \
+            or not torch.equal(a64[~fa].isnan(), b64[~fb].isnan()):
+        return None
+    return fa, fb
+
+
 def flush_harmless(with_sub: list, flushed: list) -> bool:
     """Whether the reference's outputs on inputs holding subnormals (``with_sub``) and on the same inputs flushed
     (``flushed``) are the same answer: equal shapes and dtypes, non-floating outputs equal, the same NaN/Inf at the
     same positions, and every finite element within one smallest normal plus 4 units of rounding of the other (far
     inside any tolerance the parent applies). Then a kernel that flushes subnormals, in its inputs or its outputs,
     gives the reference's answer to within its rounding, and planted subnormals judge only kernels wrong on them."""
-    if len(with_sub) != len(flushed):
+    pairs = _floating_pairs(with_sub, flushed, lambda t: t.is_floating_point())
+    if pairs is None:
         return False
-    for a, b in zip(with_sub, flushed):
-        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or a.shape != b.shape \
-                or a.dtype != b.dtype:
-            return False
-        if not a.is_floating_point():
-            if not torch.equal(a, b):
-                return False
-            continue
+    for a, b in pairs:
         a64, b64 = a.double(), b.double()
-        fa, fb = torch.isfinite(a64), torch.isfinite(b64)
-        if not torch.equal(fa, fb) or not torch.equal(a64[~fa].nan_to_num(0.0), b64[~fb].nan_to_num(0.0)) \
-                or not torch.equal(a64[~fa].isnan(), b64[~fb].isnan()):
+        masks = _finite_masks(a64, b64)
+        if masks is None:
             return False
+        fa, fb = masks
         info = torch.finfo(a.dtype)
         if not bool(((a64[fa] - b64[fb]).abs() <= info.tiny + 4 * info.eps * b64[fb].abs()).all()):
             return False
@@ -545,23 +568,17 @@ def same_answer(got: list[Any], base: list[Any]) -> bool:
     element within 1e-4 (16-bit dtypes: 1e-2) of the output's largest magnitude (at least 1) of the other: a
     library's other order of operations on a view (a BLAS call on a transposed operand) lands there, a reference
     that reads the view's memory as if it were contiguous does not."""
-    if len(got) != len(base):
+    pairs = _floating_pairs(got, base, lambda t: t.is_floating_point() or t.is_complex())
+    if pairs is None:
         return False
-    for a, b in zip(got, base):
-        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or a.shape != b.shape \
-                or a.dtype != b.dtype:
-            return False
-        if not (a.is_floating_point() or a.is_complex()):
-            if not torch.equal(a, b):
-                return False
-            continue
+    for a, b in pairs:
         if a.numel() == 0 or torch.equal(a, b):  # the usual case, ~20x cheaper than the float64 pass below
             continue
         a64, b64 = a.double(), b.double()
-        fa, fb = torch.isfinite(a64), torch.isfinite(b64)
-        if not torch.equal(fa, fb) or not torch.equal(a64[~fa].nan_to_num(0.0), b64[~fb].nan_to_num(0.0)) \
-                or not torch.equal(a64[~fa].isnan(), b64[~fb].isnan()):
+        masks = _finite_masks(a64, b64)
+        if masks is None:
             return False
+        fa, fb = masks
         a64, b64 = torch.where(fa, a64, 0.0), torch.where(fb, b64, 0.0)
         tol = 1e-2 if a.element_size() <= 2 else 1e-4
         if float((a64 - b64).abs().max()) > tol * max(1.0, float(b64.abs().max())):
